@@ -1,0 +1,178 @@
+"""config -> data -> trained model -> projection objective -> optimise -> metrics -> outputs.
+
+The random-features pipeline is written as pure functions of a PRNG key
+(`make_rf_problem`, `rf_loss`, `init_candidates`) so that `recon/sweep.py` can
+vmap them over a grid; `run` is the single-run driver behind `recon.main`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, Optional
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import config as config_lib
+from recon import data, features, io, metrics, optimize
+from recon.models import random_features
+from recon.objectives import projection
+
+Array = jax.Array
+
+
+class ExperimentError(RuntimeError):
+  """A run that cannot start or finish; the message is one line."""
+
+
+def set_dtype(name: str):
+  """Returns the JAX dtype; float64 switches on `jax_enable_x64` (process-wide)."""
+  if name == 'float64':
+    if not jax.config.jax_enable_x64:
+      jax.config.update('jax_enable_x64', True)
+    return jnp.float64
+  return jnp.float32
+
+
+def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """Validated copy with derived defaults filled in (n_candidates = n when None)."""
+  config_lib.validate(config)
+  cfg = ml_collections.ConfigDict(config.to_dict())
+  if cfg.get('n_candidates') is None:
+    with cfg.ignore_type():
+      cfg.n_candidates = cfg.n
+  return cfg
+
+
+def split_keys(seed_or_key) -> Dict[str, Array]:
+  """The fixed key tree of a run: data, model (V), candidate initialisation."""
+  key = jax.random.PRNGKey(seed_or_key) if np.ndim(seed_or_key) == 0 else seed_or_key
+  k_data, k_model, k_init = jax.random.split(key, 3)
+  return {'data': k_data, 'model': k_model, 'init': k_init}
+
+
+def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
+                    activation: str, mask: Optional[Array] = None) -> Dict[str, Array]:
+  """Draws V (p_total x d), fits theta* = Phi^+ y on the (masked) features.
+
+  Returns the attacker's view {v, mask, theta} plus `train_mse` (a pytree of arrays).
+  """
+  d = x.shape[1]
+  v = features.random_weights(keys['model'], p_total, d, x.dtype)
+  if mask is None:
+    mask = jnp.ones((p_total,), x.dtype)
+  phi = features.rf_features(v, x, activation, mask)
+  theta = random_features.min_norm_solution(phi, y)
+  return {'v': v, 'mask': mask, 'theta': theta,
+          'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
+            jitter: float) -> Array:
+  """Projection loss of candidates x_hat against the trained random-features model."""
+  phi_hat = features.rf_features(problem['v'], x_hat, activation, problem['mask'])
+  return projection.projection_loss(phi_hat, problem['theta'], jitter)
+
+
+def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
+  """Candidates ~ N(0, I) (projected onto the sphere by the constraint)."""
+  return jax.random.normal(key, (n_candidates, d), dtype)
+
+
+def _prepare_workdir(workdir: str, overwrite: bool) -> None:
+  summary = os.path.join(workdir, 'summary.json')
+  if os.path.exists(summary) and not overwrite:
+    raise ExperimentError(
+        f'workdir: {workdir} already holds a finished run (summary.json); choose another '
+        '--workdir or pass --config.overwrite=True')
+  os.makedirs(workdir, exist_ok=True)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
+  """Runs one random-features reconstruction; writes summary.json and reconstruction.npz."""
+  cfg = resolve(config)
+  _prepare_workdir(workdir, cfg.get('overwrite', False))
+  dtype = set_dtype(cfg.dtype)
+  t0 = time.time()
+
+  keys = split_keys(cfg.seed)
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  problem = jax.jit(lambda k, x, y: make_rf_problem(
+      k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+  train_mse = float(problem.pop('train_mse'))
+  logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
+               cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+
+  radius = float(np.sqrt(cfg.d))
+  constraint = optimize.sphere_constraint(radius)
+  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
+  loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
+  x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
+  chunk = jax.jit(lambda s, stop: optimize.run_chunk(
+      s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
+      tol=cfg.tol, max_steps=cfg.max_steps))
+
+  x_true_np = np.asarray(x_true)
+  history = [(0, float(state.loss))]
+
+  def log_progress(s):
+    err = metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean()
+    logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
+                 err, time.time() - t0)
+
+  progress = optimize.ProgressLogger(log_progress, cfg.log_every_seconds)
+
+  def on_chunk(s):
+    history.append((int(s.step), float(s.loss)))
+    progress(s)
+
+  state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
+                         on_chunk=on_chunk)
+  progress(state, force=True)
+  status = optimize.STATUS_NAMES[int(state.status)]
+
+  x_hat = np.asarray(state.x)
+  final_loss = float(loss_fn(state.x, problem))
+  phi_true = features.rf_features(problem['v'], x_true, cfg.activation)
+  phi_hat = features.rf_features(problem['v'], state.x, cfg.activation)
+  result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
+  result.update({
+      'feature_residual': metrics.feature_residual(np.asarray(phi_true), np.asarray(phi_hat)),
+      'projection_loss': final_loss,
+      'train_mse': train_mse,
+      'steps': int(state.step),
+      'status': status,
+      'wall_seconds': time.time() - t0,
+      'n': cfg.n, 'd': cfg.d, 'p': cfg.p, 'n_candidates': cfg.n_candidates,
+      'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
+  })
+  if status == 'nonfinite':
+    logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '
+                  'the last finite candidates', int(state.step))
+  summary = {
+      'config': cfg.to_dict(),
+      'metrics': result,
+      'threat_model': {'known': ['V (random-features weights or their key)', 'theta* (trained)',
+                                 'n_candidates', 'activation'],
+                       'unknown': ['X (training inputs)', 'y (labels)']},
+      'counting': ('Hungarian matching on the sign-invariant relative distance; '
+                   'recovered = matched distance < recovered_threshold; if n_candidates < n the '
+                   'uncovered samples enter recon_error with their nearest-candidate distance; '
+                   'if n_candidates > n the extra candidates are n_unmatched_candidates, of which '
+                   'n_duplicates lie within the threshold of a true sample.'),
+      'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
+      'device': str(jax.devices()[0].platform),
+  }
+  aligned = metrics.aligned_candidates(x_true_np, x_hat)
+  io.write_npz(os.path.join(workdir, 'reconstruction.npz'), x_true=x_true_np,
+               x_matched=aligned, x_candidates=x_hat, y=np.asarray(y))
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  projection_loss %.3e  '
+               '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
+               result['frac_recovered'], result['dist_abs'], final_loss, status,
+               result['steps'], result['wall_seconds'], workdir)
+  return summary

@@ -1,0 +1,77 @@
+"""Random-features maps: activations by name and phi(x) = sigma(V x).
+
+`V in R^{p x d}` has i.i.d. N(0, 1/d) entries. Row `i` of `V` is drawn from
+`fold_in(key, i)`, so the first `p` rows do not depend on the total width: a width
+sweep that pads every model to the largest `p` sees exactly the same features as
+the unpadded run of each width (see `recon/sweep.py`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+import chex
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+
+def _relu(z):
+  return jnp.maximum(z, 0.0)
+
+
+def _relu_tanh(z):
+  return jnp.maximum(z, 0.0) + jnp.tanh(z)
+
+
+def _softplus_tanh(z):
+  return jax.nn.softplus(z) + jnp.tanh(z)
+
+
+# Hermite content decides identifiability: relu's odd coefficients of order >= 3
+# vanish (sign ambiguity x <-> -x on the odd part); tanh, sin and the "+tanh"
+# variants have non-zero odd coefficients of every odd order.
+ACTIVATIONS: Dict[str, Callable[[Array], Array]] = {
+    'relu': _relu,
+    'relu_tanh': _relu_tanh,  # relu + tanh: removes relu's sign ambiguity.
+    'tanh': jnp.tanh,
+    'softplus_tanh': _softplus_tanh,  # smooth, odd Hermite terms of all orders.
+    'sin': jnp.sin,  # smooth, odd Hermite coefficients of every odd order.
+    'gelu': jax.nn.gelu,
+    'cubic': lambda z: z ** 3,
+    'quadratic': lambda z: z ** 2,
+}
+
+
+class UnknownNameError(ValueError):
+  """A name that is not in a registry; the message lists the accepted names."""
+
+
+def get_activation(name: str) -> Callable[[Array], Array]:
+  """Returns the elementwise activation called `name`."""
+  if name not in ACTIVATIONS:
+    raise UnknownNameError(
+        f'activation: unknown name {name!r}; accepted: {", ".join(sorted(ACTIVATIONS))}')
+  return ACTIVATIONS[name]
+
+
+def random_weights(key: Array, p: int, d: int, dtype=jnp.float32) -> Array:
+  """V in R^{p x d}, V_ij ~ N(0, 1/d); row i drawn from fold_in(key, i)."""
+  rows = jnp.arange(p, dtype=jnp.uint32)
+  v = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (d,), dtype))(rows)
+  return v / jnp.sqrt(jnp.asarray(d, dtype))
+
+
+def feature_mask(p: int, p_total: int, dtype=jnp.float32) -> Array:
+  """1 on the first `p` of `p_total` features, 0 on the padding."""
+  return (jnp.arange(p_total) < p).astype(dtype)
+
+
+def rf_features(v: Array, x: Array, activation: str, mask: Array | None = None) -> Array:
+  """phi(X) = sigma(X V^T) (rows = samples), times an optional 0/1 feature mask."""
+  chex.assert_rank([v, x], 2)
+  chex.assert_equal_shape_suffix([v, x], 1)
+  phi = get_activation(activation)(x @ v.T)
+  if mask is not None:
+    phi = phi * mask
+  return phi

@@ -1,0 +1,1 @@
+"""Models whose training sets are reconstructed."""

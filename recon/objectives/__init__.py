@@ -1,0 +1,1 @@
+"""Reconstruction objectives: pure functions of candidates and a target."""

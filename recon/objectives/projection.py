@@ -1,0 +1,45 @@
+"""The projection loss L(X_hat) = ||P_perp theta||^2 / ||theta||^2.
+
+P projects onto the row span of the candidate feature matrix Phi_hat (m x p):
+P theta = Phi_hat^T alpha with alpha = (G + eps I)^{-1} Phi_hat theta and
+G = Phi_hat Phi_hat^T. alpha is the closed-form optimum of
+||theta - Phi_hat^T alpha||^2, so this loss is the "parameter change explained by
+candidate gradients" objective with its coefficients eliminated.
+
+Numerics: a Cholesky solve of the m x m Gram with a relative jitter
+eps = jitter * trace(G) / m (default 1e-6; it keeps the solve finite when two
+candidates coincide and perturbs the loss by about (eps / lambda_min)^2), and the
+residual theta - Phi_hat^T alpha is formed explicitly instead of the cancelling
+difference ||theta||^2 - v^T alpha.
+"""
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+DEFAULT_JITTER = 1e-6
+
+
+def span_coefficients(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
+  """alpha = argmin_a ||target - features^T a||^2 (ridge-regularised by the jitter)."""
+  chex.assert_rank([features, target], [2, 1])
+  chex.assert_equal(features.shape[1], target.shape[0])
+  gram = features @ features.T
+  m = gram.shape[0]
+  eps = jitter * jnp.trace(gram) / m + jnp.finfo(gram.dtype).tiny
+  chol = jax.scipy.linalg.cho_factor(gram + eps * jnp.eye(m, dtype=gram.dtype), lower=True)
+  return jax.scipy.linalg.cho_solve(chol, features @ target)
+
+
+def projection_residual(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
+  """target - P target, P the projector onto the row span of `features`."""
+  return target - features.T @ span_coefficients(features, target, jitter)
+
+
+def projection_loss(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
+  """||P_perp target||^2 / ||target||^2 in [0, 1]; 0 iff target is in the span."""
+  r = projection_residual(features, target, jitter)
+  return jnp.sum(r ** 2) / jnp.sum(target ** 2)

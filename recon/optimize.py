@@ -1,0 +1,133 @@
+"""Constrained first-order optimisation of candidates, compiled in chunks.
+
+One step: g = grad L(x); x <- constraint(x + optax_update(g)). The step loop runs
+inside `lax.while_loop` for `chunk_steps` steps per compiled call; the host only
+sees chunk boundaries (progress logs, checkpoints). Every function here is pure
+and vmappable over a batch of problems (see `recon/sweep.py`).
+
+Status codes of a run: RUNNING, CONVERGED (loss <= tol), NONFINITE (loss or
+gradient not finite: the candidates stay at the last finite state), MAX_STEPS.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+
+Array = jax.Array
+
+RUNNING, CONVERGED, NONFINITE, MAX_STEPS = 0, 1, 2, 3
+STATUS_NAMES = {RUNNING: 'running', CONVERGED: 'converged', NONFINITE: 'nonfinite',
+                MAX_STEPS: 'max_steps'}
+
+OPTIMIZERS = ('sgd', 'adam')
+
+
+def make_optimizer(name: str, lr, momentum=0.9) -> optax.GradientTransformation:
+  """Optax optimiser by name; lr and momentum live in the state, so they can be vmapped.
+
+  sgd: heavy-ball momentum (the paper's default, momentum 0.9); adam: Adam(b1=momentum).
+  """
+  if name == 'sgd':
+    return optax.inject_hyperparams(optax.sgd)(learning_rate=lr, momentum=momentum)
+  if name == 'adam':
+    return optax.inject_hyperparams(optax.adam)(learning_rate=lr, b1=momentum)
+  raise ValueError(f'optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
+
+
+def sphere_constraint(radius: float) -> Callable[[Array], Array]:
+  """Projects every row onto the sphere of the given radius."""
+  def project(x):
+    norms = jnp.linalg.norm(x, axis=-1, keepdims=True)
+    return x * (radius / jnp.maximum(norms, jnp.finfo(x.dtype).tiny))
+  return project
+
+
+class ReconState(NamedTuple):
+  """The full state of a reconstruction run (a pytree)."""
+  x: Array  # candidates (n_candidates, ...)
+  opt_state: Any
+  step: Array  # int32 scalar: steps taken
+  loss: Array  # loss at the last evaluated point
+  status: Array  # int32 scalar, one of the status codes
+
+
+def init_state(x0: Array, optimizer: optax.GradientTransformation,
+               loss_fn: Callable[[Array, Any], Array], problem: Any,
+               constraint: Callable[[Array], Array]) -> ReconState:
+  x0 = constraint(x0)
+  return ReconState(x=x0, opt_state=optimizer.init(x0), step=jnp.zeros((), jnp.int32),
+                    loss=loss_fn(x0, problem).astype(x0.dtype),
+                    status=jnp.asarray(RUNNING, jnp.int32))
+
+
+def run_chunk(state: ReconState, problem: Any, stop_step: Array, *,
+              loss_fn: Callable[[Array, Any], Array], optimizer: optax.GradientTransformation,
+              constraint: Callable[[Array], Array], tol: float, max_steps: int) -> ReconState:
+  """Runs steps until `stop_step`, convergence, a non-finite value or `max_steps`."""
+  value_and_grad = jax.value_and_grad(loss_fn)
+
+  def cond(s):
+    return (s.status == RUNNING) & (s.step < stop_step)
+
+  def body(s):
+    loss, grad = value_and_grad(s.x, problem)
+    finite = jnp.isfinite(loss) & jnp.all(jnp.isfinite(grad))
+    converged = finite & (loss <= tol)
+    updates, new_opt = optimizer.update(grad, s.opt_state, s.x)
+    new_x = constraint(optax.apply_updates(s.x, updates))
+    move = finite & ~converged
+    new_x = jnp.where(move, new_x, s.x)
+    new_opt = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_opt, s.opt_state)
+    step = s.step + move.astype(jnp.int32)
+    status = jnp.where(~finite, NONFINITE, jnp.where(converged, CONVERGED, RUNNING))
+    status = jnp.where((status == RUNNING) & (step >= max_steps), MAX_STEPS, status)
+    loss = jnp.where(finite, loss, s.loss).astype(s.loss.dtype)
+    return ReconState(new_x, new_opt, step, loss, status.astype(jnp.int32))
+
+  return jax.lax.while_loop(cond, body, state)
+
+
+def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState], *,
+          max_steps: int, chunk_steps: int,
+          on_chunk: Optional[Callable[[ReconState], None]] = None) -> ReconState:
+  """Host loop over compiled chunks until every run in `state` has stopped.
+
+  Works for a single run and for a vmapped batch (statuses of any shape).
+  `on_chunk(state)` is called after every chunk (logging, checkpoints, history).
+  """
+  while True:
+    status, steps = jax.device_get((state.status, state.step))
+    running = status == RUNNING
+    if not running.any():
+      break
+    # Runs still running advance in lockstep; stopped ones keep their step count.
+    step = int(steps[running].max()) if steps.ndim else int(steps)
+    if step >= max_steps:
+      break
+    stop = jnp.asarray(min(step + chunk_steps, max_steps), jnp.int32)
+    state = chunk_fn(state, stop)
+    jax.block_until_ready(state.x)
+    if on_chunk is not None:
+      on_chunk(state)
+  # Runs still marked RUNNING hit the step budget.
+  status = jnp.where(state.status == RUNNING, MAX_STEPS, state.status)
+  return state._replace(status=status.astype(jnp.int32))
+
+
+class ProgressLogger:
+  """Calls `log_fn(state)` at most every `every_seconds` (always on the last call)."""
+
+  def __init__(self, log_fn: Callable[[ReconState], None], every_seconds: float):
+    self._log_fn = log_fn
+    self._every = every_seconds
+    self._last = -float('inf')
+
+  def __call__(self, state: ReconState, force: bool = False) -> None:
+    now = time.monotonic()
+    if force or now - self._last >= self._every:
+      self._last = now
+      self._log_fn(state)
