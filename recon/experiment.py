@@ -92,12 +92,19 @@ def _prepare_workdir(workdir: str, overwrite: bool) -> None:
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
-  """Runs one random-features reconstruction; writes summary.json and reconstruction.npz."""
+  """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
   _prepare_workdir(workdir, cfg.get('overwrite', False))
   dtype = set_dtype(cfg.dtype)
-  t0 = time.time()
+  if cfg.model == 'random_features':
+    return run_random_features(cfg, workdir, dtype)
+  raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
+                        f'{", ".join(config_lib.MODELS)}')
 
+
+def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+  """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*)."""
+  t0 = time.time()
   keys = split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
   problem = jax.jit(lambda k, x, y: make_rf_problem(
@@ -105,12 +112,40 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
-
-  radius = float(np.sqrt(cfg.d))
-  constraint = optimize.sphere_constraint(radius)
-  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
+  feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  return reconstruct_and_report(
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
+      feature_fn=feature_fn, t0=t0,
+      extra_metrics={'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
+                     'p_over_n': cfg.p / cfg.n},
+      threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
+                              'n_candidates', 'activation'],
+                    'unknown': ['X (training inputs)', 'y (labels)']})
+
+
+COUNTING_NOTE = (
+    'Hungarian matching on the sign-invariant relative distance; recovered = matched distance '
+    '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
+    'their nearest-candidate distance; if n_candidates > n the extra candidates are '
+    'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
+
+
+def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
+                           y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
+                           constraint, feature_fn=None, t0: Optional[float] = None,
+                           extra_metrics: Optional[Dict[str, Any]] = None,
+                           threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
+
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. Writes
+  summary.json (config, metrics, threat model, loss history) and
+  reconstruction.npz (true rows, matched candidates, all candidates).
+  """
+  t0 = time.time() if t0 is None else t0
+  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   chunk = jax.jit(lambda s, stop: optimize.run_chunk(
       s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
@@ -137,33 +172,28 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
 
   x_hat = np.asarray(state.x)
   final_loss = float(loss_fn(state.x, problem))
-  phi_true = features.rf_features(problem['v'], x_true, cfg.activation)
-  phi_hat = features.rf_features(problem['v'], state.x, cfg.activation)
   result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
+  if feature_fn is not None:
+    result['feature_residual'] = metrics.feature_residual(
+        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
   result.update({
-      'feature_residual': metrics.feature_residual(np.asarray(phi_true), np.asarray(phi_hat)),
       'projection_loss': final_loss,
-      'train_mse': train_mse,
+      'final_loss': final_loss,
       'steps': int(state.step),
       'status': status,
-      'wall_seconds': time.time() - t0,
-      'n': cfg.n, 'd': cfg.d, 'p': cfg.p, 'n_candidates': cfg.n_candidates,
-      'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
+      'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:])),
+      'n_candidates': int(x_hat.shape[0]),
   })
+  result.update(extra_metrics or {})
+  result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '
                   'the last finite candidates', int(state.step))
   summary = {
       'config': cfg.to_dict(),
       'metrics': result,
-      'threat_model': {'known': ['V (random-features weights or their key)', 'theta* (trained)',
-                                 'n_candidates', 'activation'],
-                       'unknown': ['X (training inputs)', 'y (labels)']},
-      'counting': ('Hungarian matching on the sign-invariant relative distance; '
-                   'recovered = matched distance < recovered_threshold; if n_candidates < n the '
-                   'uncovered samples enter recon_error with their nearest-candidate distance; '
-                   'if n_candidates > n the extra candidates are n_unmatched_candidates, of which '
-                   'n_duplicates lie within the threshold of a true sample.'),
+      'threat_model': threat_model or {},
+      'counting': COUNTING_NOTE,
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
       'device': str(jax.devices()[0].platform),
   }
@@ -171,7 +201,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   io.write_npz(os.path.join(workdir, 'reconstruction.npz'), x_true=x_true_np,
                x_matched=aligned, x_candidates=x_hat, y=np.asarray(y))
   io.write_json(os.path.join(workdir, 'summary.json'), summary)
-  logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  projection_loss %.3e  '
+  logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
                '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
                result['frac_recovered'], result['dist_abs'], final_loss, status,
                result['steps'], result['wall_seconds'], workdir)
