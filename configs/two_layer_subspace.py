@@ -1,6 +1,6 @@
 """A two-layer net trained by GD on data in a k-dim subspace: subspace from dW1.
 
-f(x) = W2 relu_tanh(W1 x), width 96, trained by full-batch GD (MSE, lr 1e-2, no
+f(x) = W2 relu_tanh(W1 x), width 192, trained by full-batch GD (MSE, lr 5e-3, no
 weight decay) on n=6 samples in a planted k=4 dimensional subspace of R^64. The
 attack reads U = top right singular vectors of dW1 = W1_T - W1_0 (k chosen by the
 largest singular-value gap) and reconstructs from dW2 = W2_T - W2_0 inside span(U).
@@ -22,10 +22,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.planted_dim = 4
   c.label_noise = 0.5
   # Model and its training (full-batch GD).
-  c.width = 96
+  c.width = 192
   c.activation = 'relu_tanh'
   c.train_loss = 'mse'
-  c.train_lr = 1e-2
+  c.train_lr = 5e-3
   c.train_steps = 20000
   c.train_tol = 1e-6
   c.weight_decay = 0.0

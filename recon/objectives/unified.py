@@ -3,9 +3,10 @@
   L(X_hat, alpha) = ||dtheta - sum_j alpha_j^T J(theta; x_hat_j)||^2 / ||dtheta||^2,
 
 J(theta; x) the Jacobian of the outputs w.r.t. the reconstructed parameters (one row
-per (candidate, output)), evaluated at the trained parameters, the initial ones, or
-both ('both' sums the two residuals with shared alpha, i.e. stacks [J_T | J_0]
-against [dtheta; dtheta]; the normalisation keeps L in [0, 1]). Minimising over alpha
+per (candidate, output)), evaluated at the trained parameters (J_T), the initial ones
+(J_0), or both: 'both' uses (J_T + J_0) / 2, the trapezoid rule for the GD path
+dtheta = -lr sum_t sum_i r_i(t) J(theta_t; x_i) when the features move during
+training (last layer of a net whose first layer trains). Minimising over alpha
 in closed form, alpha* = (F F^T)^{-1} F t, gives `projection.projection_loss(F, t)`:
 the two modes of `candidate_loss` agree at alpha = alpha*.
 
@@ -45,14 +46,13 @@ def head_jacobian_rows(h: Array, n_out: int) -> Array:
 
 def stack(features_trained: Array | None, features_initial: Array | None, target: Array,
           gradient_at: str) -> Tuple[Array, Array]:
-  """(F, t) of the chosen variant: J_T, J_0 or [J_T | J_0] against dtheta (twice)."""
+  """(F, t) of the chosen variant: J_T, J_0 or (J_T + J_0) / 2, against t = dtheta."""
   if gradient_at == 'trained':
     return features_trained, target
   if gradient_at == 'initial':
     return features_initial, target
   if gradient_at == 'both':
-    return (jnp.concatenate([features_trained, features_initial], axis=1),
-            jnp.concatenate([target, target]))
+    return 0.5 * (features_trained + features_initial), target
   raise ValueError(f'gradient_at: unknown name {gradient_at!r}; accepted: '
                    f'{", ".join(GRADIENT_AT)}')
 
