@@ -81,20 +81,25 @@ def choose_k(s: np.ndarray, noise_floor: float = DEFAULT_NOISE_FLOOR) -> int:
   return int(np.argmax(s[:r] / nxt)) + 1
 
 
-def numerical_rank(s: np.ndarray, shape: Tuple[int, int], dtype) -> int:
-  """#{s_i > max(shape) * eps * s_1} (numpy's matrix_rank cut-off)."""
+def effective_rank(s: np.ndarray, shape: Tuple[int, int], dtype,
+                   noise_floor: float = DEFAULT_NOISE_FLOOR) -> int:
+  """#{s_i > max(floor, max(shape) * eps) * s_1}: the rank above the relative noise floor.
+
+  GD accumulates rounding in dW1 (about 1e-5 relative in float32), so the plain
+  numerical rank over-counts; the same floor as `choose_k` is used.
+  """
   s = np.asarray(s, np.float64)
   if s.size == 0 or s[0] == 0:
     return 0
-  return int(np.sum(s > max(shape) * np.finfo(dtype).eps * s[0]))
+  return int(np.sum(s > max(noise_floor, max(shape) * np.finfo(dtype).eps) * s[0]))
 
 
 def estimate_subspace(delta_w1: Array, k: Optional[int] = None,
                       noise_floor: float = DEFAULT_NOISE_FLOOR) -> Dict[str, np.ndarray]:
   """U_k: top-k right singular vectors of dW1 (width x d); k from `choose_k` if None.
 
-  Returns {'basis' (d x k), 'k', 'singular_values' (all), 'rank'}. Raises a one-line
-  SubspaceError on a non-finite dW1/SVD, k > d or k > rank(dW1).
+  Returns {'basis' (d x k), 'k', 'singular_values' (all), 'rank' (`effective_rank`)}.
+  Raises a one-line SubspaceError on a non-finite dW1/SVD, k > d or k > rank(dW1).
   """
   chex.assert_rank(delta_w1, 2)
   d = delta_w1.shape[1]
@@ -108,12 +113,12 @@ def estimate_subspace(delta_w1: Array, k: Optional[int] = None,
   _, s, vt = np.linalg.svd(dw.astype(np.float64), full_matrices=False)
   if not (np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
     raise SubspaceError('subspace: the SVD of dW1 is not finite; accepted: a finite weight change')
-  rank = numerical_rank(s, dw.shape, dw.dtype)
+  rank = effective_rank(s, dw.shape, dw.dtype, noise_floor)
   if k is None:
     k = choose_k(s, noise_floor)
   elif k > rank:
-    raise SubspaceError(f'subspace_dim: {k} exceeds rank(dW1)={rank}; accepted: 1..{rank} '
-                        'or None (automatic)')
+    raise SubspaceError(f'subspace_dim: {k} exceeds rank(dW1)={rank} (singular values above '
+                        f'{noise_floor:g} x the largest); accepted: 1..{rank} or None (automatic)')
   return {'basis': vt[:k].T.astype(dw.dtype), 'k': int(k), 'singular_values': s,
           'rank': rank}
 
