@@ -221,6 +221,7 @@ def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[s
     s = est['singular_values']
     extra['singular_values_top'] = (s[:12] / s[0]).tolist()
     extra['delta_w1_rank'] = est['rank']
+    extra['auto_k'] = subspace_lib.choose_k(s, cfg.subspace_noise_floor)
   # Quality of the estimate: measured on the full-space run too (top planted_dim
   # directions of dW1), so a full-space run reports how good the estimate would be.
   if basis is None and true_basis is not None:
