@@ -10,7 +10,7 @@ attack reconstructs from dW2 with features at (W1_T + W1_0) / 2 ('both').
      automatically chosen k and the reconstruction error.
 Writes results/subspace_two_layer.{json,csv,png}.
 
-Regenerate (about 5 minutes on 2 CPU cores):
+Regenerate (about 8 minutes on 2 shared CPU cores):
     python -m scripts.subspace_two_layer
 """
 from __future__ import annotations
