@@ -183,6 +183,19 @@ def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[s
   t0 = time.time()
   keys = experiment.split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
+
+
+def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array, y: Array,
+                     meta: Dict[str, Any], *, keys: Dict[str, Array],
+                     t0: Optional[float] = None) -> Dict[str, Any]:
+  """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
+
+  meta['subspace_basis'] (optional) is the true subspace, for principal angles and
+  subspace='known'.
+  """
+  from recon import experiment  # pylint: disable=import-outside-toplevel
+  t0 = time.time() if t0 is None else t0
   net = train_two_layer(cfg, keys['model'], x_true, y)
   info = net['info']
   if not info['finite']:
