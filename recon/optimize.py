@@ -1,8 +1,8 @@
 """Constrained first-order optimisation of candidates, compiled in chunks.
 
-One step: g = grad L(x); x <- constraint(x + optax_update(g)). x is an array of
-candidates or any pytree holding them (e.g. {'x': X, 'alpha': a}, see `field_constraint`). The step loop runs
-inside `lax.while_loop` for `chunk_steps` steps per compiled call; the host only
+One step: g = grad L(x); x <- constraint(x + optax_update(g)), where x is an array
+of candidates or any pytree holding them ({'x': X, 'alpha': a}: `field_constraint`).
+The step loop runs inside `lax.while_loop` for `chunk_steps` steps per compiled call; the host only
 sees chunk boundaries (progress logs, checkpoints). Every function here is pure
 and vmappable over a batch of problems (see `recon/sweep.py`).
 
