@@ -2,8 +2,8 @@
 
 One step: g = grad L(x); x <- constraint(x + optax_update(g)), where x is an array
 of candidates or any pytree holding them ({'x': X, 'alpha': a}: `field_constraint`).
-The step loop runs inside `lax.while_loop` for `chunk_steps` steps per compiled call; the host only
-sees chunk boundaries (progress logs, checkpoints). Every function here is pure
+The step loop runs inside `lax.while_loop` for `chunk_steps` steps per compiled
+call; the host only sees chunk boundaries (progress logs, checkpoints). Every function here is pure
 and vmappable over a batch of problems (see `recon/sweep.py`).
 
 Status codes of a run: RUNNING, CONVERGED (loss <= tol), NONFINITE (loss or
