@@ -46,7 +46,8 @@ def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict
   if config.dataset == 'planted_subspace':
     k = config.get('planted_dim')
     if k is None or k > config.d:
-      raise ValueError(f'planted_dim: {k!r} must be set and <= d={config.d}; accepted: 1..{config.d}')
+      raise ValueError(f'planted_dim: {k!r} must be set and <= d={config.d}; '
+                       f'accepted: 1..{config.d}')
     x, y, basis = subspace.planted_subspace(key, config.n, config.d, k, config.label_noise, dtype)
     return x, y, {'name': 'planted_subspace', 'image_shape': None,
                   'row_norms': np.full(config.n, np.sqrt(config.d)), 'subspace_basis': basis}

@@ -116,7 +116,8 @@ def main() -> None:
   ax = axes[2]
   b = [r for r in rows if r['part'] == 'B']
   wds = [max(r['weight_decay'], 1e-5) for r in b]
-  ax.semilogx(wds, [r['max_principal_angle_deg'] for r in b], 'o-', label='max principal angle (deg)')
+  ax.semilogx(wds, [r['max_principal_angle_deg'] for r in b], 'o-',
+              label='max principal angle (deg)')
   ax.set_xlabel('weight decay (0 drawn at 1e-5)')
   ax.set_ylabel('degrees')
   ax2 = ax.twinx()
