@@ -1,4 +1,8 @@
 """Tests of recon/subspace.py and the subspace-aware pipelines (recon/subspace_experiment.py)."""
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -130,3 +134,16 @@ def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
   assert sub['recon_error'] < 0.05 and sub['frac_recovered'] == 1.0
   assert full['recon_error'] > 0.3 and full['frac_recovered'] < 1.0
   assert sub['search_dim'] == 2 and sub['p_over_kn'] == 4.0
+
+
+def test_cli_rejects_estimating_a_random_features_subspace_with_one_line_and_status_2(tmp_path):
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  r = subprocess.run([sys.executable, '-m', 'recon.main',
+                      f'--config={os.path.join(root, "configs", "rf_subspace.py")}',
+                      f'--workdir={tmp_path / "run"}', '--config.subspace=estimated'],
+                     cwd=root, env=dict(os.environ, JAX_PLATFORMS='cpu'), capture_output=True,
+                     text=True, timeout=300)
+  assert r.returncode == 2
+  lines = [l for l in r.stderr.splitlines() if l.startswith('error:')]
+  assert len(lines) == 1 and 'config.subspace' in lines[0] and "'known'" in lines[0]
+  assert not (tmp_path / 'run').exists()
