@@ -42,10 +42,17 @@ def make_optimizer(name: str, lr, momentum=0.9) -> optax.GradientTransformation:
 
 
 def sphere_constraint(radius: float) -> Callable[[Array], Array]:
-  """Projects every row onto the sphere of the given radius."""
+  """Projects every row onto the sphere of the given radius.
+
+  Rows are first divided by their largest entry, so huge rows (a too-large step)
+  do not overflow the norm and collapse to zero.
+  """
   def project(x):
-    norms = jnp.linalg.norm(x, axis=-1, keepdims=True)
-    return x * (radius / jnp.maximum(norms, jnp.finfo(x.dtype).tiny))
+    tiny = jnp.finfo(x.dtype).tiny
+    scale = jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True), tiny)
+    unit = x / scale
+    norms = jnp.linalg.norm(unit, axis=-1, keepdims=True)
+    return unit * (radius / jnp.maximum(norms, tiny))
   return project
 
 
