@@ -75,6 +75,11 @@ SCHEMA: Dict[str, Spec] = {
     'model': Spec(str, choices=lambda: MODELS),
     'dataset': Spec(str, choices=lambda: data.DATASETS),
     'data_dir': Spec(str, optional=True),
+    'classes': Spec((tuple, list), optional=True),  # checked against the data set by data.load
+    'image_size': Spec(int, low=1, optional=True),
+    'grayscale': Spec(bool),
+    'preprocess': Spec(str, choices=lambda: data.PREPROCESS),
+    'subspace_dim': Spec(int, low=1, optional=True),
     'n': _positive_int(),
     'd': _positive_int(),
     'p': _positive_int(),
@@ -92,6 +97,8 @@ SCHEMA: Dict[str, Spec] = {
     'chunk_steps': _positive_int(),
     'log_every_seconds': Spec(float, low=0.0),
     'recovered_threshold': Spec(float, low=0.0, low_open=True),
+    'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
+    'ssim_filter_size': Spec(int, low=1, optional=True),
     'overwrite': Spec(bool),
 }
 
