@@ -27,10 +27,11 @@ def get_config() -> ml_collections.ConfigDict:
   c.activation = 'relu_tanh'
   # Attack.
   c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
-  c.optimizer = 'sgd'
-  c.lr = 20.0
-  c.momentum = 0.9
-  c.max_steps = 20000
+  # Adam: heavy-ball SGD at lr 2..20 stalls with 3 of 10 digits unrecovered at 20k steps.
+  c.optimizer = 'adam'
+  c.lr = 0.02
+  c.momentum = 0.9  # Adam's b1
+  c.max_steps = 40000
   c.tol = 1e-7
   c.jitter = 1e-6
   c.dtype = 'float32'

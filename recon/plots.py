@@ -12,6 +12,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from recon import io
 
@@ -91,6 +92,7 @@ def loss_curve(path: str, steps: Sequence[int], losses: Sequence[float],
   else:
     ax.text(0.5, 0.5, 'no positive finite loss values', ha='center', va='center',
             transform=ax.transAxes)
+  ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
   ax.set_xlabel('step')
   ax.set_ylabel('loss')
   ax.grid(True, which='both', alpha=0.3)
