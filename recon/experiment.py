@@ -136,7 +136,8 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
   """DIR/loss_curve.png always; DIR/grid.png (truth over matched reconstruction) for images.
 
   Reconstructions are mapped to pixels with their matched sample's row norm
-  (`data.to_pixels`), so both rows of the grid are at the data's true scale.
+  (`data.to_pixels`), so both rows of the grid are at the data's true scale, drawn on
+  meta['pixel_range'] (default: the true images' min..max).
   """
   plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), history['step'], history['loss'],
                    title=f'{meta.get("name", "")}: loss vs step ({result["status"]})')
@@ -144,9 +145,12 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
   if shape is None:
     return
   ssim = metrics.ssim_pairs(x_true, aligned, shape, result.get('ssim_filter_size', ssim_filter))
-  plots.image_grid(os.path.join(workdir, 'grid.png'), data.to_pixels(x_true, meta),
-                   data.to_pixels(aligned, meta), shape, ssim,
-                   value_range=meta.get('pixel_range', (0.0, 1.0)))
+  true_px = data.to_pixels(x_true, meta)
+  value_range = meta.get('pixel_range') or (float(true_px.min()), float(true_px.max()))
+  if not value_range[1] > value_range[0]:
+    value_range = (value_range[0], value_range[0] + 1.0)
+  plots.image_grid(os.path.join(workdir, 'grid.png'), true_px, data.to_pixels(aligned, meta),
+                   shape, ssim, value_range=value_range)
 
 
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,

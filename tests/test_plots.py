@@ -86,3 +86,14 @@ def test_too_large_ssim_window_is_refused_before_compute(tmp_path):
   with pytest.raises(experiment.ExperimentError, match='config.ssim_filter_size'):
     experiment.run(tiny_config(ssim_filter_size=5), str(tmp_path))
   assert not os.path.exists(tmp_path / 'summary.json')
+
+
+def test_write_plots_without_pixel_metadata(tmp_path):
+  """A pipeline whose meta only sets image_shape still gets a grid (range from the data)."""
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((3, 16)) * 5.0
+  meta = {'image_shape': (4, 4, 1)}
+  experiment.write_plots(str(tmp_path), x, x + 0.01, meta, {'step': [0, 1], 'loss': [1.0, 0.5]},
+                         {'status': 'converged', 'ssim_filter_size': 3})
+  assert_png(tmp_path / 'grid.png')
+  assert_png(tmp_path / 'loss_curve.png')
