@@ -17,15 +17,12 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize
+from recon import data, features, io, metrics, optimize, plots
+from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import random_features
 from recon.objectives import projection
 
 Array = jax.Array
-
-
-class ExperimentError(RuntimeError):
-  """A run that cannot start or finish; the message is one line."""
 
 
 def set_dtype(name: str):
@@ -137,6 +134,29 @@ COUNTING_NOTE = (
     'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
 
 
+def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dict[str, Any],
+                history: Dict[str, Any], result: Dict[str, Any],
+                ssim_filter: Optional[int] = None) -> None:
+  """DIR/loss_curve.png always; DIR/grid.png (truth over matched reconstruction) for images.
+
+  Reconstructions are mapped to pixels with their matched sample's row norm
+  (`data.to_pixels`), so both rows of the grid are at the data's true scale, drawn on
+  meta['pixel_range'] (default: the true images' min..max).
+  """
+  plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), history['step'], history['loss'],
+                   title=f'{meta.get("name", "")}: loss vs step ({result["status"]})')
+  shape = meta.get('image_shape')
+  if shape is None:
+    return
+  ssim = metrics.ssim_pairs(x_true, aligned, shape, result.get('ssim_filter_size', ssim_filter))
+  true_px = data.to_pixels(x_true, meta)
+  value_range = meta.get('pixel_range') or (float(true_px.min()), float(true_px.max()))
+  if not value_range[1] > value_range[0]:
+    value_range = (value_range[0], value_range[0] + 1.0)
+  plots.image_grid(os.path.join(workdir, 'grid.png'), true_px, data.to_pixels(aligned, meta),
+                   shape, ssim, value_range=value_range)
+
+
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
                            y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
                            constraint, feature_fn=None, t0: Optional[float] = None,
@@ -147,11 +167,18 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. `decode(params)`
   (optional) maps the optimised variables (e.g. subspace coordinates, or a pytree
-  with free coefficients) to input-space candidates for the metrics; default identity. Writes
-  summary.json (config, metrics, threat model, loss history) and
-  reconstruction.npz (true rows, matched candidates, all candidates).
+  with free coefficients) to input-space candidates for the metrics; default identity.
+  Writes summary.json (config, metrics, threat model, loss history, data description),
+  reconstruction.npz (true rows, matched candidates, all candidates), loss_curve.png
+  and, for image data (meta['image_shape'] set), grid.png plus SSIM/PSNR metrics.
   """
   t0 = time.time() if t0 is None else t0
+  image_shape = meta.get('image_shape')
+  ssim_filter = cfg.get('ssim_filter_size', None)
+  if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
+    raise ExperimentError(f'config.ssim_filter_size: invalid value {ssim_filter} for images of '
+                          f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
+                          f'1..{min(image_shape[:2])}')
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   chunk = jax.jit(lambda s, stop: optimize.run_chunk(
@@ -192,6 +219,11 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:])),
       'n_candidates': int(x_hat.shape[0]),
   })
+  aligned = metrics.aligned_candidates(x_true_np, x_hat)
+  if image_shape is not None:
+    result.update(metrics.image_metrics(
+        x_true_np, x_hat, image_shape,
+        threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
   result.update(extra_metrics or {})
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
@@ -204,11 +236,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'counting': COUNTING_NOTE,
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
       'device': str(jax.devices()[0].platform),
+      'data': data.describe(meta),
   }
-  aligned = metrics.aligned_candidates(x_true_np, x_hat)
   io.write_npz(os.path.join(workdir, 'reconstruction.npz'), x_true=x_true_np,
                x_matched=aligned, x_candidates=x_hat, y=np.asarray(y))
-  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)  # last: marks a finished run
   logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
                '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
                result['frac_recovered'], result['dist_abs'], final_loss, status,
