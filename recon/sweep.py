@@ -137,14 +137,25 @@ def _setup_point(keys, x, y, mask, lr, momentum, *, cfg, p_total, dtype):
   return problem, state, train_mse
 
 
-def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
-              label: str = '') -> Dict[str, Any]:
-  """Runs one group as one jit(vmap(...)) program; returns per-point arrays and timings.
+@dataclasses.dataclass
+class Program:
+  """A compiled-on-first-call group: batched initial state and problems, the jitted
+  vmapped chunk `chunk(state, stop_step)` and final loss `final_loss(x)`; `size` real
+  points (the rest pads the batch to a multiple of the device count)."""
+  state: optimize.ReconState
+  problems: Dict[str, Any]
+  train_mse: Any
+  x_true: Any
+  chunk: Any
+  final_loss: Any
+  size: int
+  batch: int
+  p_total: int
 
-  Returns {'x_true', 'x_hat', 'v', 'train_mse', 'final_loss', 'steps', 'status'} as
-  NumPy arrays with a leading axis over the group's points, plus timings.
-  """
-  t0 = time.time()
+
+def prepare_group(group: Group, devices=None) -> Program:
+  """Stacks the group's inputs on the grid axis (sharded over `devices`), fits every
+  padded model and initialises every run in one jit(vmap(...)) call."""
   cfg = group.points[0].cfg  # static fields are shared by the group
   dtype = experiment.set_dtype(cfg.dtype)
   devices = list(devices if devices is not None else jax.devices())
@@ -170,11 +181,27 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
                                              dtype=dtype)), out_shardings=batched)
   step_chunk = experiment.chunk_fn(cfg, loss_fn, optimizer, constraint)
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
-  final_loss_fn = jax.jit(jax.vmap(loss_fn), out_shardings=batched)
-
   problems, state, train_mse = setup(*inputs)
-  jax.block_until_ready(state.x)
+  return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
+                 chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
+                 final_loss=jax.jit(lambda x: jax.vmap(loss_fn)(x, problems),
+                                    out_shardings=batched),
+                 size=size, batch=len(points), p_total=p_total)
+
+
+def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
+              label: str = '') -> Dict[str, Any]:
+  """Runs one group as one jit(vmap(...)) program; returns per-point arrays and timings.
+
+  Returns {'x_true', 'x_hat', 'v', 'train_mse', 'final_loss', 'steps', 'status'} as
+  NumPy arrays with a leading axis over the group's points, plus timings.
+  """
+  t0 = time.time()
+  cfg = group.points[0].cfg
+  prog = prepare_group(group, devices)
+  jax.block_until_ready(prog.state.x)
   t_setup = time.time() - t0
+  size = prog.size
 
   def log_progress(s):
     status, loss, step = jax.device_get((s.status[:size], s.loss[:size], s.step[:size]))
@@ -183,17 +210,15 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
                  float(np.nanmin(loss)), float(np.nanmedian(loss)), time.time() - t0)
 
   progress = optimize.ProgressLogger(log_progress, log_every_seconds)
-  state = optimize.drive(state, lambda s, stop: chunk_vmapped(s, problems, stop),
-                         max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
-                         on_chunk=progress)
+  state = optimize.drive(prog.state, prog.chunk, max_steps=cfg.max_steps,
+                         chunk_steps=cfg.chunk_steps, on_chunk=progress)
   progress(state, force=True)
-  final_loss = final_loss_fn(state.x, problems)
-  out = jax.device_get({'x_true': inputs[1], 'x_hat': state.x, 'v': problems['v'],
-                        'train_mse': train_mse, 'final_loss': final_loss, 'steps': state.step,
-                        'status': state.status})
+  out = jax.device_get({'x_true': prog.x_true, 'x_hat': state.x, 'v': prog.problems['v'],
+                        'train_mse': prog.train_mse, 'final_loss': prog.final_loss(state.x),
+                        'steps': state.step, 'status': state.status})
   out = {k: np.asarray(v)[:size] for k, v in out.items()}
-  out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=len(points),
-             p_total=p_total, n_shards=len(state.x.sharding.device_set))
+  out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
+             p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
   return out
 
 
