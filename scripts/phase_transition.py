@@ -93,9 +93,10 @@ def stage_lr():
   result, seconds = run_sweep(c, 'lr')
   rows = aggregate(result['records'], ('activation', 'p_over_dn', 'lr'),
                    ('recon_error', 'frac_recovered', 'projection_loss'))
+  setup = dict(setup_text(c, seconds), lr=list(c.sweep.lr))
   io.write_json(os.path.join(RESULTS, 'phase_transition_lr.json'), {
       'what': 'lr grid for SGD momentum 0.9 on the phase-transition problem; mean/std over '
-              'seeds', 'setup': setup_text(c, seconds), 'rows': rows,
+              'seeds', 'setup': setup, 'rows': rows,
       'records': slim(result['records'])})
   for r in rows:
     print(f"lr {r['lr']:5g}  {r['activation']:9s} p/dn {r['p_over_dn']:3g}  recon_error "
