@@ -117,8 +117,12 @@ def _prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json'
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
+  from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
+  subspace_experiment.check(cfg)
   _prepare_workdir(workdir, cfg.get('overwrite', False))
   dtype = set_dtype(cfg.dtype)
+  if subspace_experiment.uses_this_pipeline(cfg):
+    return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
@@ -185,10 +189,13 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
                            y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
                            constraint, feature_fn=None, t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
-                           threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                           threat_model: Optional[Dict[str, Any]] = None,
+                           decode=None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. Writes
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. `decode(params)`
+  (optional) maps the optimised variables (e.g. subspace coordinates, or a pytree
+  with free coefficients) to input-space candidates for the metrics; default identity. Writes
   summary.json (config, metrics, threat model, loss history) and
   reconstruction.npz (true rows, matched candidates, all candidates).
   """
@@ -198,11 +205,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   step_chunk = chunk_fn(cfg, loss_fn, optimizer, constraint)
   chunk = jax.jit(lambda s, stop: step_chunk(s, problem, stop))
 
+  decode = decode if decode is not None else (lambda params: params)
   x_true_np = np.asarray(x_true)
   history = [(0, float(state.loss))]
 
   def log_progress(s):
-    err = metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean()
+    err = metrics.per_sample_errors(x_true_np, np.asarray(decode(s.x))).mean()
     logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
                  err, time.time() - t0)
 
@@ -217,12 +225,13 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
-  x_hat = np.asarray(state.x)
+  x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
                  steps=int(state.step), status=int(state.status),
                  phi_true=None if feature_fn is None else feature_fn(x_true),
-                 phi_hat=None if feature_fn is None else feature_fn(state.x))
+                 phi_hat=None if feature_fn is None else feature_fn(
+                     jnp.asarray(x_hat, x_true.dtype)))
   result.update(extra_metrics or {})
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':

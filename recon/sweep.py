@@ -39,7 +39,7 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import data, experiment, features, io, optimize
+from recon import data, experiment, features, io, optimize, subspace_experiment
 
 DEFAULT_MEMORY_BUDGET_GB = 8.0
 GRID_AXIS = 'grid'
@@ -84,6 +84,13 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
     if 'p_over_dn' in coords:
       cfg.p = _width(cfg, coords['p_over_dn'])
     cfg = experiment.resolve(cfg)
+    subspace_experiment.check(cfg)
+    if subspace_experiment.uses_this_pipeline(cfg):
+      raise config_lib.ConfigError(
+          f'config.model: sweeps run the random-features pipeline only (got model '
+          f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
+          f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
+          "with subspace 'none' and alpha_mode 'closed_form'")
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
     groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))

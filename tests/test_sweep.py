@@ -182,6 +182,15 @@ def test_bad_axes_are_one_line_errors(tmp_path, axes, field, message):
   assert not os.path.exists(tmp_path / 'run')  # nothing written, nothing compiled
 
 
+def test_other_pipelines_are_refused(tmp_path):
+  c = tiny_config(seed=(0, 1))
+  with c.unlocked():
+    c.dataset, c.planted_dim, c.subspace = 'planted_subspace', 2, 'known'
+  with pytest.raises(config_lib.ConfigError, match='^config.model: sweeps run the '
+                     'random-features pipeline only'):
+    sweep.run(c, str(tmp_path / 'run'))
+
+
 def test_memory_budget(tmp_path):
   c = tiny_config(p=(10, 10 ** 6), seed=(0, 1))
   c.sweep_memory_budget_gb = 0.1
