@@ -116,7 +116,43 @@ SCHEMA: Dict[str, Spec] = {
     'train_steps': _positive_int(),
     'train_tol': Spec(float, low=0.0),
     'weight_decay': Spec(float, low=0.0),
+    'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
 }
+
+# Sweep axes (`config.sweep.AXIS = (values, ...)`, see recon/sweep.py). Vectorised axes
+# share one compiled program (widths padded to the largest p, lr/momentum in the
+# optimiser state, seeds as a batch of keys); static axes change shapes or code and
+# loop outside, one compiled group per value.
+SWEEP_VECTORISED = ('p', 'p_over_dn', 'seed', 'lr', 'momentum')
+SWEEP_STATIC = ('activation', 'n_candidates', 'dtype', 'n', 'd', 'label_noise', 'optimizer',
+                'jitter', 'tol', 'max_steps')
+SWEEP_ONLY: Dict[str, Spec] = {'p_over_dn': Spec(float, low=0.0, low_open=True)}
+
+
+def validate_sweep(sweep: Any) -> None:
+  """Raises ConfigError for an unknown axis, an empty axis or an invalid axis value."""
+  accepted = ', '.join(SWEEP_VECTORISED + SWEEP_STATIC)
+  if not hasattr(sweep, 'items'):
+    raise ConfigError(f'config.sweep: invalid value {sweep!r}; accepted: a ConfigDict of '
+                      f'axes (tuples of values) named from {accepted}')
+  axes = dict(sweep.items())
+  for name, values in axes.items():
+    if name not in SWEEP_VECTORISED + SWEEP_STATIC:
+      raise ConfigError(f'config.sweep.{name}: unknown sweep axis; accepted axes: {accepted}')
+    if not isinstance(values, (tuple, list)) or isinstance(values, str):
+      raise ConfigError(f'config.sweep.{name}: invalid value {values!r}; accepted: a '
+                        'non-empty tuple of values')
+    if not values:
+      raise ConfigError(f'config.sweep.{name}: empty axis; accepted: a non-empty tuple of '
+                        'values')
+    spec = SWEEP_ONLY.get(name) or SCHEMA[name]
+    for value in values:
+      if not spec.check(value):
+        raise ConfigError(f'config.sweep.{name}: invalid value {value!r}; accepted: '
+                          f'{spec.accepted()}')
+  if 'p' in axes and 'p_over_dn' in axes:
+    raise ConfigError('config.sweep.p_over_dn: both p and p_over_dn are swept; accepted: '
+                      'one of the two width axes')
 
 
 def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
@@ -130,3 +166,5 @@ def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
     if name not in schema and name != 'sweep':
       raise ConfigError(f'config.{name}: unknown field; accepted fields: '
                         f'{", ".join(sorted(schema))}')
+  if fields.get('sweep'):
+    validate_sweep(fields['sweep'])
