@@ -11,9 +11,12 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize
+from recon.models import networks, train
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features',)
+MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit')
+# Models trained by GD and attacked through their last layer's parameter-Jacobian.
+NETWORK_MODELS = ('random_features_gd', 'two_layer', 'resnet', 'vit')
 
 
 class ConfigError(ValueError):
@@ -93,6 +96,22 @@ SCHEMA: Dict[str, Spec] = {
     'log_every_seconds': Spec(float, low=0.0),
     'recovered_threshold': Spec(float, low=0.0, low_open=True),
     'overwrite': Spec(bool),
+    # Networks trained by GD (recon/network_experiment.py).
+    'width': _positive_int(),
+    'depth': _positive_int(),
+    'num_classes': _positive_int(),
+    'loss': Spec(str, choices=train.LOSSES),
+    'train_lr': Spec(float, low=0.0, low_open=True, optional=True),
+    'train_momentum': Spec(float, low=0.0, high=0.999999),
+    'train_max_steps': _positive_int(),
+    'train_tol': Spec(float, low=0.0),
+    'last_layer': Spec(str),
+    'image_shape': Spec((tuple, list), optional=True),
+    'patch_size': _positive_int(),
+    'num_heads': _positive_int(),
+    'pool': Spec(str, choices=networks.POOLS),
+    'attacker_knows_init': Spec(bool),
+    'attacker_knows_n': Spec(bool),
 }
 
 
