@@ -36,9 +36,9 @@ def get_config() -> ml_collections.ConfigDict:
   # Attack.
   c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
   c.optimizer = 'sgd'
-  c.lr = 20.0
+  c.lr = 5.0
   c.momentum = 0.9
-  c.max_steps = 10000
+  c.max_steps = 2000
   c.tol = 1e-7
   c.jitter = 1e-6
   c.dtype = 'float32'
