@@ -30,6 +30,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.train_max_steps = 20000
   c.train_tol = 1e-6
   c.last_layer = 'head'
+  c.jacobian_at = 'trained'  # or 'init_and_trained' (needs attacker_knows_init)
   # Threat model.
   c.attacker_knows_init = True
   c.attacker_knows_n = True
