@@ -4,7 +4,11 @@ n=4 synthetic sphere samples shaped as 4x4x1 images (d=16); 2x2 patches -> 4
 tokens embedded in `width` dims (+ learned positions), `depth` pre-LN transformer
 blocks (2 heads, 2x MLP, gelu), a final LayerNorm, the tokens flattened into a
 bias-free linear head with C=2 outputs trained on MSE to one-hot targets:
-p_L = 4 * width * C = 640 = 10 dn. A few minutes on CPU.
+p_L = 4 * width * C = 640 = 10 dn. The features are the mean of the head Jacobian
+rows at the initial and the trained weights (jacobian_at='midpoint', the trapezoid
+rule of the GD path): with the trained weights alone the drift of the token
+features during training leaves ~1e-2 of theta unexplained (projection loss at the
+true data) and only 2 of 4 samples are recovered. A few minutes on CPU.
 """
 import ml_collections
 
@@ -34,7 +38,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.train_max_steps = 5000
   c.train_tol = 1e-6
   c.last_layer = 'head'
-  c.jacobian_at = 'init_and_trained'  # 'trained': the paper's, drift-limited here
+  c.jacobian_at = 'midpoint'  # 'trained': the paper's, drift-limited here
   # Threat model.
   c.attacker_knows_init = True
   c.attacker_knows_n = True

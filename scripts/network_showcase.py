@@ -27,6 +27,7 @@ KEEP = ('model', 'width', 'num_classes', 'n', 'd', 'image_shape', 'p_L', 'p_L_ov
         'n_params_total', 'train_loss_name', 'train_lr', 'train_steps', 'train_final_loss',
         'train_reached_tol', 'projection_loss_at_truth', 'projection_loss', 'recon_error',
         'recon_error_max', 'frac_recovered', 'dist_abs', 'feature_residual', 'steps', 'status',
+        'jacobian_at',
         'wall_seconds')
 
 
@@ -34,6 +35,8 @@ def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
   runs = {}
+  if os.path.exists(_OUT.value + '.json'):  # keep the runs not redone
+    runs = io.read_json(_OUT.value + '.json')['runs']
   for name in _ONLY.value:
     cfg = CONFIGS[name].get_config()
     cfg.overwrite, cfg.log_every_seconds = True, 1e9
@@ -46,9 +49,10 @@ def main(argv):
   os.makedirs(os.path.dirname(_OUT.value) or '.', exist_ok=True)
   io.write_json(_OUT.value + '.json', {'command': 'python -m scripts.network_showcase',
                                        'runs': runs})
+  runs = {k: runs[k] for k in CONFIGS if k in runs}
   cols = ('model', 'n', 'd', 'p_L', 'p_L_over_dn', 'train_loss_name', 'train_steps',
           'train_final_loss', 'train_reached_tol', 'projection_loss_at_truth', 'projection_loss',
-          'recon_error', 'frac_recovered', 'wall_seconds')
+          'recon_error', 'frac_recovered', 'jacobian_at', 'wall_seconds')
   fmt = lambda v: f'{v:.3g}' if isinstance(v, float) else str(v)
   lines = ['| config | ' + ' | '.join(cols) + ' |', '|' + '---|' * (len(cols) + 1)]
   lines += [f'| {name} | ' + ' | '.join(fmt(r[c]) for c in cols) + ' |'

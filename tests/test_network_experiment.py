@@ -1,12 +1,26 @@
 """The network pipeline end to end: reconstruction above the threshold, threat model, errors."""
+import importlib.util
 import json
 import os
 
 import pytest
 
-from configs import resnet, rf_logistic, two_layer, vit
 from recon import config as config_lib
 from recon import experiment
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _config_module(name):
+  spec = importlib.util.spec_from_file_location(
+      f'_cfg_{name}', os.path.join(_ROOT, 'configs', f'{name}.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+two_layer, resnet, vit, rf_logistic = (_config_module(n) for n in
+                                       ('two_layer', 'resnet', 'vit', 'rf_logistic'))
 
 
 def _tiny(**overrides):
@@ -25,7 +39,7 @@ def test_two_layer_above_threshold_reconstructs(tmp_path):
   assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0, m
   assert m['projection_loss_at_truth'] < 1e-3
   tm = summary['threat_model']
-  assert tm['attacker_knows_init'] and 'W2' not in tm['target'] and 'W_head(0)' in tm['target']
+  assert tm['attacker_knows_init'] and tm['target'] == 'theta = vec(W_head(T) - W_head(0))'
   assert any('initial weights' in k for k in tm['known'])
   with open(os.path.join(tmp_path, 'summary.json')) as f:
     assert json.load(f)['metrics']['train_steps'] == m['train_steps']
@@ -33,8 +47,11 @@ def test_two_layer_above_threshold_reconstructs(tmp_path):
 
 def test_unreached_tolerance_is_reported(tmp_path):
   cfg = _tiny(train_max_steps=2, train_tol=1e-12, max_steps=2, attacker_knows_init=False)
-  m = experiment.run(cfg, str(tmp_path))['metrics']
+  summary = experiment.run(cfg, str(tmp_path))
+  m = summary['metrics']
   assert not m['train_reached_tol'] and m['train_steps'] == 2
+  assert 'initial weights unknown' in summary['threat_model']['target']
+  assert any('initial weights' in k for k in summary['threat_model']['unknown'])
   assert 'did NOT reach train_tol' in m['train_note']
 
 
@@ -54,6 +71,8 @@ def test_unreached_tolerance_is_reported(tmp_path):
     (vit.get_config, {'num_heads': 3}, experiment.ExperimentError, 'num_heads'),
     (two_layer.get_config, {'attacker_knows_n': False}, experiment.ExperimentError,
      'n_candidates'),
+    (two_layer.get_config, {'attacker_knows_init': False, 'jacobian_at': 'init_and_trained'},
+     experiment.ExperimentError, 'jacobian_at'),
 ])
 def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
   cfg = make()

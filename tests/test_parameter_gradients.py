@@ -112,3 +112,15 @@ def test_unknown_layer_is_one_line_error():
     pg.layer_vector(params, 'classifier')
   msg = str(e.value)
   assert '\n' not in msg and "'classifier'" in msg and 'head, hidden' in msg
+
+
+def test_stacked_jacobian_concatenates_rows():
+  x, _ = data.synthetic_sphere(jax.random.PRNGKey(8), 3, 5)
+  model = networks.TwoLayer(6, 2)
+  p0, _, apply = _setup(model, x, key=0)
+  p1, _, _ = _setup(model, x, key=1)
+  stacked = pg.stacked_jacobian(apply, (p0, p1), x)
+  np.testing.assert_allclose(stacked, jnp.concatenate(
+      [pg.last_layer_jacobian(apply, p0, x), pg.last_layer_jacobian(apply, p1, x)]))
+  np.testing.assert_allclose(pg.stacked_jacobian(apply, p0, x),
+                             pg.last_layer_jacobian(apply, p0, x))

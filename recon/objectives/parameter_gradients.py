@@ -77,26 +77,29 @@ def last_layer_jacobian(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str 
 
 
 def stacked_jacobian(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
-                     input_shape: Sequence[int] | None = None) -> Array:
+                     input_shape: Sequence[int] | None = None, average: bool = False) -> Array:
   """Jacobian rows at one parameter set, or stacked over a tuple/list of them.
 
   (params_0, params_T) gives 2 n C rows spanning h_0(x) and h_T(x): the head's GD
   path sum_t h_t(x_i) g_ti lies (nearly) in that span even when h drifts during
-  training, while h_T alone leaves the drift unexplained.
+  training, while h_T alone leaves the drift unexplained. average=True gives
+  their mean instead (n C rows: the trapezoid rule for the path integral).
   """
   if isinstance(params, (tuple, list)):
-    return jnp.concatenate([last_layer_jacobian(apply_fn, p, x, layer=layer,
-                                                input_shape=input_shape) for p in params])
+    jacs = [last_layer_jacobian(apply_fn, p, x, layer=layer, input_shape=input_shape)
+            for p in params]
+    return sum(jacs) / len(jacs) if average else jnp.concatenate(jacs)
   return last_layer_jacobian(apply_fn, params, x, layer=layer, input_shape=input_shape)
 
 
 def jacobian_projection_loss(x_hat: Array, problem: Any, *, apply_fn: ApplyFn, layer: str,
                              input_shape: Sequence[int] | None = None,
-                             jitter: float = projection.DEFAULT_JITTER) -> Array:
+                             jitter: float = projection.DEFAULT_JITTER,
+                             average: bool = False) -> Array:
   """Projection loss of candidates against problem = {'params': trained (or a tuple of
   parameter sets whose Jacobian rows are stacked), 'theta': target}."""
   phi_hat = stacked_jacobian(apply_fn, problem['params'], x_hat, layer=layer,
-                             input_shape=input_shape)
+                             input_shape=input_shape, average=average)
   return projection.projection_loss(phi_hat, problem['theta'], jitter)
 
 
