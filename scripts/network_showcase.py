@@ -55,7 +55,7 @@ def main(argv):
           'recon_error', 'frac_recovered', 'jacobian_at', 'wall_seconds')
   fmt = lambda v: f'{v:.3g}' if isinstance(v, float) else str(v)
   lines = ['| config | ' + ' | '.join(cols) + ' |', '|' + '---|' * (len(cols) + 1)]
-  lines += [f'| {name} | ' + ' | '.join(fmt(r[c]) for c in cols) + ' |'
+  lines += [f'| {name} | ' + ' | '.join(fmt(r.get(c)) for c in cols) + ' |'
             for name, r in runs.items()]
   io.write_text(_OUT.value + '.md', '\n'.join(lines) + '\n')
   print(f'wrote {_OUT.value}.json and .md', file=sys.stderr)

@@ -25,7 +25,7 @@ two_layer, resnet, vit, rf_logistic = (_config_module(n) for n in
 
 def _tiny(**overrides):
   cfg = two_layer.get_config()
-  cfg.n, cfg.d, cfg.width, cfg.num_classes = 3, 4, 60, 2  # p_L = 120 = 10 dn
+  cfg.n, cfg.d, cfg.width, cfg.num_classes = 3, 4, 300, 2  # p_L = 600 = 50 dn (lazy)
   cfg.max_steps, cfg.chunk_steps, cfg.log_every_seconds = 600, 300, 1e9
   for k, v in overrides.items():
     cfg[k] = v
@@ -35,7 +35,7 @@ def _tiny(**overrides):
 def test_two_layer_above_threshold_reconstructs(tmp_path):
   summary = experiment.run(_tiny(), str(tmp_path))
   m = summary['metrics']
-  assert m['train_reached_tol'] and m['p_L'] == 120 and m['p_L_over_dn'] == 10
+  assert m['train_reached_tol'] and m['p_L'] == 600 and m['p_L_over_dn'] == 50
   assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0, m
   assert m['projection_loss_at_truth'] < 1e-3
   tm = summary['threat_model']
