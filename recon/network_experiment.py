@@ -41,9 +41,13 @@ def _fail(message: str):
   raise experiment.ExperimentError(message)
 
 
-def network_image_shape(cfg: ml_collections.ConfigDict,
-                        meta: Optional[Dict[str, Any]] = None) -> Optional[Tuple[int, ...]]:
-  """The NHWC image shape of an input row: meta['image_shape'], else config.image_shape."""
+def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str, Any]] = None,
+                        d: Optional[int] = None) -> Optional[Tuple[int, ...]]:
+  """The NHWC image shape of an input row: meta['image_shape'], else config.image_shape.
+
+  Must hold d entries (d: the loaded rows' length, else config.d).
+  """
+  d = cfg.d if d is None else d
   shape = (meta or {}).get('image_shape') or cfg.get('image_shape')
   if shape is None:
     if cfg.model in IMAGE_MODELS:
@@ -55,8 +59,8 @@ def network_image_shape(cfg: ml_collections.ConfigDict,
     networks.check_image_shape(shape, cfg.get('patch_size') if cfg.model == 'vit' else None)
   except ValueError as e:
     _fail(str(e))
-  if math.prod(shape) != cfg.d:
-    _fail(f'image_shape: {shape} has {math.prod(shape)} entries but d={cfg.d}; accepted: '
+  if math.prod(shape) != d:
+    _fail(f'image_shape: {shape} has {math.prod(shape)} entries but d={d}; accepted: '
           'height*width*channels = d')
   return shape
 
@@ -117,7 +121,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
   keys = experiment.split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
   x_true = x_true.reshape(x_true.shape[0], -1)
-  image_shape = network_image_shape(cfg, meta)
+  image_shape = network_image_shape(cfg, meta, x_true.shape[1])
   input_shape = image_shape if cfg.model in IMAGE_MODELS else None
   model = build_model(cfg)
   layer = cfg.get('last_layer', 'head')
