@@ -71,7 +71,7 @@ def test_projection_loss_zero_for_targets_in_the_span(name):
   theta = pg.last_layer_jacobian(apply, params, x).T @ jax.random.normal(
       jax.random.PRNGKey(4), (n * 2,))
   problem = {'params': params, 'theta': theta}
-  loss = lambda z: pg.jacobian_projection_loss(z, problem, apply_fn=apply, layer='head')
+  loss = jax.jit(lambda z: pg.jacobian_projection_loss(z, problem, apply_fn=apply, layer='head'))
   other, _ = data.synthetic_sphere(jax.random.PRNGKey(5), n, d)
   assert float(loss(x)) < 1e-4
   assert float(loss(other)) > 0.1
