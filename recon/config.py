@@ -11,12 +11,14 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize
+from recon.models import networks, train
 from recon.objectives import unified
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features', 'two_layer')
+MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit')
+# Models trained by GD and attacked through their last layer's parameter-Jacobian.
+NETWORK_MODELS = ('random_features_gd', 'two_layer', 'resnet', 'vit')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
-TWO_LAYER_LOSSES = ('mse', 'logistic')
 
 
 class ConfigError(ValueError):
@@ -102,6 +104,23 @@ SCHEMA: Dict[str, Spec] = {
     'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
     'ssim_filter_size': Spec(int, low=1, optional=True),
     'overwrite': Spec(bool),
+    # Networks trained by GD (recon/network_experiment.py).
+    'width': _positive_int(),
+    'depth': _positive_int(),
+    'num_classes': _positive_int(),
+    'loss': Spec(str, choices=train.LOSSES),
+    'train_lr': Spec(float, low=0.0, low_open=True, optional=True),
+    'train_momentum': Spec(float, low=0.0, high=0.999999),
+    'train_max_steps': _positive_int(),
+    'train_tol': Spec(float, low=0.0),
+    'last_layer': Spec(str),
+    'image_shape': Spec((tuple, list), optional=True),
+    'patch_size': _positive_int(),
+    'num_heads': _positive_int(),
+    'pool': Spec(str, choices=networks.POOLS),
+    'jacobian_at': Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
+    'attacker_knows_init': Spec(bool),
+    'attacker_knows_n': Spec(bool),
     # Subspace-aware reconstruction (recon/subspace.py, docs/subspace.md).
     'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
     'subspace': Spec(str, choices=SUBSPACE_MODES),
@@ -109,12 +128,6 @@ SCHEMA: Dict[str, Spec] = {
     'subspace_noise_floor': Spec(float, low=0.0, low_open=True, high=1.0),
     'gradient_at': Spec(str, choices=lambda: unified.GRADIENT_AT),
     'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
-    # Two-layer network (model two_layer), trained by full-batch GD.
-    'width': _positive_int(),
-    'train_loss': Spec(str, choices=TWO_LAYER_LOSSES),
-    'train_lr': Spec(float, low=0.0, low_open=True),
-    'train_steps': _positive_int(),
-    'train_tol': Spec(float, low=0.0),
     'weight_decay': Spec(float, low=0.0),
     'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
 }

@@ -39,7 +39,7 @@ def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """Validated copy with derived defaults filled in (n_candidates = n when None)."""
   config_lib.validate(config)
   cfg = ml_collections.ConfigDict(config.to_dict())
-  if cfg.get('n_candidates') is None:
+  if cfg.get('n_candidates') is None and cfg.get('attacker_knows_n', True):
     with cfg.ignore_type():
       cfg.n_candidates = cfg.n
   return cfg
@@ -116,12 +116,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   cfg = resolve(config)
   from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
   subspace_experiment.check(cfg)
+  if cfg.model in config_lib.NETWORK_MODELS and not subspace_experiment.uses_this_pipeline(cfg):
+    from recon import network_experiment  # pylint: disable=import-outside-toplevel
+    network_experiment.check_config(cfg)
   _prepare_workdir(workdir, cfg.get('overwrite', False))
   dtype = set_dtype(cfg.dtype)
   if subspace_experiment.uses_this_pipeline(cfg):
     return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
+  if cfg.model in config_lib.NETWORK_MODELS:
+    return network_experiment.run(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')
 
