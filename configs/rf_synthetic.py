@@ -28,7 +28,18 @@ def get_config() -> ml_collections.ConfigDict:
   c.max_steps = 20000
   c.tol = 1e-7
   c.jitter = 1e-6
-  c.dtype = 'float32'
+  c.dtype = 'float32'  # 'float64': slower, for ill-conditioned Gram solves.
+  # Features: V is regenerated chunk by chunk from its key (never stored) when p*d exceeds
+  # the budget, or always with feature_mode='lean' / feature_shards > 1.
+  c.feature_mode = 'auto'
+  c.feature_memory_budget_mb = 1024.0
+  c.feature_chunk = 4096
+  c.feature_residual = 'two_pass'
+  c.feature_shards = 1
+  # Blind re-seeding of candidates that collapsed onto one another (0 = off).
+  c.reseed_every = 0
+  c.reseed_threshold = 0.95
+  c.reseed_proposals = 64
   # Bookkeeping.
   c.seed = 0
   c.chunk_steps = 200

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize
+from recon.objectives import projection_streamed
 
 DTYPES = ('float32', 'float64')
 MODELS = ('random_features',)
@@ -93,6 +94,16 @@ SCHEMA: Dict[str, Spec] = {
     'log_every_seconds': Spec(float, low=0.0),
     'recovered_threshold': Spec(float, low=0.0, low_open=True),
     'overwrite': Spec(bool),
+    # Memory-lean / sharded random features (recon/objectives/projection_streamed.py).
+    'feature_mode': Spec(str, choices=lambda: features.FEATURE_MODES),
+    'feature_memory_budget_mb': Spec(float, low=0.0, low_open=True),
+    'feature_chunk': _positive_int(),
+    'feature_residual': Spec(str, choices=lambda: projection_streamed.RESIDUAL_MODES),
+    'feature_shards': _positive_int(),
+    # Blind re-seeding of collapsed candidates (recon/refine.py); 0 = off.
+    'reseed_every': Spec(int, low=0),
+    'reseed_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
+    'reseed_proposals': _positive_int(),
 }
 
 

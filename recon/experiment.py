@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -17,9 +17,9 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize
+from recon import data, features, io, metrics, optimize, refine
 from recon.models import random_features
-from recon.objectives import projection
+from recon.objectives import projection, projection_streamed
 
 Array = jax.Array
 
@@ -70,6 +70,48 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
           'train_mse': random_features.train_mse(phi, theta, y)}
 
 
+def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
+  """True when V must not be materialised: feature_mode 'lean', feature_shards > 1, or
+  'auto' with p*d*itemsize above feature_memory_budget_mb."""
+  mode = cfg.get('feature_mode', 'auto')
+  if mode == 'lean' or cfg.get('feature_shards', 1) > 1:
+    return True
+  if mode == 'dense':
+    return False
+  megabytes = cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20
+  return megabytes > cfg.get('feature_memory_budget_mb', 1024.0)
+
+
+def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
+  """(chunk, n_chunks): chunk clipped to the per-shard width, n_chunks a multiple of shards."""
+  chunk = max(1, min(chunk, -(-p // shards)))
+  return chunk, features.n_feature_chunks(p, chunk, shards)
+
+
+def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,
+                         activation: str, chunk: int, n_chunks: int) -> Dict[str, Array]:
+  """Memory-lean `make_rf_problem`: V is regenerated chunk by chunk from keys['model'].
+
+  Same key => same V, features and theta* as the dense path. Returns the attacker's
+  view {key, p, theta (n_chunks, chunk), zero past p} plus `train_mse`.
+  """
+  phi = features.rf_features_chunked(keys['model'], x, activation, p, chunk, n_chunks)
+  theta = random_features.min_norm_solution(phi, y)
+  return {'key': keys['model'], 'p': jnp.asarray(p, jnp.int32),
+          'theta': theta.reshape(n_chunks, chunk),
+          'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 'two_pass',
+                 mesh=None):
+  """loss_fn(x_hat, lean_problem): the streamed projection loss (custom VJP, optional mesh)."""
+  chunk_fn = lambda aux, x, c: features.rf_feature_chunk(  # noqa: E731
+      aux['key'], x, c, chunk, activation, aux['p'])
+  loss = projection_streamed.make_streamed_projection_loss(
+      chunk_fn, jitter=jitter, residual=residual, mesh=mesh)
+  return lambda x, prob: loss(x, prob['theta'], {'key': prob['key'], 'p': prob['p']})
+
+
 def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
             jitter: float) -> Array:
   """Projection loss of candidates x_hat against the trained random-features model."""
@@ -107,20 +149,43 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   t0 = time.time()
   keys = split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  problem = jax.jit(lambda k, x, y: make_rf_problem(
-      k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+  lean = use_lean_features(cfg, dtype)
+  if lean:
+    shards = cfg.get('feature_shards', 1)
+    try:
+      mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
+    except ValueError as e:
+      raise ExperimentError(str(e)) from None
+    chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
+    problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
+        k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
+        n_chunks=n_chunks))(keys, x_true, y)
+    loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
+                           residual=cfg.get('feature_residual', 'two_pass'), mesh=mesh)
+    feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
+        problem['key'], x, cfg.activation, cfg.p, chunk)[:, :cfg.p]
+    gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
+        lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p),
+        x, n_chunks, problem['key']))
+    logging.info('memory-lean features: V (%.0f MB) regenerated in %d chunks of %d rows on '
+                 '%d device(s)', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20, n_chunks,
+                 chunk, shards)
+  else:
+    problem = jax.jit(lambda k, x, y: make_rf_problem(
+        k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+    loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
+    feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
+    gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
-  loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
-  feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
-      feature_fn=feature_fn, t0=t0,
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0,
       extra_metrics={'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
-                     'p_over_n': cfg.p / cfg.n},
+                     'p_over_n': cfg.p / cfg.n, 'memory_lean': bool(lean)},
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
                               'n_candidates', 'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)']})
@@ -135,12 +200,15 @@ COUNTING_NOTE = (
 
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
                            y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
-                           constraint, feature_fn=None, t0: Optional[float] = None,
+                           constraint, feature_fn=None, gram_fn=None,
+                           t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. Writes
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
+  (optional) gives `gram_condition` of the final candidates (warns when the solve loses
+  precision). `cfg.reseed_every > 0` re-seeds collapsed candidates (`recon.refine`). Writes
   summary.json (config, metrics, threat model, loss history) and
   reconstruction.npz (true rows, matched candidates, all candidates).
   """
@@ -165,6 +233,16 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
     history.append((int(s.step), float(s.loss)))
     progress(s)
 
+  reseeder = None
+  if cfg.get('reseed_every', 0):
+    reseeder = refine.Reseeder(
+        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
+        constraint, optimizer, every=cfg.reseed_every,
+        threshold=cfg.get('reseed_threshold', 0.95),
+        n_proposals=cfg.get('reseed_proposals', 64))
+    compiled_chunk = chunk
+    chunk = lambda s, stop: reseeder(compiled_chunk(s, stop))  # noqa: E731
+
   state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
                          on_chunk=on_chunk)
   progress(state, force=True)
@@ -176,6 +254,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   if feature_fn is not None:
     result['feature_residual'] = metrics.feature_residual(
         np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
+  if gram_fn is not None:
+    result['gram_condition'] = projection.check_condition(
+        np.asarray(gram_fn(state.x)), cfg.get('jitter', projection.DEFAULT_JITTER))
+  if reseeder is not None:
+    result['reseeded'] = reseeder.stats.reseeded
+    result['reseed_rejected'] = reseeder.stats.rejected
   result.update({
       'projection_loss': final_loss,
       'final_loss': final_loss,
