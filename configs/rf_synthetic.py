@@ -25,6 +25,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.optimizer = 'sgd'
   c.lr = 20.0
   c.momentum = 0.9
+  c.lr_schedule = 'constant'  # or 'cosine': lr -> lr * lr_final_ratio over lr_decay_steps
+  c.lr_decay_steps = ml_collections.config_dict.placeholder(int)  # None: max_steps
+  c.lr_final_ratio = 0.05
   c.max_steps = 20000
   c.tol = 1e-7
   c.jitter = 1e-6

@@ -213,7 +213,10 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   reconstruction.npz (true rows, matched candidates, all candidates).
   """
   t0 = time.time() if t0 is None else t0
-  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
+  optimizer = optimize.make_optimizer(
+      cfg.optimizer, cfg.lr, cfg.momentum, schedule=cfg.get('lr_schedule', 'constant'),
+      decay_steps=cfg.get('lr_decay_steps') or cfg.max_steps,
+      final_ratio=cfg.get('lr_final_ratio', 0.05))
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   chunk = jax.jit(lambda s, stop: optimize.run_chunk(
       s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
