@@ -114,6 +114,34 @@ def bench_step(n, d, p, chunk, steps):
   return out
 
 
+def memory_at_scale(n, d, p, chunk):
+  """Compile-only memory analysis of one step at a size too large to run (nothing allocated)."""
+  sds = jax.ShapeDtypeStruct
+  f32 = jnp.float32
+  key = jax.random.PRNGKey(0)
+  chunk, n_chunks = experiment.lean_layout(p, chunk)
+  probs = {
+      'dense': {'v': sds((p, d), f32), 'mask': sds((p,), f32), 'theta': sds((p,), f32)},
+      'lean': {'key': sds(key.shape, key.dtype), 'p': sds((), jnp.int32),
+               'theta': sds((n_chunks, chunk), f32)},
+  }
+  losses = {
+      'dense': lambda xh, prob: experiment.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
+      'lean': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
+  }
+  constraint = optimize.sphere_constraint(float(np.sqrt(d)))
+  opt = optimize.make_optimizer('adam', 0.02)
+  out = {'n': n, 'd': d, 'p': p, 'chunk': chunk, 'v_mb': p * d * 4 / 2 ** 20}
+  for name, loss_fn in losses.items():
+    state = jax.eval_shape(lambda x, pr, loss_fn=loss_fn: optimize.init_state(
+        x, opt, loss_fn, pr, constraint), sds((n, d), f32), probs[name])
+    run = jax.jit(lambda s, prob, loss_fn=loss_fn: optimize.run_chunk(
+        s, prob, s.step + 1, loss_fn=loss_fn, optimizer=opt, constraint=constraint,
+        tol=0.0, max_steps=10 ** 9))
+    out[f'{name}_memory'] = _memory(run.lower(state, probs[name]).compile())
+  return out
+
+
 METHODS = {
     # name: (optimizer, lr, momentum, reseed_every, lr_schedule, lr_decay_steps)
     'sgd_lr20 (paper)': ('sgd', 20.0, 0.9, 0, 'constant', None),
@@ -189,6 +217,16 @@ def _table(results):
         f"{1e3 * r['lean_step_s']:.3f} | {r['lean_over_dense']:.2f} | "
         f"{r['lean_gram_over_dense']:.2f} | {r['dense_memory'].get('total_mb', float('nan')):.2f} | "
         f"{r['lean_memory'].get('total_mb', float('nan')):.2f} |")
+  if 'memory_at_scale' in results:
+    r = results['memory_at_scale']
+    lines += ['', f"Peak memory of one compiled step at the paper's CIFAR-10 scale (n={r['n']}, "
+              f"d={r['d']}, p={r['p']}, V alone {r['v_mb']:.0f} MB; XLA memory analysis, "
+              'compiled only, nothing allocated):', '',
+              '| path | arguments (MB) | temporaries (MB) | total (MB) |', '|---|---|---|---|']
+    for name in ('dense', 'lean'):
+      m = r[f'{name}_memory']
+      lines.append(f"| {name} | {m.get('argument_mb', float('nan')):.1f} | "
+                   f"{m.get('temp_mb', float('nan')):.1f} | {m.get('total_mb', float('nan')):.1f} |")
   lines += ['', 'Time-to-reconstruct (all true samples < 0.05 relative error; compile excluded; '
             f"budget {results['ttr_max_steps']} steps):", '',
             '| method | n, d, p | reached | median s (reached runs) | mean steps | '
@@ -209,7 +247,7 @@ def main():
   ap = argparse.ArgumentParser()
   ap.add_argument('--quick', action='store_true')
   ap.add_argument('--out', default='results')
-  ap.add_argument('--parts', default='step,ttr')
+  ap.add_argument('--parts', default='step,memscale,ttr')
   ap.add_argument('--seeds', type=int, default=3)
   ap.add_argument('--methods', default=','.join(METHODS))
   ap.add_argument('--problems', default='10x10,20x20')
@@ -226,6 +264,10 @@ def main():
       r = bench_step(n, d, p, chunk, steps=20 if p >= 10000 else 100)
       print(json.dumps(r), flush=True)
       results['step'].append(r)
+  if 'memscale' in parts:
+    scale = (20, 100, 20000, 4096) if args.quick else (100, 3072, 3072000, 4096)
+    results['memory_at_scale'] = memory_at_scale(*scale)
+    print(json.dumps(results['memory_at_scale']), flush=True)
   max_steps = 4000 if args.quick else 20000
   results['ttr_max_steps'] = max_steps
   if 'ttr' in parts:
