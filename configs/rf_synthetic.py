@@ -24,7 +24,8 @@ def get_config() -> ml_collections.ConfigDict:
   # Attack.
   c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
   # Adam + cosine decay reconstructs 3/3 seeds at p = 10 dn where the paper's momentum SGD
-  # (optimizer='sgd', lr=20, lr_schedule='constant') reconstructs none (results/bench.md).
+  # (optimizer='sgd', lr=20, lr_schedule='constant') reconstructs none and SGD lr 2 one
+  # (results/bench.md).
   c.optimizer = 'adam'
   c.lr = 0.05  # candidates have norm sqrt(d)
   c.momentum = 0.9

@@ -136,8 +136,12 @@ def _prepare_workdir(workdir: str, overwrite: bool) -> None:
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
+  from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
+  subspace_experiment.check(cfg)
   _prepare_workdir(workdir, cfg.get('overwrite', False))
   dtype = set_dtype(cfg.dtype)
+  if subspace_experiment.uses_this_pipeline(cfg):
+    return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
@@ -203,12 +207,16 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
                            constraint, feature_fn=None, gram_fn=None,
                            t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
-                           threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                           threat_model: Optional[Dict[str, Any]] = None,
+                           decode=None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
   (optional) gives `gram_condition` of the final candidates (warns when the solve loses
-  precision). `cfg.reseed_every > 0` re-seeds collapsed candidates (`recon.refine`). Writes
+  precision). `decode(params)` (optional) maps the optimised variables (e.g. subspace
+  coordinates, or a pytree with free coefficients) to input-space candidates for the
+  metrics; default identity. `cfg.reseed_every > 0` re-seeds collapsed candidates
+  (`recon.refine`; the optimised variables must be one (m, k) array). Writes
   summary.json (config, metrics, threat model, loss history) and
   reconstruction.npz (true rows, matched candidates, all candidates).
   """
@@ -222,11 +230,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
       tol=cfg.tol, max_steps=cfg.max_steps))
 
+  decode = decode if decode is not None else (lambda params: params)
   x_true_np = np.asarray(x_true)
   history = [(0, float(state.loss))]
 
   def log_progress(s):
-    err = metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean()
+    err = metrics.per_sample_errors(x_true_np, np.asarray(decode(s.x))).mean()
     logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
                  err, time.time() - t0)
 
@@ -238,6 +247,9 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
 
   reseeder = None
   if cfg.get('reseed_every', 0):
+    if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
+      raise ExperimentError('reseed_every: re-seeding needs the optimised variables to be one '
+                            '(n_candidates, k) array; accepted here: 0')
     reseeder = refine.Reseeder(
         jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
         constraint, optimizer, every=cfg.reseed_every,
@@ -251,15 +263,16 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
-  x_hat = np.asarray(state.x)
+  x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
   if feature_fn is not None:
     result['feature_residual'] = metrics.feature_residual(
-        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
+        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(jnp.asarray(x_hat, x_true.dtype))))
   if gram_fn is not None:
     result['gram_condition'] = projection.check_condition(
-        np.asarray(gram_fn(state.x)), cfg.get('jitter', projection.DEFAULT_JITTER))
+        np.asarray(gram_fn(jnp.asarray(x_hat, x_true.dtype))),
+        cfg.get('jitter', projection.DEFAULT_JITTER))
   if reseeder is not None:
     result['reseeded'] = reseeder.stats.reseeded
     result['reseed_rejected'] = reseeder.stats.rejected
