@@ -16,7 +16,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.n = 8
   c.d = 10
   c.p = 800  # overridden by the sweep's p_over_dn axis
+  c.optimizer = 'sgd'  # the paper's optimiser; sweeps batch lr, so no lr schedule
+  c.lr_schedule = 'constant'
   c.lr = 5.0
+  c.tol = 1e-7
   c.momentum = 0.9
   c.max_steps = 20000
   c.chunk_steps = 500

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize
 from recon.models import networks, train
+from recon.objectives import projection_streamed
 from recon.objectives import unified
 
 DTYPES = ('float32', 'float64')
@@ -94,6 +95,9 @@ SCHEMA: Dict[str, Spec] = {
     'optimizer': Spec(str, choices=lambda: optimize.OPTIMIZERS),
     'lr': Spec(float, low=0.0, low_open=True),
     'momentum': Spec(float, low=0.0, high=0.999999),
+    'lr_schedule': Spec(str, choices=lambda: optimize.SCHEDULES),
+    'lr_decay_steps': Spec(int, low=1, optional=True),
+    'lr_final_ratio': Spec(float, low=0.0, high=1.0),
     'max_steps': _positive_int(),
     'tol': Spec(float, low=0.0),
     'dtype': Spec(str, choices=DTYPES),
@@ -121,6 +125,16 @@ SCHEMA: Dict[str, Spec] = {
     'jacobian_at': Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
     'attacker_knows_init': Spec(bool),
     'attacker_knows_n': Spec(bool),
+    # Memory-lean / sharded random features (recon/objectives/projection_streamed.py).
+    'feature_mode': Spec(str, choices=lambda: features.FEATURE_MODES),
+    'feature_memory_budget_mb': Spec(float, low=0.0, low_open=True),
+    'feature_chunk': _positive_int(),
+    'feature_residual': Spec(str, choices=lambda: projection_streamed.RESIDUAL_MODES),
+    'feature_shards': _positive_int(),
+    # Blind re-seeding of collapsed candidates (recon/refine.py); 0 = off.
+    'reseed_every': Spec(int, low=0),
+    'reseed_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
+    'reseed_proposals': _positive_int(),
     # Subspace-aware reconstruction (recon/subspace.py, docs/subspace.md).
     'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
     'subspace': Spec(str, choices=SUBSPACE_MODES),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -18,10 +18,10 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize, plots
+from recon import data, features, io, metrics, optimize, plots, refine
 from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import random_features
-from recon.objectives import projection
+from recon.objectives import projection, projection_streamed
 
 Array = jax.Array
 
@@ -72,6 +72,48 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
   theta = random_features.min_norm_solution(phi, y, n_features) * mask
   return {'v': v, 'mask': mask, 'theta': theta,
           'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
+  """True when V must not be materialised: feature_mode 'lean', feature_shards > 1, or
+  'auto' with p*d*itemsize above feature_memory_budget_mb."""
+  mode = cfg.get('feature_mode', 'auto')
+  if mode == 'lean' or cfg.get('feature_shards', 1) > 1:
+    return True
+  if mode == 'dense':
+    return False
+  megabytes = cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20
+  return megabytes > cfg.get('feature_memory_budget_mb', 1024.0)
+
+
+def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
+  """(chunk, n_chunks): chunk clipped to the per-shard width, n_chunks a multiple of shards."""
+  chunk = max(1, min(chunk, -(-p // shards)))
+  return chunk, features.n_feature_chunks(p, chunk, shards)
+
+
+def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,
+                         activation: str, chunk: int, n_chunks: int) -> Dict[str, Array]:
+  """Memory-lean `make_rf_problem`: V is regenerated chunk by chunk from keys['model'].
+
+  Same key => same V, features and theta* as the dense path. Returns the attacker's
+  view {key, p, theta (n_chunks, chunk), zero past p} plus `train_mse`.
+  """
+  phi = features.rf_features_chunked(keys['model'], x, activation, p, chunk, n_chunks)
+  theta = random_features.min_norm_solution(phi, y)
+  return {'key': keys['model'], 'p': jnp.asarray(p, jnp.int32),
+          'theta': theta.reshape(n_chunks, chunk),
+          'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 'two_pass',
+                 mesh=None):
+  """loss_fn(x_hat, lean_problem): the streamed projection loss (custom VJP, optional mesh)."""
+  chunk_fn = lambda aux, x, c: features.rf_feature_chunk(  # noqa: E731
+      aux['key'], x, c, chunk, activation, aux['p'])
+  loss = projection_streamed.make_streamed_projection_loss(
+      chunk_fn, jitter=jitter, residual=residual, mesh=mesh)
+  return lambda x, prob: loss(x, prob['theta'], {'key': prob['key'], 'p': prob['p']})
 
 
 def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
@@ -136,17 +178,42 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   t0 = time.time()
   keys = split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  problem = jax.jit(lambda k, x, y: make_rf_problem(
-      k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+  lean = use_lean_features(cfg, dtype)
+  if lean:
+    shards = cfg.get('feature_shards', 1)
+    try:
+      mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
+    except ValueError as e:
+      raise ExperimentError(str(e)) from None
+    chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
+    problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
+        k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
+        n_chunks=n_chunks))(keys, x_true, y)
+    loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
+                           residual=cfg.get('feature_residual', 'two_pass'), mesh=mesh)
+    feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
+        problem['key'], x, cfg.activation, cfg.p, chunk)[:, :cfg.p]
+    gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
+        lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p),
+        x, n_chunks, problem['key']))
+    logging.info('memory-lean features: V (%.0f MB) regenerated in %d chunks of %d rows on '
+                 '%d device(s)', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20, n_chunks,
+                 chunk, shards)
+  else:
+    problem = jax.jit(lambda k, x, y: make_rf_problem(
+        k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+    loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
+    feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
+    gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
-  feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=rf_loss_fn(cfg),
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
-      feature_fn=feature_fn, t0=t0, extra_metrics=rf_extra_metrics(cfg, train_mse),
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0,
+      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=bool(lean)),
       threat_model=RF_THREAT_MODEL)
 
 
@@ -158,6 +225,14 @@ def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
   return lambda s, prob, stop: optimize.run_chunk(
       s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
       tol=cfg.tol, max_steps=cfg.max_steps)
+
+
+def make_optimizer(cfg: ml_collections.ConfigDict):
+  """The config's Optax optimiser (name, lr, momentum, lr schedule)."""
+  return optimize.make_optimizer(
+      cfg.optimizer, cfg.lr, cfg.momentum, schedule=cfg.get('lr_schedule', 'constant'),
+      decay_steps=cfg.get('lr_decay_steps') or cfg.max_steps,
+      final_ratio=cfg.get('lr_final_ratio', 0.05))
 
 
 def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
@@ -212,16 +287,20 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
 
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
                            y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
-                           constraint, feature_fn=None, t0: Optional[float] = None,
+                           constraint, feature_fn=None, gram_fn=None,
+                           t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None,
                            decode=None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. `decode(params)`
-  (optional) maps the optimised variables (e.g. subspace coordinates, or a pytree
-  with free coefficients) to input-space candidates for the metrics; default identity.
-  Writes summary.json (config, metrics, threat model, loss history, data description),
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
+  (optional) gives `gram_condition` of the final candidates (warns when the solve loses
+  precision). `decode(params)` (optional) maps the optimised variables (e.g. subspace
+  coordinates, or a pytree with free coefficients) to input-space candidates for the
+  metrics; default identity. `cfg.reseed_every > 0` re-seeds collapsed candidates
+  (`recon.refine`; the optimised variables must be one (m, k) array). Writes
+  summary.json (config, metrics, threat model, loss history, data description),
   reconstruction.npz (true rows, matched candidates, all candidates), loss_curve.png
   and, for image data (meta['image_shape'] set), grid.png plus SSIM/PSNR metrics.
   """
@@ -232,7 +311,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
     raise ExperimentError(f'config.ssim_filter_size: invalid value {ssim_filter} for images of '
                           f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
                           f'1..{min(image_shape[:2])}')
-  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
+  optimizer = make_optimizer(cfg)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   step_chunk = chunk_fn(cfg, loss_fn, optimizer, constraint)
   chunk = jax.jit(lambda s, stop: step_chunk(s, problem, stop))
@@ -252,6 +331,19 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
     history.append((int(s.step), float(s.loss)))
     progress(s)
 
+  reseeder = None
+  if cfg.get('reseed_every', 0):
+    if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
+      raise ExperimentError('reseed_every: re-seeding needs the optimised variables to be one '
+                            '(n_candidates, k) array; accepted here: 0')
+    reseeder = refine.Reseeder(
+        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
+        constraint, optimizer, every=cfg.reseed_every,
+        threshold=cfg.get('reseed_threshold', 0.95),
+        n_proposals=cfg.get('reseed_proposals', 64))
+    compiled_chunk = chunk
+    chunk = lambda s, stop: reseeder(compiled_chunk(s, stop))  # noqa: E731
+
   state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
                          on_chunk=on_chunk)
   progress(state, force=True)
@@ -264,6 +356,13 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
                  phi_true=None if feature_fn is None else feature_fn(x_true),
                  phi_hat=None if feature_fn is None else feature_fn(
                      jnp.asarray(x_hat, x_true.dtype)))
+  if gram_fn is not None:
+    result['gram_condition'] = projection.check_condition(
+        np.asarray(gram_fn(jnp.asarray(x_hat, x_true.dtype))),
+        cfg.get('jitter', projection.DEFAULT_JITTER))
+  if reseeder is not None:
+    result['reseeded'] = reseeder.stats.reseeded
+    result['reseed_rejected'] = reseeder.stats.rejected
   aligned = metrics.aligned_candidates(x_true_np, x_hat)
   if image_shape is not None:
     result.update(metrics.image_metrics(

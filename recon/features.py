@@ -15,6 +15,10 @@ import jax.numpy as jnp
 
 Array = jax.Array
 
+# 'dense': V (p x d) is materialised; 'lean': chunks of V are regenerated from the key
+# inside the compiled loss; 'auto': lean once p*d*itemsize exceeds a memory budget.
+FEATURE_MODES = ('auto', 'dense', 'lean')
+
 
 def _relu(z):
   return jnp.maximum(z, 0.0)
@@ -55,11 +59,20 @@ def get_activation(name: str) -> Callable[[Array], Array]:
   return ACTIVATIONS[name]
 
 
-def random_weights(key: Array, p: int, d: int, dtype=jnp.float32) -> Array:
-  """V in R^{p x d}, V_ij ~ N(0, 1/d); row i drawn from fold_in(key, i)."""
-  rows = jnp.arange(p, dtype=jnp.uint32)
+def random_weight_rows(key: Array, start, count: int, d: int, dtype=jnp.float32) -> Array:
+  """Rows start .. start+count-1 of V (count x d); row i drawn from fold_in(key, i).
+
+  `start` may be traced: this is how the memory-lean path regenerates a chunk of V
+  inside a compiled loss without ever holding all p rows.
+  """
+  rows = jnp.asarray(start, jnp.uint32) + jnp.arange(count, dtype=jnp.uint32)
   v = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (d,), dtype))(rows)
   return v / jnp.sqrt(jnp.asarray(d, dtype))
+
+
+def random_weights(key: Array, p: int, d: int, dtype=jnp.float32) -> Array:
+  """V in R^{p x d}, V_ij ~ N(0, 1/d); row i drawn from fold_in(key, i)."""
+  return random_weight_rows(key, 0, p, d, dtype)
 
 
 def feature_mask(p: int, p_total: int, dtype=jnp.float32) -> Array:
@@ -75,3 +88,35 @@ def rf_features(v: Array, x: Array, activation: str, mask: Array | None = None) 
   if mask is not None:
     phi = phi * mask
   return phi
+
+
+def rf_feature_chunk(key: Array, x: Array, chunk_index, chunk: int, activation: str,
+                     p) -> Array:
+  """Columns [c*chunk, (c+1)*chunk) of sigma(X V^T), V regenerated from `key`.
+
+  Features with a global index >= p (padding up to a whole number of chunks) are 0.
+  Equals `rf_features(random_weights(key, P, d), x, activation)[:, c*chunk:(c+1)*chunk]`.
+  """
+  chex.assert_rank(x, 2)
+  start = jnp.asarray(chunk_index, jnp.uint32) * jnp.uint32(chunk)
+  v = random_weight_rows(key, start, chunk, x.shape[1], x.dtype)
+  mask = (start + jnp.arange(chunk, dtype=jnp.uint32)) < jnp.asarray(p, jnp.uint32)
+  return get_activation(activation)(x @ v.T) * mask.astype(x.dtype)
+
+
+def n_feature_chunks(p: int, chunk: int, multiple_of: int = 1) -> int:
+  """Chunks of `chunk` features that cover p, rounded up to a multiple of `multiple_of`."""
+  n = -(-p // chunk)
+  return -(-n // multiple_of) * multiple_of
+
+
+def rf_features_chunked(key: Array, x: Array, activation: str, p: int, chunk: int,
+                        n_chunks: int | None = None) -> Array:
+  """sigma(X V^T) (n x n_chunks*chunk, zero padded past p), one chunk of V at a time.
+
+  Peak memory O(n p + chunk d): V is never materialised.
+  """
+  n_chunks = n_feature_chunks(p, chunk) if n_chunks is None else n_chunks
+  cols = jax.lax.map(lambda c: rf_feature_chunk(key, x, c, chunk, activation, p),
+                     jnp.arange(n_chunks, dtype=jnp.uint32))  # (n_chunks, n, chunk)
+  return jnp.moveaxis(cols, 0, 1).reshape(x.shape[0], n_chunks * chunk)

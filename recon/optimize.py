@@ -27,13 +27,24 @@ STATUS_NAMES = {RUNNING: 'running', CONVERGED: 'converged', NONFINITE: 'nonfinit
                 MAX_STEPS: 'max_steps'}
 
 OPTIMIZERS = ('sgd', 'adam')
+SCHEDULES = ('constant', 'cosine')
 
 
-def make_optimizer(name: str, lr, momentum=0.9) -> optax.GradientTransformation:
+def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
+                   decay_steps: Optional[int] = None,
+                   final_ratio: float = 0.05) -> optax.GradientTransformation:
   """Optax optimiser by name; lr and momentum live in the state, so they can be vmapped.
 
   sgd: heavy-ball momentum (the paper's default, momentum 0.9); adam: Adam(b1=momentum).
+  schedule 'cosine': lr_t = lr (r + (1 - r)(1 + cos(pi min(t, T)/T))/2), r = final_ratio,
+  T = decay_steps (the step count restarts when the optimiser state is re-initialised).
   """
+  if schedule == 'cosine':
+    if not decay_steps:
+      raise ValueError('lr_decay_steps: required (>= 1) for the cosine schedule')
+    lr = optax.cosine_decay_schedule(lr, decay_steps, alpha=final_ratio)
+  elif schedule != 'constant':
+    raise ValueError(f'lr_schedule: unknown name {schedule!r}; accepted: {", ".join(SCHEDULES)}')
   if name == 'sgd':
     return optax.inject_hyperparams(optax.sgd)(learning_rate=lr, momentum=momentum)
   if name == 'adam':

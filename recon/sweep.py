@@ -91,6 +91,14 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
           f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
           f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
           "with subspace 'none' and alpha_mode 'closed_form'")
+    for field, allowed in (('lr_schedule', 'constant'), ('feature_mode', ('auto', 'dense')),
+                           ('feature_shards', 1), ('reseed_every', 0)):
+      value = cfg.get(field, allowed if not isinstance(allowed, tuple) else allowed[0])
+      ok = value in allowed if isinstance(allowed, tuple) else value == allowed
+      if not ok:
+        raise config_lib.ConfigError(
+            f'config.{field}: {value!r} is not supported in sweeps (one compiled program with '
+            f'dense, padded features and a batched constant lr); accepted: {allowed!r}')
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
     groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))

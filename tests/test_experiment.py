@@ -10,7 +10,8 @@ from recon import experiment
 
 def _config(**overrides):
   c = rf_synthetic.get_config()
-  c.update(dict(n=4, d=8, p=320, activation='relu_tanh', lr=2.0, seed=2, max_steps=4000,
+  c.update(dict(n=4, d=8, p=320, activation='relu_tanh', optimizer='sgd', lr=2.0,
+                lr_schedule='constant', tol=1e-7, seed=2, max_steps=4000,
                 log_every_seconds=1e9))
   c.update(overrides)
   return c

@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def tiny_config(**sweep_axes):
   c = rf_synthetic.get_config()
   c.n, c.d, c.p, c.lr = 3, 4, 20, 2.0
+  c.optimizer, c.lr_schedule, c.tol = 'sgd', 'constant', 1e-7
   c.max_steps, c.chunk_steps = 200, 100
   c.log_every_seconds = 1e9
   c.sweep = ml_collections.ConfigDict(sweep_axes or {'p': (6, 40), 'seed': (0, 1)})

@@ -17,10 +17,15 @@ from __future__ import annotations
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
+from absl import logging
 
 Array = jax.Array
 
 DEFAULT_JITTER = 1e-6
+# The solve of (G + eps I) alpha = v loses about log10(cond * eps_machine) digits; warn
+# once the expected relative error of alpha exceeds this.
+CONDITION_WARN_ERROR = 1e-2
 
 
 def span_coefficients(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
@@ -43,3 +48,24 @@ def projection_loss(features: Array, target: Array, jitter: float = DEFAULT_JITT
   """||P_perp target||^2 / ||target||^2 in [0, 1]; 0 iff target is in the span."""
   r = projection_residual(features, target, jitter)
   return jnp.sum(r ** 2) / jnp.sum(target ** 2)
+
+
+def check_condition(gram: np.ndarray, jitter: float = DEFAULT_JITTER,
+                    warn_error: float = CONDITION_WARN_ERROR) -> float:
+  """cond(G + eps I) (host side, float64); warns when cond * eps_machine(G.dtype) > warn_error.
+
+  The ridge eps = jitter tr(G)/m bounds cond by about 1/jitter, so with the default
+  jitter a float32 solve can lose all but ~1 digit: then switch to dtype='float64'.
+  """
+  gram = np.asarray(gram)
+  m = gram.shape[0]
+  g64 = gram.astype(np.float64)
+  eps = jitter * np.trace(g64) / m
+  eig = np.linalg.eigvalsh(g64 + eps * np.eye(m))
+  cond = float(eig[-1] / max(eig[0], np.finfo(np.float64).tiny))
+  unit = float(np.finfo(gram.dtype).eps) if np.issubdtype(gram.dtype, np.floating) else 0.0
+  if cond * unit > warn_error:
+    logging.warning('Gram solve: condition number %.3g in %s loses precision (expected '
+                    'relative error of alpha ~ %.1g); candidates may have collapsed, or use '
+                    "--config.dtype=float64", cond, gram.dtype, cond * unit)
+  return cond

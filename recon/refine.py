@@ -1,0 +1,108 @@
+"""Blind refinements of a running reconstruction: re-seeding collapsed candidates.
+
+Known failure of projection-loss descent: two candidates converge onto the same
+training sample (the second one adds almost nothing to the span of Phi_hat) while
+another sample stays uncovered, and the loss stalls. Detection and repair use only
+the candidates and the loss, never the ground truth:
+
+  collapsed: candidate j has an earlier candidate i with cos(x_i, x_j) > threshold;
+  re-seed:   x_j <- argmin_{z in Z} L(X with x_j := z), Z = `n_proposals` fresh N(0, I)
+             points projected by the constraint (the proposal that best explains what
+             the others leave unexplained of theta); accepted only if that loss is at
+             most `accept_ratio` times the current loss (two candidates that sit on two
+             genuinely close samples are left alone: replacing one raises the loss).
+After a re-seed the optimiser state is re-initialised.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl import logging
+
+from recon import optimize
+
+Array = jax.Array
+
+
+def collapsed(x: Array, threshold: float) -> Array:
+  """(m,) bool: x_j has an earlier row x_i (i < j) with cosine similarity > threshold."""
+  chex.assert_rank(x, 2)
+  xn = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), jnp.finfo(x.dtype).tiny)
+  cos = xn @ xn.T
+  earlier = jnp.triu(jnp.ones(cos.shape, bool), k=1)  # [i, j] with i < j
+  return jnp.any((cos > threshold) & earlier, axis=0)
+
+
+def best_replacement(key: Array, x: Array, j: Array, loss_fn: Callable[[Array, Any], Array],
+                     problem: Any, constraint: Callable[[Array], Array],
+                     n_proposals: int) -> tuple[Array, Array]:
+  """(z*, L(X with x_j := z*)) over n_proposals random points z (blind: loss only)."""
+  z = constraint(jax.random.normal(key, (n_proposals, x.shape[1]), x.dtype))
+  losses = jax.lax.map(lambda zi: loss_fn(x.at[j].set(zi), problem), z)
+  losses = jnp.where(jnp.isfinite(losses), losses, jnp.inf)
+  best = jnp.argmin(losses)
+  return z[best], losses[best]
+
+
+class ReseedStats(NamedTuple):
+  checks: int
+  reseeded: int
+  rejected: int
+
+
+class Reseeder:
+  """Wraps a compiled chunk: every `every` steps, re-seeds collapsed candidates (host side)."""
+
+  def __init__(self, key: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
+               constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation, *,
+               every: int, threshold: float = 0.95, n_proposals: int = 64,
+               accept_ratio: float = 2.0):
+    self._key = key
+    self._loss_fn = loss_fn
+    self._problem = problem
+    self._optimizer = optimizer
+    self._every = every
+    self._threshold = threshold
+    self._accept_ratio = accept_ratio
+    self._next = every
+    self.stats = ReseedStats(0, 0, 0)
+    self._collapsed = jax.jit(lambda x: collapsed(x, threshold))
+    self._replace = jax.jit(lambda k, x, j, prob: best_replacement(
+        k, x, j, loss_fn, prob, constraint, n_proposals))
+    self._loss = jax.jit(loss_fn)
+
+  def __call__(self, state: optimize.ReconState) -> optimize.ReconState:
+    step = int(state.step)
+    if step < self._next or int(state.status) != optimize.RUNNING:
+      return state
+    self._next = step + self._every
+    flagged = np.nonzero(np.asarray(self._collapsed(state.x)))[0]
+    checks, done, rejected = self.stats
+    if not len(flagged):
+      self.stats = ReseedStats(checks + 1, done, rejected)
+      return state
+    x = state.x
+    current = float(state.loss)
+    changed = False
+    for j in flagged:
+      self._key, sub = jax.random.split(self._key)
+      z, new_loss = self._replace(sub, x, jnp.asarray(j), self._problem)
+      if float(new_loss) <= self._accept_ratio * current:
+        x = x.at[int(j)].set(z)
+        current = float(new_loss)
+        done += 1
+        changed = True
+      else:
+        rejected += 1
+    self.stats = ReseedStats(checks + 1, done, rejected)
+    logging.info('step %d: %d collapsed candidate(s); re-seeded %d in total (%d rejected)',
+                 step, len(flagged), done, rejected)
+    if not changed:
+      return state
+    return state._replace(x=x, opt_state=self._optimizer.init(x),
+                          loss=self._loss(x, self._problem).astype(state.loss.dtype))

@@ -1,0 +1,292 @@
+"""Roofline, memory and time-to-reconstruct benchmark of the random-features attack.
+
+    python scripts/bench.py                   # -> results/bench.json, results/bench.md
+    python scripts/bench.py --quick           # smaller sizes and budgets (smoke test)
+
+Runs unchanged on CPU or GPU (the device is recorded). Three parts:
+  1. step:   per-step time of the compiled reconstruction step (loss + gradient + Adam
+             update + sphere projection) at several (n, d, p), dense (V stored) and
+             memory-lean (V regenerated per chunk from its key), against the roofline: the
+             same sizes' matmuls measured in the same process (X V^T, the Gram Phi Phi^T
+             and the backward dZ V, which every step needs at least once).
+  2. memory: XLA's compiled memory analysis (arguments + temporaries) of the step.
+  3. ttr:    time-to-reconstruct at p = 10 dn on synthetic sphere data: wall time until
+             every true sample is within 0.05 relative error (ground truth is used only
+             to stop the clock, never by the optimiser), per optimiser/scheme and seed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from recon import data, experiment, features, io, metrics, optimize, refine  # noqa: E402
+
+ACT = 'relu_tanh'
+
+
+def _best_time(fn, *args, reps=5, min_time=0.2):
+  """Min over `reps` of the mean time of fn(*args) (blocked), each rep >= min_time s."""
+  out = fn(*args)
+  jax.block_until_ready(out)
+  t0 = time.perf_counter()
+  jax.block_until_ready(fn(*args))
+  once = max(time.perf_counter() - t0, 1e-6)
+  inner = max(1, int(min_time / once))
+  best = float('inf')
+  for _ in range(reps):
+    t0 = time.perf_counter()
+    for _ in range(inner):
+      out = fn(*args)
+    jax.block_until_ready(out)
+    best = min(best, (time.perf_counter() - t0) / inner)
+  return best
+
+
+def _memory(compiled):
+  try:
+    m = compiled.memory_analysis()
+    return {'argument_mb': m.argument_size_in_bytes / 2 ** 20,
+            'temp_mb': m.temp_size_in_bytes / 2 ** 20,
+            'output_mb': m.output_size_in_bytes / 2 ** 20,
+            'total_mb': (m.argument_size_in_bytes + m.temp_size_in_bytes +
+                         m.output_size_in_bytes) / 2 ** 20}
+  except Exception as e:  # pylint: disable=broad-except
+    return {'error': str(e)}
+
+
+def bench_step(n, d, p, chunk, steps):
+  """Per-step times (dense, lean) and the matmul roofline at one size."""
+  keys = experiment.split_keys(0)
+  x, y = data.synthetic_sphere(keys['data'], n, d)
+  dense = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+      k, x, y, p_total=p, activation=ACT))(keys, x, y)
+  dense.pop('train_mse')
+  chunk, n_chunks = experiment.lean_layout(p, chunk)
+  lean = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+      k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks))(keys, x, y)
+  lean.pop('train_mse')
+  x0 = experiment.init_candidates(keys['init'], n, d, jnp.float32)
+  constraint = optimize.sphere_constraint(float(np.sqrt(d)))
+  opt = optimize.make_optimizer('adam', 0.02)
+  out = {'n': n, 'd': d, 'p': p, 'chunk': chunk, 'steps_timed': steps}
+  losses = {
+      'dense': lambda xh, prob: experiment.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
+      'lean': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
+      'lean_gram': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+                                           residual='gram'),
+  }
+  for name, loss_fn in losses.items():
+    prob = dense if name == 'dense' else lean
+    state = optimize.init_state(x0, opt, loss_fn, prob, constraint)
+    run = jax.jit(lambda s, prob, loss_fn=loss_fn: optimize.run_chunk(
+        s, prob, s.step + steps, loss_fn=loss_fn, optimizer=opt, constraint=constraint,
+        tol=0.0, max_steps=10 ** 9))
+    compiled = run.lower(state, prob).compile()
+    out[f'{name}_step_s'] = _best_time(compiled, state, prob, reps=3) / steps
+    out[f'{name}_memory'] = _memory(compiled)
+  # Roofline: the matmuls a step cannot avoid, timed alone at the same shapes.
+  v = dense['v']
+  z = x0 @ v.T
+  fwd = jax.jit(lambda a, b: a @ b.T)
+  gram = jax.jit(lambda f: f @ f.T)
+  bwd = jax.jit(lambda g, b: g @ b)
+  t_fwd = _best_time(fwd, x0, v)
+  t_gram = _best_time(gram, z)
+  t_bwd = _best_time(bwd, z, v)
+  out.update({'matmul_xvt_s': t_fwd, 'matmul_gram_s': t_gram, 'matmul_bwd_s': t_bwd,
+              'roofline_s': t_fwd + t_gram + t_bwd,
+              # Regenerating all of V once (the lean path does this 3x per step).
+              'regenerate_v_s': _best_time(
+                  jax.jit(lambda k: features.random_weights(k, p, d)), keys['model'])})
+  out['dense_over_roofline'] = out['dense_step_s'] / out['roofline_s']
+  out['lean_over_dense'] = out['lean_step_s'] / out['dense_step_s']
+  out['lean_gram_over_dense'] = out['lean_gram_step_s'] / out['dense_step_s']
+  return out
+
+
+def memory_at_scale(n, d, p, chunk):
+  """Compile-only memory analysis of one step at a size too large to run (nothing allocated)."""
+  sds = jax.ShapeDtypeStruct
+  f32 = jnp.float32
+  key = jax.random.PRNGKey(0)
+  chunk, n_chunks = experiment.lean_layout(p, chunk)
+  probs = {
+      'dense': {'v': sds((p, d), f32), 'mask': sds((p,), f32), 'theta': sds((p,), f32)},
+      'lean': {'key': sds(key.shape, key.dtype), 'p': sds((), jnp.int32),
+               'theta': sds((n_chunks, chunk), f32)},
+  }
+  losses = {
+      'dense': lambda xh, prob: experiment.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
+      'lean': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
+  }
+  constraint = optimize.sphere_constraint(float(np.sqrt(d)))
+  opt = optimize.make_optimizer('adam', 0.02)
+  out = {'n': n, 'd': d, 'p': p, 'chunk': chunk, 'v_mb': p * d * 4 / 2 ** 20}
+  for name, loss_fn in losses.items():
+    state = jax.eval_shape(lambda x, pr, loss_fn=loss_fn: optimize.init_state(
+        x, opt, loss_fn, pr, constraint), sds((n, d), f32), probs[name])
+    run = jax.jit(lambda s, prob, loss_fn=loss_fn: optimize.run_chunk(
+        s, prob, s.step + 1, loss_fn=loss_fn, optimizer=opt, constraint=constraint,
+        tol=0.0, max_steps=10 ** 9))
+    out[f'{name}_memory'] = _memory(run.lower(state, probs[name]).compile())
+  return out
+
+
+METHODS = {
+    # name: (optimizer, lr, momentum, reseed_every, lr_schedule, lr_decay_steps)
+    'sgd_lr20 (paper)': ('sgd', 20.0, 0.9, 0, 'constant', None),
+    'sgd_lr2': ('sgd', 2.0, 0.9, 0, 'constant', None),
+    'adam_lr0.02': ('adam', 0.02, 0.9, 0, 'constant', None),
+    'adam_lr0.05': ('adam', 0.05, 0.9, 0, 'constant', None),
+    'adam_lr0.05+cosine5k': ('adam', 0.05, 0.9, 0, 'cosine', 5000),
+    'adam_lr0.05+cosine5k+reseed': ('adam', 0.05, 0.9, 500, 'cosine', 5000),
+}
+
+
+def time_to_reconstruct(n, d, seed, method, max_steps, chunk_steps=100, threshold=0.05):
+  """Wall seconds (compile excluded) until every true sample is within `threshold`.
+
+  The blind stop is loss <= 1e-10 (below the configs' 1e-7, so that the clock, not the
+  tolerance, decides); the budget is `max_steps`.
+  """
+  name, lr, momentum, reseed_every, schedule, decay_steps = METHODS[method]
+  p = 10 * d * n
+  keys = experiment.split_keys(seed)
+  x_true, y = data.synthetic_sphere(keys['data'], n, d)
+  prob = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+      k, x, y, p_total=p, activation=ACT))(keys, x_true, y)
+  prob.pop('train_mse')
+  loss_fn = lambda xh, pr: experiment.rf_loss(xh, pr, activation=ACT, jitter=1e-6)  # noqa
+  constraint = optimize.sphere_constraint(float(np.sqrt(d)))
+  opt = optimize.make_optimizer(name, lr, momentum, schedule, decay_steps)
+  x0 = experiment.init_candidates(keys['init'], n, d, jnp.float32)
+  state = optimize.init_state(x0, opt, loss_fn, prob, constraint)
+  chunk = jax.jit(lambda s, stop: optimize.run_chunk(
+      s, prob, stop, loss_fn=loss_fn, optimizer=opt, constraint=constraint, tol=1e-10,
+      max_steps=max_steps)).lower(state, jnp.int32(0)).compile()
+  reseeder = None
+  if reseed_every:
+    reseeder = refine.Reseeder(jax.random.PRNGKey(seed + 1000), loss_fn, prob, constraint, opt,
+                               every=reseed_every)
+    reseeder._replace(jax.random.PRNGKey(0), x0, jnp.asarray(0), prob)  # compile outside clock
+    reseeder._collapsed(x0)
+    reseeder._loss(x0, prob)
+  x_np = np.asarray(x_true)
+  t_total, hit, step = 0.0, None, 0
+  while step < max_steps:
+    t0 = time.perf_counter()
+    state = chunk(state, jnp.int32(min(step + chunk_steps, max_steps)))
+    if reseeder is not None:
+      state = reseeder(state)
+    jax.block_until_ready(state.x)
+    t_total += time.perf_counter() - t0
+    step = int(state.step)
+    err = metrics.per_sample_errors(x_np, np.asarray(state.x))  # the clock's stop only
+    if err.max() < threshold:
+      hit = t_total
+      break
+    if int(state.status) != optimize.RUNNING:
+      break
+  return {'method': method, 'n': n, 'd': d, 'p': p, 'seed': seed, 'reached': hit is not None,
+          'seconds': t_total, 'steps': step, 'max_err': float(err.max()),
+          'n_within': int(np.sum(err < threshold)), 'loss': float(state.loss),
+          'reseeded': reseeder.stats.reseeded if reseeder else 0}
+
+
+def _table(results):
+  lines = [f"Device: {results['device']} ({results['platform']}); load average at start "
+           f"{results['loadavg_start']}, at end {results['loadavg_end']}. "
+           'The machine was shared with other jobs: timings are noisy upper bounds.', '',
+           '| n | d | p | dense step (ms) | roofline (ms) | step/roofline | lean step (ms) | '
+           'lean/dense | lean-gram/dense | dense mem (MB) | lean mem (MB) |',
+           '|---|---|---|---|---|---|---|---|---|---|---|']
+  for r in results['step']:
+    lines.append(
+        f"| {r['n']} | {r['d']} | {r['p']} | {1e3 * r['dense_step_s']:.3f} | "
+        f"{1e3 * r['roofline_s']:.3f} | {r['dense_over_roofline']:.2f} | "
+        f"{1e3 * r['lean_step_s']:.3f} | {r['lean_over_dense']:.2f} | "
+        f"{r['lean_gram_over_dense']:.2f} | {r['dense_memory'].get('total_mb', float('nan')):.2f} | "
+        f"{r['lean_memory'].get('total_mb', float('nan')):.2f} |")
+  if 'memory_at_scale' in results:
+    r = results['memory_at_scale']
+    lines += ['', f"Peak memory of one compiled step at the paper's CIFAR-10 scale (n={r['n']}, "
+              f"d={r['d']}, p={r['p']}, V alone {r['v_mb']:.0f} MB; XLA memory analysis, "
+              'compiled only, nothing allocated):', '',
+              '| path | arguments (MB) | temporaries (MB) | total (MB) |', '|---|---|---|---|']
+    for name in ('dense', 'lean'):
+      m = r[f'{name}_memory']
+      lines.append(f"| {name} | {m.get('argument_mb', float('nan')):.1f} | "
+                   f"{m.get('temp_mb', float('nan')):.1f} | {m.get('total_mb', float('nan')):.1f} |")
+  lines += ['', 'Time-to-reconstruct (all true samples < 0.05 relative error; compile excluded; '
+            f"budget {results['ttr_max_steps']} steps):", '',
+            '| method | n, d, p | reached | median s (reached runs) | mean steps | '
+            'mean samples within 0.05 |', '|---|---|---|---|---|---|']
+  groups = {}
+  for r in results['ttr']:
+    groups.setdefault((r['method'], r['n'], r['d'], r['p']), []).append(r)
+  for (method, n, d, p), rs in groups.items():
+    ok = [r['seconds'] for r in rs if r['reached']]
+    med = f'{np.median(ok):.2f}' if ok else '-'
+    lines.append(f"| {method} | {n}, {d}, {p} | {len(ok)}/{len(rs)} | {med} | "
+                 f"{np.mean([r['steps'] for r in rs]):.0f} | "
+                 f"{np.mean([r['n_within'] for r in rs]):.1f}/{n} |")
+  return '\n'.join(lines) + '\n'
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument('--quick', action='store_true')
+  ap.add_argument('--out', default='results')
+  ap.add_argument('--parts', default='step,memscale,ttr')
+  ap.add_argument('--seeds', type=int, default=3)
+  ap.add_argument('--methods', default=','.join(METHODS))
+  ap.add_argument('--problems', default='10x10,20x20')
+  args = ap.parse_args()
+  parts = args.parts.split(',')
+  results = {'device': str(jax.devices()[0]), 'platform': jax.devices()[0].platform,
+             'jax': jax.__version__, 'host': platform.node(),
+             'loadavg_start': [round(x, 1) for x in os.getloadavg()], 'step': [], 'ttr': []}
+  sizes = [(10, 10, 1000, 4096), (20, 50, 10000, 4096), (20, 100, 20000, 4096)]
+  if args.quick:
+    sizes = [(10, 10, 1000, 256), (20, 20, 10000, 2048)]
+  if 'step' in parts:
+    for n, d, p, chunk in sizes:
+      r = bench_step(n, d, p, chunk, steps=20 if p >= 10000 else 100)
+      print(json.dumps(r), flush=True)
+      results['step'].append(r)
+  if 'memscale' in parts:
+    scale = (20, 100, 20000, 4096) if args.quick else (100, 3072, 3072000, 4096)
+    results['memory_at_scale'] = memory_at_scale(*scale)
+    print(json.dumps(results['memory_at_scale']), flush=True)
+  max_steps = 4000 if args.quick else 20000
+  results['ttr_max_steps'] = max_steps
+  if 'ttr' in parts:
+    problems = [tuple(int(v) for v in s.split('x')) for s in args.problems.split(',')]
+    problems = problems[:1] if args.quick else problems
+    for n, d in problems:
+      for method in args.methods.split(','):
+        for seed in range(args.seeds):
+          r = time_to_reconstruct(n, d, seed, method, max_steps)
+          print(json.dumps(r), flush=True)
+          results['ttr'].append(r)
+  results['loadavg_end'] = [round(x, 1) for x in os.getloadavg()]
+  os.makedirs(args.out, exist_ok=True)
+  io.write_json(os.path.join(args.out, 'bench.json'), results)
+  table = _table(results)
+  with open(os.path.join(args.out, 'bench.md'), 'w') as f:
+    f.write(table)
+  print(table)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,39 @@
+"""Config fields of the perf branch (lean features, schedules, re-seeding) and the schedule."""
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import rf_synthetic
+from recon import config as config_lib
+from recon import optimize
+
+
+def test_default_config_validates():
+  config_lib.validate(rf_synthetic.get_config())
+
+
+@pytest.mark.parametrize('field,value', [
+    ('feature_mode', 'sparse'), ('feature_memory_budget_mb', 0.0), ('feature_chunk', 0),
+    ('feature_residual', 'three_pass'), ('feature_shards', 0), ('reseed_every', -1),
+    ('reseed_threshold', 1.5), ('lr_schedule', 'linear'), ('lr_final_ratio', 2.0)])
+def test_bad_values_raise_one_line_config_error(field, value):
+  cfg = rf_synthetic.get_config()
+  with cfg.unlocked():
+    cfg[field] = value
+  with pytest.raises(config_lib.ConfigError, match=f'config.{field}') as e:
+    config_lib.validate(cfg)
+  assert '\n' not in str(e.value)
+
+
+def test_cosine_schedule_decays_to_final_ratio():
+  opt = optimize.make_optimizer('adam', 0.1, schedule='cosine', decay_steps=10, final_ratio=0.05)
+  state = opt.init(jnp.zeros(3))
+  lrs = []
+  for _ in range(12):
+    lrs.append(float(state.hyperparams['learning_rate']))
+    _, state = opt.update(jnp.ones(3), state)
+  np.testing.assert_allclose(lrs[0], 0.1, rtol=1e-6)
+  np.testing.assert_allclose(lrs[-1], 0.005, rtol=1e-5)
+  assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+  with pytest.raises(ValueError, match='lr_decay_steps'):
+    optimize.make_optimizer('sgd', 1.0, schedule='cosine')

@@ -1,0 +1,189 @@
+"""Memory-lean (streamed) features and projection loss == the dense path; sharded == single."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from recon import experiment, features
+from recon.objectives import projection, projection_streamed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ACT = 'relu_tanh'
+
+
+def _setup(n=4, d=6, p=150, chunk=32, m=4, seed=0):
+  k = jax.random.split(jax.random.PRNGKey(seed), 4)
+  v = jax.jit(features.random_weights, static_argnums=(1, 2))(k[0], p, d)
+  x = jax.random.normal(k[1], (n, d))
+  theta = jax.random.normal(k[2], (p,))
+  xh = jax.random.normal(k[3], (m, d))
+  n_chunks = features.n_feature_chunks(p, chunk)
+  th = jnp.zeros(n_chunks * chunk).at[:p].set(theta).reshape(n_chunks, chunk)
+  return dict(key=k[0], v=v, x=x, theta=theta, xh=xh, th=th, p=p, chunk=chunk, d=d)
+
+
+def _chunk_fn(chunk):
+  return lambda aux, x, c: features.rf_feature_chunk(aux['key'], x, c, chunk, ACT, aux['p'])
+
+
+def test_weight_rows_equal_dense_rows():
+  # Bit-identical when both are compiled (eager and jit may differ by 1 ulp in the 1/sqrt(d)).
+  key = jax.random.PRNGKey(3)
+  v = jax.jit(lambda k: features.random_weights(k, 50, 7))(key)
+  # Traced start (inside jit), as in the compiled loss.
+  rows = jax.jit(lambda k, s: features.random_weight_rows(k, s, 13, 7))
+  np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(20))), np.asarray(v[20:33]))
+  np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(37))), np.asarray(v[37:50]))
+
+
+def test_chunked_features_equal_dense_and_pad_with_zeros():
+  s = _setup()
+  dense = jax.jit(features.rf_features, static_argnums=2)(s['v'], s['x'], ACT)
+  chunked = jax.jit(features.rf_features_chunked, static_argnums=(2, 3, 4))(
+      s['key'], s['x'], ACT, s['p'], s['chunk'])
+  assert chunked.shape == (4, 160)
+  np.testing.assert_allclose(np.asarray(chunked[:, :s['p']]), np.asarray(dense), atol=2e-6)
+  assert np.all(np.asarray(chunked[:, s['p']:]) == 0)
+
+
+@pytest.mark.parametrize('residual', ['two_pass', 'gram'])
+def test_streamed_loss_and_gradient_equal_dense(residual):
+  s = _setup()
+  dense = lambda xh: projection.projection_loss(features.rf_features(s['v'], xh, ACT), s['theta'])
+  lean = projection_streamed.make_streamed_projection_loss(_chunk_fn(s['chunk']),
+                                                           residual=residual)
+  aux = {'key': s['key'], 'p': jnp.int32(s['p'])}
+  l1, g1 = jax.jit(jax.value_and_grad(dense))(s['xh'])
+  l2, g2 = jax.jit(jax.value_and_grad(lean))(s['xh'], s['th'], aux)
+  np.testing.assert_allclose(float(l2), float(l1), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(g2), np.asarray(g1), rtol=1e-4,
+                             atol=1e-4 * float(jnp.abs(g1).max()))
+
+
+def test_gradient_includes_jitter_term():
+  # With a large jitter the eps = jitter tr(G)/m term matters; the custom VJP must match
+  # autodiff of the dense formula exactly (same math).
+  s = _setup(m=3)
+  jitter = 1e-1
+  dense = lambda xh: projection.projection_loss(features.rf_features(s['v'], xh, ACT),
+                                                s['theta'], jitter)
+  lean = projection_streamed.make_streamed_projection_loss(_chunk_fn(s['chunk']), jitter=jitter)
+  aux = {'key': s['key'], 'p': jnp.int32(s['p'])}
+  g1 = jax.jit(jax.grad(dense))(s['xh'])
+  g2 = jax.jit(jax.grad(lean))(s['xh'], s['th'], aux)
+  np.testing.assert_allclose(np.asarray(g2), np.asarray(g1), rtol=1e-4,
+                             atol=1e-4 * float(jnp.abs(g1).max()))
+
+
+def _reference_loss(v, xh, theta):
+  """Float64 NumPy projection loss (lstsq), the accuracy reference."""
+  v, xh, theta = (np.asarray(a, np.float64) for a in (v, xh, theta))
+  z = xh @ v.T
+  phi = np.maximum(z, 0) + np.tanh(z)
+  coef = np.linalg.lstsq(phi.T, theta, rcond=None)[0]
+  r = theta - phi.T @ coef
+  return r @ r / (theta @ theta)
+
+
+def test_accuracy_near_convergence_two_pass_vs_gram():
+  # theta in the span of the true features + a small component outside: loss ~ 1e-6.
+  s = _setup(n=4, d=6, p=150, m=4)
+  phi = jax.jit(features.rf_features, static_argnums=2)(s['v'], s['x'], ACT)
+  theta = phi.T @ jnp.array([1.0, -0.5, 0.3, 2.0])
+  theta = theta + 1e-3 * jnp.linalg.norm(theta) / np.sqrt(150) * s['theta']
+  th = jnp.zeros(s['th'].size).at[:150].set(theta).reshape(s['th'].shape)
+  aux = {'key': s['key'], 'p': jnp.int32(150)}
+  ref = _reference_loss(s['v'], s['x'], theta)
+  assert 1e-8 < ref < 1e-5
+  dense = float(jax.jit(projection.projection_loss)(phi, theta))
+  two = float(jax.jit(projection_streamed.make_streamed_projection_loss(_chunk_fn(32)))(
+      s['x'], th, aux))
+  gram = float(jax.jit(projection_streamed.make_streamed_projection_loss(
+      _chunk_fn(32), residual='gram'))(s['x'], th, aux))
+  # two_pass is as accurate as the dense path (explicit residual); the one-pass Gram
+  # formula only has absolute accuracy ~ eps_32 (it may even round to 0).
+  assert abs(two - ref) < 0.05 * ref + 1e-9
+  assert abs(two - ref) <= 2 * abs(dense - ref) + 1e-9
+  assert abs(gram - ref) < 1e-5
+
+
+_SHARDED = textwrap.dedent('''
+    import json, jax, jax.numpy as jnp, numpy as np
+    from recon import features
+    from recon.objectives import projection_streamed as ps
+    assert jax.device_count() == 2, jax.devices()
+    key = jax.random.PRNGKey(0); chunk, p, d = 16, 100, 5
+    n_chunks = features.n_feature_chunks(p, chunk, 2)
+    theta = jax.random.normal(jax.random.PRNGKey(1), (n_chunks * chunk,))
+    theta = jnp.where(jnp.arange(n_chunks * chunk) < p, theta, 0).reshape(n_chunks, chunk)
+    xh = jax.random.normal(jax.random.PRNGKey(2), (3, d))
+    aux = {'key': key, 'p': jnp.int32(p)}
+    fn = lambda a, x, c: features.rf_feature_chunk(a['key'], x, c, chunk, 'relu_tanh', a['p'])
+    out = {}
+    for name, mesh in [('single', None), ('sharded', ps.feature_mesh(2))]:
+      loss = ps.make_streamed_projection_loss(fn, mesh=mesh)
+      l, g = jax.jit(jax.value_and_grad(loss))(xh, theta, aux)
+      out[name] = [float(l), np.asarray(g).tolist()]
+    print(json.dumps(out))
+''')
+
+
+def test_sharded_equals_single_device():
+  env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=2',
+             PYTHONPATH=ROOT, JAX_PLATFORMS='cpu')
+  proc = subprocess.run([sys.executable, '-c', _SHARDED], env=env, capture_output=True,
+                        text=True, timeout=300, cwd=ROOT, check=False)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  out = json.loads(proc.stdout.strip().splitlines()[-1])
+  np.testing.assert_allclose(out['sharded'][0], out['single'][0], rtol=1e-5)
+  np.testing.assert_allclose(np.array(out['sharded'][1]), np.array(out['single'][1]),
+                             rtol=1e-4, atol=1e-6)
+
+
+def test_lean_problem_matches_dense_problem():
+  keys = experiment.split_keys(0)
+  x = jax.random.normal(jax.random.PRNGKey(5), (4, 6))
+  y = jnp.arange(4.0)
+  dense = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+      k, x, y, p_total=70, activation=ACT))(keys, x, y)
+  chunk, n_chunks = experiment.lean_layout(70, 16)
+  lean = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+      k, x, y, p=70, activation=ACT, chunk=chunk, n_chunks=n_chunks))(keys, x, y)
+  theta = np.asarray(lean['theta']).ravel()
+  np.testing.assert_allclose(theta[:70], np.asarray(dense['theta']), rtol=1e-3, atol=1e-4)
+  assert np.all(theta[70:] == 0)
+  loss = experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6)
+  xh = jax.random.normal(jax.random.PRNGKey(6), (4, 6))
+  np.testing.assert_allclose(
+      float(jax.jit(loss)(xh, lean)),
+      float(jax.jit(lambda a, b: experiment.rf_loss(a, b, activation=ACT, jitter=1e-6))(
+          xh, dense)), rtol=1e-4)
+
+
+def test_lean_mode_selection_and_layout():
+  cfg = ml_collections.ConfigDict({'p': 1000, 'd': 1000, 'feature_mode': 'auto',
+                                   'feature_memory_budget_mb': 1.0, 'feature_shards': 1})
+  assert experiment.use_lean_features(cfg, jnp.float32)  # 3.8 MB > 1 MB
+  cfg.feature_memory_budget_mb = 10.0
+  assert not experiment.use_lean_features(cfg, jnp.float32)
+  cfg.feature_shards = 2
+  assert experiment.use_lean_features(cfg, jnp.float32)
+  assert experiment.lean_layout(100, 16, 2) == (16, 8)
+  assert experiment.lean_layout(10, 64, 2) == (5, 2)
+
+
+def test_check_condition_warns_on_collapse(caplog):
+  s = _setup(m=3)
+  xh = s['xh'].at[1].set(s['xh'][0])  # two identical candidates
+  phi = features.rf_features(s['v'], xh, ACT)
+  cond = projection.check_condition(np.asarray(phi @ phi.T))
+  assert cond > 1e5
+  phi = features.rf_features(s['v'], s['xh'], ACT)
+  assert projection.check_condition(np.asarray(phi @ phi.T)) < 1e4
