@@ -17,7 +17,7 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize
+from recon import data, features, io, metrics, optimize, splitting
 from recon.models import random_features
 from recon.objectives import projection
 
@@ -38,12 +38,13 @@ def set_dtype(name: str):
 
 
 def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """Validated copy with derived defaults filled in (n_candidates = n when None)."""
+  """Validated copy with derived defaults filled in (n_candidates = n, 2n for MLPs, when None)."""
   config_lib.validate(config)
   cfg = ml_collections.ConfigDict(config.to_dict())
   if cfg.get('n_candidates') is None:
     with cfg.ignore_type():
-      cfg.n_candidates = cfg.n
+      # KKT attacks use 2n candidates (Haim et al.); the projection loss on random features n.
+      cfg.n_candidates = 2 * cfg.n if cfg.model == 'homogeneous_mlp' else cfg.n
   return cfg
 
 
@@ -98,6 +99,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   dtype = set_dtype(cfg.dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
+  if cfg.model == 'homogeneous_mlp':
+    from recon import kkt_experiment  # pylint: disable=import-outside-toplevel
+    return kkt_experiment.run(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')
 
@@ -115,10 +119,22 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
   feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  refiner = None
+  if cfg.get('split', 'none') != 'none':
+    split_cfg = splitting.config_from(cfg)
+    try:
+      splitting.check_config(split_cfg, cfg.activation)
+    except splitting.SplitError as e:
+      raise ExperimentError(str(e)) from None
+    feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.activation,
+                                                        prob['mask'])[0]
+    refiner = splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one,
+                                                                             cfg.jitter),
+                                 loss_fn, optimize.sphere_constraint(float(np.sqrt(cfg.d))))
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
-      feature_fn=feature_fn, t0=t0,
+      feature_fn=feature_fn, t0=t0, refiner=refiner,
       extra_metrics={'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
                      'p_over_n': cfg.p / cfg.n},
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
@@ -137,25 +153,33 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
                            y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
                            constraint, feature_fn=None, t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
-                           threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                           threat_model: Optional[Dict[str, Any]] = None,
+                           candidates_fn=None, refiner=None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. Writes
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. x0 may be a
+  pytree (e.g. {'x', 'lam'}); `candidates_fn(x) -> (m, d)` then extracts the
+  candidates. `refiner(x, problem, step, history) -> None | (x, problem)` (e.g.
+  `recon.splitting.Splitter`) may replace candidates and problem between chunks;
+  the optimiser state is then reset (its `summary()` goes into the metrics). Writes
   summary.json (config, metrics, threat model, loss history) and
   reconstruction.npz (true rows, matched candidates, all candidates).
   """
   t0 = time.time() if t0 is None else t0
+  cands = (lambda x: x) if candidates_fn is None else candidates_fn
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
-  chunk = jax.jit(lambda s, stop: optimize.run_chunk(
-      s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
+  current = {'problem': problem}
+  chunk_jit = jax.jit(lambda s, prob, stop: optimize.run_chunk(
+      s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
       tol=cfg.tol, max_steps=cfg.max_steps))
+  chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)
 
   x_true_np = np.asarray(x_true)
   history = [(0, float(state.loss))]
 
   def log_progress(s):
-    err = metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean()
+    err = metrics.per_sample_errors(x_true_np, np.asarray(cands(s.x))).mean()
     logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
                  err, time.time() - t0)
 
@@ -164,18 +188,28 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
     progress(s)
+    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
+      return None
+    out = refiner(s.x, current['problem'], int(s.step), history)
+    if out is None:
+      return None
+    new_x, current['problem'] = out
+    fresh = optimize.init_state(new_x, optimizer, loss_fn, current['problem'], lambda z: z)
+    history.append((int(s.step), float(fresh.loss)))
+    return fresh._replace(step=s.step)
 
   state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
                          on_chunk=on_chunk)
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
-  x_hat = np.asarray(state.x)
+  problem = current['problem']
+  x_hat = np.asarray(cands(state.x))
   final_loss = float(loss_fn(state.x, problem))
   result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
   if feature_fn is not None:
     result['feature_residual'] = metrics.feature_residual(
-        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
+        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(cands(state.x))))
   result.update({
       'projection_loss': final_loss,
       'final_loss': final_loss,
@@ -185,6 +219,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'n_candidates': int(x_hat.shape[0]),
   })
   result.update(extra_metrics or {})
+  if refiner is not None and hasattr(refiner, 'summary'):
+    result['splitting'] = refiner.summary()
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '

@@ -1,6 +1,8 @@
 """Constrained first-order optimisation of candidates, compiled in chunks.
 
-One step: g = grad L(x); x <- constraint(x + optax_update(g)). The step loop runs
+One step: g = grad L(x); x <- constraint(x + optax_update(g)). The candidates may be
+an array or any pytree (e.g. {'x': candidates, 'lam': duals}); the constraint maps
+the whole pytree (per-leaf projections). The step loop runs
 inside `lax.while_loop` for `chunk_steps` steps per compiled call; the host only
 sees chunk boundaries (progress logs, checkpoints). Every function here is pure
 and vmappable over a batch of problems (see `recon/sweep.py`).
@@ -48,7 +50,7 @@ def sphere_constraint(radius: float) -> Callable[[Array], Array]:
 
 class ReconState(NamedTuple):
   """The full state of a reconstruction run (a pytree)."""
-  x: Array  # candidates (n_candidates, ...)
+  x: Any  # candidates (n_candidates, ...), or a pytree of per-candidate leaves (e.g. x and duals)
   opt_state: Any
   step: Array  # int32 scalar: steps taken
   loss: Array  # loss at the last evaluated point
@@ -60,8 +62,13 @@ def init_state(x0: Array, optimizer: optax.GradientTransformation,
                constraint: Callable[[Array], Array]) -> ReconState:
   x0 = constraint(x0)
   return ReconState(x=x0, opt_state=optimizer.init(x0), step=jnp.zeros((), jnp.int32),
-                    loss=loss_fn(x0, problem).astype(x0.dtype),
+                    loss=loss_fn(x0, problem).astype(jax.tree.leaves(x0)[0].dtype),
                     status=jnp.asarray(RUNNING, jnp.int32))
+
+
+def _all_finite(tree) -> Array:
+  leaves = jax.tree.leaves(tree)
+  return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
 
 
 def run_chunk(state: ReconState, problem: Any, stop_step: Array, *,
@@ -75,12 +82,12 @@ def run_chunk(state: ReconState, problem: Any, stop_step: Array, *,
 
   def body(s):
     loss, grad = value_and_grad(s.x, problem)
-    finite = jnp.isfinite(loss) & jnp.all(jnp.isfinite(grad))
+    finite = jnp.isfinite(loss) & _all_finite(grad)
     converged = finite & (loss <= tol)
     updates, new_opt = optimizer.update(grad, s.opt_state, s.x)
     new_x = constraint(optax.apply_updates(s.x, updates))
     move = finite & ~converged
-    new_x = jnp.where(move, new_x, s.x)
+    new_x = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_x, s.x)
     new_opt = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_opt, s.opt_state)
     step = s.step + move.astype(jnp.int32)
     status = jnp.where(~finite, NONFINITE, jnp.where(converged, CONVERGED, RUNNING))
@@ -97,7 +104,9 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
   """Host loop over compiled chunks until every run in `state` has stopped.
 
   Works for a single run and for a vmapped batch (statuses of any shape).
-  `on_chunk(state)` is called after every chunk (logging, checkpoints, history).
+  `on_chunk(state)` is called after every chunk (logging, checkpoints, history); if
+  it returns a state, the loop continues from that one (refinements such as sample
+  splitting replace the candidates between chunks).
   """
   while True:
     status, steps = jax.device_get((state.status, state.step))
@@ -112,7 +121,9 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
     state = chunk_fn(state, stop)
     jax.block_until_ready(state.x)
     if on_chunk is not None:
-      on_chunk(state)
+      replaced = on_chunk(state)
+      if replaced is not None:
+        state = replaced
   # Runs still marked RUNNING hit the step budget.
   status = jnp.where(state.status == RUNNING, MAX_STEPS, state.status)
   return state._replace(status=status.astype(jnp.int32))
