@@ -150,6 +150,12 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
                             n_classes=out_dim)
   else:
     lam0 = jax.random.uniform(k_lam, kkt.lambda_shape(m, kkt_kind, out_dim), dtype)
+  # Duals are optimised in units of their least-squares scale (one lr for x and lambda).
+  lam_scale = jnp.maximum(jnp.mean(jnp.abs(kkt.lstsq_lambda(
+      x0, labels, theta, target, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim))),
+                          jnp.finfo(dtype).tiny)
+  problem['lam_scale'] = lam_scale
+  lam0 = lam0 / lam_scale if cfg.lambda_init == 'lstsq' else lam0
   if kkt_kind != 'general':
     lam0 = jnp.maximum(lam0, cfg.lambda_min)
   opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=cfg.lambda_min,

@@ -353,7 +353,8 @@ def kkt_split_model(apply_vec, kind: str) -> SplitModel:
     return r, jnp.sum(problem['target'] ** 2), state['lam']
 
   def contribution(xj, lam_j, fields_j, problem):
-    return kkt.candidate_term(xj, lam_j, fields_j['labels'], problem['theta'],
+    return kkt.candidate_term(xj, lam_j * problem.get('lam_scale', 1.0), fields_j['labels'],
+                              problem['theta'],
                               apply_vec=apply_vec, kind=kind)
 
   return SplitModel(residual=residual, contribution=contribution)

@@ -127,3 +127,18 @@ def test_smooth_relu_and_homogeneity():
   assert deg == 7
   p2 = jax.tree.map(lambda a: 2 * a, p)
   np.testing.assert_allclose(net.apply(p2, x), 2.0 ** deg * net.apply(p, x), rtol=1e-10)
+
+
+def test_config_rejects_negative_lambda_min_and_split_budget():
+  import importlib.util
+  from recon import config as config_lib
+  spec = importlib.util.spec_from_file_location('kkt_cfg', 'configs/kkt_synthetic.py')
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  c = mod.get_config()
+  config_lib.validate(c)
+  for field, value in (('lambda_min', -0.5), ('split_budget', -1)):
+    bad = mod.get_config()
+    setattr(bad, field, value)
+    with pytest.raises(config_lib.ConfigError, match=field):
+      config_lib.validate(bad)

@@ -9,7 +9,9 @@ attack fits candidates x_hat and duals lambda to
   L(x_hat, lambda) = ||target - sum_i grad_theta g_i(theta; x_hat_i)||^2 / ||target||^2
                      + prior(x_hat) + lambda-penalty,
 with target = theta (or theta - theta_0). sum_i lambda_i grad g_i is ONE backward pass
-of sum_i lambda_i g_i. The state is the pytree {'x': (m, d), 'lam': (m,) or (m, C)}.
+of sum_i lambda_i g_i. The state is the pytree {'x': (m, d), 'lam': (m,) or (m, C)}, the
+duals in units of the optional `problem['lam_scale']` (so one optimiser learning rate
+suits x and lambda; lambda_min is in the same units).
 """
 from __future__ import annotations
 
@@ -90,8 +92,9 @@ def candidate_term(x_j: Array, lam_j: Array, label_j: Array, theta: Array, *,
 
 def residual(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec,
              kind: str) -> Array:
-  """r = target - sum_i lambda_i grad_theta g_i(theta; x_hat_i)."""
-  return problem['target'] - explained(state['x'], state['lam'], problem['labels'],
+  """r = target - sum_i lambda_i grad_theta g_i(theta; x_hat_i), lambda = lam * lam_scale."""
+  lam = state['lam'] * problem.get('lam_scale', 1.0)
+  return problem['target'] - explained(state['x'], lam, problem['labels'],
                                        problem['theta'], apply_vec=apply_vec, kind=kind)
 
 
