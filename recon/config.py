@@ -11,10 +11,12 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize, splitting
-from recon.objectives import kkt
+from recon.objectives import kkt, unified
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features', 'homogeneous_mlp')
+MODELS = ('random_features', 'two_layer', 'homogeneous_mlp')
+SUBSPACE_MODES = ('none', 'known', 'estimated')
+TWO_LAYER_LOSSES = ('mse', 'logistic')
 # Reconstruction objectives (`objective` field; random_features supports 'projection' only).
 OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
@@ -78,6 +80,10 @@ SCHEMA: Dict[str, Spec] = {
     'model': Spec(str, choices=lambda: MODELS),
     'dataset': Spec(str, choices=lambda: data.DATASETS),
     'data_dir': Spec(str, optional=True),
+    'classes': Spec((tuple, list), optional=True),  # checked against the data set by data.load
+    'image_size': Spec(int, low=1, optional=True),
+    'grayscale': Spec(bool),
+    'preprocess': Spec(str, choices=lambda: data.PREPROCESS),
     'n': _positive_int(),
     'd': _positive_int(),
     'p': _positive_int(),
@@ -95,17 +101,30 @@ SCHEMA: Dict[str, Spec] = {
     'chunk_steps': _positive_int(),
     'log_every_seconds': Spec(float, low=0.0),
     'recovered_threshold': Spec(float, low=0.0, low_open=True),
+    'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
+    'ssim_filter_size': Spec(int, low=1, optional=True),
     'overwrite': Spec(bool),
+    # Subspace-aware reconstruction (recon/subspace.py, docs/subspace.md).
+    'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
+    'subspace': Spec(str, choices=SUBSPACE_MODES),
+    'subspace_dim': Spec(int, low=1, optional=True),  # None: automatic (largest gap)
+    'subspace_noise_floor': Spec(float, low=0.0, low_open=True, high=1.0),
+    'gradient_at': Spec(str, choices=lambda: unified.GRADIENT_AT),
+    'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
+    # Two-layer network (model two_layer), trained by full-batch GD.
+    'width': _positive_int(),
+    'train_loss': Spec(str, choices=TWO_LAYER_LOSSES),
+    'train_lr': Spec(float, low=0.0, low_open=True),
+    'train_steps': _positive_int(),
+    'train_tol': Spec(float, low=0.0),
+    'weight_decay': Spec(float, low=0.0),
     # KKT reconstruction and homogeneous MLP victims (recon/kkt_experiment.py, docs/kkt.md).
     'objective': Spec(str, choices=OBJECTIVES),
-    'width': _positive_int(),
     'depth': _positive_int(),
     'n_classes': Spec(int, low=2),
     'act_alpha': Spec(float, low=0.0, low_open=True),
     'init_scale': Spec(float, low=0.0, low_open=True),
     'first_init_scale': Spec(float, low=0.0, low_open=True),
-    'train_lr': Spec(float, low=0.0, low_open=True),
-    'train_steps': _positive_int(),
     'train_polish': Spec(bool),
     'kkt_target': Spec(str, choices=('theta', 'delta', 'planted')),
     'lambda_min': Spec(float, low=0.0),

@@ -17,15 +17,12 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize, splitting
+from recon import data, features, io, metrics, optimize, plots, splitting
+from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import random_features
 from recon.objectives import projection
 
 Array = jax.Array
-
-
-class ExperimentError(RuntimeError):
-  """A run that cannot start or finish; the message is one line."""
 
 
 def set_dtype(name: str):
@@ -95,8 +92,12 @@ def _prepare_workdir(workdir: str, overwrite: bool) -> None:
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
+  from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
+  subspace_experiment.check(cfg)
   _prepare_workdir(workdir, cfg.get('overwrite', False))
   dtype = set_dtype(cfg.dtype)
+  if subspace_experiment.uses_this_pipeline(cfg):
+    return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
   if cfg.model == 'homogeneous_mlp':
@@ -149,24 +150,54 @@ COUNTING_NOTE = (
     'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
 
 
+def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dict[str, Any],
+                history: Dict[str, Any], result: Dict[str, Any],
+                ssim_filter: Optional[int] = None) -> None:
+  """DIR/loss_curve.png always; DIR/grid.png (truth over matched reconstruction) for images.
+
+  Reconstructions are mapped to pixels with their matched sample's row norm
+  (`data.to_pixels`), so both rows of the grid are at the data's true scale, drawn on
+  meta['pixel_range'] (default: the true images' min..max).
+  """
+  plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), history['step'], history['loss'],
+                   title=f'{meta.get("name", "")}: loss vs step ({result["status"]})')
+  shape = meta.get('image_shape')
+  if shape is None:
+    return
+  ssim = metrics.ssim_pairs(x_true, aligned, shape, result.get('ssim_filter_size', ssim_filter))
+  true_px = data.to_pixels(x_true, meta)
+  value_range = meta.get('pixel_range') or (float(true_px.min()), float(true_px.max()))
+  if not value_range[1] > value_range[0]:
+    value_range = (value_range[0], value_range[0] + 1.0)
+  plots.image_grid(os.path.join(workdir, 'grid.png'), true_px, data.to_pixels(aligned, meta),
+                   shape, ssim, value_range=value_range)
+
+
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
                            y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
                            constraint, feature_fn=None, t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None,
-                           candidates_fn=None, refiner=None) -> Dict[str, Any]:
+                           decode=None, refiner=None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. x0 may be a
-  pytree (e.g. {'x', 'lam'}); `candidates_fn(x) -> (m, d)` then extracts the
-  candidates. `refiner(x, problem, step, history) -> None | (x, problem)` (e.g.
-  `recon.splitting.Splitter`) may replace candidates and problem between chunks;
-  the optimiser state is then reset (its `summary()` goes into the metrics). Writes
-  summary.json (config, metrics, threat model, loss history) and
-  reconstruction.npz (true rows, matched candidates, all candidates).
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. `decode(params)`
+  (optional) maps the optimised variables (e.g. subspace coordinates, or a pytree
+  with free coefficients) to input-space candidates for the metrics; default identity.
+  Writes summary.json (config, metrics, threat model, loss history, data description),
+  reconstruction.npz (true rows, matched candidates, all candidates), loss_curve.png
+  and, for image data (meta['image_shape'] set), grid.png plus SSIM/PSNR metrics.
+  `refiner(x, problem, step, history) -> None | (x, problem)` (e.g.
+  `recon.splitting.Splitter`) may replace the variables and the problem between
+  chunks; the optimiser state is then reset (its `summary()` goes into the metrics).
   """
   t0 = time.time() if t0 is None else t0
-  cands = (lambda x: x) if candidates_fn is None else candidates_fn
+  image_shape = meta.get('image_shape')
+  ssim_filter = cfg.get('ssim_filter_size', None)
+  if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
+    raise ExperimentError(f'config.ssim_filter_size: invalid value {ssim_filter} for images of '
+                          f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
+                          f'1..{min(image_shape[:2])}')
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   current = {'problem': problem}
@@ -175,11 +206,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       tol=cfg.tol, max_steps=cfg.max_steps))
   chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)
 
+  decode = decode if decode is not None else (lambda params: params)
   x_true_np = np.asarray(x_true)
   history = [(0, float(state.loss))]
 
   def log_progress(s):
-    err = metrics.per_sample_errors(x_true_np, np.asarray(cands(s.x))).mean()
+    err = metrics.per_sample_errors(x_true_np, np.asarray(decode(s.x))).mean()
     logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
                  err, time.time() - t0)
 
@@ -204,12 +236,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   status = optimize.STATUS_NAMES[int(state.status)]
 
   problem = current['problem']
-  x_hat = np.asarray(cands(state.x))
+  x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
   if feature_fn is not None:
     result['feature_residual'] = metrics.feature_residual(
-        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(cands(state.x))))
+        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(jnp.asarray(x_hat, x_true.dtype))))
   result.update({
       'projection_loss': final_loss,
       'final_loss': final_loss,
@@ -218,6 +250,11 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:])),
       'n_candidates': int(x_hat.shape[0]),
   })
+  aligned = metrics.aligned_candidates(x_true_np, x_hat)
+  if image_shape is not None:
+    result.update(metrics.image_metrics(
+        x_true_np, x_hat, image_shape,
+        threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
   result.update(extra_metrics or {})
   if refiner is not None and hasattr(refiner, 'summary'):
     result['splitting'] = refiner.summary()
@@ -232,11 +269,12 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'counting': COUNTING_NOTE,
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
       'device': str(jax.devices()[0].platform),
+      'data': data.describe(meta),
   }
-  aligned = metrics.aligned_candidates(x_true_np, x_hat)
   io.write_npz(os.path.join(workdir, 'reconstruction.npz'), x_true=x_true_np,
                x_matched=aligned, x_candidates=x_hat, y=np.asarray(y))
-  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)  # last: marks a finished run
   logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
                '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
                result['frac_recovered'], result['dist_abs'], final_loss, status,

@@ -136,7 +136,7 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
     constraint = (optimize.sphere_constraint(radius) if cfg.prior == 'sphere' else (lambda z: z))
     problem = {'theta': target, 'theta_eval': theta}
     return {'loss_fn': loss_fn, 'x0': x0, 'constraint': constraint, 'problem': problem,
-            'candidates_fn': None,
+            'decode': None,
             'split_model': splitting.projection_split_model(feature_one, cfg.jitter),
             'feature_fn': None}
 
@@ -165,7 +165,7 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   constraint = kkt.make_constraint(kkt_kind, cfg.prior, radius, cfg.lambda_min,
                                    cfg.lambda_constraint)
   return {'loss_fn': loss_fn, 'x0': {'x': x0, 'lam': lam0.astype(dtype)},
-          'constraint': constraint, 'problem': problem, 'candidates_fn': lambda s: s['x'],
+          'constraint': constraint, 'problem': problem, 'decode': lambda s: s['x'],
           'split_model': splitting.kkt_split_model(apply_vec, kkt_kind), 'feature_fn': None}
 
 
@@ -190,7 +190,7 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Array, labels: 
   return experiment.reconstruct_and_report(
       cfg, workdir, x_true=x, y=labels, meta=meta, problem=attack['problem'],
       loss_fn=attack['loss_fn'], x0=attack['x0'], constraint=attack['constraint'],
-      feature_fn=attack['feature_fn'], t0=t0, candidates_fn=attack['candidates_fn'],
+      feature_fn=attack['feature_fn'], t0=t0, decode=attack['decode'],
       refiner=refiner,
       extra_metrics=dict(train_info, objective=cfg.objective,
                          n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),

@@ -62,7 +62,7 @@ def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
                                  a['constraint'])
   s = experiment.reconstruct_and_report(
       cfg, workdir, x_true=x, y=y, meta={}, problem=a['problem'], loss_fn=a['loss_fn'],
-      x0=a['x0'], constraint=a['constraint'], candidates_fn=a['candidates_fn'], refiner=refiner)
+      x0=a['x0'], constraint=a['constraint'], decode=a['decode'], refiner=refiner)
   return s['metrics']
 
 
