@@ -6,6 +6,7 @@ vmap them over a grid; `run` is the single-run driver behind `recon.main`.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any, Dict, Optional
@@ -38,7 +39,7 @@ def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """Validated copy with derived defaults filled in (n_candidates = n, 2n for MLPs, when None)."""
   config_lib.validate(config)
   cfg = ml_collections.ConfigDict(config.to_dict())
-  if cfg.get('n_candidates') is None:
+  if cfg.get('n_candidates') is None and cfg.get('attacker_knows_n', True):
     with cfg.ignore_type():
       # KKT attacks use 2n candidates (Haim et al.); the projection loss on random features n.
       cfg.n_candidates = 2 * cfg.n if cfg.model == 'homogeneous_mlp' else cfg.n
@@ -57,13 +58,19 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
   """Draws V (p_total x d), fits theta* = Phi^+ y on the (masked) features.
 
   Returns the attacker's view {v, mask, theta} plus `train_mse` (a pytree of arrays).
+  With a 0/1 `mask` (a width padded to `p_total`) the padded columns of Phi are
+  zero, the pseudo-inverse cut-off uses the unpadded width and theta is zero on the
+  padding, so the first p entries equal the unpadded model's theta*.
   """
   d = x.shape[1]
   v = features.random_weights(keys['model'], p_total, d, x.dtype)
   if mask is None:
     mask = jnp.ones((p_total,), x.dtype)
+    n_features = None
+  else:
+    n_features = jnp.sum(mask)
   phi = features.rf_features(v, x, activation, mask)
-  theta = random_features.min_norm_solution(phi, y)
+  theta = random_features.min_norm_solution(phi, y, n_features) * mask
   return {'v': v, 'mask': mask, 'theta': theta,
           'train_mse': random_features.train_mse(phi, theta, y)}
 
@@ -80,11 +87,27 @@ def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
   return jax.random.normal(key, (n_candidates, d), dtype)
 
 
-def _prepare_workdir(workdir: str, overwrite: bool) -> None:
-  summary = os.path.join(workdir, 'summary.json')
-  if os.path.exists(summary) and not overwrite:
+def rf_loss_fn(cfg: ml_collections.ConfigDict):
+  """`loss(x_hat, problem)` of the random-features pipeline for this config."""
+  return functools.partial(rf_loss, activation=cfg.activation, jitter=cfg.jitter)
+
+
+def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
+  """The random-features numbers every report carries next to the reconstruction metrics."""
+  return {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
+          'p_over_n': cfg.p / cfg.n}
+
+
+RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta* (trained)',
+                             'n_candidates', 'activation'],
+                   'unknown': ['X (training inputs)', 'y (labels)']}
+
+
+def _prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:
+  done = os.path.join(workdir, marker)
+  if os.path.exists(done) and not overwrite:
     raise ExperimentError(
-        f'workdir: {workdir} already holds a finished run (summary.json); choose another '
+        f'workdir: {workdir} already holds a finished run ({marker}); choose another '
         '--workdir or pass --config.overwrite=True')
   os.makedirs(workdir, exist_ok=True)
 
@@ -94,6 +117,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   cfg = resolve(config)
   from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
   subspace_experiment.check(cfg)
+  if cfg.model in config_lib.NETWORK_MODELS and not subspace_experiment.uses_this_pipeline(cfg):
+    from recon import network_experiment  # pylint: disable=import-outside-toplevel
+    network_experiment.check_config(cfg)
   _prepare_workdir(workdir, cfg.get('overwrite', False))
   dtype = set_dtype(cfg.dtype)
   if subspace_experiment.uses_this_pipeline(cfg):
@@ -103,6 +129,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   if cfg.model == 'homogeneous_mlp':
     from recon import kkt_experiment  # pylint: disable=import-outside-toplevel
     return kkt_experiment.run(cfg, workdir, dtype)
+  if cfg.model in config_lib.NETWORK_MODELS:
+    return network_experiment.run(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')
 
@@ -117,7 +145,6 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
-  loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
   feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
   refiner = None
@@ -131,16 +158,43 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
                                                         prob['mask'])[0]
     refiner = splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one,
                                                                              cfg.jitter),
-                                 loss_fn, optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+                                 rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.d))))
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=rf_loss_fn(cfg),
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, t0=t0, refiner=refiner,
-      extra_metrics={'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
-                     'p_over_n': cfg.p / cfg.n},
-      threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
-                              'n_candidates', 'activation'],
-                    'unknown': ['X (training inputs)', 'y (labels)']})
+      extra_metrics=rf_extra_metrics(cfg, train_mse),
+      threat_model=RF_THREAT_MODEL)
+
+
+def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
+  """`(state, problem, stop_step) -> state`: `optimize.run_chunk` bound to the config.
+
+  Pure and unjitted, so a caller can jit it (one run) or jit(vmap(...)) it (a sweep).
+  """
+  return lambda s, prob, stop: optimize.run_chunk(
+      s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
+      tol=cfg.tol, max_steps=cfg.max_steps)
+
+
+def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
+          steps: int, status: int, phi_true=None, phi_hat=None) -> Dict[str, Any]:
+  """Metrics of one finished run (host side): matching errors, feature residual, loss, status."""
+  x_true = np.asarray(x_true)
+  x_hat = np.asarray(x_hat)
+  result = metrics.reconstruction_metrics(x_true, x_hat, threshold)
+  if phi_true is not None:
+    result['feature_residual'] = metrics.feature_residual(np.asarray(phi_true),
+                                                          np.asarray(phi_hat))
+  result.update({
+      'projection_loss': final_loss,
+      'final_loss': final_loss,
+      'steps': int(steps),
+      'status': optimize.STATUS_NAMES[int(status)],
+      'n': int(x_true.shape[0]), 'd': int(np.prod(x_true.shape[1:])),
+      'n_candidates': int(x_hat.shape[0]),
+  })
+  return result
 
 
 COUNTING_NOTE = (
@@ -201,9 +255,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   current = {'problem': problem}
-  chunk_jit = jax.jit(lambda s, prob, stop: optimize.run_chunk(
-      s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
-      tol=cfg.tol, max_steps=cfg.max_steps))
+  chunk_jit = jax.jit(chunk_fn(cfg, loss_fn, optimizer, constraint))
   chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)
 
   decode = decode if decode is not None else (lambda params: params)
@@ -238,18 +290,11 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   problem = current['problem']
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
-  if feature_fn is not None:
-    result['feature_residual'] = metrics.feature_residual(
-        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(jnp.asarray(x_hat, x_true.dtype))))
-  result.update({
-      'projection_loss': final_loss,
-      'final_loss': final_loss,
-      'steps': int(state.step),
-      'status': status,
-      'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:])),
-      'n_candidates': int(x_hat.shape[0]),
-  })
+  result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
+                 steps=int(state.step), status=int(state.status),
+                 phi_true=None if feature_fn is None else feature_fn(x_true),
+                 phi_hat=None if feature_fn is None else feature_fn(
+                     jnp.asarray(x_hat, x_true.dtype)))
   aligned = metrics.aligned_candidates(x_true_np, x_hat)
   if image_shape is not None:
     result.update(metrics.image_metrics(
