@@ -10,16 +10,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from recon import data, features, optimize
+from recon import data, features, optimize, splitting
 from recon.models import networks, train
-from recon.objectives import projection_streamed
-from recon.objectives import unified
+from recon.objectives import kkt, projection_streamed, unified
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit')
+MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit',
+          'homogeneous_mlp')
 # Models trained by GD and attacked through their last layer's parameter-Jacobian.
 NETWORK_MODELS = ('random_features_gd', 'two_layer', 'resnet', 'vit')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
+# Reconstruction objectives (`objective` field; random_features supports 'projection' only).
+OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 
 class ConfigError(ValueError):
@@ -144,6 +146,39 @@ SCHEMA: Dict[str, Spec] = {
     'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
     'weight_decay': Spec(float, low=0.0),
     'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
+    # KKT reconstruction and homogeneous MLP victims (recon/kkt_experiment.py, docs/kkt.md).
+    'objective': Spec(str, choices=OBJECTIVES),
+    'n_classes': Spec(int, low=2),
+    'act_alpha': Spec(float, low=0.0, low_open=True),
+    'init_scale': Spec(float, low=0.0, low_open=True),
+    'first_init_scale': Spec(float, low=0.0, low_open=True),
+    'train_steps': _positive_int(),  # homogeneous_mlp: fixed number of GD steps
+    'train_polish': Spec(bool),
+    'kkt_target': Spec(str, choices=('theta', 'delta', 'planted')),
+    'lambda_min': Spec(float, low=0.0),
+    'lambda_constraint': Spec(str, choices=kkt.LAMBDA_CONSTRAINTS),
+    'lambda_weight': Spec(float, low=0.0),
+    'lambda_init': Spec(str, choices=('lstsq', 'uniform')),
+    'prior': Spec(str, choices=kkt.PRIORS),
+    'prior_bound': Spec(float, low=0.0, low_open=True),
+    'prior_weight': Spec(float, low=0.0),
+    'candidate_init_scale': Spec(float, low=0.0, low_open=True),
+    # Sample splitting (recon/splitting.py) for any objective.
+    'split': Spec(str, choices=splitting.MODES),
+    'split_every': _positive_int(),
+    'split_plateau_window': _positive_int(),
+    'split_plateau_tol': Spec(float, low=0.0),
+    'split_budget': Spec(int, low=0),
+    'split_max_per_round': _positive_int(),
+    'split_eig_tol': Spec(float, low=0.0),
+    'split_eig_method': Spec(str, choices=splitting.EIG_METHODS),
+    'split_dense_max_dim': _positive_int(),
+    'split_lanczos_steps': _positive_int(),
+    'split_eps_min': Spec(float, low=0.0, low_open=True),
+    'split_eps_max': Spec(float, low=0.0, low_open=True),
+    'split_eps_grid': _positive_int(),
+    'split_merge_tol': Spec(float, low=0.0),
+    'split_require_decrease': Spec(bool),
 }
 
 # Sweep axes (`config.sweep.AXIS = (values, ...)`, see recon/sweep.py). Vectorised axes

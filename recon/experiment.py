@@ -18,7 +18,7 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize, plots, refine
+from recon import data, features, io, metrics, optimize, plots, refine, splitting
 from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import random_features
 from recon.objectives import projection, projection_streamed
@@ -36,12 +36,13 @@ def set_dtype(name: str):
 
 
 def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """Validated copy with derived defaults filled in (n_candidates = n when None)."""
+  """Validated copy with derived defaults filled in (n_candidates = n, 2n for MLPs, when None)."""
   config_lib.validate(config)
   cfg = ml_collections.ConfigDict(config.to_dict())
   if cfg.get('n_candidates') is None and cfg.get('attacker_knows_n', True):
     with cfg.ignore_type():
-      cfg.n_candidates = cfg.n
+      # KKT attacks use 2n candidates (Haim et al.); the projection loss on random features n.
+      cfg.n_candidates = 2 * cfg.n if cfg.model == 'homogeneous_mlp' else cfg.n
   return cfg
 
 
@@ -167,6 +168,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
     return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
+  if cfg.model == 'homogeneous_mlp':
+    from recon import kkt_experiment  # pylint: disable=import-outside-toplevel
+    return kkt_experiment.run(cfg, workdir, dtype)
   if cfg.model in config_lib.NETWORK_MODELS:
     return network_experiment.run(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
@@ -209,10 +213,27 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  refiner = None
+  if cfg.get('split', 'none') != 'none':
+    if lean or cfg.get('reseed_every', 0):
+      raise ExperimentError(
+          f"split: {cfg.split!r} needs dense features and no re-seeding (got feature mode "
+          f"{'lean' if lean else 'dense'}, reseed_every {cfg.get('reseed_every', 0)}); accepted: "
+          "split 'none', or feature_mode 'dense' with reseed_every 0")
+    split_cfg = splitting.config_from(cfg)
+    try:
+      splitting.check_config(split_cfg, cfg.activation)
+    except splitting.SplitError as e:
+      raise ExperimentError(str(e)) from None
+    feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.activation,
+                                                        prob['mask'])[0]
+    refiner = splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one,
+                                                                             cfg.jitter),
+                                 rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.d))))
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=rf_loss_fn(cfg),
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
-      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0,
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, refiner=refiner,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=bool(lean)),
       threat_model=RF_THREAT_MODEL)
 
@@ -291,7 +312,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
                            t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None,
-                           decode=None) -> Dict[str, Any]:
+                           decode=None, refiner=None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
@@ -303,6 +324,9 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   summary.json (config, metrics, threat model, loss history, data description),
   reconstruction.npz (true rows, matched candidates, all candidates), loss_curve.png
   and, for image data (meta['image_shape'] set), grid.png plus SSIM/PSNR metrics.
+  `refiner(x, problem, step, history) -> None | (x, problem)` (e.g.
+  `recon.splitting.Splitter`) may replace the variables and the problem between
+  chunks; the optimiser state is then reset (its `summary()` goes into the metrics).
   """
   t0 = time.time() if t0 is None else t0
   image_shape = meta.get('image_shape')
@@ -313,8 +337,9 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
                           f'1..{min(image_shape[:2])}')
   optimizer = make_optimizer(cfg)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
-  step_chunk = chunk_fn(cfg, loss_fn, optimizer, constraint)
-  chunk = jax.jit(lambda s, stop: step_chunk(s, problem, stop))
+  current = {'problem': problem}
+  chunk_jit = jax.jit(chunk_fn(cfg, loss_fn, optimizer, constraint))
+  chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)
 
   decode = decode if decode is not None else (lambda params: params)
   x_true_np = np.asarray(x_true)
@@ -330,6 +355,15 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
     progress(s)
+    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
+      return None
+    out = refiner(s.x, current['problem'], int(s.step), history)
+    if out is None:
+      return None
+    new_x, current['problem'] = out
+    fresh = optimize.init_state(new_x, optimizer, loss_fn, current['problem'], lambda z: z)
+    history.append((int(s.step), float(fresh.loss)))
+    return fresh._replace(step=s.step)
 
   reseeder = None
   if cfg.get('reseed_every', 0):
@@ -349,6 +383,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
+  problem = current['problem']
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
@@ -369,6 +404,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
         x_true_np, x_hat, image_shape,
         threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
   result.update(extra_metrics or {})
+  if refiner is not None and hasattr(refiner, 'summary'):
+    result['splitting'] = refiner.summary()
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '

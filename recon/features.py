@@ -32,6 +32,28 @@ def _softplus_tanh(z):
   return jax.nn.softplus(z) + jnp.tanh(z)
 
 
+DEFAULT_SMOOTH_ALPHA = 50.0
+
+
+def smooth_backward_relu(alpha: float = DEFAULT_SMOOTH_ALPHA) -> Callable[[Array], Array]:
+  """relu forward, derivative sigmoid(alpha z) backward (Haim et al.'s surrogate).
+
+  The forward value is exactly max(z, 0); every derivative is taken of the
+  surrogate sigmoid(alpha z), so the second derivative alpha s (1 - s) is
+  non-zero near 0 (double backprop and sample splitting need it).
+  """
+  @jax.custom_jvp
+  def relu(z):
+    return jnp.maximum(z, 0.0)
+
+  @relu.defjvp
+  def _relu_jvp(primals, tangents):
+    (z,), (dz,) = primals, tangents
+    return relu(z), jax.nn.sigmoid(alpha * z) * dz
+
+  return relu
+
+
 # Hermite content decides identifiability: relu's odd coefficients of order >= 3
 # vanish (sign ambiguity x <-> -x on the odd part); tanh, sin and the "+tanh"
 # variants have non-zero odd coefficients of every odd order.
@@ -44,7 +66,23 @@ ACTIVATIONS: Dict[str, Callable[[Array], Array]] = {
     'gelu': jax.nn.gelu,
     'cubic': lambda z: z ** 3,
     'quadratic': lambda z: z ** 2,
+    'quartic': lambda z: z ** 4,
+    # relu with the smooth backward sigmoid(alpha z); alpha set by `make_activation`.
+    'relu_smooth': smooth_backward_relu(DEFAULT_SMOOTH_ALPHA),
 }
+
+# Activations built by a factory from one parameter (alpha); the registry entry is the default.
+PARAMETRIZED: Dict[str, Callable[[float], Callable[[Array], Array]]] = {
+    'relu_smooth': smooth_backward_relu,
+}
+
+# Activations whose second derivative vanishes almost everywhere: methods that need
+# curvature in x (sample splitting) cannot use them.
+PIECEWISE_LINEAR = frozenset({'relu'})
+
+# Positively homogeneous activations: sigma(c z) = c^q sigma(z) for c > 0 (degree q).
+HOMOGENEITY_DEGREE: Dict[str, int] = {'relu': 1, 'relu_smooth': 1, 'quadratic': 2,
+                                      'cubic': 3, 'quartic': 4}
 
 
 class UnknownNameError(ValueError):
@@ -57,6 +95,19 @@ def get_activation(name: str) -> Callable[[Array], Array]:
     raise UnknownNameError(
         f'activation: unknown name {name!r}; accepted: {", ".join(sorted(ACTIVATIONS))}')
   return ACTIVATIONS[name]
+
+
+def make_activation(name: str, alpha: float | None = None) -> Callable[[Array], Array]:
+  """`get_activation(name)`, or the parametrised variant with parameter `alpha` if given."""
+  if name in PARAMETRIZED and alpha is not None:
+    return PARAMETRIZED[name](float(alpha))
+  return get_activation(name)
+
+
+def has_second_derivative(name: str) -> bool:
+  """False for activations whose second derivative vanishes almost everywhere (relu)."""
+  get_activation(name)
+  return name not in PIECEWISE_LINEAR
 
 
 def random_weight_rows(key: Array, start, count: int, d: int, dtype=jnp.float32) -> Array:

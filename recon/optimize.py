@@ -134,7 +134,9 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
   """Host loop over compiled chunks until every run in `state` has stopped.
 
   Works for a single run and for a vmapped batch (statuses of any shape).
-  `on_chunk(state)` is called after every chunk (logging, checkpoints, history).
+  `on_chunk(state)` is called after every chunk (logging, checkpoints, history); if
+  it returns a state, the loop continues from that one (refinements such as sample
+  splitting replace the candidates between chunks).
   """
   while True:
     status, steps = jax.device_get((state.status, state.step))
@@ -149,7 +151,9 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
     state = chunk_fn(state, stop)
     jax.block_until_ready(state.x)
     if on_chunk is not None:
-      on_chunk(state)
+      replaced = on_chunk(state)
+      if replaced is not None:
+        state = replaced
   # Runs still marked RUNNING hit the step budget.
   status = jnp.where(state.status == RUNNING, MAX_STEPS, state.status)
   return state._replace(status=status.astype(jnp.int32))

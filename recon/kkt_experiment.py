@@ -1,0 +1,220 @@
+"""config -> data -> homogeneous MLP trained toward max margin -> KKT / projection objective
+-> optimise (optionally with sample splitting) -> metrics -> outputs.
+
+The victim is a bias-free MLP (`recon.models.homogeneous`) trained by full-batch GD
+on the logistic (binary) or cross-entropy (multiclass) loss, optionally polished to
+the nearby exact KKT point of the max-margin problem (`train_polish`). The attacker
+knows theta (and theta_0 when `kkt_target='delta'`), the architecture, n_candidates
+and the candidate labels' balance; it fits x_hat (and duals) with the shared tail
+`recon.experiment.reconstruct_and_report`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import data, experiment, optimize, splitting
+from recon.models import homogeneous
+from recon.objectives import kkt, projection
+
+Array = jax.Array
+
+OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
+
+
+def task(cfg) -> Tuple[str, int, str]:
+  """(label kind, model outputs, training loss) from objective and n_classes."""
+  if cfg.objective == 'kkt_binary' and cfg.n_classes != 2:
+    raise experiment.ExperimentError(
+        f'n_classes: {cfg.n_classes} with objective kkt_binary; accepted: 2 '
+        '(or objective kkt_multiclass)')
+  if cfg.objective == 'kkt_multiclass' or cfg.n_classes > 2:
+    return 'multiclass', cfg.n_classes, 'cross_entropy'
+  return 'binary', 1, 'logistic'
+
+
+def balanced_labels(key: Array, n: int, kind: str, n_classes: int, dtype) -> Array:
+  """Training labels with balanced classes in random order (+-1, or 0..C-1)."""
+  base = kkt.balanced_labels(n, kind, n_classes, dtype)
+  return jax.random.permutation(key, base)
+
+
+def check_training_labels(labels, kind: str, n_classes: int) -> None:
+  try:
+    kkt.check_labels(labels, kind, 1 if kind == 'binary' else n_classes)
+  except kkt.KKTError as e:
+    raise experiment.ExperimentError(str(e)) from None
+
+
+def check_attack_config(cfg) -> None:
+  """One-line errors raised before any compute."""
+  try:
+    kkt.check_lambda_min(cfg.lambda_min)
+    splitting.check_config(splitting.config_from(cfg), cfg.activation)
+  except (kkt.KKTError, splitting.SplitError) as e:
+    raise experiment.ExperimentError(str(e)) from None
+  if cfg.objective == 'projection' and cfg.prior == 'box':
+    raise experiment.ExperimentError("prior: 'box' with objective projection; accepted: "
+                                     "'sphere', 'none'")
+
+
+def make_network(cfg, out_dim: int, dtype) -> homogeneous.HomogeneousMLP:
+  return homogeneous.HomogeneousMLP(
+      widths=(cfg.width,) * cfg.depth, out_dim=out_dim, activation=cfg.activation,
+      alpha=cfg.act_alpha, first_init_scale=cfg.first_init_scale, init_scale=cfg.init_scale,
+      param_dtype=dtype)
+
+
+def train_victim(cfg, x: Array, labels: Array, key: Array):
+  """Trains the MLP; returns (net, params_0, params_T, info with margins and training loss)."""
+  kind, out_dim, loss = task(cfg)
+  net = make_network(cfg, out_dim, x.dtype)
+  params0 = net.init(key, x)
+  targets = labels if kind == 'binary' else labels.astype(jnp.int32)
+  params, info = homogeneous.train_with_duals(net.apply, params0, x, targets, loss=loss,
+                                               lr=cfg.train_lr, steps=cfg.train_steps)
+  duals = info['duals']
+  degree = homogeneous.degree_in_params(cfg.activation, cfg.depth)
+  out = {'train_loss': info['final_loss'], 'train_steps': info['steps'],
+         'normalized_margin_gd': homogeneous.normalized_margin(net.apply, params, x, targets,
+                                                                kind, degree),
+         'homogeneity_degree': degree, 'duals': duals}
+  if not info['finite']:
+    raise experiment.ExperimentError('train_lr: training diverged (non-finite loss); '
+                                     'accepted: a smaller train_lr')
+  if cfg.train_polish:
+    params, pinfo = homogeneous.polish_max_margin(net.apply, params, x, targets, kind)
+    out.update({'polish_' + k: v for k, v in pinfo.items() if k != 'degree'})
+  out['normalized_margin'] = homogeneous.normalized_margin(net.apply, params, x, targets, kind,
+                                                           degree)
+  return net, params0, params, out
+
+
+def planted_target(theta, apply_vec, x_true, labels, duals, kind: str) -> Array:
+  """sum_i lambda_i grad g_i(theta; x_i) at the TRUE data with the training duals (oracle).
+
+  An exactly satisfied KKT system at a net whose neurons stay generic: it isolates the
+  identifiability question from how far training is from its KKT point.
+  """
+  if kind == 'binary':
+    lam = jnp.abs(duals[:, 0])
+    return kkt.explained(x_true, lam, labels, theta, apply_vec=apply_vec, kind='binary')
+  return kkt.explained(x_true, duals, labels, theta, apply_vec=apply_vec, kind='general')
+
+
+def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, radius: float,
+                 key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None
+                 ) -> Dict[str, Any]:
+  """Objective, initial state, constraint, split model for `cfg.objective`."""
+  theta, apply_vec = kkt.flatten_model(net.apply, params)
+  theta0, _ = kkt.flatten_model(net.apply, params0)
+  if cfg.kkt_target == 'planted':
+    target = planted_target(theta, apply_vec, *planted, kind)
+  else:
+    target = theta - theta0 if cfg.kkt_target == 'delta' else theta
+  m = cfg.n_candidates
+  k_x, k_lam = jax.random.split(key)
+  x0 = cfg.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
+  if cfg.prior == 'sphere':
+    x0 = optimize.sphere_constraint(radius)(x0)
+  out_dim = 1 if kind == 'binary' else n_classes
+
+  if cfg.objective == 'projection':
+    def feature_one(xj, prob):
+      return jax.jacrev(lambda th: apply_vec(th, xj[None])[0])(prob['theta_eval'])  # (C, P)
+
+    def loss_fn(x, prob):
+      phi = jax.vmap(lambda xj: feature_one(xj, prob))(x).reshape(-1, theta.shape[0])
+      return projection.projection_loss(phi, prob['theta'], cfg.jitter)
+
+    constraint = (optimize.sphere_constraint(radius) if cfg.prior == 'sphere' else (lambda z: z))
+    problem = {'theta': target, 'theta_eval': theta}
+    return {'loss_fn': loss_fn, 'x0': x0, 'constraint': constraint, 'problem': problem,
+            'decode': None,
+            'split_model': splitting.projection_split_model(feature_one, cfg.jitter),
+            'feature_fn': None}
+
+  kkt_kind = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass',
+              'kkt_general': 'general'}[cfg.objective]
+  labels = kkt.balanced_labels(m, kkt_kind, n_classes, dtype)
+  kkt.check_labels(labels, kkt_kind, out_dim)
+  problem = {'target': target, 'theta': theta, 'labels': labels}
+  if cfg.lambda_init == 'lstsq':
+    lam0 = kkt.lstsq_lambda(x0, labels, theta, target, apply_vec=apply_vec, kind=kkt_kind,
+                            n_classes=out_dim)
+  else:
+    lam0 = jax.random.uniform(k_lam, kkt.lambda_shape(m, kkt_kind, out_dim), dtype)
+  # Duals are optimised in units of their least-squares scale (one lr for x and lambda).
+  lam_scale = jnp.maximum(jnp.mean(jnp.abs(kkt.lstsq_lambda(
+      x0, labels, theta, target, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim))),
+                          jnp.finfo(dtype).tiny)
+  problem['lam_scale'] = lam_scale
+  lam0 = lam0 / lam_scale if cfg.lambda_init == 'lstsq' else lam0
+  if kkt_kind != 'general':
+    lam0 = jnp.maximum(lam0, cfg.lambda_min)
+  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=cfg.lambda_min,
+              lambda_constraint=cfg.lambda_constraint, lambda_weight=cfg.lambda_weight,
+              prior=cfg.prior, prior_bound=cfg.prior_bound, prior_weight=cfg.prior_weight)
+  loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
+  constraint = kkt.make_constraint(kkt_kind, cfg.prior, radius, cfg.lambda_min,
+                                   cfg.lambda_constraint)
+  return {'loss_fn': loss_fn, 'x0': {'x': x0, 'lam': lam0.astype(dtype)},
+          'constraint': constraint, 'problem': problem, 'decode': lambda s: s['x'],
+          'split_model': splitting.kkt_split_model(apply_vec, kkt_kind), 'feature_fn': None}
+
+
+def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Array, labels: Array,
+                meta: Dict[str, Any], dtype, t0: Optional[float] = None) -> Dict[str, Any]:
+  """Train the victim on (x, labels), attack it, report (used by `run` and by scripts)."""
+  t0 = time.time() if t0 is None else t0
+  check_attack_config(cfg)
+  kind, out_dim, _ = task(cfg)
+  check_training_labels(labels, kind, cfg.n_classes)
+  keys = experiment.split_keys(cfg.seed)
+  net, params0, params, train_info = train_victim(cfg, x, labels, keys['model'])
+  logging.info('trained %s: %s', cfg.activation, train_info)
+  radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
+  duals = train_info.pop('duals')
+  attack = build_attack(cfg, net, params0, params, kind, cfg.n_classes, x.shape[1], radius,
+                        keys['init'], dtype, planted=(x, labels, duals))
+  refiner = None
+  if cfg.split != 'none':
+    refiner = splitting.Splitter(splitting.config_from(cfg), attack['split_model'],
+                                 attack['loss_fn'], attack['constraint'])
+  return experiment.reconstruct_and_report(
+      cfg, workdir, x_true=x, y=labels, meta=meta, problem=attack['problem'],
+      loss_fn=attack['loss_fn'], x0=attack['x0'], constraint=attack['constraint'],
+      feature_fn=attack['feature_fn'], t0=t0, decode=attack['decode'],
+      refiner=refiner,
+      extra_metrics=dict(train_info, objective=cfg.objective,
+                         n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),
+      threat_model={'known': ['theta (trained parameters)', 'architecture and activation',
+                              'n_candidates and the class balance', 'row norm (sphere prior)']
+                             + (['theta_0'] if cfg.kkt_target == 'delta' else [])
+                             + (['ORACLE: target planted from the true data and training '
+                                 'duals (identifiability study, not an attack)']
+                                if cfg.kkt_target == 'planted' else []),
+                    'unknown': ['X (training inputs)', 'which label each input has']})
+
+
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+  """Synthetic sphere data with balanced random class labels (the regression targets are unused)."""
+  t0 = time.time()
+  check_attack_config(cfg)
+  kind, _, _ = task(cfg)
+  keys = experiment.split_keys(cfg.seed)
+  if cfg.dataset != 'synthetic_sphere':
+    raise experiment.ExperimentError(f'dataset: {cfg.dataset!r} with model homogeneous_mlp; '
+                                     "accepted: 'synthetic_sphere'")
+  k_x, k_y = jax.random.split(keys['data'])
+  x = data.sphere_rows(k_x, cfg.n, cfg.d, dtype)
+  labels = balanced_labels(k_y, cfg.n, kind, cfg.n_classes, dtype)
+  meta = {'name': 'synthetic_sphere', 'image_shape': None,
+          'row_norms': np.full(cfg.n, np.sqrt(cfg.d))}
+  return run_on_data(cfg, workdir, x, labels, meta, dtype, t0)

@@ -1,0 +1,198 @@
+"""Homogeneous bias-free MLPs and margin-maximising training (the KKT attack's victims).
+
+f(x) = W_L s(W_{L-1} ... s(W_1 x)) with no biases: for a positively homogeneous
+activation of degree q, f(c theta; x) = c^D f(theta; x) with D = degree_in_params.
+Gradient descent on the logistic (or cross-entropy) loss converges in direction to
+a KKT point of  min ||theta||^2  s.t.  y_i f(theta; x_i) >= 1  (Lyu & Li 2020), i.e.
+theta = sum_i lambda_i y_i grad_theta f(theta; x_i), lambda_i >= 0 — what
+`recon.objectives.kkt` inverts.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from recon import features
+
+Array = jax.Array
+
+TRAIN_LOSSES = ('logistic', 'cross_entropy', 'mse')
+
+
+def _fan_in_normal(scale: float) -> Callable:
+  """W ~ N(0, scale^2 / fan_in)."""
+  return nn.initializers.variance_scaling(scale ** 2, 'fan_in', 'normal')
+
+
+class HomogeneousMLP(nn.Module):
+  """f(x) = W_head s(W_k ... s(W_1 x)); no biases; W ~ N(0, scale^2 / fan_in).
+
+  scale = init_scale for every layer, times first_init_scale for W_1 (Haim et al.'s
+  tiny first layer). A small init makes theta_T >> theta_0, so that the KKT
+  condition theta_T = sum lambda grad g holds without a theta_0 term.
+
+  Layers are named 'hidden_0', ..., 'head'. `alpha` parametrises 'relu_smooth'.
+  """
+  widths: Sequence[int]
+  out_dim: int = 1
+  activation: str = 'cubic'
+  alpha: Optional[float] = None
+  first_init_scale: float = 1.0
+  init_scale: float = 1.0
+  param_dtype: Any = jnp.float32  # float64 for KKT work (the KKT fit is squared: 1e-7 -> 1e-14)
+
+  @nn.compact
+  def __call__(self, x):
+    act = features.make_activation(self.activation, self.alpha)
+    h = x
+    for i, w in enumerate(self.widths):
+      scale = self.init_scale * (self.first_init_scale if i == 0 else 1.0)
+      h = act(nn.Dense(w, use_bias=False, kernel_init=_fan_in_normal(scale),
+                       param_dtype=self.param_dtype, name=f'hidden_{i}')(h))
+    return nn.Dense(self.out_dim, use_bias=False, kernel_init=_fan_in_normal(self.init_scale),
+                    param_dtype=self.param_dtype, name='head')(h)
+
+
+def degree_in_params(activation: str, depth: int) -> Optional[int]:
+  """D with f(c theta) = c^D f(theta) (c > 0) for `depth` hidden layers; None if not homogeneous."""
+  q = features.HOMOGENEITY_DEGREE.get(activation)
+  if q is None:
+    return None
+  deg = 0
+  for _ in range(depth):
+    deg = q * (deg + 1)
+  return deg + 1
+
+
+def degree_in_inputs(activation: str, depth: int) -> Optional[int]:
+  """q^depth: f(theta; c x) = c^(q^depth) f(theta; x) for c > 0; None if not homogeneous."""
+  q = features.HOMOGENEITY_DEGREE.get(activation)
+  return None if q is None else q ** depth
+
+
+def margins(outputs: Array, labels: Array, kind: str) -> Array:
+  """Per-sample margins: y f (binary, labels +-1) or f_y - max_{j != y} f_j (multiclass)."""
+  if kind == 'binary':
+    return labels.reshape(-1) * outputs.reshape(-1)
+  own = jnp.take_along_axis(outputs, labels[:, None], axis=1)[:, 0]
+  others = jnp.where(jax.nn.one_hot(labels, outputs.shape[1], dtype=bool), -jnp.inf, outputs)
+  return own - jnp.max(others, axis=1)
+
+
+def normalized_margin(apply_fn, params, x: Array, labels: Array, kind: str,
+                      degree: Optional[int]) -> float:
+  """min_i margin_i / ||theta||^D: non-decreasing (asymptotically) under GD on the logistic loss."""
+  m = float(jnp.min(margins(apply_fn(params, x), labels, kind)))
+  if degree is None:
+    return float('nan')
+  norm = float(jnp.sqrt(sum(jnp.sum(p ** 2) for p in jax.tree.leaves(params))))
+  return m / norm ** degree
+
+
+def mean_loss(name: str, outputs: Array, targets: Array) -> Array:
+  if name == 'logistic':
+    return jnp.mean(jax.nn.softplus(-targets.reshape(-1) * outputs.reshape(-1)))
+  if name == 'cross_entropy':
+    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(outputs, targets))
+  if name == 'mse':
+    return 0.5 * jnp.mean(jnp.sum((outputs - targets.reshape(outputs.shape)) ** 2, axis=-1))
+  raise ValueError(f'train_loss: unknown name {name!r}; accepted: {", ".join(TRAIN_LOSSES)}')
+
+
+def train_with_duals(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
+                     targets: Array, *, loss: str, lr: float, steps: int,
+                     chunk_steps: int = 2000) -> Tuple[Any, Dict[str, Any]]:
+  """Full-batch GD (optax.sgd, no momentum) on the mean loss L, accumulating per-sample duals.
+
+  duals[i] = -lr sum_t dL/df(x_i)(theta_t), so exactly
+  theta_T - theta_0 = sum_t sum_i duals_t[i] . grad_theta f(theta_t; x_i).
+  Steps are rounded up to a multiple of `chunk_steps`.
+  Returns (params, info) with info = {steps, final_loss, duals (n, C), finite}.
+  """
+  chex.assert_equal(x.shape[0], targets.shape[0])
+  optimizer = optax.sgd(lr)
+  chunk_steps = min(chunk_steps, steps)
+
+  def objective_of_outputs(out):
+    return mean_loss(loss, out, targets)
+
+  def step_fn(carry, _):
+    p, o, duals, ok = carry
+    out, vjp = jax.vjp(lambda q: apply_fn(q, x), p)
+    g_out = jax.grad(objective_of_outputs)(out)
+    (g,) = vjp(g_out)
+    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(g)]))
+    updates, o2 = optimizer.update(g, o, p)
+    p2 = optax.apply_updates(p, updates)
+    keep = ok & finite
+    p = jax.tree.map(lambda a, b: jnp.where(keep, a, b), p2, p)
+    o = jax.tree.map(lambda a, b: jnp.where(keep, a, b), o2, o)
+    duals = jnp.where(keep, duals - lr * g_out, duals)
+    return (p, o, duals, keep), None
+
+  @jax.jit
+  def chunk(carry):
+    return jax.lax.scan(step_fn, carry, None, length=chunk_steps)[0]
+
+  out0 = apply_fn(params, x)
+  carry = (params, optimizer.init(params), jnp.zeros(out0.shape, out0.dtype), jnp.asarray(True))
+  done = 0
+  while done < steps:
+    carry = chunk(carry)
+    done += chunk_steps
+  params, _, duals, ok = carry
+  final = float(mean_loss(loss, apply_fn(params, x), targets))
+  return params, {'steps': done, 'final_loss': final, 'duals': duals, 'finite': bool(ok)}
+
+
+def polish_max_margin(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
+                      labels: Array, kind: str, *, max_iter: int = 200,
+                      tol: float = 1e-12) -> Tuple[Any, Dict[str, Any]]:
+  """A KKT point of  min ||theta||^2 / 2  s.t.  margins >= 1, started from GD's direction.
+
+  GD on the logistic loss only approaches this point at a logarithmic rate; SLSQP
+  (scipy) from theta / min_margin^(1/D) lands on the nearby KKT point, so the KKT
+  equations hold to solver precision. Multiclass uses the smooth per-pair
+  constraints f_y - f_j >= 1 (j != y). Returns (params, info{success, message,
+  n_active, multipliers unavailable -> fitted later}).
+  """
+  from jax.flatten_util import ravel_pytree  # pylint: disable=import-outside-toplevel
+  from scipy.optimize import minimize  # pylint: disable=import-outside-toplevel
+  theta0, unravel = ravel_pytree(params)
+  dtype = theta0.dtype
+
+  def cons(th):
+    out = apply_fn(unravel(th), x)
+    if kind == 'binary':
+      return labels.reshape(-1) * out.reshape(-1) - 1.0
+    lab = labels.astype(jnp.int32)
+    own = jnp.take_along_axis(out, lab[:, None], axis=1)
+    diff = own - out  # (n, C), zero at j = y
+    mask = ~jax.nn.one_hot(lab, out.shape[1], dtype=bool)
+    return diff[mask] - 1.0
+
+  cons_j = jax.jit(cons)
+  jac_j = jax.jit(jax.jacrev(cons))
+  m0 = float(jnp.min(cons_j(theta0) + 1.0))
+  if m0 <= 0:
+    return params, {'success': False, 'message': 'training set not separated', 'n_active': 0}
+  deg = 1
+  # Find the homogeneity degree numerically: margin(2 theta) / margin(theta) = 2^D.
+  ratio = float(jnp.min(cons_j(2 * theta0) + 1.0)) / m0
+  deg = max(int(round(np.log2(ratio))), 1)
+  start = np.asarray(theta0 / m0 ** (1.0 / deg), np.float64)
+  res = minimize(lambda t: 0.5 * float(np.dot(t, t)), start, jac=lambda t: t,
+                 constraints=[{'type': 'ineq', 'fun': lambda t: np.asarray(cons_j(jnp.asarray(t, dtype)), np.float64),
+                               'jac': lambda t: np.asarray(jac_j(jnp.asarray(t, dtype)), np.float64)}],
+                 method='SLSQP', options={'maxiter': max_iter, 'ftol': tol})
+  c = np.asarray(cons_j(jnp.asarray(res.x, dtype)))
+  return unravel(jnp.asarray(res.x, dtype)), {
+      'success': bool(res.success), 'message': str(res.message),
+      'n_active': int(np.sum(c < 1e-6)), 'min_constraint': float(c.min()),
+      'degree': deg}

@@ -1,0 +1,192 @@
+"""The KKT (stationarity) objective of max-margin training (Haim et al. 2022; Buzaglo et al. 2023).
+
+A homogeneous net trained long on the logistic loss satisfies (Lyu & Li 2020)
+  theta = sum_i lambda_i grad_theta g_i(theta; x_i),  lambda_i >= 0,
+with g_i = y_i f (binary, y in {-1, +1}) or f_{y_i} - max_{j != y_i} f_j (multiclass
+margin). The 'general' form (regression / any loss, Loo et al. 2023) uses free-sign
+vector duals, g_i = <lambda_i, f(theta; x_i)>, no lambda_min and no labels. The
+attack fits candidates x_hat and duals lambda to
+  L(x_hat, lambda) = ||target - sum_i grad_theta g_i(theta; x_hat_i)||^2 / ||target||^2
+                     + prior(x_hat) + lambda-penalty,
+with target = theta (or theta - theta_0). sum_i lambda_i grad g_i is ONE backward pass
+of sum_i lambda_i g_i. The state is the pytree {'x': (m, d), 'lam': (m,) or (m, C)}, the
+duals in units of the optional `problem['lam_scale']` (so one optimiser learning rate
+suits x and lambda; lambda_min is in the same units).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.flatten_util import ravel_pytree
+
+from recon.models import homogeneous
+
+Array = jax.Array
+
+KINDS = ('binary', 'multiclass', 'general')
+PRIORS = ('none', 'box', 'sphere')
+LAMBDA_CONSTRAINTS = ('penalty', 'projection')
+
+
+class KKTError(ValueError):
+  """Invalid KKT input (labels, lambda_min); the message is one line."""
+
+
+def flatten_model(apply_fn: Callable[[Any, Array], Array], params: Any
+                  ) -> Tuple[Array, Callable[[Array, Array], Array]]:
+  """(theta as a flat vector, apply_vec(theta_vec, x) -> outputs (m, C))."""
+  theta, unravel = ravel_pytree(params)
+  return theta, lambda th, x: apply_fn(unravel(th), x)
+
+
+def check_labels(labels, kind: str, n_classes: int) -> None:
+  """Binary labels must be +-1; multiclass labels integers in [0, n_classes); one-line errors."""
+  labels = np.asarray(labels)
+  if kind == 'binary':
+    if not np.all(np.isin(labels, (-1, 1))):
+      bad = labels[~np.isin(labels, (-1, 1))][0]
+      raise KKTError(f'labels: value {bad!r} outside the binary model\'s classes; accepted: -1, +1')
+    if n_classes != 1:
+      raise KKTError(f'labels: the binary KKT form needs a model with 1 output, got {n_classes}')
+  elif kind == 'multiclass':
+    bad = labels[(labels < 0) | (labels >= n_classes) | (labels != np.round(labels))]
+    if bad.size:
+      raise KKTError(f'labels: value {bad[0]!r} outside the model\'s classes; accepted: '
+                     f'integers 0..{n_classes - 1}')
+    if n_classes < 2:
+      raise KKTError('labels: the multiclass KKT form needs a model with >= 2 outputs')
+  elif kind != 'general':
+    raise KKTError(f'kind: unknown name {kind!r}; accepted: {", ".join(KINDS)}')
+
+
+def check_lambda_min(lambda_min: float) -> None:
+  if not lambda_min >= 0:
+    raise KKTError(f'lambda_min: invalid value {lambda_min!r}; accepted: float >= 0')
+
+
+def weighted_output(outputs: Array, lam: Array, labels: Array, kind: str) -> Array:
+  """sum_i lambda_i g_i (the scalar whose theta-gradient is the KKT sum)."""
+  if kind == 'binary':
+    return jnp.sum(lam * labels * outputs[:, 0])
+  if kind == 'multiclass':
+    return jnp.sum(lam * homogeneous.margins(outputs, labels.astype(jnp.int32), 'multiclass'))
+  return jnp.sum(lam.reshape(outputs.shape) * outputs)
+
+
+def explained(x: Array, lam: Array, labels: Array, theta: Array, *,
+              apply_vec: Callable[[Array, Array], Array], kind: str) -> Array:
+  """sum_i lambda_i grad_theta g_i(theta; x_i) as a flat (P,) vector."""
+  return jax.grad(lambda th: weighted_output(apply_vec(th, x), lam, labels, kind))(theta)
+
+
+def candidate_term(x_j: Array, lam_j: Array, label_j: Array, theta: Array, *,
+                   apply_vec, kind: str) -> Array:
+  """One candidate's share lambda_j grad_theta g_j(theta; x_j) (P,)."""
+  return explained(x_j[None], lam_j[None], label_j[None], theta, apply_vec=apply_vec, kind=kind)
+
+
+def residual(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec,
+             kind: str) -> Array:
+  """r = target - sum_i lambda_i grad_theta g_i(theta; x_hat_i), lambda = lam * lam_scale."""
+  lam = state['lam'] * problem.get('lam_scale', 1.0)
+  return problem['target'] - explained(state['x'], lam, problem['labels'],
+                                       problem['theta'], apply_vec=apply_vec, kind=kind)
+
+
+def penalties(state: Dict[str, Array], *, kind: str, lambda_min: float, lambda_constraint: str,
+              lambda_weight: float, prior: str, prior_bound: float, prior_weight: float) -> Array:
+  """lambda_weight * mean_i relu(lambda_min - lambda_i)^2  (+ box prior, mean over candidates)."""
+  m = state['x'].shape[0]
+  total = jnp.zeros((), state['x'].dtype)
+  if kind != 'general' and lambda_constraint == 'penalty':
+    total += lambda_weight * jnp.sum(jax.nn.relu(lambda_min - state['lam']) ** 2) / m
+  if prior == 'box':
+    x = state['x']
+    total += prior_weight * jnp.sum(jax.nn.relu(x - prior_bound) ** 2
+                                    + jax.nn.relu(-prior_bound - x) ** 2) / m
+  return total
+
+
+def kkt_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec, kind: str,
+             lambda_min: float = 0.0, lambda_constraint: str = 'projection',
+             lambda_weight: float = 5.0, prior: str = 'sphere', prior_bound: float = 1.0,
+             prior_weight: float = 1.0) -> Array:
+  """||r||^2 / ||target||^2 + penalties (see module docstring)."""
+  chex.assert_rank(state['x'], 2)
+  chex.assert_equal(state['x'].shape[0], state['lam'].shape[0])
+  r = residual(state, problem, apply_vec=apply_vec, kind=kind)
+  fit = jnp.sum(r ** 2) / jnp.sum(problem['target'] ** 2)
+  return fit + penalties(state, kind=kind, lambda_min=lambda_min,
+                         lambda_constraint=lambda_constraint, lambda_weight=lambda_weight,
+                         prior=prior, prior_bound=prior_bound, prior_weight=prior_weight)
+
+
+def make_constraint(kind: str, prior: str, radius: float, lambda_min: float,
+                    lambda_constraint: str) -> Callable[[Dict[str, Array]], Dict[str, Array]]:
+  """Per-leaf projection: x onto the sphere (prior 'sphere'), lambda onto [lambda_min, inf)."""
+  def project(state):
+    x, lam = state['x'], state['lam']
+    if prior == 'sphere':
+      norms = jnp.linalg.norm(x, axis=-1, keepdims=True)
+      x = x * (radius / jnp.maximum(norms, jnp.finfo(x.dtype).tiny))
+    if kind != 'general' and lambda_constraint == 'projection':
+      lam = jnp.maximum(lam, lambda_min)
+    return {'x': x, 'lam': lam}
+  return project
+
+
+def balanced_labels(m: int, kind: str, n_classes: int, dtype=jnp.float32) -> Array:
+  """Fixed candidate labels: +1 for the first ceil(m/2), -1 after (binary); i mod C (multiclass)."""
+  if kind == 'binary':
+    return jnp.where(jnp.arange(m) < (m + 1) // 2, 1.0, -1.0).astype(dtype)
+  if kind == 'multiclass':
+    return (jnp.arange(m) % n_classes).astype(dtype)
+  return jnp.zeros((m,), dtype)
+
+
+def lambda_shape(m: int, kind: str, n_classes: int) -> Tuple[int, ...]:
+  return (m, n_classes) if kind == 'general' else (m,)
+
+
+def lstsq_lambda(x: Array, labels: Array, theta: Array, target: Array, *, apply_vec,
+                 kind: str, n_classes: int, ridge: float = 1e-8) -> Array:
+  """argmin_lambda ||target - sum_i lambda_i grad g_i||^2 (unconstrained; ridge-regularised)."""
+  m = x.shape[0]
+  shape = lambda_shape(m, kind, n_classes)
+  # Jacobian of the explained vector w.r.t. lambda (linear map), via one jacfwd.
+  jac = jax.jacfwd(lambda lam: explained(x, lam.reshape(shape), labels, theta,
+                                         apply_vec=apply_vec, kind=kind))(
+                                             jnp.zeros((int(np.prod(shape)),), x.dtype))
+  gram = jac.T @ jac
+  eps = ridge * jnp.trace(gram) / gram.shape[0] + jnp.finfo(gram.dtype).tiny
+  lam = jnp.linalg.solve(gram + eps * jnp.eye(gram.shape[0], dtype=gram.dtype), jac.T @ target)
+  return lam.reshape(shape)
+
+
+def fit_lambda(x: Array, labels: Array, problem: Dict[str, Array], *, apply_vec, kind: str,
+               n_classes: int, lambda_min: float = 0.0, steps: int = 2000,
+               lr: float = 1e-2) -> Array:
+  """Duals for fixed candidates: least squares, then projected Adam on the KKT fit (lambda >= lambda_min)."""
+  lam0 = lstsq_lambda(x, labels, problem['theta'], problem['target'], apply_vec=apply_vec,
+                      kind=kind, n_classes=n_classes)
+  if kind == 'general':
+    return lam0
+  lam0 = jnp.maximum(lam0, lambda_min)
+  loss = lambda lam: kkt_loss({'x': x, 'lam': lam}, dict(problem, labels=labels),
+                              apply_vec=apply_vec, kind=kind, lambda_min=lambda_min,
+                              prior='none')
+  opt = optax.adam(lr * (jnp.mean(jnp.abs(lam0)) + 1e-12))
+
+  def body(carry, _):
+    lam, o = carry
+    g = jax.grad(loss)(lam)
+    u, o = opt.update(g, o, lam)
+    return (jnp.maximum(optax.apply_updates(lam, u), lambda_min), o), None
+
+  (lam, _), _ = jax.lax.scan(body, (lam0, opt.init(lam0)), None, length=steps)
+  return lam

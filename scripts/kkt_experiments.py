@@ -1,0 +1,227 @@
+"""KKT reconstruction and sample-splitting experiments (docs/kkt.md).
+
+Regenerate (about 15-30 minutes on 2 shared CPU cores):
+  python -m scripts.kkt_experiments --part=identifiability
+  python -m scripts.kkt_experiments --part=splitting
+  python -m scripts.kkt_experiments --part=digits
+Writes results/kkt_<part>.json, .md and .png.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update('jax_enable_x64', True)
+import matplotlib  # noqa: E402
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+from absl import logging  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from recon import data, experiment, io, metrics  # noqa: E402
+from recon import kkt_experiment as ke  # noqa: E402
+from configs import kkt_synthetic  # noqa: E402
+
+OUT = 'results'
+
+
+def base_config(**kw):
+  c = kkt_synthetic.get_config()
+  c.overwrite = True
+  c.log_every_seconds = 1e9
+  for k, v in kw.items():
+    setattr(c, k, v)
+  return experiment.resolve(c)
+
+
+def synthetic(cfg, kind):
+  keys = experiment.split_keys(cfg.seed)
+  k_x, k_y = jax.random.split(keys['data'])
+  x = data.sphere_rows(k_x, cfg.n, cfg.d, jnp.float64)
+  return x, ke.balanced_labels(k_y, cfg.n, kind, cfg.n_classes, jnp.float64), keys
+
+
+def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
+  radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
+  a = ke.build_attack(cfg, net, p0, p, kind, cfg.n_classes, x.shape[1], radius, keys['init'],
+                      jnp.float64, planted=(x, y, duals))
+  if x0 is not None:
+    a['x0'] = dict(a['x0'], x=x0) if isinstance(a['x0'], dict) else x0
+  refiner = None
+  if cfg.split != 'none':
+    from recon import splitting  # pylint: disable=import-outside-toplevel
+    refiner = splitting.Splitter(splitting.config_from(cfg), a['split_model'], a['loss_fn'],
+                                 a['constraint'])
+  s = experiment.reconstruct_and_report(
+      cfg, workdir, x_true=x, y=y, meta={}, problem=a['problem'], loss_fn=a['loss_fn'],
+      x0=a['x0'], constraint=a['constraint'], decode=a['decode'], refiner=refiner)
+  return s['metrics']
+
+
+def neuron_gram_rank(p):
+  w = np.asarray(p['params']['hidden_0']['kernel']).T
+  q = np.stack([np.outer(v, v)[np.triu_indices(w.shape[1])] for v in w])
+  s = np.linalg.svd(q, compute_uv=False)
+  return int(np.sum(s > 1e-6 * s[0])), int(q.shape[1])
+
+
+def identifiability():
+  rows = []
+  for act in ('cubic', 'quadratic'):
+    cfg = base_config(activation=act, d=8, n=6, n_candidates=6, width=48, train_polish=False,
+                      kkt_target='planted', max_steps=20000, train_steps=20000)
+    x, y, keys = synthetic(cfg, 'binary')
+    net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
+    duals = info.pop('duals')
+    rank = neuron_gram_rank(p)
+    noise = jax.random.normal(jax.random.PRNGKey(5), x.shape, jnp.float64)
+    for init, level in (('random', 0), ('truth+3% noise', 0.03), ('truth+30% noise', 0.3)):
+      # Oracle init: candidate i (label +1 for the first half) near a true row of its label.
+      order = np.argsort(-np.asarray(y), kind='stable')
+      x0 = None if init == 'random' else (x + level * noise)[order]
+      m = attack(cfg, net, p0, p, x, y, duals, keys, 'binary', f'{OUT}/runs/kkt_id_{act}', x0)
+      rows.append({'activation': act, 'target': 'planted (exact KKT, GD weights)', 'init': init,
+                   'recon_error': m['recon_error'], 'n_recovered': m['n_recovered'],
+                   'final_loss': m['final_loss'], 'neuron_gram_rank': rank[0],
+                   'sym2_dim': rank[1], 'normalized_margin': info['normalized_margin']})
+      print(rows[-1], flush=True)
+    if act == 'cubic':  # the real max-margin KKT point
+      cfg2 = copy.deepcopy(cfg)
+      with cfg2.unlocked():
+        cfg2.train_polish = True
+        cfg2.kkt_target = 'theta'
+      net, p0, p2, info2 = ke.train_victim(cfg2, x, y, keys['model'])
+      duals = info2.pop('duals')
+      m = attack(cfg2, net, p0, p2, x, y, duals, keys, 'binary', f'{OUT}/runs/kkt_id_polish',
+                 (x + 0.03 * noise)[np.argsort(-np.asarray(y), kind='stable')])
+      rows.append({'activation': act, 'target': 'theta at polished max-margin KKT point',
+                   'init': 'truth+3% noise', 'recon_error': m['recon_error'],
+                   'n_recovered': m['n_recovered'], 'final_loss': m['final_loss'],
+                   'neuron_gram_rank': neuron_gram_rank(p2)[0], 'sym2_dim': rank[1],
+                   'normalized_margin': info2['normalized_margin']})
+      print(rows[-1], flush=True)
+  io.write_json(f'{OUT}/kkt_identifiability.json', rows)
+  lines = ['| activation | KKT target | candidate init | recon_error | recovered (of 6) | final loss '
+           '| rank of neuron Gram {w_k w_k^T} (of dim Sym^2) |', '|---|---|---|---|---|---|---|']
+  for r in rows:
+    lines.append(f"| {r['activation']} | {r['target']} | {r['init']} | {r['recon_error']:.3g} | "
+                 f"{r['n_recovered']} | {r['final_loss']:.2e} | {r['neuron_gram_rank']} / "
+                 f"{r['sym2_dim']} |")
+  io.write_text(f'{OUT}/kkt_identifiability.md', '\n'.join(lines) + '\n')
+  fig, ax = plt.subplots(figsize=(6, 3))
+  labels = [f"{r['activation']}\n{r['init']}\n{'polished' if 'polished' in r['target'] else 'planted'}"
+            for r in rows]
+  ax.bar(range(len(rows)), [r['recon_error'] for r in rows])
+  ax.set_xticks(range(len(rows)), labels, fontsize=6)
+  ax.set_ylabel('recon_error')
+  fig.tight_layout()
+  fig.savefig(f'{OUT}/kkt_identifiability.png', dpi=120)
+
+
+def splitting_comparison(seeds=(0, 1, 2)):
+  rows = []
+  methods = [('kkt_binary', 2), ('kkt_multiclass', 3), ('projection', 2)]
+  for objective, classes in methods:
+    for seed in seeds:
+      cfg = base_config(objective=objective, n_classes=classes, activation='cubic', d=6, n=6,
+                        width=24, train_steps=5000, train_polish=False, kkt_target='planted'
+                        if objective != 'projection' else 'theta', max_steps=6000, seed=seed,
+                        split_every=2000, split_budget=6, split_max_per_round=2)
+      kind = 'multiclass' if objective == 'kkt_multiclass' else 'binary'
+      x, y, keys = synthetic(cfg, kind)
+      net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
+      duals = info.pop('duals')
+      for split in ('none', 'every'):
+        c = copy.deepcopy(cfg)
+        with c.unlocked():
+          c.split = split
+        t = time.time()
+        m = attack(c, net, p0, p, x, y, duals, keys, kind, f'{OUT}/runs/kkt_split')
+        sp = m.get('splitting', {})
+        rows.append({'objective': objective, 'seed': seed, 'split': split,
+                     'recon_error': m['recon_error'], 'n_recovered': m['n_recovered'],
+                     'final_loss': m['final_loss'], 'n_splits': sp.get('n_splits', 0),
+                     'n_candidates_end': m['n_candidates'], 'seconds': time.time() - t})
+        print(rows[-1], flush=True)
+        io.write_json(f'{OUT}/kkt_splitting.json', rows)
+  lines = ['| objective | splitting | recon_error (mean ± std) | recovered of 6 (mean ± std) | '
+           'final loss (median) | splits |', '|---|---|---|---|---|---|']
+  for objective, _ in methods:
+    for split in ('none', 'every'):
+      rs = [r for r in rows if r['objective'] == objective and r['split'] == split]
+      e = np.array([r['recon_error'] for r in rs])
+      k = np.array([r['n_recovered'] for r in rs])
+      lines.append(f"| {objective} | {split} | {e.mean():.3f} ± {e.std():.3f} | "
+                   f"{k.mean():.2f} ± {k.std():.2f} | "
+                   f"{np.median([r['final_loss'] for r in rs]):.2e} | "
+                   f"{np.mean([r['n_splits'] for r in rs]):.1f} |")
+  io.write_text(f'{OUT}/kkt_splitting.md', '\n'.join(lines) + '\n')
+  fig, ax = plt.subplots(figsize=(5, 3))
+  for i, (objective, _) in enumerate(methods):
+    for j, split in enumerate(('none', 'every')):
+      e = [r['recon_error'] for r in rows if r['objective'] == objective and r['split'] == split]
+      ax.scatter([i + 0.2 * j] * len(e), e, c=f'C{j}', label=split if i == 0 else None)
+  ax.set_xticks(range(len(methods)), [m for m, _ in methods])
+  ax.set_ylabel('recon_error per seed')
+  ax.legend(title='splitting')
+  fig.tight_layout()
+  fig.savefig(f'{OUT}/kkt_splitting.png', dpi=120)
+
+
+def digits(n=10):
+  """Digits loaded here (sklearn; recon.data had no digits loader when this was written)."""
+  from sklearn.datasets import load_digits  # pylint: disable=import-outside-toplevel
+  ds = load_digits()
+  rng = np.random.RandomState(0)
+  idx = np.concatenate([rng.choice(np.where(ds.target % 2 == c)[0], n // 2, replace=False)
+                        for c in (1, 0)])
+  x = ds.data[idx] / 16.0
+  x = x - x.mean(0)  # mean-subtracted pixels (Haim et al.), then rows on the sqrt(d)-sphere
+  x = x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(64)
+  y = np.where(ds.target[idx] % 2 == 1, 1.0, -1.0)
+  x, y = jnp.asarray(x), jnp.asarray(y)
+  rows = {}
+  for act, target in (('cubic', 'planted'), ('cubic', 'theta')):
+    cfg = base_config(activation=act, d=64, n=n, width=64, train_steps=5000, train_lr=0.05,
+                      train_polish=False, kkt_target=target, max_steps=15000, n_candidates=n)
+    keys = experiment.split_keys(0)
+    net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
+    duals = info.pop('duals')
+    m = attack(cfg, net, p0, p, x, y, duals, keys, 'binary', f'{OUT}/runs/kkt_digits_{target}')
+    rec = np.load(f'{OUT}/runs/kkt_digits_{target}/reconstruction.npz')
+    rows[target] = {'recon_error': m['recon_error'], 'n_recovered': m['n_recovered'],
+                    'final_loss': m['final_loss'], 'train_loss': info['train_loss'],
+                    'normalized_margin': info['normalized_margin'],
+                    'x_matched': rec['x_matched']}
+    print(target, {k: v for k, v in rows[target].items() if k != 'x_matched'}, flush=True)
+  io.write_json(f'{OUT}/kkt_digits.json',
+                {k: {a: b for a, b in v.items() if a != 'x_matched'} for k, v in rows.items()})
+  fig, axes = plt.subplots(1 + len(rows), n, figsize=(n * 0.9, 3))
+  show = lambda a, img: (a.imshow(img.reshape(8, 8), cmap='gray'), a.axis('off'))
+  for i in range(n):
+    show(axes[0, i], np.asarray(x[i]))
+    for r, (k, v) in enumerate(rows.items()):
+      show(axes[r + 1, i], v['x_matched'][i])
+  axes[0, 0].set_title('train', fontsize=7, loc='left')
+  for r, k in enumerate(rows):
+    axes[r + 1, 0].set_title(f'KKT target={k}', fontsize=7, loc='left')
+  fig.tight_layout()
+  fig.savefig(f'{OUT}/kkt_digits.png', dpi=100)
+
+
+if __name__ == '__main__':
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--part', choices=('identifiability', 'splitting', 'digits'),
+                      required=True)
+  args = parser.parse_args()
+  logging.set_verbosity(logging.WARNING)
+  {'identifiability': identifiability, 'splitting': splitting_comparison,
+   'digits': digits}[args.part]()

@@ -1,0 +1,144 @@
+"""KKT objective, homogeneous MLPs, bad input (tiny sizes, float64)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+jax.config.update('jax_enable_x64', True)
+
+from recon import data  # noqa: E402
+from recon.models import homogeneous  # noqa: E402
+from recon.objectives import kkt  # noqa: E402
+
+
+def _trained(activation='cubic', n=4, d=3, width=12, steps=4000, lr=0.2):
+  x = data.sphere_rows(jax.random.PRNGKey(0), n, d, jnp.float64)
+  y = jnp.asarray([1.0, -1.0] * (n // 2))
+  net = homogeneous.HomogeneousMLP(widths=(width,), activation=activation, init_scale=0.3,
+                                   param_dtype=jnp.float64)
+  p0 = net.init(jax.random.PRNGKey(1), x)
+  p, info = homogeneous.train_with_duals(net.apply, p0, x, y, loss='logistic', lr=lr,
+                                         steps=steps, chunk_steps=steps)
+  return net, p0, p, x, y, info
+
+
+def test_kkt_loss_true_data_far_below_random_after_polish():
+  net, _, p, x, y, _ = _trained()
+  p, info = homogeneous.polish_max_margin(net.apply, p, x, y, 'binary', max_iter=100)
+  assert info['min_constraint'] > -1e-5
+  theta, apply_vec = kkt.flatten_model(net.apply, p)
+  prob = {'target': theta, 'theta': theta, 'labels': y}
+  loss = lambda xx, lam: float(kkt.kkt_loss({'x': xx, 'lam': lam}, prob, apply_vec=apply_vec,
+                                            kind='binary', prior='none'))
+  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1, steps=300)
+  assert np.all(np.asarray(lam) >= 0)
+  x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1,
+                         steps=300)
+  true_loss, rand_loss = loss(x, lam), loss(x_rand, lam_r)
+  assert true_loss < 1e-6
+  assert rand_loss > 1e3 * true_loss
+
+
+def test_kkt_loss_unpolished_gd_still_favours_true_data():
+  net, _, p, x, y, _ = _trained()
+  theta, apply_vec = kkt.flatten_model(net.apply, p)
+  prob = {'target': theta, 'theta': theta, 'labels': y}
+  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1, steps=300)
+  x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1,
+                         steps=300)
+  f = lambda xx, lm: float(kkt.kkt_loss({'x': xx, 'lam': lm}, prob, apply_vec=apply_vec,
+                                        kind='binary', prior='none'))
+  assert f(x, lam) < 0.5 * f(x_rand, lam_r)
+
+
+def test_general_form_with_training_duals_is_exact_for_one_step():
+  net, p0, p, x, y, info = _trained(steps=1, lr=0.05)
+  theta, apply_vec = kkt.flatten_model(net.apply, p)
+  theta0, _ = kkt.flatten_model(net.apply, p0)
+  prob = {'target': theta - theta0, 'theta': theta0, 'labels': jnp.zeros(4)}
+  val = float(kkt.kkt_loss({'x': x, 'lam': info['duals']}, prob, apply_vec=apply_vec,
+                           kind='general', prior='none'))
+  assert val < 1e-12
+  x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='general', n_classes=1)
+  rand = float(kkt.kkt_loss({'x': x_rand, 'lam': lam_r}, prob, apply_vec=apply_vec,
+                            kind='general', prior='none'))
+  assert rand > 1e-4
+
+
+def test_multiclass_margin_form_matches_manual_gradient():
+  net = homogeneous.HomogeneousMLP(widths=(5,), out_dim=3, activation='cubic',
+                                   param_dtype=jnp.float64)
+  x = data.sphere_rows(jax.random.PRNGKey(0), 4, 3, jnp.float64)
+  p = net.init(jax.random.PRNGKey(1), x)
+  theta, apply_vec = kkt.flatten_model(net.apply, p)
+  labels = jnp.asarray([0.0, 1.0, 2.0, 1.0])
+  lam = jnp.asarray([0.5, 1.0, 2.0, 0.1])
+  got = kkt.explained(x, lam, labels, theta, apply_vec=apply_vec, kind='multiclass')
+  want = 0
+  for i in range(4):
+    def margin(th, i=i):
+      out = apply_vec(th, x[i:i + 1])[0]
+      yi = int(labels[i])
+      return out[yi] - jnp.max(jnp.delete(out, yi))
+    want = want + lam[i] * jax.grad(margin)(theta)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-12)
+
+
+def test_constraint_projects_lambda_and_sphere():
+  proj = kkt.make_constraint('binary', 'sphere', 2.0, 0.1, 'projection')
+  out = proj({'x': jnp.ones((3, 4)), 'lam': jnp.asarray([-1.0, 0.05, 3.0])})
+  np.testing.assert_allclose(np.linalg.norm(out['x'], axis=1), 2.0)
+  np.testing.assert_allclose(out['lam'], [0.1, 0.1, 3.0])
+
+
+@pytest.mark.parametrize('labels,kind,classes,match', [
+    ([1, 0, -1], 'binary', 1, 'binary'),
+    ([0, 3], 'multiclass', 3, r'0\.\.2'),
+    ([0, 1.5], 'multiclass', 3, 'classes'),
+])
+def test_bad_labels_one_line(labels, kind, classes, match):
+  with pytest.raises(kkt.KKTError, match=match) as e:
+    kkt.check_labels(np.asarray(labels), kind, classes)
+  assert '\n' not in str(e.value)
+
+
+def test_bad_lambda_min():
+  with pytest.raises(kkt.KKTError, match='lambda_min'):
+    kkt.check_lambda_min(-0.1)
+
+
+def test_smooth_relu_and_homogeneity():
+  from recon import features
+  r = features.make_activation('relu_smooth', 10.0)
+  z = jnp.asarray([-1.0, 0.3])
+  np.testing.assert_allclose(r(z), [0.0, 0.3])
+  np.testing.assert_allclose(jax.grad(r)(0.3), jax.nn.sigmoid(3.0), rtol=1e-6)
+  assert float(jax.grad(jax.grad(r))(0.3)) > 0
+  assert not features.has_second_derivative('relu')
+  assert features.has_second_derivative('relu_smooth')
+  net = homogeneous.HomogeneousMLP(widths=(4, 3), activation='quadratic',
+                                   param_dtype=jnp.float64)
+  x = jnp.ones((1, 2), jnp.float64)
+  p = net.init(jax.random.PRNGKey(0), x)
+  deg = homogeneous.degree_in_params('quadratic', 2)  # ((1)*2 + 1)*2 + 1 = 7
+  assert deg == 7
+  p2 = jax.tree.map(lambda a: 2 * a, p)
+  np.testing.assert_allclose(net.apply(p2, x), 2.0 ** deg * net.apply(p, x), rtol=1e-10)
+
+
+def test_config_rejects_negative_lambda_min_and_split_budget():
+  import importlib.util
+  from recon import config as config_lib
+  spec = importlib.util.spec_from_file_location('kkt_cfg', 'configs/kkt_synthetic.py')
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  c = mod.get_config()
+  config_lib.validate(c)
+  for field, value in (('lambda_min', -0.5), ('split_budget', -1)):
+    bad = mod.get_config()
+    setattr(bad, field, value)
+    with pytest.raises(config_lib.ConfigError, match=field):
+      config_lib.validate(bad)
