@@ -146,7 +146,7 @@ SCHEMA: Dict[str, Spec] = {
     'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
     'weight_decay': Spec(float, low=0.0),
     'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
-    # KKT reconstruction and homogeneous MLP victims (recon/kkt_experiment.py, docs/kkt.md).
+    # KKT reconstruction and homogeneous MLP victims (recon/kkt_experiment.py, README.md, "KKT reconstruction").
     'objective': Spec(str, choices=OBJECTIVES),
     'n_classes': Spec(int, low=2),
     'act_alpha': Spec(float, low=0.0, low_open=True),

@@ -1,4 +1,4 @@
-"""KKT reconstruction and sample-splitting experiments (docs/kkt.md).
+"""KKT reconstruction and sample-splitting experiments (README.md, "KKT reconstruction").
 
 Regenerate (about 15-30 minutes on 2 shared CPU cores):
   python -m scripts.kkt_experiments --part=identifiability
