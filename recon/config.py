@@ -93,6 +93,12 @@ SCHEMA: Dict[str, Spec] = {
     'log_every_seconds': Spec(float, low=0.0),
     'recovered_threshold': Spec(float, low=0.0, low_open=True),
     'overwrite': Spec(bool),
+    # Reliability (docs/reliability.md): checkpoints, resume, saved models.
+    'resume': Spec(bool),
+    'checkpoint_every_seconds': Spec(float, low=0.0),  # 0: off
+    'checkpoint_every_steps': Spec(int, low=0),  # 0: off
+    'checkpoint_keep': _positive_int(),
+    'model_checkpoint': Spec(str, optional=True),
 }
 
 

@@ -6,9 +6,11 @@ vmap them over a grid; `run` is the single-run driver behind `recon.main`.
 """
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -16,8 +18,10 @@ import ml_collections
 import numpy as np
 from absl import logging
 
+from recon import checkpoint
 from recon import config as config_lib
 from recon import data, features, io, metrics, optimize
+from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
 from recon.objectives import projection
 
@@ -38,9 +42,13 @@ def set_dtype(name: str):
 
 
 def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """Validated copy with derived defaults filled in (n_candidates = n when None)."""
+  """Validated copy with derived defaults filled in (n_candidates = n when None).
+
+  With `model_checkpoint` set, the checkpoint's model fields replace the config's
+  (see `apply_model_checkpoint`).
+  """
   config_lib.validate(config)
-  cfg = ml_collections.ConfigDict(config.to_dict())
+  cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
   if cfg.get('n_candidates') is None:
     with cfg.ignore_type():
       cfg.n_candidates = cfg.n
@@ -82,45 +90,160 @@ def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
   return jax.random.normal(key, (n_candidates, d), dtype)
 
 
-def _prepare_workdir(workdir: str, overwrite: bool) -> None:
-  summary = os.path.join(workdir, 'summary.json')
-  if os.path.exists(summary) and not overwrite:
+# Model fields a model checkpoint fixes (they replace the config's values).
+MODEL_FIELDS = {'random_features': ('p', 'd', 'activation')}
+
+
+def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """Reads model_checkpoint's metadata (cheap, before compute) and adopts its model fields.
+
+  The checkpoint's p, d, activation replace the config's, and its n (when it stores
+  one) replaces n (and so the n_candidates default). Refuses kinds without a pipeline.
+  """
+  path = cfg.get('model_checkpoint')
+  if not path:
+    return cfg
+  try:
+    meta = model_ckpt.read_metadata(path)
+  except model_ckpt.ModelCheckpointError as e:
+    raise ExperimentError(str(e)) from None
+  kind = meta['kind'] if meta['kind'] != 'flax' else f'flax:{meta["architecture"]}'
+  if kind not in MODEL_FIELDS:
+    raise ExperimentError(f'model_checkpoint: {path} holds a {kind!r} model; reconstruction '
+                          f'from a checkpoint is implemented for: {", ".join(MODEL_FIELDS)}')
+  cfg = ml_collections.ConfigDict(cfg.to_dict())
+  with cfg.ignore_type():
+    changed = []
+    for name in MODEL_FIELDS[kind]:
+      if cfg.get(name) != meta['hparams'][name]:
+        changed.append(f'{name}={meta["hparams"][name]!r}')
+      cfg[name] = meta['hparams'][name]
+    if meta.get('n') is not None:
+      cfg.n = meta['n']
+    cfg.model = kind
+  if changed:
+    logging.info('model_checkpoint %s sets %s', path, ', '.join(changed))
+  return cfg
+
+
+def _prepare_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
+  """Applies the workdir rules before compute; returns True when resuming.
+
+  A workdir holding a run (summary.json, checkpoints or a saved model) is refused
+  unless resume=True (continue from its latest checkpoint; the config must agree
+  in every result-changing field) or overwrite=True (its outputs are replaced).
+  """
+  resume, overwrite = cfg.get('resume', False), cfg.get('overwrite', False)
+  if resume and overwrite:
+    raise ExperimentError('resume, overwrite: both True; accepted: at most one of them')
+  held = [name for name in ('summary.json', 'checkpoints', 'model')
+          if os.path.exists(os.path.join(workdir, name))]
+  steps = checkpoint.saved_steps(workdir)
+  if resume and steps:
+    saved = checkpoint.read_config(workdir)
+    diff = checkpoint.config_differences(saved, cfg.to_dict())
+    if diff:
+      raise ExperimentError(
+          f'resume: the config differs from the checkpointed run in {", ".join(diff)}; '
+          'restore those values, or choose another --workdir')
+    logging.info('resuming %s from step %d', workdir, steps[-1])
+    return True
+  if held and not overwrite and not (resume and held == ['model']):
+    what = ', '.join(held)
+    hint = ('pass --config.resume=True to continue it, ' if 'summary.json' not in held else '')
     raise ExperimentError(
-        f'workdir: {workdir} already holds a finished run (summary.json); choose another '
-        '--workdir or pass --config.overwrite=True')
+        f'workdir: {workdir} already holds a run ({what}); {hint}choose another --workdir '
+        'or pass --config.overwrite=True to replace it')
+  if overwrite:
+    for name in ('checkpoints', 'model'):
+      shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
   os.makedirs(workdir, exist_ok=True)
+  return False
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
-  _prepare_workdir(workdir, cfg.get('overwrite', False))
+  resuming = _prepare_workdir(workdir, cfg)
   dtype = set_dtype(cfg.dtype)
   if cfg.model == 'random_features':
-    return run_random_features(cfg, workdir, dtype)
+    return run_random_features(cfg, workdir, dtype, resuming=resuming)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')
 
 
-def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
-  """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*)."""
-  t0 = time.time()
-  keys = split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  problem = jax.jit(lambda k, x, y: make_rf_problem(
-      k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
-  train_mse = float(problem.pop('train_mse'))
+# V from its key; one compiled function for training and for attacking a saved model,
+# so both see the same bits.
+_random_weights = jax.jit(features.random_weights, static_argnums=(1, 2, 3))
+
+
+def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
+  """The attacker's view {v, mask, theta} of a saved random-features model (V from its key)."""
+  p, d = model.hparams['p'], model.hparams['d']
+  v = _random_weights(jnp.asarray(model.extras['v_key']), p, d, dtype)
+  return {'v': v, 'mask': jnp.ones((p,), dtype),
+          'theta': jnp.asarray(model.trained['theta'], dtype)}
+
+
+@functools.partial(jax.jit, static_argnames=('activation',))
+def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array]:
+  phi = features.rf_features(v, x, activation)
+  theta = random_features.min_norm_solution(phi, y)
+  return theta, random_features.train_mse(phi, theta, y)
+
+
+def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array],
+                          dtype) -> model_ckpt.ModelCheckpoint:
+  """Loads the data and fits theta* = Phi^+ y; the result with its training set."""
+  x_true, y, _ = data.load(cfg, keys['data'], dtype)
+  v = _random_weights(keys['model'], cfg.p, cfg.d, dtype)
+  theta, train_mse = _fit_rf(v, x_true, y, cfg.activation)
+  train_mse = float(train_mse)
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+  return model_ckpt.ModelCheckpoint(
+      kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation},
+      trained={'theta': theta}, extras={'v_key': keys['model']},
+      truth={'x': x_true, 'y': y}, n=cfg.n,
+      info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed})
+
+
+def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+                        resuming: bool = False) -> Dict[str, Any]:
+  """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*).
+
+  The model comes from `model_checkpoint` if set, from WORKDIR/model when
+  resuming, else it is trained; it is saved to WORKDIR/model before the attack,
+  and the attack always reads it back from that saved form (V from its key).
+  """
+  t0 = time.time()
+  keys = split_keys(cfg.seed)
+  own = os.path.join(workdir, 'model')
+  if resuming and os.path.isdir(own):
+    source = own
+  else:
+    source = cfg.get('model_checkpoint') or None
+  if source:
+    model = model_ckpt.load(source)
+    logging.info('loaded the random-features model from %s', source)
+  else:
+    model = train_random_features(cfg, keys, dtype)
+  if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
+    model_ckpt.save(own, model)
+  problem = rf_problem(model, dtype)
+  truth = model.truth or {}
+  x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
+  y = truth.get('y')
   loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
   feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  extra = {'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n}
+  if 'train_mse' in model.info:
+    extra['train_mse'] = model.info['train_mse']
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      cfg, workdir, x_true=x_true, y=y, meta={}, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
-      feature_fn=feature_fn, t0=t0,
-      extra_metrics={'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
-                     'p_over_n': cfg.p / cfg.n},
+      feature_fn=feature_fn, t0=t0, keys=keys, resume=resuming, extra_metrics=extra,
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
                               'n_candidates', 'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)']})
@@ -131,18 +254,30 @@ COUNTING_NOTE = (
     '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
     'their nearest-candidate distance; if n_candidates > n the extra candidates are '
     'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
+BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so only the blind '
+              'metrics (loss, steps, status) are reported')
 
 
-def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
-                           y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
-                           constraint, feature_fn=None, t0: Optional[float] = None,
+def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
+                           x_true: Optional[Array], y: Optional[Array],
+                           meta: Optional[Dict[str, Any]] = None, problem: Any, loss_fn,
+                           x0: Array, constraint, feature_fn=None, t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
-                           threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                           threat_model: Optional[Dict[str, Any]] = None,
+                           keys: Optional[Dict[str, Array]] = None,
+                           resume: Optional[bool] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. Writes
   summary.json (config, metrics, threat model, loss history) and
   reconstruction.npz (true rows, matched candidates, all candidates).
+
+  Checkpoints the state (and `keys`) to WORKDIR/checkpoints/ every
+  checkpoint_every_steps / checkpoint_every_seconds and when the run stops;
+  `resume` (default: config.resume and a checkpoint exists) restarts from the
+  latest one, history included. With `x_true=None` (no ground truth, e.g. a
+  model checkpoint without its training set) only the blind metrics are
+  reported (loss, steps, status) and the summary says so.
   """
   t0 = time.time() if t0 is None else t0
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
@@ -150,40 +285,64 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   chunk = jax.jit(lambda s, stop: optimize.run_chunk(
       s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
       tol=cfg.tol, max_steps=cfg.max_steps))
+  ckpt_defaults = checkpoint.DEFAULTS
+  checkpointer = checkpoint.RunCheckpointer(
+      workdir, cfg.to_dict(), keys=keys,
+      every_seconds=cfg.get('checkpoint_every_seconds', ckpt_defaults['checkpoint_every_seconds']),
+      every_steps=cfg.get('checkpoint_every_steps', ckpt_defaults['checkpoint_every_steps']),
+      keep=cfg.get('checkpoint_keep', ckpt_defaults['checkpoint_keep']))
+  if resume is None:
+    resume = bool(cfg.get('resume', False)) and bool(checkpoint.saved_steps(workdir))
+  resumed_from = None
+  if resume:
+    state, history, resumed_from = checkpointer.restore(state)
+    logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
+                 float(state.loss))
+  else:
+    history = [(0, float(state.loss))]
 
-  x_true_np = np.asarray(x_true)
-  history = [(0, float(state.loss))]
+  has_truth = x_true is not None
+  x_true_np = np.asarray(x_true) if has_truth else None
 
   def log_progress(s):
-    err = metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean()
-    logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
-                 err, time.time() - t0)
+    err = (f'  recon_error {metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean():.4f}'
+           if has_truth else '')
+    logging.info('step %7d  loss %.3e%s  (%.0fs)', int(s.step), float(s.loss), err,
+                 time.time() - t0)
 
   progress = optimize.ProgressLogger(log_progress, cfg.log_every_seconds)
 
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
+    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps
+    checkpointer(s, history, stopped)
     progress(s)
 
   state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
                          on_chunk=on_chunk)
+  checkpointer.close()
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
   x_hat = np.asarray(state.x)
   final_loss = float(loss_fn(state.x, problem))
-  result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
-  if feature_fn is not None:
-    result['feature_residual'] = metrics.feature_residual(
-        np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
+  if has_truth:
+    result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
+    if feature_fn is not None:
+      result['feature_residual'] = metrics.feature_residual(
+          np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
+  else:
+    result = {}
   result.update({
       'projection_loss': final_loss,
       'final_loss': final_loss,
       'steps': int(state.step),
       'status': status,
-      'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:])),
+      'ground_truth': has_truth,
       'n_candidates': int(x_hat.shape[0]),
   })
+  if has_truth:
+    result.update({'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:]))})
   result.update(extra_metrics or {})
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
@@ -193,16 +352,24 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'config': cfg.to_dict(),
       'metrics': result,
       'threat_model': threat_model or {},
-      'counting': COUNTING_NOTE,
+      'counting': COUNTING_NOTE if has_truth else BLIND_NOTE,
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
+      'resumed_from_step': resumed_from,
       'device': str(jax.devices()[0].platform),
   }
-  aligned = metrics.aligned_candidates(x_true_np, x_hat)
-  io.write_npz(os.path.join(workdir, 'reconstruction.npz'), x_true=x_true_np,
-               x_matched=aligned, x_candidates=x_hat, y=np.asarray(y))
+  arrays = {'x_candidates': x_hat}
+  if has_truth:
+    arrays.update(x_true=x_true_np, x_matched=metrics.aligned_candidates(x_true_np, x_hat))
+  if y is not None:
+    arrays['y'] = np.asarray(y)
+  io.write_npz(os.path.join(workdir, 'reconstruction.npz'), **arrays)
   io.write_json(os.path.join(workdir, 'summary.json'), summary)
-  logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
-               '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
-               result['frac_recovered'], result['dist_abs'], final_loss, status,
-               result['steps'], result['wall_seconds'], workdir)
+  if has_truth:
+    logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
+                 '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
+                 result['frac_recovered'], result['dist_abs'], final_loss, status,
+                 result['steps'], result['wall_seconds'], workdir)
+  else:
+    logging.info('no ground truth: blind metrics only; loss %.3e (%s after %d steps, %.1fs) '
+                 '-> %s', final_loss, status, result['steps'], result['wall_seconds'], workdir)
   return summary
