@@ -296,6 +296,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
+    if int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps:
+      state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
     logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
                  float(state.loss))
   else:
