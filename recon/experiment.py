@@ -148,7 +148,9 @@ def _prepare_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
           'restore those values, or choose another --workdir')
     logging.info('resuming %s from step %d', workdir, steps[-1])
     return True
-  if held and not overwrite and not (resume and held == ['model']):
+  # resume=True without a finished checkpoint (killed before or during the first save):
+  # a fresh start.
+  if held and not overwrite and not (resume and 'summary.json' not in held):
     what = ', '.join(held)
     hint = ('pass --config.resume=True to continue it, ' if 'summary.json' not in held else '')
     raise ExperimentError(

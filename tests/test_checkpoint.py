@@ -157,7 +157,12 @@ def test_resume_with_a_different_config_is_refused(unbroken, tmp_path, overrides
 
 
 def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
+  """Also when killed during the first save (only an unfinished orbax folder and the model)."""
   workdir = str(tmp_path / 'fresh')
+  os.makedirs(os.path.join(workdir, 'checkpoints', '100.orbax-checkpoint-tmp-7'))
+  shutil.copytree(os.path.join(unbroken, 'model'), os.path.join(workdir, 'model'))
+  with pytest.raises(experiment.ExperimentError, match='already holds a run'):
+    experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
   summary = experiment.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
   assert summary['resumed_from_step'] is None
   assert_same_outputs(unbroken, workdir)
