@@ -6,7 +6,9 @@ sees chunk boundaries (progress logs, checkpoints). Every function here is pure
 and vmappable over a batch of problems (see `recon/sweep.py`).
 
 Status codes of a run: RUNNING, CONVERGED (loss <= tol), NONFINITE (loss or
-gradient not finite: the candidates stay at the last finite state), MAX_STEPS.
+gradient not finite: the candidates are never moved by a non-finite update, so they
+stay finite, at the point where the loss first failed; `loss` keeps the last finite
+value), MAX_STEPS.
 """
 from __future__ import annotations
 

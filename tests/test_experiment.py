@@ -1,0 +1,52 @@
+import json
+import os
+
+import numpy as np
+import pytest
+
+from configs import rf_synthetic
+from recon import experiment
+
+
+def _config(**overrides):
+  c = rf_synthetic.get_config()
+  c.update(dict(n=4, d=8, p=320, activation='relu_tanh', lr=2.0, seed=2, max_steps=4000,
+                log_every_seconds=1e9))
+  c.update(overrides)
+  return c
+
+
+def test_reconstructs_above_dn(tmp_path):
+  summary = experiment.run(_config(), str(tmp_path))
+  m = summary['metrics']
+  assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0
+  assert m['train_mse'] < 1e-8 and m['p_over_dn'] == pytest.approx(10.0)
+  assert m['status'] == 'converged' and m['projection_loss'] <= 1e-7
+  assert m['feature_residual'] < 0.01
+  rec = np.load(tmp_path / 'reconstruction.npz')
+  assert rec['x_true'].shape == rec['x_matched'].shape == (4, 8)
+  np.testing.assert_allclose(rec['x_matched'], rec['x_true'], atol=0.05 * np.sqrt(8))
+
+
+def test_does_not_reconstruct_at_p_equal_n(tmp_path):
+  summary = experiment.run(_config(p=4), str(tmp_path))
+  m = summary['metrics']
+  assert m['train_mse'] < 1e-6  # labels are fitted...
+  assert m['recon_error'] > 0.3  # ...but the data are not recoverable
+
+
+def test_more_candidates_than_samples(tmp_path):
+  summary = experiment.run(_config(n_candidates=6, max_steps=300), str(tmp_path))
+  m = summary['metrics']
+  assert m['n_candidates'] == 6 and m['n_unmatched_candidates'] == 2
+  on_disk = json.loads((tmp_path / 'summary.json').read_text())
+  assert on_disk['metrics']['n_candidates'] == 6
+  assert on_disk['config']['n_candidates'] == 6
+
+
+def test_refuses_to_overwrite_a_finished_run(tmp_path):
+  experiment.run(_config(max_steps=10), str(tmp_path))
+  before = (tmp_path / 'summary.json').read_bytes()
+  with pytest.raises(experiment.ExperimentError, match='already holds a finished run'):
+    experiment.run(_config(max_steps=20), str(tmp_path))
+  assert (tmp_path / 'summary.json').read_bytes() == before

@@ -1,0 +1,70 @@
+import numpy as np
+import pytest
+
+from recon import metrics
+
+RNG = np.random.default_rng(0)
+
+
+def _rows(n=5, d=6):
+  return RNG.normal(size=(n, d))
+
+
+def test_perfect_reconstruction_is_invariant_to_permutation_and_sign():
+  x = _rows()
+  signs = np.array([1, -1, 1, -1, -1])[:, None]
+  x_hat = (signs * x)[[3, 0, 4, 1, 2]]
+  m = metrics.reconstruction_metrics(x, x_hat)
+  assert m['recon_error'] == pytest.approx(0.0, abs=1e-12)
+  assert m['frac_recovered'] == 1.0 and m['n_recovered'] == 5
+  assert m['dist_abs'] == pytest.approx(0.0, abs=1e-12)
+  np.testing.assert_allclose(metrics.aligned_candidates(x, x_hat), x, atol=1e-12)
+
+
+def test_exact_values_on_a_hand_made_case():
+  x = np.array([[2.0, 0.0], [0.0, 1.0]])
+  x_hat = np.array([[0.0, -1.5], [2.0, 1.0]])
+  # true 0 <-> cand 1: ||(2,0)-(2,1)|| / 2 = 0.5; true 1 <-> -cand 0: ||(0,1)-(0,1.5)|| / 1 = 0.5
+  m = metrics.reconstruction_metrics(x, x_hat)
+  assert m['recon_error'] == pytest.approx(0.5)
+  assert m['frac_recovered'] == 0.0
+  # dist_abs: |x| vs |x_hat| -> pairs (2,0)-(2,1): 1, (0,1)-(0,1.5): 0.5 -> 1.5 / (sqrt2 * 2)
+  assert m['dist_abs'] == pytest.approx(1.5 / (np.sqrt(2) * 2))
+  d = metrics.sign_invariant_distances(x, x_hat)
+  np.testing.assert_allclose(d, [[np.sqrt(4 + 2.25) / 2, 0.5], [0.5, 2.0]])
+
+
+def test_recovered_threshold():
+  x = np.eye(3) * 10
+  x_hat = x + np.array([[0.5, 0, 0], [0, 2.0, 0], [0, 0, 0.9]])  # rel. errors 0.05, 0.2, 0.09
+  m = metrics.reconstruction_metrics(x, x_hat, threshold=0.1)
+  assert m['n_recovered'] == 2 and m['frac_recovered'] == pytest.approx(2 / 3)
+
+
+def test_more_candidates_than_samples_counts_duplicates():
+  x = _rows(3, 4)
+  x_hat = np.concatenate([x, x[:2] * 1.001, _rows(1, 4) * 50])
+  m = metrics.reconstruction_metrics(x, x_hat)
+  assert m['recon_error'] == pytest.approx(0.0, abs=1e-12)
+  assert m['n_unmatched_candidates'] == 3 and m['n_duplicates'] == 2
+
+
+def test_fewer_candidates_than_samples_counts_uncovered():
+  x = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.1]])
+  x_hat = np.array([[1.0, 0.0], [0.0, 1.05]])
+  m = metrics.reconstruction_metrics(x, x_hat)
+  assert m['n_uncovered_samples'] == 1
+  assert m['n_recovered'] == 2 and m['frac_recovered'] == pytest.approx(2 / 3)
+  errs = metrics.per_sample_errors(x, x_hat)
+  np.testing.assert_allclose(sorted(errs), sorted([0.0, 0.05, 0.05 / 1.1]), atol=1e-12)
+
+
+def test_feature_residual_zero_in_span_positive_outside():
+  b = RNG.normal(size=(3, 20))
+  a = RNG.normal(size=(2, 3)) @ b
+  assert metrics.feature_residual(a, b) == pytest.approx(0.0, abs=1e-10)
+  e = np.zeros((1, 20))
+  e[0, 0] = 1.0
+  q, _ = np.linalg.qr(b.T)
+  out = e - (e @ q) @ q.T
+  assert metrics.feature_residual(e, b) == pytest.approx(np.linalg.norm(out) / np.sqrt(20))

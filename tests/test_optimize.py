@@ -1,0 +1,71 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from recon import optimize
+
+
+def _quadratic(x, target):
+  return jnp.sum((x - target) ** 2)
+
+
+def _run(loss_fn, x0, target, opt, *, tol=1e-10, max_steps=500, chunk=37, constraint=lambda x: x):
+  state = optimize.init_state(x0, opt, loss_fn, target, constraint)
+  chunk_fn = jax.jit(lambda s, stop: optimize.run_chunk(
+      s, target, stop, loss_fn=loss_fn, optimizer=opt, constraint=constraint, tol=tol,
+      max_steps=max_steps))
+  return optimize.drive(state, chunk_fn, max_steps=max_steps, chunk_steps=chunk)
+
+
+def test_sphere_constraint():
+  x = jnp.array([[3.0, 4.0], [0.0, -2.0]])
+  np.testing.assert_allclose(optimize.sphere_constraint(2.0)(x), [[1.2, 1.6], [0.0, -2.0]])
+
+
+def test_converges_and_reports_status():
+  target = jnp.array([[1.0, -2.0]])
+  s = _run(_quadratic, jnp.zeros((1, 2)), target, optimize.make_optimizer('sgd', 0.1, 0.9))
+  assert int(s.status) == optimize.CONVERGED
+  assert float(s.loss) <= 1e-10 and 0 < int(s.step) < 500
+  np.testing.assert_allclose(s.x, target, atol=1e-4)
+
+
+def test_chunking_does_not_change_the_trajectory():
+  target = jnp.array([[1.0, -2.0], [0.5, 0.1]])
+  opt = optimize.make_optimizer('adam', 0.01, 0.9)
+  a = _run(_quadratic, jnp.zeros((2, 2)), target, opt, tol=0.0, max_steps=120, chunk=7)
+  b = _run(_quadratic, jnp.zeros((2, 2)), target, opt, tol=0.0, max_steps=120, chunk=120)
+  assert int(a.step) == int(b.step) == 120 and int(a.status) == optimize.MAX_STEPS
+  np.testing.assert_array_equal(a.x, b.x)
+
+
+def test_nonfinite_loss_stops_and_keeps_last_finite_state():
+  def loss_fn(x, _):
+    return jnp.where(x[0, 0] > 0.5, jnp.nan, jnp.sum((x - 1.0) ** 2))
+
+  s = _run(loss_fn, jnp.zeros((1, 1)), None, optimize.make_optimizer('sgd', 0.1, 0.0))
+  # The candidates are never moved by a non-finite gradient: they stay at the (finite) point
+  # where the loss first failed, and the reported loss is the last finite one.
+  assert int(s.status) == optimize.NONFINITE
+  assert 0.5 < float(s.x[0, 0]) < 1.0 and bool(jnp.all(jnp.isfinite(s.x)))
+  assert np.isfinite(float(s.loss)) and float(s.loss) < 1.0
+
+
+def test_batched_drive_keeps_stopped_runs_frozen():
+  targets = jnp.array([[[1.0]], [[1e3]]])
+  opt = optimize.make_optimizer('sgd', 0.1, 0.0)
+  init = jax.vmap(lambda t: optimize.init_state(jnp.zeros((1, 1)), opt, _quadratic, t,
+                                                lambda x: x))(targets)
+  chunk = jax.jit(jax.vmap(lambda s, t, stop: optimize.run_chunk(
+      s, t, stop, loss_fn=_quadratic, optimizer=opt, constraint=lambda x: x, tol=1e-6,
+      max_steps=400), in_axes=(0, 0, None)))
+  s = optimize.drive(init, lambda s, stop: chunk(s, targets, stop), max_steps=400, chunk_steps=25)
+  assert list(np.asarray(s.status)) == [optimize.CONVERGED, optimize.CONVERGED]
+  assert int(s.step[0]) < int(s.step[1])
+
+
+def test_unknown_optimizer():
+  with pytest.raises(ValueError, match="optimizer: unknown name 'lbfgsx'; accepted: sgd, adam"):
+    optimize.make_optimizer('lbfgsx', 0.1)

@@ -1,0 +1,61 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from recon import data, features
+from recon.models import random_features
+from recon.objectives import projection
+
+
+def _problem(n=5, d=6, p=400, seed=0):
+  x, y = data.synthetic_sphere(jax.random.PRNGKey(seed), n, d)
+  v = features.random_weights(jax.random.PRNGKey(seed + 7), p, d)
+  theta = random_features.min_norm_solution(features.rf_features(v, x, 'relu_tanh'), y)
+  loss = lambda xh: projection.projection_loss(features.rf_features(v, xh, 'relu_tanh'), theta)
+  return x, loss
+
+
+def test_zero_at_true_data_and_any_permutation():
+  x, loss = _problem()
+  assert float(loss(x)) < 1e-6
+  for perm in ([4, 3, 2, 1, 0], [1, 0, 3, 2, 4]):
+    assert float(loss(x[jnp.asarray(perm)])) < 1e-6
+
+
+def test_clearly_positive_at_random_candidates():
+  x, loss = _problem()
+  x_rand = data.sphere_rows(jax.random.PRNGKey(99), *x.shape)
+  assert float(loss(x_rand)) > 0.05
+  assert float(loss(x_rand)) <= 1.0 + 1e-6
+
+
+def test_matches_explicit_projector():
+  phi = jax.random.normal(jax.random.PRNGKey(0), (3, 10))
+  t = jax.random.normal(jax.random.PRNGKey(1), (10,))
+  q, _ = np.linalg.qr(np.asarray(phi, np.float64).T)
+  r = np.asarray(t, np.float64) - q @ (q.T @ np.asarray(t, np.float64))
+  expected = r @ r / (np.asarray(t, np.float64) @ np.asarray(t, np.float64))
+  np.testing.assert_allclose(float(projection.projection_loss(phi, t, jitter=0.0)), expected,
+                             rtol=1e-4)
+
+
+def test_duplicate_candidates_stay_finite():
+  x, loss = _problem()
+  xd = x.at[1].set(x[0])
+  value, grad = jax.value_and_grad(loss)(xd)
+  assert np.isfinite(float(value)) and bool(jnp.all(jnp.isfinite(grad)))
+
+
+def test_gradient_matches_finite_differences():
+  with jax.enable_x64(True):
+    x, y = data.synthetic_sphere(jax.random.PRNGKey(0), 4, 5, dtype=jnp.float64)
+    v = features.random_weights(jax.random.PRNGKey(1), 300, 5, jnp.float64)
+    theta = random_features.min_norm_solution(features.rf_features(v, x, 'tanh'), y)
+    loss = lambda xh: projection.projection_loss(features.rf_features(v, xh, 'tanh'), theta)
+    x0 = data.sphere_rows(jax.random.PRNGKey(5), 4, 5, jnp.float64)
+    g = jax.grad(loss)(x0)
+    direction = jax.random.normal(jax.random.PRNGKey(6), x0.shape, jnp.float64)
+    h = 1e-5
+    fd = (loss(x0 + h * direction) - loss(x0 - h * direction)) / (2 * h)
+    np.testing.assert_allclose(float(jnp.sum(g * direction)), float(fd), rtol=1e-6)
