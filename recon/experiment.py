@@ -152,10 +152,11 @@ def _prepare_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   # a fresh start.
   if held and not overwrite and not (resume and 'summary.json' not in held):
     what = ', '.join(held)
-    hint = ('pass --config.resume=True to continue it, ' if 'summary.json' not in held else '')
+    kind, hint = (('a finished', '') if 'summary.json' in held else
+                  ('an unfinished', 'pass --config.resume=True to continue it, '))
     raise ExperimentError(
-        f'workdir: {workdir} already holds a run ({what}); {hint}choose another --workdir '
-        'or pass --config.overwrite=True to replace it')
+        f'workdir: {workdir} already holds {kind} run ({what}); {hint}choose another '
+        '--workdir or pass --config.overwrite=True to replace it')
   if overwrite:
     for name in ('checkpoints', 'model'):
       shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RF = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
 
 # Tiny problem; tol=0 so every run takes exactly max_steps steps.
-TINY = dict(n=4, d=4, p=64, tol=0.0, chunk_steps=50, log_every_seconds=1000.0,
+TINY = dict(n=4, d=4, p=64, lr=2.0, tol=0.0, chunk_steps=50, log_every_seconds=1000.0,
             checkpoint_every_seconds=0.0)
 
 
@@ -122,7 +122,7 @@ def test_second_run_into_a_workdir_is_refused(unbroken, tmp_path):
   workdir = str(tmp_path / 'again')
   shutil.copytree(unbroken, workdir)
   before = snapshot(workdir)
-  with pytest.raises(experiment.ExperimentError, match='already holds a run') as err:
+  with pytest.raises(experiment.ExperimentError, match='already holds a finished run') as err:
     experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
   assert '\n' not in str(err.value)
   assert snapshot(workdir) == before
@@ -140,7 +140,7 @@ def test_unfinished_run_is_refused_without_resume(unbroken, tmp_path):
 
 
 @pytest.mark.parametrize('overrides,named', [
-    (dict(lr=5.0, seed=1), 'lr (20.0 -> 5.0), seed (0 -> 1)'),
+    (dict(lr=5.0, seed=1), 'lr (2.0 -> 5.0), seed (0 -> 1)'),
     (dict(max_steps=300), 'max_steps (400 -> 300)'),
     (dict(activation='tanh'), "activation ('relu_tanh' -> 'tanh')"),
 ])
@@ -161,7 +161,7 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
   workdir = str(tmp_path / 'fresh')
   os.makedirs(os.path.join(workdir, 'checkpoints', '100.orbax-checkpoint-tmp-7'))
   shutil.copytree(os.path.join(unbroken, 'model'), os.path.join(workdir, 'model'))
-  with pytest.raises(experiment.ExperimentError, match='already holds a run'):
+  with pytest.raises(experiment.ExperimentError, match='already holds an unfinished run'):
     experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
   summary = experiment.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
   assert summary['resumed_from_step'] is None
