@@ -13,6 +13,7 @@ unbroken one does (on the same device and software).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -71,6 +72,10 @@ def read_config(workdir: str) -> Optional[Dict[str, Any]]:
   if not steps:
     return None
   meta = os.path.join(checkpoint_dir(workdir), str(steps[-1]), 'meta')
+  plain = os.path.join(meta, 'metadata')  # orbax's JSON item file: read without starting JAX
+  if os.path.isfile(plain):
+    with open(plain) as f:
+      return json.load(f)['config']
   restored = ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(meta)
   return restored['config']
 

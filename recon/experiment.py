@@ -12,6 +12,7 @@ import shutil
 import time
 from typing import Any, Dict, Optional, Tuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -181,9 +182,21 @@ _random_weights = jax.jit(features.random_weights, static_argnums=(1, 2, 3))
 
 
 def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
-  """The attacker's view {v, mask, theta} of a saved random-features model (V from its key)."""
+  """The attacker's view {v, mask, theta} of a saved random-features model.
+
+  V is regenerated from extras['v_key'] (V_ij ~ N(0, 1/d), `features.random_weights`),
+  or taken as given from extras['v'] (p x d) for a model whose V was drawn elsewhere.
+  """
   p, d = model.hparams['p'], model.hparams['d']
-  v = _random_weights(jnp.asarray(model.extras['v_key']), p, d, dtype)
+  extras = model.extras or {}
+  if 'v' in extras:
+    v = jnp.asarray(extras['v'], dtype)
+    chex.assert_shape(v, (p, d))
+  elif 'v_key' in extras:
+    v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype)
+  else:
+    raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
+                          "or 'v'; accepted: see docs/reliability.md")
   return {'v': v, 'mask': jnp.ones((p,), dtype),
           'theta': jnp.asarray(model.trained['theta'], dtype)}
 

@@ -211,6 +211,16 @@ def test_two_layer_model_round_trip(tmp_path):
   assert not os.path.exists(tmp_path / 'w')
 
 
+def test_random_features_model_with_explicit_v(unbroken, tmp_path):
+  """A model whose V was drawn elsewhere is stored as extras['v']; same V, same attack."""
+  model = model_ckpt.load(unbroken)
+  v = experiment.rf_problem(model, jnp.float32)['v']
+  model.extras = {'v': np.asarray(v)}
+  path = str(tmp_path / 'explicit_v')
+  model_ckpt.save(path, model)
+  np.testing.assert_array_equal(experiment.rf_problem(model_ckpt.load(path), jnp.float32)['v'], v)
+
+
 def test_bad_model_checkpoint_is_refused(tmp_path):
   with pytest.raises(experiment.ExperimentError, match='model_checkpoint: no model.json'):
     experiment.run(tiny_config(model_checkpoint=str(tmp_path)), str(tmp_path / 'w'))
