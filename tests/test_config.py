@@ -129,7 +129,16 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
         '--config.' + o for o in override.split(' --config.')]
     procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=dict(os.environ, JAX_PLATFORMS='cpu')))
-  for (override, expected), proc in zip(CLI_CASES, procs):
+  # A schema field the config file does not define cannot be overridden.
+  bare = tmp_path / 'bare.py'
+  bare.write_text('import ml_collections\n\ndef get_config():\n'
+                  '  return ml_collections.ConfigDict({"name": "bare", "n": 3})\n')
+  procs.append(subprocess.Popen(
+      [sys.executable, '-m', 'recon.main', f'--config={bare}', f'--workdir={workdir}',
+       '--config.resume=True'], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True, env=dict(os.environ, JAX_PLATFORMS='cpu')))
+  cases = CLI_CASES + [('resume=True', 'config.resume: not a field of this config file')]
+  for (override, expected), proc in zip(cases, procs):
     out, err = proc.communicate(timeout=300)
     lines = err.strip().splitlines()
     assert proc.returncode == 2, (override, err)
