@@ -90,7 +90,11 @@ def save(path: str, model: ModelCheckpoint) -> None:
   path = os.path.abspath(path)
   parent = os.path.dirname(path)
   os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
+  prefix = '.' + os.path.basename(path) + '.'
+  for stale in os.listdir(parent):  # left by a save that was killed
+    if stale.startswith(prefix) and stale.endswith('.tmp'):
+      shutil.rmtree(os.path.join(parent, stale), ignore_errors=True)
+  tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix='.tmp')
   try:
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(os.path.join(tmp, 'arrays'), tree)
