@@ -11,9 +11,12 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize
+from recon.objectives import unified
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features',)
+MODELS = ('random_features', 'two_layer')
+SUBSPACE_MODES = ('none', 'known', 'estimated')
+TWO_LAYER_LOSSES = ('mse', 'logistic')
 
 
 class ConfigError(ValueError):
@@ -99,6 +102,20 @@ SCHEMA: Dict[str, Spec] = {
     'checkpoint_every_steps': Spec(int, low=0),  # 0: off
     'checkpoint_keep': _positive_int(),
     'model_checkpoint': Spec(str, optional=True),
+    # Subspace-aware reconstruction (recon/subspace.py, docs/subspace.md).
+    'planted_dim': Spec(int, low=1, optional=True),  # dataset planted_subspace: true k
+    'subspace': Spec(str, choices=SUBSPACE_MODES),
+    'subspace_dim': Spec(int, low=1, optional=True),  # None: automatic (largest gap)
+    'subspace_noise_floor': Spec(float, low=0.0, low_open=True, high=1.0),
+    'gradient_at': Spec(str, choices=lambda: unified.GRADIENT_AT),
+    'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
+    # Two-layer network (model two_layer), trained by full-batch GD.
+    'width': _positive_int(),
+    'train_loss': Spec(str, choices=TWO_LAYER_LOSSES),
+    'train_lr': Spec(float, low=0.0, low_open=True),
+    'train_steps': _positive_int(),
+    'train_tol': Spec(float, low=0.0),
+    'weight_decay': Spec(float, low=0.0),
 }
 
 

@@ -3,6 +3,8 @@
 `synthetic_sphere` (the law-of-reconstruction paper's): rows uniform on the sphere
 of radius sqrt(d); labels y = <x, g> + eps with g ~ N(0, I/d), eps ~ N(0, noise^2).
 The generator is a pure JAX function of a key, so sweeps can vmap it over seeds.
+`planted_subspace` (`recon.subspace.planted_subspace`): the same, with rows in a
+random `planted_dim`-dimensional subspace of R^d; meta['subspace_basis'] holds it.
 """
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from recon import subspace
+
 Array = jax.Array
 
-DATASETS = ('synthetic_sphere',)
+DATASETS = ('synthetic_sphere', 'planted_subspace')
 
 
 def sphere_rows(key: Array, n: int, d: int, dtype=jnp.float32) -> Array:
@@ -39,4 +43,12 @@ def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict
     x, y = synthetic_sphere(key, config.n, config.d, config.label_noise, dtype)
     return x, y, {'name': 'synthetic_sphere', 'image_shape': None,
                   'row_norms': np.full(config.n, np.sqrt(config.d))}
+  if config.dataset == 'planted_subspace':
+    k = config.get('planted_dim')
+    if k is None or k > config.d:
+      raise ValueError(f'planted_dim: {k!r} must be set and <= d={config.d}; '
+                       f'accepted: 1..{config.d}')
+    x, y, basis = subspace.planted_subspace(key, config.n, config.d, k, config.label_noise, dtype)
+    return x, y, {'name': 'planted_subspace', 'image_shape': None,
+                  'row_norms': np.full(config.n, np.sqrt(config.d)), 'subspace_basis': basis}
   raise ValueError(f'dataset: unknown name {config.dataset!r}; accepted: {", ".join(DATASETS)}')

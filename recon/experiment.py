@@ -168,8 +168,17 @@ def _prepare_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
+  from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
+  subspace_experiment.check(cfg)
+  if cfg.get('model_checkpoint') and subspace_experiment.uses_this_pipeline(cfg):
+    raise ExperimentError(
+        'model_checkpoint: the subspace / two_layer pipeline trains its own model; accepted: '
+        "model_checkpoint with model random_features, subspace 'none', alpha_mode "
+        "'closed_form'")
   resuming = _prepare_workdir(workdir, cfg)
   dtype = set_dtype(cfg.dtype)
+  if subspace_experiment.uses_this_pipeline(cfg):
+    return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype, resuming=resuming)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
@@ -280,11 +289,13 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
                            x0: Array, constraint, feature_fn=None, t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None,
-                           keys: Optional[Dict[str, Array]] = None,
+                           decode=None, keys: Optional[Dict[str, Array]] = None,
                            resume: Optional[bool] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. Writes
+  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. `decode(params)`
+  (optional) maps the optimised variables (e.g. subspace coordinates, or a pytree
+  with free coefficients) to input-space candidates for the metrics; default identity. Writes
   summary.json (config, metrics, threat model, loss history) and
   reconstruction.npz (true rows, matched candidates, all candidates).
 
@@ -319,11 +330,13 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   else:
     history = [(0, float(state.loss))]
 
+  decode = decode if decode is not None else (lambda params: params)
   has_truth = x_true is not None
   x_true_np = np.asarray(x_true) if has_truth else None
 
   def log_progress(s):
-    err = (f'  recon_error {metrics.per_sample_errors(x_true_np, np.asarray(s.x)).mean():.4f}'
+    err = (f'  recon_error '
+           f'{metrics.per_sample_errors(x_true_np, np.asarray(decode(s.x))).mean():.4f}'
            if has_truth else '')
     logging.info('step %7d  loss %.3e%s  (%.0fs)', int(s.step), float(s.loss), err,
                  time.time() - t0)
@@ -342,13 +355,14 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
-  x_hat = np.asarray(state.x)
+  x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   if has_truth:
     result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
     if feature_fn is not None:
       result['feature_residual'] = metrics.feature_residual(
-          np.asarray(feature_fn(x_true)), np.asarray(feature_fn(state.x)))
+          np.asarray(feature_fn(x_true)),
+          np.asarray(feature_fn(jnp.asarray(x_hat, x_true.dtype))))
   else:
     result = {}
   result.update({

@@ -1,8 +1,9 @@
 """Constrained first-order optimisation of candidates, compiled in chunks.
 
-One step: g = grad L(x); x <- constraint(x + optax_update(g)). The step loop runs
-inside `lax.while_loop` for `chunk_steps` steps per compiled call; the host only
-sees chunk boundaries (progress logs, checkpoints). Every function here is pure
+One step: g = grad L(x); x <- constraint(x + optax_update(g)), where x is an array
+of candidates or any pytree holding them ({'x': X, 'alpha': a}: `field_constraint`).
+The step loop runs inside `lax.while_loop` for `chunk_steps` steps per compiled
+call; the host only sees chunk boundaries (progress logs, checkpoints). Every function here is pure
 and vmappable over a batch of problems (see `recon/sweep.py`).
 
 Status codes of a run: RUNNING, CONVERGED (loss <= tol), NONFINITE (loss or
@@ -41,28 +42,51 @@ def make_optimizer(name: str, lr, momentum=0.9) -> optax.GradientTransformation:
 
 
 def sphere_constraint(radius: float) -> Callable[[Array], Array]:
-  """Projects every row onto the sphere of the given radius."""
+  """Projects every row onto the sphere of the given radius.
+
+  Rows are first divided by their largest entry, so huge rows (a too-large step)
+  do not overflow the norm and collapse to zero.
+  """
   def project(x):
-    norms = jnp.linalg.norm(x, axis=-1, keepdims=True)
-    return x * (radius / jnp.maximum(norms, jnp.finfo(x.dtype).tiny))
+    tiny = jnp.finfo(x.dtype).tiny
+    scale = jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True), tiny)
+    unit = x / scale
+    norms = jnp.linalg.norm(unit, axis=-1, keepdims=True)
+    return unit * (radius / jnp.maximum(norms, tiny))
   return project
+
+
+def field_constraint(constraint: Callable[[Array], Array],
+                     field: str = 'x') -> Callable[[Any], Any]:
+  """Applies `constraint` to `params[field]` of a dict of parameters, the rest unchanged.
+
+  For candidates optimised jointly with other variables, e.g. {'x': X, 'alpha': a}.
+  """
+  def project(params):
+    return {**params, field: constraint(params[field])}
+  return project
+
+
+def _all_finite(tree) -> Array:
+  return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
 
 
 class ReconState(NamedTuple):
   """The full state of a reconstruction run (a pytree)."""
-  x: Array  # candidates (n_candidates, ...)
+  x: Any  # candidates (n_candidates, ...), or a pytree of them and other variables
   opt_state: Any
   step: Array  # int32 scalar: steps taken
   loss: Array  # loss at the last evaluated point
   status: Array  # int32 scalar, one of the status codes
 
 
-def init_state(x0: Array, optimizer: optax.GradientTransformation,
+def init_state(x0: Any, optimizer: optax.GradientTransformation,
                loss_fn: Callable[[Array, Any], Array], problem: Any,
                constraint: Callable[[Array], Array]) -> ReconState:
   x0 = constraint(x0)
+  dtype = jax.tree.leaves(x0)[0].dtype
   return ReconState(x=x0, opt_state=optimizer.init(x0), step=jnp.zeros((), jnp.int32),
-                    loss=loss_fn(x0, problem).astype(x0.dtype),
+                    loss=loss_fn(x0, problem).astype(dtype),
                     status=jnp.asarray(RUNNING, jnp.int32))
 
 
@@ -77,12 +101,12 @@ def run_chunk(state: ReconState, problem: Any, stop_step: Array, *,
 
   def body(s):
     loss, grad = value_and_grad(s.x, problem)
-    finite = jnp.isfinite(loss) & jnp.all(jnp.isfinite(grad))
+    finite = jnp.isfinite(loss) & _all_finite(grad)
     converged = finite & (loss <= tol)
     updates, new_opt = optimizer.update(grad, s.opt_state, s.x)
     new_x = constraint(optax.apply_updates(s.x, updates))
     move = finite & ~converged
-    new_x = jnp.where(move, new_x, s.x)
+    new_x = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_x, s.x)
     new_opt = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_opt, s.opt_state)
     step = s.step + move.astype(jnp.int32)
     status = jnp.where(~finite, NONFINITE, jnp.where(converged, CONVERGED, RUNNING))

@@ -22,6 +22,8 @@ def _run(loss_fn, x0, target, opt, *, tol=1e-10, max_steps=500, chunk=37, constr
 def test_sphere_constraint():
   x = jnp.array([[3.0, 4.0], [0.0, -2.0]])
   np.testing.assert_allclose(optimize.sphere_constraint(2.0)(x), [[1.2, 1.6], [0.0, -2.0]])
+  huge = jnp.array([[3e30, 4e30]])  # the plain norm overflows in float32
+  np.testing.assert_allclose(optimize.sphere_constraint(2.0)(huge), [[1.2, 1.6]], rtol=1e-6)
 
 
 def test_converges_and_reports_status():

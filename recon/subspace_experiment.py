@@ -1,0 +1,254 @@
+"""Subspace-aware pipelines: random features with a known subspace, a GD-trained two-layer net.
+
+Both minimise the unified objective (`recon.objectives.unified`) over candidates
+x_hat = U z (||z|| = sqrt(d)) when a basis U is used, else over x_hat in R^d:
+  * random_features: dtheta = theta* (theta_0 = 0), features phi(x) = sigma(V x); V
+    does not train, so U must be known ('known': the planted basis of the data).
+  * two_layer: f(x) = W2 sigma(W1 x) trained by full-batch GD (+ optional weight
+    decay); dtheta = vec(W2_T - W2_0), features sigma(W1 x) at W1_T and/or W1_0;
+    U = top-k right singular vectors of dW1 = W1_T - W1_0 ('estimated') or the
+    planted basis ('known').
+Both end in `experiment.reconstruct_and_report` with candidates mapped back to R^d.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from absl import logging
+
+from recon import config as config_lib
+from recon import data, features, optimize
+from recon import subspace as subspace_lib
+from recon.models import networks, train
+from recon.objectives import unified
+
+Array = jax.Array
+
+
+def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
+  """True for model two_layer, or random features with a subspace or free alpha."""
+  return (cfg.model == 'two_layer' or cfg.get('subspace', 'none') != 'none'
+          or cfg.get('alpha_mode', 'closed_form') != 'closed_form')
+
+
+def check(cfg: ml_collections.ConfigDict) -> None:
+  """Cross-field checks before any compute; one-line ConfigError naming the field."""
+  mode = cfg.get('subspace', 'none')
+  if cfg.dataset == 'planted_subspace':
+    k = cfg.get('planted_dim')
+    if k is None or k > cfg.d:
+      raise config_lib.ConfigError(
+          f'config.planted_dim: invalid value {k!r} for dataset planted_subspace with '
+          f'd={cfg.d}; accepted: int 1..{cfg.d}')
+  if mode == 'estimated' and cfg.model == 'random_features':
+    raise config_lib.ConfigError(
+        "config.subspace: 'estimated' needs a trainable first layer, and random_features' "
+        "first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
+  if mode == 'known' and cfg.dataset != 'planted_subspace':
+    raise config_lib.ConfigError(
+        f"config.subspace: 'known' needs a dataset with a known subspace, not "
+        f"{cfg.dataset!r}; accepted: dataset 'planted_subspace', or subspace 'none'/'estimated'")
+  k = cfg.get('subspace_dim')
+  if k is not None:
+    if mode == 'none':
+      raise config_lib.ConfigError(
+          "config.subspace_dim: set but config.subspace is 'none'; accepted: None, or "
+          "subspace 'known'/'estimated'")
+    if k > cfg.d:
+      raise config_lib.ConfigError(
+          f'config.subspace_dim: {k} exceeds the input dimension d={cfg.d}; accepted: '
+          f'1..{cfg.d} or None (automatic)')
+    if mode == 'known' and k != cfg.get('planted_dim'):
+      raise config_lib.ConfigError(
+          f"config.subspace_dim: {k} differs from the known subspace's dimension "
+          f"planted_dim={cfg.get('planted_dim')}; accepted: None or {cfg.get('planted_dim')}")
+  if cfg.model == 'two_layer':
+    for name in ('width', 'train_loss', 'train_lr', 'train_steps', 'train_tol'):
+      if cfg.get(name) is None:
+        raise config_lib.ConfigError(f'config.{name}: missing; model two_layer needs width, '
+                                     'train_loss, train_lr, train_steps, train_tol')
+
+
+def _first_layer_features(activation: str, n_out: int):
+  """(x_hat, W1) -> d f / d vec(W2) rows: sigma(W1 x_hat) per output."""
+  return lambda x, w1: unified.head_jacobian_rows(
+      features.rf_features(w1, x, activation), n_out)
+
+
+def _angle_metrics(basis: Optional[np.ndarray], true_basis: Optional[np.ndarray],
+                   x_true: np.ndarray) -> Dict[str, Any]:
+  out: Dict[str, Any] = {}
+  if basis is None:
+    return out
+  out['subspace_residual_true'] = float(np.mean(subspace_lib.subspace_residual(x_true, basis)))
+  if true_basis is not None:
+    angles = np.degrees(subspace_lib.principal_angles(basis, true_basis))
+    out['principal_angles_deg'] = angles.tolist()
+    out['max_principal_angle_deg'] = float(angles.max())
+  return out
+
+
+def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gradient_at,
+                 basis, extra, threat_model, t0):
+  """Candidates (subspace coordinates if `basis`), loss, constraint, decode -> report."""
+  from recon import experiment  # pylint: disable=import-outside-toplevel
+  d = x_true.shape[1]
+  dtype = x_true.dtype
+  if basis is not None:
+    problem['basis'] = jnp.asarray(basis, dtype)
+  dim = d if basis is None else basis.shape[1]
+  sphere = optimize.sphere_constraint(float(np.sqrt(d)))  # ||U z|| = ||z||: U orthonormal
+  x0 = sphere(jax.random.normal(keys['init'], (cfg.n_candidates, dim), dtype))
+  init = unified.init_candidates(x0, problem, alpha_mode=cfg.alpha_mode, feature_fn=feature_fn,
+                                 gradient_at=gradient_at, jitter=cfg.jitter)
+  constraint = sphere if cfg.alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
+  loss_fn = lambda c, prob: unified.candidate_loss(c, prob, feature_fn=feature_fn,
+                                                   gradient_at=gradient_at, jitter=cfg.jitter)
+  decode = lambda c: unified.candidate_x(c, problem)
+  report_features = lambda x: feature_fn(x, problem['weights_trained'])
+  extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=cfg.alpha_mode)
+  return experiment.reconstruct_and_report(
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=init,
+      constraint=constraint, feature_fn=report_features, t0=t0, extra_metrics=extra,
+      threat_model=threat_model, decode=decode)
+
+
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+  """Dispatch on cfg.model (the config has passed `check`)."""
+  if cfg.model == 'random_features':
+    return run_random_features(cfg, workdir, dtype)
+  return run_two_layer(cfg, workdir, dtype)
+
+
+def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+  """theta* = Phi^+ y; reconstruct inside the known subspace (or R^d) from (V, theta*)."""
+  from recon import experiment  # pylint: disable=import-outside-toplevel
+  t0 = time.time()
+  keys = experiment.split_keys(cfg.seed)
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  prob = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+      k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+  train_mse = float(prob['train_mse'])
+  problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
+  basis = None if cfg.subspace == 'none' else np.asarray(meta['subspace_basis'])
+  k = cfg.d if basis is None else basis.shape[1]
+  logging.info('random features: n=%d d=%d k=%d p=%d (p/kn=%.3g, p/dn=%.3g) train_mse=%.3g',
+               cfg.n, cfg.d, k, cfg.p, cfg.p / (k * cfg.n), cfg.p / (cfg.d * cfg.n), train_mse)
+  true_basis = meta.get('subspace_basis')
+  extra = {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
+           'p_over_n': cfg.p / cfg.n, 'subspace': cfg.subspace, 'subspace_k': int(k)}
+  if true_basis is not None:
+    extra['p_over_kn'] = cfg.p / (true_basis.shape[1] * cfg.n)
+  extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
+                              np.asarray(x_true)))
+  return _reconstruct(
+      cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
+      feature_fn=_first_layer_features(cfg.activation, 1), gradient_at='trained', basis=basis,
+      extra=extra, t0=t0,
+      threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
+                              'n_candidates', 'activation'] +
+                             (['the data subspace U (given)'] if basis is not None else []),
+                    'unknown': ['X (training inputs)', 'y (labels)']})
+
+
+def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
+                    y: Array) -> Dict[str, Any]:
+  """Full-batch GD (+ decoupled weight decay lr * wd * W) from the N(0, 1/fan_in) init.
+
+  Returns {'params0', 'params', 'info', 'w1_init', 'w1' (width x d)}.
+  """
+  net = networks.TwoLayer(width=cfg.width, out_dim=1, activation=cfg.activation)
+  params0 = net.init(key, x[:1])
+  targets = y.reshape(-1, 1) if cfg.train_loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
+  opt = optax.sgd(cfg.train_lr)
+  if cfg.weight_decay > 0:
+    opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), opt)
+  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=cfg.train_loss,
+                             optimizer=opt, max_steps=cfg.train_steps, tol=cfg.train_tol,
+                             chunk_steps=min(cfg.train_steps, 2000))
+  return {'params0': params0, 'params': params, 'info': info,
+          'w1_init': params0['params']['hidden']['kernel'].T,
+          'w1': params['params']['hidden']['kernel'].T}
+
+
+def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+  """Train W2 sigma(W1 x) by GD; estimate U from dW1; reconstruct from dW2 inside span(U)."""
+  from recon import experiment  # pylint: disable=import-outside-toplevel
+  t0 = time.time()
+  keys = experiment.split_keys(cfg.seed)
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
+
+
+def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array, y: Array,
+                     meta: Dict[str, Any], *, keys: Dict[str, Array],
+                     t0: Optional[float] = None) -> Dict[str, Any]:
+  """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
+
+  meta['subspace_basis'] (optional) is the true subspace, for principal angles and
+  subspace='known'.
+  """
+  from recon import experiment  # pylint: disable=import-outside-toplevel
+  t0 = time.time() if t0 is None else t0
+  net = train_two_layer(cfg, keys['model'], x_true, y)
+  info = net['info']
+  if not info['finite']:
+    raise experiment.ExperimentError(
+        f'train_lr: training diverged at lr={cfg.train_lr} (loss not finite); accepted: a '
+        'smaller train_lr')
+  delta_w1 = net['w1'] - net['w1_init']
+  delta_w2 = (net['params']['params']['head']['kernel']
+              - net['params0']['params']['head']['kernel'])
+  true_basis = meta.get('subspace_basis')
+  est = None
+  if cfg.subspace == 'estimated':
+    try:
+      est = subspace_lib.estimate_subspace(delta_w1, cfg.subspace_dim, cfg.subspace_noise_floor)
+    except subspace_lib.SubspaceError as e:
+      raise experiment.ExperimentError(str(e)) from None
+    basis = est['basis']
+  elif cfg.subspace == 'known':
+    basis = np.asarray(true_basis)
+  else:
+    basis = None
+  k = cfg.d if basis is None else basis.shape[1]
+  logging.info('two-layer net: width=%d, GD %d steps, train loss %.3g, weight_decay %g; '
+               'search dim %d (subspace %s)', cfg.width, info['steps'], info['final_loss'],
+               cfg.weight_decay, k, cfg.subspace)
+  problem = {'weights_trained': net['w1'], 'weights_initial': net['w1_init'],
+             'target': delta_w2.reshape(-1)}
+  extra = {'train_steps_taken': info['steps'], 'train_final_loss': info['final_loss'],
+           'train_reached_tol': info['reached_tol'], 'width': cfg.width, 'p': cfg.width,
+           'p_over_dn': cfg.width / (cfg.d * cfg.n), 'weight_decay': cfg.weight_decay,
+           'subspace': cfg.subspace, 'subspace_k': int(k),
+           'delta_w1_rel': float(jnp.linalg.norm(delta_w1) / jnp.linalg.norm(net['w1_init']))}
+  if true_basis is not None:
+    extra['p_over_kn'] = cfg.width / (true_basis.shape[1] * cfg.n)
+  if est is not None:
+    s = est['singular_values']
+    extra['singular_values_top'] = (s[:12] / s[0]).tolist()
+    extra['delta_w1_rank'] = est['rank']
+    extra['auto_k'] = subspace_lib.choose_k(s, cfg.subspace_noise_floor)
+  # Quality of the estimate: measured on the full-space run too (top planted_dim
+  # directions of dW1), so a full-space run reports how good the estimate would be.
+  if basis is None and true_basis is not None:
+    probe = subspace_lib.estimate_subspace(delta_w1, None, cfg.subspace_noise_floor)
+    extra['estimated_k'] = probe['k']
+    extra.update({f'estimate_{a}': b for a, b in _angle_metrics(
+        probe['basis'], np.asarray(true_basis), np.asarray(x_true)).items()})
+  extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
+                              np.asarray(x_true)))
+  return _reconstruct(
+      cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
+      feature_fn=_first_layer_features(cfg.activation, 1), gradient_at=cfg.gradient_at,
+      basis=basis, extra=extra, t0=t0,
+      threat_model={'known': ['W1, W2 at initialisation and after training', 'n_candidates',
+                              'activation'],
+                    'unknown': ['X (training inputs)', 'y (labels)', 'the data subspace'
+                                if cfg.subspace != 'known' else '(subspace given)']})

@@ -1,0 +1,149 @@
+"""Tests of recon/subspace.py and the subspace-aware pipelines (recon/subspace_experiment.py)."""
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from recon import config as config_lib
+from recon import experiment, subspace, subspace_experiment
+
+
+def test_planted_subspace_rows_lie_in_the_basis_span_on_the_sphere():
+  x, y, u = subspace.planted_subspace(jax.random.PRNGKey(0), 7, 12, 3)
+  assert x.shape == (7, 12) and y.shape == (7,) and u.shape == (12, 3)
+  np.testing.assert_allclose(u.T @ u, np.eye(3), atol=1e-5)
+  np.testing.assert_allclose(np.linalg.norm(x, axis=1), np.sqrt(12), rtol=1e-5)
+  assert subspace.subspace_residual(x, u).max() < 1e-5
+
+
+def test_principal_angles():
+  e = np.eye(5)
+  np.testing.assert_allclose(subspace.principal_angles(e[:, :2], e[:, :2] @ [[0, 1], [1, 0]]),
+                             0, atol=1e-7)
+  np.testing.assert_allclose(subspace.principal_angles(e[:, :2], e[:, 2:4]), np.pi / 2, atol=1e-7)
+  theta = 0.3
+  b = np.stack([e[0], np.cos(theta) * e[1] + np.sin(theta) * e[2]], 1)
+  np.testing.assert_allclose(subspace.principal_angles(e[:, :2], b), [0, theta], atol=1e-7)
+  # Small angles stay accurate (no arccos cancellation).
+  b = np.stack([e[0], np.cos(1e-6) * e[1] + np.sin(1e-6) * e[2]], 1)
+  np.testing.assert_allclose(subspace.principal_angles(e[:, :2], b)[1], 1e-6, rtol=1e-4)
+
+
+def test_choose_k_cuts_at_the_largest_gap_above_the_floor():
+  assert subspace.choose_k(np.array([5.0, 4.0, 3.0, 1e-6, 1e-7])) == 3
+  assert subspace.choose_k(np.array([5.0, 0.01, 0.009, 0.008, 1e-6])) == 1
+  # The drop to the noise floor counts as a gap: weak but real directions are kept.
+  assert subspace.choose_k(np.array([5.0, 0.5, 0.4, 0.3, 1e-6])) == 4
+  # Below the relative floor nothing counts: a flat spectrum keeps everything above it.
+  assert subspace.choose_k(np.array([1.0, 1.0, 1.0, 1.0])) == 4
+
+
+def test_planted_subspace_recovered_from_a_low_rank_weight_change():
+  x, _, u = subspace.planted_subspace(jax.random.PRNGKey(1), 10, 30, 4)
+  a = jax.random.normal(jax.random.PRNGKey(2), (50, 10))
+  dw = a @ x + 1e-6 * jax.random.normal(jax.random.PRNGKey(3), (50, 30))  # rows in span(X)
+  est = subspace.estimate_subspace(dw)
+  assert est['k'] == 4
+  assert subspace.principal_angles(est['basis'], u).max() < 1e-3
+  assert np.asarray(est['basis']).shape == (30, 4)
+
+
+def _two_layer_cfg(**kw):
+  c = ml_collections.ConfigDict(dict(
+      model='two_layer', dataset='planted_subspace', n=4, d=12, planted_dim=3, label_noise=0.5,
+      width=32, activation='relu_tanh', train_loss='mse', train_lr=1e-2, train_steps=3000,
+      train_tol=1e-6, weight_decay=0.0, seed=0))
+  c.update(kw)
+  return c
+
+
+@pytest.mark.parametrize('weight_decay', [0.0, 0.05])
+def test_delta_w1_row_space_lies_in_the_span_of_the_data_without_weight_decay(weight_decay):
+  cfg = _two_layer_cfg(weight_decay=weight_decay)
+  from recon import data  # pylint: disable=import-outside-toplevel
+  x, y, _ = data.load(cfg, jax.random.PRNGKey(0))
+  net = subspace_experiment.train_two_layer(cfg, jax.random.PRNGKey(1), x, y)
+  assert net['info']['finite'] and net['info']['steps'] > 10
+  dw = np.asarray(net['w1'] - net['w1_init'], np.float64)
+  q, _ = np.linalg.qr(np.asarray(x, np.float64).T)  # basis of span{x_i}
+  outside = np.linalg.norm(dw - (dw @ q) @ q.T) / np.linalg.norm(dw)
+  if weight_decay == 0:
+    assert outside < 1e-4
+  else:  # weight decay adds a full-rank multiple of W1_0
+    assert outside > 1e-2
+
+
+def test_subspace_errors_are_one_line():
+  dw = jnp.outer(jnp.arange(1.0, 6.0), jnp.arange(1.0, 4.0))  # rank 1, d = 3
+  for k, match in [(4, 'exceeds the input dimension'), (2, r'exceeds rank\(dW1\)=1')]:
+    with pytest.raises(subspace.SubspaceError, match=match) as e:
+      subspace.estimate_subspace(dw, k)
+    assert '\n' not in str(e.value)
+  with pytest.raises(subspace.SubspaceError, match='not finite'):
+    subspace.estimate_subspace(dw.at[0, 0].set(jnp.nan))
+  with pytest.raises(subspace.SubspaceError, match='did not train'):
+    subspace.estimate_subspace(jnp.zeros((4, 3)))
+
+
+def _rf_cfg(**kw):
+  c = ml_collections.ConfigDict(dict(
+      name='t', model='random_features', dataset='planted_subspace', n=3, d=16, planted_dim=2,
+      label_noise=0.5, p=24, activation='relu_tanh', subspace='known', subspace_dim=None,
+      subspace_noise_floor=1e-3, gradient_at='trained', alpha_mode='closed_form',
+      n_candidates=6, optimizer='sgd', lr=20.0, momentum=0.9, max_steps=1500, tol=1e-7,
+      jitter=1e-6, dtype='float32', seed=0, chunk_steps=500, log_every_seconds=100.0,
+      recovered_threshold=0.1, overwrite=True))
+  c.update(kw)
+  return c
+
+
+@pytest.mark.parametrize('fields, match', [
+    (dict(subspace='estimated'), 'trainable first layer'),
+    (dict(dataset='synthetic_sphere'), "'known' needs a dataset"),
+    (dict(subspace_dim=20), 'exceeds the input dimension'),
+    (dict(subspace_dim=3), "differs from the known subspace"),
+    (dict(planted_dim=17), 'config.planted_dim'),
+    (dict(subspace='none', subspace_dim=2), 'config.subspace_dim'),
+])
+def test_bad_subspace_configs_fail_before_compute(fields, match, tmp_path):
+  with pytest.raises(config_lib.ConfigError, match=match) as e:
+    experiment.run(_rf_cfg(**fields), str(tmp_path / 'run'))
+  assert '\n' not in str(e.value)
+  assert not (tmp_path / 'run').exists()  # nothing written, nothing computed
+
+
+def test_estimated_subspace_of_rank_deficient_change_is_a_one_line_experiment_error(tmp_path):
+  cfg = _two_layer_cfg(name='t', subspace='estimated', subspace_dim=5, subspace_noise_floor=1e-3,
+                       gradient_at='both', alpha_mode='closed_form', n_candidates=8,
+                       optimizer='sgd', lr=20.0, momentum=0.9, max_steps=10, tol=1e-7,
+                       jitter=1e-6, dtype='float32', chunk_steps=10, log_every_seconds=100.0,
+                       recovered_threshold=0.1, overwrite=True)
+  with pytest.raises(experiment.ExperimentError, match=r'exceeds rank\(dW1\)=[0-9]+'):
+    experiment.run(cfg, str(tmp_path / 'run'))  # n = 4 samples: rank(dW1) <= 4 < 5
+
+
+def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
+  # p = 24 = 4 k n (k = 2, n = 3) but only p / dn = 0.5: below the full-space threshold.
+  sub = experiment.run(_rf_cfg(), str(tmp_path / 'sub'))['metrics']
+  full = experiment.run(_rf_cfg(subspace='none'), str(tmp_path / 'full'))['metrics']
+  assert sub['recon_error'] < 0.05 and sub['frac_recovered'] == 1.0
+  assert full['recon_error'] > 0.3 and full['frac_recovered'] < 1.0
+  assert sub['search_dim'] == 2 and sub['p_over_kn'] == 4.0
+
+
+def test_cli_rejects_estimating_a_random_features_subspace_with_one_line_and_status_2(tmp_path):
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  r = subprocess.run([sys.executable, '-m', 'recon.main',
+                      f'--config={os.path.join(root, "configs", "rf_subspace.py")}',
+                      f'--workdir={tmp_path / "run"}', '--config.subspace=estimated'],
+                     cwd=root, env=dict(os.environ, JAX_PLATFORMS='cpu'), capture_output=True,
+                     text=True, timeout=300)
+  assert r.returncode == 2
+  lines = [l for l in r.stderr.splitlines() if l.startswith('error:')]
+  assert len(lines) == 1 and 'config.subspace' in lines[0] and "'known'" in lines[0]
+  assert not (tmp_path / 'run').exists()
