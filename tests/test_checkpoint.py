@@ -293,3 +293,23 @@ def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_pat
   assert_same_outputs(a, killed)  # killed + resumed: identical to unbroken
   summary = json.load(open(os.path.join(killed, 'summary.json')))
   assert summary['resumed_from_step'] in steps
+
+
+def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
+  """Subspace pipeline, free alpha, Adam (a pytree state): 40 + resume to 60 == 60 at once."""
+  from configs import rf_subspace  # pylint: disable=import-outside-toplevel
+
+  def cfg(**overrides):
+    c = rf_subspace.get_config()
+    c.update(dict(alpha_mode='joint', optimizer='adam', lr=0.01, max_steps=60, chunk_steps=20,
+                  log_every_seconds=1000.0))
+    for k, v in overrides.items():
+      c[k] = v  # fields this config file lacks (resume, ...) take their defaults otherwise
+    return c
+
+  whole, split = str(tmp_path / 'whole'), str(tmp_path / 'split')
+  experiment.run(cfg(), whole)
+  experiment.run(cfg(max_steps=40), split)
+  summary = experiment.run(cfg(resume=True), split)
+  assert summary['resumed_from_step'] == 40
+  assert_same_outputs(whole, split)
