@@ -1,4 +1,4 @@
-"""The one validator: every shipped config validates, bad values fail in one line, before compute."""
+"""The one validator: every config in configs/ validates; bad values fail in one line, early."""
 import glob
 import importlib.util
 import os
