@@ -15,7 +15,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.name = 'two_layer_subspace'
   c.model = 'two_layer'
   # Data.
-  c.dataset = 'planted_subspace'
+  c.dataset = 'synthetic_subspace'
   c.data_dir = ml_collections.config_dict.placeholder(str)
   c.n = 6
   c.d = 64

@@ -78,6 +78,10 @@ SCHEMA: Dict[str, Spec] = {
     'model': Spec(str, choices=lambda: MODELS),
     'dataset': Spec(str, choices=lambda: data.DATASETS),
     'data_dir': Spec(str, optional=True),
+    'classes': Spec((tuple, list), optional=True),  # checked against the data set by data.load
+    'image_size': Spec(int, low=1, optional=True),
+    'grayscale': Spec(bool),
+    'preprocess': Spec(str, choices=lambda: data.PREPROCESS),
     'n': _positive_int(),
     'd': _positive_int(),
     'p': _positive_int(),
@@ -95,6 +99,8 @@ SCHEMA: Dict[str, Spec] = {
     'chunk_steps': _positive_int(),
     'log_every_seconds': Spec(float, low=0.0),
     'recovered_threshold': Spec(float, low=0.0, low_open=True),
+    'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
+    'ssim_filter_size': Spec(int, low=1, optional=True),
     'overwrite': Spec(bool),
     # Reliability (docs/reliability.md): checkpoints, resume, saved models.
     'resume': Spec(bool),
@@ -103,7 +109,7 @@ SCHEMA: Dict[str, Spec] = {
     'checkpoint_keep': _positive_int(),
     'model_checkpoint': Spec(str, optional=True),
     # Subspace-aware reconstruction (recon/subspace.py, docs/subspace.md).
-    'planted_dim': Spec(int, low=1, optional=True),  # dataset planted_subspace: true k
+    'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
     'subspace': Spec(str, choices=SUBSPACE_MODES),
     'subspace_dim': Spec(int, low=1, optional=True),  # None: automatic (largest gap)
     'subspace_noise_floor': Spec(float, low=0.0, low_open=True, high=1.0),

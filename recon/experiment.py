@@ -21,16 +21,13 @@ from absl import logging
 
 from recon import checkpoint
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize
+from recon import data, features, io, metrics, optimize, plots
+from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
 from recon.objectives import projection
 
 Array = jax.Array
-
-
-class ExperimentError(RuntimeError):
-  """A run that cannot start or finish; the message is one line."""
 
 
 def set_dtype(name: str):
@@ -218,9 +215,9 @@ def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array
 
 
 def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array],
-                          dtype) -> model_ckpt.ModelCheckpoint:
-  """Loads the data and fits theta* = Phi^+ y; the result with its training set."""
-  x_true, y, _ = data.load(cfg, keys['data'], dtype)
+                          dtype) -> Tuple[model_ckpt.ModelCheckpoint, Dict[str, Any]]:
+  """Loads the data and fits theta* = Phi^+ y; (the model with its training set, data meta)."""
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
   v = _random_weights(keys['model'], cfg.p, cfg.d, dtype)
   theta, train_mse = _fit_rf(v, x_true, y, cfg.activation)
   train_mse = float(train_mse)
@@ -230,7 +227,7 @@ def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array]
       kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation},
       trained={'theta': theta}, extras={'v_key': keys['model']},
       truth={'x': x_true, 'y': y}, n=cfg.n,
-      info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed})
+      info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed}), meta
 
 
 def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
@@ -251,8 +248,11 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   if source:
     model = model_ckpt.load(source)
     logging.info('loaded the random-features model from %s', source)
+    # Our own saved model: the data description (image shape, pixel scale) comes from the
+    # config's data set; a foreign model brings none.
+    meta = data.load(cfg, keys['data'], dtype)[2] if source == own else {}
   else:
-    model = train_random_features(cfg, keys, dtype)
+    model, meta = train_random_features(cfg, keys, dtype)
   if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
     model_ckpt.save(own, model)
   problem = rf_problem(model, dtype)
@@ -266,7 +266,7 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta={}, problem=problem, loss_fn=loss_fn,
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, t0=t0, keys=keys, resume=resuming, extra_metrics=extra,
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
@@ -283,6 +283,29 @@ BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so o
               'metrics (loss, steps, status) are reported')
 
 
+def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dict[str, Any],
+                history: Dict[str, Any], result: Dict[str, Any],
+                ssim_filter: Optional[int] = None) -> None:
+  """DIR/loss_curve.png always; DIR/grid.png (truth over matched reconstruction) for images.
+
+  Reconstructions are mapped to pixels with their matched sample's row norm
+  (`data.to_pixels`), so both rows of the grid are at the data's true scale, drawn on
+  meta['pixel_range'] (default: the true images' min..max).
+  """
+  plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), history['step'], history['loss'],
+                   title=f'{meta.get("name", "")}: loss vs step ({result["status"]})')
+  shape = meta.get('image_shape')
+  if shape is None:
+    return
+  ssim = metrics.ssim_pairs(x_true, aligned, shape, result.get('ssim_filter_size', ssim_filter))
+  true_px = data.to_pixels(x_true, meta)
+  value_range = meta.get('pixel_range') or (float(true_px.min()), float(true_px.max()))
+  if not value_range[1] > value_range[0]:
+    value_range = (value_range[0], value_range[0] + 1.0)
+  plots.image_grid(os.path.join(workdir, 'grid.png'), true_px, data.to_pixels(aligned, meta),
+                   shape, ssim, value_range=value_range)
+
+
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
                            x_true: Optional[Array], y: Optional[Array],
                            meta: Optional[Dict[str, Any]] = None, problem: Any, loss_fn,
@@ -295,18 +318,27 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`. `decode(params)`
   (optional) maps the optimised variables (e.g. subspace coordinates, or a pytree
-  with free coefficients) to input-space candidates for the metrics; default identity. Writes
-  summary.json (config, metrics, threat model, loss history) and
-  reconstruction.npz (true rows, matched candidates, all candidates).
+  with free coefficients) to input-space candidates for the metrics; default identity.
+  Writes summary.json (config, metrics, threat model, loss history, data description),
+  reconstruction.npz (true rows, matched candidates, all candidates), loss_curve.png
+  and, for image data (meta['image_shape'] set), grid.png plus SSIM/PSNR metrics.
 
   Checkpoints the state (and `keys`) to WORKDIR/checkpoints/ every
   checkpoint_every_steps / checkpoint_every_seconds and when the run stops;
   `resume` (default: config.resume and a checkpoint exists) restarts from the
   latest one, history included. With `x_true=None` (no ground truth, e.g. a
   model checkpoint without its training set) only the blind metrics are
-  reported (loss, steps, status) and the summary says so.
+  reported (loss, steps, status), only the loss curve is drawn, and the summary
+  says so.
   """
   t0 = time.time() if t0 is None else t0
+  meta = meta or {}
+  image_shape = meta.get('image_shape')
+  ssim_filter = cfg.get('ssim_filter_size', None)
+  if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
+    raise ExperimentError(f'config.ssim_filter_size: invalid value {ssim_filter} for images of '
+                          f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
+                          f'1..{min(image_shape[:2])}')
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   chunk = jax.jit(lambda s, stop: optimize.run_chunk(
@@ -375,6 +407,11 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   })
   if has_truth:
     result.update({'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:]))})
+    aligned = metrics.aligned_candidates(x_true_np, x_hat)
+    if image_shape is not None:
+      result.update(metrics.image_metrics(
+          x_true_np, x_hat, image_shape,
+          threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
   result.update(extra_metrics or {})
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
@@ -388,14 +425,20 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
       'resumed_from_step': resumed_from,
       'device': str(jax.devices()[0].platform),
+      'data': data.describe(meta),
   }
   arrays = {'x_candidates': x_hat}
   if has_truth:
-    arrays.update(x_true=x_true_np, x_matched=metrics.aligned_candidates(x_true_np, x_hat))
+    arrays.update(x_true=x_true_np, x_matched=aligned)
   if y is not None:
     arrays['y'] = np.asarray(y)
   io.write_npz(os.path.join(workdir, 'reconstruction.npz'), **arrays)
-  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  if has_truth:
+    write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
+  else:
+    plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), summary['history']['step'],
+                     summary['history']['loss'], title=f'loss vs step ({status}, no ground truth)')
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)  # last: marks a finished run
   if has_truth:
     logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
                  '(%s after %d steps, %.1fs) -> %s', result['recon_error'],

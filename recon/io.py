@@ -61,3 +61,7 @@ def write_text(path: str, text: str) -> None:
 
 def write_npz(path: str, **arrays: np.ndarray) -> None:
   _atomic_write(path, lambda f: np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()}))
+
+
+def write_bytes(path: str, data: bytes) -> None:
+  _atomic_write(path, lambda f: f.write(data))

@@ -116,3 +116,84 @@ def feature_residual(phi_true: np.ndarray, phi_hat: np.ndarray) -> float:
   q = q[:, s > max(b.shape) * np.finfo(np.float64).eps * max(s.max(), 1e-300)]
   resid = a - (a @ q) @ q.T
   return float(np.mean(np.linalg.norm(resid, axis=1)) / np.sqrt(a.shape[1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Image metrics. Every candidate is first matched to a true row and its sign fixed by the
+# sign-invariant L2 matching above (`aligned_candidates`), so SSIM/PSNR inherit the sign
+# invariance. Both images of a pair are min-max rescaled to [0, 1] one by one (data range
+# 1; the rescaling also undoes any positive per-image scale, e.g. the sphere projection),
+# as in Haim et al. 2022. SSIM is dm-pix's (Wang et al. 2004; Gaussian window, sigma 1.5,
+# k1 = 0.01, k2 = 0.03, mean over the valid-convolution map and the channels).
+
+SSIM_THRESHOLD = 0.7  # recovered (images) = matched and SSIM > 0.7 (sample-splitting's "good").
+SSIM_SIGMA = 1.5
+PSNR_MAX_DB = 100.0  # PSNR of identical images is capped here (finite JSON).
+
+
+def ssim_filter_size(image_shape) -> int:
+  """Default SSIM window: 11 when both sides are >= 16 pixels, else 3 (1 below 3 pixels)."""
+  side = min(int(image_shape[0]), int(image_shape[1]))
+  return 11 if side >= 16 else (3 if side >= 3 else 1)
+
+
+def minmax_images(x: np.ndarray, image_shape) -> np.ndarray:
+  """Rows (n, H*W*C) -> images (n, H, W, C), each rescaled to [0, 1] (constant -> 0)."""
+  img = np.asarray(x, np.float64).reshape((len(x),) + tuple(image_shape))
+  lo = img.min(axis=(1, 2, 3), keepdims=True)
+  hi = img.max(axis=(1, 2, 3), keepdims=True)
+  return (img - lo) / np.maximum(hi - lo, 1e-12)
+
+
+def ssim_pairs(a: np.ndarray, b: np.ndarray, image_shape,
+               filter_size: int | None = None) -> np.ndarray:
+  """SSIM of row a_i with row b_i (both min-max rescaled; data range 1), shape (n,)."""
+  import dm_pix  # pylint: disable=import-outside-toplevel  (JAX; only image runs need it)
+  size = ssim_filter_size(image_shape) if filter_size is None else int(filter_size)
+  if size > min(image_shape[0], image_shape[1]):
+    raise ValueError(f'ssim_filter_size: {size} exceeds the image side '
+                     f'{min(image_shape[0], image_shape[1])}')
+  ia = minmax_images(a, image_shape).astype(np.float32)
+  ib = minmax_images(b, image_shape).astype(np.float32)
+  return np.asarray(dm_pix.ssim(ia, ib, max_val=1.0, filter_size=size, filter_sigma=SSIM_SIGMA),
+                    np.float64)
+
+
+def psnr_pairs(a: np.ndarray, b: np.ndarray, image_shape) -> np.ndarray:
+  """PSNR (dB) of row a_i with row b_i after min-max rescaling: -10 log10(mse), capped."""
+  mse = np.mean((minmax_images(a, image_shape) - minmax_images(b, image_shape)) ** 2,
+                axis=(1, 2, 3))
+  return np.minimum(-10.0 * np.log10(np.maximum(mse, 1e-300)), PSNR_MAX_DB)
+
+
+def per_sample_ssim(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
+                    filter_size: int | None = None) -> np.ndarray:
+  """SSIM of every true image with its matched, sign-aligned candidate (nearest if uncovered)."""
+  return ssim_pairs(x_true, aligned_candidates(x_true, x_hat), image_shape, filter_size)
+
+
+def image_metrics(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
+                  threshold: float = SSIM_THRESHOLD,
+                  filter_size: int | None = None) -> Dict[str, float]:
+  """SSIM/PSNR summaries and frac_recovered_ssim = share of true images matched with SSIM > threshold.
+
+  Uncovered true images (n_candidates < n) enter the means with their nearest
+  candidate but never count as recovered (as in `reconstruction_metrics`).
+  """
+  aligned = aligned_candidates(x_true, x_hat)
+  size = ssim_filter_size(image_shape) if filter_size is None else int(filter_size)
+  ssim = ssim_pairs(x_true, aligned, image_shape, size)
+  psnr = psnr_pairs(x_true, aligned, image_shape)
+  matched = np.zeros(len(ssim), bool)
+  matched[match(x_true, x_hat)['rows']] = True
+  recovered = matched & (ssim > threshold)
+  return {
+      'ssim_mean': float(ssim.mean()),
+      'ssim_median': float(np.median(ssim)),
+      'ssim_min': float(ssim.min()),
+      'psnr_mean': float(psnr.mean()),
+      'frac_recovered_ssim': float(recovered.mean()),
+      'n_recovered_ssim': int(recovered.sum()),
+      'ssim_threshold': float(threshold),
+      'ssim_filter_size': size,
+  }

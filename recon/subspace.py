@@ -1,4 +1,4 @@
-"""The data subspace: planted-subspace data, its estimate from dW1, principal angles.
+"""The data subspace: its estimate from dW1, principal angles, lifting z -> x = U z.
 
 Under (momentum) GD without weight decay every update of the first layer is
 sum_i u_i x_i^T, so dW1 = W1_T - W1_0 (rows = neurons, width x d) has its row space
@@ -30,29 +30,6 @@ DEFAULT_NOISE_FLOOR = 1e-3
 
 class SubspaceError(ValueError):
   """A subspace request that cannot be met; the message is one line."""
-
-
-def random_basis(key: Array, d: int, k: int, dtype=jnp.float32) -> Array:
-  """An orthonormal basis U (d x k) of a uniformly random k-dim subspace of R^d."""
-  q, r = jnp.linalg.qr(jax.random.normal(key, (d, k), dtype))
-  return q * jnp.sign(jnp.diagonal(r))[None, :]
-
-
-def planted_subspace(key: Array, n: int, d: int, k: int, noise: float = 0.5,
-                     dtype=jnp.float32) -> Tuple[Array, Array, Array]:
-  """(X, y, U): X = Z U^T with Z uniform on the sqrt(d)-sphere of R^k, U a random basis.
-
-  Rows of X lie in span(U) and on the sqrt(d)-sphere of R^d; y = X g + eps with
-  g ~ N(0, I/d), eps ~ N(0, noise^2) (as `recon.data.synthetic_sphere`).
-  """
-  ku, kz, kg, ke = jax.random.split(key, 4)
-  u = random_basis(ku, d, k, dtype)
-  z = jax.random.normal(kz, (n, k), dtype)
-  z = z * (jnp.sqrt(jnp.asarray(d, dtype)) / jnp.linalg.norm(z, axis=1, keepdims=True))
-  x = z @ u.T
-  g = jax.random.normal(kg, (d,), dtype) / jnp.sqrt(jnp.asarray(d, dtype))
-  y = x @ g + noise * jax.random.normal(ke, (n,), dtype)
-  return x, y, u
 
 
 def lift(z: Array, basis: Array) -> Array:

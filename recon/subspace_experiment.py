@@ -40,20 +40,20 @@ def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
 def check(cfg: ml_collections.ConfigDict) -> None:
   """Cross-field checks before any compute; one-line ConfigError naming the field."""
   mode = cfg.get('subspace', 'none')
-  if cfg.dataset == 'planted_subspace':
+  if cfg.dataset == 'synthetic_subspace':
     k = cfg.get('planted_dim')
     if k is None or k > cfg.d:
       raise config_lib.ConfigError(
-          f'config.planted_dim: invalid value {k!r} for dataset planted_subspace with '
+          f'config.planted_dim: invalid value {k!r} for dataset synthetic_subspace with '
           f'd={cfg.d}; accepted: int 1..{cfg.d}')
   if mode == 'estimated' and cfg.model == 'random_features':
     raise config_lib.ConfigError(
         "config.subspace: 'estimated' needs a trainable first layer, and random_features' "
         "first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
-  if mode == 'known' and cfg.dataset != 'planted_subspace':
+  if mode == 'known' and cfg.dataset != 'synthetic_subspace':
     raise config_lib.ConfigError(
         f"config.subspace: 'known' needs a dataset with a known subspace, not "
-        f"{cfg.dataset!r}; accepted: dataset 'planted_subspace', or subspace 'none'/'estimated'")
+        f"{cfg.dataset!r}; accepted: dataset 'synthetic_subspace', or subspace 'none'/'estimated'")
   k = cfg.get('subspace_dim')
   if k is not None:
     if mode == 'none':
@@ -136,11 +136,11 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
       k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
   train_mse = float(prob['train_mse'])
   problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
-  basis = None if cfg.subspace == 'none' else np.asarray(meta['subspace_basis'])
+  basis = None if cfg.subspace == 'none' else np.asarray(meta['basis'])
   k = cfg.d if basis is None else basis.shape[1]
   logging.info('random features: n=%d d=%d k=%d p=%d (p/kn=%.3g, p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, k, cfg.p, cfg.p / (k * cfg.n), cfg.p / (cfg.d * cfg.n), train_mse)
-  true_basis = meta.get('subspace_basis')
+  true_basis = meta.get('basis')
   extra = {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
            'p_over_n': cfg.p / cfg.n, 'subspace': cfg.subspace, 'subspace_k': int(k)}
   if true_basis is not None:
@@ -191,7 +191,7 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array
                      t0: Optional[float] = None) -> Dict[str, Any]:
   """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
 
-  meta['subspace_basis'] (optional) is the true subspace, for principal angles and
+  meta['basis'] (optional) is the true subspace, for principal angles and
   subspace='known'.
   """
   from recon import experiment  # pylint: disable=import-outside-toplevel
@@ -205,7 +205,7 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array
   delta_w1 = net['w1'] - net['w1_init']
   delta_w2 = (net['params']['params']['head']['kernel']
               - net['params0']['params']['head']['kernel'])
-  true_basis = meta.get('subspace_basis')
+  true_basis = meta.get('basis')
   est = None
   if cfg.subspace == 'estimated':
     try:

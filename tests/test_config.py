@@ -44,7 +44,7 @@ def test_every_field_of_every_config_is_checked(path):
       continue
     bad = ml_collections.ConfigDict(cfg.to_dict())
     with bad.ignore_type():
-      bad[field] = [1, 2]  # a list: no spec accepts it
+      bad[field] = {1, 2}  # a set: no spec accepts it
     with pytest.raises(config_lib.ConfigError, match=rf'^config\.{field}: invalid value'):
       config_lib.validate(bad)
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from recon import config as config_lib
-from recon import experiment, subspace, subspace_experiment
+from recon import data, experiment, subspace, subspace_experiment
 
 
 def test_planted_subspace_rows_lie_in_the_basis_span_on_the_sphere():
-  x, y, u = subspace.planted_subspace(jax.random.PRNGKey(0), 7, 12, 3)
+  x, y, u = data.synthetic_subspace(jax.random.PRNGKey(0), 7, 12, 3)
   assert x.shape == (7, 12) and y.shape == (7,) and u.shape == (12, 3)
   np.testing.assert_allclose(u.T @ u, np.eye(3), atol=1e-5)
   np.testing.assert_allclose(np.linalg.norm(x, axis=1), np.sqrt(12), rtol=1e-5)
@@ -44,7 +44,7 @@ def test_choose_k_cuts_at_the_largest_gap_above_the_floor():
 
 
 def test_planted_subspace_recovered_from_a_low_rank_weight_change():
-  x, _, u = subspace.planted_subspace(jax.random.PRNGKey(1), 10, 30, 4)
+  x, _, u = data.synthetic_subspace(jax.random.PRNGKey(1), 10, 30, 4)
   a = jax.random.normal(jax.random.PRNGKey(2), (50, 10))
   dw = a @ x + 1e-6 * jax.random.normal(jax.random.PRNGKey(3), (50, 30))  # rows in span(X)
   est = subspace.estimate_subspace(dw)
@@ -55,7 +55,7 @@ def test_planted_subspace_recovered_from_a_low_rank_weight_change():
 
 def _two_layer_cfg(**kw):
   c = ml_collections.ConfigDict(dict(
-      model='two_layer', dataset='planted_subspace', n=4, d=12, planted_dim=3, label_noise=0.5,
+      model='two_layer', dataset='synthetic_subspace', n=4, d=12, planted_dim=3, label_noise=0.5,
       width=32, activation='relu_tanh', train_loss='mse', train_lr=1e-2, train_steps=3000,
       train_tol=1e-6, weight_decay=0.0, seed=0))
   c.update(kw)
@@ -92,7 +92,7 @@ def test_subspace_errors_are_one_line():
 
 def _rf_cfg(**kw):
   c = ml_collections.ConfigDict(dict(
-      name='t', model='random_features', dataset='planted_subspace', n=3, d=16, planted_dim=2,
+      name='t', model='random_features', dataset='synthetic_subspace', n=3, d=16, planted_dim=2,
       label_noise=0.5, p=24, activation='relu_tanh', subspace='known', subspace_dim=None,
       subspace_noise_floor=1e-3, gradient_at='trained', alpha_mode='closed_form',
       n_candidates=6, optimizer='sgd', lr=20.0, momentum=0.9, max_steps=1500, tol=1e-7,

@@ -1,0 +1,292 @@
+"""Data loaders: synthetic generators, digits, and CIFAR-10 / MNIST from tiny files in the
+official formats written to a temporary folder (no network)."""
+import gzip
+import os
+import pickle
+import struct
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from recon import data, errors, experiment
+
+KEY = jax.random.PRNGKey(0)
+
+
+def cfg(**kw):
+  base = dict(dataset='digits', data_dir=None, classes=(0, 1), image_size=None,
+              grayscale=False, preprocess='sphere', n=6, d=64, label_noise=0.0)
+  base.update(kw)
+  return ml_collections.ConfigDict(base)
+
+
+def one_line_error(fn, *parts):
+  with pytest.raises(data.DataError) as e:
+    fn()
+  msg = str(e.value)
+  assert '\n' not in msg
+  for p in parts:
+    assert p in msg, (p, msg)
+  return msg
+
+
+# --- synthetic -------------------------------------------------------------------------------
+
+
+def test_synthetic_sphere_unchanged_interface():
+  x, y, meta = data.load(cfg(dataset='synthetic_sphere', n=5, d=7, label_noise=0.5), KEY)
+  assert x.shape == (5, 7) and y.shape == (5,) and meta['image_shape'] is None
+  np.testing.assert_allclose(np.linalg.norm(x, axis=1), np.sqrt(7), rtol=1e-5)
+
+
+def test_synthetic_subspace_rows_on_sphere_inside_basis():
+  c = cfg(dataset='synthetic_subspace', n=6, d=12, planted_dim=3, label_noise=0.5)
+  x, y, meta = data.load(c, KEY, jnp.float32)
+  b = np.asarray(meta['basis'])
+  assert x.shape == (6, 12) and x.dtype == jnp.float32 and y.shape == (6,)
+  assert b.shape == (12, 3) and meta['planted_dim'] == 3
+  np.testing.assert_allclose(b.T @ b, np.eye(3), atol=1e-5)
+  np.testing.assert_allclose(np.linalg.norm(x, axis=1), np.sqrt(12), rtol=1e-5)
+  x = np.asarray(x)
+  assert np.abs(x - x @ b @ b.T).max() < 1e-4  # inside span(B) ...
+  assert np.linalg.matrix_rank(x, tol=1e-3) == 3  # ... and spanning it
+  _, _, other = data.load(c, jax.random.PRNGKey(1))
+  assert np.abs(np.asarray(other['basis']) - b).max() > 0.1  # a new key, a new subspace
+
+
+def test_synthetic_subspace_vmaps_over_keys():
+  keys = jax.random.split(KEY, 3)
+  x, y, b = jax.vmap(lambda k: data.synthetic_subspace(k, 4, 6, 2))(keys)
+  assert x.shape == (3, 4, 6) and y.shape == (3, 4) and b.shape == (3, 6, 2)
+
+
+@pytest.mark.parametrize('k', [None, 0, 13])
+def test_synthetic_subspace_bad_dim(k):
+  one_line_error(lambda: data.load(cfg(dataset='synthetic_subspace', d=12, planted_dim=k,
+                                       label_noise=0.1), KEY), 'config.planted_dim')
+
+
+# --- digits ----------------------------------------------------------------------------------
+
+
+def test_digits_balanced_labels_shapes_and_true_scale():
+  x, y, meta = data.load(cfg(classes=(3, 5), n=7), KEY)
+  assert x.shape == (7, 64) and x.dtype == jnp.float32 and y.dtype == jnp.float32
+  assert meta['image_shape'] == (8, 8, 1) and meta['class_names'] == ('3', '5')
+  assert list(meta['source_labels']) == [3, 3, 3, 3, 5, 5, 5]  # 4 + 3: balanced
+  assert list(np.asarray(y)) == [-1, -1, -1, -1, 1, 1, 1]  # first class -1
+  np.testing.assert_allclose(np.linalg.norm(x, axis=1), 8.0, rtol=1e-5)
+  # Preprocessing is undone exactly by to_pixels (true scale, [0, 1]).
+  images = load_digits().images[meta['indices']].reshape(7, 64) / 16.0
+  np.testing.assert_allclose(data.to_pixels(np.asarray(x, np.float64), meta), images, atol=1e-5)
+  assert meta['mean'] == pytest.approx(images.mean())
+  assert meta['std'] == pytest.approx(images.std())
+
+
+def test_digits_subset_depends_on_key_only():
+  a = data.load(cfg(n=10), KEY)[2]['indices']
+  b = data.load(cfg(n=10), KEY)[2]['indices']
+  c = data.load(cfg(n=10), jax.random.PRNGKey(5))[2]['indices']
+  np.testing.assert_array_equal(a, b)
+  assert set(a) != set(c)
+
+
+def test_digits_multiclass_labels_are_positions():
+  x, y, meta = data.load(cfg(classes=(7, 2, 9), n=6), KEY)
+  assert y.dtype == jnp.int32
+  assert list(meta['source_labels']) == [7, 7, 2, 2, 9, 9]
+  assert list(np.asarray(y)) == [0, 0, 1, 1, 2, 2]
+
+
+def test_digits_all_classes_and_other_preprocessing():
+  x, _, meta = data.load(cfg(classes=None, n=20, preprocess='standardize'), KEY)
+  assert sorted(set(meta['source_labels'])) == list(range(10))
+  assert abs(float(x.mean())) < 1e-5 and float(x.std()) == pytest.approx(1.0, rel=1e-4)
+  x, _, meta = data.load(cfg(preprocess='none'), KEY)
+  assert float(x.min()) >= 0.0 and float(x.max()) <= 1.0
+  np.testing.assert_allclose(data.to_pixels(np.asarray(x), meta), np.asarray(x))
+
+
+def test_digits_downsampling_by_block_mean():
+  x, _, meta = data.load(cfg(image_size=4, d=16, preprocess='none', n=2), KEY)
+  assert meta['image_shape'] == (4, 4, 1) and x.shape == (2, 16)
+  full = load_digits().images[meta['indices']] / 16.0
+  expected = full.reshape(2, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(2, 16)
+  np.testing.assert_allclose(np.asarray(x), expected, atol=1e-6)
+
+
+def test_digits_config_errors():
+  one_line_error(lambda: data.load(cfg(d=10), KEY), 'config.d', 'd = 64')
+  one_line_error(lambda: data.load(cfg(image_size=3, d=9), KEY), 'config.image_size', '1, 2, 4, 8')
+  one_line_error(lambda: data.load(cfg(classes=(0, 10)), KEY), 'config.classes', '0..9')
+  one_line_error(lambda: data.load(cfg(classes=(1, 1)), KEY), 'config.classes')
+  one_line_error(lambda: data.load(cfg(n=1000), KEY), 'config.n', 'n <=')
+
+
+def test_data_error_is_an_experiment_error():
+  assert issubclass(data.DataError, errors.ExperimentError)
+  assert experiment.ExperimentError is errors.ExperimentError
+
+
+# --- CIFAR-10 (python version) ---------------------------------------------------------------
+
+
+def write_cifar(folder, per_batch=4, protocol=2, meta=True):
+  """Five training batches in the official layout; labels 0, 1, ..., 9, 0, 1, ... in order."""
+  os.makedirs(folder, exist_ok=True)
+  rng = np.random.default_rng(0)
+  all_images, all_labels = [], []
+  for i in range(1, 6):
+    images = rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8)
+    labels = [(per_batch * (i - 1) + j) % 10 for j in range(per_batch)]
+    batch = {b'batch_label': f'training batch {i} of 5'.encode(), b'labels': labels,
+             b'data': images, b'filenames': [b'x.png'] * per_batch}
+    with open(os.path.join(folder, f'data_batch_{i}'), 'wb') as f:
+      pickle.dump(batch, f, protocol=protocol)
+    all_images.append(images)
+    all_labels += labels
+  if meta:
+    names = [f'name{k}'.encode() for k in range(10)]
+    with open(os.path.join(folder, 'batches.meta'), 'wb') as f:
+      pickle.dump({b'label_names': names, b'num_cases_per_batch': per_batch}, f, protocol=2)
+  return np.concatenate(all_images), np.array(all_labels)
+
+
+def cifar_cfg(folder, **kw):
+  base = dict(dataset='cifar10', data_dir=str(folder), d=32 * 32 * 3)
+  base.update(kw)
+  return cfg(**base)
+
+
+@pytest.mark.parametrize('protocol', [2, pickle.HIGHEST_PROTOCOL])
+def test_cifar_loads_official_layout(tmp_path, protocol):
+  raw, labels = write_cifar(tmp_path, protocol=protocol)
+  x, y, meta = data.load(cifar_cfg(tmp_path, classes=(6, 9), n=4, preprocess='none'), KEY)
+  assert x.shape == (4, 3072) and meta['image_shape'] == (32, 32, 3)
+  assert list(labels[meta['indices']]) == [6, 6, 9, 9] and list(np.asarray(y)) == [-1, -1, 1, 1]
+  assert meta['class_names'] == ('name6', 'name9')
+  # Rows are stored as R, G, B planes; X is (H, W, C) flattened.
+  expected = raw[meta['indices']].reshape(4, 3, 32, 32).transpose(0, 2, 3, 1).reshape(4, -1)
+  np.testing.assert_allclose(np.asarray(x), expected / 255.0, atol=1e-6)
+
+
+def test_cifar_grayscale_downsampled_and_nested_folder(tmp_path):
+  raw, _ = write_cifar(tmp_path / 'cifar-10-batches-py', meta=False)
+  c = cifar_cfg(tmp_path, classes=(1, 2, 3), n=3, grayscale=True, image_size=8, d=64,
+                preprocess='none')
+  x, y, meta = data.load(c, KEY)
+  assert x.shape == (3, 64) and meta['image_shape'] == (8, 8, 1) and y.dtype == jnp.int32
+  assert meta['class_names'] == ('automobile', 'bird', 'cat')  # default names without meta
+  rgb = raw[meta['indices']].reshape(3, 3, 32, 32).transpose(0, 2, 3, 1) / 255.0
+  gray = rgb @ np.array([0.299, 0.587, 0.114])
+  expected = gray.reshape(3, 8, 4, 8, 4).mean(axis=(2, 4)).reshape(3, 64)
+  np.testing.assert_allclose(np.asarray(x), expected, atol=1e-5)
+
+
+def test_cifar_missing_dir_and_files(tmp_path):
+  one_line_error(lambda: data.load(cfg(dataset='cifar10', d=3072, n=2), KEY),
+                 'config.data_dir', data.CIFAR10_PAGE)
+  write_cifar(tmp_path)
+  os.remove(tmp_path / 'data_batch_3')
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY),
+                 str(tmp_path / 'data_batch_3'), 'data_batch_1', 'python version',
+                 data.CIFAR10_PAGE)
+
+
+def test_cifar_malformed_files(tmp_path):
+  write_cifar(tmp_path)
+  path = tmp_path / 'data_batch_2'
+  path.write_bytes(b'not a pickle at all')
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY), 'malformed', str(path),
+                 data.CIFAR10_PAGE)
+  with open(path, 'wb') as f:  # the wrong array shape
+    pickle.dump({b'data': np.zeros((2, 100), np.uint8), b'labels': [0, 1]}, f)
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY), 'malformed', 'uint8[N, 3072]')
+  with open(path, 'wb') as f:  # code in a "data" file is refused, not run
+    pickle.dump(os.getcwd, f)
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY), 'malformed', str(path))
+
+
+# --- MNIST (IDX) -----------------------------------------------------------------------------
+
+
+def idx_bytes(array, magic_type=0x08):
+  header = bytes([0, 0, magic_type, array.ndim]) + struct.pack('>' + 'I' * array.ndim,
+                                                                 *array.shape)
+  return header + array.astype(np.uint8).tobytes()
+
+
+def write_mnist(folder, n=20, gz=True):
+  rng = np.random.default_rng(1)
+  images = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+  labels = np.arange(n, dtype=np.uint8) % 10
+  for name, arr in (('train-images-idx3-ubyte', images), ('train-labels-idx1-ubyte', labels)):
+    raw = idx_bytes(arr)
+    if gz:
+      (folder / (name + '.gz')).write_bytes(gzip.compress(raw))
+    else:
+      (folder / name).write_bytes(raw)
+  return images, labels
+
+
+def mnist_cfg(folder, **kw):
+  base = dict(dataset='mnist', data_dir=str(folder), d=784, preprocess='none')
+  base.update(kw)
+  return cfg(**base)
+
+
+@pytest.mark.parametrize('gz', [True, False])
+def test_mnist_idx_gz_and_plain(tmp_path, gz):
+  images, labels = write_mnist(tmp_path, gz=gz)
+  x, y, meta = data.load(mnist_cfg(tmp_path, classes=(4, 8), n=4), KEY)
+  assert x.shape == (4, 784) and meta['image_shape'] == (28, 28, 1)
+  assert list(labels[meta['indices']]) == [4, 4, 8, 8] and list(np.asarray(y)) == [-1, -1, 1, 1]
+  np.testing.assert_allclose(np.asarray(x), images[meta['indices']].reshape(4, -1) / 255.0,
+                             atol=1e-6)
+  x, _, meta = data.load(mnist_cfg(tmp_path, n=2, image_size=7, d=49), KEY)
+  assert x.shape == (2, 49) and meta['image_shape'] == (7, 7, 1)
+
+
+def test_read_idx_roundtrip(tmp_path):
+  arr = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+  (tmp_path / 'a').write_bytes(idx_bytes(arr))
+  np.testing.assert_array_equal(data.read_idx(str(tmp_path / 'a')), arr)
+
+
+def test_mnist_missing_and_malformed(tmp_path):
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'missing file',
+                 str(tmp_path / 'train-images-idx3-ubyte'), 'train-labels-idx1-ubyte',
+                 data.MNIST_PAGE)
+  write_mnist(tmp_path, gz=False)
+  img = tmp_path / 'train-images-idx3-ubyte'
+  good = img.read_bytes()
+  img.write_bytes(b'\x00\x00\x0d\x03' + good[4:])  # float type code: not MNIST
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'malformed', str(img),
+                 data.MNIST_PAGE)
+  img.write_bytes(good[:-10])  # truncated
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'malformed', 'header says')
+  img.write_bytes(b'\x1f\x8b' + b'garbage')  # broken gzip
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'broken gzip')
+  img.write_bytes(good)
+  (tmp_path / 'train-labels-idx1-ubyte').write_bytes(idx_bytes(np.zeros(3, np.uint8)))
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'malformed',
+                 'train-labels-idx1-ubyte', '[20]')
+
+
+def test_cli_prints_one_line_for_missing_data(tmp_path):
+  proc = subprocess.run(
+      [sys.executable, '-m', 'recon.main', '--config=configs/rf_digits.py',
+       '--config.dataset=mnist', f'--config.data_dir={tmp_path}', '--config.d=784',
+       f'--workdir={tmp_path / "run"}'],
+      capture_output=True, text=True, timeout=120,
+      cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  assert proc.returncode == 2
+  lines = [l for l in proc.stderr.splitlines() if l.startswith('error:')]
+  assert len(lines) == 1 and 'train-images-idx3-ubyte' in lines[0] and data.MNIST_PAGE in lines[0]
+  assert 'Traceback' not in proc.stderr
