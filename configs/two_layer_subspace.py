@@ -24,9 +24,9 @@ def get_config() -> ml_collections.ConfigDict:
   # Model and its training (full-batch GD).
   c.width = 192
   c.activation = 'relu_tanh'
-  c.train_loss = 'mse'
+  c.loss = 'mse'
   c.train_lr = 5e-3
-  c.train_steps = 20000
+  c.train_max_steps = 20000
   c.train_tol = 1e-6
   c.weight_decay = 0.0
   # Attack.

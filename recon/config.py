@@ -11,12 +11,14 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize
+from recon.models import networks, train
 from recon.objectives import unified
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features', 'two_layer')
+MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit')
+# Models trained by GD and attacked through their last layer's parameter-Jacobian.
+NETWORK_MODELS = ('random_features_gd', 'two_layer', 'resnet', 'vit')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
-TWO_LAYER_LOSSES = ('mse', 'logistic')
 
 
 class ConfigError(ValueError):
@@ -108,6 +110,23 @@ SCHEMA: Dict[str, Spec] = {
     'checkpoint_every_steps': Spec(int, low=0),  # 0: off
     'checkpoint_keep': _positive_int(),
     'model_checkpoint': Spec(str, optional=True),
+    # Networks trained by GD (recon/network_experiment.py).
+    'width': _positive_int(),
+    'depth': _positive_int(),
+    'num_classes': _positive_int(),
+    'loss': Spec(str, choices=train.LOSSES),
+    'train_lr': Spec(float, low=0.0, low_open=True, optional=True),
+    'train_momentum': Spec(float, low=0.0, high=0.999999),
+    'train_max_steps': _positive_int(),
+    'train_tol': Spec(float, low=0.0),
+    'last_layer': Spec(str),
+    'image_shape': Spec((tuple, list), optional=True),
+    'patch_size': _positive_int(),
+    'num_heads': _positive_int(),
+    'pool': Spec(str, choices=networks.POOLS),
+    'jacobian_at': Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
+    'attacker_knows_init': Spec(bool),
+    'attacker_knows_n': Spec(bool),
     # Subspace-aware reconstruction (recon/subspace.py, docs/subspace.md).
     'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
     'subspace': Spec(str, choices=SUBSPACE_MODES),
@@ -115,14 +134,44 @@ SCHEMA: Dict[str, Spec] = {
     'subspace_noise_floor': Spec(float, low=0.0, low_open=True, high=1.0),
     'gradient_at': Spec(str, choices=lambda: unified.GRADIENT_AT),
     'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
-    # Two-layer network (model two_layer), trained by full-batch GD.
-    'width': _positive_int(),
-    'train_loss': Spec(str, choices=TWO_LAYER_LOSSES),
-    'train_lr': Spec(float, low=0.0, low_open=True),
-    'train_steps': _positive_int(),
-    'train_tol': Spec(float, low=0.0),
     'weight_decay': Spec(float, low=0.0),
+    'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
 }
+
+# Sweep axes (`config.sweep.AXIS = (values, ...)`, see recon/sweep.py). Vectorised axes
+# share one compiled program (widths padded to the largest p, lr/momentum in the
+# optimiser state, seeds as a batch of keys); static axes change shapes or code and
+# loop outside, one compiled group per value.
+SWEEP_VECTORISED = ('p', 'p_over_dn', 'seed', 'lr', 'momentum')
+SWEEP_STATIC = ('activation', 'n_candidates', 'dtype', 'n', 'd', 'label_noise', 'optimizer',
+                'jitter', 'tol', 'max_steps')
+SWEEP_ONLY: Dict[str, Spec] = {'p_over_dn': Spec(float, low=0.0, low_open=True)}
+
+
+def validate_sweep(sweep: Any) -> None:
+  """Raises ConfigError for an unknown axis, an empty axis or an invalid axis value."""
+  accepted = ', '.join(SWEEP_VECTORISED + SWEEP_STATIC)
+  if not hasattr(sweep, 'items'):
+    raise ConfigError(f'config.sweep: invalid value {sweep!r}; accepted: a ConfigDict of '
+                      f'axes (tuples of values) named from {accepted}')
+  axes = dict(sweep.items())
+  for name, values in axes.items():
+    if name not in SWEEP_VECTORISED + SWEEP_STATIC:
+      raise ConfigError(f'config.sweep.{name}: unknown sweep axis; accepted axes: {accepted}')
+    if not isinstance(values, (tuple, list)) or isinstance(values, str):
+      raise ConfigError(f'config.sweep.{name}: invalid value {values!r}; accepted: a '
+                        'non-empty tuple of values')
+    if not values:
+      raise ConfigError(f'config.sweep.{name}: empty axis; accepted: a non-empty tuple of '
+                        'values')
+    spec = SWEEP_ONLY.get(name) or SCHEMA[name]
+    for value in values:
+      if not spec.check(value):
+        raise ConfigError(f'config.sweep.{name}: invalid value {value!r}; accepted: '
+                          f'{spec.accepted()}')
+  if 'p' in axes and 'p_over_dn' in axes:
+    raise ConfigError('config.sweep.p_over_dn: both p and p_over_dn are swept; accepted: '
+                      'one of the two width axes')
 
 
 def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
@@ -136,3 +185,5 @@ def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
     if name not in schema and name != 'sweep':
       raise ConfigError(f'config.{name}: unknown field; accepted fields: '
                         f'{", ".join(sorted(schema))}')
+  if fields.get('sweep'):
+    validate_sweep(fields['sweep'])

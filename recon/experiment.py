@@ -47,7 +47,7 @@ def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """
   config_lib.validate(config)
   cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
-  if cfg.get('n_candidates') is None:
+  if cfg.get('n_candidates') is None and cfg.get('attacker_knows_n', True):
     with cfg.ignore_type():
       cfg.n_candidates = cfg.n
   return cfg
@@ -65,13 +65,19 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
   """Draws V (p_total x d), fits theta* = Phi^+ y on the (masked) features.
 
   Returns the attacker's view {v, mask, theta} plus `train_mse` (a pytree of arrays).
+  With a 0/1 `mask` (a width padded to `p_total`) the padded columns of Phi are
+  zero, the pseudo-inverse cut-off uses the unpadded width and theta is zero on the
+  padding, so the first p entries equal the unpadded model's theta*.
   """
   d = x.shape[1]
   v = features.random_weights(keys['model'], p_total, d, x.dtype)
   if mask is None:
     mask = jnp.ones((p_total,), x.dtype)
+    n_features = None
+  else:
+    n_features = jnp.sum(mask)
   phi = features.rf_features(v, x, activation, mask)
-  theta = random_features.min_norm_solution(phi, y)
+  theta = random_features.min_norm_solution(phi, y, n_features) * mask
   return {'v': v, 'mask': mask, 'theta': theta,
           'train_mse': random_features.train_mse(phi, theta, y)}
 
@@ -124,7 +130,7 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
   return cfg
 
 
-def _prepare_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
+def _prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   """Applies the workdir rules before compute; returns True when resuming.
 
   A workdir holding a run (summary.json, checkpoints or a saved model) is refused
@@ -162,6 +168,31 @@ def _prepare_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   return False
 
 
+def rf_loss_fn(cfg: ml_collections.ConfigDict):
+  """`loss(x_hat, problem)` of the random-features pipeline for this config."""
+  return functools.partial(rf_loss, activation=cfg.activation, jitter=cfg.jitter)
+
+
+def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
+  """The random-features numbers every report carries next to the reconstruction metrics."""
+  return {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
+          'p_over_n': cfg.p / cfg.n}
+
+
+RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta* (trained)',
+                             'n_candidates', 'activation'],
+                   'unknown': ['X (training inputs)', 'y (labels)']}
+
+
+def _prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:
+  done = os.path.join(workdir, marker)
+  if os.path.exists(done) and not overwrite:
+    raise ExperimentError(
+        f'workdir: {workdir} already holds a finished run ({marker}); choose another '
+        '--workdir or pass --config.overwrite=True')
+  os.makedirs(workdir, exist_ok=True)
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (dispatch on `config.model`); returns the summary."""
   cfg = resolve(config)
@@ -172,12 +203,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
         'model_checkpoint: the subspace / two_layer pipeline trains its own model; accepted: '
         "model_checkpoint with model random_features, subspace 'none', alpha_mode "
         "'closed_form'")
-  resuming = _prepare_workdir(workdir, cfg)
+  if cfg.model in config_lib.NETWORK_MODELS and not subspace_experiment.uses_this_pipeline(cfg):
+    from recon import network_experiment  # pylint: disable=import-outside-toplevel
+    network_experiment.check_config(cfg)
+  resuming = _prepare_run_workdir(workdir, cfg)
   dtype = set_dtype(cfg.dtype)
   if subspace_experiment.uses_this_pipeline(cfg):
     return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype, resuming=resuming)
+  if cfg.model in config_lib.NETWORK_MODELS:
+    return network_experiment.run(cfg, workdir, dtype)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')
 
@@ -266,12 +302,40 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=rf_loss_fn(cfg),
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, t0=t0, keys=keys, resume=resuming, extra_metrics=extra,
-      threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
-                              'n_candidates', 'activation'],
-                    'unknown': ['X (training inputs)', 'y (labels)']})
+      threat_model=RF_THREAT_MODEL)
+
+
+def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
+  """`(state, problem, stop_step) -> state`: `optimize.run_chunk` bound to the config.
+
+  Pure and unjitted, so a caller can jit it (one run) or jit(vmap(...)) it (a sweep).
+  """
+  return lambda s, prob, stop: optimize.run_chunk(
+      s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
+      tol=cfg.tol, max_steps=cfg.max_steps)
+
+
+def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
+          steps: int, status: int, phi_true=None, phi_hat=None) -> Dict[str, Any]:
+  """Metrics of one finished run (host side): matching errors, feature residual, loss, status."""
+  x_true = np.asarray(x_true)
+  x_hat = np.asarray(x_hat)
+  result = metrics.reconstruction_metrics(x_true, x_hat, threshold)
+  if phi_true is not None:
+    result['feature_residual'] = metrics.feature_residual(np.asarray(phi_true),
+                                                          np.asarray(phi_hat))
+  result.update({
+      'projection_loss': final_loss,
+      'final_loss': final_loss,
+      'steps': int(steps),
+      'status': optimize.STATUS_NAMES[int(status)],
+      'n': int(x_true.shape[0]), 'd': int(np.prod(x_true.shape[1:])),
+      'n_candidates': int(x_hat.shape[0]),
+  })
+  return result
 
 
 COUNTING_NOTE = (
@@ -341,9 +405,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
                           f'1..{min(image_shape[:2])}')
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
-  chunk = jax.jit(lambda s, stop: optimize.run_chunk(
-      s, problem, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
-      tol=cfg.tol, max_steps=cfg.max_steps))
+  step_chunk = chunk_fn(cfg, loss_fn, optimizer, constraint)
+  chunk = jax.jit(lambda s, stop: step_chunk(s, problem, stop))
   ckpt_defaults = checkpoint.DEFAULTS
   checkpointer = checkpoint.RunCheckpointer(
       workdir, cfg.to_dict(), keys=keys,
@@ -390,28 +453,21 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   if has_truth:
-    result = metrics.reconstruction_metrics(x_true_np, x_hat, cfg.recovered_threshold)
-    if feature_fn is not None:
-      result['feature_residual'] = metrics.feature_residual(
-          np.asarray(feature_fn(x_true)),
-          np.asarray(feature_fn(jnp.asarray(x_hat, x_true.dtype))))
-  else:
-    result = {}
-  result.update({
-      'projection_loss': final_loss,
-      'final_loss': final_loss,
-      'steps': int(state.step),
-      'status': status,
-      'ground_truth': has_truth,
-      'n_candidates': int(x_hat.shape[0]),
-  })
-  if has_truth:
-    result.update({'n': int(x_true_np.shape[0]), 'd': int(np.prod(x_true_np.shape[1:]))})
+    result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
+                   steps=int(state.step), status=int(state.status),
+                   phi_true=None if feature_fn is None else feature_fn(x_true),
+                   phi_hat=None if feature_fn is None else feature_fn(
+                       jnp.asarray(x_hat, x_true.dtype)))
+    result['ground_truth'] = True
     aligned = metrics.aligned_candidates(x_true_np, x_hat)
     if image_shape is not None:
       result.update(metrics.image_metrics(
           x_true_np, x_hat, image_shape,
           threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
+  else:
+    result = {'projection_loss': final_loss, 'final_loss': final_loss,
+              'steps': int(state.step), 'status': status, 'ground_truth': False,
+              'n_candidates': int(x_hat.shape[0])}
   result.update(extra_metrics or {})
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':

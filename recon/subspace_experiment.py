@@ -32,8 +32,13 @@ Array = jax.Array
 
 
 def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
-  """True for model two_layer, or random features with a subspace or free alpha."""
-  return (cfg.model == 'two_layer' or cfg.get('subspace', 'none') != 'none'
+  """True for a config with a `subspace` field and model two_layer, or any subspace / free alpha.
+
+  A two_layer config without the `subspace` field (configs/two_layer.py) runs the
+  generic network pipeline (recon/network_experiment.py) instead.
+  """
+  return ((cfg.model == 'two_layer' and cfg.get('subspace') is not None)
+          or cfg.get('subspace', 'none') != 'none'
           or cfg.get('alpha_mode', 'closed_form') != 'closed_form')
 
 
@@ -68,11 +73,15 @@ def check(cfg: ml_collections.ConfigDict) -> None:
       raise config_lib.ConfigError(
           f"config.subspace_dim: {k} differs from the known subspace's dimension "
           f"planted_dim={cfg.get('planted_dim')}; accepted: None or {cfg.get('planted_dim')}")
-  if cfg.model == 'two_layer':
-    for name in ('width', 'train_loss', 'train_lr', 'train_steps', 'train_tol'):
+  if cfg.model == 'two_layer' and uses_this_pipeline(cfg):
+    for name in ('width', 'loss', 'train_lr', 'train_max_steps', 'train_tol'):
       if cfg.get(name) is None:
         raise config_lib.ConfigError(f'config.{name}: missing; model two_layer needs width, '
-                                     'train_loss, train_lr, train_steps, train_tol')
+                                     'loss, train_lr, train_max_steps, train_tol')
+    if cfg.loss not in ('mse', 'logistic'):
+      raise config_lib.ConfigError(
+          f"config.loss: invalid value {cfg.loss!r} for the subspace pipeline (one output); "
+          "accepted: 'mse', 'logistic'")
 
 
 def _first_layer_features(activation: str, n_out: int):
@@ -165,13 +174,13 @@ def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
   """
   net = networks.TwoLayer(width=cfg.width, out_dim=1, activation=cfg.activation)
   params0 = net.init(key, x[:1])
-  targets = y.reshape(-1, 1) if cfg.train_loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
+  targets = y.reshape(-1, 1) if cfg.loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
   opt = optax.sgd(cfg.train_lr)
   if cfg.weight_decay > 0:
     opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), opt)
-  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=cfg.train_loss,
-                             optimizer=opt, max_steps=cfg.train_steps, tol=cfg.train_tol,
-                             chunk_steps=min(cfg.train_steps, 2000))
+  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=cfg.loss,
+                             optimizer=opt, max_steps=cfg.train_max_steps, tol=cfg.train_tol,
+                             chunk_steps=min(cfg.train_max_steps, 2000))
   return {'params0': params0, 'params': params, 'info': info,
           'w1_init': params0['params']['hidden']['kernel'].T,
           'w1': params['params']['hidden']['kernel'].T}

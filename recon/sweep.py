@@ -1,5 +1,310 @@
-"""Vectorised sweeps (not yet implemented: see issue 3)."""
+"""Vectorised sweeps: a grid of random-features runs as one jit(vmap(...)) program.
+
+The grid is the product of the axes in `config.sweep` (tuples of values). Points
+that differ only in vectorised axes (`p` or `p_over_dn`, `seed`, `lr`, `momentum`)
+form one group and run as ONE compiled call, batched along a leading grid axis:
+
+  * width: every model is padded to the group's largest width P with a 0/1 feature
+    mask m (phi(x) = sigma(V x) * m). Row i of V is drawn from fold_in(key, i), so
+    the first p rows are the unpadded model's V; the masked columns are zero, so
+    Phi^+ y, the Gram of the candidates and the loss equal the unpadded ones;
+  * seed: a batch of key trees (`experiment.split_keys(seed)` per point);
+  * lr, momentum: hyperparameters of `optax.inject_hyperparams`, held in the
+    optimiser state, so they batch like any other state.
+
+Static axes (`activation`, `n_candidates`, `dtype`, `n`, `d`, ...) change shapes or
+code: one compiled group per combination, run one after another. With several
+devices the grid axis is sharded over a 1-D mesh (`NamedSharding`, the grid padded
+to a multiple of the device count). Outputs: DIR/sweep.json (one record per grid
+point: coordinates + the single run's metrics), DIR/sweep.csv (the same, flat) and
+DIR/sweep.npz (true rows and candidates of every point).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import io as _io
+import itertools
+import math
+import os
+import time
+from typing import Any, Dict, List, Sequence, Tuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from recon import config as config_lib
+from recon import data, experiment, features, io, optimize, subspace_experiment
+
+DEFAULT_MEMORY_BUDGET_GB = 8.0
+GRID_AXIS = 'grid'
 
 
-def run(config, workdir):
-  raise NotImplementedError('sweeps')
+@dataclasses.dataclass
+class Point:
+  """One grid point: its coordinates (swept axes) and its resolved single-run config."""
+  index: int
+  coords: Dict[str, Any]
+  cfg: ml_collections.ConfigDict
+
+
+@dataclasses.dataclass
+class Group:
+  """Points that share every static axis: one compiled program."""
+  static: Dict[str, Any]
+  points: List[Point]
+
+  @property
+  def p_total(self) -> int:
+    return max(pt.cfg.p for pt in self.points)
+
+
+def _width(cfg: ml_collections.ConfigDict, p_over_dn: float) -> int:
+  return max(1, int(round(p_over_dn * cfg.d * cfg.n)))
+
+
+def expand(config: ml_collections.ConfigDict) -> List[Group]:
+  """The grid of `config.sweep` as groups of resolved single-run configs (validates all)."""
+  config_lib.validate(config)
+  axes = {k: tuple(v) for k, v in config.sweep.items()}
+  base = config.to_dict()
+  base.pop('sweep')
+  static_names = [a for a in axes if a in config_lib.SWEEP_STATIC]
+  groups: Dict[Tuple, Group] = {}
+  for index, values in enumerate(itertools.product(*axes.values())):
+    coords = dict(zip(axes, values))
+    fields = dict(base)
+    fields.update({k: v for k, v in coords.items() if k != 'p_over_dn'})
+    cfg = ml_collections.ConfigDict(fields)
+    if 'p_over_dn' in coords:
+      cfg.p = _width(cfg, coords['p_over_dn'])
+    cfg = experiment.resolve(cfg)
+    subspace_experiment.check(cfg)
+    if subspace_experiment.uses_this_pipeline(cfg):
+      raise config_lib.ConfigError(
+          f'config.model: sweeps run the random-features pipeline only (got model '
+          f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
+          f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
+          "with subspace 'none' and alpha_mode 'closed_form'")
+    static = {k: coords[k] for k in static_names}
+    key = tuple(repr(coords[k]) for k in static_names)
+    groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))
+  return list(groups.values())
+
+
+def estimate_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int) -> int:
+  """Rough peak bytes of a padded group: per point V (P d), the fit (about 3 n P: Phi, its
+  SVD factor, the fit residual), one loss-and-gradient step (about 8 m P: candidate
+  pre-activations, features, their cotangents, the residual) and the small m x m / n x n
+  / candidate arrays, times the batch."""
+  per_point = (p_total * d + 3 * n * p_total + 8 * m * p_total + 4 * p_total
+               + 2 * (n + m) ** 2 + 6 * m * d + 2 * n * d)
+  return int(per_point * batch * itemsize)
+
+
+def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
+                 n_devices: int) -> None:
+  """One-line ConfigError if any padded group would exceed the memory budget."""
+  budget_gb = config.get('sweep_memory_budget_gb', DEFAULT_MEMORY_BUDGET_GB)
+  for g in groups:
+    cfg = g.points[0].cfg
+    batch = _padded_size(len(g.points), n_devices)
+    need = estimate_bytes(n=cfg.n, d=cfg.d, m=cfg.n_candidates, p_total=g.p_total,
+                          batch=batch, itemsize=8 if cfg.dtype == 'float64' else 4)
+    if need > budget_gb * 2 ** 30:
+      raise config_lib.ConfigError(
+          f'config.sweep_memory_budget_gb: the padded sweep group {g.static or "(all)"} '
+          f'({batch} points x p={g.p_total}, n={cfg.n}, d={cfg.d}) needs about '
+          f'{need / 2 ** 30:.3g} GB > budget {budget_gb:g} GB; accepted: a smaller grid '
+          'or a larger config.sweep_memory_budget_gb')
+
+
+def _padded_size(size: int, n_devices: int) -> int:
+  return int(math.ceil(size / n_devices) * n_devices)
+
+
+def _stack(trees: Sequence[Any]) -> Any:
+  return jax.tree.map(lambda *a: jnp.stack(a), *trees)
+
+
+def _setup_point(keys, x, y, mask, lr, momentum, *, cfg, p_total, dtype):
+  """One point (pure; vmapped): fit the padded model, initialise candidates and optimiser."""
+  problem = experiment.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.activation,
+                                       mask=mask)
+  train_mse = problem.pop('train_mse')
+  x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  optimizer = optimize.make_optimizer(cfg.optimizer, lr, momentum)
+  state = optimize.init_state(x0, optimizer, experiment.rf_loss_fn(cfg), problem,
+                              optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+  return problem, state, train_mse
+
+
+@dataclasses.dataclass
+class Program:
+  """A compiled-on-first-call group: batched initial state and problems, the jitted
+  vmapped chunk `chunk(state, stop_step)` and final loss `final_loss(x)`; `size` real
+  points (the rest pads the batch to a multiple of the device count)."""
+  state: optimize.ReconState
+  problems: Dict[str, Any]
+  train_mse: Any
+  x_true: Any
+  chunk: Any
+  final_loss: Any
+  size: int
+  batch: int
+  p_total: int
+
+
+def prepare_group(group: Group, devices=None) -> Program:
+  """Stacks the group's inputs on the grid axis (sharded over `devices`), fits every
+  padded model and initialises every run in one jit(vmap(...)) call."""
+  cfg = group.points[0].cfg  # static fields are shared by the group
+  dtype = experiment.set_dtype(cfg.dtype)
+  devices = list(devices if devices is not None else jax.devices())
+  size = len(group.points)
+  points = group.points + [group.points[-1]] * (_padded_size(size, len(devices)) - size)
+  p_total = group.p_total
+
+  keys = [experiment.split_keys(pt.cfg.seed) for pt in points]
+  xy = [data.load(pt.cfg, k['data'], dtype)[:2] for pt, k in zip(points, keys)]
+  inputs = (_stack(keys), jnp.stack([a for a, _ in xy]), jnp.stack([b for _, b in xy]),
+            jnp.stack([features.feature_mask(pt.cfg.p, p_total, dtype) for pt in points]),
+            jnp.asarray([pt.cfg.lr for pt in points], dtype),
+            jnp.asarray([pt.cfg.momentum for pt in points], dtype))
+  mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
+  batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
+  inputs = jax.device_put(inputs, batched)
+
+  loss_fn = experiment.rf_loss_fn(cfg)
+  constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
+  # lr and momentum are read from the (batched) optimiser state; these are placeholders.
+  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
+  setup = jax.jit(jax.vmap(functools.partial(_setup_point, cfg=cfg, p_total=p_total,
+                                             dtype=dtype)), out_shardings=batched)
+  step_chunk = experiment.chunk_fn(cfg, loss_fn, optimizer, constraint)
+  chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
+  problems, state, train_mse = setup(*inputs)
+  return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
+                 chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
+                 final_loss=jax.jit(lambda x: jax.vmap(loss_fn)(x, problems),
+                                    out_shardings=batched),
+                 size=size, batch=len(points), p_total=p_total)
+
+
+def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
+              label: str = '') -> Dict[str, Any]:
+  """Runs one group as one jit(vmap(...)) program; returns per-point arrays and timings.
+
+  Returns {'x_true', 'x_hat', 'v', 'train_mse', 'final_loss', 'steps', 'status'} as
+  NumPy arrays with a leading axis over the group's points, plus timings.
+  """
+  t0 = time.time()
+  cfg = group.points[0].cfg
+  prog = prepare_group(group, devices)
+  jax.block_until_ready(prog.state.x)
+  t_setup = time.time() - t0
+  size = prog.size
+
+  def log_progress(s):
+    status, loss, step = jax.device_get((s.status[:size], s.loss[:size], s.step[:size]))
+    logging.info('sweep %s: step %d, %d/%d points stopped, loss best %.3e median %.3e (%.0fs)',
+                 label, int(step.max()), int(np.sum(status != optimize.RUNNING)), size,
+                 float(np.nanmin(loss)), float(np.nanmedian(loss)), time.time() - t0)
+
+  progress = optimize.ProgressLogger(log_progress, log_every_seconds)
+  state = optimize.drive(prog.state, prog.chunk, max_steps=cfg.max_steps,
+                         chunk_steps=cfg.chunk_steps, on_chunk=progress)
+  progress(state, force=True)
+  out = jax.device_get({'x_true': prog.x_true, 'x_hat': state.x, 'v': prog.problems['v'],
+                        'train_mse': prog.train_mse, 'final_loss': prog.final_loss(state.x),
+                        'steps': state.step, 'status': state.status})
+  out = {k: np.asarray(v)[:size] for k, v in out.items()}
+  out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
+             p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
+  return out
+
+
+def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
+  """The single run's metrics for point `i` of a finished group, with its coordinates."""
+  cfg = pt.cfg
+  v = out['v'][i][:cfg.p]  # the unpadded model's V
+  x_true, x_hat = out['x_true'][i], out['x_hat'][i]
+  result = experiment.score(
+      x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=float(out['final_loss'][i]),
+      steps=int(out['steps'][i]), status=int(out['status'][i]),
+      phi_true=features.rf_features(v, x_true, cfg.activation),
+      phi_hat=features.rf_features(v, x_hat, cfg.activation))
+  result.update(experiment.rf_extra_metrics(cfg, float(out['train_mse'][i])))
+  record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
+  record.update({'seed': cfg.seed, 'activation': cfg.activation, 'lr': cfg.lr,
+                 'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype})
+  record.update(result)
+  return record
+
+
+def _csv_text(records: Sequence[Dict[str, Any]]) -> str:
+  columns: List[str] = []
+  for r in records:
+    columns += [k for k in r if k not in columns]
+  buf = _io.StringIO()
+  writer = csv.DictWriter(buf, fieldnames=columns, lineterminator='\n')
+  writer.writeheader()
+  for r in records:
+    writer.writerow({k: r.get(k, '') for k in columns})
+  return buf.getvalue()
+
+
+def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[str, Any]:
+  """Runs the grid of `config.sweep`; writes sweep.json/.csv/.npz; returns the sweep dict.
+
+  All bad input (unknown or empty axis, invalid value, memory budget) is a one-line
+  ConfigError raised before anything is compiled.
+  """
+  t0 = time.time()
+  groups = expand(config)
+  devices = list(devices if devices is not None else jax.devices())
+  check_memory(config, groups, len(devices))
+  experiment._prepare_workdir(workdir, config.get('overwrite', False),  # pylint: disable=protected-access
+                              marker='sweep.json')
+  n_points = sum(len(g.points) for g in groups)
+  logging.info('sweep: %d points in %d compiled group(s) on %d %s device(s)', n_points,
+               len(groups), len(devices), devices[0].platform)
+  records: List[Dict[str, Any]] = []
+  group_info = []
+  arrays = {}
+  for gi, g in enumerate(groups):
+    label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
+    out = run_group(g, devices=devices, log_every_seconds=config.get('log_every_seconds', 5.0),
+                    label=label)
+    for i, pt in enumerate(g.points):
+      rec = _record(pt, out, i)
+      rec['group'] = gi
+      records.append(rec)
+      arrays[f'x_true_{pt.index}'] = out['x_true'][i]
+      arrays[f'x_hat_{pt.index}'] = out['x_hat'][i]
+    group_info.append({'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
+                       'p_total': out['p_total'], 'n_shards': out['n_shards'],
+                       'setup_seconds': out['setup_seconds'],
+                       'seconds': out['seconds']})
+    logging.info('sweep %s done in %.1fs: median recon_error %.4f', label, out['seconds'],
+                 float(np.median([r['recon_error'] for r in records[-len(g.points):]])))
+  records.sort(key=lambda r: r['index'])
+  result = {
+      'config': config.to_dict(),
+      'axes': {k: list(v) for k, v in config.sweep.items()},
+      'records': records,
+      'groups': group_info,
+      'device': f'{len(devices)} x {devices[0].platform}',
+      'wall_seconds': time.time() - t0,
+      'counting': experiment.COUNTING_NOTE,
+  }
+  io.write_npz(os.path.join(workdir, 'sweep.npz'), **arrays)
+  io.write_text(os.path.join(workdir, 'sweep.csv'), _csv_text(records))
+  io.write_json(os.path.join(workdir, 'sweep.json'), result)
+  logging.info('sweep: %d points in %.1fs -> %s', n_points, result['wall_seconds'], workdir)
+  return result

@@ -79,7 +79,7 @@ def main() -> None:
   io.write_json(os.path.join(OUT, 'subspace_two_layer.json'),
                 {'setup': {'n': base.n, 'd': base.d, 'k': base.planted_dim,
                            'activation': base.activation, 'train_lr': base.train_lr,
-                           'train_tol': base.train_tol, 'train_steps': base.train_steps,
+                           'train_tol': base.train_tol, 'train_max_steps': base.train_max_steps,
                            'gradient_at': base.gradient_at, 'n_candidates': base.n_candidates,
                            'lr': base.lr, 'max_steps': MAX_STEPS},
                  'rows': rows})

@@ -71,7 +71,7 @@ BAD = [
     ('activation=bogus', "config.activation: invalid value 'bogus'; accepted: one of 'cubic', "),
     ('optimizer=lbfgs', "config.optimizer: invalid value 'lbfgs'; accepted: one of 'sgd', 'adam'"),
     ('dataset=cifar100', "config.dataset: invalid value 'cifar100'; accepted: one of "),
-    ('model=resnet', "config.model: invalid value 'resnet'; accepted: one of 'random_features'"),
+    ('model=vgg', "config.model: invalid value 'vgg'; accepted: one of "),
     ('dtype=float16', "config.dtype: invalid value 'float16'; accepted: one of 'float32', "),
     ('n=abc', "config.n: invalid value 'abc'; accepted: int >= 1"),
     ('n=1.5', "config.n: invalid value '1.5'; accepted: int >= 1"),

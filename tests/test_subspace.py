@@ -56,7 +56,7 @@ def test_planted_subspace_recovered_from_a_low_rank_weight_change():
 def _two_layer_cfg(**kw):
   c = ml_collections.ConfigDict(dict(
       model='two_layer', dataset='synthetic_subspace', n=4, d=12, planted_dim=3, label_noise=0.5,
-      width=32, activation='relu_tanh', train_loss='mse', train_lr=1e-2, train_steps=3000,
+      width=32, activation='relu_tanh', loss='mse', train_lr=1e-2, train_max_steps=3000,
       train_tol=1e-6, weight_decay=0.0, seed=0))
   c.update(kw)
   return c

@@ -1,11 +1,14 @@
 """Flax (linen) networks whose training sets are reconstructed.
 
 Every network names its last layer 'head' (a bias-free Dense), so the attack can
-read W_L = params['head']['kernel'] the same way for every architecture.
+read W_L = params['head']['kernel'] (shape (p_L / C, C)) the same way for every
+architecture; f(x) = W_L^T h(x) with h the penultimate representation. Image
+models take NHWC inputs. Initialisation: W ~ N(0, 1/fan_in) everywhere (standard
+parametrisation, as in the law-of-reconstruction paper).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -15,6 +18,21 @@ from recon import features
 
 # W ~ N(0, 1 / fan_in) (the paper's initialisation; jax's 'normal' is untruncated).
 fan_in_normal = nn.initializers.variance_scaling(1.0, 'fan_in', 'normal')
+
+POOLS = ('flatten', 'mean')
+
+
+def _head(out_dim: int, h):
+  return nn.Dense(out_dim, use_bias=False, kernel_init=fan_in_normal, name='head')(h)
+
+
+def _pool(name: str, h):
+  """(N, ..., width) -> (N, width) by the mean over positions, or (N, positions * width)."""
+  if name == 'mean':
+    return jnp.mean(h.reshape(h.shape[0], -1, h.shape[-1]), axis=1)
+  if name == 'flatten':
+    return h.reshape(h.shape[0], -1)
+  raise ValueError(f'pool: unknown name {name!r}; accepted: {", ".join(POOLS)}')
 
 
 class TwoLayer(nn.Module):
@@ -26,6 +44,117 @@ class TwoLayer(nn.Module):
 
   @nn.compact
   def __call__(self, x):
+    x = x.reshape(x.shape[0], -1)
     h = nn.Dense(self.width, use_bias=False, kernel_init=self.hidden_init, name='hidden')(x)
     h = features.get_activation(self.activation)(h)
-    return nn.Dense(self.out_dim, use_bias=False, kernel_init=fan_in_normal, name='head')(h)
+    return _head(self.out_dim, h)
+
+
+class RandomFeatures(nn.Module):
+  """f(x) = theta^T sigma(V x) with V (width x d) ~ N(0, 1/d) FIXED: the random-features model.
+
+  V lives in the 'constants' collection (not 'params'), so a trainer that updates
+  'params' trains only the head theta ~ N(0, 1/width) -- the RF model trained by GD.
+  """
+  width: int
+  out_dim: int = 1
+  activation: str = 'relu'
+
+  @nn.compact
+  def __call__(self, x):
+    x = x.reshape(x.shape[0], -1)
+    d = x.shape[-1]
+    v = self.variable('constants', 'v', lambda: features.random_weights(
+        self.make_rng('params'), self.width, d, x.dtype)).value
+    return _head(self.out_dim, features.rf_features(v, x, self.activation))
+
+
+class ResidualBlock(nn.Module):
+  """h + conv(sigma(conv(sigma(h)))) / sqrt(depth): pre-activation, no batch norm."""
+  width: int
+  activation: str
+  scale: float
+
+  @nn.compact
+  def __call__(self, h):
+    act = features.get_activation(self.activation)
+    z = nn.Conv(self.width, (3, 3), use_bias=True, kernel_init=fan_in_normal)(act(h))
+    z = nn.Conv(self.width, (3, 3), use_bias=True, kernel_init=fan_in_normal)(act(z))
+    return h + self.scale * z
+
+
+class ResNet(nn.Module):
+  """Stem 3x3 conv -> `depth` residual blocks -> sigma -> pool -> bias-free 'head'.
+
+  No batch norm; residual branches are scaled by 1/sqrt(depth) to keep the
+  forward variance O(1). With pool='flatten' p_L = H*W*width*C (the reference
+  ResNet flattens its 7x7 map), with pool='mean' p_L = width*C.
+  """
+  width: int
+  out_dim: int = 1
+  depth: int = 2
+  activation: str = 'relu'
+  pool: str = 'flatten'
+
+  @nn.compact
+  def __call__(self, x):
+    h = nn.Conv(self.width, (3, 3), use_bias=False, kernel_init=fan_in_normal, name='stem')(x)
+    for i in range(self.depth):
+      h = ResidualBlock(self.width, self.activation, self.depth ** -0.5, name=f'block{i}')(h)
+    h = features.get_activation(self.activation)(h)
+    return _head(self.out_dim, _pool(self.pool, h))
+
+
+class TransformerBlock(nn.Module):
+  """Pre-LN block: h + MHA(LN(h)); h + MLP(LN(h)) with a 2x-wide MLP."""
+  width: int
+  num_heads: int
+  activation: str
+
+  @nn.compact
+  def __call__(self, h):
+    z = nn.LayerNorm()(h)
+    h = h + nn.MultiHeadDotProductAttention(
+        num_heads=self.num_heads, kernel_init=fan_in_normal)(z, z)
+    z = nn.LayerNorm()(h)
+    z = nn.Dense(2 * self.width, kernel_init=fan_in_normal)(z)
+    z = nn.Dense(self.width, kernel_init=fan_in_normal)(features.get_activation(self.activation)(z))
+    return h + z
+
+
+class ViT(nn.Module):
+  """Patch embedding (+ learned positions) -> `depth` blocks -> LN -> pool -> bias-free 'head'.
+
+  With pool='flatten' p_L = tokens*width*C, with pool='mean' p_L = width*C.
+  """
+  width: int
+  out_dim: int = 1
+  depth: int = 2
+  patch_size: int = 2
+  num_heads: int = 2
+  activation: str = 'gelu'
+  pool: str = 'mean'
+
+  @nn.compact
+  def __call__(self, x):
+    ps = self.patch_size
+    h = nn.Conv(self.width, (ps, ps), strides=(ps, ps), padding='VALID',
+                kernel_init=fan_in_normal, name='patch_embed')(x)
+    h = h.reshape(h.shape[0], -1, self.width)
+    pos = self.param('pos_embed', nn.initializers.normal(0.02), h.shape[1:], h.dtype)
+    h = h + pos
+    for i in range(self.depth):
+      h = TransformerBlock(self.width, self.num_heads, self.activation, name=f'block{i}')(h)
+    h = nn.LayerNorm(name='final_norm')(h)
+    return _head(self.out_dim, _pool(self.pool, h))
+
+
+def check_image_shape(image_shape: Sequence[int], patch_size: int | None = None) -> None:
+  """Raises ValueError (one line) unless image_shape is (H, W, channels) [divisible by patch]."""
+  if (not isinstance(image_shape, (tuple, list)) or len(image_shape) != 3
+      or not all(isinstance(s, int) and s >= 1 for s in image_shape)):
+    raise ValueError(f'image_shape: invalid value {image_shape!r}; accepted: (height, width, '
+                     'channels), three positive ints')
+  if patch_size is not None and (image_shape[0] % patch_size or image_shape[1] % patch_size):
+    raise ValueError(f'patch_size: {patch_size} does not divide image_shape {tuple(image_shape)}; '
+                     'accepted: a divisor of height and width')

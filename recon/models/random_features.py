@@ -13,19 +13,22 @@ import jax.numpy as jnp
 Array = jax.Array
 
 
-def min_norm_solution(phi: Array, y: Array) -> Array:
+def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
   """theta = Phi^+ y via the thin SVD of Phi (n x p).
 
   Same O(n^2 p) cost as forming the n x n kernel Phi Phi^T, but it does not square
   the condition number; singular values below max(n, p) * eps * s_max are dropped
   (the pseudo-inverse's usual cut-off). Valid for p < n, p = n and p > n.
+  `n_features` (default p, may be traced): the number of non-zero-padded columns,
+  so that a Phi padded with zero columns has the cut-off of the unpadded one.
   """
   chex.assert_rank(phi, 2)
   chex.assert_rank(y, 1)
   chex.assert_equal(phi.shape[0], y.shape[0])
   u, s, vt = jnp.linalg.svd(phi, full_matrices=False)
   eps = jnp.finfo(phi.dtype).eps
-  cutoff = max(phi.shape) * eps * s[0]
+  width = phi.shape[1] if n_features is None else n_features
+  cutoff = jnp.maximum(phi.shape[0], width) * eps * s[0]
   s_inv = jnp.where(s > cutoff, 1.0 / jnp.where(s > cutoff, s, 1.0), 0.0)
   return vt.T @ (s_inv * (u.T @ y))
 

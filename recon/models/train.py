@@ -4,6 +4,11 @@ Losses (targets y as produced by `make_targets`):
   mse:           mean_i ||f(x_i) - y_i||^2 / 2
   logistic:      mean_i log(1 + exp(-y_i f(x_i))),  y_i in {-1, +1}, one output
   cross_entropy: mean_i -log softmax(f(x_i))[y_i],   y_i integer classes
+
+Step size: under the standard parametrisation the stable GD step shrinks with
+width (the NTK grows like width). `auto_learning_rate` picks lr = 1 / lambda_max
+of the Gauss-Newton matrix J^T J / n at initialisation (GD on the MSE is stable
+below 2 / lambda_max; logistic and cross-entropy curvatures are smaller still).
 """
 from __future__ import annotations
 
@@ -17,6 +22,89 @@ import optax
 Array = jax.Array
 
 LOSSES = ('mse', 'logistic', 'cross_entropy')
+
+
+class TrainingSetupError(ValueError):
+  """A loss that does not fit the head's output size; the message is one line."""
+
+
+def check_loss(name: str, num_outputs: int) -> None:
+  """logistic needs one output, cross_entropy at least two, mse any number."""
+  if name not in LOSSES:
+    raise TrainingSetupError(f'loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
+  if name == 'logistic' and num_outputs != 1:
+    raise TrainingSetupError(f'num_classes: loss \'logistic\' is binary and needs num_classes=1, '
+                             f'got {num_outputs}; accepted: 1 (or loss=cross_entropy)')
+  if name == 'cross_entropy' and num_outputs < 2:
+    raise TrainingSetupError(f'num_classes: loss \'cross_entropy\' needs num_classes >= 2, got '
+                             f'{num_outputs}; accepted: >= 2 (or loss=logistic / mse)')
+
+
+def class_labels(y: Array, num_classes: int) -> Array:
+  """Integer classes in [0, C) from any labels y (n,).
+
+  Integer y are taken as classes (mod C); real y (regression targets, e.g. the
+  synthetic sphere's <x, g> + eps) are cut into C equal-count bins by rank, so
+  C = 2 is the sign of y relative to its median.
+  """
+  y = jnp.asarray(y).reshape(-1)
+  if jnp.issubdtype(y.dtype, jnp.integer) or jnp.issubdtype(y.dtype, jnp.bool_):
+    return y.astype(jnp.int32) % num_classes
+  ranks = jnp.argsort(jnp.argsort(y))
+  return (ranks * num_classes // y.shape[0]).astype(jnp.int32)
+
+
+def make_targets(name: str, y: Array, num_outputs: int, dtype=jnp.float32) -> Array:
+  """Training targets for loss `name` and a head with `num_outputs` outputs.
+
+  mse, 1 output: +-1 (n, 1); mse, C > 1 outputs: one-hot (n, C);
+  logistic: +-1 (n,); cross_entropy: integer classes (n,).
+  """
+  check_loss(name, num_outputs)
+  if name == 'cross_entropy':
+    return class_labels(y, num_outputs)
+  if num_outputs == 1:
+    pm = 2.0 * class_labels(y, 2).astype(dtype) - 1.0
+    return pm.reshape(-1, 1) if name == 'mse' else pm
+  return jax.nn.one_hot(class_labels(y, num_outputs), num_outputs, dtype=dtype)
+
+
+def gauss_newton_top_eigenvalue(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
+                                iters: int = 30, key: Array | None = None) -> Array:
+  """lambda_max(J^T J / n), J = d vec f(X) / d params, by power iteration on jvp/vjp."""
+  f = lambda p: apply_fn(p, x)
+  _, f_jvp = jax.linearize(f, params)
+  _, f_vjp = jax.vjp(f, params)
+  n = x.shape[0]
+  key = jax.random.PRNGKey(0) if key is None else key
+  leaves, tree = jax.tree.flatten(params)
+  keys = jax.random.split(key, len(leaves))
+  v = jax.tree.unflatten(tree, [jax.random.normal(k, l.shape, l.dtype)
+                                for k, l in zip(keys, leaves)])
+
+  def norm(t):
+    return jnp.sqrt(sum(jnp.sum(l ** 2) for l in jax.tree.leaves(t)))
+
+  def step(v, _):
+    v = jax.tree.map(lambda l: l / norm(v), v)
+    w = f_vjp(f_jvp(v))[0]
+    w = jax.tree.map(lambda l: l / n, w)
+    return w, None
+
+  v, _ = jax.lax.scan(step, v, None, length=iters)
+  return norm(v)  # ||A v|| with ||v|| = 1 after the last normalisation -> lambda_max
+
+
+def auto_learning_rate(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array) -> float:
+  """lr = 1 / lambda_max(J^T J / n) at params: half the GD stability edge on the MSE."""
+  lam = float(jax.jit(lambda p, x: gauss_newton_top_eigenvalue(apply_fn, p, x))(params, x))
+  return 1.0 / lam
+
+
+def make_optimizer(lr: float, momentum: float = 0.0) -> optax.GradientTransformation:
+  """Full-batch GD (heavy-ball when momentum > 0): every head update is a combination of
+  past head gradients, so W_L(T) - W_L(0) stays in their span (Adam's rescaling would not)."""
+  return optax.sgd(lr, momentum=momentum if momentum > 0 else None)
 
 
 def loss_value(name: str, outputs: Array, targets: Array) -> Array:

@@ -1,0 +1,219 @@
+"""Networks trained by GD, reconstructed from their last layer.
+
+config -> data -> Flax model (two_layer / resnet / vit / random_features_gd) ->
+full-batch Optax GD on mse / logistic / cross_entropy -> theta = vec(W_L(T) - W_L(0))
+-> features J(X_hat) = d f(X_hat) / d vec(W_L) at the trained weights (per-class
+rows) -> the shared projection loss ||P_perp theta||^2 / ||theta||^2 ->
+`recon.experiment.reconstruct_and_report`.
+
+Threat model (explicit fields): the attacker always knows every trained weight
+(the layers below the head define the features) and the architecture; it knows
+W_L(0) iff `attacker_knows_init` (otherwise the target is theta = vec(W_L(T)),
+whose random initial part is not in the span) and n iff `attacker_knows_n`
+(otherwise `n_candidates` must be given). Labels are never used by the attack.
+
+`jacobian_at='trained'` (the paper's) evaluates the features at the trained
+weights only; `'init_and_trained'` stacks the rows at W(0) and W(T), whose span
+also covers the drift of the penultimate features during training (ViT/ResNet
+showcases: projection loss at the true data 9e-3 -> 4e-5), and `'midpoint'`
+averages them (the trapezoid rule of the GD path; 9e-3 -> 8e-4 on the ViT).
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import data, experiment, optimize
+from recon.models import networks, train
+from recon.objectives import parameter_gradients
+
+IMAGE_MODELS = ('resnet', 'vit')
+
+
+def _fail(message: str):
+  raise experiment.ExperimentError(message)
+
+
+def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str, Any]] = None,
+                        d: Optional[int] = None) -> Optional[Tuple[int, ...]]:
+  """The NHWC image shape of an input row: meta['image_shape'], else config.image_shape.
+
+  Must hold d entries (d: the loaded rows' length, else config.d).
+  """
+  d = cfg.d if d is None else d
+  shape = (meta or {}).get('image_shape') or cfg.get('image_shape')
+  if shape is None:
+    if cfg.model in IMAGE_MODELS:
+      _fail(f'image_shape: required for model {cfg.model!r} with dataset {cfg.dataset!r}; '
+            'accepted: (height, width, channels) with height*width*channels = d')
+    return None
+  shape = tuple(shape)
+  try:
+    networks.check_image_shape(shape, cfg.get('patch_size') if cfg.model == 'vit' else None)
+  except ValueError as e:
+    _fail(str(e))
+  if math.prod(shape) != d:
+    _fail(f'image_shape: {shape} has {math.prod(shape)} entries but d={d}; accepted: '
+          'height*width*channels = d')
+  return shape
+
+
+def build_model(cfg: ml_collections.ConfigDict):
+  """The Flax module named by config.model."""
+  c = cfg.get('num_classes', 1)
+  act = cfg.get('activation', 'relu')
+  if cfg.model == 'two_layer':
+    return networks.TwoLayer(cfg.width, c, act)
+  if cfg.model == 'random_features_gd':
+    return networks.RandomFeatures(cfg.width, c, act)
+  if cfg.model == 'resnet':
+    return networks.ResNet(cfg.width, c, cfg.get('depth', 2), act, cfg.get('pool', 'flatten'))
+  if cfg.model == 'vit':
+    return networks.ViT(cfg.width, c, cfg.get('depth', 2), cfg.get('patch_size', 2),
+                        cfg.get('num_heads', 2), act, cfg.get('pool', 'mean'))
+  _fail(f'model: unknown network {cfg.model!r}; accepted: two_layer, resnet, vit, '
+        'random_features_gd')
+
+
+def check_config(cfg: ml_collections.ConfigDict) -> None:
+  """Cross-field checks (before any compute); one-line ExperimentError on failure."""
+  try:
+    train.check_loss(cfg.loss, cfg.get('num_classes', 1))
+  except train.TrainingSetupError as e:
+    _fail(str(e))
+  if not cfg.get('attacker_knows_n', True) and cfg.get('n_candidates') is None:
+    _fail('n_candidates: required when attacker_knows_n=False (the attacker must guess n); '
+          'accepted: int >= 1')
+  if cfg.get('jacobian_at', 'trained') != 'trained' and not cfg.get(
+      'attacker_knows_init', True):
+    _fail(f"jacobian_at: {cfg.jacobian_at!r} needs the initial weights; accepted: 'trained' "
+          'when attacker_knows_init=False')
+  if cfg.dataset == 'synthetic_sphere':
+    network_image_shape(cfg)
+  if cfg.model == 'vit' and cfg.get('num_heads'):
+    if cfg.width % cfg.num_heads:
+      _fail(f'num_heads: {cfg.num_heads} does not divide width={cfg.width}; accepted: a divisor '
+            'of width')
+
+
+def make_apply(model, input_shape, others: Dict[str, Any]):
+  """apply(params, x (N, d)) -> (N, C): rows reshaped to input_shape; constants closed over."""
+  shape = tuple(input_shape) if input_shape is not None else None
+
+  def apply(params, x):
+    if shape is not None:
+      x = x.reshape((x.shape[0],) + shape)
+    return model.apply({'params': params, **others}, x)
+  return apply
+
+
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+  """Trains the network on the full batch, then reconstructs its training set."""
+  t0 = time.time()
+  check_config(cfg)
+  keys = experiment.split_keys(cfg.seed)
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  x_true = x_true.reshape(x_true.shape[0], -1)
+  image_shape = network_image_shape(cfg, meta, x_true.shape[1])
+  input_shape = image_shape if cfg.model in IMAGE_MODELS else None
+  model = build_model(cfg)
+  layer = cfg.get('last_layer', 'head')
+  n, d = x_true.shape
+  c = cfg.get('num_classes', 1)
+
+  # Shapes only (no compute) to catch a missing layer before training.
+  sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
+  shapes = jax.eval_shape(model.init, keys['model'], sample)
+  try:
+    parameter_gradients.check_layer(shapes['params'], layer)
+  except parameter_gradients.UnknownLayerError as e:
+    _fail(str(e))
+
+  variables = model.init(keys['model'], sample)
+  params0 = variables['params']
+  others = {k: v for k, v in variables.items() if k != 'params'}
+  apply = make_apply(model, input_shape, others)
+  p_l = parameter_gradients.layer_size(params0, layer)
+
+  # Train.
+  targets = train.make_targets(cfg.loss, y, c, dtype)
+  lr = cfg.get('train_lr')
+  lr_source = 'config'
+  if lr is None:
+    lr = train.auto_learning_rate(apply, params0, x_true)
+    lr_source = 'auto: 1 / lambda_max(J^T J / n) at init'
+  momentum = cfg.get('train_momentum', 0.0)
+  logging.info('training %s (width %d, p_L %d = %.3g dn) on %s with lr %.3g (%s), momentum %g',
+               cfg.model, cfg.width, p_l, p_l / (d * n), cfg.loss, lr, lr_source, momentum)
+  t_train = time.time()
+  params_t, info = train.train(apply, params0, x_true, targets, loss=cfg.loss,
+                               optimizer=train.make_optimizer(lr, momentum),
+                               max_steps=cfg.train_max_steps, tol=cfg.train_tol)
+  train_seconds = time.time() - t_train
+  if not info['finite']:
+    _fail(f'training: the {cfg.loss} loss became non-finite after {info["steps"]} steps at '
+          f'train_lr={lr:.3g}; accepted: a smaller --config.train_lr')
+  train_note = (f'reached train_tol={cfg.train_tol:g} after {info["steps"]} steps'
+                if info['reached_tol'] else
+                f'did NOT reach train_tol={cfg.train_tol:g}: final loss {info["final_loss"]:.3g} '
+                f'after the step budget train_max_steps={cfg.train_max_steps}')
+  (logging.info if info['reached_tol'] else logging.warning)('training %s', train_note)
+
+  # Attack problem.
+  knows_init = cfg.get('attacker_knows_init', True)
+  theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
+  jacobian_at = cfg.get('jacobian_at', 'trained')
+  feature_params = params_t if jacobian_at == 'trained' else (params0, params_t)
+  average = jacobian_at == 'midpoint'
+  problem = {'params': feature_params, 'theta': theta}
+  loss_fn = lambda xh, prob: parameter_gradients.jacobian_projection_loss(
+      xh, prob, apply_fn=apply, layer=layer, jitter=cfg.jitter, average=average)
+  feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
+                                                               layer=layer, average=average)
+  loss_at_truth = float(jax.jit(loss_fn)(x_true, problem))
+  x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, d, dtype)
+
+  known = ['architecture', 'all trained weights (the features below the head)',
+           'the attacked layer ' + repr(layer)]
+  unknown = ['X (training inputs)', 'y (labels: never used by the attack)',
+             'the training hyper-parameters']
+  (known if knows_init else unknown).append(f'initial weights W_{layer}(0)')
+  (known if cfg.get('attacker_knows_n', True) else unknown).append('n (number of samples)')
+  target = (f'theta = vec(W_{layer}(T) - W_{layer}(0))' if knows_init else
+            f'theta = vec(W_{layer}(T)) (initial weights unknown: their random part is not in '
+            'the span of the features, so the attack is expected to degrade)')
+  extra = {
+      'model': cfg.model, 'width': cfg.width, 'num_classes': c, 'p_L': p_l,
+      'p_L_over_dn': p_l / (d * n), 'n_params_total': int(sum(
+          l.size for l in jax.tree.leaves(params0))),
+      'train_loss_name': cfg.loss, 'train_lr': lr, 'train_lr_source': lr_source,
+      'train_momentum': momentum, 'train_steps': info['steps'],
+      'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
+      'train_tol': cfg.train_tol, 'train_note': train_note, 'train_seconds': train_seconds,
+      'projection_loss_at_truth': loss_at_truth,
+      'image_shape': list(image_shape) if image_shape else None,
+      'jacobian_at': jacobian_at,
+  }
+  logging.info('p_L/(dn) = %.3g; projection loss at the true data (diagnostic) %.3e',
+               p_l / (d * n), loss_at_truth)
+  return experiment.reconstruct_and_report(
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=x0,
+      constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn, t0=t0,
+      extra_metrics=extra,
+      threat_model={'known': known, 'unknown': unknown, 'target': target,
+                    'features': f'per-class Jacobian rows d f_c(x) / d vec(W_{layer}) at the '
+                                + {'init_and_trained': 'initial and the trained weights, '
+                                   'stacked (2 * n_candidates * num_classes rows)',
+                                   'midpoint': 'initial and the trained weights, averaged '
+                                   '(n_candidates * num_classes rows)',
+                                   'trained': 'trained weights (n_candidates * num_classes '
+                                   'rows)'}[jacobian_at],
+                    'attacker_knows_init': knows_init,
+                    'attacker_knows_n': cfg.get('attacker_knows_n', True)})

@@ -1,0 +1,108 @@
+"""Last-layer parameter-Jacobian features of any model: one feature map for every network.
+
+For a model f(params; x) in R^C and a named parameter collection L (the head),
+    J[(i, c), :] = d f_c(params; x_i) / d vec(params[L])       (rows n*C, columns p_L),
+built with jax.jacrev per candidate and jax.vmap over candidates. For a bias-free
+linear head f = W_L^T h(x), row (i, c) is h(x_i) placed in class c's block, so
+vec(W_L(T) - W_L(0)) lies in the row span of J at the training inputs (up to the
+drift of h during training) and `recon.objectives.projection.projection_loss`
+applies unchanged: one objective, several feature maps.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import chex
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from recon.objectives import projection
+
+Array = jax.Array
+ApplyFn = Callable[[Any, Array], Array]  # (params, inputs (N, ...)) -> outputs (N, C)
+
+
+class UnknownLayerError(KeyError):
+  """`layer` names no top-level parameter collection; the message is one line."""
+
+  def __str__(self):
+    return str(self.args[0])
+
+
+def check_layer(params: Any, layer: str) -> None:
+  """Raises UnknownLayerError (one line, listing the collections) if params has no `layer`."""
+  if layer not in params:
+    raise UnknownLayerError(
+        f'last_layer: no parameter collection {layer!r} in the model; accepted: '
+        f'{", ".join(sorted(params))}')
+
+
+def layer_vector(params: Any, layer: str) -> Array:
+  """vec(params[layer]): the layer's leaves flattened in ravel_pytree order (length p_L)."""
+  check_layer(params, layer)
+  return ravel_pytree(params[layer])[0]
+
+
+def layer_delta(params_t: Any, params_0: Any | None, layer: str) -> Array:
+  """theta = vec(W_L(T) - W_L(0)); vec(W_L(T)) when the initial weights are unknown (None)."""
+  theta = layer_vector(params_t, layer)
+  if params_0 is not None:
+    theta = theta - layer_vector(params_0, layer)
+  return theta
+
+
+def last_layer_jacobian(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
+                        input_shape: Sequence[int] | None = None) -> Array:
+  """J (n*C, p_L): per-class Jacobian rows of the outputs w.r.t. vec(params[layer]).
+
+  `x` holds candidate rows (n, d); each is reshaped to `input_shape` (e.g. an
+  NHWC image (H, W, channels)) before `apply_fn`, which sees a batch of one.
+  Row i*C + c is d f_c(x_i) / d vec(params[layer]).
+  """
+  chex.assert_rank(x, 2)
+  check_layer(params, layer)
+  flat, unravel = ravel_pytree(params[layer])
+  shape = tuple(input_shape) if input_shape is not None else x.shape[1:]
+  chex.assert_equal(math.prod(shape), x.shape[1])
+
+  def outputs(theta: Array, xi: Array) -> Array:
+    p = dict(params)
+    p[layer] = unravel(theta)
+    return apply_fn(p, xi.reshape((1,) + shape))[0]  # (C,)
+
+  jac = jax.vmap(jax.jacrev(outputs), in_axes=(None, 0))(flat, x)  # (n, C, p_L)
+  return jac.reshape(-1, flat.shape[0])
+
+
+def stacked_jacobian(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
+                     input_shape: Sequence[int] | None = None, average: bool = False) -> Array:
+  """Jacobian rows at one parameter set, or stacked over a tuple/list of them.
+
+  (params_0, params_T) gives 2 n C rows spanning h_0(x) and h_T(x): the head's GD
+  path sum_t h_t(x_i) g_ti lies (nearly) in that span even when h drifts during
+  training, while h_T alone leaves the drift unexplained. average=True gives
+  their mean instead (n C rows: the trapezoid rule for the path integral).
+  """
+  if isinstance(params, (tuple, list)):
+    jacs = [last_layer_jacobian(apply_fn, p, x, layer=layer, input_shape=input_shape)
+            for p in params]
+    return sum(jacs) / len(jacs) if average else jnp.concatenate(jacs)
+  return last_layer_jacobian(apply_fn, params, x, layer=layer, input_shape=input_shape)
+
+
+def jacobian_projection_loss(x_hat: Array, problem: Any, *, apply_fn: ApplyFn, layer: str,
+                             input_shape: Sequence[int] | None = None,
+                             jitter: float = projection.DEFAULT_JITTER,
+                             average: bool = False) -> Array:
+  """Projection loss of candidates against problem = {'params': trained (or a tuple of
+  parameter sets whose Jacobian rows are stacked), 'theta': target}."""
+  phi_hat = stacked_jacobian(apply_fn, problem['params'], x_hat, layer=layer,
+                             input_shape=input_shape, average=average)
+  return projection.projection_loss(phi_hat, problem['theta'], jitter)
+
+
+def layer_size(params: Any, layer: str) -> int:
+  """p_L = number of parameters in params[layer]."""
+  return int(layer_vector(params, layer).shape[0])

@@ -1,0 +1,142 @@
+"""Cost of a K-point sweep in one compiled call against K single runs of the same points.
+
+Two K = 8 grids on the phase-transition problem (n=8, d=10, relu+tanh, SGD lr 2):
+  seeds:  p = 800 (10 dn), seeds 0..7            -- batching only, no padding;
+  widths: p in {100, 200, 400, 800} x seeds 0, 1 -- every width padded to 800.
+Two measures per grid:
+  steady: seconds of `steps` optimiser steps once compiled (best of `repeats`): the batched
+          vmapped chunk over all K points vs each point's unbatched jitted chunk (the
+          single-run path of recon.experiment); ratio = (batched / K) / mean(single);
+  end_to_end: wall seconds of `recon.sweep.run` (compile, run, score, write) vs the sum of
+          K `recon.experiment.run` calls (each compiles its own program), `steps` steps each.
+Target: batched <= 1.2 x one single run per point (ratio <= 1.2).
+
+  python scripts/bench_sweep.py            # -> results/bench_sweep.json (~5 min on 2 cores)
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import platform
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import ml_collections  # noqa: E402
+import numpy as np  # noqa: E402
+from absl import logging  # noqa: E402
+
+from configs import rf_phase_transition  # noqa: E402
+from recon import data, experiment, io, optimize, sweep  # noqa: E402
+
+GRIDS = {
+    'seeds': {'p': (800,), 'seed': tuple(range(8))},
+    'widths': {'p': (100, 200, 400, 800), 'seed': (0, 1)},
+}
+
+
+def grid_config(axes, steps):
+  c = rf_phase_transition.get_config()
+  c.activation = 'relu_tanh'
+  c.max_steps = steps
+  c.chunk_steps = steps
+  c.tol = 0.0  # no early stop: every point runs exactly `steps` steps
+  c.log_every_seconds = 1e9
+  c.overwrite = True
+  c.sweep = ml_collections.ConfigDict(axes)
+  return c
+
+
+def single_program(cfg):
+  """The single-run path of recon.experiment, as a (state, chunk) pair."""
+  dtype = experiment.set_dtype(cfg.dtype)
+  keys = experiment.split_keys(cfg.seed)
+  x, y, _ = data.load(cfg, keys['data'], dtype)
+  problem = jax.jit(functools.partial(experiment.make_rf_problem, p_total=cfg.p,
+                                      activation=cfg.activation))(keys, x, y)
+  problem.pop('train_mse')
+  loss_fn = experiment.rf_loss_fn(cfg)
+  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
+  constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
+  state = optimize.init_state(experiment.init_candidates(keys['init'], cfg.n_candidates, cfg.d,
+                                                         dtype), optimizer, loss_fn, problem,
+                              constraint)
+  chunk = experiment.chunk_fn(cfg, loss_fn, optimizer, constraint)
+  return state, jax.jit(lambda s, stop: chunk(s, problem, stop))
+
+
+def timed(fn, state, steps, repeats):
+  fn(state, np.int32(2)).x.block_until_ready()  # compile
+  best = float('inf')
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    out = fn(state, np.int32(steps))
+    out.x.block_until_ready()
+    best = min(best, time.perf_counter() - t0)
+  assert np.all(np.asarray(out.step) == steps), 'a run stopped early'
+  return best
+
+
+def bench(name, axes, steps, repeats, tmp):
+  c = grid_config(axes, steps)
+  (group,) = sweep.expand(c)
+  k = len(group.points)
+  prog = sweep.prepare_group(group)
+  batched = timed(prog.chunk, prog.state, steps, repeats)
+  singles = []
+  for pt in group.points:
+    state, chunk = single_program(pt.cfg)
+    singles.append(timed(chunk, state, steps, repeats))
+  t0 = time.time()
+  sweep.run(c, os.path.join(tmp, name))
+  e2e_batched = time.time() - t0
+  e2e_single = 0.0
+  for pt in group.points:
+    t0 = time.time()
+    experiment.run(pt.cfg, os.path.join(tmp, f'{name}-{pt.index}'))
+    e2e_single += time.time() - t0
+  row = {
+      'grid': name, 'axes': {a: list(v) for a, v in axes.items()}, 'k': k, 'steps': steps,
+      'widths': [pt.cfg.p for pt in group.points], 'padded_width': group.p_total,
+      'steady': {
+          'batched_seconds': batched, 'single_seconds': singles,
+          'single_mean_seconds': float(np.mean(singles)),
+          'batched_per_point_seconds': batched / k,
+          'ratio_per_point': batched / k / float(np.mean(singles)),
+          'speedup_vs_k_singles': float(np.sum(singles)) / batched},
+      'end_to_end': {
+          'batched_seconds': e2e_batched, 'k_singles_seconds': e2e_single,
+          'ratio_per_point': e2e_batched / e2e_single},
+  }
+  print(f"{name}: steady batched {batched:.2f}s for {k} points vs single "
+        f"{np.mean(singles):.2f}s each -> ratio/point {row['steady']['ratio_per_point']:.2f}; "
+        f"end-to-end {e2e_batched:.1f}s vs {e2e_single:.1f}s")
+  return row
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--steps', type=int, default=1000)
+  parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--out', default='results/bench_sweep.json')
+  args = parser.parse_args()
+  logging.set_verbosity(logging.WARNING)
+  rows = []
+  with tempfile.TemporaryDirectory() as tmp:
+    for name, axes in GRIDS.items():
+      rows.append(bench(name, axes, args.steps, args.repeats, tmp))
+  dev = jax.devices()[0]
+  io.write_json(args.out, {
+      'what': __doc__.split('\n\n')[0],
+      'device': f'{len(jax.devices())} x {dev.platform} ({dev.device_kind}), '
+                f'{os.cpu_count()} CPU cores visible, shared with other jobs',
+      'machine': platform.processor() or platform.machine(),
+      'jax': jax.__version__, 'target_ratio_per_point': 1.2, 'rows': rows})
+
+
+if __name__ == '__main__':
+  main()

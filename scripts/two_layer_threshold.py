@@ -1,0 +1,90 @@
+"""Width sweep of the two-layer net: recon_error vs p_L / (d n), p_L = width * num_classes.
+
+Trains W2 sigma(W1 x) by full-batch GD (configs/two_layer.py: n=5, d=10, C=2, MSE
+to one-hot targets) at widths from p_L = 0.5 dn to 10 dn and reconstructs the
+training set from W2(T) - W2(0), for several seeds. Writes
+results/two_layer_threshold.json and .png. Regenerate with
+
+    python -m scripts.two_layer_threshold
+
+(about 10-15 minutes on 2 CPU cores; --ratios / --seeds / --max_steps to change).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from absl import app, flags, logging
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import numpy as np
+
+from configs import two_layer
+from recon import experiment, io
+
+_RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / (d n) values.')
+_SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')
+_MAX_STEPS = flags.DEFINE_integer('max_steps', 2000, 'Reconstruction steps per run.')
+_OUT = flags.DEFINE_string('out', 'results/two_layer_threshold', 'Output path without suffix.')
+
+KEEP = ('recon_error', 'recon_error_median', 'frac_recovered', 'dist_abs', 'projection_loss',
+        'projection_loss_at_truth', 'feature_residual', 'p_L', 'p_L_over_dn', 'width',
+        'train_steps', 'train_final_loss', 'train_reached_tol', 'train_lr', 'steps', 'status',
+        'wall_seconds')
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  base = two_layer.get_config()
+  dn = base.d * base.n
+  rows = []
+  for ratio in [float(r) for r in _RATIOS.value]:
+    width = max(1, int(round(ratio * dn / base.num_classes)))
+    for seed in range(_SEEDS.value):
+      cfg = two_layer.get_config()
+      cfg.width, cfg.seed, cfg.max_steps, cfg.overwrite = width, seed, _MAX_STEPS.value, True
+      cfg.log_every_seconds = 1e9
+      with tempfile.TemporaryDirectory() as workdir:
+        summary = experiment.run(cfg, workdir)
+      m = summary['metrics']
+      row = {k: m[k] for k in KEEP}
+      row['seed'] = seed
+      rows.append(row)
+      print(f'p_L/dn={row["p_L_over_dn"]:.2f} width={width} seed={seed}: '
+            f'recon_error={row["recon_error"]:.4f} recovered={row["frac_recovered"]:.2f} '
+            f'train_steps={row["train_steps"]} reached_tol={row["train_reached_tol"]}',
+            file=sys.stderr, flush=True)
+  result = {
+      'description': 'two-layer net W2 sigma(W1 x) trained by full-batch GD, reconstructed from '
+                     'vec(W2(T) - W2(0)) with the last-layer Jacobian features',
+      'command': 'python -m scripts.two_layer_threshold',
+      'setting': {k: base[k] for k in ('n', 'd', 'num_classes', 'activation', 'loss',
+                                        'train_tol', 'optimizer', 'lr', 'momentum')},
+      'max_steps': _MAX_STEPS.value, 'seeds': _SEEDS.value, 'dn': dn, 'runs': rows,
+  }
+  os.makedirs(os.path.dirname(_OUT.value) or '.', exist_ok=True)
+  io.write_json(_OUT.value + '.json', result)
+
+  fig, ax = plt.subplots(figsize=(5, 3.5))
+  ratios = np.array([r['p_L_over_dn'] for r in rows])
+  errs = np.array([r['recon_error'] for r in rows])
+  ax.scatter(ratios, errs, s=14, alpha=0.6, label='runs')
+  uniq = np.unique(ratios)
+  ax.plot(uniq, [errs[ratios == u].mean() for u in uniq], 'o-', label='mean over seeds')
+  ax.axvline(1.0, color='gray', ls='--', lw=0.8)
+  ax.set_xscale('log')
+  ax.set_yscale('log')
+  ax.set_xlabel(r'$p^{(L)} / (d n)$')
+  ax.set_ylabel('recon_error (sign-invariant, relative)')
+  ax.set_title(f'Two-layer net, n={base.n}, d={base.d}, C={base.num_classes}')
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(_OUT.value + '.png', dpi=110)
+  print(f'wrote {_OUT.value}.json and .png', file=sys.stderr)
+
+
+if __name__ == '__main__':
+  app.run(main)

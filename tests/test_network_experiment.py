@@ -1,0 +1,90 @@
+"""The network pipeline end to end: reconstruction above the threshold, threat model, errors."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+from recon import config as config_lib
+from recon import experiment
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _config_module(name):
+  spec = importlib.util.spec_from_file_location(
+      f'_cfg_{name}', os.path.join(_ROOT, 'configs', f'{name}.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+two_layer, resnet, vit, rf_logistic = (_config_module(n) for n in
+                                       ('two_layer', 'resnet', 'vit', 'rf_logistic'))
+
+
+def _tiny(**overrides):
+  cfg = two_layer.get_config()
+  cfg.n, cfg.d, cfg.width, cfg.num_classes = 3, 4, 300, 2  # p_L = 600 = 50 dn (lazy)
+  cfg.max_steps, cfg.chunk_steps, cfg.log_every_seconds = 600, 300, 1e9
+  for k, v in overrides.items():
+    cfg[k] = v
+  return cfg
+
+
+def test_two_layer_above_threshold_reconstructs(tmp_path):
+  summary = experiment.run(_tiny(), str(tmp_path))
+  m = summary['metrics']
+  assert m['train_reached_tol'] and m['p_L'] == 600 and m['p_L_over_dn'] == 50
+  assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0, m
+  assert m['projection_loss_at_truth'] < 1e-3
+  tm = summary['threat_model']
+  assert tm['attacker_knows_init'] and tm['target'] == 'theta = vec(W_head(T) - W_head(0))'
+  assert any('initial weights' in k for k in tm['known'])
+  with open(os.path.join(tmp_path, 'summary.json')) as f:
+    assert json.load(f)['metrics']['train_steps'] == m['train_steps']
+
+
+def test_unreached_tolerance_is_reported(tmp_path):
+  cfg = _tiny(train_max_steps=2, train_tol=1e-12, max_steps=2, attacker_knows_init=False)
+  summary = experiment.run(cfg, str(tmp_path))
+  m = summary['metrics']
+  assert not m['train_reached_tol'] and m['train_steps'] == 2
+  assert 'initial weights unknown' in summary['threat_model']['target']
+  assert any('initial weights' in k for k in summary['threat_model']['unknown'])
+  assert 'did NOT reach train_tol' in m['train_note']
+
+
+@pytest.mark.parametrize('make,overrides,error,needle', [
+    (two_layer.get_config, {'model': 'mlp3'}, config_lib.ConfigError, 'config.model'),
+    (two_layer.get_config, {'loss': 'hinge'}, config_lib.ConfigError, 'config.loss'),
+    (two_layer.get_config, {'last_layer': 'classifier'}, experiment.ExperimentError,
+     "no parameter collection 'classifier'"),
+    (two_layer.get_config, {'train_lr': 1e6}, experiment.ExperimentError, 'non-finite'),
+    (rf_logistic.get_config, {'num_classes': 2}, experiment.ExperimentError, 'num_classes'),
+    (two_layer.get_config, {'loss': 'cross_entropy', 'num_classes': 1},
+     experiment.ExperimentError, 'num_classes'),
+    (resnet.get_config, {'image_shape': (4, 4, 2)}, experiment.ExperimentError, 'd=16'),
+    (resnet.get_config, {'image_shape': None}, experiment.ExperimentError, 'image_shape'),
+    (vit.get_config, {'image_shape': (2, 8, 1), 'patch_size': 4}, experiment.ExperimentError,
+     'patch_size'),
+    (vit.get_config, {'num_heads': 3}, experiment.ExperimentError, 'num_heads'),
+    (two_layer.get_config, {'attacker_knows_n': False}, experiment.ExperimentError,
+     'n_candidates'),
+    (two_layer.get_config, {'attacker_knows_init': False, 'jacobian_at': 'init_and_trained'},
+     experiment.ExperimentError, 'jacobian_at'),
+])
+def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
+  cfg = make()
+  with cfg.ignore_type():
+    for k, v in overrides.items():
+      cfg[k] = v
+  with pytest.raises(error) as e:
+    experiment.run(cfg, str(tmp_path))
+  assert needle in str(e.value) and '\n' not in str(e.value)
+
+
+@pytest.mark.parametrize('make', [two_layer.get_config, resnet.get_config, vit.get_config,
+                                  rf_logistic.get_config])
+def test_configs_validate(make):
+  config_lib.validate(make())

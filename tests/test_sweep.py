@@ -1,0 +1,214 @@
+"""Tests of recon/sweep.py: batched == unbatched, sharded == unsharded, bad input, outputs."""
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import ml_collections
+import numpy as np
+import pytest
+
+from configs import rf_synthetic
+from recon import config as config_lib
+from recon import experiment, sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tiny_config(**sweep_axes):
+  c = rf_synthetic.get_config()
+  c.n, c.d, c.p, c.lr = 3, 4, 20, 2.0
+  c.max_steps, c.chunk_steps = 200, 100
+  c.log_every_seconds = 1e9
+  c.sweep = ml_collections.ConfigDict(sweep_axes or {'p': (6, 40), 'seed': (0, 1)})
+  return c
+
+
+def single_config(c, record):
+  fields = c.to_dict()
+  fields.pop('sweep')
+  fields.update(p=record['p'], seed=record['seed'], lr=record['lr'],
+                activation=record['activation'], n_candidates=record['n_candidates'])
+  return ml_collections.ConfigDict(fields)
+
+
+# Batched vs unbatched and 2 devices vs 1, in float64 (jax_enable_x64 is process-wide,
+# so it runs in its own process) with two forced host devices. In float32 the
+# trajectories agree to ~1e-6 until the loss reaches its float32 noise floor, after which
+# runs that agree to rounding drift apart (see test_float32_batched_matches_single).
+_SUBPROCESS = textwrap.dedent('''
+    import json, sys
+    import jax, ml_collections, numpy as np
+    from absl import logging
+    from recon import experiment, sweep
+    from tests.test_sweep import tiny_config, single_config
+    logging.set_verbosity(logging.WARNING)
+    out = {'n_devices': len(jax.devices())}
+    tmp = sys.argv[1]
+    c = tiny_config()
+    c.dtype = 'float64'
+    one = sweep.run(c, tmp + '/one', devices=jax.devices()[:1])
+    two = sweep.run(c, tmp + '/two')
+    x_one = np.load(tmp + '/one/sweep.npz'); x_two = np.load(tmp + '/two/sweep.npz')
+    out['shards'] = [one['groups'][0]['n_shards'], two['groups'][0]['n_shards']]
+    out['sharded_dx'] = max(float(np.abs(x_one[k] - x_two[k]).max()) for k in x_one.files)
+    out['sharded_records'] = [[a[k] for a in (r1, r2)] for r1, r2 in
+                              zip(one['records'], two['records'])
+                              for k in ('recon_error', 'steps', 'status')]
+    out['single'] = []
+    for r in one['records']:
+      s = experiment.run(single_config(c, r), tmp + '/single%d' % r['index'])['metrics']
+      xs = np.load(tmp + '/single%d/reconstruction.npz' % r['index'])['x_candidates']
+      out['single'].append({
+          'dx': float(np.abs(xs - x_one['x_hat_%d' % r['index']]).max()),
+          'batched': {k: r[k] for k in ('recon_error', 'frac_recovered', 'dist_abs',
+              'feature_residual', 'projection_loss', 'train_mse', 'steps', 'status', 'p')},
+          'single': {k: s[k] for k in ('recon_error', 'frac_recovered', 'dist_abs',
+              'feature_residual', 'projection_loss', 'train_mse', 'steps', 'status', 'p')}})
+    # An odd grid (3 points) is padded to 4 for 2 devices; its seeds 0, 1 are points of
+    # the 1-device grid above (same widths, same padded width 40).
+    c3 = tiny_config(p=(40,), seed=(0, 1, 2))
+    c3.dtype = 'float64'
+    odd = sweep.run(c3, tmp + '/odd')
+    ref = {r['seed']: r for r in one['records'] if r['p'] == 40}
+    out['odd'] = {'batch': odd['groups'][0]['batch'], 'n': len(odd['records']),
+                  'diff': max(abs(r['recon_error'] - ref[r['seed']]['recon_error'])
+                              for r in odd['records'] if r['seed'] in ref)}
+    print('RESULT' + json.dumps(out))
+''')
+
+
+@pytest.fixture(scope='module')
+def two_device_run(tmp_path_factory):
+  tmp = str(tmp_path_factory.mktemp('sharded'))
+  env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=2',
+             JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
+  proc = subprocess.run([sys.executable, '-c', _SUBPROCESS, tmp], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = [l for l in proc.stdout.splitlines() if l.startswith('RESULT')][-1]
+  return json.loads(line[len('RESULT'):])
+
+
+def test_batched_points_equal_single_runs(two_device_run):
+  assert len(two_device_run['single']) == 4
+  for point in two_device_run['single']:
+    assert point['dx'] < 1e-9, point
+    b, s = point['batched'], point['single']
+    assert b['steps'] == s['steps'] and b['status'] == s['status'] and b['p'] == s['p']
+    for k in ('recon_error', 'frac_recovered', 'dist_abs', 'feature_residual',
+              'projection_loss', 'train_mse'):
+      assert b[k] == pytest.approx(s[k], rel=1e-6, abs=1e-12), (k, point)
+  # The grid is not degenerate: widths and seeds give different results.
+  errors = [p['batched']['recon_error'] for p in two_device_run['single']]
+  assert len(set(np.round(errors, 6))) == 4
+
+
+def test_sharded_equals_unsharded(two_device_run):
+  assert two_device_run['n_devices'] == 2
+  assert two_device_run['shards'] == [1, 2]
+  assert two_device_run['sharded_dx'] < 1e-9
+  for a, b in two_device_run['sharded_records']:
+    assert a == pytest.approx(b, rel=1e-9) if isinstance(a, float) else a == b
+  odd = two_device_run['odd']
+  assert odd['batch'] == 4 and odd['n'] == 3 and odd['diff'] < 1e-9
+
+
+@pytest.fixture(scope='module')
+def float32_sweep(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp('float32')
+  c = tiny_config(p_over_dn=(0.5, 2.0), seed=(1,), activation=('relu', 'relu_tanh'))
+  c.max_steps = 50
+  return c, tmp, sweep.run(c, str(tmp / 'sweep'))
+
+
+def test_float32_batched_matches_single(float32_sweep):
+  # Before the float32 noise floor (50 steps), a padded batched point (p=6 padded to 24)
+  # tracks its single run.
+  c, tmp, result = float32_sweep
+  arrays = np.load(tmp / 'sweep' / 'sweep.npz')
+  r = result['records'][0]
+  assert r['p'] == 6 and result['groups'][0]['p_total'] == 24
+  s = experiment.run(single_config(c, r), str(tmp / 'single'))['metrics']
+  xs = np.load(tmp / 'single' / 'reconstruction.npz')['x_candidates']
+  np.testing.assert_allclose(arrays['x_hat_0'], xs, atol=1e-4)
+  assert r['recon_error'] == pytest.approx(s['recon_error'], abs=1e-4)
+  assert r['train_mse'] == pytest.approx(s['train_mse'], rel=1e-3, abs=1e-9)
+  assert r['steps'] == s['steps'] and r['status'] == s['status']
+
+
+def test_outputs_written(float32_sweep):
+  c, tmp, result = float32_sweep
+  tmp_path = tmp / 'sweep'
+  assert [g['static'] for g in result['groups']] == [{'activation': 'relu'},
+                                                     {'activation': 'relu_tanh'}]
+  with open(tmp_path / 'sweep.json') as f:
+    saved = json.load(f)
+  records = saved['records']
+  assert len(records) == 4
+  assert [r['index'] for r in records] == [0, 1, 2, 3]
+  assert [r['p'] for r in records] == [6, 24, 6, 24]  # p = p_over_dn * d * n
+  assert [r['activation'] for r in records] == ['relu', 'relu', 'relu_tanh', 'relu_tanh']
+  for r in records:
+    for k in ('recon_error', 'frac_recovered', 'dist_abs', 'feature_residual',
+              'projection_loss', 'train_mse', 'steps', 'status', 'p', 'p_over_dn', 'seed'):
+      assert k in r, k
+    assert r['steps'] <= 50 and 0 <= r['frac_recovered'] <= 1
+  with open(tmp_path / 'sweep.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert len(rows) == 4 and float(rows[1]['recon_error']) == pytest.approx(
+      records[1]['recon_error'])
+  # A finished sweep is not overwritten silently.
+  with pytest.raises(experiment.ExperimentError, match='already holds'):
+    sweep.run(c, str(tmp_path))
+
+
+@pytest.mark.parametrize('axes, field, message', [
+    ({'width': (10,)}, 'config.sweep.width', 'unknown sweep axis'),
+    ({'seed': ()}, 'config.sweep.seed', 'empty axis'),
+    ({'lr': (1.0, -2.0)}, 'config.sweep.lr', 'invalid value -2.0'),
+    ({'activation': ('relu', 'nope')}, 'config.sweep.activation', 'invalid value'),
+    ({'p': (10,), 'p_over_dn': (1.0,)}, 'config.sweep.p_over_dn', 'both'),
+    ({'seed': 3}, 'config.sweep.seed', 'non-empty tuple'),
+])
+def test_bad_axes_are_one_line_errors(tmp_path, axes, field, message):
+  c = tiny_config(**axes)
+  with pytest.raises(config_lib.ConfigError) as e:
+    sweep.run(c, str(tmp_path / 'run'))
+  text = str(e.value)
+  assert text.startswith(field) and message in text and '\n' not in text
+  assert not os.path.exists(tmp_path / 'run')  # nothing written, nothing compiled
+
+
+def test_other_pipelines_are_refused(tmp_path):
+  c = tiny_config(seed=(0, 1))
+  with c.unlocked():
+    c.dataset, c.planted_dim, c.subspace = 'synthetic_subspace', 2, 'known'
+  with pytest.raises(config_lib.ConfigError, match='^config.model: sweeps run the '
+                     'random-features pipeline only'):
+    sweep.run(c, str(tmp_path / 'run'))
+
+
+def test_memory_budget(tmp_path):
+  c = tiny_config(p=(10, 10 ** 6), seed=(0, 1))
+  c.sweep_memory_budget_gb = 0.1
+  with pytest.raises(config_lib.ConfigError, match=r'^config.sweep_memory_budget_gb: .* GB > '
+                     r'budget 0.1 GB') as e:
+    sweep.run(c, str(tmp_path / 'run'))
+  assert '\n' not in str(e.value)
+  assert not os.path.exists(tmp_path / 'run')
+  # The estimate grows with the padded width and the batch.
+  small = sweep.estimate_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4)
+  assert sweep.estimate_bytes(n=3, d=4, m=3, p_total=200, batch=2, itemsize=4) > small
+  assert sweep.estimate_bytes(n=3, d=4, m=3, p_total=100, batch=4, itemsize=4) > small
+
+
+def test_main_cli_bad_axis(tmp_path):
+  proc = subprocess.run(
+      [sys.executable, '-m', 'recon.main', '--config=configs/rf_phase_transition.py',
+       '--config.sweep.seed=()', f'--workdir={tmp_path}/x'],
+      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert proc.stderr.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis')

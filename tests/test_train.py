@@ -1,0 +1,95 @@
+"""Full-batch GD training: targets, losses, step size, tolerance and failure reporting."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from recon import data
+from recon.models import networks, train
+
+
+def _two_layer(width=30, c=1, n=4, d=5, seed=0):
+  x, y = data.synthetic_sphere(jax.random.PRNGKey(seed), n, d)
+  model = networks.TwoLayer(width, c, 'relu_tanh')
+  params = model.init(jax.random.PRNGKey(1), x)['params']
+  return x, y, params, lambda p, z: model.apply({'params': p}, z)
+
+
+def test_make_targets_shapes_and_values():
+  y = jnp.array([0.3, -1.2, 2.0, 0.1, -0.5, 0.9])
+  pm = train.make_targets('mse', y, 1)
+  assert pm.shape == (6, 1) and set(np.unique(pm)) == {-1.0, 1.0}
+  assert np.sum(pm == 1) == 3  # median split: balanced
+  onehot = train.make_targets('mse', y, 3)
+  assert onehot.shape == (6, 3) and np.all(onehot.sum(1) == 1) and np.all(onehot.sum(0) == 2)
+  np.testing.assert_array_equal(train.make_targets('logistic', y, 1), pm.ravel())
+  classes = train.make_targets('cross_entropy', y, 3)
+  assert classes.dtype == jnp.int32 and sorted(np.asarray(classes)) == [0, 0, 1, 1, 2, 2]
+  # Integer labels are classes already.
+  np.testing.assert_array_equal(
+      train.make_targets('cross_entropy', jnp.array([0, 2, 1, 2]), 3), [0, 2, 1, 2])
+
+
+@pytest.mark.parametrize('loss,c,needle', [('logistic', 2, 'num_classes=1'),
+                                           ('cross_entropy', 1, 'num_classes >= 2'),
+                                           ('hinge', 1, "unknown name 'hinge'")])
+def test_loss_output_mismatch_is_one_line_error(loss, c, needle):
+  with pytest.raises(train.TrainingSetupError) as e:
+    train.check_loss(loss, c)
+  assert needle in str(e.value) and '\n' not in str(e.value)
+
+
+def test_auto_learning_rate_matches_explicit_gauss_newton():
+  x, _, params, apply = _two_layer(width=20, c=2)
+  flat, unravel = ravel_pytree(params)
+  jac = jax.jacrev(lambda f: apply(unravel(f), x).reshape(-1))(flat)
+  lam = np.linalg.eigvalsh(np.asarray(jac @ jac.T, np.float64) / x.shape[0]).max()
+  np.testing.assert_allclose(train.auto_learning_rate(apply, params, x), 1 / lam, rtol=2e-2)
+
+
+def test_auto_learning_rate_shrinks_with_width():
+  lrs = [train.auto_learning_rate(apply, params, x)
+         for x, _, params, apply in (_two_layer(width=w) for w in (50, 500))]
+  assert 5 < lrs[0] / lrs[1] < 20  # about 1 / width
+
+
+@pytest.mark.parametrize('loss,c,tol', [('mse', 1, 1e-6), ('mse', 3, 1e-6),
+                                        ('logistic', 1, 0.05), ('cross_entropy', 3, 0.05)])
+def test_training_reaches_tolerance(loss, c, tol):
+  x, y, params, apply = _two_layer(width=100, c=c, n=6)
+  targets = train.make_targets(loss, y, c)
+  lr = train.auto_learning_rate(apply, params, x)
+  start = float(train.loss_value(loss, apply(params, x), targets))
+  trained, info = train.train(apply, params, x, targets, loss=loss,
+                              optimizer=train.make_optimizer(lr, 0.9), max_steps=20000, tol=tol,
+                              chunk_steps=500)
+  assert info['reached_tol'] and info['finite'], info
+  assert info['final_loss'] <= tol < start
+  np.testing.assert_allclose(
+      float(train.loss_value(loss, apply(trained, x), targets)), info['final_loss'], rtol=1e-4)
+
+
+def test_random_features_by_gd_trains_only_the_head():
+  x, y = data.synthetic_sphere(jax.random.PRNGKey(2), 5, 4)
+  model = networks.RandomFeatures(60, 1, 'relu_tanh')
+  variables = model.init(jax.random.PRNGKey(0), x)
+  assert set(variables['params']) == {'head'}
+  apply = lambda p, z: model.apply({'params': p, 'constants': variables['constants']}, z)
+  targets = train.make_targets('logistic', y, 1)
+  lr = train.auto_learning_rate(apply, variables['params'], x)
+  _, info = train.train(apply, variables['params'], x, targets, loss='logistic',
+                        optimizer=train.make_optimizer(lr, 0.9), max_steps=5000, tol=0.1)
+  assert info['reached_tol']
+
+
+def test_budget_and_nonfinite_are_reported():
+  x, y, params, apply = _two_layer()
+  targets = train.make_targets('mse', y, 1)
+  _, info = train.train(apply, params, x, targets, loss='mse',
+                        optimizer=train.make_optimizer(1e-4), max_steps=7, tol=1e-9,
+                        chunk_steps=3)
+  assert info['steps'] == 7 and not info['reached_tol'] and info['finite']
+  _, info = train.train(apply, params, x, targets, loss='mse',
+                        optimizer=train.make_optimizer(1e4), max_steps=500, tol=1e-9)
+  assert not info['finite'] and not info['reached_tol'] and info['steps'] < 500
