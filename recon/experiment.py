@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import time
 from typing import Any, Dict, Optional, Tuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from absl import logging
 
+from recon import checkpoint
 from recon import config as config_lib
 from recon import data, features, io, metrics, optimize, plots, refine, splitting
 from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
+from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
 from recon.objectives import projection, projection_streamed
 
@@ -36,9 +40,13 @@ def set_dtype(name: str):
 
 
 def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """Validated copy with derived defaults filled in (n_candidates = n, 2n for MLPs, when None)."""
+  """Validated copy with derived defaults filled in (n_candidates = n, 2n for MLPs, when None).
+
+  With `model_checkpoint` set, the checkpoint's model fields replace the config's
+  (see `apply_model_checkpoint`).
+  """
   config_lib.validate(config)
-  cfg = ml_collections.ConfigDict(config.to_dict())
+  cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
   if cfg.get('n_candidates') is None and cfg.get('attacker_knows_n', True):
     with cfg.ignore_type():
       # KKT attacks use 2n candidates (Haim et al.); the projection loss on random features n.
@@ -129,6 +137,80 @@ def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
   return jax.random.normal(key, (n_candidates, d), dtype)
 
 
+# Model fields a model checkpoint fixes (they replace the config's values).
+MODEL_FIELDS = {'random_features': ('p', 'd', 'activation')}
+
+
+def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """Reads model_checkpoint's metadata (cheap, before compute) and adopts its model fields.
+
+  The checkpoint's p, d, activation replace the config's, and its n (when it stores
+  one) replaces n (and so the n_candidates default). Refuses kinds without a pipeline.
+  """
+  path = cfg.get('model_checkpoint')
+  if not path:
+    return cfg
+  try:
+    meta = model_ckpt.read_metadata(path)
+  except model_ckpt.ModelCheckpointError as e:
+    raise ExperimentError(str(e)) from None
+  kind = meta['kind'] if meta['kind'] != 'flax' else f'flax:{meta["architecture"]}'
+  if kind not in MODEL_FIELDS:
+    raise ExperimentError(f'model_checkpoint: {path} holds a {kind!r} model; reconstruction '
+                          f'from a checkpoint is implemented for: {", ".join(MODEL_FIELDS)}')
+  cfg = ml_collections.ConfigDict(cfg.to_dict())
+  with cfg.ignore_type():
+    changed = []
+    for name in MODEL_FIELDS[kind]:
+      if cfg.get(name) != meta['hparams'][name]:
+        changed.append(f'{name}={meta["hparams"][name]!r}')
+      cfg[name] = meta['hparams'][name]
+    if meta.get('n') is not None:
+      cfg.n = meta['n']
+    cfg.model = kind
+  if changed:
+    logging.info('model_checkpoint %s sets %s', path, ', '.join(changed))
+  return cfg
+
+
+def _prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
+  """Applies the workdir rules before compute; returns True when resuming.
+
+  A workdir holding a run (summary.json, checkpoints or a saved model) is refused
+  unless resume=True (continue from its latest checkpoint; the config must agree
+  in every result-changing field) or overwrite=True (its outputs are replaced).
+  """
+  resume, overwrite = cfg.get('resume', False), cfg.get('overwrite', False)
+  if resume and overwrite:
+    raise ExperimentError('resume, overwrite: both True; accepted: at most one of them')
+  held = [name for name in ('summary.json', 'checkpoints', 'model')
+          if os.path.exists(os.path.join(workdir, name))]
+  steps = checkpoint.saved_steps(workdir)
+  if resume and steps:
+    saved = checkpoint.read_config(workdir)
+    diff = checkpoint.config_differences(saved, cfg.to_dict())
+    if diff:
+      raise ExperimentError(
+          f'resume: the config differs from the checkpointed run in {", ".join(diff)}; '
+          'restore those values, or choose another --workdir')
+    logging.info('resuming %s from step %d', workdir, steps[-1])
+    return True
+  # resume=True without a finished checkpoint (killed before or during the first save):
+  # a fresh start.
+  if held and not overwrite and not (resume and 'summary.json' not in held):
+    what = ', '.join(held)
+    kind, hint = (('a finished', '') if 'summary.json' in held else
+                  ('an unfinished', 'pass --config.resume=True to continue it, '))
+    raise ExperimentError(
+        f'workdir: {workdir} already holds {kind} run ({what}); {hint}choose another '
+        '--workdir or pass --config.overwrite=True to replace it')
+  if overwrite:
+    for name in ('checkpoints', 'model'):
+      shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
+  os.makedirs(workdir, exist_ok=True)
+  return False
+
+
 def rf_loss_fn(cfg: ml_collections.ConfigDict):
   """`loss(x_hat, problem)` of the random-features pipeline for this config."""
   return functools.partial(rf_loss, activation=cfg.activation, jitter=cfg.jitter)
@@ -159,15 +241,20 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   cfg = resolve(config)
   from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
   subspace_experiment.check(cfg)
+  if cfg.get('model_checkpoint') and subspace_experiment.uses_this_pipeline(cfg):
+    raise ExperimentError(
+        'model_checkpoint: the subspace / two_layer pipeline trains its own model; accepted: '
+        "model_checkpoint with model random_features, subspace 'none', alpha_mode "
+        "'closed_form'")
   if cfg.model in config_lib.NETWORK_MODELS and not subspace_experiment.uses_this_pipeline(cfg):
     from recon import network_experiment  # pylint: disable=import-outside-toplevel
     network_experiment.check_config(cfg)
-  _prepare_workdir(workdir, cfg.get('overwrite', False))
+  resuming = _prepare_run_workdir(workdir, cfg)
   dtype = set_dtype(cfg.dtype)
   if subspace_experiment.uses_this_pipeline(cfg):
     return subspace_experiment.run(cfg, workdir, dtype)
   if cfg.model == 'random_features':
-    return run_random_features(cfg, workdir, dtype)
+    return run_random_features(cfg, workdir, dtype, resuming=resuming)
   if cfg.model == 'homogeneous_mlp':
     from recon import kkt_experiment  # pylint: disable=import-outside-toplevel
     return kkt_experiment.run(cfg, workdir, dtype)
@@ -177,64 +264,160 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
                         f'{", ".join(config_lib.MODELS)}')
 
 
-def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
-  """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*)."""
+# V from its key; one compiled function for training and for attacking a saved model,
+# so both see the same bits.
+_random_weights = jax.jit(features.random_weights, static_argnums=(1, 2, 3))
+
+
+def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
+  """The attacker's view {v, mask, theta} of a saved random-features model.
+
+  V is regenerated from extras['v_key'] (V_ij ~ N(0, 1/d), `features.random_weights`),
+  or taken as given from extras['v'] (p x d) for a model whose V was drawn elsewhere.
+  """
+  p, d = model.hparams['p'], model.hparams['d']
+  extras = model.extras or {}
+  if 'v' in extras:
+    v = jnp.asarray(extras['v'], dtype)
+    chex.assert_shape(v, (p, d))
+  elif 'v_key' in extras:
+    v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype)
+  else:
+    raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
+                          "or 'v'; accepted: see docs/reliability.md")
+  return {'v': v, 'mask': jnp.ones((p,), dtype),
+          'theta': jnp.asarray(model.trained['theta'], dtype)}
+
+
+@functools.partial(jax.jit, static_argnames=('activation',))
+def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array]:
+  phi = features.rf_features(v, x, activation)
+  theta = random_features.min_norm_solution(phi, y)
+  return theta, random_features.train_mse(phi, theta, y)
+
+
+def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array],
+                          dtype) -> Tuple[model_ckpt.ModelCheckpoint, Dict[str, Any]]:
+  """Loads the data and fits theta* = Phi^+ y; (the model with its training set, data meta)."""
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  v = _random_weights(keys['model'], cfg.p, cfg.d, dtype)
+  theta, train_mse = _fit_rf(v, x_true, y, cfg.activation)
+  train_mse = float(train_mse)
+  logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
+               cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+  return model_ckpt.ModelCheckpoint(
+      kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation},
+      trained={'theta': theta}, extras={'v_key': keys['model']},
+      truth={'x': x_true, 'y': y}, n=cfg.n,
+      info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed}), meta
+
+
+def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
+  """The sample-splitting refiner of the random-features pipeline (None when split='none')."""
+  if cfg.get('split', 'none') == 'none':
+    return None
+  if lean or cfg.get('reseed_every', 0):
+    raise ExperimentError(
+        f"split: {cfg.split!r} needs dense features and no re-seeding (got feature mode "
+        f"{'lean' if lean else 'dense'}, reseed_every {cfg.get('reseed_every', 0)}); accepted: "
+        "split 'none', or feature_mode 'dense' with reseed_every 0")
+  split_cfg = splitting.config_from(cfg)
+  try:
+    splitting.check_config(split_cfg, cfg.activation)
+  except splitting.SplitError as e:
+    raise ExperimentError(str(e)) from None
+  feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.activation,
+                                                      prob['mask'])[0]
+  return splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one, cfg.jitter),
+                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+
+
+def run_random_features_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+                             resuming: bool = False) -> Dict[str, Any]:
+  """Memory-lean random features: V is regenerated chunk by chunk from its key, never stored."""
   t0 = time.time()
+  if cfg.get('model_checkpoint'):
+    raise ExperimentError('model_checkpoint: attacking a saved model uses dense features; '
+                          "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
+  _rf_splitter(cfg, lean=True)  # refuses splitting here
   keys = split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  lean = use_lean_features(cfg, dtype)
-  if lean:
-    shards = cfg.get('feature_shards', 1)
-    try:
-      mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
-    except ValueError as e:
-      raise ExperimentError(str(e)) from None
-    chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
-    problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
-        k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
-        n_chunks=n_chunks))(keys, x_true, y)
-    loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
-                           residual=cfg.get('feature_residual', 'two_pass'), mesh=mesh)
-    feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
-        problem['key'], x, cfg.activation, cfg.p, chunk)[:, :cfg.p]
-    gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
-        lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p),
-        x, n_chunks, problem['key']))
-    logging.info('memory-lean features: V (%.0f MB) regenerated in %d chunks of %d rows on '
-                 '%d device(s)', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20, n_chunks,
-                 chunk, shards)
-  else:
-    problem = jax.jit(lambda k, x, y: make_rf_problem(
-        k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
-    loss_fn = lambda x, prob: rf_loss(x, prob, activation=cfg.activation, jitter=cfg.jitter)
-    feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
-    gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
+  shards = cfg.get('feature_shards', 1)
+  try:
+    mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
+  except ValueError as e:
+    raise ExperimentError(str(e)) from None
+  chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
+  problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
+      k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
+      n_chunks=n_chunks))(keys, x_true, y)
+  loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
+                         residual=cfg.get('feature_residual', 'two_pass'), mesh=mesh)
+  feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
+      problem['key'], x, cfg.activation, cfg.p, chunk)[:, :cfg.p]
+  gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
+      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p),
+      x, n_chunks, problem['key']))
+  logging.info('memory-lean features: V (%.0f MB) regenerated in %d chunks of %d rows on '
+               '%d device(s)', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20, n_chunks,
+               chunk, shards)
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
   x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
-  refiner = None
-  if cfg.get('split', 'none') != 'none':
-    if lean or cfg.get('reseed_every', 0):
-      raise ExperimentError(
-          f"split: {cfg.split!r} needs dense features and no re-seeding (got feature mode "
-          f"{'lean' if lean else 'dense'}, reseed_every {cfg.get('reseed_every', 0)}); accepted: "
-          "split 'none', or feature_mode 'dense' with reseed_every 0")
-    split_cfg = splitting.config_from(cfg)
-    try:
-      splitting.check_config(split_cfg, cfg.activation)
-    except splitting.SplitError as e:
-      raise ExperimentError(str(e)) from None
-    feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.activation,
-                                                        prob['mask'])[0]
-    refiner = splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one,
-                                                                             cfg.jitter),
-                                 rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+  return reconstruct_and_report(
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
+      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True),
+      threat_model=RF_THREAT_MODEL)
+
+
+def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+                        resuming: bool = False) -> Dict[str, Any]:
+  """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*).
+
+  The model comes from `model_checkpoint` if set, from WORKDIR/model when
+  resuming, else it is trained; it is saved to WORKDIR/model before the attack,
+  and the attack always reads it back from that saved form (V from its key).
+  Above the feature memory budget (or with feature_mode='lean' / feature_shards > 1)
+  the memory-lean path runs instead (`run_random_features_lean`).
+  """
+  if use_lean_features(cfg, dtype):
+    return run_random_features_lean(cfg, workdir, dtype, resuming)
+  t0 = time.time()
+  keys = split_keys(cfg.seed)
+  own = os.path.join(workdir, 'model')
+  if resuming and os.path.isdir(own):
+    source = own
+  else:
+    source = cfg.get('model_checkpoint') or None
+  if source:
+    model = model_ckpt.load(source)
+    logging.info('loaded the random-features model from %s', source)
+    # Our own saved model: the data description (image shape, pixel scale) comes from the
+    # config's data set; a foreign model brings none.
+    meta = data.load(cfg, keys['data'], dtype)[2] if source == own else {}
+  else:
+    model, meta = train_random_features(cfg, keys, dtype)
+  if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
+    model_ckpt.save(own, model)
+  problem = rf_problem(model, dtype)
+  truth = model.truth or {}
+  x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
+  y = truth.get('y')
+  feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
+  gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
+  x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  extra = {'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
+           'memory_lean': False}
+  if 'train_mse' in model.info:
+    extra['train_mse'] = model.info['train_mse']
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=rf_loss_fn(cfg),
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
-      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, refiner=refiner,
-      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=bool(lean)),
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
+      refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
       threat_model=RF_THREAT_MODEL)
 
 
@@ -281,6 +464,8 @@ COUNTING_NOTE = (
     '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
     'their nearest-candidate distance; if n_candidates > n the extra candidates are '
     'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
+BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so only the blind '
+              'metrics (loss, steps, status) are reported')
 
 
 def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dict[str, Any],
@@ -306,13 +491,15 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
                    shape, ssim, value_range=value_range)
 
 
-def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_true: Array,
-                           y: Array, meta: Dict[str, Any], problem: Any, loss_fn, x0: Array,
-                           constraint, feature_fn=None, gram_fn=None,
+def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
+                           x_true: Optional[Array], y: Optional[Array],
+                           meta: Optional[Dict[str, Any]] = None, problem: Any, loss_fn,
+                           x0: Array, constraint, feature_fn=None, gram_fn=None,
                            t0: Optional[float] = None,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None,
-                           decode=None, refiner=None) -> Dict[str, Any]:
+                           decode=None, refiner=None, keys: Optional[Dict[str, Array]] = None,
+                           resume: Optional[bool] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
@@ -327,8 +514,17 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   `refiner(x, problem, step, history) -> None | (x, problem)` (e.g.
   `recon.splitting.Splitter`) may replace the variables and the problem between
   chunks; the optimiser state is then reset (its `summary()` goes into the metrics).
+
+  Checkpoints the state (and `keys`) to WORKDIR/checkpoints/ every
+  checkpoint_every_steps / checkpoint_every_seconds and when the run stops;
+  `resume` (default: config.resume and a checkpoint exists) restarts from the
+  latest one, history included. With `x_true=None` (no ground truth, e.g. a
+  model checkpoint without its training set) only the blind metrics are
+  reported (loss, steps, status), only the loss curve is drawn, and the summary
+  says so.
   """
   t0 = time.time() if t0 is None else t0
+  meta = meta or {}
   image_shape = meta.get('image_shape')
   ssim_filter = cfg.get('ssim_filter_size', None)
   if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
@@ -339,21 +535,45 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   current = {'problem': problem}
   chunk_jit = jax.jit(chunk_fn(cfg, loss_fn, optimizer, constraint))
-  chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)
+  chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)  # noqa: E731
+  ckpt_defaults = checkpoint.DEFAULTS
+  checkpointer = checkpoint.RunCheckpointer(
+      workdir, cfg.to_dict(), keys=keys,
+      every_seconds=cfg.get('checkpoint_every_seconds', ckpt_defaults['checkpoint_every_seconds']),
+      every_steps=cfg.get('checkpoint_every_steps', ckpt_defaults['checkpoint_every_steps']),
+      keep=cfg.get('checkpoint_keep', ckpt_defaults['checkpoint_keep']))
+  if resume is None:
+    resume = bool(cfg.get('resume', False)) and bool(checkpoint.saved_steps(workdir))
+  if resume and refiner is not None:
+    raise ExperimentError('resume: a run with sample splitting changes its problem between '
+                          'chunks and cannot be resumed; accepted: split \'none\'')
+  resumed_from = None
+  if resume:
+    state, history, resumed_from = checkpointer.restore(state)
+    if int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps:
+      state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
+    logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
+                 float(state.loss))
+  else:
+    history = [(0, float(state.loss))]
 
   decode = decode if decode is not None else (lambda params: params)
-  x_true_np = np.asarray(x_true)
-  history = [(0, float(state.loss))]
+  has_truth = x_true is not None
+  x_true_np = np.asarray(x_true) if has_truth else None
 
   def log_progress(s):
-    err = metrics.per_sample_errors(x_true_np, np.asarray(decode(s.x))).mean()
-    logging.info('step %7d  loss %.3e  recon_error %.4f  (%.0fs)', int(s.step), float(s.loss),
-                 err, time.time() - t0)
+    err = (f'  recon_error '
+           f'{metrics.per_sample_errors(x_true_np, np.asarray(decode(s.x))).mean():.4f}'
+           if has_truth else '')
+    logging.info('step %7d  loss %.3e%s  (%.0fs)', int(s.step), float(s.loss), err,
+                 time.time() - t0)
 
   progress = optimize.ProgressLogger(log_progress, cfg.log_every_seconds)
 
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
+    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps
+    checkpointer(s, history, stopped)
     progress(s)
     if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
       return None
@@ -380,29 +600,36 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
 
   state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
                          on_chunk=on_chunk)
+  checkpointer.close()
   progress(state, force=True)
   status = optimize.STATUS_NAMES[int(state.status)]
 
   problem = current['problem']
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
-                 steps=int(state.step), status=int(state.status),
-                 phi_true=None if feature_fn is None else feature_fn(x_true),
-                 phi_hat=None if feature_fn is None else feature_fn(
-                     jnp.asarray(x_hat, x_true.dtype)))
+  if has_truth:
+    result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
+                   steps=int(state.step), status=int(state.status),
+                   phi_true=None if feature_fn is None else feature_fn(x_true),
+                   phi_hat=None if feature_fn is None else feature_fn(
+                       jnp.asarray(x_hat, x_true.dtype)))
+    result['ground_truth'] = True
+    aligned = metrics.aligned_candidates(x_true_np, x_hat)
+    if image_shape is not None:
+      result.update(metrics.image_metrics(
+          x_true_np, x_hat, image_shape,
+          threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
+  else:
+    result = {'projection_loss': final_loss, 'final_loss': final_loss,
+              'steps': int(state.step), 'status': status, 'ground_truth': False,
+              'n_candidates': int(x_hat.shape[0])}
   if gram_fn is not None:
     result['gram_condition'] = projection.check_condition(
-        np.asarray(gram_fn(jnp.asarray(x_hat, x_true.dtype))),
+        np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
         cfg.get('jitter', projection.DEFAULT_JITTER))
   if reseeder is not None:
     result['reseeded'] = reseeder.stats.reseeded
     result['reseed_rejected'] = reseeder.stats.rejected
-  aligned = metrics.aligned_candidates(x_true_np, x_hat)
-  if image_shape is not None:
-    result.update(metrics.image_metrics(
-        x_true_np, x_hat, image_shape,
-        threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
   result.update(extra_metrics or {})
   if refiner is not None and hasattr(refiner, 'summary'):
     result['splitting'] = refiner.summary()
@@ -414,17 +641,30 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *, x_tr
       'config': cfg.to_dict(),
       'metrics': result,
       'threat_model': threat_model or {},
-      'counting': COUNTING_NOTE,
+      'counting': COUNTING_NOTE if has_truth else BLIND_NOTE,
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
+      'resumed_from_step': resumed_from,
       'device': str(jax.devices()[0].platform),
       'data': data.describe(meta),
   }
-  io.write_npz(os.path.join(workdir, 'reconstruction.npz'), x_true=x_true_np,
-               x_matched=aligned, x_candidates=x_hat, y=np.asarray(y))
-  write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
+  arrays = {'x_candidates': x_hat}
+  if has_truth:
+    arrays.update(x_true=x_true_np, x_matched=aligned)
+  if y is not None:
+    arrays['y'] = np.asarray(y)
+  io.write_npz(os.path.join(workdir, 'reconstruction.npz'), **arrays)
+  if has_truth:
+    write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
+  else:
+    plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), summary['history']['step'],
+                     summary['history']['loss'], title=f'loss vs step ({status}, no ground truth)')
   io.write_json(os.path.join(workdir, 'summary.json'), summary)  # last: marks a finished run
-  logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
-               '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
-               result['frac_recovered'], result['dist_abs'], final_loss, status,
-               result['steps'], result['wall_seconds'], workdir)
+  if has_truth:
+    logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
+                 '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
+                 result['frac_recovered'], result['dist_abs'], final_loss, status,
+                 result['steps'], result['wall_seconds'], workdir)
+  else:
+    logging.info('no ground truth: blind metrics only; loss %.3e (%s after %d steps, %.1fs) '
+                 '-> %s', final_loss, status, result['steps'], result['wall_seconds'], workdir)
   return summary

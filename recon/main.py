@@ -6,6 +6,7 @@ exits with status 2 and one line on stderr, before any compute.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -61,10 +62,52 @@ def _check_config_path(argv) -> None:
         _fail(f'--config: no such config file {path!r}; accepted: a path to a file in configs/')
 
 
+def _config_overrides(argv):
+  """(field, value) of every --config.FIELD=VALUE argument."""
+  out = []
+  for arg in argv:
+    m = re.match(r'--config\.([^=]+)=(.*)$', arg)
+    if m:
+      out.append((m.group(1), m.group(2)))
+  return out
+
+
+def _parse_flags(argv):
+  """absl flag parsing whose errors are one line on stderr and exit status 2.
+
+  An override of an unknown field or with a value of the wrong type is reported
+  like a validator error (field, value, accepted values).
+  """
+  try:
+    return flags.FLAGS(argv)
+  except Exception as e:  # pylint: disable=broad-except
+    message = str(e).splitlines()[0] if str(e) else type(e).__name__
+    for field, value in _config_overrides(argv):
+      spec = config_lib.SCHEMA.get(field)
+      if spec is None:
+        _fail(f'config.{field}: unknown field; accepted fields: '
+              f'{", ".join(sorted(config_lib.SCHEMA))}')
+      if f'--config.{field}=' in message:
+        _fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
+    for field, _ in _config_overrides(argv):
+      if "'" + field + "'" in message:
+        _fail(f'config.{field}: not a field of this config file; accepted: the fields it '
+              'defines (add the field to the config file to override it)')
+    _fail(message)
+
+
+class _DropOrbaxInfo:
+  """Keeps orbax's per-save INFO lines out of the run log (warnings still pass)."""
+
+  def filter(self, record) -> bool:
+    return record.levelno > 20 or 'orbax' not in record.pathname
+
+
 def run():
   _check_config_path(sys.argv)
   logging.set_verbosity(logging.INFO)
-  app.run(main)
+  logging.get_absl_handler().addFilter(_DropOrbaxInfo())
+  app.run(main, flags_parser=_parse_flags)
 
 
 if __name__ == '__main__':

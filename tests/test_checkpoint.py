@@ -1,0 +1,315 @@
+"""Checkpoints and resume (bit for bit, also after SIGKILL), workdir rules, saved models."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+
+from recon import checkpoint, experiment
+from recon.models import checkpoint as model_ckpt
+from recon.models import networks, train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RF = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
+
+# Tiny problem; tol=0 so every run takes exactly max_steps steps.
+TINY = dict(n=4, d=4, p=64, lr=2.0, tol=0.0, chunk_steps=50, log_every_seconds=1000.0,
+            checkpoint_every_seconds=0.0)
+
+
+def tiny_config(**overrides):
+  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
+  cfg = rf_synthetic.get_config()
+  for k, v in {**TINY, 'max_steps': 400, **overrides}.items():
+    cfg[k] = v
+  return cfg
+
+
+def comparable(summary):
+  """Everything a run produces except its wall time (and where it resumed from)."""
+  m = dict(summary['metrics'])
+  m.pop('wall_seconds')
+  return {'metrics': m, 'history': summary['history']}
+
+
+def read_npz(workdir):
+  with np.load(os.path.join(workdir, 'reconstruction.npz')) as f:
+    return {k: f[k] for k in f.files}
+
+
+def assert_same_outputs(a, b):
+  sa = json.load(open(os.path.join(a, 'summary.json')))
+  sb = json.load(open(os.path.join(b, 'summary.json')))
+  assert comparable(sa) == comparable(sb)
+  na, nb = read_npz(a), read_npz(b)
+  assert sorted(na) == sorted(nb)
+  for k in na:
+    np.testing.assert_array_equal(na[k], nb[k], err_msg=k)  # bit for bit
+
+
+def snapshot(workdir):
+  out = {}
+  for folder, _, files in os.walk(workdir):
+    for f in files:
+      path = os.path.join(folder, f)
+      out[os.path.relpath(path, workdir)] = open(path, 'rb').read()
+  return out
+
+
+@pytest.fixture(scope='module')
+def unbroken(tmp_path_factory):
+  """One uninterrupted in-process run: 400 steps, checkpoints every 100."""
+  workdir = str(tmp_path_factory.mktemp('unbroken'))
+  experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
+  return workdir
+
+
+def test_config_differences_rule():
+  saved = tiny_config().to_dict()
+  same = dict(saved, log_every_seconds=1.0, chunk_steps=7, checkpoint_keep=5, resume=True,
+              checkpoint_every_steps=3, checkpoint_every_seconds=9.0, max_steps=10**6, name='x')
+  assert checkpoint.config_differences(saved, same) == []
+  diff = checkpoint.config_differences(saved, dict(saved, lr=1.0, seed=3, max_steps=10))
+  assert [d.split(' ')[0] for d in diff] == ['lr', 'max_steps', 'seed']
+  assert checkpoint.config_differences(saved, dict(saved, extra=1)) == ['extra (None -> 1)']
+
+
+def test_checkpoints_written_and_pruned(unbroken):
+  assert checkpoint.saved_steps(unbroken) == [300, 400]  # checkpoint_keep = 2
+  assert checkpoint.read_config(unbroken)['max_steps'] == 400
+  assert os.path.isfile(os.path.join(unbroken, 'model', 'model.json'))
+
+
+def test_resume_with_more_steps_is_bit_for_bit(unbroken, tmp_path):
+  """200 steps, then resume to 400 (max_steps may grow): same outputs as 400 in one go."""
+  workdir = str(tmp_path / 'split')
+  first = experiment.run(tiny_config(max_steps=200), workdir)
+  assert first['metrics']['steps'] == 200
+  summary = experiment.run(tiny_config(resume=True, chunk_steps=100), workdir)
+  assert summary['resumed_from_step'] == 200
+  assert summary['history']['step'][-1] == 400
+  # chunk_steps changed on resume: candidates identical, history sampled differently.
+  np.testing.assert_array_equal(read_npz(workdir)['x_candidates'],
+                                read_npz(unbroken)['x_candidates'])
+  assert comparable(summary)['metrics'] == comparable(
+      json.load(open(os.path.join(unbroken, 'summary.json'))))['metrics']
+
+
+def test_resume_after_crash_is_bit_for_bit(unbroken, tmp_path):
+  """A crash after the checkpoint at step 300: the resumed run ends where the unbroken did."""
+  workdir = str(tmp_path / 'crashed')
+  shutil.copytree(unbroken, workdir)
+  shutil.rmtree(os.path.join(workdir, 'checkpoints', '400'))
+  os.remove(os.path.join(workdir, 'summary.json'))
+  os.remove(os.path.join(workdir, 'reconstruction.npz'))
+  # An unfinished orbax save (as SIGKILL mid-save leaves it) must be ignored.
+  os.makedirs(os.path.join(workdir, 'checkpoints', '350.orbax-checkpoint-tmp-1'))
+  summary = experiment.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
+  assert summary['resumed_from_step'] == 300
+  assert_same_outputs(unbroken, workdir)
+
+
+def test_second_run_into_a_workdir_is_refused(unbroken, tmp_path):
+  workdir = str(tmp_path / 'again')
+  shutil.copytree(unbroken, workdir)
+  before = snapshot(workdir)
+  with pytest.raises(experiment.ExperimentError, match='already holds a finished run') as err:
+    experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
+  assert '\n' not in str(err.value)
+  assert snapshot(workdir) == before
+  # overwrite=True replaces it (same config: same outputs).
+  experiment.run(tiny_config(checkpoint_every_steps=100, overwrite=True), workdir)
+  assert_same_outputs(unbroken, workdir)
+
+
+def test_unfinished_run_is_refused_without_resume(unbroken, tmp_path):
+  workdir = str(tmp_path / 'unfinished')
+  shutil.copytree(unbroken, workdir)
+  os.remove(os.path.join(workdir, 'summary.json'))
+  with pytest.raises(experiment.ExperimentError, match='resume=True to continue'):
+    experiment.run(tiny_config(), workdir)
+
+
+@pytest.mark.parametrize('overrides,named', [
+    (dict(lr=5.0, seed=1), 'lr (2.0 -> 5.0), seed (0 -> 1)'),
+    (dict(max_steps=300), 'max_steps (400 -> 300)'),
+    (dict(activation='tanh'), "activation ('relu_tanh' -> 'tanh')"),
+])
+def test_resume_with_a_different_config_is_refused(unbroken, tmp_path, overrides, named):
+  workdir = str(tmp_path / 'mismatch')
+  shutil.copytree(unbroken, workdir)
+  before = snapshot(workdir)
+  with pytest.raises(experiment.ExperimentError) as err:
+    experiment.run(tiny_config(resume=True, **overrides), workdir)
+  message = str(err.value)
+  assert '\n' not in message
+  assert message.startswith('resume: the config differs from the checkpointed run in ' + named)
+  assert snapshot(workdir) == before
+
+
+def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
+  """Also when killed during the first save (only an unfinished orbax folder and the model)."""
+  workdir = str(tmp_path / 'fresh')
+  os.makedirs(os.path.join(workdir, 'checkpoints', '100.orbax-checkpoint-tmp-7'))
+  shutil.copytree(os.path.join(unbroken, 'model'), os.path.join(workdir, 'model'))
+  with pytest.raises(experiment.ExperimentError, match='already holds an unfinished run'):
+    experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
+  summary = experiment.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
+  assert summary['resumed_from_step'] is None
+  assert_same_outputs(unbroken, workdir)
+
+
+# Saved models.
+
+def test_random_features_model_round_trip(unbroken, tmp_path):
+  model = model_ckpt.load(unbroken)  # a workdir: reads WORKDIR/model
+  assert model.kind == 'random_features' and model.n == 4
+  assert model.hparams == {'p': 64, 'd': 4, 'activation': 'relu_tanh'}
+  assert model.extras['v_key'].dtype == np.uint32
+  path = str(tmp_path / 'copy')
+  model_ckpt.save(path, model)
+  again = model_ckpt.load(path)
+  for part in ('trained', 'extras', 'truth'):
+    jax.tree.map(np.testing.assert_array_equal, getattr(model, part), getattr(again, part))
+  assert again.initial is None
+  assert sorted(json.load(open(os.path.join(path, 'model.json')))['parts']) == [
+      'extras', 'trained', 'truth']
+
+
+def test_two_layer_model_round_trip(tmp_path):
+  module = networks.TwoLayer(width=16, out_dim=3, activation='tanh')
+  x = jax.random.normal(jax.random.PRNGKey(0), (5, 4))
+  targets = jax.random.normal(jax.random.PRNGKey(1), (5, 3))
+  initial = module.init(jax.random.PRNGKey(2), x)['params']
+  trained, _ = train.train(lambda p, z: module.apply({'params': p}, z), initial, x, targets,
+                           loss='mse', optimizer=optax.sgd(0.1), max_steps=5, tol=0.0)
+  saved = model_ckpt.ModelCheckpoint(
+      kind='flax', architecture='TwoLayer', hparams={'width': 16, 'out_dim': 3,
+                                                     'activation': 'tanh'},
+      trained=trained, initial=initial, truth={'x': x, 'y': targets}, n=5)
+  path = str(tmp_path / 'two_layer')
+  model_ckpt.save(path, saved)
+  loaded = model_ckpt.load(path)
+  assert loaded.architecture == 'TwoLayer'
+  for part in ('trained', 'initial'):
+    jax.tree.map(np.testing.assert_array_equal, getattr(saved, part), getattr(loaded, part))
+  assert not np.array_equal(loaded.trained['head']['kernel'], loaded.initial['head']['kernel'])
+  out = loaded.module().apply({'params': loaded.trained}, x)
+  np.testing.assert_array_equal(out, module.apply({'params': trained}, x))
+  # No reconstruction pipeline reads Flax checkpoints yet: refused in one line, before compute.
+  with pytest.raises(experiment.ExperimentError, match="holds a 'flax:TwoLayer' model"):
+    experiment.run(tiny_config(model_checkpoint=path), str(tmp_path / 'w'))
+  assert not os.path.exists(tmp_path / 'w')
+
+
+def test_random_features_model_with_explicit_v(unbroken, tmp_path):
+  """A model whose V was drawn elsewhere is stored as extras['v']; same V, same attack."""
+  model = model_ckpt.load(unbroken)
+  v = experiment.rf_problem(model, jnp.float32)['v']
+  model.extras = {'v': np.asarray(v)}
+  path = str(tmp_path / 'explicit_v')
+  model_ckpt.save(path, model)
+  np.testing.assert_array_equal(experiment.rf_problem(model_ckpt.load(path), jnp.float32)['v'], v)
+
+
+def test_bad_model_checkpoint_is_refused(tmp_path):
+  with pytest.raises(experiment.ExperimentError, match='model_checkpoint: no model.json'):
+    experiment.run(tiny_config(model_checkpoint=str(tmp_path)), str(tmp_path / 'w'))
+
+
+def test_reconstruct_from_model_checkpoint(unbroken, tmp_path):
+  """Attacking the saved model gives the unbroken run's outputs; the checkpoint's p, d win."""
+  workdir = str(tmp_path / 'from_model')
+  summary = experiment.run(tiny_config(model_checkpoint=unbroken, p=999, d=7,
+                                       checkpoint_every_steps=100), workdir)
+  assert (summary['config']['p'], summary['config']['d']) == (64, 4)
+  assert_same_outputs(unbroken, workdir)
+
+
+def test_reconstruct_without_ground_truth(unbroken, tmp_path):
+  model = model_ckpt.load(unbroken)
+  model.truth, model.n = None, None
+  path = str(tmp_path / 'blind_model')
+  model_ckpt.save(path, model)
+  workdir = str(tmp_path / 'blind')
+  summary = experiment.run(tiny_config(model_checkpoint=path), workdir)
+  m = summary['metrics']
+  assert m['ground_truth'] is False and 'recon_error' not in m
+  assert m['steps'] == 400 and m['n_candidates'] == 4
+  assert summary['counting'] == experiment.BLIND_NOTE
+  ref = json.load(open(os.path.join(unbroken, 'summary.json')))
+  assert m['final_loss'] == ref['metrics']['final_loss']  # same model, same start
+  assert sorted(read_npz(workdir)) == ['x_candidates']
+
+
+# Across processes: SIGKILL + resume, and determinism.
+
+def _cli(workdir, *overrides):
+  args = dict(TINY, max_steps=6000, **dict(o.split('=', 1) for o in overrides))
+  return [sys.executable, '-m', 'recon.main', f'--config={RF}', f'--workdir={workdir}'] + [
+      f'--config.{k}={v}' for k, v in args.items()]
+
+
+def _start(cmd):
+  return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, env=dict(os.environ, JAX_PLATFORMS='cpu'))
+
+
+def _finish(proc):
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 0, err[-3000:]
+
+
+def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_path):
+  a, b, killed = (str(tmp_path / name) for name in ('a', 'b', 'killed'))
+  # Two unbroken runs (no periodic checkpoints) and one checkpointing every 500 steps.
+  procs = [_start(_cli(a)), _start(_cli(b)),
+           _start(_cli(killed, 'checkpoint_every_steps=500'))]
+  deadline = time.time() + 300
+  while not checkpoint.saved_steps(killed):
+    assert procs[2].poll() is None, 'the run finished before it could be killed'
+    assert time.time() < deadline
+    time.sleep(0.005)
+  procs[2].send_signal(signal.SIGKILL)
+  procs[2].wait()
+  assert procs[2].returncode == -signal.SIGKILL
+  assert not os.path.exists(os.path.join(killed, 'summary.json'))
+  steps = checkpoint.saved_steps(killed)
+  assert steps and steps[-1] < 6000
+  _finish(procs[0])
+  _finish(procs[1])
+  resumed = _start(_cli(killed, 'resume=True'))
+  _finish(resumed)
+  assert_same_outputs(a, b)  # same config and seed, two processes: identical
+  assert_same_outputs(a, killed)  # killed + resumed: identical to unbroken
+  summary = json.load(open(os.path.join(killed, 'summary.json')))
+  assert summary['resumed_from_step'] in steps
+
+
+def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
+  """Subspace pipeline, free alpha, Adam (a pytree state): 40 + resume to 60 == 60 at once."""
+  from configs import rf_subspace  # pylint: disable=import-outside-toplevel
+
+  def cfg(**overrides):
+    c = rf_subspace.get_config()
+    c.update(dict(alpha_mode='joint', optimizer='adam', lr=0.01, max_steps=60, chunk_steps=20,
+                  log_every_seconds=1000.0))
+    for k, v in overrides.items():
+      c[k] = v  # fields this config file lacks (resume, ...) take their defaults otherwise
+    return c
+
+  whole, split = str(tmp_path / 'whole'), str(tmp_path / 'split')
+  experiment.run(cfg(), whole)
+  experiment.run(cfg(max_steps=40), split)
+  summary = experiment.run(cfg(resume=True), split)
+  assert summary['resumed_from_step'] == 40
+  assert_same_outputs(whole, split)
