@@ -53,7 +53,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.log_every_seconds = 5.0
   c.recovered_threshold = 0.1
   c.overwrite = False
-  # Reliability (docs/reliability.md).
+  # Reliability (README.md, "Reliability").
   c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
   c.checkpoint_every_seconds = 60.0  # 0: off
   c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed

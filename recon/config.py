@@ -110,7 +110,7 @@ SCHEMA: Dict[str, Spec] = {
     'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
     'ssim_filter_size': Spec(int, low=1, optional=True),
     'overwrite': Spec(bool),
-    # Reliability (docs/reliability.md): checkpoints, resume, saved models.
+    # Reliability (README.md, "Reliability"): checkpoints, resume, saved models.
     'resume': Spec(bool),
     'checkpoint_every_seconds': Spec(float, low=0.0),  # 0: off
     'checkpoint_every_steps': Spec(int, low=0),  # 0: off
