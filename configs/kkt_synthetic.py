@@ -7,6 +7,8 @@ theta = sum_i lambda_i y_i grad_theta f(theta; x_i). About a minute on 2 CPU cor
 """
 import ml_collections
 
+from configs import common
+
 
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
@@ -62,10 +64,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.split_eps_grid = 16
   c.split_merge_tol = 1e-3
   c.split_require_decrease = True
-  # Bookkeeping.
-  c.seed = 0
-  c.chunk_steps = 500
-  c.log_every_seconds = 10.0
-  c.recovered_threshold = 0.1
-  c.overwrite = False
+  # Bookkeeping and reliability (configs/common.py).
+  common.add_bookkeeping(c, chunk_steps=500, log_every_seconds=10.0)
   return c

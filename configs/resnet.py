@@ -8,6 +8,8 @@ A few minutes on CPU.
 """
 import ml_collections
 
+from configs import common
+
 
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
@@ -45,10 +47,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.tol = 1e-7
   c.jitter = 1e-6
   c.dtype = 'float32'
-  # Bookkeeping.
-  c.seed = 0
-  c.chunk_steps = 200
-  c.log_every_seconds = 20.0
-  c.recovered_threshold = 0.1
-  c.overwrite = False
+  # Bookkeeping and reliability (configs/common.py).
+  common.add_bookkeeping(c, log_every_seconds=20.0)
   return c

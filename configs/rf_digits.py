@@ -7,6 +7,8 @@ results/rf_digits/ (regenerate with `python -m scripts.rf_digits`).
 """
 import ml_collections
 
+from configs import common
+
 
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
@@ -35,12 +37,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.tol = 1e-7
   c.jitter = 1e-6
   c.dtype = 'float32'
-  # Bookkeeping.
-  c.seed = 0
-  c.chunk_steps = 200
-  c.log_every_seconds = 10.0
-  c.recovered_threshold = 0.1
+  # Bookkeeping and reliability (configs/common.py).
+  common.add_bookkeeping(c, log_every_seconds=10.0)
   c.ssim_threshold = 0.7
   c.ssim_filter_size = ml_collections.config_dict.placeholder(int)  # None: 3 for 8x8
-  c.overwrite = False
   return c

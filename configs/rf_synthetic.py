@@ -7,6 +7,8 @@ in well under a minute. The paper's optimiser: --config.optimizer=sgd --config.l
 """
 import ml_collections
 
+from configs import common
+
 
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
@@ -47,16 +49,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.reseed_every = 0
   c.reseed_threshold = 0.95
   c.reseed_proposals = 64
-  # Bookkeeping.
-  c.seed = 0
-  c.chunk_steps = 200
-  c.log_every_seconds = 5.0
-  c.recovered_threshold = 0.1
-  c.overwrite = False
-  # Reliability (README.md, "Reliability").
-  c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
-  c.checkpoint_every_seconds = 60.0  # 0: off
-  c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
-  c.checkpoint_keep = 2
+  # Bookkeeping and reliability (configs/common.py).
+  common.add_bookkeeping(c)
   c.model_checkpoint = ml_collections.config_dict.placeholder(str)  # a saved model to attack
   return c

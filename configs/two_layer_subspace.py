@@ -9,6 +9,8 @@ to see the estimate degrade. About half a minute on 2 CPU cores.
 """
 import ml_collections
 
+from configs import common
+
 
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
@@ -43,10 +45,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.tol = 1e-7
   c.jitter = 1e-6
   c.dtype = 'float32'
-  # Bookkeeping.
-  c.seed = 0
-  c.chunk_steps = 250
-  c.log_every_seconds = 5.0
-  c.recovered_threshold = 0.1
-  c.overwrite = False
+  # Bookkeeping and reliability (configs/common.py).
+  common.add_bookkeeping(c, chunk_steps=250)
   return c

@@ -284,7 +284,7 @@ def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
     v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype)
   else:
     raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
-                          "or 'v'; accepted: see README.md, "Reliability"")
+                          "or 'v'; accepted: see the README section Reliability")
   return {'v': v, 'mask': jnp.ones((p,), dtype),
           'theta': jnp.asarray(model.trained['theta'], dtype)}
 

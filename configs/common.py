@@ -1,0 +1,23 @@
+"""Fields every config shares: run bookkeeping and reliability (checkpoints, resume).
+
+Each `configs/*.py` builds its own data / model / attack fields and then calls
+`add_bookkeeping(c, ...)` with the few values it changes.
+"""
+import ml_collections
+
+
+def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
+                    log_every_seconds: float = 5.0, seed: int = 0,
+                    recovered_threshold: float = 0.1) -> ml_collections.ConfigDict:
+  """Adds seed, chunking, logging, the recovered threshold and the reliability fields."""
+  c.seed = seed
+  c.chunk_steps = chunk_steps  # steps per compiled call (progress / checkpoints between)
+  c.log_every_seconds = log_every_seconds
+  c.recovered_threshold = recovered_threshold  # relative distance that counts as recovered
+  c.overwrite = False  # True: replace a finished run in the same workdir
+  # Reliability (README.md, "Reliability").
+  c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
+  c.checkpoint_every_seconds = 60.0  # 0: off
+  c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
+  c.checkpoint_keep = 2
+  return c
