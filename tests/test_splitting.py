@@ -4,11 +4,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-jax.config.update('jax_enable_x64', True)
+from recon import data, features, splitting
+from recon.models import homogeneous
+from recon.objectives import kkt
 
-from recon import data, features, splitting  # noqa: E402
-from recon.models import homogeneous  # noqa: E402
-from recon.objectives import kkt  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def _float64():
+  """These tests run in float64 (the KKT fit is squared); the switch is undone after each."""
+  jax.config.update('jax_enable_x64', True)
+  yield
 
 
 def _kkt_case(m=3, d=3):
