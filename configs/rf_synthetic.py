@@ -43,8 +43,11 @@ def get_config() -> ml_collections.ConfigDict:
   c.feature_mode = 'auto'
   c.feature_memory_budget_mb = 1024.0
   c.feature_chunk = 4096
-  c.feature_residual = 'two_pass'
+  c.feature_residual = 'auto'  # auto | two_pass | gram | stored (see README, Performance)
   c.feature_shards = 1
+  # Generator of V: 'threefry' (jax.random, per-row fold_in) or 'hash' (counter-based hash
+  # + erfinv: same distribution, several times cheaper to regenerate on CPU).
+  c.weight_rng = 'threefry'
   # Blind re-seeding of candidates that collapsed onto one another (0 = off).
   c.reseed_every = 0
   c.reseed_threshold = 0.95

@@ -137,8 +137,9 @@ SCHEMA: Dict[str, Spec] = {
     'feature_mode': Spec(str, choices=lambda: features.FEATURE_MODES),
     'feature_memory_budget_mb': Spec(float, low=0.0, low_open=True),
     'feature_chunk': _positive_int(),
-    'feature_residual': Spec(str, choices=lambda: projection_streamed.RESIDUAL_MODES),
+    'feature_residual': Spec(str, choices=lambda: ('auto',) + projection_streamed.RESIDUAL_MODES),
     'feature_shards': _positive_int(),
+    'weight_rng': Spec(str, choices=lambda: features.WEIGHT_RNGS),
     # Blind re-seeding of collapsed candidates (recon/refine.py); 0 = off.
     'reseed_every': Spec(int, low=0),
     'reseed_threshold': Spec(float, low=0.0, low_open=True, high=1.0),

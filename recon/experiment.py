@@ -62,7 +62,8 @@ def split_keys(seed_or_key) -> Dict[str, Array]:
 
 
 def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
-                    activation: str, mask: Optional[Array] = None) -> Dict[str, Array]:
+                    activation: str, mask: Optional[Array] = None,
+                    rng: str = 'threefry') -> Dict[str, Array]:
   """Draws V (p_total x d), fits theta* = Phi^+ y on the (masked) features.
 
   Returns the attacker's view {v, mask, theta} plus `train_mse` (a pytree of arrays).
@@ -71,7 +72,7 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
   padding, so the first p entries equal the unpadded model's theta*.
   """
   d = x.shape[1]
-  v = features.random_weights(keys['model'], p_total, d, x.dtype)
+  v = features.random_weights(keys['model'], p_total, d, x.dtype, rng)
   if mask is None:
     mask = jnp.ones((p_total,), x.dtype)
     n_features = None
@@ -81,6 +82,16 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
   theta = random_features.min_norm_solution(phi, y, n_features) * mask
   return {'v': v, 'mask': mask, 'theta': theta,
           'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def lean_residual(cfg: ml_collections.ConfigDict, dtype) -> str:
+  """The streamed loss's residual mode; 'auto': 'stored' (keeps Z, m x p, 2 regenerations of V
+  per step) when m*p*itemsize fits feature_memory_budget_mb, else 'two_pass' (3 per step)."""
+  mode = cfg.get('feature_residual', 'two_pass')
+  if mode != 'auto':
+    return mode
+  megabytes = cfg.n_candidates * cfg.p * jnp.dtype(dtype).itemsize / 2 ** 20
+  return 'stored' if megabytes <= cfg.get('feature_memory_budget_mb', 1024.0) else 'two_pass'
 
 
 def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
@@ -102,13 +113,14 @@ def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
 
 
 def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,
-                         activation: str, chunk: int, n_chunks: int) -> Dict[str, Array]:
+                         activation: str, chunk: int, n_chunks: int,
+                         rng: str = 'threefry') -> Dict[str, Array]:
   """Memory-lean `make_rf_problem`: V is regenerated chunk by chunk from keys['model'].
 
   Same key => same V, features and theta* as the dense path. Returns the attacker's
   view {key, p, theta (n_chunks, chunk), zero past p} plus `train_mse`.
   """
-  phi = features.rf_features_chunked(keys['model'], x, activation, p, chunk, n_chunks)
+  phi = features.rf_features_chunked(keys['model'], x, activation, p, chunk, n_chunks, rng)
   theta = random_features.min_norm_solution(phi, y)
   return {'key': keys['model'], 'p': jnp.asarray(p, jnp.int32),
           'theta': theta.reshape(n_chunks, chunk),
@@ -116,12 +128,14 @@ def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,
 
 
 def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 'two_pass',
-                 mesh=None):
+                 mesh=None, rng: str = 'threefry'):
   """loss_fn(x_hat, lean_problem): the streamed projection loss (custom VJP, optional mesh)."""
   chunk_fn = lambda aux, x, c: features.rf_feature_chunk(  # noqa: E731
-      aux['key'], x, c, chunk, activation, aux['p'])
+      aux['key'], x, c, chunk, activation, aux['p'], rng)
+  pre = lambda aux, x, c: features.rf_preactivation_chunk(aux['key'], x, c, chunk, rng)  # noqa: E731
+  post = lambda aux, z, c: features.rf_activate_chunk(z, c, chunk, activation, aux['p'])  # noqa: E731
   loss = projection_streamed.make_streamed_projection_loss(
-      chunk_fn, jitter=jitter, residual=residual, mesh=mesh)
+      chunk_fn, jitter=jitter, residual=residual, mesh=mesh, split_fn=(pre, post))
   return lambda x, prob: loss(x, prob['theta'], {'key': prob['key'], 'p': prob['p']})
 
 
@@ -266,7 +280,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
 
 # V from its key; one compiled function for training and for attacking a saved model,
 # so both see the same bits.
-_random_weights = jax.jit(features.random_weights, static_argnums=(1, 2, 3))
+_random_weights = jax.jit(features.random_weights, static_argnums=(1, 2, 3, 4))
 
 
 def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
@@ -281,7 +295,8 @@ def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
     v = jnp.asarray(extras['v'], dtype)
     chex.assert_shape(v, (p, d))
   elif 'v_key' in extras:
-    v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype)
+    v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype,
+                        model.hparams.get('weight_rng', 'threefry'))
   else:
     raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
                           "or 'v'; accepted: see the README section Reliability")
@@ -300,13 +315,15 @@ def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array]
                           dtype) -> Tuple[model_ckpt.ModelCheckpoint, Dict[str, Any]]:
   """Loads the data and fits theta* = Phi^+ y; (the model with its training set, data meta)."""
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  v = _random_weights(keys['model'], cfg.p, cfg.d, dtype)
+  rng = cfg.get('weight_rng', 'threefry')
+  v = _random_weights(keys['model'], cfg.p, cfg.d, dtype, rng)
   theta, train_mse = _fit_rf(v, x_true, y, cfg.activation)
   train_mse = float(train_mse)
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
   return model_ckpt.ModelCheckpoint(
-      kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation},
+      kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation,
+                                       'weight_rng': rng},
       trained={'theta': theta}, extras={'v_key': keys['model']},
       truth={'x': x_true, 'y': y}, n=cfg.n,
       info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed}), meta
@@ -348,19 +365,22 @@ def run_random_features_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype
   except ValueError as e:
     raise ExperimentError(str(e)) from None
   chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
+  rng = cfg.get('weight_rng', 'threefry')
   problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
       k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
-      n_chunks=n_chunks))(keys, x_true, y)
+      n_chunks=n_chunks, rng=rng))(keys, x_true, y)
+  residual = lean_residual(cfg, dtype)
   loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
-                         residual=cfg.get('feature_residual', 'two_pass'), mesh=mesh)
+                         residual=residual, mesh=mesh, rng=rng)
   feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
-      problem['key'], x, cfg.activation, cfg.p, chunk)[:, :cfg.p]
+      problem['key'], x, cfg.activation, cfg.p, chunk, rng=rng)[:, :cfg.p]
   gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
-      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p),
+      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p,
+                                                   rng),
       x, n_chunks, problem['key']))
-  logging.info('memory-lean features: V (%.0f MB) regenerated in %d chunks of %d rows on '
-               '%d device(s)', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20, n_chunks,
-               chunk, shards)
+  logging.info('memory-lean features: V (%.0f MB, %s) regenerated in %d chunks of %d rows on '
+               '%d device(s); residual %s', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20,
+               rng, n_chunks, chunk, shards, residual)
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)

@@ -142,7 +142,8 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   keys = experiment.split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
   prob = jax.jit(lambda k, x, y: experiment.make_rf_problem(
-      k, x, y, p_total=cfg.p, activation=cfg.activation))(keys, x_true, y)
+      k, x, y, p_total=cfg.p, activation=cfg.activation,
+      rng=cfg.get('weight_rng', 'threefry')))(keys, x_true, y)
   train_mse = float(prob['train_mse'])
   problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
   basis = None if cfg.subspace == 'none' else np.asarray(meta['basis'])

@@ -143,7 +143,7 @@ def _stack(trees: Sequence[Any]) -> Any:
 def _setup_point(keys, x, y, mask, lr, momentum, *, cfg, p_total, dtype):
   """One point (pure; vmapped): fit the padded model, initialise candidates and optimiser."""
   problem = experiment.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.activation,
-                                       mask=mask)
+                                       mask=mask, rng=cfg.get('weight_rng', 'threefry'))
   train_mse = problem.pop('train_mse')
   x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
   optimizer = optimize.make_optimizer(cfg.optimizer, lr, momentum)

@@ -6,17 +6,41 @@ import pytest
 from recon import features
 
 
-def test_weights_have_variance_one_over_d():
-  v = features.random_weights(jax.random.PRNGKey(0), 4000, 25)
+@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+def test_weights_have_variance_one_over_d(rng):
+  v = features.random_weights(jax.random.PRNGKey(0), 4000, 25, rng=rng)
   assert v.shape == (4000, 25)
   assert abs(float(jnp.mean(v))) < 0.01
   np.testing.assert_allclose(float(jnp.var(v)), 1 / 25, rtol=0.05)
 
 
-def test_first_rows_do_not_depend_on_width():
+@pytest.mark.parametrize('dtype', [jnp.float32, jnp.float64])
+def test_hash_weights_are_gaussian_and_uncorrelated(dtype):
+  from scipy import stats
+  if dtype == jnp.float64:
+    jax.config.update('jax_enable_x64', True)  # restored by tests/conftest.py
+  v = np.asarray(features.random_weights(jax.random.PRNGKey(4), 2000, 16, dtype, rng='hash'))
+  assert v.dtype == np.dtype(dtype)
+  z = v.ravel() * 4.0  # N(0, 1)
+  assert stats.kstest(z, 'norm').pvalue > 1e-3
+  assert abs(stats.kurtosis(z)) < 0.1 and abs(stats.skew(z)) < 0.05
+  # Neighbouring rows / columns and rows of two keys are uncorrelated (|r| ~ 1/sqrt(N)).
+  w = np.asarray(features.random_weights(jax.random.PRNGKey(5), 2000, 16, rng='hash'))
+  for a, b in [(v[:-1].ravel(), v[1:].ravel()), (v[:, :-1].ravel(), v[:, 1:].ravel()),
+               (v.ravel(), w.ravel())]:
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.03
+
+
+def test_unknown_weight_rng_is_refused():
+  with pytest.raises(ValueError, match='weight_rng.*accepted: threefry, hash'):
+    features.random_weights(jax.random.PRNGKey(0), 3, 2, rng='philox')
+
+
+@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+def test_first_rows_do_not_depend_on_width(rng):
   key = jax.random.PRNGKey(3)
-  np.testing.assert_array_equal(features.random_weights(key, 7, 5),
-                                features.random_weights(key, 30, 5)[:7])
+  np.testing.assert_array_equal(features.random_weights(key, 7, 5, rng=rng),
+                                features.random_weights(key, 30, 5, rng=rng)[:7])
 
 
 def test_mask_zeroes_padding_only():

@@ -15,7 +15,8 @@ def test_default_config_validates():
 @pytest.mark.parametrize('field,value', [
     ('feature_mode', 'sparse'), ('feature_memory_budget_mb', 0.0), ('feature_chunk', 0),
     ('feature_residual', 'three_pass'), ('feature_shards', 0), ('reseed_every', -1),
-    ('reseed_threshold', 1.5), ('lr_schedule', 'linear'), ('lr_final_ratio', 2.0)])
+    ('reseed_threshold', 1.5), ('lr_schedule', 'linear'), ('lr_final_ratio', 2.0),
+    ('weight_rng', 'philox'), ('feature_residual', 'stored_twice')])
 def test_bad_values_raise_one_line_config_error(field, value):
   cfg = rf_synthetic.get_config()
   with cfg.unlocked():

@@ -33,12 +33,24 @@ def _chunk_fn(chunk):
   return lambda aux, x, c: features.rf_feature_chunk(aux['key'], x, c, chunk, ACT, aux['p'])
 
 
-def test_weight_rows_equal_dense_rows():
+def _split_fn(chunk):
+  pre = lambda aux, x, c: features.rf_preactivation_chunk(aux['key'], x, c, chunk)
+  post = lambda aux, z, c: features.rf_activate_chunk(z, c, chunk, ACT, aux['p'])
+  return pre, post
+
+
+def _loss(chunk, residual='two_pass', **kw):
+  return projection_streamed.make_streamed_projection_loss(
+      _chunk_fn(chunk), residual=residual, split_fn=_split_fn(chunk), **kw)
+
+
+@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+def test_weight_rows_equal_dense_rows(rng):
   # Bit-identical when both are compiled (eager and jit may differ by 1 ulp in the 1/sqrt(d)).
   key = jax.random.PRNGKey(3)
-  v = jax.jit(lambda k: features.random_weights(k, 50, 7))(key)
+  v = jax.jit(lambda k: features.random_weights(k, 50, 7, rng=rng))(key)
   # Traced start (inside jit), as in the compiled loss.
-  rows = jax.jit(lambda k, s: features.random_weight_rows(k, s, 13, 7))
+  rows = jax.jit(lambda k, s: features.random_weight_rows(k, s, 13, 7, rng=rng))
   np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(20))), np.asarray(v[20:33]))
   np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(37))), np.asarray(v[37:50]))
 
@@ -53,12 +65,11 @@ def test_chunked_features_equal_dense_and_pad_with_zeros():
   assert np.all(np.asarray(chunked[:, s['p']:]) == 0)
 
 
-@pytest.mark.parametrize('residual', ['two_pass', 'gram'])
+@pytest.mark.parametrize('residual', projection_streamed.RESIDUAL_MODES)
 def test_streamed_loss_and_gradient_equal_dense(residual):
   s = _setup()
   dense = lambda xh: projection.projection_loss(features.rf_features(s['v'], xh, ACT), s['theta'])
-  lean = projection_streamed.make_streamed_projection_loss(_chunk_fn(s['chunk']),
-                                                           residual=residual)
+  lean = _loss(s['chunk'], residual)
   aux = {'key': s['key'], 'p': jnp.int32(s['p'])}
   l1, g1 = jax.jit(jax.value_and_grad(dense))(s['xh'])
   l2, g2 = jax.jit(jax.value_and_grad(lean))(s['xh'], s['th'], aux)
@@ -74,12 +85,18 @@ def test_gradient_includes_jitter_term():
   jitter = 1e-1
   dense = lambda xh: projection.projection_loss(features.rf_features(s['v'], xh, ACT),
                                                 s['theta'], jitter)
-  lean = projection_streamed.make_streamed_projection_loss(_chunk_fn(s['chunk']), jitter=jitter)
   aux = {'key': s['key'], 'p': jnp.int32(s['p'])}
   g1 = jax.jit(jax.grad(dense))(s['xh'])
-  g2 = jax.jit(jax.grad(lean))(s['xh'], s['th'], aux)
-  np.testing.assert_allclose(np.asarray(g2), np.asarray(g1), rtol=1e-4,
-                             atol=1e-4 * float(jnp.abs(g1).max()))
+  for residual in ('two_pass', 'stored'):
+    lean = _loss(s['chunk'], residual, jitter=jitter)
+    g2 = jax.jit(jax.grad(lean))(s['xh'], s['th'], aux)
+    np.testing.assert_allclose(np.asarray(g2), np.asarray(g1), rtol=1e-4,
+                               atol=1e-4 * float(jnp.abs(g1).max()))
+
+
+def test_stored_mode_needs_split_fn():
+  with pytest.raises(ValueError, match='stored'):
+    projection_streamed.make_streamed_projection_loss(_chunk_fn(8), residual='stored')
 
 
 def _reference_loss(v, xh, theta):
@@ -107,11 +124,13 @@ def test_accuracy_near_convergence_two_pass_vs_gram():
       s['x'], th, aux))
   gram = float(jax.jit(projection_streamed.make_streamed_projection_loss(
       _chunk_fn(32), residual='gram'))(s['x'], th, aux))
+  stored = float(jax.jit(_loss(32, 'stored'))(s['x'], th, aux))
   # two_pass is as accurate as the dense path (explicit residual); the one-pass Gram
   # formula only has absolute accuracy ~ eps_32 (it may even round to 0).
   assert abs(two - ref) < 0.05 * ref + 1e-9
   assert abs(two - ref) <= 2 * abs(dense - ref) + 1e-9
   assert abs(gram - ref) < 1e-5
+  assert abs(stored - ref) < 0.05 * ref + 1e-9
 
 
 _SHARDED = textwrap.dedent('''
@@ -126,11 +145,15 @@ _SHARDED = textwrap.dedent('''
     xh = jax.random.normal(jax.random.PRNGKey(2), (3, d))
     aux = {'key': key, 'p': jnp.int32(p)}
     fn = lambda a, x, c: features.rf_feature_chunk(a['key'], x, c, chunk, 'relu_tanh', a['p'])
+    pre = lambda a, x, c: features.rf_preactivation_chunk(a['key'], x, c, chunk)
+    post = lambda a, z, c: features.rf_activate_chunk(z, c, chunk, 'relu_tanh', a['p'])
     out = {}
-    for name, mesh in [('single', None), ('sharded', ps.feature_mesh(2))]:
-      loss = ps.make_streamed_projection_loss(fn, mesh=mesh)
-      l, g = jax.jit(jax.value_and_grad(loss))(xh, theta, aux)
-      out[name] = [float(l), np.asarray(g).tolist()]
+    for residual in ('two_pass', 'stored'):
+      for name, mesh in [('single', None), ('sharded', ps.feature_mesh(2))]:
+        loss = ps.make_streamed_projection_loss(fn, mesh=mesh, residual=residual,
+                                                split_fn=(pre, post))
+        l, g = jax.jit(jax.value_and_grad(loss))(xh, theta, aux)
+        out[f'{name}_{residual}'] = [float(l), np.asarray(g).tolist()]
     print(json.dumps(out))
 ''')
 
@@ -142,9 +165,11 @@ def test_sharded_equals_single_device():
                         text=True, timeout=300, cwd=ROOT, check=False)
   assert proc.returncode == 0, proc.stderr[-2000:]
   out = json.loads(proc.stdout.strip().splitlines()[-1])
-  np.testing.assert_allclose(out['sharded'][0], out['single'][0], rtol=1e-5)
-  np.testing.assert_allclose(np.array(out['sharded'][1]), np.array(out['single'][1]),
-                             rtol=1e-4, atol=1e-6)
+  for residual in ('two_pass', 'stored'):
+    single, sharded = out[f'single_{residual}'], out[f'sharded_{residual}']
+    np.testing.assert_allclose(sharded[0], single[0], rtol=1e-5)
+    np.testing.assert_allclose(np.array(sharded[1]), np.array(single[1]), rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(out['single_stored'][0], out['single_two_pass'][0], rtol=1e-5)
 
 
 def test_lean_problem_matches_dense_problem():
@@ -187,3 +212,32 @@ def test_check_condition_warns_on_collapse(caplog):
   assert cond > 1e5
   phi = features.rf_features(s['v'], s['xh'], ACT)
   assert projection.check_condition(np.asarray(phi @ phi.T)) < 1e4
+
+
+def test_auto_residual_stores_preactivations_within_budget():
+  cfg = ml_collections.ConfigDict({'p': 100000, 'n_candidates': 20, 'feature_residual': 'auto',
+                                   'feature_memory_budget_mb': 10.0})
+  assert experiment.lean_residual(cfg, jnp.float32) == 'stored'  # Z: 7.6 MB
+  cfg.feature_memory_budget_mb = 5.0
+  assert experiment.lean_residual(cfg, jnp.float32) == 'two_pass'
+  cfg.feature_residual = 'gram'
+  assert experiment.lean_residual(cfg, jnp.float32) == 'gram'
+
+
+@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+def test_cli_lean_run_equals_dense_run(tmp_path, rng):
+  # Same key and generator => the lean run (V regenerated, stored residual) reconstructs
+  # like the dense run: same candidates up to float32 round-off.
+  from configs import rf_synthetic
+  out = {}
+  for mode in ('dense', 'lean'):
+    cfg = rf_synthetic.get_config()
+    with cfg.unlocked():
+      cfg.update(n=4, d=5, p=200, max_steps=300, chunk_steps=300, feature_mode=mode,
+                 feature_chunk=64, weight_rng=rng, lr_decay_steps=300)
+    s = experiment.run(cfg, str(tmp_path / f'{mode}_{rng}'))
+    out[mode] = s['metrics']
+  assert out['lean']['memory_lean'] and not out['dense']['memory_lean']
+  np.testing.assert_allclose(out['lean']['final_loss'], out['dense']['final_loss'], rtol=0.05,
+                             atol=1e-7)
+  np.testing.assert_allclose(out['lean']['recon_error'], out['dense']['recon_error'], atol=1e-3)
