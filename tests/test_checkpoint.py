@@ -173,7 +173,7 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
 def test_random_features_model_round_trip(unbroken, tmp_path):
   model = model_ckpt.load(unbroken)  # a workdir: reads WORKDIR/model
   assert model.kind == 'random_features' and model.n == 4
-  assert model.hparams == {'p': 64, 'd': 4, 'activation': 'relu_tanh'}
+  assert model.hparams == {'p': 64, 'd': 4, 'activation': 'relu_tanh', 'weight_rng': 'threefry'}
   assert model.extras['v_key'].dtype == np.uint32
   path = str(tmp_path / 'copy')
   model_ckpt.save(path, model)
