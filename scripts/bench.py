@@ -225,8 +225,10 @@ def time_to_reconstruct(n, d, seed, method, max_steps, chunk_steps=100, threshol
 
 
 def _table(results):
-  lines = [f"Device: {results['device']} ({results['platform']}); load average at start "
-           f"{results['loadavg_start']}, at end {results['loadavg_end']}. "
+  loads = '; '.join(f"{part}: {results[f'loadavg_{part}']}" for part in ('step', 'ttr')
+                    if f'loadavg_{part}' in results)
+  lines = [f"Device: {results['device']} ({results['platform']}). 1/5/15-min load averages "
+           f"(2 cores) when each part started: {loads}. "
            'Timings are noisy when other jobs share the machine.', '',
            'Lean step time over the dense step, per residual mode and generator of V '
            '(two_pass: 3 regenerations of V per step, gram and stored: 2; threefry or hash):', '',
@@ -285,8 +287,17 @@ def speedup_lines(results):
     paper = by.get(PAPER)
     full = {m: float(np.median([r['seconds'] for r in v])) for m, v in by.items()
             if m != PAPER and all(r['reached'] for r in v)}
-    if not paper or not full:
-      out.append(f'* ({n}, {d}, {p}): no scheme reconstructed every seed; no speed-up stated.')
+    if paper and not full:
+      # Nobody reached every seed: compare what each covers within its budget instead.
+      cover = {m: (float(np.mean([r['n_within'] for r in v])),
+                   float(np.median([r['seconds'] for r in v]))) for m, v in by.items()}
+      best = max((m for m in cover if m != PAPER), key=lambda m: (cover[m][0], -cover[m][1]))
+      out.append(f'* ({n}, {d}, {p}): no scheme reconstructed every seed. Within its budget the '
+                 f'paper\'s scheme covers {cover[PAPER][0]:.1f}/{n} samples on average in a median '
+                 f'{cover[PAPER][1]:.1f} s; {best} covers {cover[best][0]:.1f}/{n} in '
+                 f'{cover[best][1]:.1f} s.')
+      continue
+    if not paper:
       continue
     best = min(full, key=full.get)
     t_paper = float(np.median([r['seconds'] for r in paper]))
@@ -307,15 +318,30 @@ def main():
   ap.add_argument('--seeds', type=int, default=3)
   ap.add_argument('--methods', default=','.join(METHODS))
   ap.add_argument('--problems', default='10x10,20x20')
+  ap.add_argument('--keep_other_parts', action='store_true',
+                  help='keep the parts not re-run from OUT/bench.json')
   args = ap.parse_args()
   parts = args.parts.split(',')
   results = {'device': str(jax.devices()[0]), 'platform': jax.devices()[0].platform,
              'jax': jax.__version__, 'host': platform.node(),
              'loadavg_start': [round(x, 1) for x in os.getloadavg()], 'step': [], 'ttr': []}
+  previous = os.path.join(args.out, 'bench.json')
+  if args.keep_other_parts and os.path.exists(previous):
+    # Re-run only `--parts`; the other parts' results (and their load averages) are kept.
+    with open(previous) as f:
+      old = json.load(f)
+    for part, key in (('step', 'step'), ('memscale', 'memory_at_scale'), ('ttr', 'ttr')):
+      if part not in parts and key in old:
+        results[key] = old[key]
+        results[f'loadavg_{part}'] = old.get(f'loadavg_{part}', old.get('loadavg_start'))
   sizes = [(10, 10, 1000, 4096), (20, 50, 10000, 4096), (20, 100, 20000, 4096)]
   if args.quick:
     sizes = [(10, 10, 1000, 256), (20, 20, 10000, 2048)]
+  def stamp(part):
+    results[f'loadavg_{part}'] = [round(x, 1) for x in os.getloadavg()]
+
   if 'step' in parts:
+    stamp('step')
     for n, d, p, chunk in sizes:
       r = bench_step(n, d, p, chunk, steps=20 if p >= 10000 else 100)
       print(json.dumps(r), flush=True)
@@ -327,6 +353,7 @@ def main():
   max_steps = 4000 if args.quick else 20000
   results['ttr_max_steps'] = max_steps
   if 'ttr' in parts:
+    stamp('ttr')
     problems = [tuple(int(v) for v in s.split('x')) for s in args.problems.split(',')]
     problems = problems[:1] if args.quick else problems
     for n, d in problems:
