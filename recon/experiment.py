@@ -726,9 +726,25 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   if resume and refiner is not None:
     raise ExperimentError('resume: a run with sample splitting changes its problem between '
                           'chunks and cannot be resumed; accepted: split \'none\'')
+  reseeder = None
+  if cfg.get('reseed_every', 0):
+    if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
+      raise ExperimentError('reseed_every: re-seeding needs the optimised variables to be one '
+                            '(n_candidates, k) array; accepted here: 0')
+    reseeder = refine.Reseeder(
+        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
+        constraint, optimizer, every=cfg.reseed_every,
+        threshold=cfg.get('reseed_threshold', 0.95),
+        n_proposals=cfg.get('reseed_proposals', 64))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
+    if reseeder is not None:
+      if 'reseed' in checkpointer.restored_aux:
+        reseeder.load_state_dict(checkpointer.restored_aux['reseed'])
+      else:
+        logging.warning('the checkpoint holds no re-seeder state (written by an older '
+                        'version): re-seeding restarts its key and schedule')
     if int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps:
       state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
     logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
@@ -752,7 +768,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
     stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps
-    checkpointer(s, history, stopped)
+    checkpointer(s, history, stopped,
+                 aux={'reseed': reseeder.state_dict()} if reseeder is not None else None)
     progress(s)
     if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
       return None
@@ -764,16 +781,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
     history.append((int(s.step), float(fresh.loss)))
     return fresh._replace(step=s.step)
 
-  reseeder = None
-  if cfg.get('reseed_every', 0):
-    if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
-      raise ExperimentError('reseed_every: re-seeding needs the optimised variables to be one '
-                            '(n_candidates, k) array; accepted here: 0')
-    reseeder = refine.Reseeder(
-        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
-        constraint, optimizer, every=cfg.reseed_every,
-        threshold=cfg.get('reseed_threshold', 0.95),
-        n_proposals=cfg.get('reseed_proposals', 64))
+  if reseeder is not None:
     compiled_chunk = chunk
     chunk = lambda s, stop: reseeder(compiled_chunk(s, stop))  # noqa: E731
 

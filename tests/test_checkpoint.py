@@ -205,8 +205,9 @@ def test_two_layer_model_round_trip(tmp_path):
   assert not np.array_equal(loaded.trained['head']['kernel'], loaded.initial['head']['kernel'])
   out = loaded.module().apply({'params': loaded.trained}, x)
   np.testing.assert_array_equal(out, module.apply({'params': trained}, x))
-  # No reconstruction pipeline reads Flax checkpoints yet: refused in one line, before compute.
-  with pytest.raises(experiment.ExperimentError, match="holds a 'flax:TwoLayer' model"):
+  # A random-features config cannot attack a TwoLayer: refused in one line, before compute.
+  with pytest.raises(experiment.ExperimentError, match="model: 'random_features' but "
+                     'model_checkpoint .* holds a TwoLayer'):
     experiment.run(tiny_config(model_checkpoint=path), str(tmp_path / 'w'))
   assert not os.path.exists(tmp_path / 'w')
 
