@@ -739,14 +739,21 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
+    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps
+    if grew:
+      state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
     if reseeder is not None:
       if 'reseed' in checkpointer.restored_aux:
         reseeder.load_state_dict(checkpointer.restored_aux['reseed'])
       else:
         logging.warning('the checkpoint holds no re-seeder state (written by an older '
                         'version): re-seeding restarts its key and schedule')
-    if int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps:
-      state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
+      if grew:
+        # The stopped run skipped the check due at its last step; an unbroken run made it
+        # (and logged the loss after it).
+        state = reseeder(state)
+        if history and history[-1][0] == int(state.step):
+          history[-1] = (int(state.step), float(state.loss))
     logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
                  float(state.loss))
   else:
