@@ -142,6 +142,19 @@ def test_reconstruct_from_saved_two_layer_matches_the_training_run(trained_run, 
   same_trees(model_ckpt.load(workdir).trained, model_ckpt.load(str(tmp_path / 'attack')).trained)
 
 
+def test_resume_reads_the_saved_model_instead_of_training(trained_run, tmp_path):
+  """50 steps, then resume to 100: the training run's metrics; the first half's train_seconds
+  shows the net was read back from WORKDIR/model, not retrained."""
+  workdir, trained = trained_run
+  split = str(tmp_path / 'split')
+  first = experiment.run(two_layer_config(max_steps=50), split)
+  summary = experiment.run(two_layer_config(resume=True), split)
+  assert summary['resumed_from_step'] == 50
+  assert summary['metrics']['train_seconds'] == first['metrics']['train_seconds']
+  drop = lambda m: {k: v for k, v in m.items() if k not in ('wall_seconds', 'train_seconds')}
+  assert drop(summary['metrics']) == drop(trained['metrics'])
+
+
 def test_trained_params_only(trained_run, tmp_path):
   """No initial params: attacker_knows_init=False works, the delta target is refused."""
   workdir, _ = trained_run
