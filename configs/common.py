@@ -20,4 +20,6 @@ def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
   c.checkpoint_every_seconds = 60.0  # 0: off
   c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
   c.checkpoint_keep = 2
+  # A saved model (recon.model/1 folder, or a run's workdir) to attack instead of training one.
+  c.model_checkpoint = ml_collections.config_dict.placeholder(str)
   return c

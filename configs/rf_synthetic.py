@@ -54,5 +54,4 @@ def get_config() -> ml_collections.ConfigDict:
   c.reseed_proposals = 64
   # Bookkeeping and reliability (configs/common.py).
   common.add_bookkeeping(c)
-  c.model_checkpoint = ml_collections.config_dict.placeholder(str)  # a saved model to attack
   return c

@@ -101,6 +101,7 @@ class RunCheckpointer:
     self._last_time = time.monotonic()
     self._last_step = 0
     self.saves = 0
+    self.restored_aux: Dict[str, Any] = {}  # the `aux` saved with the restored checkpoint
 
   def restore(self, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
     """(state, history, step) of the latest checkpoint, `template` giving the tree."""
@@ -110,10 +111,16 @@ class RunCheckpointer:
         meta=ocp.args.JsonRestore()))
     history = list(zip(restored.meta['history']['step'], restored.meta['history']['loss']))
     self._last_step = step
+    self.restored_aux = dict(restored.meta.get('aux') or {})
     return restored.state['state'], [(int(s), float(l)) for s, l in history], step
 
-  def __call__(self, state: Any, history: Sequence[Tuple[int, float]], stopped: bool) -> bool:
-    """Saves if a trigger fired or the run has stopped; returns whether it saved."""
+  def __call__(self, state: Any, history: Sequence[Tuple[int, float]], stopped: bool,
+               aux: Optional[Dict[str, Any]] = None) -> bool:
+    """Saves if a trigger fired or the run has stopped; returns whether it saved.
+
+    `aux` (JSON values) is host-side state that must resume with the run (e.g. the
+    re-seeder's key and counters); `restore` puts it in `restored_aux`.
+    """
     step = int(state.step)
     now = time.monotonic()
     due = stopped or (
@@ -124,6 +131,8 @@ class RunCheckpointer:
     meta = {'config': self._config, 'step': step,
             'history': {'step': [int(h[0]) for h in history],
                         'loss': [float(h[1]) for h in history]}}
+    if aux:
+      meta['aux'] = aux
     self._manager.save(step, args=ocp.args.Composite(
         state=ocp.args.StandardSave({'state': state, 'keys': self._keys}),
         meta=ocp.args.JsonSave(meta)))

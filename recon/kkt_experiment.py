@@ -20,6 +20,7 @@ import numpy as np
 from absl import logging
 
 from recon import data, experiment, optimize, splitting
+from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous
 from recon.objectives import kkt, projection
 
@@ -113,11 +114,12 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
                  ) -> Dict[str, Any]:
   """Objective, initial state, constraint, split model for `cfg.objective`."""
   theta, apply_vec = kkt.flatten_model(net.apply, params)
-  theta0, _ = kkt.flatten_model(net.apply, params0)
   if cfg.kkt_target == 'planted':
     target = planted_target(theta, apply_vec, *planted, kind)
+  elif cfg.kkt_target == 'delta':
+    target = theta - kkt.flatten_model(net.apply, params0)[0]
   else:
-    target = theta - theta0 if cfg.kkt_target == 'delta' else theta
+    target = theta
   m = cfg.n_candidates
   k_x, k_lam = jax.random.split(key)
   x0 = cfg.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
@@ -169,20 +171,57 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
           'split_model': splitting.kkt_split_model(apply_vec, kkt_kind), 'feature_fn': None}
 
 
-def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Array, labels: Array,
-                meta: Dict[str, Any], dtype, t0: Optional[float] = None) -> Dict[str, Any]:
-  """Train the victim on (x, labels), attack it, report (used by `run` and by scripts)."""
+def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
+  """(net, params0 or None, params, train info) of a saved HomogeneousMLP."""
+  if model.hparams.get('out_dim') != out_dim:
+    raise experiment.ExperimentError(
+        f'n_classes: objective {cfg.objective!r} with n_classes={cfg.n_classes} needs '
+        f'{out_dim} output(s), but the model checkpoint has out_dim='
+        f'{model.hparams.get("out_dim")}; accepted: n_classes / objective matching the model')
+  experiment.check_flax_params(model, jnp.zeros((1, d), dtype))
+  cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
+  params0 = None if model.initial is None else {'params': cast(model.initial)}
+  return model.module(), params0, {'params': cast(model.trained)}, dict(
+      model.info.get('train') or {})
+
+
+def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array],
+                labels: Optional[Array], meta: Dict[str, Any], dtype, t0: Optional[float] = None,
+                *, model=None, source: Optional[str] = None) -> Dict[str, Any]:
+  """Train the victim on (x, labels) (or take `model`, a saved HomogeneousMLP read from
+  `source`; x may then be None: blind metrics), save it to WORKDIR/model, attack it, report
+  (used by `run` and by scripts)."""
   t0 = time.time() if t0 is None else t0
   check_attack_config(cfg)
   kind, out_dim, _ = task(cfg)
-  check_training_labels(labels, kind, cfg.n_classes)
+  if labels is not None:
+    check_training_labels(labels, kind, cfg.n_classes)
   keys = experiment.split_keys(cfg.seed)
-  net, params0, params, train_info = train_victim(cfg, x, labels, keys['model'])
-  logging.info('trained %s: %s', cfg.activation, train_info)
-  radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
-  duals = train_info.pop('duals')
-  attack = build_attack(cfg, net, params0, params, kind, cfg.n_classes, x.shape[1], radius,
-                        keys['init'], dtype, planted=(x, labels, duals))
+  if model is None:
+    net, params0, params, train_info = train_victim(cfg, x, labels, keys['model'])
+    duals = train_info.pop('duals')
+    planted = (x, labels, duals)
+    model = model_ckpt.flax_model(
+        net, jax.device_get(params['params']), jax.device_get(params0['params']),
+        n=int(x.shape[0]), info={'train': jax.device_get(train_info)},
+        data_description=experiment.data_description(cfg, x, None, meta))
+  else:
+    planted = None  # check_model_checkpoint refused kkt_target='planted'
+    net, params0, params, train_info = _loaded_victim(
+        cfg, model, cfg.d if x is None else x.shape[1], out_dim, dtype)
+  experiment.keep_model(workdir, model, source)
+  logging.info('%s %s: %s', 'loaded' if source else 'trained', cfg.activation, train_info)
+  if x is not None:
+    radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
+  elif (model.data or {}).get('row_norm') is not None:
+    radius = float(model.data['row_norm'])
+  else:
+    radius = float(np.sqrt(cfg.d))
+    logging.warning('the model records no row norm of its data (data.row_norm): the sphere '
+                    'prior uses sqrt(d) = %.3g', radius)
+  d = cfg.d if x is None else x.shape[1]
+  attack = build_attack(cfg, net, params0, params, kind, cfg.n_classes, d, radius,
+                        keys['init'], dtype, planted=planted)
   refiner = None
   if cfg.split != 'none':
     refiner = splitting.Splitter(splitting.config_from(cfg), attack['split_model'],
@@ -191,7 +230,7 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Array, labels: 
       cfg, workdir, x_true=x, y=labels, meta=meta, problem=attack['problem'],
       loss_fn=attack['loss_fn'], x0=attack['x0'], constraint=attack['constraint'],
       feature_fn=attack['feature_fn'], t0=t0, decode=attack['decode'],
-      refiner=refiner,
+      refiner=refiner, keys=keys,
       extra_metrics=dict(train_info, objective=cfg.objective,
                          n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),
       threat_model={'known': ['theta (trained parameters)', 'architecture and activation',
@@ -203,8 +242,10 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Array, labels: 
                     'unknown': ['X (training inputs)', 'which label each input has']})
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
-  """Synthetic sphere data with balanced random class labels (the regression targets are unused)."""
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+        resuming: bool = False) -> Dict[str, Any]:
+  """Synthetic sphere data with balanced random class labels (the regression targets are
+  unused); the victim is trained, or loaded (model_checkpoint, or WORKDIR/model when resuming)."""
   t0 = time.time()
   check_attack_config(cfg)
   kind, _, _ = task(cfg)
@@ -212,9 +253,18 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
   if cfg.dataset != 'synthetic_sphere':
     raise experiment.ExperimentError(f'dataset: {cfg.dataset!r} with model homogeneous_mlp; '
                                      "accepted: 'synthetic_sphere'")
-  k_x, k_y = jax.random.split(keys['data'])
-  x = data.sphere_rows(k_x, cfg.n, cfg.d, dtype)
-  labels = balanced_labels(k_y, cfg.n, kind, cfg.n_classes, dtype)
-  meta = {'name': 'synthetic_sphere', 'image_shape': None,
-          'row_norms': np.full(cfg.n, np.sqrt(cfg.d))}
-  return run_on_data(cfg, workdir, x, labels, meta, dtype, t0)
+
+  def load():
+    k_x, k_y = jax.random.split(keys['data'])
+    x = data.sphere_rows(k_x, cfg.n, cfg.d, dtype)
+    labels = balanced_labels(k_y, cfg.n, kind, cfg.n_classes, dtype)
+    meta = {'name': 'synthetic_sphere', 'image_shape': None,
+            'row_norms': np.full(cfg.n, np.sqrt(cfg.d))}
+    return x, labels, meta
+
+  source = experiment.model_source(cfg, workdir, resuming)
+  if not source:
+    return run_on_data(cfg, workdir, *load(), dtype, t0)
+  model = experiment.load_model(source)
+  x, labels, meta = experiment.model_training_data(cfg, model, load)
+  return run_on_data(cfg, workdir, x, labels, meta, dtype, t0, model=model, source=source)

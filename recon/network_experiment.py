@@ -31,6 +31,7 @@ import numpy as np
 from absl import logging
 
 from recon import data, experiment, optimize
+from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
 
@@ -85,7 +86,8 @@ def build_model(cfg: ml_collections.ConfigDict):
 def check_config(cfg: ml_collections.ConfigDict) -> None:
   """Cross-field checks (before any compute); one-line ExperimentError on failure."""
   try:
-    train.check_loss(cfg.loss, cfg.get('num_classes', 1))
+    if not cfg.get('model_checkpoint'):  # a saved model is not trained here
+      train.check_loss(cfg.loss, cfg.get('num_classes', 1))
   except train.TrainingSetupError as e:
     _fail(str(e))
   if not cfg.get('attacker_knows_n', True) and cfg.get('n_candidates') is None:
@@ -114,18 +116,15 @@ def make_apply(model, input_shape, others: Dict[str, Any]):
   return apply
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
-  """Trains the network on the full batch, then reconstructs its training set."""
-  t0 = time.time()
-  check_config(cfg)
-  keys = experiment.split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  x_true = x_true.reshape(x_true.shape[0], -1)
-  image_shape = network_image_shape(cfg, meta, x_true.shape[1])
+def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
+                  meta: Dict[str, Any], dtype):
+  """Trains config.model on the full batch; a ModelCheckpoint (initial and trained params,
+  other collections, training info and the data description; not the data)."""
+  n, d = x_true.shape
+  image_shape = network_image_shape(cfg, meta, d)
   input_shape = image_shape if cfg.model in IMAGE_MODELS else None
   model = build_model(cfg)
   layer = cfg.get('last_layer', 'head')
-  n, d = x_true.shape
   c = cfg.get('num_classes', 1)
 
   # Shapes only (no compute) to catch a missing layer before training.
@@ -142,7 +141,6 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
   apply = make_apply(model, input_shape, others)
   p_l = parameter_gradients.layer_size(params0, layer)
 
-  # Train.
   targets = train.make_targets(cfg.loss, y, c, dtype)
   lr = cfg.get('train_lr')
   lr_source = 'config'
@@ -165,8 +163,76 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
                 f'did NOT reach train_tol={cfg.train_tol:g}: final loss {info["final_loss"]:.3g} '
                 f'after the step budget train_max_steps={cfg.train_max_steps}')
   (logging.info if info['reached_tol'] else logging.warning)('training %s', train_note)
+  train_info = {
+      'train_loss_name': cfg.loss, 'train_lr': float(lr), 'train_lr_source': lr_source,
+      'train_momentum': momentum, 'train_steps': info['steps'],
+      'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
+      'train_tol': cfg.train_tol, 'train_note': train_note, 'train_seconds': train_seconds}
+  return model_ckpt.flax_model(
+      model, jax.device_get(params_t), jax.device_get(params0),
+      collections=jax.device_get(others) or None, n=n, info={'train': train_info},
+      data_description=experiment.data_description(cfg, x_true, input_shape, meta))
 
-  # Attack problem.
+
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+        resuming: bool = False) -> Dict[str, Any]:
+  """Trains the network on the full batch (or loads it: model_checkpoint, or WORKDIR/model
+  when resuming), saves it to WORKDIR/model, then reconstructs its training set."""
+  t0 = time.time()
+  check_config(cfg)
+  keys = experiment.split_keys(cfg.seed)
+
+  def load_data():
+    x, y, meta = data.load(cfg, keys['data'], dtype)
+    return x.reshape(x.shape[0], -1), y, meta
+
+  source = experiment.model_source(cfg, workdir, resuming)
+  if source:
+    model = experiment.load_model(source)
+    x_true, y, meta = experiment.model_training_data(cfg, model, load_data)
+    if x_true is not None:
+      x_true = x_true.reshape(x_true.shape[0], -1)
+  else:
+    x_true, y, meta = load_data()
+    model = train_network(cfg, keys, x_true, y, meta, dtype)
+  experiment.keep_model(workdir, model, source)
+  return attack(cfg, workdir, model, x_true=x_true, y=y, meta=meta, keys=keys, dtype=dtype,
+                t0=t0)
+
+
+def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
+           meta: Dict[str, Any], keys: Dict[str, Any], dtype, t0: float) -> Dict[str, Any]:
+  """Reconstructs the training set of a saved (or just trained) network `model`.
+
+  Needs model.trained; model.initial too when attacker_knows_init or jacobian_at !=
+  'trained' (`experiment.check_model_checkpoint` has refused the rest). x_true=None:
+  blind metrics only.
+  """
+  desc = model.data or {}
+  d = cfg.d if x_true is None else x_true.shape[1]
+  if desc.get('input_shape') and math.prod(desc['input_shape']) != d:
+    _fail(f'model_checkpoint: the model was trained on inputs of shape '
+          f'{tuple(desc["input_shape"])} but the data rows have d={d}; accepted: data of that '
+          'shape')
+  image_shape = network_image_shape(cfg, meta, d)
+  input_shape = image_shape if cfg.model in IMAGE_MODELS else None
+  module = model.module()
+  cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
+  sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
+  experiment.check_flax_params(model, sample)
+  layer = cfg.get('last_layer', 'head')
+  try:
+    parameter_gradients.check_layer(model.trained, layer)
+  except parameter_gradients.UnknownLayerError as e:
+    _fail(str(e))
+  params_t = cast(model.trained)
+  params0 = None if model.initial is None else cast(model.initial)
+  others = cast(model.collections())
+  apply = make_apply(module, input_shape, others)
+  p_l = parameter_gradients.layer_size(params_t, layer)
+  c = cfg.get('num_classes', 1)
+  n = cfg.n
+
   knows_init = cfg.get('attacker_knows_init', True)
   theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
   jacobian_at = cfg.get('jacobian_at', 'trained')
@@ -177,7 +243,6 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
       xh, prob, apply_fn=apply, layer=layer, jitter=cfg.jitter, average=average)
   feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
                                                                layer=layer, average=average)
-  loss_at_truth = float(jax.jit(loss_fn)(x_true, problem))
   x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, d, dtype)
 
   known = ['architecture', 'all trained weights (the features below the head)',
@@ -192,21 +257,20 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
   extra = {
       'model': cfg.model, 'width': cfg.width, 'num_classes': c, 'p_L': p_l,
       'p_L_over_dn': p_l / (d * n), 'n_params_total': int(sum(
-          l.size for l in jax.tree.leaves(params0))),
-      'train_loss_name': cfg.loss, 'train_lr': lr, 'train_lr_source': lr_source,
-      'train_momentum': momentum, 'train_steps': info['steps'],
-      'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
-      'train_tol': cfg.train_tol, 'train_note': train_note, 'train_seconds': train_seconds,
-      'projection_loss_at_truth': loss_at_truth,
+          np.size(l) for l in jax.tree.leaves(params_t))),
+      **(model.info.get('train') or {}),
       'image_shape': list(image_shape) if image_shape else None,
       'jacobian_at': jacobian_at,
   }
-  logging.info('p_L/(dn) = %.3g; projection loss at the true data (diagnostic) %.3e',
-               p_l / (d * n), loss_at_truth)
+  if x_true is not None:
+    loss_at_truth = float(jax.jit(loss_fn)(x_true, problem))
+    extra['projection_loss_at_truth'] = loss_at_truth
+    logging.info('p_L/(dn) = %.3g; projection loss at the true data (diagnostic) %.3e',
+                 p_l / (d * n), loss_at_truth)
   return experiment.reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=x0,
       constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn, t0=t0,
-      extra_metrics=extra,
+      extra_metrics=extra, keys=keys,
       threat_model={'known': known, 'unknown': unknown, 'target': target,
                     'features': f'per-class Jacobian rows d f_c(x) / d vec(W_{layer}) at the '
                                 + {'init_and_trained': 'initial and the trained weights, '

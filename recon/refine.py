@@ -11,7 +11,9 @@ the candidates and the loss, never the ground truth:
              the others leave unexplained of theta); accepted only if that loss is at
              most `accept_ratio` times the current loss (two candidates that sit on two
              genuinely close samples are left alone: replacing one raises the loss).
-After a re-seed the optimiser state is re-initialised.
+After a re-seed the optimiser state is re-initialised. The re-seeder's own state
+(its PRNG key, the next check's step, the counters) is `state_dict()`: a run's
+checkpoints carry it, so a resumed run re-seeds exactly as an unbroken one.
 """
 from __future__ import annotations
 
@@ -75,6 +77,23 @@ class Reseeder:
     self._replace = jax.jit(lambda k, x, j, prob: best_replacement(
         k, x, j, loss_fn, prob, constraint, n_proposals))
     self._loss = jax.jit(loss_fn)
+
+  def state_dict(self) -> dict:
+    """The mutable state as JSON values: key (raw uint32 words), next check, counters."""
+    key = self._key
+    if jax.dtypes.issubdtype(getattr(key, 'dtype', None), jax.dtypes.prng_key):
+      key = jax.random.key_data(key)
+    return {'key': np.asarray(key).tolist(), 'next': int(self._next),
+            'stats': [int(v) for v in self.stats]}
+
+  def load_state_dict(self, saved: dict) -> None:
+    """Restores `state_dict()` (the key keeps this re-seeder's key type)."""
+    raw = jnp.asarray(np.asarray(saved['key'], np.uint32))
+    if jax.dtypes.issubdtype(getattr(self._key, 'dtype', None), jax.dtypes.prng_key):
+      raw = jax.random.wrap_key_data(raw)
+    self._key = raw
+    self._next = int(saved['next'])
+    self.stats = ReseedStats(*[int(v) for v in saved['stats']])
 
   def __call__(self, state: optimize.ReconState) -> optimize.ReconState:
     step = int(state.step)

@@ -95,7 +95,9 @@ def _angle_metrics(basis: Optional[np.ndarray], true_basis: Optional[np.ndarray]
   out: Dict[str, Any] = {}
   if basis is None:
     return out
-  out['subspace_residual_true'] = float(np.mean(subspace_lib.subspace_residual(x_true, basis)))
+  if x_true is not None:
+    out['subspace_residual_true'] = float(np.mean(subspace_lib.subspace_residual(x_true,
+                                                                                 basis)))
   if true_basis is not None:
     angles = np.degrees(subspace_lib.principal_angles(basis, true_basis))
     out['principal_angles_deg'] = angles.tolist()
@@ -105,10 +107,13 @@ def _angle_metrics(basis: Optional[np.ndarray], true_basis: Optional[np.ndarray]
 
 def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gradient_at,
                  basis, extra, threat_model, t0):
-  """Candidates (subspace coordinates if `basis`), loss, constraint, decode -> report."""
+  """Candidates (subspace coordinates if `basis`), loss, constraint, decode -> report.
+
+  x_true=None (a saved model without its data): blind metrics only.
+  """
   from recon import experiment  # pylint: disable=import-outside-toplevel
-  d = x_true.shape[1]
-  dtype = x_true.dtype
+  d = problem['weights_trained'].shape[1]
+  dtype = problem['weights_trained'].dtype
   if basis is not None:
     problem['basis'] = jnp.asarray(basis, dtype)
   dim = d if basis is None else basis.shape[1]
@@ -125,14 +130,15 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
   return experiment.reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=init,
       constraint=constraint, feature_fn=report_features, t0=t0, extra_metrics=extra,
-      threat_model=threat_model, decode=decode)
+      threat_model=threat_model, decode=decode, keys=keys)
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+        resuming: bool = False) -> Dict[str, Any]:
   """Dispatch on cfg.model (the config has passed `check`)."""
   if cfg.model == 'random_features':
     return run_random_features(cfg, workdir, dtype)
-  return run_two_layer(cfg, workdir, dtype)
+  return run_two_layer(cfg, workdir, dtype, resuming=resuming)
 
 
 def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
@@ -187,26 +193,62 @@ def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
           'w1': params['params']['hidden']['kernel'].T}
 
 
-def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
-  """Train W2 sigma(W1 x) by GD; estimate U from dW1; reconstruct from dW2 inside span(U)."""
+def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+                  resuming: bool = False) -> Dict[str, Any]:
+  """Train W2 sigma(W1 x) by GD (or load it: model_checkpoint, or WORKDIR/model when
+  resuming); estimate U from dW1; reconstruct from dW2 inside span(U)."""
   from recon import experiment  # pylint: disable=import-outside-toplevel
   t0 = time.time()
   keys = experiment.split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
+  load = lambda: data.load(cfg, keys['data'], dtype)  # noqa: E731
+  source = experiment.model_source(cfg, workdir, resuming)
+  if not source:
+    x_true, y, meta = load()
+    return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
+  model = experiment.load_model(source)
+  x_true, y, meta = experiment.model_training_data(cfg, model, load)
+  return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0, model=model,
+                          source=source, dtype=dtype)
 
 
-def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array, y: Array,
-                     meta: Dict[str, Any], *, keys: Dict[str, Array],
-                     t0: Optional[float] = None) -> Dict[str, Any]:
+def _net_from_model(model, d: int, dtype) -> Dict[str, Any]:
+  """train_two_layer's output from a saved TwoLayer (initial and trained params)."""
+  from recon import experiment  # pylint: disable=import-outside-toplevel
+  experiment.check_flax_params(model, jnp.zeros((1, d), dtype))
+  cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
+  params0, params = {'params': cast(model.initial)}, {'params': cast(model.trained)}
+  return {'params0': params0, 'params': params,
+          'info': dict({'steps': None, 'final_loss': None, 'reached_tol': None, 'finite': True},
+                       **(model.info.get('train') or {})),
+          'w1_init': params0['params']['hidden']['kernel'].T,
+          'w1': params['params']['hidden']['kernel'].T}
+
+
+def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optional[Array],
+                     y: Optional[Array], meta: Dict[str, Any], *, keys: Dict[str, Array],
+                     t0: Optional[float] = None, model=None, source: Optional[str] = None,
+                     dtype=None) -> Dict[str, Any]:
   """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
 
   meta['basis'] (optional) is the true subspace, for principal angles and
-  subspace='known'.
+  subspace='known'. `model` (a saved TwoLayer, read from `source`) replaces
+  training; x_true may then be None (blind metrics). The model is saved to
+  WORKDIR/model (initial and trained params, training info, data description).
   """
   from recon import experiment  # pylint: disable=import-outside-toplevel
+  from recon.models import checkpoint as model_ckpt  # pylint: disable=import-outside-toplevel
   t0 = time.time() if t0 is None else t0
-  net = train_two_layer(cfg, keys['model'], x_true, y)
+  if model is None:
+    net = train_two_layer(cfg, keys['model'], x_true, y)
+    model = model_ckpt.flax_model(
+        networks.TwoLayer(width=cfg.width, out_dim=1, activation=cfg.activation),
+        jax.device_get(net['params']['params']), jax.device_get(net['params0']['params']),
+        n=int(x_true.shape[0]), info={'train': jax.device_get(net['info'])},
+        data_description=experiment.data_description(cfg, x_true, None, meta))
+  else:
+    dtype = dtype if x_true is None else x_true.dtype
+    net = _net_from_model(model, cfg.d if x_true is None else x_true.shape[1], dtype)
+  experiment.keep_model(workdir, model, source)
   info = net['info']
   if not info['finite']:
     raise experiment.ExperimentError(
@@ -224,11 +266,15 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array
       raise experiment.ExperimentError(str(e)) from None
     basis = est['basis']
   elif cfg.subspace == 'known':
+    if true_basis is None:
+      raise experiment.ExperimentError(
+          "subspace: 'known' needs the training data's subspace, which the model checkpoint "
+          "does not record; accepted: 'estimated', 'none'")
     basis = np.asarray(true_basis)
   else:
     basis = None
   k = cfg.d if basis is None else basis.shape[1]
-  logging.info('two-layer net: width=%d, GD %d steps, train loss %.3g, weight_decay %g; '
+  logging.info('two-layer net: width=%d, GD %s steps, train loss %s, weight_decay %g; '
                'search dim %d (subspace %s)', cfg.width, info['steps'], info['final_loss'],
                cfg.weight_decay, k, cfg.subspace)
   problem = {'weights_trained': net['w1'], 'weights_initial': net['w1_init'],
@@ -253,7 +299,7 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Array
     extra.update({f'estimate_{a}': b for a, b in _angle_metrics(
         probe['basis'], np.asarray(true_basis), np.asarray(x_true)).items()})
   extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
-                              np.asarray(x_true)))
+                              None if x_true is None else np.asarray(x_true)))
   return _reconstruct(
       cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
       feature_fn=_first_layer_features(cfg.activation, 1), gradient_at=cfg.gradient_at,

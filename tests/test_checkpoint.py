@@ -168,6 +168,73 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
   assert_same_outputs(unbroken, workdir)
 
 
+# Blind re-seeding (recon/refine.py) keeps host-side state (key, schedule, counters): it
+# rides in the checkpoint, so a resumed run re-seeds exactly like an unbroken one.
+RESEED = dict(n_candidates=8, reseed_every=50, reseed_threshold=0.3, checkpoint_every_steps=100)
+
+
+@pytest.fixture(scope='module')
+def unbroken_reseeding(tmp_path_factory):
+  workdir = str(tmp_path_factory.mktemp('unbroken_reseeding'))
+  summary = experiment.run(tiny_config(**RESEED), workdir)
+  return workdir, summary
+
+
+def _saved_aux(workdir, step):
+  meta = os.path.join(checkpoint.checkpoint_dir(workdir), str(step), 'meta', 'metadata')
+  return json.load(open(meta))['aux']
+
+
+def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tmp_path):
+  unbroken, summary = unbroken_reseeding
+  saved = _saved_aux(unbroken, 300)['reseed']
+  # Re-seeds happened before the crash point and after it: the test can fail.
+  assert 0 < saved['stats'][1] < summary['metrics']['reseeded']
+  workdir = str(tmp_path / 'crashed')
+  shutil.copytree(unbroken, workdir)
+  shutil.rmtree(os.path.join(workdir, 'checkpoints', '400'))
+  for name in ('summary.json', 'reconstruction.npz'):
+    os.remove(os.path.join(workdir, name))
+  resumed = experiment.run(tiny_config(resume=True, **RESEED), workdir)
+  assert resumed['resumed_from_step'] == 300
+  assert_same_outputs(unbroken, workdir)
+
+
+def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding, tmp_path):
+  unbroken, _ = unbroken_reseeding
+  workdir = str(tmp_path / 'split')
+  experiment.run(tiny_config(**dict(RESEED, max_steps=250)), workdir)
+  resumed = experiment.run(tiny_config(resume=True, **RESEED), workdir)
+  assert resumed['resumed_from_step'] == 250
+  assert_same_outputs(unbroken, workdir)
+
+
+def test_sigkill_with_reseeding_then_resume_matches_unbroken(unbroken_reseeding, tmp_path):
+  """A recon.main process killed after its first checkpoint, resumed by another one: the
+  in-process unbroken run's outputs, bit for bit."""
+  unbroken, _ = unbroken_reseeding
+  killed = str(tmp_path / 'killed')
+
+  def cli(*more):  # the fixture's config: 400 steps
+    args = dict(TINY, max_steps=400, **RESEED, **dict(o.split('=', 1) for o in more))
+    return [sys.executable, '-m', 'recon.main', f'--config={RF}', f'--workdir={killed}'] + [
+        f'--config.{k}={v}' for k, v in args.items()]
+
+  proc = _start(cli())
+  deadline = time.time() + 300
+  while not checkpoint.saved_steps(killed):
+    assert proc.poll() is None, 'the run finished before it could be killed'
+    assert time.time() < deadline
+    time.sleep(0.002)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert not os.path.exists(os.path.join(killed, 'summary.json'))
+  _finish(_start(cli('resume=True')))
+  summary = json.load(open(os.path.join(killed, 'summary.json')))
+  assert summary['resumed_from_step'] < 400
+  assert_same_outputs(unbroken, killed)
+
+
 # Saved models.
 
 def test_random_features_model_round_trip(unbroken, tmp_path):
@@ -205,8 +272,9 @@ def test_two_layer_model_round_trip(tmp_path):
   assert not np.array_equal(loaded.trained['head']['kernel'], loaded.initial['head']['kernel'])
   out = loaded.module().apply({'params': loaded.trained}, x)
   np.testing.assert_array_equal(out, module.apply({'params': trained}, x))
-  # No reconstruction pipeline reads Flax checkpoints yet: refused in one line, before compute.
-  with pytest.raises(experiment.ExperimentError, match="holds a 'flax:TwoLayer' model"):
+  # A random-features config cannot attack a TwoLayer: refused in one line, before compute.
+  with pytest.raises(experiment.ExperimentError, match="model: 'random_features' but "
+                     'model_checkpoint .* holds a TwoLayer'):
     experiment.run(tiny_config(model_checkpoint=path), str(tmp_path / 'w'))
   assert not os.path.exists(tmp_path / 'w')
 

@@ -3,14 +3,19 @@
 Layout of a model folder (e.g. WORKDIR/model/):
 
     model.json   {"format": "recon.model/1", "kind": ..., "architecture": ..., "hparams": {...},
-                  "parts": [...], "n": ..., "dtype": ..., "info": {...}}
+                  "parts": [...], "n": ..., "dtype": ..., "info": {...}, "data": {...}}
     arrays/      orbax pytree {"trained": ..., "initial": ..., "extras": ..., "truth": ...}
 
 `kind` is 'random_features' (trained = {'theta'}, extras = {'v_key'}; V is
 regenerated from its key, V_ij ~ N(0, 1/d)) or 'flax' (trained and initial =
-Flax params of `ARCHITECTURES[architecture](**hparams)`). `initial`, `extras`
-and `truth` ({'x', 'y'}: the training set, when known) are optional; `parts`
-lists the ones present. A folder is written to a temporary sibling and renamed,
+Flax params of `ARCHITECTURES[architecture](**hparams)`; extras['collections']
+holds the module's other variable collections, e.g. RandomFeatures' fixed V).
+`initial`, `extras` and `truth` ({'x', 'y'}: the training set, when known) are
+optional; `parts` lists the ones present. `data` (optional, JSON) describes the
+training set without holding it: per-example `input_shape`, `dtype`, `n`,
+`row_norm` (median row norm), `meta` (e.g. image shape, normalisation) and
+`config` (the data fields of the run that trained it, so that run's data can be
+regenerated from a config for scoring). A folder is written to a temporary sibling and renamed,
 so a crash leaves the previous model or none, never half of one.
 """
 from __future__ import annotations
@@ -20,13 +25,15 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from recon.models import networks
+import jax.numpy as jnp
+
+from recon.models import homogeneous, networks
 
 FORMAT = 'recon.model/1'
 KINDS = ('random_features', 'flax')
@@ -35,6 +42,10 @@ PARTS = ('trained', 'initial', 'extras', 'truth')
 # Flax architectures a checkpoint can name; hparams are the module's constructor arguments.
 ARCHITECTURES: Dict[str, Callable[..., Any]] = {
     'TwoLayer': networks.TwoLayer,
+    'RandomFeatures': networks.RandomFeatures,
+    'ResNet': networks.ResNet,
+    'ViT': networks.ViT,
+    'HomogeneousMLP': homogeneous.HomogeneousMLP,
 }
 
 
@@ -54,16 +65,116 @@ class ModelCheckpoint:
   architecture: Optional[str] = None  # flax only: a key of ARCHITECTURES
   n: Optional[int] = None  # training-set size, when known (sets n_candidates' default)
   info: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  data: Optional[Dict[str, Any]] = None  # description of the training set (JSON), no arrays
 
   def module(self):
     """The Flax module of a 'flax' checkpoint."""
     if self.kind != 'flax':
       raise ModelCheckpointError(f'model kind {self.kind!r} has no Flax module')
-    return ARCHITECTURES[self.architecture](**self.hparams)
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in self.hparams.items()}
+    if isinstance(kwargs.get('param_dtype'), str):
+      kwargs['param_dtype'] = jnp.dtype(kwargs['param_dtype'])
+    try:
+      return ARCHITECTURES[self.architecture](**kwargs)
+    except TypeError as e:
+      raise ModelCheckpointError(f'hparams: {e} for architecture {self.architecture!r}') from None
+
+  def collections(self) -> Dict[str, Any]:
+    """The module's variable collections other than 'params' (e.g. {'constants': {'v'}})."""
+    return dict((self.extras or {}).get('collections') or {})
+
+
+def _json_value(value: Any) -> Any:
+  """A module hyper-parameter as JSON (tuples as lists, dtypes by name)."""
+  if isinstance(value, (tuple, list)):
+    return [_json_value(v) for v in value]
+  if isinstance(value, (bool, int, float, str)) or value is None:
+    return value
+  try:
+    return jnp.dtype(value).name
+  except TypeError:
+    raise ModelCheckpointError(f'hparams: cannot store {value!r} in model.json; accepted: '
+                               'numbers, strings, tuples, dtypes') from None
+
+
+def _is_dtype(value: Any) -> bool:
+  try:
+    jnp.dtype(value)
+    return True
+  except TypeError:
+    return False
+
+
+def flax_hparams(module) -> Tuple[str, Dict[str, Any]]:
+  """(architecture, constructor arguments as JSON) of a registered Flax module.
+
+  Callable fields (initialisers) are left out when they hold their default; they
+  only matter for `init`, never for `apply`.
+  """
+  name = type(module).__name__
+  if ARCHITECTURES.get(name) is not type(module):
+    raise ModelCheckpointError(f'architecture: unknown {name!r}; accepted: '
+                               f'{", ".join(sorted(ARCHITECTURES))}')
+  out = {}
+  for field in dataclasses.fields(module):
+    if field.name in ('parent', 'name') or not field.init:
+      continue
+    value = getattr(module, field.name)
+    if callable(value) and not _is_dtype(value):
+      if value is not field.default:
+        raise ModelCheckpointError(f'hparams: {name}.{field.name} is not its default; accepted: '
+                                   'modules whose callable fields (initialisers) are defaults')
+      continue  # an initialiser: used by init only, never by apply
+    out[field.name] = _json_value(value)
+  return name, out
+
+
+def flax_model(module, trained: Any, initial: Any = None, *, collections: Optional[
+    Dict[str, Any]] = None, data_description: Optional[Dict[str, Any]] = None,
+               n: Optional[int] = None, info: Optional[Dict[str, Any]] = None,
+               truth: Optional[Dict[str, Any]] = None) -> 'ModelCheckpoint':
+  """A 'flax' ModelCheckpoint of `module` (architecture and hparams read off the module).
+
+  trained / initial: the 'params' collections; collections: the others (if any);
+  data_description: see the module docstring (at least {'input_shape': per-example shape}).
+  """
+  architecture, hparams = flax_hparams(module)
+  extras = {'collections': collections} if collections else None
+  return ModelCheckpoint(kind='flax', architecture=architecture, hparams=hparams,
+                         trained=trained, initial=initial, extras=extras, truth=truth, n=n,
+                         info=dict(info or {}), data=data_description)
+
+
+def check_params(model: 'ModelCheckpoint', sample: Any) -> None:
+  """Raises a one-line ModelCheckpointError unless trained (and initial) have the tree and
+  shapes that the checkpoint's module initialises on `sample` (one input batch)."""
+  module = model.module()
+  shapes = jax.eval_shape(module.init, jax.random.PRNGKey(0), sample)
+  want = jax.tree.map(lambda a: tuple(a.shape), shapes['params'])
+  for part in ('trained', 'initial'):
+    tree = getattr(model, part)
+    if tree is None:
+      continue
+    got = jax.tree.map(lambda a: tuple(np.shape(a)), tree)
+    if got != want:
+      raise ModelCheckpointError(
+          f'model_checkpoint: {part} parameters do not fit a {model.architecture} with '
+          f'hparams {model.hparams} on inputs of shape {tuple(sample.shape[1:])}; accepted: '
+          'the tree and shapes the module initialises')
+  for name, tree in shapes.items():
+    if name != 'params' and name not in model.collections():
+      raise ModelCheckpointError(
+          f"model_checkpoint: extras['collections'] lacks {name!r}, which a "
+          f'{model.architecture} needs; accepted: the module\'s variable collections')
 
 
 def _arrays(tree: Any) -> Any:
   return jax.tree.map(np.asarray, tree)
+
+
+def _json_default(obj: Any) -> Any:
+  """Arrays and NumPy / JAX scalars in info / data as plain JSON values."""
+  return np.asarray(obj).tolist()
 
 
 def model_dir(path: str) -> str:
@@ -87,6 +198,8 @@ def save(path: str, model: ModelCheckpoint) -> None:
       'hparams': dict(model.hparams), 'parts': sorted(tree), 'n': model.n,
       'dtype': str(leaves[0].dtype) if leaves else None, 'info': model.info,
   }
+  if model.data is not None:
+    meta['data'] = model.data
   path = os.path.abspath(path)
   parent = os.path.dirname(path)
   os.makedirs(parent, exist_ok=True)
@@ -100,7 +213,7 @@ def save(path: str, model: ModelCheckpoint) -> None:
     checkpointer.save(os.path.join(tmp, 'arrays'), tree)
     checkpointer.wait_until_finished()
     with open(os.path.join(tmp, 'model.json'), 'w') as f:
-      json.dump(meta, f, indent=2)
+      json.dump(meta, f, indent=2, default=_json_default)
       f.write('\n')
     if os.path.exists(path):
       shutil.rmtree(path)
@@ -122,6 +235,11 @@ def read_metadata(path: str) -> Dict[str, Any]:
   if meta.get('format') != FORMAT or meta.get('kind') not in KINDS:
     raise ModelCheckpointError(f'model_checkpoint: {file} is not a {FORMAT} model '
                                f'(format {meta.get("format")!r}, kind {meta.get("kind")!r})')
+  missing = [k for k in ('hparams', 'parts') if not isinstance(meta.get(k), (dict, list))]
+  if missing or 'trained' not in meta['parts']:
+    raise ModelCheckpointError(f'model_checkpoint: {file} lacks '
+                               f'{", ".join(missing) or "the trained parameters"}; accepted: '
+                               f'a {FORMAT} model.json with hparams and parts incl. trained')
   if meta['kind'] == 'flax' and meta.get('architecture') not in ARCHITECTURES:
     raise ModelCheckpointError(
         f'model_checkpoint: architecture {meta.get("architecture")!r} unknown; accepted: '
@@ -132,8 +250,17 @@ def read_metadata(path: str) -> Dict[str, Any]:
 def load(path: str) -> ModelCheckpoint:
   """Reads the model at `path` (a model folder or a run's workdir); arrays as NumPy."""
   meta = read_metadata(path)
-  tree = ocp.StandardCheckpointer().restore(os.path.join(model_dir(path), 'arrays'))
+  arrays = os.path.join(model_dir(path), 'arrays')
+  if not os.path.isdir(arrays):
+    raise ModelCheckpointError(f'model_checkpoint: no arrays/ folder next to model.json in '
+                               f'{model_dir(path)!r}; accepted: a folder written by save()')
+  try:
+    tree = ocp.StandardCheckpointer().restore(arrays)
+  except Exception as e:  # pylint: disable=broad-except
+    first = (str(e).splitlines() or [''])[0][:200]
+    raise ModelCheckpointError(f'model_checkpoint: cannot read {arrays!r} '
+                               f'({type(e).__name__}: {first})') from None
   tree = _arrays(tree)
   return ModelCheckpoint(kind=meta['kind'], hparams=meta['hparams'], architecture=meta.get(
-      'architecture'), n=meta.get('n'), info=meta.get('info') or {},
+      'architecture'), n=meta.get('n'), info=meta.get('info') or {}, data=meta.get('data'),
                          **{k: tree.get(k) for k in PARTS})
