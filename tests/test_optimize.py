@@ -69,5 +69,5 @@ def test_batched_drive_keeps_stopped_runs_frozen():
 
 
 def test_unknown_optimizer():
-  with pytest.raises(ValueError, match="optimizer: unknown name 'lbfgsx'; accepted: sgd, adam"):
+  with pytest.raises(ValueError, match="optimizer: unknown name 'lbfgsx'; accepted: sgd, adam, lbfgs"):
     optimize.make_optimizer('lbfgsx', 0.1)
