@@ -116,11 +116,15 @@ def kkt_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec, k
              lambda_min: float = 0.0, lambda_constraint: str = 'projection',
              lambda_weight: float = 5.0, prior: str = 'sphere', prior_bound: float = 1.0,
              prior_weight: float = 1.0) -> Array:
-  """||r||^2 / ||target||^2 + penalties (see module docstring)."""
+  """||w r||^2 / ||w target||^2 + penalties (see module docstring); w = problem['weights']
+  (`residual_weights`) or 1."""
   chex.assert_rank(state['x'], 2)
   chex.assert_equal(state['x'].shape[0], state['lam'].shape[0])
   r = residual(state, problem, apply_vec=apply_vec, kind=kind)
-  fit = jnp.sum(r ** 2) / jnp.sum(problem['target'] ** 2)
+  t = problem['target']
+  if 'weights' in problem:  # row scaling of the KKT equations (`residual_weights`)
+    r, t = r * problem['weights'], t * problem['weights']
+  fit = jnp.sum(r ** 2) / jnp.sum(t ** 2)
   return fit + penalties(state, kind=kind, lambda_min=lambda_min,
                          lambda_constraint=lambda_constraint, lambda_weight=lambda_weight,
                          prior=prior, prior_bound=prior_bound, prior_weight=prior_weight)
