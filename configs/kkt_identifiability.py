@@ -31,7 +31,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.optimizer = 'lbfgs'
   c.lr = 1.0  # scales the L-BFGS direction before the line search
   c.lbfgs_memory = 10
-  c.lbfgs_linesearch_steps = 30
+  c.lbfgs_linesearch_steps = 20
   c.max_steps = 3000
   c.tol = 1e-24
   return c

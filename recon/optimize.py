@@ -43,13 +43,13 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
                    decay_steps: Optional[int] = None,
                    final_ratio: float = 0.05,
                    memory_size: int = 10,
-                   linesearch_steps: int = 30) -> optax.GradientTransformation:
+                   linesearch_steps: int = 20) -> optax.GradientTransformation:
   """Optax optimiser by name; lr and momentum live in the state, so they can be vmapped.
 
   sgd: heavy-ball momentum (the paper's default, momentum 0.9); adam: Adam(b1=momentum).
   lbfgs: optax.lbfgs (two-loop recursion over `memory_size` pairs) with its zoom
-  line search (strong Wolfe, `linesearch_steps` trials); the direction is scaled by lr
-  before the line search (use 1.0); momentum and schedule are ignored. Its update
+  line search (strong Wolfe, `linesearch_steps` trials, unit step tried first, as
+  optax.lbfgs's default); the direction is scaled by lr before the line search (use 1.0); momentum and schedule are ignored. Its update
   needs value/grad/value_fn (`needs_value_fn`), which `run_chunk` supplies.
   schedule 'cosine': lr_t = lr (r + (1 - r)(1 + cos(pi min(t, T)/T))/2), r = final_ratio,
   T = decay_steps (the step count restarts when the optimiser state is re-initialised).
@@ -57,7 +57,7 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
   if name == 'lbfgs':
     opt = optax.lbfgs(learning_rate=lr, memory_size=memory_size,
                       linesearch=optax.scale_by_zoom_linesearch(
-                          max_linesearch_steps=linesearch_steps))
+                          max_linesearch_steps=linesearch_steps, initial_guess_strategy='one'))
     return LineSearchTransformation(opt.init, opt.update)
   if schedule == 'cosine':
     if not decay_steps:
