@@ -166,23 +166,23 @@ def test_eliminated_loss_is_the_minimum_over_free_lambda():
   x, y, theta, apply_vec, prob = _planted_cubic()
   x_rand = data.sphere_rows(jax.random.PRNGKey(7), *x.shape, jnp.float64)
   opts = dict(apply_vec=apply_vec, kind='binary', n_classes=1)
-  elim = float(kkt.eliminated_loss({'x': x_rand}, prob, **opts))
+  elim_fn = jax.jit(lambda xx, pr: kkt.eliminated_loss({'x': xx}, pr, **opts))
+  direct_fn = jax.jit(lambda xx, lam: kkt.kkt_loss({'x': xx, 'lam': lam}, prob,
+                                                   apply_vec=apply_vec, kind='binary',
+                                                   prior='none'))
+  elim = float(elim_fn(x_rand, prob))
   lam = kkt.eliminated_lambda(x_rand, prob, **opts)
-  direct = float(kkt.kkt_loss({'x': x_rand, 'lam': lam}, prob, apply_vec=apply_vec,
-                              kind='binary', prior='none'))
-  np.testing.assert_allclose(elim, direct, rtol=1e-8)
+  np.testing.assert_allclose(elim, float(direct_fn(x_rand, lam)), rtol=1e-8)
   assert elim > 1e-3  # random rows do not explain the target
-  assert float(kkt.kkt_loss({'x': x_rand, 'lam': 1.1 * lam}, prob, apply_vec=apply_vec,
-                            kind='binary', prior='none')) > elim
+  assert float(direct_fn(x_rand, 1.1 * lam)) > elim
   # Row norms do not matter (cubic columns scale as |x|^3; lambda absorbs them).
-  np.testing.assert_allclose(float(kkt.eliminated_loss({'x': 2.5 * x_rand}, prob, **opts)), elim,
-                             rtol=1e-8)
-  assert float(kkt.eliminated_loss({'x': x}, prob, **opts)) < 1e-25
+  np.testing.assert_allclose(float(elim_fn(2.5 * x_rand, prob)), elim, rtol=1e-8)
+  assert float(elim_fn(x, prob)) < 1e-25
   # Weighted equations keep the exact zero.
   prob_w = dict(prob, weights=kkt.residual_weights(theta, apply_vec, 4, 2.0,
                                                    jax.random.PRNGKey(3)))
-  assert float(kkt.eliminated_loss({'x': x}, prob_w, **opts)) < 1e-25
-  assert float(kkt.eliminated_loss({'x': x_rand}, prob_w, **opts)) > 1e-3
+  assert float(elim_fn(x, prob_w)) < 1e-25
+  assert float(elim_fn(x_rand, prob_w)) > 1e-3
 
 
 def test_lbfgs_attack_recovers_planted_cubic_exactly_with_n_candidates():

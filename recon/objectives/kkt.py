@@ -238,8 +238,10 @@ def eliminated_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply
 
 
 def residual_weights(theta: Array, apply_vec, d: int, radius: float, key: Array,
-                     n_probes: int = 256) -> Array:
-  """w_p = 1 / RMS_x |d f(theta; x) / d theta_p| over random x on the sphere (P,).
+                     n_probes: int = 256, floor: float = 1e-3) -> Array:
+  """w_p = 1 / max(RMS_x |d f(theta; x) / d theta_p|, floor * max_p RMS) over random x
+  on the sphere (P,). The floor keeps dead neurons (theta_p ~ 0, satisfied only to
+  absolute precision) from dominating.
 
   Dividing each KKT equation by the typical size of its gradient balances the
   equations of neurons with small weights against those of large ones (for a
@@ -250,7 +252,7 @@ def residual_weights(theta: Array, apply_vec, d: int, radius: float, key: Array,
   probes = on_sphere(probes, radius)
   grads = jax.vmap(lambda z: jax.grad(lambda th: jnp.sum(apply_vec(th, z[None])))(theta))(probes)
   rms = jnp.sqrt(jnp.mean(grads ** 2, axis=0))
-  return 1.0 / jnp.maximum(rms, jnp.finfo(theta.dtype).tiny ** 0.5 * jnp.max(rms))
+  return 1.0 / jnp.maximum(rms, floor * jnp.max(rms))
 
 
 def eliminated_lambda(x: Array, problem: Dict[str, Array], *, apply_vec, kind: str,
