@@ -170,6 +170,13 @@ SCHEMA: Dict[str, Spec] = {
     'prior_bound': Spec(float, low=0.0, low_open=True),
     'prior_weight': Spec(float, low=0.0),
     'candidate_init_scale': Spec(float, low=0.0, low_open=True),
+    'lambda_solve': Spec(str, choices=('optimize', 'eliminate')),  # eliminate: variable projection
+    'residual_weights': Spec(str, choices=('none', 'gradient_rms')),
+    'train_weight_decay': Spec(float, low=0.0),  # > 0: exact stationary point by L-BFGS
+    'train_stationary_steps': _positive_int(),
+    # L-BFGS (optimizer 'lbfgs', recon/optimize.py).
+    'lbfgs_memory': _positive_int(),
+    'lbfgs_linesearch_steps': _positive_int(),
     # Sample splitting (recon/splitting.py) for any objective.
     'split': Spec(str, choices=splitting.MODES),
     'split_every': _positive_int(),

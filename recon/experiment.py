@@ -631,11 +631,12 @@ def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
 
 
 def make_optimizer(cfg: ml_collections.ConfigDict):
-  """The config's Optax optimiser (name, lr, momentum, lr schedule)."""
+  """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory)."""
   return optimize.make_optimizer(
       cfg.optimizer, cfg.lr, cfg.momentum, schedule=cfg.get('lr_schedule', 'constant'),
       decay_steps=cfg.get('lr_decay_steps') or cfg.max_steps,
-      final_ratio=cfg.get('lr_final_ratio', 0.05))
+      final_ratio=cfg.get('lr_final_ratio', 0.05), memory_size=cfg.get('lbfgs_memory', 10),
+      linesearch_steps=cfg.get('lbfgs_linesearch_steps', 20))
 
 
 def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,

@@ -60,6 +60,22 @@ def check_attack_config(cfg) -> None:
     splitting.check_config(splitting.config_from(cfg), cfg.activation)
   except (kkt.KKTError, splitting.SplitError) as e:
     raise experiment.ExperimentError(str(e)) from None
+  if cfg.get('lambda_solve', 'optimize') == 'eliminate' and cfg.objective != 'projection':
+    if cfg.split != 'none':
+      raise experiment.ExperimentError("split: sample splitting needs explicit duals; accepted "
+                                       "with lambda_solve 'eliminate': 'none'")
+    if cfg.lambda_min > 0:
+      raise experiment.ExperimentError(f'lambda_min: {cfg.lambda_min} with lambda_solve '
+                                       "'eliminate' (free-sign duals); accepted: 0.0")
+    if cfg.prior == 'box':
+      raise experiment.ExperimentError("prior: 'box' with lambda_solve 'eliminate'; accepted: "
+                                       "'sphere', 'none'")
+  if cfg.get('residual_weights', 'none') != 'none' and cfg.split != 'none':
+    raise experiment.ExperimentError("split: sample splitting uses the unweighted residual; "
+                                     "accepted with residual_weights 'gradient_rms': 'none'")
+  if cfg.get('train_weight_decay', 0.0) > 0 and cfg.train_polish:
+    raise experiment.ExperimentError('train_polish: True with train_weight_decay > 0 (an exact '
+                                     'stationary point already); accepted: False')
   if cfg.objective == 'projection' and cfg.prior == 'box':
     raise experiment.ExperimentError("prior: 'box' with objective projection; accepted: "
                                      "'sphere', 'none'")
@@ -78,14 +94,21 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
   net = make_network(cfg, out_dim, x.dtype)
   params0 = net.init(key, x)
   targets = labels if kind == 'binary' else labels.astype(jnp.int32)
-  params, info = homogeneous.train_with_duals(net.apply, params0, x, targets, loss=loss,
-                                               lr=cfg.train_lr, steps=cfg.train_steps)
-  duals = info['duals']
+  wd = cfg.get('train_weight_decay', 0.0)
+  if wd > 0:  # exact stationary point of loss + wd/2 ||theta||^2 (L-BFGS)
+    params, info = homogeneous.train_stationary(
+        net.apply, params0, x, targets, loss=loss, weight_decay=wd,
+        max_steps=cfg.get('train_stationary_steps', 20000))
+  else:
+    params, info = homogeneous.train_with_duals(net.apply, params0, x, targets, loss=loss,
+                                                 lr=cfg.train_lr, steps=cfg.train_steps)
   degree = homogeneous.degree_in_params(cfg.activation, cfg.depth)
   out = {'train_loss': info['final_loss'], 'train_steps': info['steps'],
          'normalized_margin_gd': homogeneous.normalized_margin(net.apply, params, x, targets,
                                                                 kind, degree),
-         'homogeneity_degree': degree, 'duals': duals}
+         'homogeneity_degree': degree, 'duals': info['duals']}
+  if wd > 0:
+    out['train_grad_norm'] = info['grad_norm']
   if not info['finite']:
     raise experiment.ExperimentError('train_lr: training diverged (non-finite loss); '
                                      'accepted: a smaller train_lr')
@@ -94,6 +117,11 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
     out.update({'polish_' + k: v for k, v in pinfo.items() if k != 'degree'})
   out['normalized_margin'] = homogeneous.normalized_margin(net.apply, params, x, targets, kind,
                                                            degree)
+  if cfg.depth == 1:
+    kernel = params['params']['hidden_0']['kernel']
+    out['neuron_gram_rank'], out['neuron_gram_dim'] = homogeneous.neuron_gram_rank(kernel)
+    out['neuron_gram_rank_span_x'], out['neuron_gram_dim_span_x'] = (
+        homogeneous.neuron_gram_rank(kernel, x))
   return net, params0, params, out
 
 
@@ -147,6 +175,18 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   labels = kkt.balanced_labels(m, kkt_kind, n_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
+  if cfg.get('residual_weights', 'none') == 'gradient_rms':
+    problem['weights'] = kkt.residual_weights(theta, apply_vec, d, radius,
+                                              jax.random.fold_in(key, 0x3E16))
+  if cfg.get('lambda_solve', 'optimize') == 'eliminate':
+    # Variable projection: the duals are solved for in closed form inside the loss; the
+    # sphere prior is a reparametrisation (no projection step: L-BFGS-friendly).
+    r = radius if cfg.prior == 'sphere' else None
+    loss_fn = lambda state, prob: kkt.eliminated_loss(  # noqa: E731
+        state, prob, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim, radius=r)
+    decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
+    return {'loss_fn': loss_fn, 'x0': {'x': x0}, 'constraint': lambda z: z,
+            'problem': problem, 'decode': decode, 'split_model': None, 'feature_fn': None}
   if cfg.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, target, apply_vec=apply_vec, kind=kkt_kind,
                             n_classes=out_dim)

@@ -26,19 +26,39 @@ RUNNING, CONVERGED, NONFINITE, MAX_STEPS = 0, 1, 2, 3
 STATUS_NAMES = {RUNNING: 'running', CONVERGED: 'converged', NONFINITE: 'nonfinite',
                 MAX_STEPS: 'max_steps'}
 
-OPTIMIZERS = ('sgd', 'adam')
+OPTIMIZERS = ('sgd', 'adam', 'lbfgs')
 SCHEDULES = ('constant', 'cosine')
+
+
+class LineSearchTransformation(optax.GradientTransformationExtraArgs):
+  """An Optax transformation whose `update` needs `value`, `grad` and `value_fn`
+  (a line search); `run_chunk` passes them."""
+
+
+def needs_value_fn(optimizer) -> bool:
+  return isinstance(optimizer, LineSearchTransformation)
 
 
 def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
                    decay_steps: Optional[int] = None,
-                   final_ratio: float = 0.05) -> optax.GradientTransformation:
+                   final_ratio: float = 0.05,
+                   memory_size: int = 10,
+                   linesearch_steps: int = 20) -> optax.GradientTransformation:
   """Optax optimiser by name; lr and momentum live in the state, so they can be vmapped.
 
   sgd: heavy-ball momentum (the paper's default, momentum 0.9); adam: Adam(b1=momentum).
+  lbfgs: optax.lbfgs (two-loop recursion over `memory_size` pairs) with its zoom
+  line search (strong Wolfe, `linesearch_steps` trials, unit step tried first, as
+  optax.lbfgs's default); the direction is scaled by lr before the line search (use 1.0); momentum and schedule are ignored. Its update
+  needs value/grad/value_fn (`needs_value_fn`), which `run_chunk` supplies.
   schedule 'cosine': lr_t = lr (r + (1 - r)(1 + cos(pi min(t, T)/T))/2), r = final_ratio,
   T = decay_steps (the step count restarts when the optimiser state is re-initialised).
   """
+  if name == 'lbfgs':
+    opt = optax.lbfgs(learning_rate=lr, memory_size=memory_size,
+                      linesearch=optax.scale_by_zoom_linesearch(
+                          max_linesearch_steps=linesearch_steps, initial_guess_strategy='one'))
+    return LineSearchTransformation(opt.init, opt.update)
   if schedule == 'cosine':
     if not decay_steps:
       raise ValueError('lr_decay_steps: required (>= 1) for the cosine schedule')
@@ -114,7 +134,11 @@ def run_chunk(state: ReconState, problem: Any, stop_step: Array, *,
     loss, grad = value_and_grad(s.x, problem)
     finite = jnp.isfinite(loss) & _all_finite(grad)
     converged = finite & (loss <= tol)
-    updates, new_opt = optimizer.update(grad, s.opt_state, s.x)
+    if needs_value_fn(optimizer):
+      updates, new_opt = optimizer.update(grad, s.opt_state, s.x, value=loss, grad=grad,
+                                          value_fn=lambda z: loss_fn(z, problem))
+    else:
+      updates, new_opt = optimizer.update(grad, s.opt_state, s.x)
     new_x = constraint(optax.apply_updates(s.x, updates))
     move = finite & ~converged
     new_x = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_x, s.x)

@@ -71,7 +71,7 @@ BAD = [
     ('seed=-1', "config.seed: invalid value -1; accepted: int >= 0"),
     ('label_noise=-0.5', "config.label_noise: invalid value -0.5; accepted: float >= 0"),
     ('activation=bogus', "config.activation: invalid value 'bogus'; accepted: one of 'cubic', "),
-    ('optimizer=lbfgs', "config.optimizer: invalid value 'lbfgs'; accepted: one of 'sgd', 'adam'"),
+    ('optimizer=bfgs', "config.optimizer: invalid value 'bfgs'; accepted: one of 'sgd', 'adam', 'lbfgs'"),
     ('dataset=cifar100', "config.dataset: invalid value 'cifar100'; accepted: one of "),
     ('model=vgg', "config.model: invalid value 'vgg'; accepted: one of "),
     ('dtype=float16', "config.dtype: invalid value 'float16'; accepted: one of 'float32', "),

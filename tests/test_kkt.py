@@ -147,3 +147,105 @@ def test_config_rejects_negative_lambda_min_and_split_budget():
     setattr(bad, field, value)
     with pytest.raises(config_lib.ConfigError, match=field):
       config_lib.validate(bad)
+
+
+def _planted_cubic(n=3, d=4, width=12, activation='cubic'):
+  """A generic two-layer net (width >= d(d+1)/2) and an exactly satisfied KKT system."""
+  x = data.sphere_rows(jax.random.PRNGKey(0), n, d, jnp.float64)
+  y = jnp.asarray([1.0, -1.0, 1.0][:n])
+  net = homogeneous.HomogeneousMLP(widths=(width,), activation=activation, init_scale=1.0,
+                                   param_dtype=jnp.float64)
+  p = net.init(jax.random.PRNGKey(1), x)
+  theta, apply_vec = kkt.flatten_model(net.apply, p)
+  lam = jnp.asarray([0.7, 1.1, 0.5][:n])
+  target = kkt.explained(x, lam, y, theta, apply_vec=apply_vec, kind='binary')
+  return x, y, theta, apply_vec, {'target': target, 'theta': theta, 'labels': y}
+
+
+def test_eliminated_loss_is_the_minimum_over_free_lambda():
+  x, y, theta, apply_vec, prob = _planted_cubic()
+  x_rand = data.sphere_rows(jax.random.PRNGKey(7), *x.shape, jnp.float64)
+  opts = dict(apply_vec=apply_vec, kind='binary', n_classes=1)
+  elim_fn = jax.jit(lambda xx, pr: kkt.eliminated_loss({'x': xx}, pr, **opts))
+  direct_fn = jax.jit(lambda xx, lam: kkt.kkt_loss({'x': xx, 'lam': lam}, prob,
+                                                   apply_vec=apply_vec, kind='binary',
+                                                   prior='none'))
+  elim = float(elim_fn(x_rand, prob))
+  lam = kkt.eliminated_lambda(x_rand, prob, **opts)
+  np.testing.assert_allclose(elim, float(direct_fn(x_rand, lam)), rtol=1e-8)
+  assert elim > 1e-3  # random rows do not explain the target
+  assert float(direct_fn(x_rand, 1.1 * lam)) > elim
+  # Row norms do not matter (cubic columns scale as |x|^3; lambda absorbs them).
+  np.testing.assert_allclose(float(elim_fn(2.5 * x_rand, prob)), elim, rtol=1e-8)
+  assert float(elim_fn(x, prob)) < 1e-25
+  # Weighted equations keep the exact zero.
+  prob_w = dict(prob, weights=kkt.residual_weights(theta, apply_vec, 4, 2.0,
+                                                   jax.random.PRNGKey(3)))
+  assert float(elim_fn(x, prob_w)) < 1e-25
+  assert float(elim_fn(x_rand, prob_w)) > 1e-3
+
+
+def test_lbfgs_attack_recovers_planted_cubic_exactly_with_n_candidates():
+  from recon import metrics, optimize
+  x, _, theta, apply_vec, prob = _planted_cubic()
+  radius = 2.0
+  prob['weights'] = kkt.residual_weights(theta, apply_vec, 4, radius, jax.random.PRNGKey(3))
+  loss_fn = lambda s, pr: kkt.eliminated_loss(s, pr, apply_vec=apply_vec, kind='binary',  # noqa
+                                              n_classes=1, radius=radius)
+  x0 = {'x': x + 0.05 * jax.random.normal(jax.random.PRNGKey(4), x.shape, jnp.float64)}
+  opt = optimize.make_optimizer('lbfgs', 1.0)
+  state = optimize.init_state(x0, opt, loss_fn, prob, lambda z: z)
+  chunk = jax.jit(lambda s, stop: optimize.run_chunk(
+      s, prob, stop, loss_fn=loss_fn, optimizer=opt, constraint=lambda z: z, tol=1e-26,
+      max_steps=400))
+  state = optimize.drive(state, chunk, max_steps=400, chunk_steps=100)
+  assert float(state.loss) < 1e-20
+  x_hat = np.asarray(kkt.on_sphere(state.x['x'], radius))
+  assert metrics.reconstruction_metrics(np.asarray(x), x_hat)['recon_error'] < 1e-6
+
+
+def test_weight_decay_stationary_point_satisfies_kkt_exactly():
+  x = data.sphere_rows(jax.random.PRNGKey(0), 4, 3, jnp.float64)
+  y = jnp.asarray([1.0, -1.0, 1.0, -1.0])
+  net = homogeneous.HomogeneousMLP(widths=(8,), activation='cubic', init_scale=1.0,
+                                   param_dtype=jnp.float64)
+  p0 = net.init(jax.random.PRNGKey(1), x)
+  p, info = homogeneous.train_stationary(net.apply, p0, x, y, loss='logistic',
+                                         weight_decay=1e-2, max_steps=3000)
+  assert info['grad_norm'] < 1e-10
+  theta, apply_vec = kkt.flatten_model(net.apply, p)
+  mu = info['duals']  # (n, 1), free-sign: theta = sum_i mu_i grad f(x_i)
+  explained = kkt.explained(x, mu, y, theta, apply_vec=apply_vec, kind='general')
+  assert float(jnp.linalg.norm(theta - explained) / jnp.linalg.norm(theta)) < 1e-9
+  np.testing.assert_array_equal(np.sign(np.asarray(mu[:, 0])), np.asarray(y))  # logistic
+  with pytest.raises(ValueError, match='train_weight_decay'):
+    homogeneous.train_stationary(net.apply, p0, x, y, loss='logistic', weight_decay=0.0)
+
+
+def test_neuron_gram_rank():
+  d = 3
+  w = np.asarray(jax.random.normal(jax.random.PRNGKey(0), (d, 10)))
+  assert homogeneous.neuron_gram_rank(w) == (6, 6)
+  same = np.repeat(w[:, :1], 10, axis=1) * np.arange(1, 11)  # one direction
+  assert homogeneous.neuron_gram_rank(same) == (1, 6)
+  x = np.asarray(jax.random.normal(jax.random.PRNGKey(1), (2, d)))
+  assert homogeneous.neuron_gram_rank(w, x) == (3, 3)  # Sym^2 of the 2-dim span of x
+
+
+def test_eliminate_rejects_split_lambda_min_and_box():
+  from recon import experiment
+  from recon import kkt_experiment as ke
+  from configs import kkt_identifiability
+  for field, value, match in (('split', 'every', 'split'), ('lambda_min', 0.5, 'lambda_min'),
+                              ('prior', 'box', 'prior')):
+    c = kkt_identifiability.get_config()
+    setattr(c, field, value)
+    if field == 'split':
+      c.residual_weights = 'none'
+    with pytest.raises(experiment.ExperimentError, match=match):
+      ke.check_attack_config(experiment.resolve(c))
+  c = kkt_identifiability.get_config()
+  c.split = 'every'
+  c.lambda_solve = 'optimize'
+  with pytest.raises(experiment.ExperimentError, match='split'):
+    ke.check_attack_config(experiment.resolve(c))

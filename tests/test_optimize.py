@@ -69,5 +69,24 @@ def test_batched_drive_keeps_stopped_runs_frozen():
 
 
 def test_unknown_optimizer():
-  with pytest.raises(ValueError, match="optimizer: unknown name 'lbfgsx'; accepted: sgd, adam"):
+  with pytest.raises(ValueError, match="optimizer: unknown name 'lbfgsx'; accepted: sgd, adam, lbfgs"):
     optimize.make_optimizer('lbfgsx', 0.1)
+
+
+def test_lbfgs_drives_an_ill_conditioned_quadratic_to_zero():
+  """optax.lbfgs + zoom line search through run_chunk (value, grad, value_fn passed)."""
+  before = jax.config.jax_enable_x64
+  jax.config.update('jax_enable_x64', True)
+  try:
+    scales = jnp.asarray([1.0, 10.0, 100.0, 1000.0], jnp.float64)
+    loss_fn = lambda x, t: jnp.sum(scales * (x - t) ** 2)  # noqa: E731
+    target = jnp.asarray([[1.0, -2.0, 0.5, 3.0]], jnp.float64)
+    opt = optimize.make_optimizer('lbfgs', 1.0)
+    assert optimize.needs_value_fn(opt)
+    assert not optimize.needs_value_fn(optimize.make_optimizer('adam', 0.1))
+    s = _run(loss_fn, jnp.zeros((1, 4), jnp.float64), target, opt, tol=1e-24, max_steps=100)
+    assert int(s.status) == optimize.CONVERGED
+    assert float(s.loss) <= 1e-24
+    assert int(s.step) < 60
+  finally:
+    jax.config.update('jax_enable_x64', before)

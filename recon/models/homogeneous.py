@@ -196,3 +196,71 @@ def polish_max_margin(apply_fn: Callable[[Any, Array], Array], params: Any, x: A
       'success': bool(res.success), 'message': str(res.message),
       'n_active': int(np.sum(c < 1e-6)), 'min_constraint': float(c.min()),
       'degree': deg}
+
+
+def train_stationary(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
+                     targets: Array, *, loss: str, weight_decay: float, max_steps: int = 5000,
+                     grad_tol: float = 1e-13, memory_size: int = 20) -> Tuple[Any, Dict[str, Any]]:
+  """An exact stationary point of R(theta) = L(theta) + weight_decay ||theta||^2 / 2 by L-BFGS.
+
+  L is the mean loss (`mean_loss`). At grad R = 0,
+    theta = sum_i mu_i . grad_theta f(theta; x_i),  mu_i = -dL/df(x_i) / weight_decay,
+  the 'general' KKT form with free-sign duals (for the logistic loss mu_i = y_i lambda_i,
+  lambda_i = sigmoid(-y_i f_i) / (n weight_decay) > 0: also the binary form). optax.lbfgs
+  with its zoom line search, run until ||grad R|| <= grad_tol ||theta|| or max_steps.
+  Returns (params, info{steps, grad_norm, objective, final_loss, duals (n, C)}).
+  """
+  from jax.flatten_util import ravel_pytree  # pylint: disable=import-outside-toplevel
+  if not weight_decay > 0:
+    raise ValueError(f'train_weight_decay: invalid value {weight_decay!r} for an exact '
+                     'stationary point; accepted: float > 0')
+  theta0, unravel = ravel_pytree(params)
+
+  def objective(th):
+    return (mean_loss(loss, apply_fn(unravel(th), x), targets)
+            + 0.5 * weight_decay * jnp.sum(th ** 2))
+
+  opt = optax.lbfgs(memory_size=memory_size)
+  value_and_grad = optax.value_and_grad_from_state(objective)
+
+  def cond(carry):
+    th, _, k, gnorm = carry
+    return (k < max_steps) & (gnorm > grad_tol * jnp.linalg.norm(th))
+
+  def body(carry):
+    th, state, k, _ = carry
+    value, grad = value_and_grad(th, state=state)
+    updates, state = opt.update(grad, state, th, value=value, grad=grad, value_fn=objective)
+    th = optax.apply_updates(th, updates)
+    return th, state, k + 1, jnp.linalg.norm(jax.grad(objective)(th))
+
+  g0 = jnp.linalg.norm(jax.grad(objective)(theta0))
+  th, _, steps, gnorm = jax.jit(lambda c: jax.lax.while_loop(cond, body, c))(
+      (theta0, opt.init(theta0), jnp.zeros((), jnp.int32), g0))
+  out = apply_fn(unravel(th), x)
+  g_out = jax.grad(lambda o: mean_loss(loss, o, targets))(out)
+  return unravel(th), {'steps': int(steps), 'grad_norm': float(gnorm),
+                       'objective': float(objective(th)),
+                       'final_loss': float(mean_loss(loss, out, targets)),
+                       'duals': -g_out / weight_decay, 'finite': bool(jnp.isfinite(gnorm))}
+
+
+def neuron_gram_rank(first_layer: Array, x: Optional[Array] = None,
+                     rel_tol: float = 1e-6) -> Tuple[int, int]:
+  """(rank of {w_k w_k^T} in Sym^2, the dimension it needs for the cubic identifiability).
+
+  first_layer: (d, m) kernel (column k = neuron w_k). Without x: rank in Sym^2(R^d),
+  needed d(d+1)/2. With x (n, d): neurons projected onto span(x) (an exact KKT point has
+  w_k in span(x_1..x_n)), needed r(r+1)/2 with r = rank(x): the cubic tensor
+  T = sum_i mu_i x_i^(x)3 is determined on span(x) when this rank is full.
+  """
+  w = np.asarray(first_layer, np.float64).T
+  if x is not None:
+    u, s, _ = np.linalg.svd(np.asarray(x, np.float64).T, full_matrices=False)
+    basis = u[:, s > rel_tol * s[0]]
+    w = w @ basis
+  k = w.shape[1]
+  iu = np.triu_indices(k)
+  q = np.stack([np.outer(v, v)[iu] for v in w])
+  sv = np.linalg.svd(q, compute_uv=False)
+  return int(np.sum(sv > rel_tol * sv[0])), int(k * (k + 1) // 2)

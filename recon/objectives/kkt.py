@@ -116,11 +116,15 @@ def kkt_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec, k
              lambda_min: float = 0.0, lambda_constraint: str = 'projection',
              lambda_weight: float = 5.0, prior: str = 'sphere', prior_bound: float = 1.0,
              prior_weight: float = 1.0) -> Array:
-  """||r||^2 / ||target||^2 + penalties (see module docstring)."""
+  """||w r||^2 / ||w target||^2 + penalties (see module docstring); w = problem['weights']
+  (`residual_weights`) or 1."""
   chex.assert_rank(state['x'], 2)
   chex.assert_equal(state['x'].shape[0], state['lam'].shape[0])
   r = residual(state, problem, apply_vec=apply_vec, kind=kind)
-  fit = jnp.sum(r ** 2) / jnp.sum(problem['target'] ** 2)
+  t = problem['target']
+  if 'weights' in problem:  # row scaling of the KKT equations (`residual_weights`)
+    r, t = r * problem['weights'], t * problem['weights']
+  fit = jnp.sum(r ** 2) / jnp.sum(t ** 2)
   return fit + penalties(state, kind=kind, lambda_min=lambda_min,
                          lambda_constraint=lambda_constraint, lambda_weight=lambda_weight,
                          prior=prior, prior_bound=prior_bound, prior_weight=prior_weight)
@@ -190,3 +194,73 @@ def fit_lambda(x: Array, labels: Array, problem: Dict[str, Array], *, apply_vec,
 
   (lam, _), _ = jax.lax.scan(body, (lam0, opt.init(lam0)), None, length=steps)
   return lam
+
+
+def on_sphere(x: Array, radius) -> Array:
+  """Rows rescaled to norm `radius` (a smooth reparametrisation: the sphere prior
+  without a projection step, which would break a quasi-Newton method's curvature pairs)."""
+  norms = jnp.linalg.norm(x, axis=-1, keepdims=True)
+  return x * (radius / jnp.maximum(norms, jnp.finfo(x.dtype).tiny))
+
+
+def dual_jacobian(x: Array, labels: Array, theta: Array, *, apply_vec, kind: str,
+                  n_classes: int) -> Array:
+  """J (P, m*C) with sum_i lambda_i grad g_i = J vec(lambda) (the KKT sum is linear in lambda)."""
+  shape = lambda_shape(x.shape[0], kind, n_classes)
+  return jax.jacfwd(lambda lam: explained(x, lam.reshape(shape), labels, theta,
+                                          apply_vec=apply_vec, kind=kind))(
+                                              jnp.zeros((int(np.prod(shape)),), x.dtype))
+
+
+def eliminated_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec,
+                    kind: str, n_classes: int, radius=None) -> Array:
+  """Variable projection: min over free-sign lambda of the KKT fit, in closed form,
+  L(x_hat) = ||(I - Q Q^T) target||^2 / ||target||^2, Q = orth(J(x_hat)) (reduced QR).
+
+  With `radius`, rows are first put on the sphere (`on_sphere`); for a q-homogeneous
+  activation J's columns scale as |x|^q, so the loss ignores the row norms either way.
+  The sign constraint lambda >= lambda_min is not imposed (free-sign duals).
+  """
+  x = state['x']
+  chex.assert_rank(x, 2)
+  if radius is not None:
+    x = on_sphere(x, radius)
+  jac = dual_jacobian(x, problem['labels'], problem['theta'], apply_vec=apply_vec, kind=kind,
+                      n_classes=n_classes)
+  chex.assert_axis_dimension_gt(jac, 0, jac.shape[1] - 1)  # P >= m*C
+  t = problem['target']
+  if 'weights' in problem:  # row scaling of the KKT equations (`residual_weights`)
+    jac = jac * problem['weights'][:, None]
+    t = t * problem['weights']
+  q, _ = jnp.linalg.qr(jac)
+  r = t - q @ (q.T @ t)
+  return jnp.sum(r ** 2) / jnp.sum(t ** 2)
+
+
+def residual_weights(theta: Array, apply_vec, d: int, radius: float, key: Array,
+                     n_probes: int = 256, floor: float = 1e-3) -> Array:
+  """w_p = 1 / max(RMS_x |d f(theta; x) / d theta_p|, floor * max_p RMS) over random x
+  on the sphere (P,). The floor keeps dead neurons (theta_p ~ 0, satisfied only to
+  absolute precision) from dominating.
+
+  Dividing each KKT equation by the typical size of its gradient balances the
+  equations of neurons with small weights against those of large ones (for a
+  two-layer net, a_j's equation by |w_j|^q, w_j's by q |a_j| |w_j|^(q-1)): the
+  zeros of the fit are unchanged, its conditioning improves by orders of magnitude.
+  """
+  probes = radius * jax.random.normal(key, (n_probes, d), theta.dtype)
+  probes = on_sphere(probes, radius)
+  grads = jax.vmap(lambda z: jax.grad(lambda th: jnp.sum(apply_vec(th, z[None])))(theta))(probes)
+  rms = jnp.sqrt(jnp.mean(grads ** 2, axis=0))
+  return 1.0 / jnp.maximum(rms, floor * jnp.max(rms))
+
+
+def eliminated_lambda(x: Array, problem: Dict[str, Array], *, apply_vec, kind: str,
+                      n_classes: int, radius=None) -> Array:
+  """The lambda `eliminated_loss` uses at x (least squares; for reporting)."""
+  if radius is not None:
+    x = on_sphere(x, radius)
+  jac = dual_jacobian(x, problem['labels'], problem['theta'], apply_vec=apply_vec, kind=kind,
+                      n_classes=n_classes)
+  lam = jnp.linalg.lstsq(jac, problem['target'])[0]
+  return lam.reshape(lambda_shape(x.shape[0], kind, n_classes))

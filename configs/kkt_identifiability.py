@@ -1,0 +1,37 @@
+"""Identifiability of the cubic KKT system (docs/kkt2.md; scripts/kkt_experiments.py --part=identifiability).
+
+n=6 samples on the sqrt(d)-sphere in d=8, balanced +-1 labels; f(x) = a^T (W x)^3, width 48
+(>= d(d+1)/2 = 36: the neuron Gram {w_k w_k^T} spans Sym^2), GD on the logistic loss.
+ORACLE target: sum_i lambda_i y_i grad_theta f(theta; x_i) at the true data with the
+training duals (an exactly satisfied KKT system at generic neurons). The attack fits
+n_candidates = n candidates (the theorem's setting: the n-term decomposition of the cubic
+tensor is unique, a 2n-term one is not), duals eliminated in closed form (variable
+projection), equations balanced by gradient-RMS weights, L-BFGS in float64, from a random
+init. Expected: recon_error ~ 1e-10. Under a minute on 2 CPU cores.
+  python -m recon.main --config=configs/kkt_identifiability.py --workdir=results/runs/kkt_id
+"""
+import ml_collections
+
+from configs import kkt_synthetic
+
+
+def get_config() -> ml_collections.ConfigDict:
+  c = kkt_synthetic.get_config()
+  c.name = 'kkt_identifiability'
+  c.n = 6
+  c.d = 8
+  c.width = 48
+  c.train_polish = False
+  c.kkt_target = 'planted'
+  c.n_candidates = 6  # = n
+  c.lambda_solve = 'eliminate'  # optimize | eliminate (variable projection, free-sign duals)
+  c.residual_weights = 'gradient_rms'  # none | gradient_rms
+  c.train_weight_decay = 0.0  # > 0: the victim is an exact stationary point of loss + wd
+  c.train_stationary_steps = 20000
+  c.optimizer = 'lbfgs'
+  c.lr = 1.0  # scales the L-BFGS direction before the line search
+  c.lbfgs_memory = 10
+  c.lbfgs_linesearch_steps = 20
+  c.max_steps = 3000
+  c.tol = 1e-24
+  return c
