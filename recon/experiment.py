@@ -630,10 +630,12 @@ def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
       tol=cfg.tol, max_steps=cfg.max_steps)
 
 
-def make_optimizer(cfg: ml_collections.ConfigDict):
-  """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory)."""
+def make_optimizer(cfg: ml_collections.ConfigDict, lr=None, momentum=None):
+  """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
+  `lr`/`momentum` override the config's (a sweep passes traced per-point values)."""
   return optimize.make_optimizer(
-      cfg.optimizer, cfg.lr, cfg.momentum, schedule=cfg.get('lr_schedule', 'constant'),
+      cfg.optimizer, cfg.lr if lr is None else lr, cfg.momentum if momentum is None else momentum,
+      schedule=cfg.get('lr_schedule', 'constant'),
       decay_steps=cfg.get('lr_decay_steps') or cfg.max_steps,
       final_ratio=cfg.get('lr_final_ratio', 0.05), memory_size=cfg.get('lbfgs_memory', 10),
       linesearch_steps=cfg.get('lbfgs_linesearch_steps', 20))

@@ -52,24 +52,31 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
   optax.lbfgs's default); the direction is scaled by lr before the line search (use 1.0); momentum and schedule are ignored. Its update
   needs value/grad/value_fn (`needs_value_fn`), which `run_chunk` supplies.
   schedule 'cosine': lr_t = lr (r + (1 - r)(1 + cos(pi min(t, T)/T))/2), r = final_ratio,
-  T = decay_steps (the step count restarts when the optimiser state is re-initialised).
+  T = decay_steps (the step count restarts when the optimiser state is re-initialised). The
+  unit-peak cosine multiplies the update after the base optimiser, so lr itself stays a
+  (vmappable) hyperparameter in the state: sweeps batch lr under a schedule too.
   """
   if name == 'lbfgs':
     opt = optax.lbfgs(learning_rate=lr, memory_size=memory_size,
                       linesearch=optax.scale_by_zoom_linesearch(
                           max_linesearch_steps=linesearch_steps, initial_guess_strategy='one'))
     return LineSearchTransformation(opt.init, opt.update)
-  if schedule == 'cosine':
-    if not decay_steps:
-      raise ValueError('lr_decay_steps: required (>= 1) for the cosine schedule')
-    lr = optax.cosine_decay_schedule(lr, decay_steps, alpha=final_ratio)
-  elif schedule != 'constant':
+  if schedule not in SCHEDULES:
     raise ValueError(f'lr_schedule: unknown name {schedule!r}; accepted: {", ".join(SCHEDULES)}')
-  if name == 'sgd':
-    return optax.inject_hyperparams(optax.sgd)(learning_rate=lr, momentum=momentum)
-  if name == 'adam':
-    return optax.inject_hyperparams(optax.adam)(learning_rate=lr, b1=momentum)
-  raise ValueError(f'optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
+  if name not in ('sgd', 'adam'):
+    raise ValueError(f'optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
+  base = optax.sgd if name == 'sgd' else (
+      lambda learning_rate, momentum: optax.adam(learning_rate, b1=momentum))
+  if schedule == 'constant':
+    return optax.inject_hyperparams(base)(learning_rate=lr, momentum=momentum)
+  if not decay_steps:
+    raise ValueError('lr_decay_steps: required (>= 1) for the cosine schedule')
+  unit = optax.cosine_decay_schedule(1.0, decay_steps, alpha=final_ratio)
+
+  def scheduled(learning_rate, momentum):
+    return optax.chain(base(learning_rate, momentum), optax.scale_by_schedule(unit))
+  return optax.inject_hyperparams(scheduled)(learning_rate=lr, momentum=momentum)
+
 
 
 def sphere_constraint(radius: float) -> Callable[[Array], Array]:

@@ -91,14 +91,14 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
           f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
           f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
           "with subspace 'none' and alpha_mode 'closed_form'")
-    for field, allowed in (('lr_schedule', 'constant'), ('feature_mode', ('auto', 'dense')),
+    for field, allowed in (('optimizer', ('sgd', 'adam')), ('feature_mode', ('auto', 'dense')),
                            ('feature_shards', 1), ('reseed_every', 0)):
       value = cfg.get(field, allowed if not isinstance(allowed, tuple) else allowed[0])
       ok = value in allowed if isinstance(allowed, tuple) else value == allowed
       if not ok:
         raise config_lib.ConfigError(
             f'config.{field}: {value!r} is not supported in sweeps (one compiled program with '
-            f'dense, padded features and a batched constant lr); accepted: {allowed!r}')
+            f'dense, padded features); accepted: {allowed!r}')
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
     groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))
@@ -146,7 +146,7 @@ def _setup_point(keys, x, y, mask, lr, momentum, *, cfg, p_total, dtype):
                                        mask=mask, rng=cfg.get('weight_rng', 'threefry'))
   train_mse = problem.pop('train_mse')
   x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
-  optimizer = optimize.make_optimizer(cfg.optimizer, lr, momentum)
+  optimizer = experiment.make_optimizer(cfg, lr, momentum)
   state = optimize.init_state(x0, optimizer, experiment.rf_loss_fn(cfg), problem,
                               optimize.sphere_constraint(float(np.sqrt(cfg.d))))
   return problem, state, train_mse
@@ -191,7 +191,7 @@ def prepare_group(group: Group, devices=None) -> Program:
   loss_fn = experiment.rf_loss_fn(cfg)
   constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
   # lr and momentum are read from the (batched) optimiser state; these are placeholders.
-  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
+  optimizer = experiment.make_optimizer(cfg)
   setup = jax.jit(jax.vmap(functools.partial(_setup_point, cfg=cfg, p_total=p_total,
                                              dtype=dtype)), out_shardings=batched)
   step_chunk = experiment.chunk_fn(cfg, loss_fn, optimizer, constraint)

@@ -27,14 +27,18 @@ def test_bad_values_raise_one_line_config_error(field, value):
 
 
 def test_cosine_schedule_decays_to_final_ratio():
-  opt = optimize.make_optimizer('adam', 0.1, schedule='cosine', decay_steps=10, final_ratio=0.05)
+  # SGD without momentum: the update is -lr_t * grad, so it reads the scheduled lr off.
+  opt = optimize.make_optimizer('sgd', 0.1, momentum=0.0, schedule='cosine', decay_steps=10,
+                                final_ratio=0.05)
   state = opt.init(jnp.zeros(3))
   lrs = []
   for _ in range(12):
-    lrs.append(float(state.hyperparams['learning_rate']))
-    _, state = opt.update(jnp.ones(3), state)
+    update, state = opt.update(jnp.ones(3), state)
+    lrs.append(-float(update[0]))
   np.testing.assert_allclose(lrs[0], 0.1, rtol=1e-6)
   np.testing.assert_allclose(lrs[-1], 0.005, rtol=1e-5)
   assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+  # The base lr stays a hyperparameter in the state (what sweeps batch).
+  np.testing.assert_allclose(float(state.hyperparams['learning_rate']), 0.1, rtol=1e-6)
   with pytest.raises(ValueError, match='lr_decay_steps'):
     optimize.make_optimizer('sgd', 1.0, schedule='cosine')
