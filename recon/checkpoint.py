@@ -22,6 +22,8 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from recon.errors import ExperimentError
+
 # Fields that may differ between a checkpointed run and its resumption because they do
 # not change the final candidates or metrics. max_steps may only grow.
 RESUMABLE_FIELDS = ('name', 'log_every_seconds', 'chunk_steps', 'checkpoint_every_seconds',
@@ -106,9 +108,18 @@ class RunCheckpointer:
   def restore(self, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
     """(state, history, step) of the latest checkpoint, `template` giving the tree."""
     step = self._manager.latest_step()
-    restored = self._manager.restore(step, args=ocp.args.Composite(
-        state=ocp.args.StandardRestore({'state': template, 'keys': self._keys}),
-        meta=ocp.args.JsonRestore()))
+    try:
+      restored = self._manager.restore(step, args=ocp.args.Composite(
+          state=ocp.args.StandardRestore({'state': template, 'keys': self._keys}),
+          meta=ocp.args.JsonRestore()))
+    except ValueError as e:
+      if 'tree structures do not match' not in str(e):
+        raise
+      raise ExperimentError(
+          f'resume: the checkpoint at step {step} in {self._workdir}/checkpoints holds a state of another '
+          'layout (written by another recon version, or with another optimizer / '
+          'lr_schedule); accepted: resume with the version and config that wrote it, or start '
+          'afresh with overwrite=True') from None
     history = list(zip(restored.meta['history']['step'], restored.meta['history']['loss']))
     self._last_step = step
     self.restored_aux = dict(restored.meta.get('aux') or {})

@@ -381,3 +381,21 @@ def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
   summary = experiment.run(cfg(resume=True), split)
   assert summary['resumed_from_step'] == 40
   assert_same_outputs(whole, split)
+
+
+def test_restoring_a_state_of_another_layout_is_one_line(tmp_path):
+  # E.g. a checkpoint written with SGD restored into an Adam run (or by an older version
+  # whose optimiser state had another layout): a one-line ExperimentError, not a traceback.
+  from recon import optimize  # pylint: disable=import-outside-toplevel
+  x = jnp.ones((3, 2))
+  loss = lambda xx, prob: jnp.sum(xx ** 2)
+  sgd = optimize.init_state(x, optimize.make_optimizer('sgd', 0.1), loss, None, lambda v: v)
+  adam = optimize.init_state(x, optimize.make_optimizer('adam', 0.1), loss, None, lambda v: v)
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'seed': 0}, every_steps=1)
+  assert ck(sgd._replace(step=jnp.asarray(1, sgd.step.dtype)), [(1, 1.0)], stopped=True)
+  ck.close()
+  reader = checkpoint.RunCheckpointer(str(tmp_path), {'seed': 0})
+  with pytest.raises(experiment.ExperimentError, match=r'^resume: the checkpoint at step 1 .* '
+                     r'another layout') as e:
+    reader.restore(adam)
+  assert '\n' not in str(e.value)
