@@ -108,9 +108,16 @@ def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
 
 
 def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
-  """(chunk, n_chunks): chunk clipped to the per-shard width, n_chunks a multiple of shards."""
-  chunk = max(1, min(chunk, -(-p // shards)))
-  return chunk, features.n_feature_chunks(p, chunk, shards)
+  """(chunk, n_chunks): at most `chunk` features per chunk, n_chunks a multiple of shards.
+
+  Chunks are balanced (each shard's ceil(p / shards) features in as few chunks as the
+  requested width allows, split evenly), so padding past p stays below one feature per
+  chunk: p = 10 000 in chunks of <= 4096 is 3 x 3334, not 3 x 4096.
+  """
+  per_shard = -(-p // shards)
+  n_per_shard = -(-per_shard // max(1, chunk))
+  chunk = max(1, -(-per_shard // n_per_shard))
+  return chunk, n_per_shard * shards
 
 
 def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,

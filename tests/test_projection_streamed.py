@@ -55,6 +55,20 @@ def test_weight_rows_equal_dense_rows(rng):
   np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(37))), np.asarray(v[37:50]))
 
 
+@pytest.mark.parametrize('d', [6, 7])
+def test_box_muller_blocks_give_the_dense_preactivation(d):
+  # The lean path multiplies the two Box-Muller column blocks separately (never
+  # concatenated); the sum equals X V^T with the dense V.
+  key = jax.random.PRNGKey(8)
+  x = jax.random.normal(key, (3, d))
+  v = jax.jit(lambda k: features.random_weights(k, 40, d, rng='hash_box_muller'))(key)
+  blocks = features.random_weight_blocks(key, 16, 8, d, rng='hash_box_muller')
+  assert [b.shape[1] for b in blocks] == [(d + 1) // 2, d // 2]
+  z = jax.jit(lambda k, x, c: features.rf_preactivation_chunk(k, x, c, 8, 'hash_box_muller'))(
+      key, x, jnp.uint32(2))
+  np.testing.assert_allclose(np.asarray(z), np.asarray(x @ v[16:24].T), atol=1e-5)
+
+
 def test_chunked_features_equal_dense_and_pad_with_zeros():
   s = _setup()
   dense = jax.jit(features.rf_features, static_argnums=2)(s['v'], s['x'], ACT)
@@ -200,8 +214,13 @@ def test_lean_mode_selection_and_layout():
   assert not experiment.use_lean_features(cfg, jnp.float32)
   cfg.feature_shards = 2
   assert experiment.use_lean_features(cfg, jnp.float32)
-  assert experiment.lean_layout(100, 16, 2) == (16, 8)
+  assert experiment.lean_layout(100, 16, 2) == (13, 8)  # 2 shards x 4 chunks x 13 >= 100
   assert experiment.lean_layout(10, 64, 2) == (5, 2)
+  assert experiment.lean_layout(10000, 4096) == (3334, 3)  # balanced: 2 features of padding
+  assert experiment.lean_layout(4096, 4096) == (4096, 1)
+  for p, chunk, shards in [(1, 5, 1), (7, 1, 1), (999, 100, 4), (12345, 4096, 2)]:
+    c, n = experiment.lean_layout(p, chunk, shards)
+    assert c <= chunk and n % shards == 0 and p <= c * n < p + n
 
 
 def test_check_condition_warns_on_collapse(caplog):
