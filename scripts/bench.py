@@ -78,6 +78,10 @@ def bench_step(n, d, p, chunk, steps, rounds=5):
   lean_hash = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
       k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks, rng='hash'))(keys, x, y)
   lean_hash.pop('train_mse')
+  lean_bm = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+      k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks, rng='hash_box_muller'))(
+          keys, x, y)
+  lean_bm.pop('train_mse')
   x0 = experiment.init_candidates(keys['init'], n, d, jnp.float32)
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
   opt = optimize.make_optimizer('adam', 0.02)
@@ -91,10 +95,13 @@ def bench_step(n, d, p, chunk, steps, rounds=5):
                                              residual='stored'),
       'lean_stored_hash': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
                                                   residual='stored', rng='hash'),
+      'lean_stored_bm': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+                                                residual='stored', rng='hash_box_muller'),
   }
   calls = {}
   for name, loss_fn in losses.items():
-    prob = {'dense': dense, 'lean_stored_hash': lean_hash}.get(name, lean)
+    prob = {'dense': dense, 'lean_stored_hash': lean_hash, 'lean_stored_bm': lean_bm}.get(
+        name, lean)
     state = optimize.init_state(x0, opt, loss_fn, prob, constraint)
     run = jax.jit(lambda s, prob, loss_fn=loss_fn: optimize.run_chunk(
         s, prob, s.step + steps, loss_fn=loss_fn, optimizer=opt, constraint=constraint,
@@ -121,13 +128,13 @@ def bench_step(n, d, p, chunk, steps, rounds=5):
   t_bwd = _best_time(bwd, z, v)
   out.update({'matmul_xvt_s': t_fwd, 'matmul_gram_s': t_gram, 'matmul_bwd_s': t_bwd,
               'roofline_s': t_fwd + t_gram + t_bwd,
-              # Regenerating all of V once (the lean path does this 3x per step with
-              # two_pass, 2x with gram or stored).
-              'regenerate_v_s': _best_time(
-                  jax.jit(lambda k: features.random_weights(k, p, d)), keys['model']),
-              'regenerate_v_hash_s': _best_time(
-                  jax.jit(lambda k: features.random_weights(k, p, d, rng='hash')),
-                  keys['model'])})
+              # Regenerating all of V once, as the lean path does (in column blocks; 3x per
+              # step with two_pass, 2x with gram or stored).
+              **{f'regenerate_v{suffix}_s': _best_time(
+                  jax.jit(lambda k, rng=rng: features.random_weight_blocks(k, 0, p, d, rng=rng)),
+                  keys['model'])
+                 for suffix, rng in (('', 'threefry'), ('_hash', 'hash'),
+                                     ('_bm', 'hash_box_muller'))}})
   out['dense_over_roofline'] = out['dense_step_s'] / out['roofline_s']
   for name in losses:
     if name != 'dense':
@@ -240,18 +247,21 @@ def _table(results):
            f"(2 cores) when each part started: {loads}. "
            'Timings are noisy when other jobs share the machine.', '',
            'Lean step time over the dense step, per residual mode and generator of V '
-           '(two_pass: 3 regenerations of V per step, gram and stored: 2; threefry or hash):', '',
+           '(two_pass: 3 regenerations of V per step, gram and stored: 2; threefry, hash or '
+           'hash_box_muller (bm)):', '',
            '| n | d | p | dense step (ms) | roofline (ms) | step/roofline | '
-           'two_pass/dense | gram/dense | stored/dense | stored+hash/dense | '
-           'V regen threefry / hash (ms) | dense mem (MB) | lean two_pass / stored (MB) |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+           'two_pass/dense | gram/dense | stored/dense | stored+hash/dense | stored+bm/dense | '
+           'V regen threefry / hash / bm (ms) | dense mem (MB) | lean two_pass / stored (MB) |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   for r in results['step']:
     lines.append(
         f"| {r['n']} | {r['d']} | {r['p']} | {1e3 * r['dense_step_s']:.3f} | "
         f"{1e3 * r['roofline_s']:.3f} | {r['dense_over_roofline']:.2f} | "
         f"{r['lean_over_dense']:.2f} | {r['lean_gram_over_dense']:.2f} | "
         f"{r['lean_stored_over_dense']:.2f} | {r['lean_stored_hash_over_dense']:.2f} | "
-        f"{1e3 * r['regenerate_v_s']:.2f} / {1e3 * r['regenerate_v_hash_s']:.2f} | "
+        f"{r['lean_stored_bm_over_dense']:.2f} | "
+        f"{1e3 * r['regenerate_v_s']:.2f} / {1e3 * r['regenerate_v_hash_s']:.2f} / "
+        f"{1e3 * r['regenerate_v_bm_s']:.2f} | "
         f"{r['dense_memory'].get('total_mb', float('nan')):.2f} | "
         f"{r['lean_memory'].get('total_mb', float('nan')):.2f} / "
         f"{r['lean_stored_memory'].get('total_mb', float('nan')):.2f} |")
@@ -343,7 +353,9 @@ def main():
       if part not in parts and key in old:
         results[key] = old[key]
         results[f'loadavg_{part}'] = old.get(f'loadavg_{part}', old.get('loadavg_start'))
-  sizes = [(10, 10, 1000, 4096), (20, 50, 10000, 4096), (20, 100, 20000, 4096)]
+  # p = 10 dn (the paper's regime) at n = 20 and at the paper's n = 100.
+  sizes = [(10, 10, 1000, 4096), (20, 50, 10000, 4096), (20, 100, 20000, 4096),
+           (100, 30, 30000, 4096)]
   if args.quick:
     sizes = [(10, 10, 1000, 256), (20, 20, 10000, 2048)]
   def stamp(part):

@@ -59,3 +59,47 @@ def test_gradient_matches_finite_differences():
     h = 1e-5
     fd = (loss(x0 + h * direction) - loss(x0 - h * direction)) / (2 * h)
     np.testing.assert_allclose(float(jnp.sum(g * direction)), float(fd), rtol=1e-6)
+
+
+def _autodiff_reference(features_, target, jitter):
+  # The loss written plainly, differentiated by JAX through the Cholesky solve.
+  r = projection.projection_residual(features_, target, jitter)
+  return jnp.sum(r ** 2) / jnp.sum(target ** 2)
+
+
+@pytest.mark.parametrize('jitter', [1e-6, 1e-2])
+def test_closed_form_gradients_equal_autodiff(jitter):
+  # The custom JVP (closed-form dL/dPhi, dL/dtheta, including the d eps / d Phi term of the
+  # relative jitter) against reverse-mode autodiff of the plain formula, in float64.
+  with jax.enable_x64(True):
+    k1, k2 = jax.random.split(jax.random.PRNGKey(3))
+    phi = jax.random.normal(k1, (6, 40), jnp.float64)
+    theta = jax.random.normal(k2, (40,), jnp.float64)
+    got = jax.grad(projection.projection_loss, argnums=(0, 1))(phi, theta, jitter)
+    want = jax.grad(_autodiff_reference, argnums=(0, 1))(phi, theta, jitter)
+    for g, w in zip(got, want):
+      np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(float(projection.projection_loss(phi, theta, jitter)),
+                               float(_autodiff_reference(phi, theta, jitter)), rtol=1e-12)
+
+
+def test_hessian_vector_products_equal_autodiff():
+  # Sample splitting differentiates the gradient again (jax.jvp of jax.grad): the custom
+  # rule must be differentiable, giving the same HVP as the plain formula.
+  with jax.enable_x64(True):
+    x, y = data.synthetic_sphere(jax.random.PRNGKey(0), 4, 5, dtype=jnp.float64)
+    v = features.random_weights(jax.random.PRNGKey(1), 200, 5, jnp.float64)
+    theta = random_features.min_norm_solution(features.rf_features(v, x, 'tanh'), y)
+    x0 = data.sphere_rows(jax.random.PRNGKey(5), 4, 5, jnp.float64)
+    u = jax.random.normal(jax.random.PRNGKey(6), x0.shape, jnp.float64)
+    hvps = []
+    for fn in (projection.projection_loss, _autodiff_reference):
+      loss = lambda xh, fn=fn: fn(features.rf_features(v, xh, 'tanh'), theta, 1e-6)
+      hvps.append(jax.jvp(jax.grad(loss), (x0,), (u,))[1])
+    np.testing.assert_allclose(np.asarray(hvps[0]), np.asarray(hvps[1]), rtol=1e-7, atol=1e-12)
+    # and vmapped over candidate sets (sweeps)
+    batch = jnp.stack([x0, -x0])
+    g = jax.vmap(jax.grad(lambda xh: projection.projection_loss(
+        features.rf_features(v, xh, 'tanh'), theta)))(batch)
+    np.testing.assert_allclose(np.asarray(g[1]), np.asarray(jax.grad(lambda xh: _autodiff_reference(
+        features.rf_features(v, xh, 'tanh'), theta, 1e-6))(-x0)), rtol=1e-7, atol=1e-12)
