@@ -335,7 +335,7 @@ def projection_split_model(feature_one: Callable[[Array, Any], Array], jitter: f
     m, k, p = phi.shape
     theta = problem[target_key]
     alpha = projection.span_coefficients(phi.reshape(m * k, p), theta, jitter)
-    return theta - phi.reshape(m * k, p).T @ alpha, jnp.sum(theta ** 2), alpha.reshape(m, k)
+    return theta - alpha @ phi.reshape(m * k, p), jnp.sum(theta ** 2), alpha.reshape(m, k)
 
   def contribution(xj, coef_j, fields_j, problem):
     return coef_j @ rows(xj, problem)

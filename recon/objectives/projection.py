@@ -43,7 +43,7 @@ def span_coefficients(features: Array, target: Array, jitter: float = DEFAULT_JI
 
 def projection_residual(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
   """target - P target, P the projector onto the row span of `features`."""
-  return target - features.T @ span_coefficients(features, target, jitter)
+  return target - span_coefficients(features, target, jitter) @ features
 
 
 def _loss_and_gradients(features: Array, target: Array, jitter: float):
@@ -61,11 +61,11 @@ def _loss_and_gradients(features: Array, target: Array, jitter: float):
   eps = jitter * jnp.trace(gram) / m + jnp.finfo(gram.dtype).tiny
   chol = jax.scipy.linalg.cho_factor(gram + eps * jnp.eye(m, dtype=gram.dtype), lower=True)
   alpha = jax.scipy.linalg.cho_solve(chol, features @ target)
-  r = target - features.T @ alpha
+  r = target - alpha @ features
   norm2 = jnp.sum(target ** 2)
   loss = jnp.sum(r ** 2) / norm2
   w = jax.scipy.linalg.cho_solve(chol, features @ r)
-  phi_t_w = features.T @ w
+  phi_t_w = w @ features
   g_features = (-2.0 * jnp.outer(alpha + w, r) + 2.0 * jnp.outer(alpha, phi_t_w)
                 + (4.0 * jitter / m) * jnp.dot(w, alpha) * features) / norm2
   g_target = (2.0 * (r - phi_t_w) - 2.0 * loss * target) / norm2

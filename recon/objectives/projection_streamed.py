@@ -88,7 +88,7 @@ def make_streamed_projection_loss(chunk_fn: Callable[[Any, Array, Array], Array]
     def body(carry, inp):
       c, t = inp
       phi = chunk_fn(aux, x, c)
-      r = t - phi.T @ alpha
+      r = t - alpha @ phi
       return (carry[0] + r @ r, carry[1] + phi @ r), None
 
     init = (jnp.zeros((), x.dtype), jnp.zeros(alpha.shape, x.dtype))
@@ -98,8 +98,8 @@ def make_streamed_projection_loss(chunk_fn: Callable[[Any, Array, Array], Array]
     def body(dx, inp):
       c, t = inp
       phi, vjp = jax.vjp(lambda xx: chunk_fn(aux, xx, c), x)
-      r = t - phi.T @ alpha
-      dphi = (-2.0 * (jnp.outer(alpha + w, r) - jnp.outer(alpha, phi.T @ w)) + coef * phi)
+      r = t - alpha @ phi
+      dphi = (-2.0 * (jnp.outer(alpha + w, r) - jnp.outer(alpha, w @ phi)) + coef * phi)
       return dx + vjp(dphi)[0], None
 
     return reduce(jax.lax.scan(body, jnp.zeros_like(x), (idx, th))[0])
@@ -170,7 +170,7 @@ def _make_stored_loss(split_fn, *, jitter: float, mesh, axis: str):
     def body(carry, inp):
       c, zc, t = inp
       phi = post(aux, zc, c)
-      r = t - phi.T @ alpha
+      r = t - alpha @ phi
       return (carry[0] + r @ r, carry[1] + phi @ r), None
 
     init = (jnp.zeros((), alpha.dtype), jnp.zeros(alpha.shape, alpha.dtype))
@@ -180,8 +180,8 @@ def _make_stored_loss(split_fn, *, jitter: float, mesh, axis: str):
     def body(dx, inp):
       c, zc, t = inp
       phi, post_vjp = jax.vjp(lambda zz: post(aux, zz, c), zc)
-      r = t - phi.T @ alpha
-      dphi = (-2.0 * (jnp.outer(alpha + w, r) - jnp.outer(alpha, phi.T @ w)) + coef * phi)
+      r = t - alpha @ phi
+      dphi = (-2.0 * (jnp.outer(alpha + w, r) - jnp.outer(alpha, w @ phi)) + coef * phi)
       dz = post_vjp(dphi)[0]
       _, pre_vjp = jax.vjp(lambda xx: pre(aux, xx, c), x)  # its primal is dead code
       return dx + pre_vjp(dz)[0], None

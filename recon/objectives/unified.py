@@ -61,7 +61,7 @@ def unified_loss(alpha: Array, features: Array, target: Array) -> Array:
   """||t - F^T alpha||^2 / ||t||^2 for free coefficients alpha (one per feature row)."""
   chex.assert_rank([alpha, features, target], [1, 2, 1])
   chex.assert_equal(alpha.shape[0], features.shape[0])
-  r = target - features.T @ alpha
+  r = target - alpha @ features
   return jnp.sum(r ** 2) / jnp.sum(target ** 2)
 
 
