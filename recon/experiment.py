@@ -438,6 +438,11 @@ def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
            if field == 'attacker_knows_init' else
            ", or jacobian_at='trained'" if field == 'jacobian_at' else
            ", or kkt_target='theta'" if field == 'kkt_target' else ''))
+  if subspace_experiment.uses_this_pipeline(cfg) and cfg.get('subspace') == 'known':
+    # A saved model records a description of its data, never the planted basis.
+    raise ExperimentError(
+        "subspace: 'known' needs the training data's subspace, which a model checkpoint does "
+        "not record; accepted with model_checkpoint: 'estimated', 'none'")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:

@@ -196,6 +196,7 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
     ('wrong_width', {}, 'model_checkpoint: trained parameters do not fit a TwoLayer'),
     ('homogeneous', dict(kkt_target='delta'), "kkt_target: 'delta' attacks"),
     ('subspace', {}, 'subspace: the subspace pipeline attacks dW2'),
+    ('subspace_known', {}, "subspace: 'known' needs the training data's subspace"),
 ])
 def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, config, message):
   workdir, _ = trained_run
@@ -223,13 +224,17 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
     module = homogeneous.HomogeneousMLP(widths=(40,), activation='cubic', init_scale=0.2)
     model_ckpt.save(path, model_ckpt.flax_model(module, module.init(
         jax.random.PRNGKey(0), jnp.zeros((1, 8)))['params']))  # no initial params
-  elif setup == 'subspace':
+  elif setup in ('subspace', 'subspace_known'):
     from configs import two_layer_subspace  # pylint: disable=import-outside-toplevel
     cfg = two_layer_subspace.get_config()
     cfg.model_checkpoint = path
     module = networks.TwoLayer(192, 1, 'relu_tanh')
-    model_ckpt.save(path, model_ckpt.flax_model(module, module.init(
-        jax.random.PRNGKey(0), jnp.zeros((1, 64)))['params']))  # no initial params
+    params = module.init(jax.random.PRNGKey(0), jnp.zeros((1, 64)))['params']
+    if setup == 'subspace':
+      model_ckpt.save(path, model_ckpt.flax_model(module, params))  # no initial params
+    else:  # initial params present, but no record of the data's subspace
+      cfg.subspace = 'known'
+      model_ckpt.save(path, model_ckpt.flax_model(module, params, params))
   target = str(tmp_path / 'run')
   with pytest.raises(experiment.ExperimentError, match=message) as err:
     experiment.run(cfg, target)
