@@ -183,6 +183,8 @@ METHODS = {
     'adam_lr0.05+cosine5k+reseed': ('adam', 0.05, 0.9, 500, 'cosine', 5000),
     'adam_lr0.05+cosine20k+reseed': ('adam', 0.05, 0.9, 500, 'cosine', 20000),
     'adam_lr0.02+cosine20k+reseed': ('adam', 0.02, 0.9, 500, 'cosine', 20000),
+    # L-BFGS (zoom line search; lr scales the direction, schedule ignored).
+    'lbfgs': ('lbfgs', 1.0, 0.9, 0, 'constant', None),
 }
 
 
