@@ -30,14 +30,20 @@ DEFAULT_JITTER = 1e-6
 CONDITION_WARN_ERROR = 1e-2
 
 
-def span_coefficients(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
-  """alpha = argmin_a ||target - features^T a||^2 (ridge-regularised by the jitter)."""
+def _ridge_cholesky(features: Array, target: Array, jitter: float):
+  """Cholesky factor of G + eps I, G = Phi Phi^T, eps = jitter tr(G) / m (shapes checked)."""
   chex.assert_rank([features, target], [2, 1])
   chex.assert_equal(features.shape[1], target.shape[0])
   gram = features @ features.T
   m = gram.shape[0]
   eps = jitter * jnp.trace(gram) / m + jnp.finfo(gram.dtype).tiny
   chol = jax.scipy.linalg.cho_factor(gram + eps * jnp.eye(m, dtype=gram.dtype), lower=True)
+  return chol
+
+
+def span_coefficients(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
+  """alpha = argmin_a ||target - features^T a||^2 (ridge-regularised by the jitter)."""
+  chol = _ridge_cholesky(features, target, jitter)
   return jax.scipy.linalg.cho_solve(chol, features @ target)
 
 
@@ -54,12 +60,8 @@ def _loss_and_gradients(features: Array, target: Array, jitter: float):
   O(m p) beyond the Gram; reverse-mode autodiff through the solve would add a second
   m x m x p product (the Gram's cotangent times Phi).
   """
-  chex.assert_rank([features, target], [2, 1])
-  chex.assert_equal(features.shape[1], target.shape[0])
-  gram = features @ features.T
-  m = gram.shape[0]
-  eps = jitter * jnp.trace(gram) / m + jnp.finfo(gram.dtype).tiny
-  chol = jax.scipy.linalg.cho_factor(gram + eps * jnp.eye(m, dtype=gram.dtype), lower=True)
+  chol = _ridge_cholesky(features, target, jitter)
+  m = features.shape[0]
   alpha = jax.scipy.linalg.cho_solve(chol, features @ target)
   r = target - alpha @ features
   norm2 = jnp.sum(target ** 2)
