@@ -5,7 +5,7 @@
 sweep that pads every model to the largest `p` sees exactly the same features as
 the unpadded run of each width (see `recon/sweep.py`).
 
-Two generators of V (`weight_rng`): 'threefry' (default) draws row i with
+Three generators of V (`weight_rng`): 'threefry' (default) draws row i with
 `jax.random.normal(fold_in(key, i))`; 'hash' draws V_ij = sqrt(2) erfinv(u_ij) with u_ij a
 uniform on (-1, 1) from a counter-based integer hash of (key, i, j) -- the same
 prefix property, about 4-8x cheaper to regenerate on a CPU (what the memory-lean path does
