@@ -23,3 +23,24 @@ def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
   # A saved model (recon.model/1 folder, or a run's workdir) to attack instead of training one.
   c.model_checkpoint = ml_collections.config_dict.placeholder(str)
   return c
+
+
+def add_splitting(c: ml_collections.ConfigDict, *, every: int = 2000,
+                  plateau_window: int = 1000) -> ml_collections.ConfigDict:
+  """Adds the sample-splitting fields (recon/splitting.py; README, "Sample splitting"), off."""
+  c.split = 'none'  # none | every | plateau
+  c.split_every = every
+  c.split_plateau_window = plateau_window
+  c.split_plateau_tol = 1e-3
+  c.split_budget = 8
+  c.split_max_per_round = 2
+  c.split_eig_tol = 1e-9
+  c.split_eig_method = 'auto'
+  c.split_dense_max_dim = 64
+  c.split_lanczos_steps = 20
+  c.split_eps_min = 1e-3
+  c.split_eps_max = 0.3
+  c.split_eps_grid = 16
+  c.split_merge_tol = 1e-3
+  c.split_require_decrease = True
+  return c

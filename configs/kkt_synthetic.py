@@ -48,22 +48,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.max_steps = 20000
   c.tol = 1e-12
   c.dtype = 'float64'
-  # Sample splitting (recon/splitting.py).
-  c.split = 'none'  # none | every | plateau
-  c.split_every = 2000
-  c.split_plateau_window = 1000
-  c.split_plateau_tol = 1e-3
-  c.split_budget = 8
-  c.split_max_per_round = 2
-  c.split_eig_tol = 1e-9
-  c.split_eig_method = 'auto'
-  c.split_dense_max_dim = 64
-  c.split_lanczos_steps = 20
-  c.split_eps_min = 1e-3
-  c.split_eps_max = 0.3
-  c.split_eps_grid = 16
-  c.split_merge_tol = 1e-3
-  c.split_require_decrease = True
+  # Sample splitting (recon/splitting.py), off by default.
+  common.add_splitting(c)
   # Bookkeeping and reliability (configs/common.py).
   common.add_bookkeeping(c, chunk_steps=500, log_every_seconds=10.0)
   return c

@@ -45,13 +45,16 @@ def get_config() -> ml_collections.ConfigDict:
   c.feature_chunk = 4096
   c.feature_residual = 'auto'  # auto | two_pass | gram | stored (see README, Performance)
   c.feature_shards = 1
-  # Generator of V: 'threefry' (jax.random, per-row fold_in) or 'hash' (counter-based hash
-  # + erfinv: same distribution, several times cheaper to regenerate on CPU).
+  # Generator of V: 'threefry' (jax.random, per-row fold_in), 'hash' (counter-based hash +
+  # erfinv) or 'hash_box_muller' (counter hash + Box-Muller: same distribution, the cheapest
+  # to regenerate; use it for lean runs).
   c.weight_rng = 'threefry'
   # Blind re-seeding of candidates that collapsed onto one another (0 = off).
   c.reseed_every = 0
   c.reseed_threshold = 0.95
   c.reseed_proposals = 64
+  # Sample splitting (recon/splitting.py), off by default; needs dense features, no re-seeding.
+  common.add_splitting(c)
   # Bookkeeping and reliability (configs/common.py).
   common.add_bookkeeping(c)
   return c

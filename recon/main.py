@@ -14,6 +14,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
+from recon import host
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -36,6 +37,10 @@ def main(argv):
   config = _CONFIG.value
   if config is None:
     _fail('--config: missing; accepted: a path to a config file such as configs/rf_synthetic.py')
+  try:
+    host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/host.py)
+  except ValueError as e:
+    _fail(str(e))
   from recon import experiment, sweep  # pylint: disable=import-outside-toplevel
   try:
     config_lib.validate(config)

@@ -29,7 +29,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from recon import data, experiment, features, io, metrics, optimize, refine  # noqa: E402
+from recon import data, experiment, features, host, io, metrics, optimize, refine  # noqa: E402
 
 ACT = 'relu_tanh'
 
@@ -345,6 +345,7 @@ def main():
   parts = args.parts.split(',')
   results = {'device': str(jax.devices()[0]), 'platform': jax.devices()[0].platform,
              'jax': jax.__version__, 'host': platform.node(),
+             'host_malloc': 'tuned' if host.is_tuned() else 'system',
              'loadavg_start': [round(x, 1) for x in os.getloadavg()], 'step': [], 'ttr': []}
   previous = os.path.join(args.out, 'bench.json')
   if args.keep_other_parts and os.path.exists(previous):
@@ -396,4 +397,5 @@ def main():
 
 
 if __name__ == '__main__':
+  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
   main()

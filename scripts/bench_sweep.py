@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import rf_phase_transition  # noqa: E402
-from recon import data, experiment, io, optimize, sweep  # noqa: E402
+from recon import data, experiment, host, io, optimize, sweep  # noqa: E402
 
 GRIDS = {
     'seeds': {'p': (800,), 'seed': tuple(range(8))},
@@ -139,4 +139,5 @@ def main():
 
 
 if __name__ == '__main__':
+  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
   main()

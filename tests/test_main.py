@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -11,8 +12,8 @@ CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
 TINY = ['--config.n=3', '--config.d=4', '--config.p=120', '--config.max_steps=50']
 
 
-def _run(*args, cwd=ROOT):
-  env = dict(os.environ, JAX_PLATFORMS='cpu')
+def _run(*args, cwd=ROOT, **extra_env):
+  env = dict(os.environ, JAX_PLATFORMS='cpu', **extra_env)
   return subprocess.run([sys.executable, '-m', 'recon.main', *args], cwd=cwd, env=env,
                         capture_output=True, text=True, timeout=300)
 
@@ -53,6 +54,14 @@ def test_bad_field_gets_one_line_and_touches_nothing(tmp_path, override, field, 
   assert sorted(os.listdir(out)) == ['summary.json']
 
 
+def test_bad_host_malloc_mode_gets_one_line(tmp_path):
+  r = _run(f'--config={CONFIG}', f'--workdir={tmp_path / "x"}', *TINY, RECON_HOST_MALLOC='bogus')
+  assert r.returncode == 2
+  assert r.stderr.strip().count('\n') == 0, r.stderr
+  assert 'RECON_HOST_MALLOC' in r.stderr and 'tuned, system' in r.stderr
+  assert not (tmp_path / 'x').exists()
+
+
 def test_missing_config_file(tmp_path):
   r = _run('--config=configs/does_not_exist.py', f'--workdir={tmp_path / "x"}')
   assert r.returncode == 2
@@ -67,3 +76,27 @@ def test_existing_run_is_not_overwritten(tmp_path):
   r = _run(f'--config={CONFIG}', f'--workdir={out}', *TINY)
   assert r.returncode == 2 and 'already holds a finished run' in r.stderr
   assert json.loads((out / 'summary.json').read_text()) == {'keep': True}
+
+
+def test_random_features_run_with_sample_splitting(tmp_path):
+  """`--config.split` works on the default random-features config (no config edit needed)."""
+  out = tmp_path / 'run'
+  r = _run(f'--config={CONFIG}', f'--workdir={out}', '--config.n=3', '--config.d=4',
+           '--config.p=120', '--config.max_steps=120', '--config.chunk_steps=30',
+           '--config.tol=0.0', '--config.split=every', '--config.split_every=30',
+           '--config.split_budget=2', '--config.split_eig_tol=0.0',
+           '--config.split_require_decrease=False')
+  assert r.returncode == 0, r.stderr
+  m = json.loads((out / 'summary.json').read_text())['metrics']
+  assert m['splitting']['n_rounds'] >= 1
+  assert m['splitting']['n_splits'] >= 1
+  n_candidates = np.load(out / 'reconstruction.npz')['x_candidates'].shape[0]
+  assert n_candidates == 3 + m['splitting']['n_splits'] - m['splitting']['n_merges']
+
+
+def test_splitting_with_lean_features_is_refused(tmp_path):
+  r = _run(f'--config={CONFIG}', f'--workdir={tmp_path / "x"}', *TINY, '--config.split=every',
+           '--config.feature_mode=lean')
+  assert r.returncode == 2
+  assert r.stderr.strip().count('\n') == 0, r.stderr
+  assert 'split' in r.stderr and "feature_mode 'dense'" in r.stderr

@@ -240,3 +240,11 @@ def test_lbfgs_is_refused_in_sweeps(tmp_path):
   c.optimizer = 'lbfgs'
   with pytest.raises(config_lib.ConfigError, match="^config.optimizer: 'lbfgs' is not supported"):
     sweep.run(c, str(tmp_path / 'x'))
+
+
+def test_splitting_is_refused_in_sweeps(tmp_path):
+  c = tiny_config(lr=(0.5, 1.0))
+  c.split = 'plateau'
+  with pytest.raises(config_lib.ConfigError, match="^config.split: 'plateau' is not supported"):
+    sweep.run(c, str(tmp_path / 'x'))
+  assert not (tmp_path / 'x').exists()
