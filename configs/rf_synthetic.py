@@ -49,6 +49,9 @@ def get_config() -> ml_collections.ConfigDict:
   # erfinv) or 'hash_box_muller' (counter hash + Box-Muller: same distribution, the cheapest
   # to regenerate; use it for lean runs).
   c.weight_rng = 'threefry'
+  # Restarts: K candidate sets optimised at once (vmapped), the answer is the one with the
+  # lowest blind projection loss; the run stops when the best reaches tol (recon/restarts.py).
+  c.n_restarts = 1
   # Blind re-seeding of candidates that collapsed onto one another (0 = off).
   c.reseed_every = 0
   c.reseed_threshold = 0.95

@@ -144,6 +144,8 @@ SCHEMA: Dict[str, Spec] = {
     'reseed_every': Spec(int, low=0),
     'reseed_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
     'reseed_proposals': _positive_int(),
+    # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
+    'n_restarts': _positive_int(),
     # Subspace-aware reconstruction (recon/subspace.py, README.md, "Subspace-aware reconstruction").
     'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
     'subspace': Spec(str, choices=SUBSPACE_MODES),

@@ -22,7 +22,7 @@ from absl import logging
 
 from recon import checkpoint
 from recon import config as config_lib
-from recon import data, features, io, metrics, optimize, plots, refine, splitting
+from recon import data, features, io, metrics, optimize, plots, refine, restarts, splitting
 from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -451,6 +451,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   from recon import subspace_experiment  # pylint: disable=import-outside-toplevel
   subspace_experiment.check(cfg)
   check_model_checkpoint(cfg)
+  check_restarts(cfg)
   if cfg.model in config_lib.NETWORK_MODELS and not subspace_experiment.uses_this_pipeline(cfg):
     from recon import network_experiment  # pylint: disable=import-outside-toplevel
     network_experiment.check_config(cfg)
@@ -467,6 +468,43 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
     return network_experiment.run(cfg, workdir, dtype, resuming=resuming)
   raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')
+
+
+def check_restarts(cfg: ml_collections.ConfigDict) -> None:
+  """Refuses `n_restarts > 1` where the restarts would not be independent runs (before any
+  output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
+  splitting, feature sharding, or a pipeline other than random features."""
+  k = cfg.get('n_restarts', 1)
+  if k == 1:
+    return
+  conflicts = []
+  if cfg.get('model') != 'random_features' or cfg.get('subspace', 'none') != 'none':
+    conflicts.append(f"model {cfg.get('model')!r}, subspace {cfg.get('subspace', 'none')!r}")
+  if cfg.get('optimizer') == 'lbfgs':
+    conflicts.append("optimizer 'lbfgs'")
+  if cfg.get('reseed_every', 0):
+    conflicts.append(f"reseed_every {cfg.get('reseed_every')}")
+  if cfg.get('split', 'none') != 'none':
+    conflicts.append(f"split {cfg.get('split')!r}")
+  if cfg.get('feature_shards', 1) > 1:
+    conflicts.append(f"feature_shards {cfg.get('feature_shards')}")
+  if conflicts:
+    raise ExperimentError(
+        f"n_restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: n_restarts "
+        "1, or the random-features model (subspace 'none') with optimizer 'sgd' or 'adam', "
+        "reseed_every 0, split 'none' and feature_shards 1")
+
+
+def with_restarts(cfg: ml_collections.ConfigDict, loss_fn, problem, key: Array, n_candidates: int,
+                  dtype) -> Tuple[Any, Array, Any]:
+  """(loss_fn, x0, decode) of the attack: one candidate set, or `n_restarts` stacked ones
+  (`recon.restarts`: value min_k L(X_k), the answer the block of lowest blind loss)."""
+  init = lambda k: init_candidates(k, n_candidates, cfg.d, dtype)  # noqa: E731
+  n_restarts = cfg.get('n_restarts', 1)
+  if n_restarts == 1:
+    return loss_fn, init(key), None
+  return (restarts.stacked_loss(loss_fn), restarts.init_restarts(key, n_restarts, init),
+          restarts.BestRestart(loss_fn, problem))
 
 
 # V from its key; one compiled function for training and for attacking a saved model,
@@ -575,13 +613,14 @@ def run_random_features_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
-  x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  loss_fn, x0, decode = with_restarts(cfg, loss_fn, problem, keys['init'], cfg.n_candidates,
+                                      dtype)
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True),
-      threat_model=RF_THREAT_MODEL)
+      threat_model=RF_THREAT_MODEL, decode=decode)
 
 
 def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
@@ -619,17 +658,18 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   y = truth.get('y')
   feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
-  x0 = init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  loss_fn, x0, decode = with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
+                                      cfg.n_candidates, dtype)
   extra = {'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
            'memory_lean': False}
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=rf_loss_fn(cfg),
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
-      threat_model=RF_THREAT_MODEL)
+      threat_model=RF_THREAT_MODEL, decode=decode)
 
 
 def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
@@ -862,6 +902,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   result.update(extra_metrics or {})
   if refiner is not None and hasattr(refiner, 'summary'):
     result['splitting'] = refiner.summary()
+  if hasattr(decode, 'summary'):
+    result['restarts'] = decode.summary()
   result['wall_seconds'] = time.time() - t0
   if status == 'nonfinite':
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '

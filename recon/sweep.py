@@ -92,7 +92,8 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
           f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
           "with subspace 'none' and alpha_mode 'closed_form'")
     for field, allowed in (('optimizer', ('sgd', 'adam')), ('feature_mode', ('auto', 'dense')),
-                           ('feature_shards', 1), ('reseed_every', 0), ('split', ('none',))):
+                           ('feature_shards', 1), ('reseed_every', 0), ('split', ('none',)),
+                           ('n_restarts', 1)):
       value = cfg.get(field, allowed if not isinstance(allowed, tuple) else allowed[0])
       ok = value in allowed if isinstance(allowed, tuple) else value == allowed
       if not ok:

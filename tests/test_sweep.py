@@ -248,3 +248,10 @@ def test_splitting_is_refused_in_sweeps(tmp_path):
   with pytest.raises(config_lib.ConfigError, match="^config.split: 'plateau' is not supported"):
     sweep.run(c, str(tmp_path / 'x'))
   assert not (tmp_path / 'x').exists()
+
+
+def test_restarts_are_refused_in_sweeps(tmp_path):
+  c = tiny_config(lr=(0.5, 1.0))
+  c.n_restarts = 2
+  with pytest.raises(config_lib.ConfigError, match="^config.n_restarts: 2 is not supported"):
+    sweep.run(c, str(tmp_path / 'x'))

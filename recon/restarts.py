@@ -1,0 +1,67 @@
+"""Parallel restarts chosen by the blind projection loss.
+
+K candidate sets X_1..X_K (K initialisations) are optimised at once as one (K, m, d)
+variable. The gradient is that of sum_k L(X_k), whose blocks are independent, so with a
+per-coordinate optimiser (momentum SGD, Adam; not L-BFGS, whose line search couples them)
+block k follows exactly the run it would follow alone. The value reported (and compared
+with tol) is min_k L(X_k): the run stops as soon as the best restart converges, and the
+answer is the block with the lowest blind loss; the attacker never needs the truth.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+LossFn = Callable[[Array, Any], Array]
+
+
+def init_restarts(key: Array, n_restarts: int, init_fn: Callable[[Array], Array]) -> Array:
+  """(K, m, d) starting points: block 0 is init_fn(key) (the single run's start), block k
+  init_fn(fold_in(key, k))."""
+  if n_restarts < 1:
+    raise ValueError(f'n_restarts: {n_restarts} is not >= 1')
+  blocks = [init_fn(key)] + [init_fn(jax.random.fold_in(key, k)) for k in range(1, n_restarts)]
+  return jnp.stack(blocks)
+
+
+def restart_losses(loss_fn: LossFn, xs: Array, problem: Any) -> Array:
+  """(K,) blind losses L(X_k) of the blocks of xs (K, m, d)."""
+  chex.assert_rank(xs, 3)
+  return jax.vmap(loss_fn, in_axes=(0, None))(xs, problem)
+
+
+def stacked_loss(loss_fn: LossFn) -> LossFn:
+  """`loss(xs, problem)`: value min_k L(X_k), gradient that of sum_k L(X_k) (block k: dL/dX_k).
+
+  value = S - stop_gradient(S - min), S = sum_k L(X_k).
+  """
+  def loss(xs, problem):
+    per = restart_losses(loss_fn, xs, problem)
+    total = jnp.sum(per)
+    return total - jax.lax.stop_gradient(total - jnp.min(per))
+  return loss
+
+
+class BestRestart:
+  """`decode(xs) -> X_k*`, k* = argmin_k L(X_k) (blind); `summary()` for the run's metrics."""
+
+  def __init__(self, loss_fn: LossFn, problem: Any):
+    self._losses = jax.jit(lambda xs: restart_losses(loss_fn, xs, problem))
+    self.chosen: Optional[int] = None
+    self.losses: Optional[List[float]] = None
+
+  def __call__(self, xs: Array) -> Array:
+    losses = np.asarray(self._losses(jnp.asarray(xs)), np.float64)
+    finite = np.where(np.isfinite(losses), losses, np.inf)
+    self.chosen = int(np.argmin(finite))
+    self.losses = [float(v) for v in losses]
+    return jnp.asarray(xs)[self.chosen]
+
+  def summary(self) -> Dict[str, Any]:
+    return {'n_restarts': None if self.losses is None else len(self.losses),
+            'chosen': self.chosen, 'losses': self.losses}
