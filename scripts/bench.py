@@ -182,6 +182,7 @@ METHODS = {
     'adam_lr0.05': ('adam', 0.05, 0.9, 0, 'constant', None),
     'adam_lr0.05+cosine5k': ('adam', 0.05, 0.9, 0, 'cosine', 5000),
     'adam_lr0.05+cosine5k+reseed': ('adam', 0.05, 0.9, 500, 'cosine', 5000),
+    'adam_lr0.05+cosine20k': ('adam', 0.05, 0.9, 0, 'cosine', 20000),
     'adam_lr0.05+cosine20k+reseed': ('adam', 0.05, 0.9, 500, 'cosine', 20000),
     'adam_lr0.02+cosine20k+reseed': ('adam', 0.02, 0.9, 500, 'cosine', 20000),
     # L-BFGS (zoom line search; lr scales the direction, schedule ignored).
@@ -295,15 +296,22 @@ def _table(results):
       m = r[f'{name}_memory']
       lines.append(f"| {name} | {m.get('argument_mb', float('nan')):.1f} | "
                    f"{m.get('temp_mb', float('nan')):.1f} | {m.get('total_mb', float('nan')):.1f} |")
+  merged = results.get('ttr_merged')
+  merged_note = '' if not merged else (
+      f" Rows of {', '.join(merged['methods'])} come from a later run (--merge_ttr, load "
+      f"{results.get('loadavg_ttr')}); the others from the run with load {merged['kept_loadavg']}.")
   lines += ['', 'Time-to-reconstruct (all true samples < 0.05 relative error; compile excluded; '
             f"budget {results['ttr_max_steps']} steps, {PAPER_BUDGET_FACTOR}x that for the "
-            "paper's scheme):", '',
+            f"paper's scheme):{merged_note}", '',
             '| method | n, d, p | reached | median s (reached runs) | median s (all runs) | '
             'mean steps | mean samples within 0.05 |', '|---|---|---|---|---|---|---|']
   groups = {}
   for r in results['ttr']:
     groups.setdefault((r['method'], r['n'], r['d'], r['p']), []).append(r)
-  for (method, n, d, p), rs in groups.items():
+  order = list(METHODS)
+  rank = lambda key: ((key[1], key[2], key[3]),  # noqa: E731
+                      order.index(key[0]) if key[0] in order else len(order))
+  for (method, n, d, p), rs in sorted(groups.items(), key=lambda kv: rank(kv[0])):
     ok = [r['seconds'] for r in rs if r['reached']]
     med = f'{np.median(ok):.2f}' if ok else '-'
     lines.append(f"| {method} | {n}, {d}, {p} | {len(ok)}/{len(rs)} | {med} | "
@@ -359,6 +367,9 @@ def main():
   ap.add_argument('--problems', default='10x10,20x20')
   ap.add_argument('--keep_other_parts', action='store_true',
                   help='keep the parts not re-run from OUT/bench.json')
+  ap.add_argument('--merge_ttr', action='store_true',
+                  help='with --keep_other_parts: re-run only --methods and keep the other '
+                       'methods\' time-to-reconstruct entries')
   ap.add_argument('--render_only', action='store_true',
                   help='rewrite OUT/bench.md from OUT/bench.json; run nothing')
   args = ap.parse_args()
@@ -383,6 +394,11 @@ def main():
       if part not in parts and key in old:
         results[key] = old[key]
         results[f'loadavg_{part}'] = old.get(f'loadavg_{part}', old.get('loadavg_start'))
+    if args.merge_ttr and 'ttr' in parts:
+      rerun = set(args.methods.split(','))
+      results['ttr'] = [r for r in old.get('ttr', []) if r['method'] not in rerun]
+      results['ttr_merged'] = {'methods': sorted(rerun),
+                               'kept_loadavg': old.get('loadavg_ttr')}
   # p = 10 dn (the paper's regime) at n = 20 and at the paper's n = 100.
   sizes = [(10, 10, 1000, 4096), (20, 50, 10000, 4096), (20, 100, 20000, 4096),
            (100, 30, 30000, 4096)]
