@@ -33,7 +33,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.lr = 0.05  # candidates have norm sqrt(d)
   c.momentum = 0.9
   c.lr_schedule = 'cosine'  # lr -> lr * lr_final_ratio over lr_decay_steps; or 'constant'
-  c.lr_decay_steps = ml_collections.config_dict.placeholder(int)  # None: max_steps
+  # Fixed, not None (= max_steps), so that a run resumed with a larger max_steps keeps its
+  # schedule.
+  c.lr_decay_steps = 20000
   c.lr_final_ratio = 0.05
   c.max_steps = 20000
   c.tol = 1e-9  # float32 reaches ~1e-10 at the truth; 1e-7 can stop with one sample at 0.1
