@@ -2,6 +2,8 @@
 
     python scripts/bench.py                   # -> results/bench.json, results/bench.md
     python scripts/bench.py --quick           # smaller sizes and budgets (smoke test)
+    python scripts/bench.py --parts=step,memscale --keep_other_parts --sizes=100x3072x300000
+                                              # e.g. on a GPU: larger step sizes, ttr kept
 
 Runs unchanged on CPU or GPU (the device is recorded). Three parts:
   1. step:   per-step time of the compiled reconstruction step (loss + gradient + Adam
@@ -262,8 +264,9 @@ def _table(results):
   loads = '; '.join(f"{part}: {results[f'loadavg_{part}']}" for part in ('step', 'ttr')
                     if f'loadavg_{part}' in results)
   malloc = results.get('host_malloc', 'system')
+  cores = results.get('cpu_count', 2)  # runs before cpu_count was recorded: this 2-core machine
   lines = [f"Device: {results['device']} ({results['platform']}). 1/5/15-min load averages "
-           f"(2 cores) when each part started: {loads}. "
+           f"({cores} cores) when each part started: {loads}. "
            'Timings are noisy when other jobs share the machine. Host heap: '
            f"{malloc} ({'recon.host.keep_buffers_mapped' if malloc == 'tuned' else 'glibc defaults'}"
            ').', '',
@@ -288,7 +291,8 @@ def _table(results):
         f"{r['lean_stored_memory'].get('total_mb', float('nan')):.2f} |")
   if 'memory_at_scale' in results:
     r = results['memory_at_scale']
-    lines += ['', f"Peak memory of one compiled step at the paper's CIFAR-10 scale (n={r['n']}, "
+    where = ("the paper's CIFAR-10 scale " if (r['n'], r['d'], r['p']) == CIFAR_SCALE else '')
+    lines += ['', f"Peak memory of one compiled step at {where}(n={r['n']}, "
               f"d={r['d']}, p={r['p']}, V alone {r['v_mb']:.0f} MB; XLA memory analysis, "
               'compiled only, nothing allocated):', '',
               '| path | arguments (MB) | temporaries (MB) | total (MB) |', '|---|---|---|---|']
@@ -357,14 +361,52 @@ def speedup_lines(results):
   return out
 
 
-def main():
+DEFAULT_SIZES = '10x10x1000x4096,20x50x10000x4096,20x100x20000x4096,100x30x30000x4096'
+QUICK_SIZES = '10x10x1000x256,20x20x10000x2048'
+CIFAR_SCALE = (100, 3072, 3072000)  # the paper's CIFAR-10 scale: n = 100, d = 3072, p = 10 dn
+PARTS = ('step', 'memscale', 'ttr')
+
+
+def parse_sizes(text, n_fields, flag, default_chunk=4096):
+  """'NxDxP[xCHUNK],...' (n_fields = 4) or 'NxD,...' (n_fields = 2) -> list of int tuples.
+
+  Raises ValueError naming the flag and the accepted form on anything else.
+  """
+  form = 'NxDxP[xCHUNK]' if n_fields == 4 else 'NxD'
+  out = []
+  for item in text.split(','):
+    try:
+      vals = tuple(int(v) for v in item.strip().split('x'))
+    except ValueError:
+      vals = ()
+    if n_fields == 4 and len(vals) == 3:
+      vals = vals + (default_chunk,)
+    if len(vals) != n_fields or min(vals) < 1:
+      raise ValueError(f'{flag}: {item!r} is not {form} with positive integers; accepted: a '
+                       f'comma-separated list such as {"20x50x10000x4096" if n_fields == 4 else "10x10"}')
+    out.append(vals)
+  return out
+
+
+def parse_args(argv=None):
+  """The command line, validated: a bad value exits with status 2 and one line naming it."""
   ap = argparse.ArgumentParser()
-  ap.add_argument('--quick', action='store_true')
+  ap.add_argument('--quick', action='store_true',
+                  help='smaller sizes and budgets (a smoke run)')
   ap.add_argument('--out', default='results')
-  ap.add_argument('--parts', default='step,memscale,ttr')
+  ap.add_argument('--parts', default=','.join(PARTS))
+  ap.add_argument('--sizes', default=None,
+                  help=f'step part: NxDxP[xCHUNK],... (default {DEFAULT_SIZES}); on a GPU, '
+                       'larger sizes measure the regime that matters there')
+  ap.add_argument('--memscale_size', default=None,
+                  help='memscale part: NxDxP[xCHUNK], compiled only (default: the paper\'s '
+                       'CIFAR-10 scale, %dx%dx%d)' % CIFAR_SCALE)
   ap.add_argument('--seeds', type=int, default=3)
   ap.add_argument('--methods', default=','.join(METHODS))
   ap.add_argument('--problems', default='10x10,20x20')
+  ap.add_argument('--max_steps', type=int, default=None,
+                  help='ttr step budget (default 20000; 4000 with --quick); the paper\'s scheme '
+                       f'gets {PAPER_BUDGET_FACTOR}x')
   ap.add_argument('--keep_other_parts', action='store_true',
                   help='keep the parts not re-run from OUT/bench.json')
   ap.add_argument('--merge_ttr', action='store_true',
@@ -372,17 +414,53 @@ def main():
                        'methods\' time-to-reconstruct entries')
   ap.add_argument('--render_only', action='store_true',
                   help='rewrite OUT/bench.md from OUT/bench.json; run nothing')
-  args = ap.parse_args()
+  args = ap.parse_args(argv)
+  parts = args.parts.split(',')
+  bad = [q for q in parts if q not in PARTS]
+  if bad:
+    ap.error(f'--parts: unknown part {bad[0]!r}; accepted: {", ".join(PARTS)}')
+  bad = [m for m in args.methods.split(',') if m not in METHODS]
+  if bad:
+    ap.error(f'--methods: unknown method {bad[0]!r}; accepted: {", ".join(METHODS)}')
+  if args.seeds < 1:
+    ap.error(f'--seeds: {args.seeds}; accepted: an integer >= 1')
+  if args.max_steps is not None and args.max_steps < 1:
+    ap.error(f'--max_steps: {args.max_steps}; accepted: an integer >= 1')
+  try:
+    args.sizes = parse_sizes(args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES), 4,
+                             '--sizes')
+    memscale = parse_sizes(args.memscale_size or ('20x100x20000x4096' if args.quick else
+                                                  'x'.join(map(str, CIFAR_SCALE + (4096,)))),
+                           4, '--memscale_size')
+    if len(memscale) != 1:
+      raise ValueError(f'--memscale_size: {args.memscale_size!r} lists {len(memscale)} sizes; '
+                       'accepted: one NxDxP[xCHUNK]')
+    args.memscale_size = memscale[0]
+    args.problems = parse_sizes(args.problems, 2, '--problems')
+  except ValueError as e:
+    ap.error(str(e))
+  args.parts = parts
+  if args.max_steps is None:
+    args.max_steps = 4000 if args.quick else 20000
+  return args
+
+
+def main(argv=None):
+  args = parse_args(argv)
   if args.render_only:
+    if not os.path.exists(os.path.join(args.out, 'bench.json')):
+      print(f'bench: --render_only: no {os.path.join(args.out, "bench.json")} to render; '
+            'accepted: an --out folder holding a bench.json', file=sys.stderr)
+      sys.exit(2)
     with open(os.path.join(args.out, 'bench.json')) as f:
       table = _table(json.load(f))
     with open(os.path.join(args.out, 'bench.md'), 'w') as f:
       f.write(table)
     print(table)
     return
-  parts = args.parts.split(',')
+  parts = args.parts
   results = {'device': str(jax.devices()[0]), 'platform': jax.devices()[0].platform,
-             'jax': jax.__version__, 'host': platform.node(),
+             'jax': jax.__version__, 'host': platform.node(), 'cpu_count': os.cpu_count(),
              'host_malloc': 'tuned' if host.is_tuned() else 'system',
              'loadavg_start': [round(x, 1) for x in os.getloadavg()], 'step': [], 'ttr': []}
   previous = os.path.join(args.out, 'bench.json')
@@ -393,36 +471,37 @@ def main():
     for part, key in (('step', 'step'), ('memscale', 'memory_at_scale'), ('ttr', 'ttr')):
       if part not in parts and key in old:
         results[key] = old[key]
+        if part == 'ttr' and 'ttr_max_steps' in old:
+          results['ttr_max_steps'] = old['ttr_max_steps']
         results[f'loadavg_{part}'] = old.get(f'loadavg_{part}', old.get('loadavg_start'))
     if args.merge_ttr and 'ttr' in parts:
+      if old.get('ttr_max_steps', args.max_steps) != args.max_steps:
+        print(f"bench: --merge_ttr: --max_steps {args.max_steps} differs from the kept entries' "
+              f"{old['ttr_max_steps']}; accepted: --max_steps={old['ttr_max_steps']}",
+              file=sys.stderr)
+        sys.exit(2)
       rerun = set(args.methods.split(','))
       results['ttr'] = [r for r in old.get('ttr', []) if r['method'] not in rerun]
       results['ttr_merged'] = {'methods': sorted(rerun),
                                'kept_loadavg': old.get('loadavg_ttr')}
-  # p = 10 dn (the paper's regime) at n = 20 and at the paper's n = 100.
-  sizes = [(10, 10, 1000, 4096), (20, 50, 10000, 4096), (20, 100, 20000, 4096),
-           (100, 30, 30000, 4096)]
-  if args.quick:
-    sizes = [(10, 10, 1000, 256), (20, 20, 10000, 2048)]
   def stamp(part):
     results[f'loadavg_{part}'] = [round(x, 1) for x in os.getloadavg()]
 
   if 'step' in parts:
     stamp('step')
-    for n, d, p, chunk in sizes:
+    for n, d, p, chunk in args.sizes:
       r = bench_step(n, d, p, chunk, steps=20 if p >= 10000 else 100)
       print(json.dumps(r), flush=True)
       results['step'].append(r)
   if 'memscale' in parts:
-    scale = (20, 100, 20000, 4096) if args.quick else (100, 3072, 3072000, 4096)
-    results['memory_at_scale'] = memory_at_scale(*scale)
+    results['memory_at_scale'] = memory_at_scale(*args.memscale_size)
     print(json.dumps(results['memory_at_scale']), flush=True)
-  max_steps = 4000 if args.quick else 20000
-  results['ttr_max_steps'] = max_steps
+  max_steps = args.max_steps
+  if 'ttr' in parts or 'ttr_max_steps' not in results:
+    results['ttr_max_steps'] = max_steps
   if 'ttr' in parts:
     stamp('ttr')
-    problems = [tuple(int(v) for v in s.split('x')) for s in args.problems.split(',')]
-    problems = problems[:1] if args.quick else problems
+    problems = args.problems[:1] if args.quick else args.problems
     for n, d in problems:
       for method in args.methods.split(','):
         for seed in range(args.seeds):
