@@ -14,7 +14,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import host
+from recon import compile_cache, host
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -41,6 +41,7 @@ def main(argv):
     host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/host.py)
   except ValueError as e:
     _fail(str(e))
+  compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
   from recon import experiment, sweep  # pylint: disable=import-outside-toplevel
   try:
     config_lib.validate(config)

@@ -31,8 +31,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from recon import (data, experiment, features, host, io, metrics, optimize, refine,  # noqa: E402
-                   restarts)
+from recon import (compile_cache, data, experiment, features, host, io, metrics, optimize,  # noqa: E402
+                   refine, restarts)
 
 ACT = 'relu_tanh'
 
@@ -520,4 +520,5 @@ def main(argv=None):
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

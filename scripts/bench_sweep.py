@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import rf_phase_transition  # noqa: E402
-from recon import data, experiment, host, io, optimize, sweep  # noqa: E402
+from recon import compile_cache, data, experiment, host, io, optimize, sweep  # noqa: E402
 
 GRIDS = {
     'seeds': {'p': (800,), 'seed': tuple(range(8))},
@@ -140,4 +140,5 @@ def main():
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from absl import logging  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from recon import data, experiment, host, io, metrics  # noqa: E402
+from recon import compile_cache, data, experiment, host, io, metrics  # noqa: E402
 from recon import kkt_experiment as ke  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
 
@@ -308,6 +308,7 @@ def digits(n=10):
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   parser = argparse.ArgumentParser()
   parser.add_argument('--part', choices=('identifiability', 'id_ablation', 'splitting',
                                          'digits'),

@@ -17,7 +17,7 @@ import tempfile
 from absl import app, flags, logging
 
 from configs import resnet, rf_logistic, two_layer, vit
-from recon import experiment, host, io
+from recon import compile_cache, experiment, host, io
 
 _OUT = flags.DEFINE_string('out', 'results/network_showcase', 'Output path without suffix.')
 _ONLY = flags.DEFINE_list('only', ['two_layer', 'resnet', 'vit', 'rf_logistic'], 'Which runs.')
@@ -63,4 +63,5 @@ def main(argv):
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   app.run(main)

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import rf_phase_transition  # noqa: E402
-from recon import host, io, metrics, sweep  # noqa: E402
+from recon import compile_cache, host, io, metrics, sweep  # noqa: E402
 
 RESULTS = 'results'
 RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')
@@ -324,4 +324,5 @@ def main():
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

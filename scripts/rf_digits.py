@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import logging  # pylint: disable=wrong-import-position
 
 from configs import rf_digits  # pylint: disable=wrong-import-position
-from recon import experiment, host, io  # pylint: disable=wrong-import-position
+from recon import compile_cache, experiment, host, io  # pylint: disable=wrong-import-position
 
 COLUMNS = ('seed', 'frac_recovered', 'frac_recovered_ssim', 'ssim_mean', 'ssim_min', 'psnr_mean',
            'recon_error', 'recon_error_median', 'final_loss', 'steps', 'status', 'wall_seconds')
@@ -68,4 +68,5 @@ def main(argv=None) -> None:
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

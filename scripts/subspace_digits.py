@@ -25,7 +25,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 from sklearn.datasets import load_digits  # pylint: disable=wrong-import-position
 
-from recon import experiment, host, io, subspace_experiment  # pylint: disable=wrong-import-position
+from recon import compile_cache, experiment, host, io, subspace_experiment  # pylint: disable=wrong-import-position
 
 OUT = 'results'
 N = 6
@@ -87,4 +87,5 @@ def main() -> None:
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
-from recon import experiment, host, io  # pylint: disable=wrong-import-position
+from recon import compile_cache, experiment, host, io  # pylint: disable=wrong-import-position
 
 P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)
@@ -92,4 +92,5 @@ def main() -> None:
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
-from recon import experiment, host, io  # pylint: disable=wrong-import-position
+from recon import compile_cache, experiment, host, io  # pylint: disable=wrong-import-position
 
 WIDTHS = (96, 192)
 SEEDS = (0, 1)
@@ -131,4 +131,5 @@ def main() -> None:
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   main()

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import two_layer
-from recon import experiment, host, io
+from recon import compile_cache, experiment, host, io
 
 _RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / (d n) values.')
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')
@@ -88,4 +88,5 @@ def main(argv):
 
 if __name__ == '__main__':
   host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
   app.run(main)
