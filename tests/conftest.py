@@ -1,8 +1,19 @@
 """Shared test set-up: tests run on the CPU with tiny sizes."""
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+# One persistent compilation cache per test session (recon/compile_cache.py), in a temporary
+# folder that subprocesses (CLI and script tests) inherit: tests that build the same program
+# compile it once, and nothing is written to the user's ~/.cache. RECON_COMPILATION_CACHE set
+# by the caller (a folder, or 'off') is respected.
+if 'RECON_COMPILATION_CACHE' not in os.environ:
+  _CACHE = tempfile.mkdtemp(prefix='recon-tests-jax-cache-')
+  os.environ['RECON_COMPILATION_CACHE'] = _CACHE
+  atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
@@ -10,6 +21,10 @@ if REPO_ROOT not in sys.path:
 
 import jax  # noqa: E402  (after JAX_PLATFORMS is set)
 import pytest  # noqa: E402
+
+from recon import compile_cache  # noqa: E402
+
+compile_cache.enable()
 
 
 @pytest.fixture(autouse=True)
