@@ -95,10 +95,15 @@ def _parse_flags(argv):
               f'{", ".join(sorted(config_lib.SCHEMA))}')
       if f'--config.{field}=' in message:
         _fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
+    full = str(e)
     for field, _ in _config_overrides(argv):
-      if "'" + field + "'" in message:
+      # ml_collections reports a field the file does not define as a KeyError whose text is
+      # a quoted repr ("'n_classes'\nDid you mean ..."), so look for the bare name.
+      if re.search(r"(?<![\w.])" + re.escape(field) + r"(?!\w)", full):
+        hint = re.search(r'Did you mean "([^"]+)"', full)
         _fail(f'config.{field}: not a field of this config file; accepted: the fields it '
-              'defines (add the field to the config file to override it)')
+              'defines' + (f' (did you mean {hint.group(1)}?)' if hint else
+                           ' (add the field to the config file to override it)'))
     _fail(message)
 
 

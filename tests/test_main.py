@@ -54,6 +54,23 @@ def test_bad_field_gets_one_line_and_touches_nothing(tmp_path, override, field, 
   assert sorted(os.listdir(out)) == ['summary.json']
 
 
+@pytest.mark.parametrize('config, override, hint', [
+    ('kkt_synthetic.py', '--config.num_classes=3', 'n_classes'),  # networks' name, KKT's field
+    ('two_layer.py', '--config.n_classes=3', 'num_classes'),
+])
+def test_field_of_another_config_gets_one_line_with_the_near_name(tmp_path, config, override,
+                                                                   hint):
+  field = override.split('=')[0][len('--config.'):]
+  r = _run(f'--config={os.path.join(ROOT, "configs", config)}', f'--workdir={tmp_path / "x"}',
+           override)
+  assert r.returncode == 2
+  lines = [l for l in r.stderr.strip().splitlines() if l.strip()]
+  assert len(lines) == 1, r.stderr
+  assert f'config.{field}: not a field of this config file' in lines[0]
+  assert f'did you mean {hint}?' in lines[0] and '\\n' not in lines[0]
+  assert not (tmp_path / 'x').exists()
+
+
 def test_bad_host_malloc_mode_gets_one_line(tmp_path):
   r = _run(f'--config={CONFIG}', f'--workdir={tmp_path / "x"}', *TINY, RECON_HOST_MALLOC='bogus')
   assert r.returncode == 2
