@@ -1,6 +1,7 @@
 """KKT reconstruction and sample-splitting experiments (README.md, "KKT reconstruction").
 
-Regenerate (identifiability: about 10 minutes; the others 15-30 minutes, 2 shared CPU cores):
+Regenerate (2 CPU cores; identifiability: about 3 minutes with the compilation cache starting
+empty, 5.5 without; the others 15-30 minutes before the cache):
   python -m scripts.kkt_experiments --part=identifiability
   python -m scripts.kkt_experiments --part=id_ablation  (about 5 minutes)
   python -m scripts.kkt_experiments --part=splitting
