@@ -7,22 +7,32 @@ far. The trained model lives next to it in WORKDIR/model/ (`recon.models.checkpo
 orbax writes each step to a temporary folder and renames it when complete, so
 a run killed at any moment leaves the previous checkpoints intact.
 
-Resuming continues the step loop from the saved state; the step body does not
-depend on where chunks start, so a resumed run ends bit-for-bit where an
-unbroken one does (on the same device and software).
+Resuming continues the step loop from the newest READABLE checkpoint (one that
+cannot be read, e.g. a file truncated by a full disk, is moved to
+WORKDIR/checkpoints.unreadable/<step> with one log line naming it); the step
+body does not depend on where chunks start, so a resumed run ends bit-for-bit
+where an unbroken one does (on the same device and software).
+
+SIGINT (Ctrl-C) while a checkpointer is active (`on_sigint`, installed by
+recon.main) asks for a checkpoint at the end of the running chunk, then raises
+`errors.Interrupted`; a second Ctrl-C stops at once.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+from absl import logging
 
-from recon.errors import ExperimentError
+from recon import io
+from recon.errors import ExperimentError, Interrupted
 
 # Fields that may differ between a checkpointed run and its resumption because they do
 # not change the final candidates or metrics. max_steps may only grow.
@@ -46,9 +56,18 @@ def saved_steps(workdir: str) -> List[int]:
                 if e.isdigit() and os.path.isdir(os.path.join(folder, e)))
 
 
+def unreadable_dir(workdir: str) -> str:
+  return os.path.join(os.path.abspath(workdir), 'checkpoints.unreadable')
+
+
 def config_differences(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
-  """Fields whose change would change the result: 'field (saved -> current)' per field."""
+  """Fields whose change would change the result: 'field (saved -> current)' per field.
+
+  Both sides are compared as JSON values (the saved one went through JSON): a tuple
+  equals the list it reads back as, numpy scalars their Python values.
+  """
   out = []
+  saved, current = io.normalized(saved or {}), io.normalized(current or {})
   for name in sorted(set(saved) | set(current)):
     if name in RESUMABLE_FIELDS:
       continue
@@ -68,18 +87,52 @@ def _manager(workdir: str, keep: int) -> ocp.CheckpointManager:
                                            cleanup_tmp_directories=True))
 
 
-def read_config(workdir: str) -> Optional[Dict[str, Any]]:
-  """The config stored with the latest checkpoint of workdir (None if there is none)."""
-  steps = saved_steps(workdir)
-  if not steps:
-    return None
-  meta = os.path.join(checkpoint_dir(workdir), str(steps[-1]), 'meta')
+def _read_meta_config(workdir: str, step: int) -> Dict[str, Any]:
+  meta = os.path.join(checkpoint_dir(workdir), str(step), 'meta')
   plain = os.path.join(meta, 'metadata')  # orbax's JSON item file: read without starting JAX
   if os.path.isfile(plain):
-    with open(plain) as f:
+    with open(plain, encoding='utf-8') as f:
       return json.load(f)['config']
   restored = ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(meta)
   return restored['config']
+
+
+def read_config(workdir: str) -> Optional[Dict[str, Any]]:
+  """The config stored with the newest checkpoint of workdir whose config is readable (None
+  if there is no checkpoint); a one-line ExperimentError if none is readable."""
+  steps = saved_steps(workdir)
+  if not steps:
+    return None
+  for step in reversed(steps):
+    try:
+      config = _read_meta_config(workdir, step)
+    except Exception:  # pylint: disable=broad-except  (unreadable: try the older one)
+      continue
+    if isinstance(config, dict):
+      return config
+  raise ExperimentError(
+      f'resume: none of the checkpoints {steps} in {checkpoint_dir(workdir)} is readable; '
+      'accepted: overwrite=True (start afresh) or another --workdir')
+
+
+# SIGINT handling: a checkpointer that is running asks for a save at the end of its chunk.
+_ACTIVE: 'weakref.WeakSet[RunCheckpointer]' = weakref.WeakSet()
+_INTERRUPT = {'requested': False}
+
+
+def on_sigint(signum=None, frame=None) -> None:  # pylint: disable=unused-argument
+  """SIGINT handler: with a running checkpointer, the first Ctrl-C asks it to save and stop
+  at the end of the chunk; otherwise (or a second Ctrl-C) KeyboardInterrupt at once."""
+  if _ACTIVE and not _INTERRUPT['requested']:
+    _INTERRUPT['requested'] = True
+    logging.warning('interrupt: writing a checkpoint at the end of this chunk, then stopping '
+                    '(Ctrl-C again to stop at once)')
+    return
+  raise KeyboardInterrupt
+
+
+def reset_interrupt() -> None:
+  _INTERRUPT['requested'] = False
 
 
 class RunCheckpointer:
@@ -104,10 +157,42 @@ class RunCheckpointer:
     self._last_step = 0
     self.saves = 0
     self.restored_aux: Dict[str, Any] = {}  # the `aux` saved with the restored checkpoint
+    _ACTIVE.add(self)
+
+  def _set_aside(self, step: int, error: BaseException) -> None:
+    """Moves the unreadable checkpoint `step` out of the manager's folder (one log line)."""
+    src = os.path.join(checkpoint_dir(self._workdir), str(step))
+    dst_root = unreadable_dir(self._workdir)
+    os.makedirs(dst_root, exist_ok=True)
+    dst, k = os.path.join(dst_root, str(step)), 1
+    while os.path.exists(dst):
+      dst, k = os.path.join(dst_root, f'{step}.{k}'), k + 1
+    shutil.move(src, dst)
+    first = (str(error).splitlines() or [''])[0][:160]
+    logging.warning('resume: skipped the unreadable checkpoint %s (%s: %s); moved to %s',
+                    src, type(error).__name__, first, dst)
+    self._manager.reload()
 
   def restore(self, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
-    """(state, history, step) of the latest checkpoint, `template` giving the tree."""
-    step = self._manager.latest_step()
+    """(state, history, step) of the newest readable checkpoint, `template` giving the tree.
+
+    Unreadable newer checkpoints are set aside (`_set_aside`); a one-line
+    ExperimentError when none is readable.
+    """
+    steps = sorted(self._manager.all_steps(), reverse=True)
+    for step in steps:
+      try:
+        return self._restore_step(step, template)
+      except ExperimentError:
+        raise
+      except Exception as e:  # pylint: disable=broad-except
+        self._set_aside(step, e)
+    raise ExperimentError(
+        f'resume: none of the checkpoints {sorted(steps)} in {checkpoint_dir(self._workdir)} '
+        f'is readable (moved to {unreadable_dir(self._workdir)}); accepted: overwrite=True '
+        '(start afresh) or another --workdir')
+
+  def _restore_step(self, step: int, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
     try:
       restored = self._manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore({'state': template, 'keys': self._keys}),
@@ -134,11 +219,26 @@ class RunCheckpointer:
     """
     step = int(state.step)
     now = time.monotonic()
-    due = stopped or (
+    interrupted = _INTERRUPT['requested']
+    due = stopped or interrupted or (
         (self._every_steps > 0 and step - self._last_step >= self._every_steps) or
         (self._every_seconds > 0 and now - self._last_time >= self._every_seconds))
+    if interrupted:
+      self._save(step, state, history, aux, now)
+      self.close()
+      reset_interrupt()
+      raise Interrupted(f'interrupted at step {step}; checkpoint written to '
+                        f'{checkpoint_dir(self._workdir)}/{step}; continue with '
+                        '--config.resume=True and the same --workdir')
     if not due or step in self._manager.all_steps():
       return False
+    self._save(step, state, history, aux, now)
+    return True
+
+  def _save(self, step: int, state: Any, history: Sequence[Tuple[int, float]],
+            aux: Optional[Dict[str, Any]], now: float) -> None:
+    if step in self._manager.all_steps():
+      return
     meta = {'config': self._config, 'step': step,
             'history': {'step': [int(h[0]) for h in history],
                         'loss': [float(h[1]) for h in history]}}
@@ -149,8 +249,8 @@ class RunCheckpointer:
         meta=ocp.args.JsonSave(meta)))
     self._last_time, self._last_step = now, step
     self.saves += 1
-    return True
 
   def close(self) -> None:
+    _ACTIVE.discard(self)
     self._manager.wait_until_finished()
     self._manager.close()

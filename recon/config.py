@@ -8,9 +8,13 @@ the field, the value and what is accepted.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
+import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize, splitting
+from recon.errors import ReconError
 from recon.models import networks, train
 from recon.objectives import kkt, projection_streamed, unified
 
@@ -24,7 +28,7 @@ SUBSPACE_MODES = ('none', 'known', 'estimated')
 OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 
-class ConfigError(ValueError):
+class ConfigError(ReconError, ValueError):
   """An invalid config field; the message is one line naming field and accepted values."""
 
 
@@ -45,6 +49,8 @@ class Spec:
     else:
       kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
       text = ' or '.join(k.__name__ for k in kinds)
+      if float in kinds:
+        text = 'finite ' + text
       if self.low is not None:
         text += f' {">" if self.low_open else ">="} {self.low:g}'
       if self.high is not None:
@@ -65,7 +71,7 @@ class Spec:
       names = self.choices() if callable(self.choices) else self.choices
       return value in names
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-      if value != value:  # NaN
+      if not math.isfinite(value):  # NaN, inf (an int is always finite)
         return False
       if self.low is not None and (value <= self.low if self.low_open else value < self.low):
         return False
@@ -242,7 +248,46 @@ def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
           f'config.{name}: invalid value {fields[name]!r}; accepted: {spec.accepted()}')
   for name in fields:
     if name not in schema and name != 'sweep':
-      raise ConfigError(f'config.{name}: unknown field; accepted fields: '
-                        f'{", ".join(sorted(schema))}')
+      raise ConfigError(f'config.{name}: unknown field{near_names(name, schema)}; accepted: '
+                        'a field recon/config.py SCHEMA knows')
+  check_float32_range(fields)
   if fields.get('sweep'):
     validate_sweep(fields['sweep'])
+
+
+def near_names(name: str, names, n: int = 3) -> str:
+  """' (did you mean a, b?)' with the closest of `names` (difflib), or ''."""
+  close = difflib.get_close_matches(name, sorted(names), n=n, cutoff=0.6)
+  return f' (did you mean {", ".join(close)}?)' if close else ''
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_float32_range(fields: Dict[str, Any]) -> None:
+  """A float field beyond float32's range in a float32 run would be inf on the device."""
+  if fields.get('dtype', 'float32') != 'float32':
+    return
+  for name, value in fields.items():
+    if (isinstance(value, float) and name in SCHEMA and float in _kinds(SCHEMA[name])
+        and abs(value) > FLOAT32_MAX):
+      raise ConfigError(f'config.{name}: invalid value {value!r} (inf in float32); accepted: '
+                        f'{SCHEMA[name].accepted()} and <= {FLOAT32_MAX:.4g} with dtype '
+                        "'float32' (or dtype 'float64')")
+
+
+def _kinds(spec: Spec) -> tuple:
+  return spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+
+
+# Fields holding a path; `resolve_paths` makes them absolute against the working directory.
+PATH_FIELDS = ('model_checkpoint', 'data_dir')
+
+
+def resolve_paths(config: Any) -> None:
+  """Makes every path field of `config` (in place) absolute, once, against the cwd (and
+  expands '~'), so that later code never depends on the working directory."""
+  for name in PATH_FIELDS:
+    value = config.get(name) if hasattr(config, 'get') else None
+    if isinstance(value, str) and value:
+      config[name] = os.path.abspath(os.path.expanduser(value))

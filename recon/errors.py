@@ -1,9 +1,41 @@
-"""Errors a run reports as one line (recon.main prints it and exits with status 2).
+"""Errors a run reports as one line, and the exit status of `python -m recon.main`.
 
-Lives at the bottom of the package so that low modules (data loaders) can raise
-it without importing the experiment driver.
+Exit status (docs/reliability_notes.md):
+
+  0    finished (summary.json written)
+  1    an unexpected internal error (its traceback goes to WORKDIR/traceback.txt)
+  2    refused input: a config field, a path, the workdir, the data, a saved model or the
+       memory estimate; nothing is computed and no workdir is left behind that the run
+       created (a failure after compute started marks WORKDIR/summary.json
+       `status: failed` with the `reason`)
+  3    stopped on non-finite values (loss or gradient); the outputs hold the last finite state
+  130  interrupted (Ctrl-C / SIGINT); a checkpoint is written first when the run has one
+
+Lives at the bottom of the package so that low modules (data loaders, checkpoints) can
+raise these without importing the experiment driver.
 """
 
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_REFUSED = 2
+EXIT_NONFINITE = 3
+EXIT_INTERRUPTED = 130
 
-class ExperimentError(RuntimeError):
-  """A run that cannot start or finish; the message is one line."""
+
+class ReconError(Exception):
+  """Base of every error reported as one line; `exit_code` is the process's exit status."""
+  exit_code = EXIT_REFUSED
+
+
+class ExperimentError(ReconError, RuntimeError):
+  """A run that cannot start or finish; the message is one line (exit status 2)."""
+
+
+class NonFiniteError(ReconError):
+  """The loss or its gradient became non-finite (exit status 3)."""
+  exit_code = EXIT_NONFINITE
+
+
+class Interrupted(ReconError):
+  """SIGINT / Ctrl-C after the checkpoint was written (exit status 130)."""
+  exit_code = EXIT_INTERRUPTED

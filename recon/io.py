@@ -1,6 +1,8 @@
 """Outputs written atomically: a temporary file in the same folder, then a rename.
 
-A crash mid-write leaves the previous file (or none), never a truncated one.
+A crash mid-write leaves the previous file (or none), never a truncated one. Files get
+the mode an ordinary `open()` would give them (0666 less the process's umask), not
+mkstemp's 0600.
 """
 from __future__ import annotations
 
@@ -29,11 +31,27 @@ def _jsonable(obj: Any) -> Any:
   return obj
 
 
+def umask() -> int:
+  """The process's umask, read without changing it where /proc allows (threads may be
+  creating files meanwhile); else by the set-and-restore idiom."""
+  try:
+    with open('/proc/self/status') as f:
+      for line in f:
+        if line.startswith('Umask:'):
+          return int(line.split()[1], 8)
+  except (OSError, ValueError):
+    pass
+  old = os.umask(0o022)
+  os.umask(old)
+  return old
+
+
 def _atomic_write(path: str, write) -> None:
   folder = os.path.dirname(os.path.abspath(path))
   os.makedirs(folder, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
   try:
+    os.chmod(tmp, 0o666 & ~umask())
     with os.fdopen(fd, 'wb') as f:
       write(f)
       f.flush()
@@ -48,6 +66,11 @@ def _atomic_write(path: str, write) -> None:
 def write_json(path: str, obj: Any) -> None:
   text = json.dumps(_jsonable(obj), indent=2, sort_keys=False) + '\n'
   _atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def normalized(obj: Any) -> Any:
+  """`obj` as it reads back from JSON (tuples -> lists, numpy -> Python, inf -> 'inf')."""
+  return json.loads(json.dumps(_jsonable(obj)))
 
 
 def read_json(path: str) -> Any:

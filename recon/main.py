@@ -1,20 +1,40 @@
 """Command line: python -m recon.main --config=configs/X.py [--workdir=DIR] [--config.f=v].
 
-A thin absl app: parse, validate, hand over to the experiment. Invalid input
-exits with status 2 and one line on stderr, before any compute.
+A thin absl app: parse, validate, hand over to the experiment (`execute`). Every
+failure is one line on stderr ('error: ...'), and the exit status says which
+(recon/errors.py, docs/reliability_notes.md):
+
+  0    finished
+  2    refused input (config field, path, workdir, data, saved model, memory estimate);
+       before compute nothing is written and a workdir the run created is removed;
+       after compute started, WORKDIR/summary.json says `status: failed` and `reason`
+  3    stopped on non-finite values; the outputs hold the last finite state
+  130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
+  1    an unexpected internal error (traceback in WORKDIR/traceback.txt)
+
+Paths (--config=, --workdir=, model_checkpoint, data_dir) may be relative: they are
+resolved once against the working directory. A config file in a `configs/` folder
+loads from any working directory (its `from configs import common` finds that folder).
 """
 from __future__ import annotations
 
+import difflib
+import importlib.util
 import os
 import re
+import shutil
+import signal
 import sys
+import tempfile
 import time
+import traceback
+from typing import Any, Dict, Optional
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, host
+from recon import compile_cache, errors, host
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -26,9 +46,14 @@ def default_workdir(name: str) -> str:
   return os.path.join('results', 'runs', f'{name}-{time.strftime("%Y%m%d-%H%M%S")}')
 
 
-def _fail(message: str) -> None:
+def _say(message: str) -> None:
   print(f'error: {message}', file=sys.stderr)
-  sys.exit(2)
+  sys.stderr.flush()
+
+
+def _fail(message: str) -> None:
+  _say(message)
+  sys.exit(errors.EXIT_REFUSED)
 
 
 def main(argv):
@@ -42,20 +67,170 @@ def main(argv):
   except ValueError as e:
     _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
-  from recon import experiment, sweep  # pylint: disable=import-outside-toplevel
+  sys.exit(execute(config, _WORKDIR.value))
+
+
+def check_workdir(workdir: str) -> None:
+  """One-line ExperimentError unless `workdir` is (or can be created as) a writable folder.
+
+  Creates nothing: probes the workdir, or its nearest existing ancestor, with a temporary
+  file (os.access alone is wrong for root and read-only file systems).
+  """
+  probe = workdir
+  while not os.path.exists(probe):
+    parent = os.path.dirname(probe)
+    if parent == probe:
+      break
+    probe = parent
+  if not os.path.isdir(probe):
+    what = 'is a file' if probe == workdir else f'cannot be created: {probe} is a file'
+    raise errors.ExperimentError(f'workdir: {workdir} {what}; accepted: a folder path '
+                                 '(existing or creatable) you can write to')
+  try:
+    with tempfile.TemporaryFile(dir=probe):
+      pass
+  except OSError as e:
+    where = '' if probe == workdir else f' (its existing parent {probe} is not writable)'
+    raise errors.ExperimentError(f'workdir: {workdir} is not writable{where}: '
+                                 f'{e.strerror or type(e).__name__}; accepted: a folder path '
+                                 'you can write to') from None
+
+
+def _files_under(folder: str) -> Dict[str, Any]:
+  """{relative path: (size, mtime_ns)} of every file under folder ({} if absent)."""
+  out = {}
+  for root, _, names in os.walk(folder):
+    for name in names:
+      path = os.path.join(root, name)
+      try:
+        st = os.stat(path)
+      except OSError:
+        continue
+      out[os.path.relpath(path, folder)] = (st.st_size, st.st_mtime_ns)
+  return out
+
+
+def settle_workdir(workdir: str, existed: bool, before: Dict[str, Any], reason: Optional[str],
+                   config: Any = None) -> str:
+  """After a run stopped on an error: 'removed' (a workdir this run created holds no file:
+  refused before compute), 'untouched' (nothing written), or 'marked' (compute had started:
+  summary.json gets status failed and the reason; `reason` None: leave no marker)."""
+  if not os.path.isdir(workdir):
+    return 'untouched'
+  after = _files_under(workdir)
+  if not existed and not after:
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 'removed'
+  if after == before or reason is None:
+    return 'untouched'
+  from recon import io  # pylint: disable=import-outside-toplevel
+  summary = {'status': 'failed', 'reason': reason,
+             'config': config.to_dict() if hasattr(config, 'to_dict') else config,
+             'failed_at': time.strftime('%Y-%m-%dT%H:%M:%S')}
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  return 'marked'
+
+
+def outcome_line(summary: Dict[str, Any]) -> str:
+  """The last log line of a run: how the optimiser stopped, separately from how much of the
+  training set was reconstructed (a converged run may have recovered nothing)."""
+  m = summary.get('metrics') or {}
+  status = m.get('status')
+  stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
+             'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
+  line = f'optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
+  if m.get('ground_truth') and 'frac_recovered' in m:
+    k = int(round(m['frac_recovered'] * m.get('n', 0)))
+    line += (f'; reconstructed: {k} of {m.get("n")} training samples within '
+             f'recovered_threshold (frac_recovered {m["frac_recovered"]:.2f})')
+  elif m.get('ground_truth') is False:
+    line += '; reconstructed: unknown (no ground truth)'
+  return line
+
+
+def execute(config: Any, workdir: Optional[str] = None) -> int:
+  """Validates, checks paths, workdir and memory, runs; returns the exit status.
+
+  Every failure prints one 'error: ...' line on stderr. See the module docstring for the
+  exit statuses and what each leaves in the workdir.
+  """
+  from recon import checkpoint, experiment, memory, sweep  # pylint: disable=import-outside-toplevel
   try:
     config_lib.validate(config)
-    workdir = _WORKDIR.value or default_workdir(config.get('name', 'run'))
+    with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
+      config_lib.resolve_paths(config)
+    workdir = os.path.abspath(os.path.expanduser(
+        workdir or default_workdir(config.get('name', 'run'))))
+    check_workdir(workdir)
+    if not config.get('sweep'):
+      memory.check(config)
+  except errors.ReconError as e:
+    _say(str(e))
+    return e.exit_code
+  existed = os.path.exists(workdir)
+  before = _files_under(workdir)
+  if config.get('resume') and not config.get('sweep') and not checkpoint.saved_steps(workdir):
+    logging.info('resume: no checkpoint in %s, starting at step 0', workdir)
+  previous = _install_sigint(checkpoint.on_sigint)
+  try:
     if config.get('sweep'):
       sweep.run(config, workdir)
-    else:
-      experiment.run(config, workdir)
-  except (config_lib.ConfigError, experiment.ExperimentError) as e:
-    _fail(str(e))
+      return errors.EXIT_OK
+    summary = experiment.run(config, workdir)
+  except errors.Interrupted as e:
+    settle_workdir(workdir, existed, before, None)
+    _say(str(e))
+    return e.exit_code
+  except KeyboardInterrupt:
+    settle_workdir(workdir, existed, before, None)
+    _say('interrupted before the first checkpoint of this run; nothing to resume from')
+    return errors.EXIT_INTERRUPTED
+  except errors.ReconError as e:
+    settle_workdir(workdir, existed, before, str(e), config)
+    _say(str(e))
+    return e.exit_code
+  except Exception as e:  # pylint: disable=broad-except
+    first = (str(e).strip().splitlines() or [''])[0][:300]
+    reason = f'{type(e).__name__}: {first}'
+    if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
+      reason = f'out of memory ({reason}); accepted: a smaller n_candidates / p / n'
+    state = settle_workdir(workdir, existed, before, reason, config)
+    where = ''
+    if state == 'marked' or os.path.isdir(workdir):
+      from recon import io  # pylint: disable=import-outside-toplevel
+      io.write_text(os.path.join(workdir, 'traceback.txt'), traceback.format_exc())
+      where = f' (traceback in {os.path.join(workdir, "traceback.txt")})'
+    _say(f'internal error: {reason}{where}')
+    return errors.EXIT_INTERNAL
+  finally:
+    checkpoint.reset_interrupt()
+    _install_sigint(previous)
+  logging.info('%s', outcome_line(summary))
+  if (summary.get('metrics') or {}).get('status') == 'nonfinite':
+    _say(f'the loss or its gradient became non-finite at step {summary["metrics"].get("steps")}; '
+         f'the outputs in {workdir} hold the last finite state')
+    return errors.EXIT_NONFINITE
+  return errors.EXIT_OK
 
 
-def _check_config_path(argv) -> None:
-  """A missing config file gets one line, not the flags library's traceback."""
+class _nullcontext:  # pylint: disable=invalid-name
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    return False
+
+
+def _install_sigint(handler):
+  """Installs `handler` for SIGINT (main thread only); returns the previous one."""
+  try:
+    return signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
+  except ValueError:  # not the main thread
+    return None
+
+
+def _config_path(argv) -> Optional[str]:
+  """The file of --config=FILE[:args] in argv (None if absent)."""
   for i, arg in enumerate(argv):
     path = None
     if arg.startswith('--config='):
@@ -63,9 +238,32 @@ def _check_config_path(argv) -> None:
     elif arg == '--config' and i + 1 < len(argv):
       path = argv[i + 1]
     if path is not None:
-      path = path.split(':', 1)[0]
-      if not os.path.isfile(path):
-        _fail(f'--config: no such config file {path!r}; accepted: a path to a file in configs/')
+      return path.split(':', 1)[0]
+  return None
+
+
+def _check_config_path(argv) -> None:
+  """A missing config file gets one line, not the flags library's traceback."""
+  path = _config_path(argv)
+  if path is not None and not os.path.isfile(path):
+    _fail(f'--config: no such config file {path!r}; accepted: a path to a file in configs/')
+
+
+def config_import_root(path: str) -> Optional[str]:
+  """The folder that makes `import configs.X` work for the config file `path`: the parent of
+  its `configs/` folder (None for a file outside a folder named configs)."""
+  folder = os.path.dirname(os.path.abspath(path))
+  if os.path.basename(folder) != 'configs':
+    return None
+  return os.path.dirname(folder)
+
+
+def add_config_import_root(path: Optional[str]) -> None:
+  """Puts the config file's import root first on sys.path, so that shipped configs (which
+  `from configs import common`) load from any working directory."""
+  root = config_import_root(path) if path else None
+  if root is not None and root not in sys.path:
+    sys.path.insert(0, root)
 
 
 def _config_overrides(argv):
@@ -78,31 +276,59 @@ def _config_overrides(argv):
   return out
 
 
+def config_file_fields(path: Optional[str]) -> Optional[list]:
+  """The field names the config file defines (None when it cannot be loaded)."""
+  if not path:
+    return None
+  file, _, arg = path.partition(':')
+  try:
+    add_config_import_root(file)
+    spec = importlib.util.spec_from_file_location('_recon_config_probe', file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config(arg) if arg else module.get_config()
+    return sorted(config.keys())
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
+def _near(field: str, names) -> str:
+  close = difflib.get_close_matches(field.split('.')[0], list(names), n=3, cutoff=0.5)
+  return f'did you mean {", ".join(close)}?' if close else ''
+
+
 def _parse_flags(argv):
   """absl flag parsing whose errors are one line on stderr and exit status 2.
 
-  An override of an unknown field or with a value of the wrong type is reported
-  like a validator error (field, value, accepted values).
+  An override of an unknown field names the closest fields of THIS config file; one with
+  a value of the wrong type is reported like a validator error (field, value, accepted).
   """
   try:
     return flags.FLAGS(argv)
   except Exception as e:  # pylint: disable=broad-except
     message = str(e).splitlines()[0] if str(e) else type(e).__name__
+    full = str(e)
+    own = config_file_fields(_config_path(argv))
     for field, value in _config_overrides(argv):
       spec = config_lib.SCHEMA.get(field)
-      if spec is None:
-        _fail(f'config.{field}: unknown field; accepted fields: '
-              f'{", ".join(sorted(config_lib.SCHEMA))}')
-      if f'--config.{field}=' in message:
+      if spec is None and own is not None and field not in own:
+        hint = _near(field, own)
+        _fail(f'config.{field}: unknown field' + (f' ({hint})' if hint else '') +
+              '; accepted: a field this config file defines')
+      if spec is None and own is None:
+        hint = _near(field, config_lib.SCHEMA)
+        _fail(f'config.{field}: unknown field' + (f' ({hint})' if hint else ''))
+      if spec is not None and f'--config.{field}=' in message:
         _fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
-    full = str(e)
     for field, _ in _config_overrides(argv):
       # ml_collections reports a field the file does not define as a KeyError whose text is
       # a quoted repr ("'n_classes'\nDid you mean ..."), so look for the bare name.
-      if re.search(r"(?<![\w.])" + re.escape(field) + r"(?!\w)", full):
+      if (own is not None and field not in own) or (
+          own is None and re.search(r"(?<![\w.])" + re.escape(field) + r"(?!\w)", full)):
         hint = re.search(r'Did you mean "([^"]+)"', full)
+        near = f'did you mean {hint.group(1)}?' if hint else _near(field, own or [])
         _fail(f'config.{field}: not a field of this config file; accepted: the fields it '
-              'defines' + (f' (did you mean {hint.group(1)}?)' if hint else
+              'defines' + (f' ({near})' if near else
                            ' (add the field to the config file to override it)'))
     _fail(message)
 
@@ -116,6 +342,7 @@ class _DropOrbaxInfo:
 
 def run():
   _check_config_path(sys.argv)
+  add_config_import_root(_config_path(sys.argv))
   logging.set_verbosity(logging.INFO)
   logging.get_absl_handler().addFilter(_DropOrbaxInfo())
   app.run(main, flags_parser=_parse_flags)

@@ -33,6 +33,8 @@ import orbax.checkpoint as ocp
 
 import jax.numpy as jnp
 
+from recon import io as recon_io
+from recon.errors import ReconError
 from recon.models import homogeneous, networks
 
 FORMAT = 'recon.model/1'
@@ -49,7 +51,7 @@ ARCHITECTURES: Dict[str, Callable[..., Any]] = {
 }
 
 
-class ModelCheckpointError(ValueError):
+class ModelCheckpointError(ReconError, ValueError):
   """A model folder that cannot be read; the message is one line."""
 
 
@@ -209,6 +211,7 @@ def save(path: str, model: ModelCheckpoint) -> None:
       shutil.rmtree(os.path.join(parent, stale), ignore_errors=True)
   tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix='.tmp')
   try:
+    os.chmod(tmp, 0o777 & ~recon_io.umask())  # mkdtemp's 0700, not the user's umask
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(os.path.join(tmp, 'arrays'), tree)
     checkpointer.wait_until_finished()
@@ -225,13 +228,23 @@ def save(path: str, model: ModelCheckpoint) -> None:
 
 def read_metadata(path: str) -> Dict[str, Any]:
   """model.json of the model at `path` (a model folder or a run's workdir); cheap."""
+  path = os.path.abspath(os.path.expanduser(path))
   folder = model_dir(path)
   file = os.path.join(folder, 'model.json')
   if not os.path.isfile(file):
     raise ModelCheckpointError(f'model_checkpoint: no model.json in {path!r} or {folder!r}; '
                                'accepted: a model folder written by recon (see docs)')
-  with open(file) as f:
-    meta = json.load(f)
+  try:
+    with open(file, encoding='utf-8') as f:
+      meta = json.load(f)
+  except (OSError, UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+    first = (str(e).splitlines() or [''])[0][:120]
+    raise ModelCheckpointError(f'model_checkpoint: {file} is not readable JSON '
+                               f'({type(e).__name__}: {first}); accepted: the model.json of '
+                               f'a {FORMAT} model folder written by recon') from None
+  if not isinstance(meta, dict):
+    raise ModelCheckpointError(f'model_checkpoint: {file} holds a JSON {type(meta).__name__}, '
+                               f'not an object; accepted: a {FORMAT} model.json')
   if meta.get('format') != FORMAT or meta.get('kind') not in KINDS:
     raise ModelCheckpointError(f'model_checkpoint: {file} is not a {FORMAT} model '
                                f'(format {meta.get("format")!r}, kind {meta.get("kind")!r})')
@@ -249,6 +262,7 @@ def read_metadata(path: str) -> Dict[str, Any]:
 
 def load(path: str) -> ModelCheckpoint:
   """Reads the model at `path` (a model folder or a run's workdir); arrays as NumPy."""
+  path = os.path.abspath(os.path.expanduser(path))  # orbax needs absolute paths
   meta = read_metadata(path)
   arrays = os.path.join(model_dir(path), 'arrays')
   if not os.path.isdir(arrays):

@@ -1,0 +1,102 @@
+"""A memory estimate of a single run before compute, against what the device has.
+
+`check(config)` refuses (one-line ExperimentError, exit status 2) a run whose dominant
+arrays would not fit: for random features the sweep's per-point estimate
+(`recon.sweep.estimate_bytes`: V p x d, the fit's n x p arrays, about 8 m x p for one
+loss-and-gradient step, the (n + m)^2 Gram matrices); for the memory-lean path the same
+with p replaced by one feature chunk (V and the features are never stored whole); for the
+other models the m x m Gram and m x d candidate arrays plus m x width activations per
+layer. It is a rough lower bound of the peak, meant to turn an out-of-memory crash
+minutes into a run into one line before it.
+
+Available memory: the accelerator's `memory_stats()['bytes_limit']`; on the CPU the
+host's MemAvailable (/proc/meminfo), else the free physical pages (os.sysconf).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Tuple
+
+from recon.errors import ExperimentError
+
+
+def _itemsize(config: Any) -> int:
+  return 8 if config.get('dtype', 'float32') == 'float64' else 4
+
+
+def n_candidates(config: Any) -> int:
+  m = config.get('n_candidates')
+  if m is None:
+    m = 2 * config.n if config.get('model') == 'homogeneous_mlp' else config.n
+  return int(m) * int(config.get('n_restarts', 1) or 1)
+
+
+def estimate_bytes(config: Any) -> int:
+  """Rough peak bytes of the dominant arrays of one run of `config` (see the module doc)."""
+  from recon import sweep  # pylint: disable=import-outside-toplevel
+  n, d, m = int(config.n), int(config.d), n_candidates(config)
+  itemsize = _itemsize(config)
+  model = config.get('model')
+  if model == 'random_features':
+    p = int(config.p)
+    if _lean(config, itemsize):
+      p = min(p, int(config.get('feature_chunk', 4096)))
+    return sweep.estimate_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
+  width = int(config.get('width', 0) or 0)
+  depth = int(config.get('depth', 1) or 1)
+  per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
+              + 2 * width * width * depth)
+  return int(per_item * itemsize)
+
+
+def _lean(config: Any, itemsize: int) -> bool:
+  mode = config.get('feature_mode', 'auto')
+  if mode == 'lean' or config.get('feature_shards', 1) > 1:
+    return True
+  if mode == 'dense':
+    return False
+  return config.p * config.d * itemsize / 2 ** 20 > config.get('feature_memory_budget_mb', 1024.0)
+
+
+def available_bytes(device: Any = None) -> Tuple[Optional[int], str]:
+  """(bytes the device can hold, its description); (None, ...) when unknown."""
+  import jax  # pylint: disable=import-outside-toplevel
+  device = device if device is not None else jax.devices()[0]
+  if device.platform != 'cpu':
+    try:
+      stats = device.memory_stats() or {}
+    except Exception:  # pylint: disable=broad-except
+      stats = {}
+    limit = stats.get('bytes_limit')
+    return (int(limit) if limit else None), f'{device.platform} device memory'
+  return host_available_bytes(), 'available host memory'
+
+
+def host_available_bytes() -> Optional[int]:
+  try:
+    with open('/proc/meminfo') as f:
+      for line in f:
+        if line.startswith('MemAvailable:'):
+          return int(line.split()[1]) * 1024
+  except (OSError, ValueError, IndexError):
+    pass
+  try:
+    return os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+  except (ValueError, OSError, AttributeError):
+    return None
+
+
+def check(config: Any, available: Optional[int] = None, where: str = '') -> int:
+  """Raises a one-line ExperimentError when the estimate exceeds the device's memory;
+  returns the estimate in bytes. `available` overrides the device query (tests)."""
+  need = estimate_bytes(config)
+  if available is None:
+    available, where = available_bytes()
+  if available is not None and need > available:
+    raise ExperimentError(
+        f'memory: this run needs about {need / 2 ** 30:.3g} GB (n_candidates '
+        f'{n_candidates(config)}, n {config.n}, d {config.d}'
+        + (f', p {config.p}' if config.get('model') == 'random_features' else '')
+        + f') but the device has {available / 2 ** 30:.3g} GB ({where or "available"}); '
+        'accepted: a smaller n_candidates / p / n, or a larger device')
+  return need
