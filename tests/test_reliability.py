@@ -1,0 +1,351 @@
+"""Issue #18: every failure one line with a documented exit status, nothing half-made, and
+resume that always works (recon.main.execute, recon.checkpoint, recon.config, recon.io)."""
+import json
+import logging as py_logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import kkt_synthetic, rf_digits, rf_synthetic
+from recon import checkpoint, errors, io, main, memory
+from recon import config as config_lib
+from recon.models import checkpoint as model_ckpt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _tiny(**fields):
+  c = rf_synthetic.get_config()
+  c.n, c.d, c.p, c.max_steps, c.chunk_steps = 3, 4, 120, 50, 25
+  for k, v in fields.items():
+    c[k] = v
+  return c
+
+
+def _digits(**fields):
+  c = rf_digits.get_config()
+  c.p, c.chunk_steps, c.checkpoint_every_steps, c.checkpoint_every_seconds = 640, 50, 100, 0.0
+  c.checkpoint_keep, c.max_steps, c.log_every_seconds = 5, 600, 100.0
+  for k, v in fields.items():
+    c[k] = v
+  return c
+
+
+def _error_lines(capsys):
+  err = capsys.readouterr().err
+  return [l for l in err.splitlines() if l.startswith('error:') or 'Traceback' in l]
+
+
+def _cli(*args, cwd=ROOT, **kw):
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
+  return subprocess.run([sys.executable, '-m', 'recon.main', *args], cwd=cwd, env=env,
+                        capture_output=True, text=True, timeout=300, **kw)
+
+
+# --- config loading and validation -------------------------------------------------------
+
+def test_shipped_config_loads_from_any_working_directory(tmp_path):
+  r = _cli(f'--config={ROOT}/configs/two_layer.py', f'--workdir={tmp_path / "x"}',
+           '--config.n=0', cwd=tmp_path)
+  assert r.returncode == 2 and r.stderr.strip().count('\n') == 0, r.stderr
+  assert 'config.n: invalid value 0' in r.stderr  # the file loaded (no 'No module named')
+  assert main.config_import_root(f'{ROOT}/configs/rf_digits.py') == ROOT
+
+
+def test_unknown_field_names_the_closest_fields_of_this_config(tmp_path):
+  r = _cli(f'--config={ROOT}/configs/rf_digits.py', f'--workdir={tmp_path / "x"}',
+           '--config.nn=3')
+  assert r.returncode == 2 and r.stderr.strip().count('\n') == 0, r.stderr
+  assert 'config.nn: unknown field (did you mean n' in r.stderr and len(r.stderr) < 200
+  assert 'split_eps_grid' not in r.stderr and not (tmp_path / 'x').exists()
+
+
+def test_validate_unknown_field_is_short():
+  c = _tiny()
+  c.lrr = 0.1
+  with pytest.raises(config_lib.ConfigError, match=r'did you mean lr') as e:
+    config_lib.validate(c)
+  assert len(str(e.value)) < 200
+
+
+@pytest.mark.parametrize('value', [float('inf'), float('nan'), -float('inf'), 1e39])
+def test_float_fields_refuse_non_finite_values(value):
+  with pytest.raises(config_lib.ConfigError, match='config.lr: invalid value'):
+    config_lib.validate(_tiny(lr=value))
+  assert not config_lib.SCHEMA['lr'].check(float('inf'))
+  assert 'finite float' in config_lib.SCHEMA['lr'].accepted()
+
+
+def test_large_float_is_allowed_in_float64():
+  config_lib.validate(_tiny(lr=1e39, dtype='float64'))
+
+
+def test_relative_paths_resolve_once_against_the_cwd(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  c = _tiny(model_checkpoint='results/runs/tl', data_dir='data')
+  config_lib.resolve_paths(c)
+  assert c.model_checkpoint == str(tmp_path / 'results' / 'runs' / 'tl')
+  assert c.data_dir == str(tmp_path / 'data')
+
+
+def test_relative_model_checkpoint_runs(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  assert main.execute(_tiny(), 'first') == 0
+  assert main.execute(_tiny(model_checkpoint='first'), 'second') == 0
+  summary = json.loads((tmp_path / 'second' / 'summary.json').read_text())
+  assert summary['config']['model_checkpoint'] == str(tmp_path / 'first')
+
+
+# --- checkpoints and resume --------------------------------------------------------------
+
+def test_config_differences_treat_json_round_trips_as_equal():
+  saved = {'classes': [0, 1], 'image_shape': [4, 4, 1], 'lr': 0.1, 'x': np.float32(2.0)}
+  current = {'classes': (0, 1), 'image_shape': (4, 4, 1), 'lr': 0.1, 'x': 2.0}
+  assert checkpoint.config_differences(saved, current) == []
+  assert checkpoint.config_differences(saved, dict(current, classes=(0, 2))) == [
+      'classes ([0, 1] -> [0, 2])']
+
+
+def _truncate_newest(workdir):
+  steps = checkpoint.saved_steps(workdir)
+  newest = os.path.join(checkpoint.checkpoint_dir(workdir), str(steps[-1]))
+  files = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(newest, 'state'))
+           for f in fs]
+  biggest = max(files, key=os.path.getsize)
+  with open(biggest, 'r+b') as f:
+    f.truncate(os.path.getsize(biggest) // 2)
+  return steps
+
+
+def test_restore_skips_an_unreadable_checkpoint(tmp_path, caplog):
+  state = {'x': jnp.arange(6.0).reshape(2, 3), 'step': jnp.asarray(0)}
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1}, every_seconds=0, every_steps=1,
+                                  keep=3)
+  for step in (1, 2):
+    s = {'x': state['x'] + step, 'step': jnp.asarray(step)}
+    ck(_State(s), [(step, 0.5)], False)
+  ck.close()
+  _truncate_newest(str(tmp_path))
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1}, every_seconds=0, every_steps=1)
+  with caplog.at_level(py_logging.WARNING):
+    restored, history, step = ck.restore(_State(state))
+  ck.close()
+  assert step == 1 and history == [(1, 0.5)]
+  np.testing.assert_array_equal(restored.tree['x'], np.arange(6.0).reshape(2, 3) + 1)
+  assert os.path.isdir(tmp_path / 'checkpoints.unreadable' / '2')
+  assert checkpoint.saved_steps(str(tmp_path)) == [1]
+  assert checkpoint.read_config(str(tmp_path)) == {'a': 1}
+
+
+class _State:
+  """A minimal pytree with a `.step` (what RunCheckpointer reads of a ReconState)."""
+
+  def __init__(self, tree):
+    self.tree = tree
+    self.step = tree['step']
+
+
+import jax  # noqa: E402
+
+jax.tree_util.register_pytree_node(_State, lambda s: ((s.tree,), None),
+                                   lambda _, c: _State(c[0]))
+
+
+def test_resume_without_checkpoint_logs_step_0(tmp_path, monkeypatch, caplog):
+  from recon import experiment
+  monkeypatch.setattr(experiment, 'run', lambda c, w: {'metrics': {'status': 'converged'}})
+  with caplog.at_level(py_logging.INFO):
+    assert main.execute(_tiny(resume=True), str(tmp_path / 'w')) == 0
+  assert 'no checkpoint' in caplog.text and 'starting at step 0' in caplog.text
+
+
+@pytest.mark.slow
+def test_kill9_and_truncated_newest_checkpoint_resume_bit_identical(tmp_path):
+  """configs/rf_digits.py, tiny: a run killed with SIGKILL whose newest checkpoint is then
+  truncated resumes from the older one and ends bit-identical to an unbroken run."""
+  args = [f'--config={ROOT}/configs/rf_digits.py', '--config.p=640', '--config.chunk_steps=50',
+          '--config.checkpoint_every_steps=100', '--config.checkpoint_every_seconds=0',
+          '--config.checkpoint_keep=5', '--config.log_every_seconds=100',
+          '--config.max_steps=600']
+  killed = tmp_path / 'killed'
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
+  proc = subprocess.Popen([sys.executable, '-m', 'recon.main', *args, f'--workdir={killed}'],
+                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  t0 = time.time()
+  while len(checkpoint.saved_steps(str(killed))) < 2 and proc.poll() is None:
+    assert time.time() - t0 < 240
+    time.sleep(0.005)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert proc.returncode == -signal.SIGKILL, 'the run ended before it could be killed'
+  assert not (killed / 'summary.json').exists()
+  steps = _truncate_newest(str(killed))
+  assert main.execute(_digits(resume=True), str(killed)) == 0
+  assert main.execute(_digits(), str(tmp_path / 'unbroken')) == 0
+  a = json.loads((killed / 'summary.json').read_text())
+  b = json.loads((tmp_path / 'unbroken' / 'summary.json').read_text())
+  assert a['resumed_from_step'] == steps[-2]
+  assert os.path.isdir(killed / 'checkpoints.unreadable' / str(steps[-1]))
+  assert a['history'] == b['history']
+  for key in ('final_loss', 'recon_error', 'steps', 'status'):
+    assert a['metrics'][key] == b['metrics'][key], key
+  ra, rb = np.load(killed / 'reconstruction.npz'), np.load(tmp_path / 'unbroken' /
+                                                           'reconstruction.npz')
+  assert ra['x_candidates'].tobytes() == rb['x_candidates'].tobytes()
+
+
+@pytest.mark.slow
+def test_ctrl_c_writes_a_checkpoint_and_exits_130(tmp_path):
+  work = tmp_path / 'w'
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
+  proc = subprocess.Popen(
+      [sys.executable, '-m', 'recon.main', f'--config={ROOT}/configs/rf_digits.py',
+       '--config.p=640', '--config.chunk_steps=50', '--config.checkpoint_every_steps=100',
+       '--config.checkpoint_every_seconds=0', '--config.max_steps=1000000', f'--workdir={work}'],
+      cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  t0 = time.time()
+  while not checkpoint.saved_steps(str(work)) and proc.poll() is None:
+    assert time.time() - t0 < 240
+    time.sleep(0.01)
+  proc.send_signal(signal.SIGINT)
+  _, err = proc.communicate(timeout=120)
+  assert proc.returncode == 130, err
+  lines = [l for l in err.splitlines() if l.startswith('error:') or 'Traceback' in l]
+  assert len(lines) == 1 and 'interrupted at step' in lines[0], err
+  step = int(lines[0].split('interrupted at step ')[1].split(';')[0])
+  assert step in checkpoint.saved_steps(str(work))
+  assert not (work / 'summary.json').exists()
+
+
+# --- refusals leave nothing behind -------------------------------------------------------
+
+def test_workdir_that_is_a_file_is_refused(tmp_path, capsys):
+  f = tmp_path / 'f'
+  f.write_text('keep')
+  assert main.execute(_tiny(), str(f)) == 2
+  assert main.execute(_tiny(), str(f / 'sub')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 2 and all('workdir:' in l for l in lines), lines
+  assert f.read_text() == 'keep'
+
+
+def test_unwritable_workdir_is_refused(tmp_path, monkeypatch, capsys):
+  import tempfile
+
+  def deny(*a, **k):
+    raise PermissionError(13, 'Permission denied')
+
+  monkeypatch.setattr(tempfile, 'TemporaryFile', deny)
+  assert main.execute(_tiny(), str(tmp_path / 'w')) == 2
+  assert 'is not writable' in _error_lines(capsys)[0]
+  assert not (tmp_path / 'w').exists()
+
+
+def test_memory_estimate_refuses_before_compute(tmp_path, capsys):
+  c = _tiny(n_candidates=100000, p=6400, d=64)
+  assert memory.estimate_bytes(c) > 40e9  # the m x m Gram alone is 40 GB
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'memory: this run needs about' in lines[0]
+  assert not (tmp_path / 'w').exists()
+  with pytest.raises(errors.ExperimentError, match='memory'):
+    memory.check(_tiny(), available=1000)
+  assert memory.check(_tiny(), available=10 ** 12) > 0
+
+
+@pytest.mark.parametrize('content', [os.urandom(64), b'{"format": "recon.model/1", "ki'])
+def test_garbage_model_json_is_one_line(tmp_path, capsys, content):
+  folder = tmp_path / 'm'
+  folder.mkdir()
+  (folder / 'model.json').write_bytes(content)
+  with pytest.raises(model_ckpt.ModelCheckpointError, match='model.json is not readable JSON'):
+    model_ckpt.read_metadata(str(folder))
+  assert main.execute(_tiny(model_checkpoint=str(folder)), str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and str(folder / 'model.json') in lines[0]
+  assert not (tmp_path / 'w').exists()
+
+
+def test_data_error_leaves_no_workdir(tmp_path, capsys):
+  c = _digits(dataset='cifar10', data_dir=str(tmp_path / 'missing'), d=3072)
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  assert len(_error_lines(capsys)) == 1
+  assert not (tmp_path / 'w').exists()
+
+
+def test_failure_after_compute_marks_the_workdir_failed(tmp_path, monkeypatch, capsys):
+  from recon import experiment
+
+  def half(c, w):
+    os.makedirs(os.path.join(w, 'model'))
+    io.write_text(os.path.join(w, 'model', 'x'), 'x')
+    raise errors.ExperimentError('split: something went wrong')
+
+  monkeypatch.setattr(experiment, 'run', half)
+  assert main.execute(_tiny(), str(tmp_path / 'w')) == 2
+  s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
+  assert s['status'] == 'failed' and s['reason'] == 'split: something went wrong'
+
+  def crash(c, w):
+    os.makedirs(w, exist_ok=True)
+    io.write_text(os.path.join(w, 'partial'), 'x')
+    raise RuntimeError('boom\nsecond line')
+
+  monkeypatch.setattr(experiment, 'run', crash)
+  assert main.execute(_tiny(), str(tmp_path / 'v')) == 1
+  lines = _error_lines(capsys)
+  assert len(lines) == 2 and 'internal error: RuntimeError: boom' in lines[1]
+  assert json.loads((tmp_path / 'v' / 'summary.json').read_text())['status'] == 'failed'
+  assert (tmp_path / 'v' / 'traceback.txt').exists()
+
+
+def test_refusal_in_an_existing_run_touches_nothing(tmp_path):
+  w = tmp_path / 'w'
+  w.mkdir()
+  (w / 'summary.json').write_text('{"keep": true}')
+  assert main.execute(_tiny(), str(w)) == 2
+  assert json.loads((w / 'summary.json').read_text()) == {'keep': True}
+  assert os.listdir(w) == ['summary.json']
+
+
+# --- outcomes ----------------------------------------------------------------------------
+
+def test_nonfinite_loss_exits_3(tmp_path, capsys):
+  assert main.execute(_tiny(label_noise=1e38), str(tmp_path / 'w')) == 3
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'non-finite' in lines[0]
+  s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
+  assert s['metrics']['status'] == 'nonfinite'
+
+
+def test_outcome_line_separates_converged_from_reconstructed():
+  line = main.outcome_line({'metrics': {'status': 'converged', 'steps': 10, 'final_loss': 1e-9,
+                                        'ground_truth': True, 'frac_recovered': 0.0,
+                                        'n': 4}})
+  assert 'converged (loss <= tol)' in line and 'reconstructed: 0 of 4' in line
+  assert kkt_synthetic.get_config().model == 'homogeneous_mlp'
+
+
+def test_outputs_honour_the_umask(tmp_path):
+  old = os.umask(0o027)
+  try:
+    io.write_json(str(tmp_path / 'a.json'), {'a': 1})
+    assert io.umask() == 0o027
+  finally:
+    os.umask(old)
+  assert (os.stat(tmp_path / 'a.json').st_mode & 0o777) == 0o640
+
+
+def test_exit_codes_are_documented():
+  for code in ('0', '2', '3', '130'):
+    assert code in main.__doc__ and code in errors.__doc__
+  assert errors.NonFiniteError.exit_code == 3 and errors.Interrupted.exit_code == 130
+  assert issubclass(config_lib.ConfigError, errors.ReconError)
+  assert issubclass(model_ckpt.ModelCheckpointError, errors.ReconError)
