@@ -158,6 +158,8 @@ class RunCheckpointer:
     self.saves = 0
     self.restored_aux: Dict[str, Any] = {}  # the `aux` saved with the restored checkpoint
     _ACTIVE.add(self)
+    if (config or {}).get('resume') and not saved_steps(workdir):
+      logging.info('resume: no checkpoint in %s, starting at step 0', checkpoint_dir(workdir))
 
   def _set_aside(self, step: int, error: BaseException) -> None:
     """Moves the unreadable checkpoint `step` out of the manager's folder (one log line)."""

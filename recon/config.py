@@ -49,8 +49,6 @@ class Spec:
     else:
       kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
       text = ' or '.join(k.__name__ for k in kinds)
-      if float in kinds:
-        text = 'finite ' + text
       if self.low is not None:
         text += f' {">" if self.low_open else ">="} {self.low:g}'
       if self.high is not None:
@@ -249,7 +247,7 @@ def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
   for name in fields:
     if name not in schema and name != 'sweep':
       raise ConfigError(f'config.{name}: unknown field{near_names(name, schema)}; accepted: '
-                        'a field recon/config.py SCHEMA knows')
+                        'a field this config defines and recon/config.py knows')
   check_float32_range(fields)
   if fields.get('sweep'):
     validate_sweep(fields['sweep'])
@@ -272,7 +270,7 @@ def check_float32_range(fields: Dict[str, Any]) -> None:
     if (isinstance(value, float) and name in SCHEMA and float in _kinds(SCHEMA[name])
         and abs(value) > FLOAT32_MAX):
       raise ConfigError(f'config.{name}: invalid value {value!r} (inf in float32); accepted: '
-                        f'{SCHEMA[name].accepted()} and <= {FLOAT32_MAX:.4g} with dtype '
+                        f'finite {SCHEMA[name].accepted()}, <= {FLOAT32_MAX:.4g} with dtype '
                         "'float32' (or dtype 'float64')")
 
 

@@ -169,8 +169,6 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     return e.exit_code
   existed = os.path.exists(workdir)
   before = _files_under(workdir)
-  if config.get('resume') and not config.get('sweep') and not checkpoint.saved_steps(workdir):
-    logging.info('resume: no checkpoint in %s, starting at step 0', workdir)
   previous = _install_sigint(checkpoint.on_sigint)
   try:
     if config.get('sweep'):
@@ -314,7 +312,7 @@ def _parse_flags(argv):
       if spec is None and own is not None and field not in own:
         hint = _near(field, own)
         _fail(f'config.{field}: unknown field' + (f' ({hint})' if hint else '') +
-              '; accepted: a field this config file defines')
+              '; accepted: a field this config defines')
       if spec is None and own is None:
         hint = _near(field, config_lib.SCHEMA)
         _fail(f'config.{field}: unknown field' + (f' ({hint})' if hint else ''))

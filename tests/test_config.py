@@ -79,7 +79,7 @@ BAD = [
     ('n=1.5', "config.n: invalid value '1.5'; accepted: int >= 1"),
     ('lr=fast', "config.lr: invalid value 'fast'; accepted: float > 0"),
     ('overwrite=maybe', "config.overwrite: invalid value 'maybe'; accepted: bool"),
-    ('nn=10', "config.nn: unknown field; accepted fields: act_alpha, activation, "),
+    ('nn=10', "config.nn: unknown field (did you mean n?); accepted: a field this config defines"),
 ]
 
 

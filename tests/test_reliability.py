@@ -79,7 +79,6 @@ def test_float_fields_refuse_non_finite_values(value):
   with pytest.raises(config_lib.ConfigError, match='config.lr: invalid value'):
     config_lib.validate(_tiny(lr=value))
   assert not config_lib.SCHEMA['lr'].check(float('inf'))
-  assert 'finite float' in config_lib.SCHEMA['lr'].accepted()
 
 
 def test_large_float_is_allowed_in_float64():
@@ -157,12 +156,12 @@ jax.tree_util.register_pytree_node(_State, lambda s: ((s.tree,), None),
                                    lambda _, c: _State(c[0]))
 
 
-def test_resume_without_checkpoint_logs_step_0(tmp_path, monkeypatch, caplog):
-  from recon import experiment
-  monkeypatch.setattr(experiment, 'run', lambda c, w: {'metrics': {'status': 'converged'}})
+def test_resume_without_checkpoint_logs_step_0(tmp_path, caplog):
   with caplog.at_level(py_logging.INFO):
     assert main.execute(_tiny(resume=True), str(tmp_path / 'w')) == 0
   assert 'no checkpoint' in caplog.text and 'starting at step 0' in caplog.text
+  s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
+  assert s['resumed_from_step'] is None and s['metrics']['steps'] == 50
 
 
 @pytest.mark.slow
