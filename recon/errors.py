@@ -3,7 +3,8 @@
 Exit status (docs/reliability_notes.md):
 
   0    finished (summary.json written)
-  1    an unexpected internal error (its traceback goes to WORKDIR/traceback.txt)
+  1    an unexpected internal error (traceback in WORKDIR/traceback.txt, or a temporary
+       file when the run had written nothing)
   2    refused input: a config field, a path, the workdir, the data, a saved model or the
        memory estimate; nothing is computed and no workdir is left behind that the run
        created (a failure after compute started marks WORKDIR/summary.json

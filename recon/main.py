@@ -10,7 +10,7 @@ failure is one line on stderr ('error: ...'), and the exit status says which
        after compute started, WORKDIR/summary.json says `status: failed` and `reason`
   3    stopped on non-finite values; the outputs hold the last finite state
   130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
-  1    an unexpected internal error (traceback in WORKDIR/traceback.txt)
+  1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
 
 Paths (--config=, --workdir=, model_checkpoint, data_dir) may be relative: they are
 resolved once against the working directory. A config file in a `configs/` folder
@@ -193,12 +193,14 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
       reason = f'out of memory ({reason}); accepted: a smaller n_candidates / p / n'
     state = settle_workdir(workdir, existed, before, reason, config)
-    where = ''
-    if state == 'marked' or os.path.isdir(workdir):
-      from recon import io  # pylint: disable=import-outside-toplevel
-      io.write_text(os.path.join(workdir, 'traceback.txt'), traceback.format_exc())
-      where = f' (traceback in {os.path.join(workdir, "traceback.txt")})'
-    _say(f'internal error: {reason}{where}')
+    from recon import io  # pylint: disable=import-outside-toplevel
+    if state == 'marked':
+      where = os.path.join(workdir, 'traceback.txt')
+    else:  # a workdir the run did not write to stays as it was
+      fd, where = tempfile.mkstemp(prefix='recon-traceback-', suffix='.txt')
+      os.close(fd)
+    io.write_text(where, traceback.format_exc())
+    _say(f'internal error: {reason} (traceback in {where})')
     return errors.EXIT_INTERNAL
   finally:
     checkpoint.reset_interrupt()
