@@ -1,9 +1,14 @@
 """Reconstruction metrics against the true training set (NumPy, on the host).
 
-All distances between a true row x and a candidate x_hat are sign-invariant,
-d(x, x_hat) = min(||x - x_hat||, ||x + x_hat||) / ||x||, because relu features
-cannot tell x from -x on their odd part. True rows and candidates are paired by
-the Hungarian algorithm on d.
+Distances between a true row x and a candidate x_hat are relative to ||x||. Two
+variants exist:
+  * sign-invariant, d(x, x_hat) = min(||x - x_hat||, ||x + x_hat||) / ||x||, for
+    activations whose features cannot tell x from -x (relu on its odd part, even
+    activations such as quadratic exactly): `sign_ambiguous(activation)`;
+  * signed, d(x, x_hat) = ||x - x_hat|| / ||x||, for every other activation.
+The headline `recon_error` uses the variant of the victim's activation; both are
+reported (`recon_error_sign_invariant`, `recon_error_signed`). True rows and
+candidates are paired by the Hungarian algorithm on the headline distance.
 
 Counting when n_candidates != n:
   * n_candidates > n: every true row gets one candidate; the extra candidates are
@@ -21,6 +26,15 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 RECOVERED_THRESHOLD = 0.1
+# Activations under which x and -x are (nearly) indistinguishable from the features: relu
+# (relu(z) = |z|/2 + z/2: only the linear, d-dimensional part sees the sign), its smooth-backward
+# twin, and even activations (phi(-x) = phi(x) exactly).
+SIGN_AMBIGUOUS_ACTIVATIONS = ('relu', 'relu_smooth', 'quadratic', 'quartic')
+
+
+def sign_ambiguous(activation) -> bool:
+  """True when `activation` cannot tell x from -x (or is unknown: None), so errors ignore sign."""
+  return activation is None or activation in SIGN_AMBIGUOUS_ACTIVATIONS
 
 
 def sign_invariant_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
@@ -35,31 +49,46 @@ def sign_invariant_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarra
   return np.minimum(d_minus, d_plus) / np.maximum(np.sqrt(sq_t), 1e-300)
 
 
-def match(x_true: np.ndarray, x_hat: np.ndarray) -> Dict[str, np.ndarray]:
-  """Hungarian matching on the sign-invariant relative distance.
+def signed_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
+  """D[i, j] = ||x_i - x_hat_j|| / ||x_i||  (n x m)."""
+  x_true = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
+  x_hat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
+  sq_t = np.sum(x_true ** 2, 1)[:, None]
+  sq_h = np.sum(x_hat ** 2, 1)[None, :]
+  d_minus = np.sqrt(np.maximum(sq_t + sq_h - 2 * x_true @ x_hat.T, 0.0))
+  return d_minus / np.maximum(np.sqrt(sq_t), 1e-300)
+
+
+def match(x_true: np.ndarray, x_hat: np.ndarray,
+          sign_invariant: bool = True) -> Dict[str, np.ndarray]:
+  """Hungarian matching on the relative distance (sign-invariant or signed).
 
   Returns `rows` (matched true indices), `cols` (their candidates), `sign`
-  (+1/-1 per matched pair: which of x_hat, -x_hat is closer), and `dist`,
-  the full distance matrix.
+  (+1/-1 per matched pair: which of x_hat, -x_hat is closer; always +1 when
+  signed), and `dist`, the full distance matrix.
   """
   x_true = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   x_hat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  dist = sign_invariant_distances(x_true, x_hat)
+  dist = (sign_invariant_distances if sign_invariant else signed_distances)(x_true, x_hat)
   rows, cols = linear_sum_assignment(dist)
   dots = np.sum(x_true[rows] * x_hat[cols], axis=1)
-  sign = np.where(dots >= 0, 1.0, -1.0)
+  sign = np.where(dots >= 0, 1.0, -1.0) if sign_invariant else np.ones(len(rows))
   return {'rows': rows, 'cols': cols, 'sign': sign, 'dist': dist}
 
 
-def aligned_candidates(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
-  """For each true row, its matched candidate with the sign fixed (nearest if unmatched)."""
-  m = match(x_true, x_hat)
+def aligned_candidates(x_true: np.ndarray, x_hat: np.ndarray,
+                       sign_invariant: bool = True) -> np.ndarray:
+  """For each true row, its matched candidate (sign fixed when sign-invariant; nearest if
+  unmatched)."""
+  m = match(x_true, x_hat, sign_invariant)
   x_hat = np.asarray(x_hat, np.float64)
   out = np.empty((len(x_true),) + x_hat.shape[1:])
   cols = np.argmin(m['dist'], axis=1)
   flat_t = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   flat_h = x_hat.reshape(len(x_hat), -1)
   signs = np.where(np.sum(flat_t * flat_h[cols], 1) >= 0, 1.0, -1.0)
+  if not sign_invariant:
+    signs = np.ones_like(signs)
   cols[m['rows']] = m['cols']
   signs[m['rows']] = m['sign']
   for i, (c, s) in enumerate(zip(cols, signs)):
@@ -67,36 +96,57 @@ def aligned_candidates(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
   return out
 
 
-def per_sample_errors(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
-  """Relative sign-invariant error of every true row (matched, or nearest if uncovered)."""
-  m = match(x_true, x_hat)
+def _errors(m: Dict[str, np.ndarray]) -> np.ndarray:
   err = m['dist'].min(axis=1)
   err[m['rows']] = m['dist'][m['rows'], m['cols']]
   return err
 
 
+def per_sample_errors(x_true: np.ndarray, x_hat: np.ndarray,
+                      sign_invariant: bool = True) -> np.ndarray:
+  """Relative error of every true row (matched, or nearest if uncovered)."""
+  return _errors(match(x_true, x_hat, sign_invariant))
+
+
 def dist_abs(x_true: np.ndarray, x_hat: np.ndarray) -> float:
-  """The paper's figure: Hungarian on ||.|x| - |x_hat|.||^2, then sum ||.|| / (sqrt(d) n)."""
+  """The paper's figure: Hungarian on ||.|x| - |x_hat|.||^2, then sum ||.|| / (sqrt(d) n).
+
+  Every true row counts: with fewer candidates than rows, a row the matching leaves
+  uncovered enters with its distance to the nearest candidate (as in recon_error), so
+  copies of a few samples cannot score 0.
+  """
   a = np.abs(np.asarray(x_true, np.float64).reshape(len(x_true), -1))
   b = np.abs(np.asarray(x_hat, np.float64).reshape(len(x_hat), -1))
   sq = np.sum((a[:, None, :] - b[None, :, :]) ** 2, axis=-1)
   rows, cols = linear_sum_assignment(sq)
   n, d = a.shape
-  return float(np.sum(np.sqrt(sq[rows, cols])) / (np.sqrt(d) * n))
+  per_row = np.sqrt(sq.min(axis=1))
+  per_row[rows] = np.sqrt(sq[rows, cols])
+  return float(np.sum(per_row) / (np.sqrt(d) * n))
 
 
 def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
-                           threshold: float = RECOVERED_THRESHOLD) -> Dict[str, float]:
-  """recon_error, frac_recovered, dist_abs and the n != n_candidates bookkeeping."""
-  m = match(x_true, x_hat)
+                           threshold: float = RECOVERED_THRESHOLD,
+                           sign_invariant: bool = True) -> Dict[str, float]:
+  """recon_error, frac_recovered, dist_abs and the n != n_candidates bookkeeping.
+
+  The headline errors, the matching and the recovered count use the sign-invariant
+  distance when `sign_invariant` (see `sign_ambiguous(activation)`), else the signed
+  one; `recon_error_sign_invariant` and `recon_error_signed` are always both reported.
+  """
+  m = match(x_true, x_hat, sign_invariant)
   n, n_hat = m['dist'].shape
-  err = per_sample_errors(x_true, x_hat)
+  err = _errors(m)
+  other = _errors(match(x_true, x_hat, not sign_invariant))
   matched_err = np.full(n, np.inf)
   matched_err[m['rows']] = m['dist'][m['rows'], m['cols']]
   unmatched = np.setdiff1d(np.arange(n_hat), m['cols'])
   near = m['dist'][:, unmatched].min(axis=0) if len(unmatched) else np.zeros(0)
   return {
       'recon_error': float(err.mean()),
+      'recon_error_sign_invariant': float((err if sign_invariant else other).mean()),
+      'recon_error_signed': float((other if sign_invariant else err).mean()),
+      'sign_invariant': bool(sign_invariant),
       'recon_error_median': float(np.median(err)),
       'recon_error_max': float(err.max()),
       'frac_recovered': float(np.mean(matched_err < threshold)),
@@ -167,25 +217,27 @@ def psnr_pairs(a: np.ndarray, b: np.ndarray, image_shape) -> np.ndarray:
 
 
 def per_sample_ssim(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
-                    filter_size: int | None = None) -> np.ndarray:
+                    filter_size: int | None = None, sign_invariant: bool = True) -> np.ndarray:
   """SSIM of every true image with its matched, sign-aligned candidate (nearest if uncovered)."""
-  return ssim_pairs(x_true, aligned_candidates(x_true, x_hat), image_shape, filter_size)
+  return ssim_pairs(x_true, aligned_candidates(x_true, x_hat, sign_invariant), image_shape,
+                    filter_size)
 
 
 def image_metrics(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
                   threshold: float = SSIM_THRESHOLD,
-                  filter_size: int | None = None) -> Dict[str, float]:
+                  filter_size: int | None = None,
+                  sign_invariant: bool = True) -> Dict[str, float]:
   """SSIM/PSNR summaries and frac_recovered_ssim = share of true images matched with SSIM > threshold.
 
   Uncovered true images (n_candidates < n) enter the means with their nearest
   candidate but never count as recovered (as in `reconstruction_metrics`).
   """
-  aligned = aligned_candidates(x_true, x_hat)
+  aligned = aligned_candidates(x_true, x_hat, sign_invariant)
   size = ssim_filter_size(image_shape) if filter_size is None else int(filter_size)
   ssim = ssim_pairs(x_true, aligned, image_shape, size)
   psnr = psnr_pairs(x_true, aligned, image_shape)
   matched = np.zeros(len(ssim), bool)
-  matched[match(x_true, x_hat)['rows']] = True
+  matched[match(x_true, x_hat, sign_invariant)['rows']] = True
   recovered = matched & (ssim > threshold)
   return {
       'ssim_mean': float(ssim.mean()),

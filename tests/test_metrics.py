@@ -68,3 +68,37 @@ def test_feature_residual_zero_in_span_positive_outside():
   q, _ = np.linalg.qr(b.T)
   out = e - (e @ q) @ q.T
   assert metrics.feature_residual(e, b) == pytest.approx(np.linalg.norm(out) / np.sqrt(20))
+
+
+def test_dist_abs_counts_rows_the_matching_leaves_uncovered():
+  # 4 exact copies of 8 samples: the matched half scores 0, the other half must not.
+  x = _rows(8, 6)
+  m = metrics.reconstruction_metrics(x, x[:4])
+  assert m['recon_error'] > 0.2
+  per_row_nearest = np.sqrt(np.min(np.sum((np.abs(x[4:, None]) - np.abs(x[None, :4])) ** 2, -1),
+                                   axis=1))
+  assert m['dist_abs'] == pytest.approx(per_row_nearest.sum() / (np.sqrt(6) * 8))
+  assert m['dist_abs'] > 0.1
+
+
+def test_signed_errors_for_activations_without_sign_symmetry():
+  x = _rows(4, 5)
+  x_hat = x * np.array([1, -1, 1, 1])[:, None]  # one row found with the wrong sign
+  invariant = metrics.reconstruction_metrics(x, x_hat, sign_invariant=True)
+  signed = metrics.reconstruction_metrics(x, x_hat, sign_invariant=False)
+  assert invariant["recon_error"] == pytest.approx(0.0, abs=1e-7)
+  assert invariant['frac_recovered'] == 1.0
+  # signed: -x_1 is at relative distance 2 from x_1, and no other candidate is closer than it
+  assert signed['recon_error'] > 0.25 and signed['frac_recovered'] == 0.75
+  for m in (invariant, signed):  # both variants always reported
+    assert m["recon_error_sign_invariant"] == pytest.approx(0.0, abs=1e-7)
+    assert m['recon_error_signed'] == pytest.approx(signed['recon_error'])
+  assert not signed['sign_invariant'] and invariant['sign_invariant']
+  np.testing.assert_allclose(metrics.aligned_candidates(x, x_hat, sign_invariant=False), x_hat)
+
+
+def test_which_activations_ignore_sign():
+  assert metrics.sign_ambiguous('relu') and metrics.sign_ambiguous('quadratic')
+  assert metrics.sign_ambiguous(None)
+  for name in ('relu_tanh', 'tanh', 'sin', 'cubic', 'gelu', 'softplus_tanh'):
+    assert not metrics.sign_ambiguous(name)

@@ -1,0 +1,172 @@
+"""A blind certificate that a projection-loss attack found the whole training set.
+
+A loss at `tol` is necessary but not enough: below the threshold (p < d n) the
+zero-loss set of L(X) = ||P_perp(Phi(X)) theta||^2 / ||theta||^2 is a manifold
+of dimension > 0, and the optimiser lands on a wrong point of it with a loss as
+small as at the truth. The certificate adds evidence that the solution found is
+*locally unique* up to the attack's symmetries, using only what the attacker has
+(the features of its own candidates and theta), never the ground truth:
+
+  * loss:        L(X_hat) <= tol.
+  * counting:    the constraint "theta in rowspan Phi(X_hat)" is p - m equations in
+                 m (d - 1) unknowns (candidates on spheres); an isolated solution needs
+                 p - m >= m (d - 1), i.e. p >= m d.
+  * uniqueness:  at a zero of the residual r(X) = P_perp(X) theta, its Jacobian is
+                 J = -P_perp dPhi^T alpha (alpha the span coefficients), taken on the
+                 tangent space of the spheres (each row's radial direction removed:
+                 homogeneous features make it a symmetry). To first order, moving the
+                 candidates by dx raises the loss by ||J dx||^2 / ||theta||^2, so every
+                 candidate set within the *pin radius*
+                     sqrt(max(L, tol)) ||theta|| / sigma_min(J)   (relative to ||x_hat||)
+                 is as good as X_hat. Certification needs the pin radius below the
+                 recovered threshold: the loss then determines every row to within what
+                 counts as recovered. A rank deficit (sigma_min = 0: a continuum of
+                 zero-loss solutions, as below the threshold) or a row that theta barely
+                 sees (alpha_i ~ 0) gives a large radius. Permutations and, for relu,
+                 signs are discrete symmetries and do not enter the rank.
+  * duplicates:  no two candidates within `duplicate_threshold` of one another
+                 (relative, sign-invariant for sign-ambiguous activations): with m = n a
+                 duplicate means a sample is uncovered.
+  * restarts:    when several candidate sets reached tol, they agree (matched relative
+                 distance < duplicate_threshold).
+
+`certified` is the conjunction of the evidence that was computed; the Jacobian test
+is computed when it fits `max_jacobian_entries` (p m d), else certification falls
+back to the stricter counting margin p >= 2 m d and says so.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from recon import metrics
+
+RANK_RTOL = 1e-3
+MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
+FALLBACK_COUNTING_MARGIN = 2.0
+
+
+def tangent_jacobian_singular_values(feature_fn: Callable, x_hat, theta) -> np.ndarray:
+  """Singular values (descending) of the residual's Jacobian on the spheres' tangent space.
+
+  feature_fn(x) -> Phi (m, p), row i a function of x_i alone; theta (p,). J = P_perp d(Phi^T alpha)/dX with alpha the span
+  coefficients held fixed (the exact Jacobian at a zero of the residual), rows' radial
+  directions projected out. Returns m (d - 1) values (the radial ones are dropped).
+  """
+  x_hat = jnp.asarray(x_hat)
+  m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
+  phi = np.asarray(feature_fn(x_hat), np.float64)
+  theta64 = np.asarray(theta, np.float64).reshape(-1)
+  alpha, *_ = np.linalg.lstsq(phi.T, theta64, rcond=None)
+  # Rows are independent (phi(x)_i depends on x_i only): one (p, d) Jacobian per candidate.
+  row_jac = jax.vmap(jax.jacfwd(lambda xi: feature_fn(xi[None])[0]))(x_hat)  # (m, p, *shape)
+  row_jac = np.asarray(row_jac, np.float64).reshape(m, phi.shape[1], d) * alpha[:, None, None]
+  jac = np.transpose(row_jac, (1, 0, 2)).reshape(phi.shape[1], m * d)
+  q, _ = np.linalg.qr(phi.T)
+  jac = jac - q @ (q.T @ jac)
+  flat = np.asarray(x_hat, np.float64).reshape(m, d)
+  # Orthonormal basis of each row's tangent space: the last d - 1 left singular vectors of x_i.
+  blocks = []
+  for i in range(m):
+    u, _, _ = np.linalg.svd(flat[i][:, None], full_matrices=True)
+    blocks.append(jac[:, i * d:(i + 1) * d] @ u[:, 1:])
+  tangent = np.concatenate(blocks, axis=1)  # (p, m (d - 1))
+  gram = tangent.T @ tangent
+  eig = np.clip(np.linalg.eigvalsh(gram)[::-1], 0.0, None)
+  return np.sqrt(eig)
+
+
+def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
+  """Number of candidate pairs within `threshold` (relative distance) of one another."""
+  x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
+  dist = (metrics.sign_invariant_distances if sign_invariant else metrics.signed_distances)(x, x)
+  dist = np.minimum(dist, dist.T)
+  iu = np.triu_indices(len(x), 1)
+  return int(np.sum(dist[iu] < threshold))
+
+
+def restarts_agree(candidate_sets: Sequence[np.ndarray], threshold: float,
+                   sign_invariant: bool) -> bool:
+  """True when every candidate set matches the first within `threshold` row by row."""
+  first = np.asarray(candidate_sets[0])
+  for other in candidate_sets[1:]:
+    err = metrics.per_sample_errors(first, np.asarray(other), sign_invariant)
+    if not np.all(err < threshold):
+      return False
+  return True
+
+
+def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optional[str],
+            feature_fn: Optional[Callable] = None, theta=None,
+            duplicate_threshold: float = metrics.RECOVERED_THRESHOLD,
+            restart_sets: Optional[Sequence[np.ndarray]] = None,
+            rank_rtol: float = RANK_RTOL,
+            max_jacobian_entries: int = MAX_JACOBIAN_ENTRIES) -> Dict[str, Any]:
+  """The certificate and its evidence (a JSON-able dict); see the module docstring.
+
+  `feature_fn`/`theta` enable the Jacobian test; without them (or above
+  `max_jacobian_entries`) the counting margin must be FALLBACK_COUNTING_MARGIN.
+  """
+  x_hat = np.asarray(x_hat)
+  m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
+  sign_invariant = metrics.sign_ambiguous(activation)
+  evidence: Dict[str, Any] = {
+      'loss': float(final_loss), 'tol': float(tol), 'loss_at_tol': bool(final_loss <= tol),
+      'p': int(p), 'm_times_d': int(m * d), 'p_over_md': float(p / (m * d)),
+      'counting': bool(p >= m * d),
+      'duplicate_pairs': candidate_duplicates(x_hat, duplicate_threshold, sign_invariant),
+  }
+  reasons = []
+  if not evidence['loss_at_tol']:
+    reasons.append(f'loss {final_loss:.2e} > tol {tol:.0e}')
+  if not evidence['counting']:
+    reasons.append(f'p = {p} < m d = {m * d}: zero-loss solutions are not isolated')
+  if evidence['duplicate_pairs']:
+    reasons.append(f'{evidence["duplicate_pairs"]} near-duplicate candidate pair(s)')
+  entries = int(p) * m * d
+  if (feature_fn is not None and theta is not None and entries <= max_jacobian_entries
+      and evidence['counting']):
+    sv = tangent_jacobian_singular_values(feature_fn, x_hat, theta)
+    ratio = float(sv[-1] / sv[0]) if sv.size and sv[0] > 0 else 0.0
+    row_norm = float(np.median(np.linalg.norm(x_hat.reshape(m, -1), axis=1)))
+    theta_norm = float(np.linalg.norm(np.asarray(theta, np.float64)))
+    # Linearised: moving the candidates by dx raises the loss by ||J dx||^2 / ||theta||^2, so
+    # every X within this (relative) radius has a loss <= max(loss, tol).
+    pin = (np.sqrt(max(final_loss, tol)) * theta_norm / max(float(sv[-1]), 1e-300) /
+           max(row_norm, 1e-300)) if sv.size else np.inf
+    evidence.update(jacobian='computed', jacobian_sigma_ratio=ratio,
+                    jacobian_rank=int(np.sum(sv > rank_rtol * sv[0])) if sv.size else 0,
+                    jacobian_full_rank=m * (d - 1), rank_rtol=rank_rtol,
+                    pin_radius=float(pin))
+    if not pin < duplicate_threshold:
+      reasons.append(f'the loss pins the candidates only to a relative radius {pin:.2g} >= '
+                     f'{duplicate_threshold:g} (residual Jacobian rank '
+                     f'{evidence["jacobian_rank"]} of {m * (d - 1)}, sigma ratio {ratio:.1e})')
+  else:
+    why = ('no feature map' if feature_fn is None or theta is None else
+           'counting failed' if not evidence['counting'] else
+           f'p m d = {entries} > {max_jacobian_entries}')
+    evidence['jacobian'] = f'not computed ({why})'
+    if evidence['counting'] and p < FALLBACK_COUNTING_MARGIN * m * d:
+      reasons.append(f'without the Jacobian test p must be >= {FALLBACK_COUNTING_MARGIN:g} m d')
+  if restart_sets is not None and len(restart_sets) > 1:
+    evidence['restarts_at_tol'] = len(restart_sets)
+    evidence['restarts_agree'] = restarts_agree(restart_sets, duplicate_threshold,
+                                                sign_invariant)
+    if not evidence['restarts_agree']:
+      reasons.append('candidate sets of independent restarts disagree')
+  return {'certified': not reasons, 'reasons': reasons, 'evidence': evidence}
+
+
+def verdict(cert: Dict[str, Any], m: int) -> str:
+  """One log line: 'certified: ...' or 'not certified: reason; reason'."""
+  if cert['certified']:
+    ev = cert['evidence']
+    extra = (f', pinned to a relative radius {ev["pin_radius"]:.1e}'
+             if ev.get('jacobian') == 'computed' else ', Jacobian not computed')
+    return (f'certified: all {m} candidates are an isolated zero of the loss (loss '
+            f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')
+  return 'not certified: ' + '; '.join(cert['reasons'])

@@ -1,0 +1,98 @@
+"""The blind certificate: true at an isolated zero of the loss, false on every failure mode."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from recon import certificate, features
+from recon.models import random_features
+from recon.objectives import projection
+
+N, D = 6, 5
+
+
+def _problem(p, activation='relu_tanh', seed=0, dead_column=False):
+  kx, kv, ky = jax.random.split(jax.random.PRNGKey(seed), 3)
+  x = jax.random.normal(kx, (N, D))
+  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(D)
+  v = features.random_weights(kv, p, D)
+  if dead_column:  # the features ignore the last input coordinate: a continuum of solutions
+    v = v.at[:, -1].set(0.0)
+  y = jax.random.normal(ky, (N,))
+  feature_fn = lambda z: features.rf_features(v, z, activation)  # noqa: E731
+  theta = random_features.min_norm_solution(feature_fn(x), y)
+  loss = lambda z: float(projection.projection_loss(feature_fn(z), theta))  # noqa: E731
+  return x, theta, feature_fn, loss
+
+
+def _certify(x_hat, theta, feature_fn, loss, p, activation='relu_tanh', tol=1e-9, **kw):
+  return certificate.certify(final_loss=loss(x_hat), tol=tol, x_hat=x_hat, p=p,
+                             activation=activation, feature_fn=feature_fn, theta=theta, **kw)
+
+
+def test_the_truth_above_the_threshold_is_certified():
+  p = 10 * N * D
+  x, theta, ff, loss = _problem(p)
+  cert = _certify(x, theta, ff, loss, p)
+  assert cert['certified'], cert['reasons']
+  ev = cert['evidence']
+  assert ev['loss_at_tol'] and ev['counting'] and ev['duplicate_pairs'] == 0
+  assert ev['jacobian'] == 'computed' and ev['pin_radius'] < 0.1
+  assert ev['jacobian_rank'] == N * (D - 1)
+  assert certificate.verdict(cert, N).startswith('certified')
+
+
+def test_a_continuum_of_zero_loss_solutions_is_not_certified():
+  p = 10 * N * D
+  # relu is homogeneous, so on the sphere a move along the dead coordinate only rescales the
+  # features of that row: the span, and so the loss, stay put.
+  x, theta, ff, loss = _problem(p, activation='relu', dead_column=True)
+  assert loss(x) < 1e-7
+  cert = _certify(x, theta, ff, loss, p, activation='relu', tol=1e-7)
+  assert cert['evidence']['loss_at_tol'] and cert['evidence']['counting']
+  assert not cert['certified']
+  assert cert['evidence']['pin_radius'] > 1.0
+  assert 'pins the candidates' in certificate.verdict(cert, N)
+
+
+def test_below_the_threshold_counting_refuses():
+  p = N * D // 2
+  x, theta, ff, loss = _problem(p)
+  cert = _certify(x, theta, ff, loss, p)  # the truth itself: loss 0, yet not isolated
+  assert not cert['certified'] and not cert['evidence']['counting']
+
+
+def test_loss_above_tol_and_duplicates_are_not_certified():
+  p = 10 * N * D
+  x, theta, ff, loss = _problem(p)
+  moved = x.at[0].set(x[0] * 0.7 + 0.3 * x[1])
+  assert not _certify(moved, theta, ff, loss, p)['certified']
+  dup = x.at[1].set(x[0] * 1.01)
+  cert = _certify(dup, theta, ff, loss, p)
+  assert not cert['certified'] and cert['evidence']['duplicate_pairs'] >= 1
+
+
+def test_relu_sign_flips_count_as_duplicates_only_for_sign_ambiguous_activations():
+  x = np.eye(3) * 2.0
+  x_hat = np.stack([x[0], -x[0] * 1.001, x[2]])
+  assert certificate.candidate_duplicates(x_hat, 0.1, sign_invariant=True) == 1
+  assert certificate.candidate_duplicates(x_hat, 0.1, sign_invariant=False) == 0
+
+
+def test_restarts_that_disagree_are_not_certified():
+  p = 10 * N * D
+  x, theta, ff, loss = _problem(p)
+  other = np.asarray(x)[::-1] * 1.0001  # same set, permuted: agrees
+  assert _certify(x, theta, ff, loss, p, restart_sets=[np.asarray(x), other])['certified']
+  wrong = np.asarray(x).copy()
+  wrong[0] = -wrong[0] + 0.5
+  cert = _certify(x, theta, ff, loss, p, restart_sets=[np.asarray(x), wrong])
+  assert not cert['certified'] and cert['evidence']['restarts_agree'] is False
+
+
+def test_without_a_feature_map_a_wider_margin_is_required():
+  x = np.random.default_rng(0).normal(size=(N, D))
+  kw = dict(final_loss=1e-12, tol=1e-9, x_hat=x, activation='relu_tanh')
+  assert not certificate.certify(p=N * D + 1, **kw)['certified']
+  cert = certificate.certify(p=int(2 * N * D), **kw)
+  assert cert['certified'] and cert['evidence']['jacobian'].startswith('not computed')
