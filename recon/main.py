@@ -1,7 +1,8 @@
 """Command line: python -m recon.main --config=configs/X.py [--workdir=DIR] [--config.f=v].
 
-A thin absl app: parse, validate, hand over to the experiment. Invalid input
-exits with status 2 and one line on stderr, before any compute.
+A thin absl app: parse, validate, hand over to the sweep or the pipeline registry
+(`recon.pipelines.run`). Invalid input exits with status 2 and one line on stderr,
+before any compute.
 """
 from __future__ import annotations
 
@@ -42,15 +43,16 @@ def main(argv):
   except ValueError as e:
     _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
-  from recon import experiment, sweep  # pylint: disable=import-outside-toplevel
+  from recon import pipelines, sweep  # pylint: disable=import-outside-toplevel
+  from recon.errors import ExperimentError  # pylint: disable=import-outside-toplevel
   try:
     config_lib.validate(config)
     workdir = _WORKDIR.value or default_workdir(config.get('name', 'run'))
     if config.get('sweep'):
       sweep.run(config, workdir)
     else:
-      experiment.run(config, workdir)
-  except (config_lib.ConfigError, experiment.ExperimentError) as e:
+      pipelines.run(config, workdir)
+  except (config_lib.ConfigError, ExperimentError) as e:
     _fail(str(e))
 
 
