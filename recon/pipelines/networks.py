@@ -66,21 +66,25 @@ def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str,
   return shape
 
 
+# config.model -> the Flax module it names, built from the config's fields.
+BUILDERS = {
+    'two_layer': lambda cfg, c, act: networks.TwoLayer(cfg.width, c, act),
+    'random_features_gd': lambda cfg, c, act: networks.RandomFeatures(cfg.width, c, act),
+    'resnet': lambda cfg, c, act: networks.ResNet(cfg.width, c, cfg.get('depth', 2), act,
+                                                  cfg.get('pool', 'flatten')),
+    'vit': lambda cfg, c, act: networks.ViT(cfg.width, c, cfg.get('depth', 2),
+                                            cfg.get('patch_size', 2), cfg.get('num_heads', 2),
+                                            act, cfg.get('pool', 'mean')),
+}
+
+
 def build_model(cfg: ml_collections.ConfigDict):
-  """The Flax module named by config.model."""
-  c = cfg.get('num_classes', 1)
-  act = cfg.get('activation', 'relu')
-  if cfg.model == 'two_layer':
-    return networks.TwoLayer(cfg.width, c, act)
-  if cfg.model == 'random_features_gd':
-    return networks.RandomFeatures(cfg.width, c, act)
-  if cfg.model == 'resnet':
-    return networks.ResNet(cfg.width, c, cfg.get('depth', 2), act, cfg.get('pool', 'flatten'))
-  if cfg.model == 'vit':
-    return networks.ViT(cfg.width, c, cfg.get('depth', 2), cfg.get('patch_size', 2),
-                        cfg.get('num_heads', 2), act, cfg.get('pool', 'mean'))
-  _fail(f'model: unknown network {cfg.model!r}; accepted: two_layer, resnet, vit, '
-        'random_features_gd')
+  """The Flax module named by config.model (`BUILDERS`)."""
+  builder = BUILDERS.get(cfg.model)
+  if builder is None:
+    _fail(f'model: unknown network {cfg.model!r}; accepted: two_layer, resnet, vit, '
+          'random_features_gd')
+  return builder(cfg, cfg.get('num_classes', 1), cfg.get('activation', 'relu'))
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
