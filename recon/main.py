@@ -1,6 +1,7 @@
 """Command line: python -m recon.main --config=configs/X.py [--workdir=DIR] [--config.f=v].
 
-A thin absl app: parse, validate, hand over to the experiment (`execute`). Every
+A thin absl app: parse, validate, hand over to the sweep or the pipeline registry
+(`recon.pipelines.run`) through `execute`. Every
 failure is one line on stderr ('error: ...'), and the exit status says which
 (recon/errors.py, docs/reliability_notes.md):
 
@@ -154,7 +155,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   Every failure prints one 'error: ...' line on stderr. See the module docstring for the
   exit statuses and what each leaves in the workdir.
   """
-  from recon import checkpoint, experiment, memory, sweep  # pylint: disable=import-outside-toplevel
+  from recon import checkpoint, memory, pipelines, sweep  # pylint: disable=import-outside-toplevel
   try:
     config_lib.validate(config)
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
@@ -174,7 +175,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     if config.get('sweep'):
       sweep.run(config, workdir)
       return errors.EXIT_OK
-    summary = experiment.run(config, workdir)
+    summary = pipelines.run(config, workdir)
   except errors.Interrupted as e:
     settle_workdir(workdir, existed, before, None)
     _say(str(e))

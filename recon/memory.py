@@ -2,7 +2,7 @@
 
 `check(config)` refuses (one-line ExperimentError, exit status 2) a run whose dominant
 arrays would not fit: for random features the sweep's per-point estimate
-(`recon.sweep.estimate_bytes`: V p x d, the fit's n x p arrays, about 8 m x p for one
+(`point_bytes`, shared with the sweep: V p x d, the fit's n x p arrays, about 8 m x p for one
 loss-and-gradient step, the (n + m)^2 Gram matrices); for the memory-lean path the same
 with p replaced by one feature chunk (V and the features are never stored whole); for the
 other models the m x m Gram and m x d candidate arrays plus m x width activations per
@@ -31,9 +31,18 @@ def n_candidates(config: Any) -> int:
   return int(m) * int(config.get('n_restarts', 1) or 1)
 
 
+def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int) -> int:
+  """Rough peak bytes of a padded group: per point V (P d), the fit (about 3 n P: Phi, its
+  SVD factor, the fit residual), one loss-and-gradient step (about 8 m P: candidate
+  pre-activations, features, their cotangents, the residual) and the small m x m / n x n
+  / candidate arrays, times the batch."""
+  per_point = (p_total * d + 3 * n * p_total + 8 * m * p_total + 4 * p_total
+               + 2 * (n + m) ** 2 + 6 * m * d + 2 * n * d)
+  return int(per_point * batch * itemsize)
+
+
 def estimate_bytes(config: Any) -> int:
   """Rough peak bytes of the dominant arrays of one run of `config` (see the module doc)."""
-  from recon import sweep  # pylint: disable=import-outside-toplevel
   n, d, m = int(config.n), int(config.d), n_candidates(config)
   itemsize = _itemsize(config)
   model = config.get('model')
@@ -41,7 +50,7 @@ def estimate_bytes(config: Any) -> int:
     p = int(config.p)
     if _lean(config, itemsize):
       p = min(p, int(config.get('feature_chunk', 4096)))
-    return sweep.estimate_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
+    return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
   width = int(config.get('width', 0) or 0)
   depth = int(config.get('depth', 1) or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth

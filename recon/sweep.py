@@ -8,7 +8,7 @@ form one group and run as ONE compiled call, batched along a leading grid axis:
     mask m (phi(x) = sigma(V x) * m). Row i of V is drawn from fold_in(key, i), so
     the first p rows are the unpadded model's V; the masked columns are zero, so
     Phi^+ y, the Gram of the candidates and the loss equal the unpadded ones;
-  * seed: a batch of key trees (`experiment.split_keys(seed)` per point);
+  * seed: a batch of key trees (`runs.split_keys(seed)` per point);
   * lr, momentum: hyperparameters of `optax.inject_hyperparams`, held in the
     optimiser state, so they batch like any other state.
 
@@ -39,7 +39,9 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import data, experiment, features, io, optimize, subspace_experiment
+from recon import data, driver, features, io, memory, optimize, report, routes, runs, victims
+from recon.pipelines import random_features as rf_pipeline
+from recon.pipelines import subspace as subspace_pipeline
 
 DEFAULT_MEMORY_BUDGET_GB = 8.0
 GRID_AXIS = 'grid'
@@ -83,9 +85,9 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
     cfg = ml_collections.ConfigDict(fields)
     if 'p_over_dn' in coords:
       cfg.p = _width(cfg, coords['p_over_dn'])
-    cfg = experiment.resolve(cfg)
-    subspace_experiment.check(cfg)
-    if subspace_experiment.uses_this_pipeline(cfg):
+    cfg = victims.resolve(cfg)
+    subspace_pipeline.check(cfg)
+    if routes.uses_subspace_pipeline(cfg):
       raise config_lib.ConfigError(
           f'config.model: sweeps run the random-features pipeline only (got model '
           f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
@@ -106,16 +108,6 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
   return list(groups.values())
 
 
-def estimate_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int) -> int:
-  """Rough peak bytes of a padded group: per point V (P d), the fit (about 3 n P: Phi, its
-  SVD factor, the fit residual), one loss-and-gradient step (about 8 m P: candidate
-  pre-activations, features, their cotangents, the residual) and the small m x m / n x n
-  / candidate arrays, times the batch."""
-  per_point = (p_total * d + 3 * n * p_total + 8 * m * p_total + 4 * p_total
-               + 2 * (n + m) ** 2 + 6 * m * d + 2 * n * d)
-  return int(per_point * batch * itemsize)
-
-
 def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
                  n_devices: int) -> None:
   """One-line ConfigError if any padded group would exceed the memory budget."""
@@ -123,7 +115,7 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   for g in groups:
     cfg = g.points[0].cfg
     batch = _padded_size(len(g.points), n_devices)
-    need = estimate_bytes(n=cfg.n, d=cfg.d, m=cfg.n_candidates, p_total=g.p_total,
+    need = memory.point_bytes(n=cfg.n, d=cfg.d, m=cfg.n_candidates, p_total=g.p_total,
                           batch=batch, itemsize=8 if cfg.dtype == 'float64' else 4)
     if need > budget_gb * 2 ** 30:
       raise config_lib.ConfigError(
@@ -143,12 +135,12 @@ def _stack(trees: Sequence[Any]) -> Any:
 
 def _setup_point(keys, x, y, mask, lr, momentum, *, cfg, p_total, dtype):
   """One point (pure; vmapped): fit the padded model, initialise candidates and optimiser."""
-  problem = experiment.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.activation,
-                                       mask=mask, rng=cfg.get('weight_rng', 'threefry'))
+  problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.activation,
+                                        mask=mask, rng=cfg.get('weight_rng', 'threefry'))
   train_mse = problem.pop('train_mse')
-  x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
-  optimizer = experiment.make_optimizer(cfg, lr, momentum)
-  state = optimize.init_state(x0, optimizer, experiment.rf_loss_fn(cfg), problem,
+  x0 = driver.init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  optimizer = driver.make_optimizer(cfg, lr, momentum)
+  state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
                               optimize.sphere_constraint(float(np.sqrt(cfg.d))))
   return problem, state, train_mse
 
@@ -173,13 +165,13 @@ def prepare_group(group: Group, devices=None) -> Program:
   """Stacks the group's inputs on the grid axis (sharded over `devices`), fits every
   padded model and initialises every run in one jit(vmap(...)) call."""
   cfg = group.points[0].cfg  # static fields are shared by the group
-  dtype = experiment.set_dtype(cfg.dtype)
+  dtype = runs.set_dtype(cfg.dtype)
   devices = list(devices if devices is not None else jax.devices())
   size = len(group.points)
   points = group.points + [group.points[-1]] * (_padded_size(size, len(devices)) - size)
   p_total = group.p_total
 
-  keys = [experiment.split_keys(pt.cfg.seed) for pt in points]
+  keys = [runs.split_keys(pt.cfg.seed) for pt in points]
   xy = [data.load(pt.cfg, k['data'], dtype)[:2] for pt, k in zip(points, keys)]
   inputs = (_stack(keys), jnp.stack([a for a, _ in xy]), jnp.stack([b for _, b in xy]),
             jnp.stack([features.feature_mask(pt.cfg.p, p_total, dtype) for pt in points]),
@@ -189,13 +181,13 @@ def prepare_group(group: Group, devices=None) -> Program:
   batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
   inputs = jax.device_put(inputs, batched)
 
-  loss_fn = experiment.rf_loss_fn(cfg)
+  loss_fn = rf_pipeline.rf_loss_fn(cfg)
   constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
   # lr and momentum are read from the (batched) optimiser state; these are placeholders.
-  optimizer = experiment.make_optimizer(cfg)
+  optimizer = driver.make_optimizer(cfg)
   setup = jax.jit(jax.vmap(functools.partial(_setup_point, cfg=cfg, p_total=p_total,
                                              dtype=dtype)), out_shardings=batched)
-  step_chunk = experiment.chunk_fn(cfg, loss_fn, optimizer, constraint)
+  step_chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
   problems, state, train_mse = setup(*inputs)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
@@ -243,12 +235,12 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
   cfg = pt.cfg
   v = out['v'][i][:cfg.p]  # the unpadded model's V
   x_true, x_hat = out['x_true'][i], out['x_hat'][i]
-  result = experiment.score(
+  result = report.score(
       x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=float(out['final_loss'][i]),
       steps=int(out['steps'][i]), status=int(out['status'][i]),
       phi_true=features.rf_features(v, x_true, cfg.activation),
       phi_hat=features.rf_features(v, x_hat, cfg.activation))
-  result.update(experiment.rf_extra_metrics(cfg, float(out['train_mse'][i])))
+  result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.activation, 'lr': cfg.lr,
                  'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype})
@@ -278,8 +270,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   groups = expand(config)
   devices = list(devices if devices is not None else jax.devices())
   check_memory(config, groups, len(devices))
-  experiment._prepare_workdir(workdir, config.get('overwrite', False),  # pylint: disable=protected-access
-                              marker='sweep.json')
+  runs.prepare_workdir(workdir, config.get('overwrite', False), marker='sweep.json')
   n_points = sum(len(g.points) for g in groups)
   logging.info('sweep: %d points in %d compiled group(s) on %d %s device(s)', n_points,
                len(groups), len(devices), devices[0].platform)
@@ -310,7 +301,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       'groups': group_info,
       'device': f'{len(devices)} x {devices[0].platform}',
       'wall_seconds': time.time() - t0,
-      'counting': experiment.COUNTING_NOTE,
+      'counting': report.COUNTING_NOTE,
   }
   io.write_npz(os.path.join(workdir, 'sweep.npz'), **arrays)
   io.write_text(os.path.join(workdir, 'sweep.csv'), _csv_text(records))

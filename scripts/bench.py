@@ -31,8 +31,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from recon import (compile_cache, data, experiment, features, host, io, metrics, optimize,  # noqa: E402
-                   refine, restarts)
+from recon import (compile_cache, data, driver, features, host, io, metrics, optimize,  # noqa: E402
+                   refine, restarts, runs)
+from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 
 ACT = 'relu_tanh'
 
@@ -69,36 +70,36 @@ def _memory(compiled):
 
 def bench_step(n, d, p, chunk, steps, rounds=5):
   """Per-step times (dense, lean) and the matmul roofline at one size."""
-  keys = experiment.split_keys(0)
+  keys = runs.split_keys(0)
   x, y = data.synthetic_sphere(keys['data'], n, d)
-  dense = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+  dense = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
       k, x, y, p_total=p, activation=ACT))(keys, x, y)
   dense.pop('train_mse')
-  chunk, n_chunks = experiment.lean_layout(p, chunk)
-  lean = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+  chunk, n_chunks = rf_pipeline.lean_layout(p, chunk)
+  lean = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem_lean(
       k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks))(keys, x, y)
   lean.pop('train_mse')
-  lean_hash = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+  lean_hash = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem_lean(
       k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks, rng='hash'))(keys, x, y)
   lean_hash.pop('train_mse')
-  lean_bm = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+  lean_bm = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem_lean(
       k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks, rng='hash_box_muller'))(
           keys, x, y)
   lean_bm.pop('train_mse')
-  x0 = experiment.init_candidates(keys['init'], n, d, jnp.float32)
+  x0 = driver.init_candidates(keys['init'], n, d, jnp.float32)
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
   opt = optimize.make_optimizer('adam', 0.02)
   out = {'n': n, 'd': d, 'p': p, 'chunk': chunk, 'steps_timed': steps}
   losses = {
-      'dense': lambda xh, prob: experiment.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
-      'lean': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
-      'lean_gram': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+      'dense': lambda xh, prob: rf_pipeline.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
+      'lean': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
+      'lean_gram': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
                                            residual='gram'),
-      'lean_stored': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+      'lean_stored': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
                                              residual='stored'),
-      'lean_stored_hash': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+      'lean_stored_hash': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
                                                   residual='stored', rng='hash'),
-      'lean_stored_bm': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+      'lean_stored_bm': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
                                                 residual='stored', rng='hash_box_muller'),
   }
   calls = {}
@@ -150,7 +151,7 @@ def memory_at_scale(n, d, p, chunk):
   sds = jax.ShapeDtypeStruct
   f32 = jnp.float32
   key = jax.random.PRNGKey(0)
-  chunk, n_chunks = experiment.lean_layout(p, chunk)
+  chunk, n_chunks = rf_pipeline.lean_layout(p, chunk)
   probs = {
       'dense': {'v': sds((p, d), f32), 'mask': sds((p,), f32), 'theta': sds((p,), f32)},
       'lean': {'key': sds(key.shape, key.dtype), 'p': sds((), jnp.int32),
@@ -158,9 +159,9 @@ def memory_at_scale(n, d, p, chunk):
   }
   probs['lean_stored'] = probs['lean']
   losses = {
-      'dense': lambda xh, prob: experiment.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
-      'lean': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
-      'lean_stored': experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
+      'dense': lambda xh, prob: rf_pipeline.rf_loss(xh, prob, activation=ACT, jitter=1e-6),
+      'lean': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6),
+      'lean_stored': rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6,
                                              residual='stored', rng='hash'),
   }
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
@@ -209,22 +210,22 @@ def time_to_reconstruct(n, d, seed, method, max_steps, chunk_steps=100, threshol
   """
   name, lr, momentum, reseed_every, schedule, decay_steps = METHODS[method]
   p = 10 * d * n
-  keys = experiment.split_keys(seed)
+  keys = runs.split_keys(seed)
   x_true, y = data.synthetic_sphere(keys['data'], n, d)
-  prob = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+  prob = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
       k, x, y, p_total=p, activation=ACT))(keys, x_true, y)
   prob.pop('train_mse')
-  loss_fn = lambda xh, pr: experiment.rf_loss(xh, pr, activation=ACT, jitter=1e-6)  # noqa
+  loss_fn = lambda xh, pr: rf_pipeline.rf_loss(xh, pr, activation=ACT, jitter=1e-6)  # noqa
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
   opt = optimize.make_optimizer(name, lr, momentum, schedule, decay_steps)
-  x0 = experiment.init_candidates(keys['init'], n, d, jnp.float32)
+  x0 = driver.init_candidates(keys['init'], n, d, jnp.float32)
   choose = lambda xs: xs  # noqa: E731
   n_restarts = N_RESTARTS.get(method, 1)
   if n_restarts > 1:
     chooser = restarts.BestRestart(loss_fn, prob)
     choose = lambda xs: chooser(xs)  # noqa: E731  (blind: lowest projection loss)
     x0 = restarts.init_restarts(
-        keys['init'], n_restarts, lambda k: experiment.init_candidates(k, n, d, jnp.float32))
+        keys['init'], n_restarts, lambda k: driver.init_candidates(k, n, d, jnp.float32))
     loss_fn = restarts.stacked_loss(loss_fn)
     choose(x0)  # compile outside the clock
   state = optimize.init_state(x0, opt, loss_fn, prob, constraint)

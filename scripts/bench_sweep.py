@@ -6,9 +6,9 @@ Two K = 8 grids on the phase-transition problem (n=8, d=10, relu+tanh, SGD lr 2)
 Two measures per grid:
   steady: seconds of `steps` optimiser steps once compiled (best of `repeats`): the batched
           vmapped chunk over all K points vs each point's unbatched jitted chunk (the
-          single-run path of recon.experiment); ratio = (batched / K) / mean(single);
+          single-run path of recon.pipelines); ratio = (batched / K) / mean(single);
   end_to_end: wall seconds of `recon.sweep.run` (compile, run, score, write) vs the sum of
-          K `recon.experiment.run` calls (each compiles its own program), `steps` steps each.
+          K `recon.pipelines.run` calls (each compiles its own program), `steps` steps each.
 Target: batched <= 1.2 x one single run per point (ratio <= 1.2).
 
   python scripts/bench_sweep.py            # -> results/bench_sweep.json (~5 min on 2 cores)
@@ -31,7 +31,8 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import rf_phase_transition  # noqa: E402
-from recon import compile_cache, data, experiment, host, io, optimize, sweep  # noqa: E402
+from recon import compile_cache, data, driver, host, io, optimize, pipelines, runs, sweep  # noqa: E402
+from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 
 GRIDS = {
     'seeds': {'p': (800,), 'seed': tuple(range(8))},
@@ -52,20 +53,20 @@ def grid_config(axes, steps):
 
 
 def single_program(cfg):
-  """The single-run path of recon.experiment, as a (state, chunk) pair."""
-  dtype = experiment.set_dtype(cfg.dtype)
-  keys = experiment.split_keys(cfg.seed)
+  """The single-run path of recon.pipelines, as a (state, chunk) pair."""
+  dtype = runs.set_dtype(cfg.dtype)
+  keys = runs.split_keys(cfg.seed)
   x, y, _ = data.load(cfg, keys['data'], dtype)
-  problem = jax.jit(functools.partial(experiment.make_rf_problem, p_total=cfg.p,
+  problem = jax.jit(functools.partial(rf_pipeline.make_rf_problem, p_total=cfg.p,
                                       activation=cfg.activation))(keys, x, y)
   problem.pop('train_mse')
-  loss_fn = experiment.rf_loss_fn(cfg)
+  loss_fn = rf_pipeline.rf_loss_fn(cfg)
   optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
   constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
-  state = optimize.init_state(experiment.init_candidates(keys['init'], cfg.n_candidates, cfg.d,
+  state = optimize.init_state(driver.init_candidates(keys['init'], cfg.n_candidates, cfg.d,
                                                          dtype), optimizer, loss_fn, problem,
                               constraint)
-  chunk = experiment.chunk_fn(cfg, loss_fn, optimizer, constraint)
+  chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
   return state, jax.jit(lambda s, stop: chunk(s, problem, stop))
 
 
@@ -97,7 +98,7 @@ def bench(name, axes, steps, repeats, tmp):
   e2e_single = 0.0
   for pt in group.points:
     t0 = time.time()
-    experiment.run(pt.cfg, os.path.join(tmp, f'{name}-{pt.index}'))
+    pipelines.run(pt.cfg, os.path.join(tmp, f'{name}-{pt.index}'))
     e2e_single += time.time() - t0
   row = {
       'grid': name, 'axes': {a: list(v) for a, v in axes.items()}, 'k': k, 'steps': steps,

@@ -28,8 +28,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from absl import logging  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from recon import compile_cache, data, experiment, host, io, metrics  # noqa: E402
-from recon import kkt_experiment as ke  # noqa: E402
+from recon import compile_cache, data, host, io, metrics, reconstruct, runs, victims  # noqa: E402
+from recon.pipelines import kkt as ke  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
 
 OUT = 'results'
@@ -41,11 +41,11 @@ def base_config(**kw):
   c.log_every_seconds = 1e9
   for k, v in kw.items():
     setattr(c, k, v)
-  return experiment.resolve(c)
+  return victims.resolve(c)
 
 
 def synthetic(cfg, kind):
-  keys = experiment.split_keys(cfg.seed)
+  keys = runs.split_keys(cfg.seed)
   k_x, k_y = jax.random.split(keys['data'])
   x = data.sphere_rows(k_x, cfg.n, cfg.d, jnp.float64)
   return x, ke.balanced_labels(k_y, cfg.n, kind, cfg.n_classes, jnp.float64), keys
@@ -62,7 +62,7 @@ def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
     from recon import splitting  # pylint: disable=import-outside-toplevel
     refiner = splitting.Splitter(splitting.config_from(cfg), a['split_model'], a['loss_fn'],
                                  a['constraint'])
-  s = experiment.reconstruct_and_report(
+  s = reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x, y=y, meta={}, problem=a['problem'], loss_fn=a['loss_fn'],
       x0=a['x0'], constraint=a['constraint'], decode=a['decode'], refiner=refiner)
   return s['metrics']
@@ -97,7 +97,7 @@ def identifiability(restarts=3, noise_level=0.03):
       c.chunk_steps = 200
       for k, v in overrides.items():
         setattr(c, k, v)
-      cfg = experiment.resolve(c)
+      cfg = victims.resolve(c)
       x, y, keys = synthetic(cfg, 'binary')
       net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
       duals = info.pop('duals')
@@ -184,7 +184,7 @@ def identifiability_ablation(max_steps=1500):
   c.log_every_seconds = 1e9
   c.max_steps = max_steps
   c.chunk_steps = 250
-  cfg = experiment.resolve(c)
+  cfg = victims.resolve(c)
   x, y, keys = synthetic(cfg, 'binary')
   net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
   duals = info.pop('duals')
@@ -282,7 +282,7 @@ def digits(n=10):
   for act, target in (('cubic', 'planted'), ('cubic', 'theta')):
     cfg = base_config(activation=act, d=64, n=n, width=64, train_steps=5000, train_lr=0.05,
                       train_polish=False, kkt_target=target, max_steps=15000, n_candidates=n)
-    keys = experiment.split_keys(0)
+    keys = runs.split_keys(0)
     net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
     duals = info.pop('duals')
     m = attack(cfg, net, p0, p, x, y, duals, keys, 'binary', f'{OUT}/runs/kkt_digits_{target}')

@@ -17,7 +17,7 @@ import tempfile
 from absl import app, flags, logging
 
 from configs import resnet, rf_logistic, two_layer, vit
-from recon import compile_cache, experiment, host, io
+from recon import compile_cache, host, io, pipelines
 
 _OUT = flags.DEFINE_string('out', 'results/network_showcase', 'Output path without suffix.')
 _ONLY = flags.DEFINE_list('only', ['two_layer', 'resnet', 'vit', 'rf_logistic'], 'Which runs.')
@@ -41,7 +41,7 @@ def main(argv):
     cfg = CONFIGS[name].get_config()
     cfg.overwrite, cfg.log_every_seconds = True, 1e9
     with tempfile.TemporaryDirectory() as workdir:
-      summary = experiment.run(cfg, workdir)
+      summary = pipelines.run(cfg, workdir)
     runs[name] = {k: summary['metrics'].get(k) for k in KEEP}
     runs[name]['threat_model'] = summary['threat_model']
     print(name, {k: runs[name][k] for k in ('p_L_over_dn', 'recon_error', 'frac_recovered')},

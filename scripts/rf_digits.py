@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import logging  # pylint: disable=wrong-import-position
 
 from configs import rf_digits  # pylint: disable=wrong-import-position
-from recon import compile_cache, experiment, host, io  # pylint: disable=wrong-import-position
+from recon import compile_cache, host, io, pipelines  # pylint: disable=wrong-import-position
 
 COLUMNS = ('seed', 'frac_recovered', 'frac_recovered_ssim', 'ssim_mean', 'ssim_min', 'psnr_mean',
            'recon_error', 'recon_error_median', 'final_loss', 'steps', 'status', 'wall_seconds')
@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     config.seed = seed
     config.overwrite = True
     workdir = os.path.join(args.runs, f'rf_digits-seed{seed}')
-    summary = experiment.run(config, workdir)
+    summary = pipelines.run(config, workdir)
     rows.append({'seed': seed, **{k: summary['metrics'][k] for k in COLUMNS[1:]}})
     if first is None:
       first = (workdir, summary)

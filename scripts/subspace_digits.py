@@ -25,7 +25,8 @@ import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 from sklearn.datasets import load_digits  # pylint: disable=wrong-import-position
 
-from recon import compile_cache, experiment, host, io, subspace_experiment  # pylint: disable=wrong-import-position
+from recon import compile_cache, host, io, runs, victims  # pylint: disable=wrong-import-position
+from recon.pipelines import subspace as subspace_pipeline  # pylint: disable=wrong-import-position
 
 OUT = 'results'
 N = 6
@@ -52,13 +53,13 @@ def main() -> None:
     cfg = mod.get_config()
     cfg.name, cfg.n, cfg.subspace, cfg.max_steps, cfg.overwrite = 'digits', N, mode, 3000, True
     cfg.dataset = 'synthetic_sphere'  # not loaded: the rows are passed in below
-    cfg = experiment.resolve(cfg)
+    cfg = victims.resolve(cfg)
     cfg.dataset = 'digits[:6] (scripts/subspace_digits.py)'  # for summary.json only
     workdir = os.path.join(OUT, 'runs', 'subspace_digits', mode)
     os.makedirs(workdir, exist_ok=True)
-    summary = subspace_experiment.run_two_layer_on(
+    summary = subspace_pipeline.run_two_layer_on(
         cfg, workdir, x, y, {'name': 'digits', 'image_shape': (8, 8)},
-        keys=experiment.split_keys(cfg.seed))
+        keys=runs.split_keys(cfg.seed))
     m = summary['metrics']
     results[mode] = {k: m.get(k) for k in (
         'recon_error', 'frac_recovered', 'final_loss', 'search_dim', 'auto_k',

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
-from recon import compile_cache, experiment, host, io  # pylint: disable=wrong-import-position
+from recon import compile_cache, host, io, pipelines  # pylint: disable=wrong-import-position
 
 P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)
@@ -49,7 +49,7 @@ def main() -> None:
       for seed in SEEDS:
         cfg = load_config('configs/rf_subspace.py')
         cfg.p, cfg.subspace, cfg.seed, cfg.max_steps, cfg.overwrite = p, mode, seed, MAX_STEPS, True
-        m = experiment.run(cfg, os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}'))
+        m = pipelines.run(cfg, os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}'))
         m = m['metrics']
         row = {'subspace': mode, 'p': p, 'seed': seed, 'p_over_kn': p / (k * n),
                'p_over_dn': p / (d * n), 'recon_error': m['recon_error'],

@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
-from recon import compile_cache, experiment, host, io  # pylint: disable=wrong-import-position
+from recon import compile_cache, host, io, pipelines  # pylint: disable=wrong-import-position
 
 WIDTHS = (96, 192)
 SEEDS = (0, 1)
@@ -54,7 +54,7 @@ def load_config(**fields):
 def run(part: str, **fields):
   cfg = load_config(**fields)
   tag = '-'.join(f'{k}{v}' for k, v in fields.items())
-  m = experiment.run(cfg, os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}'))
+  m = pipelines.run(cfg, os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}'))
   m = m['metrics']
   row = {'part': part, 'width': cfg.width, 'seed': cfg.seed, 'subspace': cfg.subspace,
          'weight_decay': cfg.weight_decay, 'p_over_kn': cfg.width / (cfg.planted_dim * cfg.n),

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import two_layer
-from recon import compile_cache, experiment, host, io
+from recon import compile_cache, host, io, pipelines
 
 _RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / (d n) values.')
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')
@@ -48,7 +48,7 @@ def main(argv):
       cfg.width, cfg.seed, cfg.max_steps, cfg.overwrite = width, seed, _MAX_STEPS.value, True
       cfg.log_every_seconds = 1e9
       with tempfile.TemporaryDirectory() as workdir:
-        summary = experiment.run(cfg, workdir)
+        summary = pipelines.run(cfg, workdir)
       m = summary['metrics']
       row = {k: m[k] for k in KEEP}
       row['seed'] = seed

@@ -14,7 +14,8 @@ import numpy as np
 import optax
 import pytest
 
-from recon import checkpoint, experiment
+from recon import checkpoint, errors, pipelines, report
+from recon.pipelines import random_features as rf_pipeline
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 
@@ -69,7 +70,7 @@ def snapshot(workdir):
 def unbroken(tmp_path_factory):
   """One uninterrupted in-process run: 400 steps, checkpoints every 100."""
   workdir = str(tmp_path_factory.mktemp('unbroken'))
-  experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
+  pipelines.run(tiny_config(checkpoint_every_steps=100), workdir)
   return workdir
 
 
@@ -92,9 +93,9 @@ def test_checkpoints_written_and_pruned(unbroken):
 def test_resume_with_more_steps_is_bit_for_bit(unbroken, tmp_path):
   """200 steps, then resume to 400 (max_steps may grow): same outputs as 400 in one go."""
   workdir = str(tmp_path / 'split')
-  first = experiment.run(tiny_config(max_steps=200), workdir)
+  first = pipelines.run(tiny_config(max_steps=200), workdir)
   assert first['metrics']['steps'] == 200
-  summary = experiment.run(tiny_config(resume=True, chunk_steps=100), workdir)
+  summary = pipelines.run(tiny_config(resume=True, chunk_steps=100), workdir)
   assert summary['resumed_from_step'] == 200
   assert summary['history']['step'][-1] == 400
   # chunk_steps changed on resume: candidates identical, history sampled differently.
@@ -113,7 +114,7 @@ def test_resume_after_crash_is_bit_for_bit(unbroken, tmp_path):
   os.remove(os.path.join(workdir, 'reconstruction.npz'))
   # An unfinished orbax save (as SIGKILL mid-save leaves it) must be ignored.
   os.makedirs(os.path.join(workdir, 'checkpoints', '350.orbax-checkpoint-tmp-1'))
-  summary = experiment.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
+  summary = pipelines.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
   assert summary['resumed_from_step'] == 300
   assert_same_outputs(unbroken, workdir)
 
@@ -122,12 +123,12 @@ def test_second_run_into_a_workdir_is_refused(unbroken, tmp_path):
   workdir = str(tmp_path / 'again')
   shutil.copytree(unbroken, workdir)
   before = snapshot(workdir)
-  with pytest.raises(experiment.ExperimentError, match='already holds a finished run') as err:
-    experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
+  with pytest.raises(errors.ExperimentError, match='already holds a finished run') as err:
+    pipelines.run(tiny_config(checkpoint_every_steps=100), workdir)
   assert '\n' not in str(err.value)
   assert snapshot(workdir) == before
   # overwrite=True replaces it (same config: same outputs).
-  experiment.run(tiny_config(checkpoint_every_steps=100, overwrite=True), workdir)
+  pipelines.run(tiny_config(checkpoint_every_steps=100, overwrite=True), workdir)
   assert_same_outputs(unbroken, workdir)
 
 
@@ -135,8 +136,8 @@ def test_unfinished_run_is_refused_without_resume(unbroken, tmp_path):
   workdir = str(tmp_path / 'unfinished')
   shutil.copytree(unbroken, workdir)
   os.remove(os.path.join(workdir, 'summary.json'))
-  with pytest.raises(experiment.ExperimentError, match='resume=True to continue'):
-    experiment.run(tiny_config(), workdir)
+  with pytest.raises(errors.ExperimentError, match='resume=True to continue'):
+    pipelines.run(tiny_config(), workdir)
 
 
 @pytest.mark.parametrize('overrides,named', [
@@ -148,8 +149,8 @@ def test_resume_with_a_different_config_is_refused(unbroken, tmp_path, overrides
   workdir = str(tmp_path / 'mismatch')
   shutil.copytree(unbroken, workdir)
   before = snapshot(workdir)
-  with pytest.raises(experiment.ExperimentError) as err:
-    experiment.run(tiny_config(resume=True, **overrides), workdir)
+  with pytest.raises(errors.ExperimentError) as err:
+    pipelines.run(tiny_config(resume=True, **overrides), workdir)
   message = str(err.value)
   assert '\n' not in message
   assert message.startswith('resume: the config differs from the checkpointed run in ' + named)
@@ -161,9 +162,9 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
   workdir = str(tmp_path / 'fresh')
   os.makedirs(os.path.join(workdir, 'checkpoints', '100.orbax-checkpoint-tmp-7'))
   shutil.copytree(os.path.join(unbroken, 'model'), os.path.join(workdir, 'model'))
-  with pytest.raises(experiment.ExperimentError, match='already holds an unfinished run'):
-    experiment.run(tiny_config(checkpoint_every_steps=100), workdir)
-  summary = experiment.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
+  with pytest.raises(errors.ExperimentError, match='already holds an unfinished run'):
+    pipelines.run(tiny_config(checkpoint_every_steps=100), workdir)
+  summary = pipelines.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
   assert summary['resumed_from_step'] is None
   assert_same_outputs(unbroken, workdir)
 
@@ -176,7 +177,7 @@ RESEED = dict(n_candidates=8, reseed_every=50, reseed_threshold=0.3, checkpoint_
 @pytest.fixture(scope='module')
 def unbroken_reseeding(tmp_path_factory):
   workdir = str(tmp_path_factory.mktemp('unbroken_reseeding'))
-  summary = experiment.run(tiny_config(**RESEED), workdir)
+  summary = pipelines.run(tiny_config(**RESEED), workdir)
   return workdir, summary
 
 
@@ -195,7 +196,7 @@ def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tm
   shutil.rmtree(os.path.join(workdir, 'checkpoints', '400'))
   for name in ('summary.json', 'reconstruction.npz'):
     os.remove(os.path.join(workdir, name))
-  resumed = experiment.run(tiny_config(resume=True, **RESEED), workdir)
+  resumed = pipelines.run(tiny_config(resume=True, **RESEED), workdir)
   assert resumed['resumed_from_step'] == 300
   assert_same_outputs(unbroken, workdir)
 
@@ -203,8 +204,8 @@ def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tm
 def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding, tmp_path):
   unbroken, _ = unbroken_reseeding
   workdir = str(tmp_path / 'split')
-  experiment.run(tiny_config(**dict(RESEED, max_steps=250)), workdir)
-  resumed = experiment.run(tiny_config(resume=True, **RESEED), workdir)
+  pipelines.run(tiny_config(**dict(RESEED, max_steps=250)), workdir)
+  resumed = pipelines.run(tiny_config(resume=True, **RESEED), workdir)
   assert resumed['resumed_from_step'] == 250
   assert_same_outputs(unbroken, workdir)
 
@@ -273,31 +274,31 @@ def test_two_layer_model_round_trip(tmp_path):
   out = loaded.module().apply({'params': loaded.trained}, x)
   np.testing.assert_array_equal(out, module.apply({'params': trained}, x))
   # A random-features config cannot attack a TwoLayer: refused in one line, before compute.
-  with pytest.raises(experiment.ExperimentError, match="model: 'random_features' but "
+  with pytest.raises(errors.ExperimentError, match="model: 'random_features' but "
                      'model_checkpoint .* holds a TwoLayer'):
-    experiment.run(tiny_config(model_checkpoint=path), str(tmp_path / 'w'))
+    pipelines.run(tiny_config(model_checkpoint=path), str(tmp_path / 'w'))
   assert not os.path.exists(tmp_path / 'w')
 
 
 def test_random_features_model_with_explicit_v(unbroken, tmp_path):
   """A model whose V was drawn elsewhere is stored as extras['v']; same V, same attack."""
   model = model_ckpt.load(unbroken)
-  v = experiment.rf_problem(model, jnp.float32)['v']
+  v = rf_pipeline.rf_problem(model, jnp.float32)['v']
   model.extras = {'v': np.asarray(v)}
   path = str(tmp_path / 'explicit_v')
   model_ckpt.save(path, model)
-  np.testing.assert_array_equal(experiment.rf_problem(model_ckpt.load(path), jnp.float32)['v'], v)
+  np.testing.assert_array_equal(rf_pipeline.rf_problem(model_ckpt.load(path), jnp.float32)['v'], v)
 
 
 def test_bad_model_checkpoint_is_refused(tmp_path):
-  with pytest.raises(experiment.ExperimentError, match='model_checkpoint: no model.json'):
-    experiment.run(tiny_config(model_checkpoint=str(tmp_path)), str(tmp_path / 'w'))
+  with pytest.raises(errors.ExperimentError, match='model_checkpoint: no model.json'):
+    pipelines.run(tiny_config(model_checkpoint=str(tmp_path)), str(tmp_path / 'w'))
 
 
 def test_reconstruct_from_model_checkpoint(unbroken, tmp_path):
   """Attacking the saved model gives the unbroken run's outputs; the checkpoint's p, d win."""
   workdir = str(tmp_path / 'from_model')
-  summary = experiment.run(tiny_config(model_checkpoint=unbroken, p=999, d=7,
+  summary = pipelines.run(tiny_config(model_checkpoint=unbroken, p=999, d=7,
                                        checkpoint_every_steps=100), workdir)
   assert (summary['config']['p'], summary['config']['d']) == (64, 4)
   assert_same_outputs(unbroken, workdir)
@@ -309,11 +310,11 @@ def test_reconstruct_without_ground_truth(unbroken, tmp_path):
   path = str(tmp_path / 'blind_model')
   model_ckpt.save(path, model)
   workdir = str(tmp_path / 'blind')
-  summary = experiment.run(tiny_config(model_checkpoint=path), workdir)
+  summary = pipelines.run(tiny_config(model_checkpoint=path), workdir)
   m = summary['metrics']
   assert m['ground_truth'] is False and 'recon_error' not in m
   assert m['steps'] == 400 and m['n_candidates'] == 4
-  assert summary['counting'] == experiment.BLIND_NOTE
+  assert summary['counting'] == report.BLIND_NOTE
   ref = json.load(open(os.path.join(unbroken, 'summary.json')))
   assert m['final_loss'] == ref['metrics']['final_loss']  # same model, same start
   assert sorted(read_npz(workdir)) == ['x_candidates']
@@ -376,9 +377,9 @@ def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
     return c
 
   whole, split = str(tmp_path / 'whole'), str(tmp_path / 'split')
-  experiment.run(cfg(), whole)
-  experiment.run(cfg(max_steps=40), split)
-  summary = experiment.run(cfg(resume=True), split)
+  pipelines.run(cfg(), whole)
+  pipelines.run(cfg(max_steps=40), split)
+  summary = pipelines.run(cfg(resume=True), split)
   assert summary['resumed_from_step'] == 40
   assert_same_outputs(whole, split)
 
@@ -395,7 +396,7 @@ def test_restoring_a_state_of_another_layout_is_one_line(tmp_path):
   assert ck(sgd._replace(step=jnp.asarray(1, sgd.step.dtype)), [(1, 1.0)], stopped=True)
   ck.close()
   reader = checkpoint.RunCheckpointer(str(tmp_path), {'seed': 0})
-  with pytest.raises(experiment.ExperimentError, match=r'^resume: the checkpoint at step 1 .* '
+  with pytest.raises(errors.ExperimentError, match=r'^resume: the checkpoint at step 1 .* '
                      r'another layout') as e:
     reader.restore(adam)
   assert '\n' not in str(e.value)

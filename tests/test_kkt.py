@@ -233,8 +233,8 @@ def test_neuron_gram_rank():
 
 
 def test_eliminate_rejects_split_lambda_min_and_box():
-  from recon import experiment
-  from recon import kkt_experiment as ke
+  from recon import errors, victims
+  from recon.pipelines import kkt as ke
   from configs import kkt_identifiability
   for field, value, match in (('split', 'every', 'split'), ('lambda_min', 0.5, 'lambda_min'),
                               ('prior', 'box', 'prior')):
@@ -242,10 +242,10 @@ def test_eliminate_rejects_split_lambda_min_and_box():
     setattr(c, field, value)
     if field == 'split':
       c.residual_weights = 'none'
-    with pytest.raises(experiment.ExperimentError, match=match):
-      ke.check_attack_config(experiment.resolve(c))
+    with pytest.raises(errors.ExperimentError, match=match):
+      ke.check_attack_config(victims.resolve(c))
   c = kkt_identifiability.get_config()
   c.split = 'every'
   c.lambda_solve = 'optimize'
-  with pytest.raises(experiment.ExperimentError, match='split'):
-    ke.check_attack_config(experiment.resolve(c))
+  with pytest.raises(errors.ExperimentError, match='split'):
+    ke.check_attack_config(victims.resolve(c))

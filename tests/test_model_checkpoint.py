@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import experiment
+from recon import errors, pipelines
 from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous, networks
 
@@ -113,7 +113,7 @@ def test_non_default_initialiser_is_refused():
 def trained_run(tmp_path_factory):
   """A tiny two_layer run that trains its net and saves it to WORKDIR/model."""
   workdir = str(tmp_path_factory.mktemp('trained'))
-  summary = experiment.run(two_layer_config(), workdir)
+  summary = pipelines.run(two_layer_config(), workdir)
   return workdir, summary
 
 
@@ -131,7 +131,7 @@ def test_run_saves_its_model_without_the_data(trained_run):
 def test_reconstruct_from_saved_two_layer_matches_the_training_run(trained_run, tmp_path):
   workdir, trained = trained_run
   # The checkpoint's architecture wins over the config's (width 7 -> 24).
-  summary = experiment.run(two_layer_config(model_checkpoint=workdir, width=7),
+  summary = pipelines.run(two_layer_config(model_checkpoint=workdir, width=7),
                            str(tmp_path / 'attack'))
   assert summary['config']['width'] == 24
   assert without_wall_time(summary['metrics']) == without_wall_time(trained['metrics'])
@@ -147,8 +147,8 @@ def test_resume_reads_the_saved_model_instead_of_training(trained_run, tmp_path)
   shows the net was read back from WORKDIR/model, not retrained."""
   workdir, trained = trained_run
   split = str(tmp_path / 'split')
-  first = experiment.run(two_layer_config(max_steps=50), split)
-  summary = experiment.run(two_layer_config(resume=True), split)
+  first = pipelines.run(two_layer_config(max_steps=50), split)
+  summary = pipelines.run(two_layer_config(resume=True), split)
   assert summary['resumed_from_step'] == 50
   assert summary['metrics']['train_seconds'] == first['metrics']['train_seconds']
   drop = lambda m: {k: v for k, v in m.items() if k not in ('wall_seconds', 'train_seconds')}
@@ -165,12 +165,12 @@ def test_trained_params_only(trained_run, tmp_path):
   for overrides, field in [({}, 'attacker_knows_init'),
                            (dict(attacker_knows_init=False, jacobian_at='midpoint'),
                             'jacobian_at')]:
-    with pytest.raises(experiment.ExperimentError) as err:
-      experiment.run(two_layer_config(model_checkpoint=path, **overrides), str(tmp_path / 'w'))
+    with pytest.raises(errors.ExperimentError) as err:
+      pipelines.run(two_layer_config(model_checkpoint=path, **overrides), str(tmp_path / 'w'))
     message = str(err.value)
     assert message.startswith(f'{field}: ') and "no initial parameters (part 'initial')" in message
     assert '\n' not in message and not os.path.exists(tmp_path / 'w')
-  summary = experiment.run(two_layer_config(model_checkpoint=path, attacker_knows_init=False),
+  summary = pipelines.run(two_layer_config(model_checkpoint=path, attacker_knows_init=False),
                            str(tmp_path / 'ok'))
   assert summary['metrics']['ground_truth'] is True and summary['metrics']['steps'] == 100
   assert 'theta = vec(W_head(T))' in summary['threat_model']['target']
@@ -183,7 +183,7 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
   model.data, model.info = {'input_shape': [10]}, {}
   path = str(tmp_path / 'foreign')
   model_ckpt.save(path, model)
-  summary = experiment.run(two_layer_config(model_checkpoint=path), str(tmp_path / 'blind'))
+  summary = pipelines.run(two_layer_config(model_checkpoint=path), str(tmp_path / 'blind'))
   m = summary['metrics']
   assert m['ground_truth'] is False and 'recon_error' not in m
   assert m['final_loss'] == trained['metrics']['final_loss']  # same net, same start
@@ -236,8 +236,8 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
       cfg.subspace = 'known'
       model_ckpt.save(path, model_ckpt.flax_model(module, params, params))
   target = str(tmp_path / 'run')
-  with pytest.raises(experiment.ExperimentError, match=message) as err:
-    experiment.run(cfg, target)
+  with pytest.raises(errors.ExperimentError, match=message) as err:
+    pipelines.run(cfg, target)
   assert '\n' not in str(err.value)
   if setup not in ('no_arrays', 'wrong_width'):  # refused from model.json alone: nothing written
     assert not os.path.exists(target)

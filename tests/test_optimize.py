@@ -96,9 +96,9 @@ def test_lbfgs_runs_the_random_features_attack_end_to_end(tmp_path):
   # L-BFGS with the sphere projection after each step (its curvature pairs see the
   # projected iterates) still drives the projection loss down on the default problem.
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
-  from recon import experiment  # pylint: disable=import-outside-toplevel
+  from recon import pipelines  # pylint: disable=import-outside-toplevel
   cfg = rf_synthetic.get_config()
   cfg.update(n=4, d=5, p=200, optimizer='lbfgs', lr=1.0, lr_schedule='constant',
              max_steps=300, chunk_steps=300)
-  m = experiment.run(cfg, str(tmp_path / 'lbfgs'))['metrics']
+  m = pipelines.run(cfg, str(tmp_path / 'lbfgs'))['metrics']
   assert m['final_loss'] < 1e-6 and m['recon_error'] < 0.01, m  # 1e-9, 8e-5 measured; 5 steps: 0.06

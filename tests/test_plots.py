@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from recon import experiment, plots
+from recon import errors, pipelines, plots, report
 
 PNG = b'\x89PNG\r\n\x1a\n'
 
@@ -61,7 +61,7 @@ def tiny_config(**kw):
 
 
 def test_image_run_writes_grid_loss_curve_and_image_metrics(tmp_path):
-  summary = experiment.run(tiny_config(), str(tmp_path))
+  summary = pipelines.run(tiny_config(), str(tmp_path))
   m = summary['metrics']
   for key in ('ssim_mean', 'psnr_mean', 'frac_recovered_ssim', 'n_recovered_ssim'):
     assert key in m
@@ -76,15 +76,15 @@ def test_image_run_writes_grid_loss_curve_and_image_metrics(tmp_path):
 def test_synthetic_run_writes_loss_curve_only(tmp_path):
   c = tiny_config(dataset='synthetic_sphere', classes=None, image_size=None, d=5, p=100,
                   label_noise=0.5)
-  summary = experiment.run(c, str(tmp_path))
+  summary = pipelines.run(c, str(tmp_path))
   assert 'ssim_mean' not in summary['metrics']
   assert_png(tmp_path / 'loss_curve.png')
   assert not os.path.exists(tmp_path / 'grid.png')
 
 
 def test_too_large_ssim_window_is_refused_before_compute(tmp_path):
-  with pytest.raises(experiment.ExperimentError, match='config.ssim_filter_size'):
-    experiment.run(tiny_config(ssim_filter_size=5), str(tmp_path))
+  with pytest.raises(errors.ExperimentError, match='config.ssim_filter_size'):
+    pipelines.run(tiny_config(ssim_filter_size=5), str(tmp_path))
   assert not os.path.exists(tmp_path / 'summary.json')
 
 
@@ -93,7 +93,7 @@ def test_write_plots_without_pixel_metadata(tmp_path):
   rng = np.random.default_rng(0)
   x = rng.standard_normal((3, 16)) * 5.0
   meta = {'image_shape': (4, 4, 1)}
-  experiment.write_plots(str(tmp_path), x, x + 0.01, meta, {'step': [0, 1], 'loss': [1.0, 0.5]},
+  report.write_plots(str(tmp_path), x, x + 0.01, meta, {'step': [0, 1], 'loss': [1.0, 0.5]},
                          {'status': 'converged', 'ssim_filter_size': 3})
   assert_png(tmp_path / 'grid.png')
   assert_png(tmp_path / 'loss_curve.png')

@@ -11,7 +11,8 @@ import ml_collections
 import numpy as np
 import pytest
 
-from recon import experiment, features
+from recon import features, pipelines, runs
+from recon.pipelines import random_features as rf_pipeline
 from recon.objectives import projection, projection_streamed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -187,39 +188,39 @@ def test_sharded_equals_single_device():
 
 
 def test_lean_problem_matches_dense_problem():
-  keys = experiment.split_keys(0)
+  keys = runs.split_keys(0)
   x = jax.random.normal(jax.random.PRNGKey(5), (4, 6))
   y = jnp.arange(4.0)
-  dense = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+  dense = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
       k, x, y, p_total=70, activation=ACT))(keys, x, y)
-  chunk, n_chunks = experiment.lean_layout(70, 16)
-  lean = jax.jit(lambda k, x, y: experiment.make_rf_problem_lean(
+  chunk, n_chunks = rf_pipeline.lean_layout(70, 16)
+  lean = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem_lean(
       k, x, y, p=70, activation=ACT, chunk=chunk, n_chunks=n_chunks))(keys, x, y)
   theta = np.asarray(lean['theta']).ravel()
   np.testing.assert_allclose(theta[:70], np.asarray(dense['theta']), rtol=1e-3, atol=1e-4)
   assert np.all(theta[70:] == 0)
-  loss = experiment.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6)
+  loss = rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6)
   xh = jax.random.normal(jax.random.PRNGKey(6), (4, 6))
   np.testing.assert_allclose(
       float(jax.jit(loss)(xh, lean)),
-      float(jax.jit(lambda a, b: experiment.rf_loss(a, b, activation=ACT, jitter=1e-6))(
+      float(jax.jit(lambda a, b: rf_pipeline.rf_loss(a, b, activation=ACT, jitter=1e-6))(
           xh, dense)), rtol=1e-4)
 
 
 def test_lean_mode_selection_and_layout():
   cfg = ml_collections.ConfigDict({'p': 1000, 'd': 1000, 'feature_mode': 'auto',
                                    'feature_memory_budget_mb': 1.0, 'feature_shards': 1})
-  assert experiment.use_lean_features(cfg, jnp.float32)  # 3.8 MB > 1 MB
+  assert rf_pipeline.use_lean_features(cfg, jnp.float32)  # 3.8 MB > 1 MB
   cfg.feature_memory_budget_mb = 10.0
-  assert not experiment.use_lean_features(cfg, jnp.float32)
+  assert not rf_pipeline.use_lean_features(cfg, jnp.float32)
   cfg.feature_shards = 2
-  assert experiment.use_lean_features(cfg, jnp.float32)
-  assert experiment.lean_layout(100, 16, 2) == (13, 8)  # 2 shards x 4 chunks x 13 >= 100
-  assert experiment.lean_layout(10, 64, 2) == (5, 2)
-  assert experiment.lean_layout(10000, 4096) == (3334, 3)  # balanced: 2 features of padding
-  assert experiment.lean_layout(4096, 4096) == (4096, 1)
+  assert rf_pipeline.use_lean_features(cfg, jnp.float32)
+  assert rf_pipeline.lean_layout(100, 16, 2) == (13, 8)  # 2 shards x 4 chunks x 13 >= 100
+  assert rf_pipeline.lean_layout(10, 64, 2) == (5, 2)
+  assert rf_pipeline.lean_layout(10000, 4096) == (3334, 3)  # balanced: 2 features of padding
+  assert rf_pipeline.lean_layout(4096, 4096) == (4096, 1)
   for p, chunk, shards in [(1, 5, 1), (7, 1, 1), (999, 100, 4), (12345, 4096, 2)]:
-    c, n = experiment.lean_layout(p, chunk, shards)
+    c, n = rf_pipeline.lean_layout(p, chunk, shards)
     assert c <= chunk and n % shards == 0 and p <= c * n < p + n
 
 
@@ -236,11 +237,11 @@ def test_check_condition_warns_on_collapse(caplog):
 def test_auto_residual_stores_preactivations_within_budget():
   cfg = ml_collections.ConfigDict({'p': 100000, 'n_candidates': 20, 'feature_residual': 'auto',
                                    'feature_memory_budget_mb': 10.0})
-  assert experiment.lean_residual(cfg, jnp.float32) == 'stored'  # Z: 7.6 MB
+  assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'stored'  # Z: 7.6 MB
   cfg.feature_memory_budget_mb = 5.0
-  assert experiment.lean_residual(cfg, jnp.float32) == 'two_pass'
+  assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'two_pass'
   cfg.feature_residual = 'gram'
-  assert experiment.lean_residual(cfg, jnp.float32) == 'gram'
+  assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'gram'
 
 
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
@@ -254,7 +255,7 @@ def test_cli_lean_run_equals_dense_run(tmp_path, rng):
     with cfg.unlocked():
       cfg.update(n=4, d=5, p=200, max_steps=300, chunk_steps=300, feature_mode=mode,
                  feature_chunk=64, weight_rng=rng, lr_decay_steps=300)
-    s = experiment.run(cfg, str(tmp_path / f'{mode}_{rng}'))
+    s = pipelines.run(cfg, str(tmp_path / f'{mode}_{rng}'))
     out[mode] = s['metrics']
   assert out['lean']['memory_lean'] and not out['dense']['memory_lean']
   np.testing.assert_allclose(out['lean']['final_loss'], out['dense']['final_loss'], rtol=0.05,

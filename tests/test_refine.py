@@ -3,7 +3,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import experiment, optimize, refine
+from recon import optimize, refine, runs
+from recon.pipelines import random_features as rf_pipeline
 
 ACT = 'relu_tanh'
 
@@ -15,14 +16,14 @@ def test_collapsed_flags_the_later_of_each_close_pair():
 
 
 def _problem(x_true):
-  keys = experiment.split_keys(0)
+  keys = runs.split_keys(0)
   y = jnp.arange(x_true.shape[0], dtype=jnp.float32)
-  return jax.jit(lambda k, x, y: experiment.make_rf_problem(
+  return jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
       k, x, y, p_total=300, activation=ACT))(keys, x_true, y)
 
 
 def _reseeder(problem, every=1):
-  loss_fn = jax.jit(lambda x, prob: experiment.rf_loss(x, prob, activation=ACT, jitter=1e-6))
+  loss_fn = jax.jit(lambda x, prob: rf_pipeline.rf_loss(x, prob, activation=ACT, jitter=1e-6))
   opt = optimize.make_optimizer('adam', 0.05)
   constraint = optimize.sphere_constraint(float(np.sqrt(6)))
   r = refine.Reseeder(jax.random.PRNGKey(1), loss_fn, problem, constraint, opt, every=every,

@@ -280,14 +280,14 @@ def test_data_error_leaves_no_workdir(tmp_path, capsys):
 
 
 def test_failure_after_compute_marks_the_workdir_failed(tmp_path, monkeypatch, capsys):
-  from recon import experiment
+  from recon import pipelines
 
   def half(c, w):
     os.makedirs(os.path.join(w, 'model'))
     io.write_text(os.path.join(w, 'model', 'x'), 'x')
     raise errors.ExperimentError('split: something went wrong')
 
-  monkeypatch.setattr(experiment, 'run', half)
+  monkeypatch.setattr(pipelines, "run", half)
   assert main.execute(_tiny(), str(tmp_path / 'w')) == 2
   s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
   assert s['status'] == 'failed' and s['reason'] == 'split: something went wrong'
@@ -297,7 +297,7 @@ def test_failure_after_compute_marks_the_workdir_failed(tmp_path, monkeypatch, c
     io.write_text(os.path.join(w, 'partial'), 'x')
     raise RuntimeError('boom\nsecond line')
 
-  monkeypatch.setattr(experiment, 'run', crash)
+  monkeypatch.setattr(pipelines, "run", crash)
   assert main.execute(_tiny(), str(tmp_path / 'v')) == 1
   lines = _error_lines(capsys)
   assert len(lines) == 2 and 'internal error: RuntimeError: boom' in lines[1]

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import experiment, optimize, restarts
+from recon import driver, optimize, restarts, runs
+from recon.pipelines import random_features as rf_pipeline
 
 ACT = 'relu_tanh'
 N, D, P, K = 4, 5, 200, 3
@@ -18,21 +19,21 @@ CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
 
 
 def _problem():
-  keys = experiment.split_keys(0)
+  keys = runs.split_keys(0)
   x_true = optimize.sphere_constraint(np.sqrt(D))(jax.random.normal(jax.random.PRNGKey(2), (N, D)))
   y = jnp.arange(N, dtype=jnp.float32)
-  prob = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+  prob = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
       k, x, y, p_total=P, activation=ACT))(keys, x_true, y)
   prob.pop('train_mse')
   return prob
 
 
 def _loss(x, prob):
-  return experiment.rf_loss(x, prob, activation=ACT, jitter=1e-6)
+  return rf_pipeline.rf_loss(x, prob, activation=ACT, jitter=1e-6)
 
 
 def _init(key):
-  return experiment.init_candidates(key, N, D, jnp.float32)
+  return driver.init_candidates(key, N, D, jnp.float32)
 
 
 def test_init_block_zero_is_the_single_run_start():

@@ -1,4 +1,4 @@
-"""Tests of recon/subspace.py and the subspace-aware pipelines (recon/subspace_experiment.py)."""
+"""Tests of recon/subspace.py and the subspace-aware pipelines (recon/subspace_pipeline.py)."""
 import os
 import subprocess
 import sys
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from recon import config as config_lib
-from recon import data, experiment, subspace, subspace_experiment
+from recon import data, errors, pipelines, subspace
+from recon.pipelines import subspace as subspace_pipeline
 
 
 def test_planted_subspace_rows_lie_in_the_basis_span_on_the_sphere():
@@ -67,7 +68,7 @@ def test_delta_w1_row_space_lies_in_the_span_of_the_data_without_weight_decay(we
   cfg = _two_layer_cfg(weight_decay=weight_decay)
   from recon import data  # pylint: disable=import-outside-toplevel
   x, y, _ = data.load(cfg, jax.random.PRNGKey(0))
-  net = subspace_experiment.train_two_layer(cfg, jax.random.PRNGKey(1), x, y)
+  net = subspace_pipeline.train_two_layer(cfg, jax.random.PRNGKey(1), x, y)
   assert net['info']['finite'] and net['info']['steps'] > 10
   dw = np.asarray(net['w1'] - net['w1_init'], np.float64)
   q, _ = np.linalg.qr(np.asarray(x, np.float64).T)  # basis of span{x_i}
@@ -112,7 +113,7 @@ def _rf_cfg(**kw):
 ])
 def test_bad_subspace_configs_fail_before_compute(fields, match, tmp_path):
   with pytest.raises(config_lib.ConfigError, match=match) as e:
-    experiment.run(_rf_cfg(**fields), str(tmp_path / 'run'))
+    pipelines.run(_rf_cfg(**fields), str(tmp_path / 'run'))
   assert '\n' not in str(e.value)
   assert not (tmp_path / 'run').exists()  # nothing written, nothing computed
 
@@ -123,14 +124,14 @@ def test_estimated_subspace_of_rank_deficient_change_is_a_one_line_experiment_er
                        optimizer='sgd', lr=20.0, momentum=0.9, max_steps=10, tol=1e-7,
                        jitter=1e-6, dtype='float32', chunk_steps=10, log_every_seconds=100.0,
                        recovered_threshold=0.1, overwrite=True)
-  with pytest.raises(experiment.ExperimentError, match=r'exceeds rank\(dW1\)=[0-9]+'):
-    experiment.run(cfg, str(tmp_path / 'run'))  # n = 4 samples: rank(dW1) <= 4 < 5
+  with pytest.raises(errors.ExperimentError, match=r'exceeds rank\(dW1\)=[0-9]+'):
+    pipelines.run(cfg, str(tmp_path / 'run'))  # n = 4 samples: rank(dW1) <= 4 < 5
 
 
 def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
   # p = 24 = 4 k n (k = 2, n = 3) but only p / dn = 0.5: below the full-space threshold.
-  sub = experiment.run(_rf_cfg(), str(tmp_path / 'sub'))['metrics']
-  full = experiment.run(_rf_cfg(subspace='none'), str(tmp_path / 'full'))['metrics']
+  sub = pipelines.run(_rf_cfg(), str(tmp_path / 'sub'))['metrics']
+  full = pipelines.run(_rf_cfg(subspace='none'), str(tmp_path / 'full'))['metrics']
   assert sub['recon_error'] < 0.05 and sub['frac_recovered'] == 1.0
   assert full['recon_error'] > 0.3 and full['frac_recovered'] < 1.0
   assert sub['search_dim'] == 2 and sub['p_over_kn'] == 4.0

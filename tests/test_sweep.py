@@ -12,7 +12,7 @@ import pytest
 
 from configs import rf_synthetic
 from recon import config as config_lib
-from recon import experiment, sweep
+from recon import errors, memory, pipelines, sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,7 +43,7 @@ _SUBPROCESS = textwrap.dedent('''
     import json, sys
     import jax, ml_collections, numpy as np
     from absl import logging
-    from recon import experiment, sweep
+    from recon import errors, pipelines, sweep
     from tests.test_sweep import tiny_config, single_config
     logging.set_verbosity(logging.WARNING)
     out = {'n_devices': len(jax.devices())}
@@ -60,7 +60,7 @@ _SUBPROCESS = textwrap.dedent('''
                               for k in ('recon_error', 'steps', 'status')]
     out['single'] = []
     for r in one['records']:
-      s = experiment.run(single_config(c, r), tmp + '/single%d' % r['index'])['metrics']
+      s = pipelines.run(single_config(c, r), tmp + '/single%d' % r['index'])['metrics']
       xs = np.load(tmp + '/single%d/reconstruction.npz' % r['index'])['x_candidates']
       out['single'].append({
           'dx': float(np.abs(xs - x_one['x_hat_%d' % r['index']]).max()),
@@ -132,7 +132,7 @@ def test_float32_batched_matches_single(float32_sweep):
   arrays = np.load(tmp / 'sweep' / 'sweep.npz')
   r = result['records'][0]
   assert r['p'] == 6 and result['groups'][0]['p_total'] == 24
-  s = experiment.run(single_config(c, r), str(tmp / 'single'))['metrics']
+  s = pipelines.run(single_config(c, r), str(tmp / 'single'))['metrics']
   xs = np.load(tmp / 'single' / 'reconstruction.npz')['x_candidates']
   np.testing.assert_allclose(arrays['x_hat_0'], xs, atol=1e-4)
   assert r['recon_error'] == pytest.approx(s['recon_error'], abs=1e-4)
@@ -162,7 +162,7 @@ def test_outputs_written(float32_sweep):
   assert len(rows) == 4 and float(rows[1]['recon_error']) == pytest.approx(
       records[1]['recon_error'])
   # A finished sweep is not overwritten silently.
-  with pytest.raises(experiment.ExperimentError, match='already holds'):
+  with pytest.raises(errors.ExperimentError, match='already holds'):
     sweep.run(c, str(tmp_path))
 
 
@@ -201,9 +201,9 @@ def test_memory_budget(tmp_path):
   assert '\n' not in str(e.value)
   assert not os.path.exists(tmp_path / 'run')
   # The estimate grows with the padded width and the batch.
-  small = sweep.estimate_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4)
-  assert sweep.estimate_bytes(n=3, d=4, m=3, p_total=200, batch=2, itemsize=4) > small
-  assert sweep.estimate_bytes(n=3, d=4, m=3, p_total=100, batch=4, itemsize=4) > small
+  small = memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4)
+  assert memory.point_bytes(n=3, d=4, m=3, p_total=200, batch=2, itemsize=4) > small
+  assert memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=4, itemsize=4) > small
 
 
 def test_main_cli_bad_axis(tmp_path):
@@ -227,7 +227,7 @@ def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
     fields = c.to_dict()
     fields.pop('sweep')
     fields.update(lr=r['lr'])
-    s = experiment.run(ml_collections.ConfigDict(fields), str(tmp_path / f"single{r['index']}"))
+    s = pipelines.run(ml_collections.ConfigDict(fields), str(tmp_path / f"single{r['index']}"))
     xs = np.load(tmp_path / f"single{r['index']}" / 'reconstruction.npz')['x_candidates']
     np.testing.assert_allclose(xs, xb[f"x_hat_{r['index']}"], atol=1e-10)
     assert s['metrics']['steps'] == r['steps']

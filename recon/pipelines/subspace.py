@@ -8,7 +8,7 @@ x_hat = U z (||z|| = sqrt(d)) when a basis U is used, else over x_hat in R^d:
     decay); dtheta = vec(W2_T - W2_0), features sigma(W1 x) at W1_T and/or W1_0;
     U = top-k right singular vectors of dW1 = W1_T - W1_0 ('estimated') or the
     planted basis ('known').
-Both end in `experiment.reconstruct_and_report` with candidates mapped back to R^d.
+Both end in `recon.reconstruct.reconstruct_and_report` with candidates mapped back to R^d.
 """
 from __future__ import annotations
 
@@ -23,23 +23,19 @@ import optax
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, features, optimize
+from recon import data, errors, features, optimize, reconstruct, routes, runs, victims
 from recon import subspace as subspace_lib
+from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import unified
+from recon.pipelines import random_features as rf_pipeline
 
 Array = jax.Array
 
 
 def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
-  """True for a config with a `subspace` field and model two_layer, or any subspace / free alpha.
-
-  A two_layer config without the `subspace` field (configs/two_layer.py) runs the
-  generic network pipeline (recon/network_experiment.py) instead.
-  """
-  return ((cfg.model == 'two_layer' and cfg.get('subspace') is not None)
-          or cfg.get('subspace', 'none') != 'none'
-          or cfg.get('alpha_mode', 'closed_form') != 'closed_form')
+  """True when this pipeline runs `cfg` (`recon.routes.uses_subspace_pipeline`)."""
+  return routes.uses_subspace_pipeline(cfg)
 
 
 def check(cfg: ml_collections.ConfigDict) -> None:
@@ -111,7 +107,6 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
 
   x_true=None (a saved model without its data): blind metrics only.
   """
-  from recon import experiment  # pylint: disable=import-outside-toplevel
   d = problem['weights_trained'].shape[1]
   dtype = problem['weights_trained'].dtype
   if basis is not None:
@@ -127,7 +122,7 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
   decode = lambda c: unified.candidate_x(c, problem)
   report_features = lambda x: feature_fn(x, problem['weights_trained'])
   extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=cfg.alpha_mode)
-  return experiment.reconstruct_and_report(
+  return reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=init,
       constraint=constraint, feature_fn=report_features, t0=t0, extra_metrics=extra,
       threat_model=threat_model, decode=decode, keys=keys)
@@ -143,11 +138,10 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
 
 def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
   """theta* = Phi^+ y; reconstruct inside the known subspace (or R^d) from (V, theta*)."""
-  from recon import experiment  # pylint: disable=import-outside-toplevel
   t0 = time.time()
-  keys = experiment.split_keys(cfg.seed)
+  keys = runs.split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  prob = jax.jit(lambda k, x, y: experiment.make_rf_problem(
+  prob = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
       k, x, y, p_total=cfg.p, activation=cfg.activation,
       rng=cfg.get('weight_rng', 'threefry')))(keys, x_true, y)
   train_mse = float(prob['train_mse'])
@@ -197,24 +191,22 @@ def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                   resuming: bool = False) -> Dict[str, Any]:
   """Train W2 sigma(W1 x) by GD (or load it: model_checkpoint, or WORKDIR/model when
   resuming); estimate U from dW1; reconstruct from dW2 inside span(U)."""
-  from recon import experiment  # pylint: disable=import-outside-toplevel
   t0 = time.time()
-  keys = experiment.split_keys(cfg.seed)
+  keys = runs.split_keys(cfg.seed)
   load = lambda: data.load(cfg, keys['data'], dtype)  # noqa: E731
-  source = experiment.model_source(cfg, workdir, resuming)
+  source = victims.model_source(cfg, workdir, resuming)
   if not source:
     x_true, y, meta = load()
     return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
-  model = experiment.load_model(source)
-  x_true, y, meta = experiment.model_training_data(cfg, model, load)
+  model = victims.load_model(source)
+  x_true, y, meta = victims.model_training_data(cfg, model, load)
   return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0, model=model,
                           source=source, dtype=dtype)
 
 
 def _net_from_model(model, d: int, dtype) -> Dict[str, Any]:
   """train_two_layer's output from a saved TwoLayer (initial and trained params)."""
-  from recon import experiment  # pylint: disable=import-outside-toplevel
-  experiment.check_flax_params(model, jnp.zeros((1, d), dtype))
+  victims.check_flax_params(model, jnp.zeros((1, d), dtype))
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   params0, params = {'params': cast(model.initial)}, {'params': cast(model.trained)}
   return {'params0': params0, 'params': params,
@@ -235,8 +227,6 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   training; x_true may then be None (blind metrics). The model is saved to
   WORKDIR/model (initial and trained params, training info, data description).
   """
-  from recon import experiment  # pylint: disable=import-outside-toplevel
-  from recon.models import checkpoint as model_ckpt  # pylint: disable=import-outside-toplevel
   t0 = time.time() if t0 is None else t0
   if model is None:
     net = train_two_layer(cfg, keys['model'], x_true, y)
@@ -244,14 +234,14 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
         networks.TwoLayer(width=cfg.width, out_dim=1, activation=cfg.activation),
         jax.device_get(net['params']['params']), jax.device_get(net['params0']['params']),
         n=int(x_true.shape[0]), info={'train': jax.device_get(net['info'])},
-        data_description=experiment.data_description(cfg, x_true, None, meta))
+        data_description=victims.data_description(cfg, x_true, None, meta))
   else:
     dtype = dtype if x_true is None else x_true.dtype
     net = _net_from_model(model, cfg.d if x_true is None else x_true.shape[1], dtype)
-  experiment.keep_model(workdir, model, source)
+  victims.keep_model(workdir, model, source)
   info = net['info']
   if not info['finite']:
-    raise experiment.ExperimentError(
+    raise errors.ExperimentError(
         f'train_lr: training diverged at lr={cfg.train_lr} (loss not finite); accepted: a '
         'smaller train_lr')
   delta_w1 = net['w1'] - net['w1_init']
@@ -263,11 +253,11 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
     try:
       est = subspace_lib.estimate_subspace(delta_w1, cfg.subspace_dim, cfg.subspace_noise_floor)
     except subspace_lib.SubspaceError as e:
-      raise experiment.ExperimentError(str(e)) from None
+      raise errors.ExperimentError(str(e)) from None
     basis = est['basis']
   elif cfg.subspace == 'known':
     if true_basis is None:
-      raise experiment.ExperimentError(
+      raise errors.ExperimentError(
           "subspace: 'known' needs the training data's subspace, which the model checkpoint "
           "does not record; accepted: 'estimated', 'none'")
     basis = np.asarray(true_basis)

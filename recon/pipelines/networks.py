@@ -4,7 +4,7 @@ config -> data -> Flax model (two_layer / resnet / vit / random_features_gd) ->
 full-batch Optax GD on mse / logistic / cross_entropy -> theta = vec(W_L(T) - W_L(0))
 -> features J(X_hat) = d f(X_hat) / d vec(W_L) at the trained weights (per-class
 rows) -> the shared projection loss ||P_perp theta||^2 / ||theta||^2 ->
-`recon.experiment.reconstruct_and_report`.
+`recon.reconstruct.reconstruct_and_report`.
 
 Threat model (explicit fields): the attacker always knows every trained weight
 (the layers below the head define the features) and the architecture; it knows
@@ -30,7 +30,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, experiment, optimize
+from recon import data, driver, errors, optimize, reconstruct, runs, victims
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
@@ -39,7 +39,7 @@ IMAGE_MODELS = ('resnet', 'vit')
 
 
 def _fail(message: str):
-  raise experiment.ExperimentError(message)
+  raise errors.ExperimentError(message)
 
 
 def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str, Any]] = None,
@@ -66,21 +66,25 @@ def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str,
   return shape
 
 
+# config.model -> the Flax module it names, built from the config's fields.
+BUILDERS = {
+    'two_layer': lambda cfg, c, act: networks.TwoLayer(cfg.width, c, act),
+    'random_features_gd': lambda cfg, c, act: networks.RandomFeatures(cfg.width, c, act),
+    'resnet': lambda cfg, c, act: networks.ResNet(cfg.width, c, cfg.get('depth', 2), act,
+                                                  cfg.get('pool', 'flatten')),
+    'vit': lambda cfg, c, act: networks.ViT(cfg.width, c, cfg.get('depth', 2),
+                                            cfg.get('patch_size', 2), cfg.get('num_heads', 2),
+                                            act, cfg.get('pool', 'mean')),
+}
+
+
 def build_model(cfg: ml_collections.ConfigDict):
-  """The Flax module named by config.model."""
-  c = cfg.get('num_classes', 1)
-  act = cfg.get('activation', 'relu')
-  if cfg.model == 'two_layer':
-    return networks.TwoLayer(cfg.width, c, act)
-  if cfg.model == 'random_features_gd':
-    return networks.RandomFeatures(cfg.width, c, act)
-  if cfg.model == 'resnet':
-    return networks.ResNet(cfg.width, c, cfg.get('depth', 2), act, cfg.get('pool', 'flatten'))
-  if cfg.model == 'vit':
-    return networks.ViT(cfg.width, c, cfg.get('depth', 2), cfg.get('patch_size', 2),
-                        cfg.get('num_heads', 2), act, cfg.get('pool', 'mean'))
-  _fail(f'model: unknown network {cfg.model!r}; accepted: two_layer, resnet, vit, '
-        'random_features_gd')
+  """The Flax module named by config.model (`BUILDERS`)."""
+  builder = BUILDERS.get(cfg.model)
+  if builder is None:
+    _fail(f'model: unknown network {cfg.model!r}; accepted: two_layer, resnet, vit, '
+          'random_features_gd')
+  return builder(cfg, cfg.get('num_classes', 1), cfg.get('activation', 'relu'))
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
@@ -171,7 +175,7 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},
-      data_description=experiment.data_description(cfg, x_true, input_shape, meta))
+      data_description=victims.data_description(cfg, x_true, input_shape, meta))
 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
@@ -180,22 +184,22 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   when resuming), saves it to WORKDIR/model, then reconstructs its training set."""
   t0 = time.time()
   check_config(cfg)
-  keys = experiment.split_keys(cfg.seed)
+  keys = runs.split_keys(cfg.seed)
 
   def load_data():
     x, y, meta = data.load(cfg, keys['data'], dtype)
     return x.reshape(x.shape[0], -1), y, meta
 
-  source = experiment.model_source(cfg, workdir, resuming)
+  source = victims.model_source(cfg, workdir, resuming)
   if source:
-    model = experiment.load_model(source)
-    x_true, y, meta = experiment.model_training_data(cfg, model, load_data)
+    model = victims.load_model(source)
+    x_true, y, meta = victims.model_training_data(cfg, model, load_data)
     if x_true is not None:
       x_true = x_true.reshape(x_true.shape[0], -1)
   else:
     x_true, y, meta = load_data()
     model = train_network(cfg, keys, x_true, y, meta, dtype)
-  experiment.keep_model(workdir, model, source)
+  victims.keep_model(workdir, model, source)
   return attack(cfg, workdir, model, x_true=x_true, y=y, meta=meta, keys=keys, dtype=dtype,
                 t0=t0)
 
@@ -205,7 +209,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   """Reconstructs the training set of a saved (or just trained) network `model`.
 
   Needs model.trained; model.initial too when attacker_knows_init or jacobian_at !=
-  'trained' (`experiment.check_model_checkpoint` has refused the rest). x_true=None:
+  'trained' (`recon.victims.check_model_checkpoint` has refused the rest). x_true=None:
   blind metrics only.
   """
   desc = model.data or {}
@@ -219,7 +223,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   module = model.module()
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
-  experiment.check_flax_params(model, sample)
+  victims.check_flax_params(model, sample)
   layer = cfg.get('last_layer', 'head')
   try:
     parameter_gradients.check_layer(model.trained, layer)
@@ -243,7 +247,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
       xh, prob, apply_fn=apply, layer=layer, jitter=cfg.jitter, average=average)
   feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
                                                                layer=layer, average=average)
-  x0 = experiment.init_candidates(keys['init'], cfg.n_candidates, d, dtype)
+  x0 = driver.init_candidates(keys['init'], cfg.n_candidates, d, dtype)
 
   known = ['architecture', 'all trained weights (the features below the head)',
            'the attacked layer ' + repr(layer)]
@@ -267,7 +271,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
     extra['projection_loss_at_truth'] = loss_at_truth
     logging.info('p_L/(dn) = %.3g; projection loss at the true data (diagnostic) %.3e',
                  p_l / (d * n), loss_at_truth)
-  return experiment.reconstruct_and_report(
+  return reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=x0,
       constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn, t0=t0,
       extra_metrics=extra, keys=keys,

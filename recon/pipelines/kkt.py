@@ -6,7 +6,7 @@ on the logistic (binary) or cross-entropy (multiclass) loss, optionally polished
 the nearby exact KKT point of the max-margin problem (`train_polish`). The attacker
 knows theta (and theta_0 when `kkt_target='delta'`), the architecture, n_candidates
 and the candidate labels' balance; it fits x_hat (and duals) with the shared tail
-`recon.experiment.reconstruct_and_report`.
+`recon.reconstruct.reconstruct_and_report`.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, experiment, optimize, splitting
+from recon import data, errors, optimize, reconstruct, runs, splitting, victims
 from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous
 from recon.objectives import kkt, projection
@@ -32,7 +32,7 @@ OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 def task(cfg) -> Tuple[str, int, str]:
   """(label kind, model outputs, training loss) from objective and n_classes."""
   if cfg.objective == 'kkt_binary' and cfg.n_classes != 2:
-    raise experiment.ExperimentError(
+    raise errors.ExperimentError(
         f'n_classes: {cfg.n_classes} with objective kkt_binary; accepted: 2 '
         '(or objective kkt_multiclass)')
   if cfg.objective == 'kkt_multiclass' or cfg.n_classes > 2:
@@ -50,7 +50,7 @@ def check_training_labels(labels, kind: str, n_classes: int) -> None:
   try:
     kkt.check_labels(labels, kind, 1 if kind == 'binary' else n_classes)
   except kkt.KKTError as e:
-    raise experiment.ExperimentError(str(e)) from None
+    raise errors.ExperimentError(str(e)) from None
 
 
 def check_attack_config(cfg) -> None:
@@ -59,25 +59,25 @@ def check_attack_config(cfg) -> None:
     kkt.check_lambda_min(cfg.lambda_min)
     splitting.check_config(splitting.config_from(cfg), cfg.activation)
   except (kkt.KKTError, splitting.SplitError) as e:
-    raise experiment.ExperimentError(str(e)) from None
+    raise errors.ExperimentError(str(e)) from None
   if cfg.get('lambda_solve', 'optimize') == 'eliminate' and cfg.objective != 'projection':
     if cfg.split != 'none':
-      raise experiment.ExperimentError("split: sample splitting needs explicit duals; accepted "
+      raise errors.ExperimentError("split: sample splitting needs explicit duals; accepted "
                                        "with lambda_solve 'eliminate': 'none'")
     if cfg.lambda_min > 0:
-      raise experiment.ExperimentError(f'lambda_min: {cfg.lambda_min} with lambda_solve '
+      raise errors.ExperimentError(f'lambda_min: {cfg.lambda_min} with lambda_solve '
                                        "'eliminate' (free-sign duals); accepted: 0.0")
     if cfg.prior == 'box':
-      raise experiment.ExperimentError("prior: 'box' with lambda_solve 'eliminate'; accepted: "
+      raise errors.ExperimentError("prior: 'box' with lambda_solve 'eliminate'; accepted: "
                                        "'sphere', 'none'")
   if cfg.get('residual_weights', 'none') != 'none' and cfg.split != 'none':
-    raise experiment.ExperimentError("split: sample splitting uses the unweighted residual; "
+    raise errors.ExperimentError("split: sample splitting uses the unweighted residual; "
                                      "accepted with residual_weights 'gradient_rms': 'none'")
   if cfg.get('train_weight_decay', 0.0) > 0 and cfg.train_polish:
-    raise experiment.ExperimentError('train_polish: True with train_weight_decay > 0 (an exact '
+    raise errors.ExperimentError('train_polish: True with train_weight_decay > 0 (an exact '
                                      'stationary point already); accepted: False')
   if cfg.objective == 'projection' and cfg.prior == 'box':
-    raise experiment.ExperimentError("prior: 'box' with objective projection; accepted: "
+    raise errors.ExperimentError("prior: 'box' with objective projection; accepted: "
                                      "'sphere', 'none'")
 
 
@@ -110,7 +110,7 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
   if wd > 0:
     out['train_grad_norm'] = info['grad_norm']
   if not info['finite']:
-    raise experiment.ExperimentError('train_lr: training diverged (non-finite loss); '
+    raise errors.ExperimentError('train_lr: training diverged (non-finite loss); '
                                      'accepted: a smaller train_lr')
   if cfg.train_polish:
     params, pinfo = homogeneous.polish_max_margin(net.apply, params, x, targets, kind)
@@ -214,11 +214,11 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
 def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
   """(net, params0 or None, params, train info) of a saved HomogeneousMLP."""
   if model.hparams.get('out_dim') != out_dim:
-    raise experiment.ExperimentError(
+    raise errors.ExperimentError(
         f'n_classes: objective {cfg.objective!r} with n_classes={cfg.n_classes} needs '
         f'{out_dim} output(s), but the model checkpoint has out_dim='
         f'{model.hparams.get("out_dim")}; accepted: n_classes / objective matching the model')
-  experiment.check_flax_params(model, jnp.zeros((1, d), dtype))
+  victims.check_flax_params(model, jnp.zeros((1, d), dtype))
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   params0 = None if model.initial is None else {'params': cast(model.initial)}
   return model.module(), params0, {'params': cast(model.trained)}, dict(
@@ -236,7 +236,7 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
   kind, out_dim, _ = task(cfg)
   if labels is not None:
     check_training_labels(labels, kind, cfg.n_classes)
-  keys = experiment.split_keys(cfg.seed)
+  keys = runs.split_keys(cfg.seed)
   if model is None:
     net, params0, params, train_info = train_victim(cfg, x, labels, keys['model'])
     duals = train_info.pop('duals')
@@ -244,12 +244,12 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
     model = model_ckpt.flax_model(
         net, jax.device_get(params['params']), jax.device_get(params0['params']),
         n=int(x.shape[0]), info={'train': jax.device_get(train_info)},
-        data_description=experiment.data_description(cfg, x, None, meta))
+        data_description=victims.data_description(cfg, x, None, meta))
   else:
     planted = None  # check_model_checkpoint refused kkt_target='planted'
     net, params0, params, train_info = _loaded_victim(
         cfg, model, cfg.d if x is None else x.shape[1], out_dim, dtype)
-  experiment.keep_model(workdir, model, source)
+  victims.keep_model(workdir, model, source)
   logging.info('%s %s: %s', 'loaded' if source else 'trained', cfg.activation, train_info)
   if x is not None:
     radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
@@ -266,7 +266,7 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
   if cfg.split != 'none':
     refiner = splitting.Splitter(splitting.config_from(cfg), attack['split_model'],
                                  attack['loss_fn'], attack['constraint'])
-  return experiment.reconstruct_and_report(
+  return reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x, y=labels, meta=meta, problem=attack['problem'],
       loss_fn=attack['loss_fn'], x0=attack['x0'], constraint=attack['constraint'],
       feature_fn=attack['feature_fn'], t0=t0, decode=attack['decode'],
@@ -289,9 +289,9 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   t0 = time.time()
   check_attack_config(cfg)
   kind, _, _ = task(cfg)
-  keys = experiment.split_keys(cfg.seed)
+  keys = runs.split_keys(cfg.seed)
   if cfg.dataset != 'synthetic_sphere':
-    raise experiment.ExperimentError(f'dataset: {cfg.dataset!r} with model homogeneous_mlp; '
+    raise errors.ExperimentError(f'dataset: {cfg.dataset!r} with model homogeneous_mlp; '
                                      "accepted: 'synthetic_sphere'")
 
   def load():
@@ -302,9 +302,9 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
             'row_norms': np.full(cfg.n, np.sqrt(cfg.d))}
     return x, labels, meta
 
-  source = experiment.model_source(cfg, workdir, resuming)
+  source = victims.model_source(cfg, workdir, resuming)
   if not source:
     return run_on_data(cfg, workdir, *load(), dtype, t0)
-  model = experiment.load_model(source)
-  x, labels, meta = experiment.model_training_data(cfg, model, load)
+  model = victims.load_model(source)
+  x, labels, meta = victims.model_training_data(cfg, model, load)
   return run_on_data(cfg, workdir, x, labels, meta, dtype, t0, model=model, source=source)

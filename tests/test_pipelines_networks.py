@@ -6,7 +6,7 @@ import os
 import pytest
 
 from recon import config as config_lib
-from recon import experiment
+from recon import errors, pipelines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,7 +33,7 @@ def _tiny(**overrides):
 
 
 def test_two_layer_above_threshold_reconstructs(tmp_path):
-  summary = experiment.run(_tiny(), str(tmp_path))
+  summary = pipelines.run(_tiny(), str(tmp_path))
   m = summary['metrics']
   assert m['train_reached_tol'] and m['p_L'] == 600 and m['p_L_over_dn'] == 50
   assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0, m
@@ -47,7 +47,7 @@ def test_two_layer_above_threshold_reconstructs(tmp_path):
 
 def test_unreached_tolerance_is_reported(tmp_path):
   cfg = _tiny(train_max_steps=2, train_tol=1e-12, max_steps=2, attacker_knows_init=False)
-  summary = experiment.run(cfg, str(tmp_path))
+  summary = pipelines.run(cfg, str(tmp_path))
   m = summary['metrics']
   assert not m['train_reached_tol'] and m['train_steps'] == 2
   assert 'initial weights unknown' in summary['threat_model']['target']
@@ -58,21 +58,21 @@ def test_unreached_tolerance_is_reported(tmp_path):
 @pytest.mark.parametrize('make,overrides,error,needle', [
     (two_layer.get_config, {'model': 'mlp3'}, config_lib.ConfigError, 'config.model'),
     (two_layer.get_config, {'loss': 'hinge'}, config_lib.ConfigError, 'config.loss'),
-    (two_layer.get_config, {'last_layer': 'classifier'}, experiment.ExperimentError,
+    (two_layer.get_config, {'last_layer': 'classifier'}, errors.ExperimentError,
      "no parameter collection 'classifier'"),
-    (two_layer.get_config, {'train_lr': 1e6}, experiment.ExperimentError, 'non-finite'),
-    (rf_logistic.get_config, {'num_classes': 2}, experiment.ExperimentError, 'num_classes'),
+    (two_layer.get_config, {'train_lr': 1e6}, errors.ExperimentError, 'non-finite'),
+    (rf_logistic.get_config, {'num_classes': 2}, errors.ExperimentError, 'num_classes'),
     (two_layer.get_config, {'loss': 'cross_entropy', 'num_classes': 1},
-     experiment.ExperimentError, 'num_classes'),
-    (resnet.get_config, {'image_shape': (4, 4, 2)}, experiment.ExperimentError, 'd=16'),
-    (resnet.get_config, {'image_shape': None}, experiment.ExperimentError, 'image_shape'),
-    (vit.get_config, {'image_shape': (2, 8, 1), 'patch_size': 4}, experiment.ExperimentError,
+     errors.ExperimentError, 'num_classes'),
+    (resnet.get_config, {'image_shape': (4, 4, 2)}, errors.ExperimentError, 'd=16'),
+    (resnet.get_config, {'image_shape': None}, errors.ExperimentError, 'image_shape'),
+    (vit.get_config, {'image_shape': (2, 8, 1), 'patch_size': 4}, errors.ExperimentError,
      'patch_size'),
-    (vit.get_config, {'num_heads': 3}, experiment.ExperimentError, 'num_heads'),
-    (two_layer.get_config, {'attacker_knows_n': False}, experiment.ExperimentError,
+    (vit.get_config, {'num_heads': 3}, errors.ExperimentError, 'num_heads'),
+    (two_layer.get_config, {'attacker_knows_n': False}, errors.ExperimentError,
      'n_candidates'),
     (two_layer.get_config, {'attacker_knows_init': False, 'jacobian_at': 'init_and_trained'},
-     experiment.ExperimentError, 'jacobian_at'),
+     errors.ExperimentError, 'jacobian_at'),
 ])
 def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
   cfg = make()
@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
     for k, v in overrides.items():
       cfg[k] = v
   with pytest.raises(error) as e:
-    experiment.run(cfg, str(tmp_path))
+    pipelines.run(cfg, str(tmp_path))
   assert needle in str(e.value) and '\n' not in str(e.value)
 
 

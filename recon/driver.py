@@ -1,0 +1,156 @@
+"""The optimisation loop every pipeline shares: optimiser, chunks, checkpoints, re-seeding.
+
+`optimise` runs `loss_fn(x, problem)` from x0 under `constraint` in jitted chunks
+(`recon.optimize.drive`), checkpointing to WORKDIR/checkpoints/ and resuming from
+it, logging progress, re-seeding collapsed candidates (`recon.refine`) and letting
+a refiner (`recon.splitting.Splitter`) replace the variables and the problem
+between chunks. Scoring and writing the outputs is `recon.report`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import checkpoint, metrics, optimize, refine
+from recon.errors import ExperimentError
+
+Array = jax.Array
+
+
+def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
+  """Candidates ~ N(0, I) (projected onto the sphere by the constraint)."""
+  return jax.random.normal(key, (n_candidates, d), dtype)
+
+
+def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
+  """`(state, problem, stop_step) -> state`: `optimize.run_chunk` bound to the config.
+
+  Pure and unjitted, so a caller can jit it (one run) or jit(vmap(...)) it (a sweep).
+  """
+  return lambda s, prob, stop: optimize.run_chunk(
+      s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
+      tol=cfg.tol, max_steps=cfg.max_steps)
+
+
+def make_optimizer(cfg: ml_collections.ConfigDict, lr=None, momentum=None):
+  """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
+  `lr`/`momentum` override the config's (a sweep passes traced per-point values)."""
+  return optimize.make_optimizer(
+      cfg.optimizer, cfg.lr if lr is None else lr, cfg.momentum if momentum is None else momentum,
+      schedule=cfg.get('lr_schedule', 'constant'),
+      decay_steps=cfg.get('lr_decay_steps') or cfg.max_steps,
+      final_ratio=cfg.get('lr_final_ratio', 0.05), memory_size=cfg.get('lbfgs_memory', 10),
+      linesearch_steps=cfg.get('lbfgs_linesearch_steps', 20))
+
+
+class Outcome(NamedTuple):
+  """What `optimise` hands to the report."""
+  state: Any  # optimize.State at the stop
+  problem: Any  # the problem at the stop (a refiner may have replaced it)
+  history: List[Tuple[int, float]]  # (step, loss)
+  resumed_from: Optional[int]  # the checkpoint step resumed from, or None
+  reseeder: Optional[refine.Reseeder]
+
+
+def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss_fn, x0,
+             constraint, t0: float, x_true: Optional[np.ndarray] = None, decode=None,
+             refiner=None, keys: Optional[Dict[str, Array]] = None,
+             resume: Optional[bool] = None) -> Outcome:
+  """Optimises `loss_fn(x, problem)` from x0 (see `recon.reconstruct.reconstruct_and_report`).
+
+  `x_true` (host array, optional) only feeds the progress log's recon_error of
+  `decode(x)`.
+  """
+  optimizer = make_optimizer(cfg)
+  state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
+  current = {'problem': problem}
+  chunk_jit = jax.jit(chunk_fn(cfg, loss_fn, optimizer, constraint))
+  chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)  # noqa: E731
+  ckpt_defaults = checkpoint.DEFAULTS
+  checkpointer = checkpoint.RunCheckpointer(
+      workdir, cfg.to_dict(), keys=keys,
+      every_seconds=cfg.get('checkpoint_every_seconds', ckpt_defaults['checkpoint_every_seconds']),
+      every_steps=cfg.get('checkpoint_every_steps', ckpt_defaults['checkpoint_every_steps']),
+      keep=cfg.get('checkpoint_keep', ckpt_defaults['checkpoint_keep']))
+  if resume is None:
+    resume = bool(cfg.get('resume', False)) and bool(checkpoint.saved_steps(workdir))
+  if resume and refiner is not None:
+    raise ExperimentError('resume: a run with sample splitting changes its problem between '
+                          'chunks and cannot be resumed; accepted: split \'none\'')
+  reseeder = None
+  if cfg.get('reseed_every', 0):
+    if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
+      raise ExperimentError('reseed_every: re-seeding needs the optimised variables to be one '
+                            '(n_candidates, k) array; accepted here: 0')
+    reseeder = refine.Reseeder(
+        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
+        constraint, optimizer, every=cfg.reseed_every,
+        threshold=cfg.get('reseed_threshold', 0.95),
+        n_proposals=cfg.get('reseed_proposals', 64))
+  resumed_from = None
+  if resume:
+    state, history, resumed_from = checkpointer.restore(state)
+    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps
+    if grew:
+      state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
+    if reseeder is not None:
+      if 'reseed' in checkpointer.restored_aux:
+        reseeder.load_state_dict(checkpointer.restored_aux['reseed'])
+      else:
+        logging.warning('the checkpoint holds no re-seeder state (written by an older '
+                        'version): re-seeding restarts its key and schedule')
+      if grew:
+        # The stopped run skipped the check due at its last step; an unbroken run made it
+        # (and logged the loss after it).
+        state = reseeder(state)
+        if history and history[-1][0] == int(state.step):
+          history[-1] = (int(state.step), float(state.loss))
+    logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
+                 float(state.loss))
+  else:
+    history = [(0, float(state.loss))]
+
+  decode = decode if decode is not None else (lambda params: params)
+  has_truth = x_true is not None
+
+  def log_progress(s):
+    err = (f'  recon_error '
+           f'{metrics.per_sample_errors(x_true, np.asarray(decode(s.x))).mean():.4f}'
+           if has_truth else '')
+    logging.info('step %7d  loss %.3e%s  (%.0fs)', int(s.step), float(s.loss), err,
+                 time.time() - t0)
+
+  progress = optimize.ProgressLogger(log_progress, cfg.log_every_seconds)
+
+  def on_chunk(s):
+    history.append((int(s.step), float(s.loss)))
+    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps
+    checkpointer(s, history, stopped,
+                 aux={'reseed': reseeder.state_dict()} if reseeder is not None else None)
+    progress(s)
+    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
+      return None
+    out = refiner(s.x, current['problem'], int(s.step), history)
+    if out is None:
+      return None
+    new_x, current['problem'] = out
+    fresh = optimize.init_state(new_x, optimizer, loss_fn, current['problem'], lambda z: z)
+    history.append((int(s.step), float(fresh.loss)))
+    return fresh._replace(step=s.step)
+
+  if reseeder is not None:
+    compiled_chunk = chunk
+    chunk = lambda s, stop: reseeder(compiled_chunk(s, stop))  # noqa: E731
+
+  state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
+                         on_chunk=on_chunk)
+  checkpointer.close()
+  progress(state, force=True)
+  return Outcome(state=state, problem=current['problem'], history=history,
+                 resumed_from=resumed_from, reseeder=reseeder)

@@ -1,0 +1,344 @@
+"""The random-features pipeline: fit theta* = Phi^+ y, reconstruct X from (V, theta*).
+
+The model is f(x) = theta^T sigma(V x) with V (p x d, V_ij ~ N(0, 1/d)) fixed and
+theta* = Phi^+ y the min-norm least-squares fit on the features Phi = sigma(V X^T)^T.
+The attack minimises the projection loss (`recon.objectives.projection`)
+  L(X_hat) = ||P_perp(Phi(X_hat)) theta*||^2 / ||theta*||^2
+over candidates on the sqrt(d) sphere. The pieces are pure functions of a PRNG key
+(`make_rf_problem`, `rf_loss`, `recon.driver.init_candidates`) so that
+`recon.sweep` can vmap them over a grid; the memory-lean variants
+(`make_rf_problem_lean`, `rf_lean_loss`) regenerate V chunk by chunk; `run` is the
+single-run pipeline (dense or lean), with optional restarts and sample splitting.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import data, driver, features, optimize, restarts, runs, splitting
+from recon.errors import ExperimentError
+from recon.models import checkpoint as model_ckpt
+from recon.models import random_features
+from recon.objectives import projection, projection_streamed
+from recon.reconstruct import reconstruct_and_report
+
+Array = jax.Array
+
+
+def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
+                    activation: str, mask: Optional[Array] = None,
+                    rng: str = 'threefry') -> Dict[str, Array]:
+  """Draws V (p_total x d), fits theta* = Phi^+ y on the (masked) features.
+
+  Returns the attacker's view {v, mask, theta} plus `train_mse` (a pytree of arrays).
+  With a 0/1 `mask` (a width padded to `p_total`) the padded columns of Phi are
+  zero, the pseudo-inverse cut-off uses the unpadded width and theta is zero on the
+  padding, so the first p entries equal the unpadded model's theta*.
+  """
+  d = x.shape[1]
+  v = features.random_weights(keys['model'], p_total, d, x.dtype, rng)
+  if mask is None:
+    mask = jnp.ones((p_total,), x.dtype)
+    n_features = None
+  else:
+    n_features = jnp.sum(mask)
+  phi = features.rf_features(v, x, activation, mask)
+  theta = random_features.min_norm_solution(phi, y, n_features) * mask
+  return {'v': v, 'mask': mask, 'theta': theta,
+          'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def lean_residual(cfg: ml_collections.ConfigDict, dtype) -> str:
+  """The streamed loss's residual mode; 'auto': 'stored' (keeps Z, m x p, 2 regenerations of V
+  per step) when m*p*itemsize fits feature_memory_budget_mb, else 'two_pass' (3 per step)."""
+  mode = cfg.get('feature_residual', 'two_pass')
+  if mode != 'auto':
+    return mode
+  megabytes = cfg.n_candidates * cfg.p * jnp.dtype(dtype).itemsize / 2 ** 20
+  return 'stored' if megabytes <= cfg.get('feature_memory_budget_mb', 1024.0) else 'two_pass'
+
+
+def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
+  """True when V must not be materialised: feature_mode 'lean', feature_shards > 1, or
+  'auto' with p*d*itemsize above feature_memory_budget_mb."""
+  mode = cfg.get('feature_mode', 'auto')
+  if mode == 'lean' or cfg.get('feature_shards', 1) > 1:
+    return True
+  if mode == 'dense':
+    return False
+  megabytes = cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20
+  return megabytes > cfg.get('feature_memory_budget_mb', 1024.0)
+
+
+def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
+  """(chunk, n_chunks): at most `chunk` features per chunk, n_chunks a multiple of shards.
+
+  Chunks are balanced (each shard's ceil(p / shards) features in as few chunks as the
+  requested width allows, split evenly), so padding past p stays below one feature per
+  chunk: p = 10 000 in chunks of <= 4096 is 3 x 3334, not 3 x 4096.
+  """
+  per_shard = -(-p // shards)
+  n_per_shard = -(-per_shard // max(1, chunk))
+  chunk = max(1, -(-per_shard // n_per_shard))
+  return chunk, n_per_shard * shards
+
+
+def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,
+                         activation: str, chunk: int, n_chunks: int,
+                         rng: str = 'threefry') -> Dict[str, Array]:
+  """Memory-lean `make_rf_problem`: V is regenerated chunk by chunk from keys['model'].
+
+  Same key => same V, features and theta* as the dense path. Returns the attacker's
+  view {key, p, theta (n_chunks, chunk), zero past p} plus `train_mse`.
+  """
+  phi = features.rf_features_chunked(keys['model'], x, activation, p, chunk, n_chunks, rng)
+  theta = random_features.min_norm_solution(phi, y)
+  return {'key': keys['model'], 'p': jnp.asarray(p, jnp.int32),
+          'theta': theta.reshape(n_chunks, chunk),
+          'train_mse': random_features.train_mse(phi, theta, y)}
+
+
+def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 'two_pass',
+                 mesh=None, rng: str = 'threefry'):
+  """loss_fn(x_hat, lean_problem): the streamed projection loss (custom VJP, optional mesh)."""
+  chunk_fn = lambda aux, x, c: features.rf_feature_chunk(  # noqa: E731
+      aux['key'], x, c, chunk, activation, aux['p'], rng)
+  pre = lambda aux, x, c: features.rf_preactivation_chunk(aux['key'], x, c, chunk, rng)  # noqa: E731
+  post = lambda aux, z, c: features.rf_activate_chunk(z, c, chunk, activation, aux['p'])  # noqa: E731
+  loss = projection_streamed.make_streamed_projection_loss(
+      chunk_fn, jitter=jitter, residual=residual, mesh=mesh, split_fn=(pre, post))
+  return lambda x, prob: loss(x, prob['theta'], {'key': prob['key'], 'p': prob['p']})
+
+
+def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
+            jitter: float) -> Array:
+  """Projection loss of candidates x_hat against the trained random-features model."""
+  phi_hat = features.rf_features(problem['v'], x_hat, activation, problem['mask'])
+  return projection.projection_loss(phi_hat, problem['theta'], jitter)
+
+
+def rf_loss_fn(cfg: ml_collections.ConfigDict):
+  """`loss(x_hat, problem)` of the random-features pipeline for this config."""
+  return functools.partial(rf_loss, activation=cfg.activation, jitter=cfg.jitter)
+
+
+def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
+  """The random-features numbers every report carries next to the reconstruction metrics."""
+  return {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
+          'p_over_n': cfg.p / cfg.n}
+
+
+RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta* (trained)',
+                             'n_candidates', 'activation'],
+                   'unknown': ['X (training inputs)', 'y (labels)']}
+
+
+def check_restarts(cfg: ml_collections.ConfigDict) -> None:
+  """Refuses `n_restarts > 1` where the restarts would not be independent runs (before any
+  output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
+  splitting, feature sharding, or a pipeline other than random features."""
+  k = cfg.get('n_restarts', 1)
+  if k == 1:
+    return
+  conflicts = []
+  if cfg.get('model') != 'random_features' or cfg.get('subspace', 'none') != 'none':
+    conflicts.append(f"model {cfg.get('model')!r}, subspace {cfg.get('subspace', 'none')!r}")
+  if cfg.get('optimizer') == 'lbfgs':
+    conflicts.append("optimizer 'lbfgs'")
+  if cfg.get('reseed_every', 0):
+    conflicts.append(f"reseed_every {cfg.get('reseed_every')}")
+  if cfg.get('split', 'none') != 'none':
+    conflicts.append(f"split {cfg.get('split')!r}")
+  if cfg.get('feature_shards', 1) > 1:
+    conflicts.append(f"feature_shards {cfg.get('feature_shards')}")
+  if conflicts:
+    raise ExperimentError(
+        f"n_restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: n_restarts "
+        "1, or the random-features model (subspace 'none') with optimizer 'sgd' or 'adam', "
+        "reseed_every 0, split 'none' and feature_shards 1")
+
+
+def with_restarts(cfg: ml_collections.ConfigDict, loss_fn, problem, key: Array, n_candidates: int,
+                  dtype) -> Tuple[Any, Array, Any]:
+  """(loss_fn, x0, decode) of the attack: one candidate set, or `n_restarts` stacked ones
+  (`recon.restarts`: value min_k L(X_k), the answer the block of lowest blind loss)."""
+  init = lambda k: driver.init_candidates(k, n_candidates, cfg.d, dtype)  # noqa: E731
+  n_restarts = cfg.get('n_restarts', 1)
+  if n_restarts == 1:
+    return loss_fn, init(key), None
+  return (restarts.stacked_loss(loss_fn), restarts.init_restarts(key, n_restarts, init),
+          restarts.BestRestart(loss_fn, problem))
+
+
+# V from its key; one compiled function for training and for attacking a saved model,
+# so both see the same bits.
+_random_weights = jax.jit(features.random_weights, static_argnums=(1, 2, 3, 4))
+
+
+def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
+  """The attacker's view {v, mask, theta} of a saved random-features model.
+
+  V is regenerated from extras['v_key'] (V_ij ~ N(0, 1/d), `features.random_weights`),
+  or taken as given from extras['v'] (p x d) for a model whose V was drawn elsewhere.
+  """
+  p, d = model.hparams['p'], model.hparams['d']
+  extras = model.extras or {}
+  if 'v' in extras:
+    v = jnp.asarray(extras['v'], dtype)
+    chex.assert_shape(v, (p, d))
+  elif 'v_key' in extras:
+    v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype,
+                        model.hparams.get('weight_rng', 'threefry'))
+  else:
+    raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
+                          "or 'v'; accepted: see the README section Reliability")
+  return {'v': v, 'mask': jnp.ones((p,), dtype),
+          'theta': jnp.asarray(model.trained['theta'], dtype)}
+
+
+@functools.partial(jax.jit, static_argnames=('activation',))
+def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array]:
+  phi = features.rf_features(v, x, activation)
+  theta = random_features.min_norm_solution(phi, y)
+  return theta, random_features.train_mse(phi, theta, y)
+
+
+def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array],
+                          dtype) -> Tuple[model_ckpt.ModelCheckpoint, Dict[str, Any]]:
+  """Loads the data and fits theta* = Phi^+ y; (the model with its training set, data meta)."""
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  rng = cfg.get('weight_rng', 'threefry')
+  v = _random_weights(keys['model'], cfg.p, cfg.d, dtype, rng)
+  theta, train_mse = _fit_rf(v, x_true, y, cfg.activation)
+  train_mse = float(train_mse)
+  logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
+               cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+  return model_ckpt.ModelCheckpoint(
+      kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation,
+                                       'weight_rng': rng},
+      trained={'theta': theta}, extras={'v_key': keys['model']},
+      truth={'x': x_true, 'y': y}, n=cfg.n,
+      info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed}), meta
+
+
+def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
+  """The sample-splitting refiner of the random-features pipeline (None when split='none')."""
+  if cfg.get('split', 'none') == 'none':
+    return None
+  if lean or cfg.get('reseed_every', 0):
+    raise ExperimentError(
+        f"split: {cfg.split!r} needs dense features and no re-seeding (got feature mode "
+        f"{'lean' if lean else 'dense'}, reseed_every {cfg.get('reseed_every', 0)}); accepted: "
+        "split 'none', or feature_mode 'dense' with reseed_every 0")
+  split_cfg = splitting.config_from(cfg)
+  try:
+    splitting.check_config(split_cfg, cfg.activation)
+  except splitting.SplitError as e:
+    raise ExperimentError(str(e)) from None
+  feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.activation,
+                                                      prob['mask'])[0]
+  return splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one, cfg.jitter),
+                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+
+
+def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+                             resuming: bool = False) -> Dict[str, Any]:
+  """Memory-lean random features: V is regenerated chunk by chunk from its key, never stored."""
+  t0 = time.time()
+  if cfg.get('model_checkpoint'):
+    raise ExperimentError('model_checkpoint: attacking a saved model uses dense features; '
+                          "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
+  _rf_splitter(cfg, lean=True)  # refuses splitting here
+  keys = runs.split_keys(cfg.seed)
+  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  shards = cfg.get('feature_shards', 1)
+  try:
+    mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
+  except ValueError as e:
+    raise ExperimentError(str(e)) from None
+  chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
+  rng = cfg.get('weight_rng', 'threefry')
+  problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
+      k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
+      n_chunks=n_chunks, rng=rng))(keys, x_true, y)
+  residual = lean_residual(cfg, dtype)
+  loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
+                         residual=residual, mesh=mesh, rng=rng)
+  feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
+      problem['key'], x, cfg.activation, cfg.p, chunk, rng=rng)[:, :cfg.p]
+  gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
+      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p,
+                                                   rng),
+      x, n_chunks, problem['key']))
+  logging.info('memory-lean features: V (%.0f MB, %s) regenerated in %d chunks of %d rows on '
+               '%d device(s); residual %s', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20,
+               rng, n_chunks, chunk, shards, residual)
+  train_mse = float(problem.pop('train_mse'))
+  logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
+               cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+  loss_fn, x0, decode = with_restarts(cfg, loss_fn, problem, keys['init'], cfg.n_candidates,
+                                      dtype)
+  return reconstruct_and_report(
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
+      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True),
+      threat_model=RF_THREAT_MODEL, decode=decode)
+
+
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+                        resuming: bool = False) -> Dict[str, Any]:
+  """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*).
+
+  The model comes from `model_checkpoint` if set, from WORKDIR/model when
+  resuming, else it is trained; it is saved to WORKDIR/model before the attack,
+  and the attack always reads it back from that saved form (V from its key).
+  Above the feature memory budget (or with feature_mode='lean' / feature_shards > 1)
+  the memory-lean path runs instead (`run_lean`).
+  """
+  if use_lean_features(cfg, dtype):
+    return run_lean(cfg, workdir, dtype, resuming)
+  t0 = time.time()
+  keys = runs.split_keys(cfg.seed)
+  own = os.path.join(workdir, 'model')
+  if resuming and os.path.isdir(own):
+    source = own
+  else:
+    source = cfg.get('model_checkpoint') or None
+  if source:
+    model = model_ckpt.load(source)
+    logging.info('loaded the random-features model from %s', source)
+    # Our own saved model: the data description (image shape, pixel scale) comes from the
+    # config's data set; a foreign model brings none.
+    meta = data.load(cfg, keys['data'], dtype)[2] if source == own else {}
+  else:
+    model, meta = train_random_features(cfg, keys, dtype)
+  if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
+    model_ckpt.save(own, model)
+  problem = rf_problem(model, dtype)
+  truth = model.truth or {}
+  x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
+  y = truth.get('y')
+  feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
+  gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
+  loss_fn, x0, decode = with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
+                                      cfg.n_candidates, dtype)
+  extra = {'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
+           'memory_lean': False}
+  if 'train_mse' in model.info:
+    extra['train_mse'] = model.info['train_mse']
+  return reconstruct_and_report(
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
+      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
+      refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
+      threat_model=RF_THREAT_MODEL, decode=decode)

@@ -1,0 +1,170 @@
+"""Scoring a finished attack and writing its outputs.
+
+`score` (host side: Hungarian matching, feature residual, loss, status; the
+counting rules are `COUNTING_NOTE`), `write_plots` (loss curve, image grid) and
+`report`, which writes a run's summary.json, reconstruction.npz and plots from
+the optimiser's `recon.driver.Outcome`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, Optional
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import data, driver, io, metrics, optimize, plots
+from recon.errors import ExperimentError
+from recon.objectives import projection
+
+
+def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
+          steps: int, status: int, phi_true=None, phi_hat=None) -> Dict[str, Any]:
+  """Metrics of one finished run (host side): matching errors, feature residual, loss, status."""
+  x_true = np.asarray(x_true)
+  x_hat = np.asarray(x_hat)
+  result = metrics.reconstruction_metrics(x_true, x_hat, threshold)
+  if phi_true is not None:
+    result['feature_residual'] = metrics.feature_residual(np.asarray(phi_true),
+                                                          np.asarray(phi_hat))
+  result.update({
+      'projection_loss': final_loss,
+      'final_loss': final_loss,
+      'steps': int(steps),
+      'status': optimize.STATUS_NAMES[int(status)],
+      'n': int(x_true.shape[0]), 'd': int(np.prod(x_true.shape[1:])),
+      'n_candidates': int(x_hat.shape[0]),
+  })
+  return result
+
+
+COUNTING_NOTE = (
+    'Hungarian matching on the sign-invariant relative distance; recovered = matched distance '
+    '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
+    'their nearest-candidate distance; if n_candidates > n the extra candidates are '
+    'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
+BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so only the blind '
+              'metrics (loss, steps, status) are reported')
+
+
+def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dict[str, Any],
+                history: Dict[str, Any], result: Dict[str, Any],
+                ssim_filter: Optional[int] = None) -> None:
+  """DIR/loss_curve.png always; DIR/grid.png (truth over matched reconstruction) for images.
+
+  Reconstructions are mapped to pixels with their matched sample's row norm
+  (`data.to_pixels`), so both rows of the grid are at the data's true scale, drawn on
+  meta['pixel_range'] (default: the true images' min..max).
+  """
+  plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), history['step'], history['loss'],
+                   title=f'{meta.get("name", "")}: loss vs step ({result["status"]})')
+  shape = meta.get('image_shape')
+  if shape is None:
+    return
+  ssim = metrics.ssim_pairs(x_true, aligned, shape, result.get('ssim_filter_size', ssim_filter))
+  true_px = data.to_pixels(x_true, meta)
+  value_range = meta.get('pixel_range') or (float(true_px.min()), float(true_px.max()))
+  if not value_range[1] > value_range[0]:
+    value_range = (value_range[0], value_range[0] + 1.0)
+  plots.image_grid(os.path.join(workdir, 'grid.png'), true_px, data.to_pixels(aligned, meta),
+                   shape, ssim, value_range=value_range)
+
+
+def check_ssim_filter(cfg: ml_collections.ConfigDict, meta: Dict[str, Any]) -> None:
+  """One-line refusal of an ssim_filter_size larger than the images (before compute)."""
+  image_shape = meta.get('image_shape')
+  ssim_filter = cfg.get('ssim_filter_size', None)
+  if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
+    raise ExperimentError(f'config.ssim_filter_size: invalid value {ssim_filter} for images of '
+                          f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
+                          f'1..{min(image_shape[:2])}')
+
+
+def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome, *,
+           x_true: Optional[jax.Array], y, meta: Dict[str, Any], loss_fn, x0,
+           feature_fn=None, gram_fn=None, t0: float,
+           extra_metrics: Optional[Dict[str, Any]] = None,
+           threat_model: Optional[Dict[str, Any]] = None, decode=None,
+           refiner=None) -> Dict[str, Any]:
+  """Scores `outcome` and writes summary.json, reconstruction.npz and the plots; the summary.
+
+  See `recon.reconstruct.reconstruct_and_report` for the arguments.
+  """
+  state, problem, history = outcome.state, outcome.problem, outcome.history
+  reseeder = outcome.reseeder
+  image_shape = meta.get('image_shape')
+  ssim_filter = cfg.get('ssim_filter_size', None)
+  decode = decode if decode is not None else (lambda params: params)
+  has_truth = x_true is not None
+  x_true_np = np.asarray(x_true) if has_truth else None
+  status = optimize.STATUS_NAMES[int(state.status)]
+
+  x_hat = np.asarray(decode(state.x))
+  final_loss = float(loss_fn(state.x, problem))
+  if has_truth:
+    result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
+                   steps=int(state.step), status=int(state.status),
+                   phi_true=None if feature_fn is None else feature_fn(x_true),
+                   phi_hat=None if feature_fn is None else feature_fn(
+                       jnp.asarray(x_hat, x_true.dtype)))
+    result['ground_truth'] = True
+    aligned = metrics.aligned_candidates(x_true_np, x_hat)
+    if image_shape is not None:
+      result.update(metrics.image_metrics(
+          x_true_np, x_hat, image_shape,
+          threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
+  else:
+    result = {'projection_loss': final_loss, 'final_loss': final_loss,
+              'steps': int(state.step), 'status': status, 'ground_truth': False,
+              'n_candidates': int(x_hat.shape[0])}
+  if gram_fn is not None:
+    result['gram_condition'] = projection.check_condition(
+        np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
+        cfg.get('jitter', projection.DEFAULT_JITTER))
+  if reseeder is not None:
+    result['reseeded'] = reseeder.stats.reseeded
+    result['reseed_rejected'] = reseeder.stats.rejected
+  result.update(extra_metrics or {})
+  if refiner is not None and hasattr(refiner, 'summary'):
+    result['splitting'] = refiner.summary()
+  if hasattr(decode, 'summary'):
+    result['restarts'] = decode.summary()
+  result['wall_seconds'] = time.time() - t0
+  if status == 'nonfinite':
+    logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '
+                  'the last finite candidates', int(state.step))
+  summary = {
+      'config': cfg.to_dict(),
+      'metrics': result,
+      'threat_model': threat_model or {},
+      'counting': COUNTING_NOTE if has_truth else BLIND_NOTE,
+      'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
+      'resumed_from_step': outcome.resumed_from,
+      'device': str(jax.devices()[0].platform),
+      'data': data.describe(meta),
+  }
+  arrays = {'x_candidates': x_hat}
+  if has_truth:
+    arrays.update(x_true=x_true_np, x_matched=aligned)
+  if y is not None:
+    arrays['y'] = np.asarray(y)
+  io.write_npz(os.path.join(workdir, 'reconstruction.npz'), **arrays)
+  if has_truth:
+    write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
+  else:
+    plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), summary['history']['step'],
+                     summary['history']['loss'], title=f'loss vs step ({status}, no ground truth)')
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)  # last: marks a finished run
+  if has_truth:
+    logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '
+                 '(%s after %d steps, %.1fs) -> %s', result['recon_error'],
+                 result['frac_recovered'], result['dist_abs'], final_loss, status,
+                 result['steps'], result['wall_seconds'], workdir)
+  else:
+    logging.info('no ground truth: blind metrics only; loss %.3e (%s after %d steps, %.1fs) '
+                 '-> %s', final_loss, status, result['steps'], result['wall_seconds'], workdir)
+  return summary
