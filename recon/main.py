@@ -146,6 +146,9 @@ def outcome_line(summary: Dict[str, Any]) -> str:
              f'recovered_threshold (frac_recovered {m["frac_recovered"]:.2f})')
   elif m.get('ground_truth') is False:
     line += '; reconstructed: unknown (no ground truth)'
+  if 'certified' in m:
+    line += ('; certified (blind evidence: the whole set was found)' if m['certified'] else
+             '; not certified')
   return line
 
 

@@ -22,7 +22,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
                            extra_metrics: Optional[Dict[str, Any]] = None,
                            threat_model: Optional[Dict[str, Any]] = None,
                            decode=None, refiner=None, keys: Optional[Dict[str, Array]] = None,
-                           resume: Optional[bool] = None) -> Dict[str, Any]:
+                           resume: Optional[bool] = None,
+                           certify_theta: Optional[Array] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
   `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
@@ -44,7 +45,9 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   latest one, history included. With `x_true=None` (no ground truth, e.g. a
   model checkpoint without its training set) only the blind metrics are
   reported (loss, steps, status), only the loss curve is drawn, and the summary
-  says so.
+  says so. `certify_theta` (the attacked parameters of a projection attack whose
+  `feature_fn` rows are the candidates' features) adds `metrics.certified` and its
+  evidence (`recon.certificate`).
   """
   t0 = time.time() if t0 is None else t0
   meta = meta or {}
@@ -56,4 +59,4 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   return report.report(
       cfg, workdir, outcome, x_true=x_true, y=y, meta=meta, loss_fn=loss_fn, x0=x0,
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, extra_metrics=extra_metrics,
-      threat_model=threat_model, decode=decode, refiner=refiner)
+      threat_model=threat_model, decode=decode, refiner=refiner, certify_theta=certify_theta)

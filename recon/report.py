@@ -17,17 +17,21 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, driver, io, metrics, optimize, plots
+from recon import certificate, data, driver, io, metrics, optimize, plots
 from recon.errors import ExperimentError
 from recon.objectives import projection
 
 
 def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
-          steps: int, status: int, phi_true=None, phi_hat=None) -> Dict[str, Any]:
-  """Metrics of one finished run (host side): matching errors, feature residual, loss, status."""
+          steps: int, status: int, phi_true=None, phi_hat=None,
+          sign_invariant: bool = True) -> Dict[str, Any]:
+  """Metrics of one finished run (host side): matching errors, feature residual, loss, status.
+
+  `sign_invariant`: errors ignore the sign of a row (`metrics.sign_ambiguous(activation)`).
+  """
   x_true = np.asarray(x_true)
   x_hat = np.asarray(x_hat)
-  result = metrics.reconstruction_metrics(x_true, x_hat, threshold)
+  result = metrics.reconstruction_metrics(x_true, x_hat, threshold, sign_invariant)
   if phi_true is not None:
     result['feature_residual'] = metrics.feature_residual(np.asarray(phi_true),
                                                           np.asarray(phi_hat))
@@ -43,7 +47,9 @@ def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss
 
 
 COUNTING_NOTE = (
-    'Hungarian matching on the sign-invariant relative distance; recovered = matched distance '
+    'Hungarian matching on the relative distance, sign-invariant for activations that cannot '
+    'tell x from -x (relu, even ones; metrics.sign_invariant says which was used, and both '
+    'recon_error_sign_invariant and recon_error_signed are reported); recovered = matched distance '
     '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
     'their nearest-candidate distance; if n_candidates > n the extra candidates are '
     'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
@@ -89,7 +95,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
            feature_fn=None, gram_fn=None, t0: float,
            extra_metrics: Optional[Dict[str, Any]] = None,
            threat_model: Optional[Dict[str, Any]] = None, decode=None,
-           refiner=None) -> Dict[str, Any]:
+           refiner=None, certify_theta=None) -> Dict[str, Any]:
   """Scores `outcome` and writes summary.json, reconstruction.npz and the plots; the summary.
 
   See `recon.reconstruct.reconstruct_and_report` for the arguments.
@@ -105,18 +111,21 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
 
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
+  sign_invariant = metrics.sign_ambiguous(cfg.get('activation'))
   if has_truth:
     result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
                    steps=int(state.step), status=int(state.status),
                    phi_true=None if feature_fn is None else feature_fn(x_true),
                    phi_hat=None if feature_fn is None else feature_fn(
-                       jnp.asarray(x_hat, x_true.dtype)))
+                       jnp.asarray(x_hat, x_true.dtype)),
+                   sign_invariant=sign_invariant)
     result['ground_truth'] = True
-    aligned = metrics.aligned_candidates(x_true_np, x_hat)
+    aligned = metrics.aligned_candidates(x_true_np, x_hat, sign_invariant)
     if image_shape is not None:
       result.update(metrics.image_metrics(
           x_true_np, x_hat, image_shape,
-          threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter))
+          threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter,
+          sign_invariant=sign_invariant))
   else:
     result = {'projection_loss': final_loss, 'final_loss': final_loss,
               'steps': int(state.step), 'status': status, 'ground_truth': False,
@@ -125,6 +134,15 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     result['gram_condition'] = projection.check_condition(
         np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
         cfg.get('jitter', projection.DEFAULT_JITTER))
+  if certify_theta is not None:
+    cert = certificate.certify(
+        final_loss=final_loss, tol=cfg.tol, x_hat=x_hat, p=int(cfg.p),
+        activation=cfg.get('activation'), feature_fn=feature_fn, theta=certify_theta,
+        duplicate_threshold=cfg.recovered_threshold,
+        restart_sets=decode.sets_at_tol(cfg.tol) if hasattr(decode, 'sets_at_tol') else None)
+    result['certified'] = cert['certified']
+    result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
+    logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   if reseeder is not None:
     result['reseeded'] = reseeder.stats.reseeded
     result['reseed_rejected'] = reseeder.stats.rejected

@@ -60,7 +60,15 @@ class BestRestart:
     finite = np.where(np.isfinite(losses), losses, np.inf)
     self.chosen = int(np.argmin(finite))
     self.losses = [float(v) for v in losses]
+    self._last = np.asarray(xs)
     return jnp.asarray(xs)[self.chosen]
+
+  def sets_at_tol(self, tol: float) -> List[np.ndarray]:
+    """The candidate sets (of the last decode) whose blind loss is <= tol, chosen one first."""
+    if self.losses is None:
+      return []
+    order = [self.chosen] + [k for k in range(len(self.losses)) if k != self.chosen]
+    return [self._last[k] for k in order if self.losses[k] <= tol]
 
   def summary(self) -> Dict[str, Any]:
     return {'n_restarts': None if self.losses is None else len(self.losses),

@@ -39,7 +39,7 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import data, driver, features, io, memory, optimize, report, routes, runs, victims
+from recon import data, driver, features, io, memory, metrics, optimize, report, routes, runs, victims
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -239,7 +239,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
       x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=float(out['final_loss'][i]),
       steps=int(out['steps'][i]), status=int(out['status'][i]),
       phi_true=features.rf_features(v, x_true, cfg.activation),
-      phi_hat=features.rf_features(v, x_hat, cfg.activation))
+      phi_hat=features.rf_features(v, x_hat, cfg.activation),
+      sign_invariant=metrics.sign_ambiguous(cfg.activation))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.activation, 'lr': cfg.lr,

@@ -292,7 +292,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True),
-      threat_model=RF_THREAT_MODEL, decode=decode)
+      threat_model=RF_THREAT_MODEL, decode=decode,
+      certify_theta=problem['theta'].reshape(-1)[:cfg.p])
 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
@@ -341,4 +342,4 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
-      threat_model=RF_THREAT_MODEL, decode=decode)
+      threat_model=RF_THREAT_MODEL, decode=decode, certify_theta=problem['theta'])
