@@ -23,6 +23,7 @@ from absl import logging
 from recon import checkpoint
 from recon import config as config_lib
 from recon import data, features, io, metrics, optimize, plots, refine, restarts, splitting
+from recon import precision  # issue #17: matmul precision, victim interpolation check
 from recon.errors import ExperimentError  # re-exported: recon.experiment.ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -457,6 +458,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
     network_experiment.check_config(cfg)
   resuming = _prepare_run_workdir(workdir, cfg)
   dtype = set_dtype(cfg.dtype)
+  precision.apply_matmul_precision(cfg.get('matmul_precision'))  # every program of the run
   if subspace_experiment.uses_this_pipeline(cfg):
     return subspace_experiment.run(cfg, workdir, dtype, resuming=resuming)
   if cfg.model == 'random_features':
@@ -619,7 +621,8 @@ def run_random_features_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
-      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True),
+      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
+                         **precision.check_victim(train_mse, y, cfg.n, cfg.p, cfg.dtype)),
       threat_model=RF_THREAT_MODEL, decode=decode)
 
 
@@ -664,6 +667,8 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype,
            'memory_lean': False}
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
+    if y is not None:  # issue #17: warn and record when a p >= n victim does not interpolate
+      extra.update(precision.check_victim(extra['train_mse'], y, cfg.n, cfg.p, cfg.dtype))
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
@@ -905,6 +910,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   if hasattr(decode, 'summary'):
     result['restarts'] = decode.summary()
   result['wall_seconds'] = time.time() - t0
+  result['matmul_precision'] = precision.current_matmul_precision()  # as compiled (issue #17)
   if status == 'nonfinite':
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '
                   'the last finite candidates', int(state.step))

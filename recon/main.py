@@ -46,6 +46,8 @@ def main(argv):
   try:
     config_lib.validate(config)
     workdir = _WORKDIR.value or default_workdir(config.get('name', 'run'))
+    from recon import precision  # pylint: disable=import-outside-toplevel
+    precision.apply_matmul_precision(config.get('matmul_precision'))  # sweeps too (issue #17)
     if config.get('sweep'):
       sweep.run(config, workdir)
     else:
