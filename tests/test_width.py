@@ -127,3 +127,13 @@ def test_every_config_has_matmul_precision():
   for name in names:
     cfg = importlib.import_module(f'configs.{name}').get_config()
     assert cfg.get('matmul_precision') == 'highest', name
+
+
+def test_a_victim_that_does_not_interpolate_is_recorded(tmp_path, monkeypatch):
+  # The issue-#17 failure mode: a fit that drops half the spectrum (here: theta halved).
+  fit = random_features.min_norm_solution
+  monkeypatch.setattr(random_features, 'min_norm_solution',
+                      lambda phi, y, n_features=None: 0.5 * fit(phi, y, n_features))
+  m = _tiny(tmp_path, p=123, max_steps=10)['metrics']
+  assert m['victim_interpolates'] is False
+  assert m['train_mse_over_var_y'] > 1e-2 and m['interpolation_tol'] == 1e-6
