@@ -36,12 +36,12 @@ def get_config() -> ml_collections.ConfigDict:
   # Attack.
   c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
   c.optimizer = 'adam'
-  c.lr = 0.05  # candidates have norm sqrt(d)
+  c.lr = 0.02  # relu at 8x8, n=10: 0.02 -> recon_error 0.019 (9/10), 0.05 -> 0.124 (9/10)
   c.momentum = 0.9  # Adam's b1
   c.lr_schedule = 'cosine'  # lr -> lr * lr_final_ratio over lr_decay_steps
-  c.lr_decay_steps = 20000
+  c.lr_decay_steps = 30000
   c.lr_final_ratio = 0.05
-  c.max_steps = 20000
+  c.max_steps = 30000
   c.tol = 1e-7
   c.jitter = 1e-6
   c.dtype = 'float32'
@@ -53,7 +53,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.feature_shards = 1
   c.weight_rng = 'hash_box_muller'
   # Blind re-seeding of candidates that collapsed onto one another (0 = off), and restarts.
-  c.reseed_every = 2000  # 0: off; without it 3-4 of 20 faces stay collapsed (measured)
+  c.reseed_every = 2000  # 0: off
   c.reseed_threshold = 0.95
   c.reseed_proposals = 64
   c.n_restarts = 1

@@ -107,3 +107,13 @@ def test_rf_faces_reconstructs_every_face(tmp_path):
   assert m['victim_interpolates'] is True
   assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0, m
   assert os.path.isfile(tmp_path / 'run' / 'grid.png')
+
+
+@pytest.mark.slow
+def test_rf_cifar_relu_reconstructs_small_patches(tmp_path):
+  c = rf_cifar.get_config()
+  c.image_size, c.n, c.log_every_seconds = 4, 6, 60.0  # d = 48, p = 2880, relu
+  m = experiment.run(c, str(tmp_path / 'run'))['metrics']
+  assert m['victim_interpolates'] is True and m['memory_lean'] is False
+  assert m['recon_error'] < 0.05 and m['frac_recovered'] == 1.0, m
+  assert os.path.isfile(tmp_path / 'run' / 'grid.png')
