@@ -6,7 +6,6 @@ import re
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 
