@@ -15,6 +15,9 @@ def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
   c.log_every_seconds = log_every_seconds
   c.recovered_threshold = recovered_threshold  # relative distance that counts as recovered
   c.overwrite = False  # True: replace a finished run in the same workdir
+  # jax_default_matmul_precision for every compiled program: 'highest' (full float32; GPUs
+  # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
+  c.matmul_precision = 'highest'
   # Reliability (README.md, "Reliability").
   c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
   c.checkpoint_every_seconds = 60.0  # 0: off

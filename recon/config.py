@@ -13,7 +13,7 @@ import math
 import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from recon import data, features, optimize, splitting
+from recon import data, features, optimize, precision, splitting
 from recon.errors import ReconError
 from recon.models import networks, train
 from recon.objectives import kkt, projection_streamed, unified
@@ -107,6 +107,8 @@ SCHEMA: Dict[str, Spec] = {
     'max_steps': _positive_int(),
     'tol': Spec(float, low=0.0),
     'dtype': Spec(str, choices=DTYPES),
+    # jax_default_matmul_precision of every compiled program (recon/precision.py, issue #17).
+    'matmul_precision': Spec(str, choices=lambda: precision.MATMUL_PRECISIONS),
     'jitter': Spec(float, low=0.0),
     'chunk_steps': _positive_int(),
     'log_every_seconds': Spec(float, low=0.0),

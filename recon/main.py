@@ -168,6 +168,8 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     check_workdir(workdir)
     if not config.get('sweep'):
       memory.check(config)
+    from recon import precision  # pylint: disable=import-outside-toplevel
+    precision.apply_matmul_precision(config.get('matmul_precision'))  # sweeps too
   except errors.ReconError as e:
     _say(str(e))
     return e.exit_code

@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import certificate, data, driver, io, metrics, optimize, plots
+from recon import certificate, data, driver, io, metrics, optimize, plots, precision
 from recon.errors import ExperimentError
 from recon.objectives import projection
 
@@ -152,6 +152,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   if hasattr(decode, 'summary'):
     result['restarts'] = decode.summary()
   result['wall_seconds'] = time.time() - t0
+  result['matmul_precision'] = precision.current_matmul_precision()  # as compiled
   if status == 'nonfinite':
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '
                   'the last finite candidates', int(state.step))

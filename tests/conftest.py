@@ -34,3 +34,26 @@ def _restore_x64():
   yield
   if jax.config.jax_enable_x64 != before:
     jax.config.update('jax_enable_x64', before)
+
+
+@pytest.fixture(autouse=True)
+def _restore_matmul_precision():
+  """A run sets jax_default_matmul_precision process-wide (config.matmul_precision)."""
+  before = jax.config.jax_default_matmul_precision
+  yield
+  if jax.config.jax_default_matmul_precision != before:
+    jax.config.update('jax_default_matmul_precision', before)
+
+
+def subprocess_env(**extra):
+  """os.environ for a child Python that imports this checkout's `recon` and the parent's
+  packages: PYTHONPATH = the repo root + the parent's sys.path (JAX 0.11's tests ran
+  subprocesses without the parent's import path), plus `extra`."""
+  env = dict(os.environ)
+  paths = [REPO_ROOT] + [p for p in sys.path if p and p != REPO_ROOT]
+  old = env.get('PYTHONPATH')
+  if old:
+    paths += [p for p in old.split(os.pathsep) if p and p not in paths]
+  env['PYTHONPATH'] = os.pathsep.join(paths)
+  env.update({k: str(v) for k, v in extra.items()})
+  return env

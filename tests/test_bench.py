@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'scripts', 'bench.py')
@@ -20,7 +21,7 @@ def _load_bench():
 
 
 def _run(*args):
-  env = dict(os.environ, PYTHONPATH=ROOT)
+  env = subprocess_env()
   return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
                         env=env, cwd=ROOT, timeout=600)
 

@@ -18,6 +18,7 @@ from recon import checkpoint, errors, pipelines, report
 from recon.pipelines import random_features as rf_pipeline
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RF = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
@@ -330,7 +331,7 @@ def _cli(workdir, *overrides):
 
 def _start(cmd):
   return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, env=dict(os.environ, JAX_PLATFORMS='cpu'))
+                          text=True, env=subprocess_env(JAX_PLATFORMS='cpu'))
 
 
 def _finish(proc):

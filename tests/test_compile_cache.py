@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from recon import compile_cache
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,9 +33,9 @@ print(json.dumps({'dir': path, 'jax_dir': jax.config.jax_compilation_cache_dir,
 
 
 def _probe(**env):
-  full = {k: v for k, v in os.environ.items()
+  full = {k: v for k, v in subprocess_env().items()
           if k not in ('RECON_COMPILATION_CACHE', 'JAX_COMPILATION_CACHE_DIR')}
-  full.update(PYTHONPATH=ROOT, **env)
+  full.update(**env)
   out = subprocess.run([sys.executable, '-c', PROBE], capture_output=True, text=True, env=full,
                        cwd=ROOT, timeout=300)
   assert out.returncode == 0, out.stderr[-2000:]

@@ -9,6 +9,7 @@ import ml_collections
 import pytest
 
 from recon import config as config_lib
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every experiment config (configs/common.py holds shared helpers, not a config).
@@ -130,7 +131,7 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
     cmd = [sys.executable, '-m', 'recon.main', f'--config={RF}', f'--workdir={workdir}'] + [
         '--config.' + o for o in override.split(' --config.')]
     procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, env=dict(os.environ, JAX_PLATFORMS='cpu')))
+                                  text=True, env=subprocess_env(JAX_PLATFORMS='cpu')))
   # A schema field the config file does not define cannot be overridden.
   bare = tmp_path / 'bare.py'
   bare.write_text('import ml_collections\n\ndef get_config():\n'
@@ -138,7 +139,7 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
   procs.append(subprocess.Popen(
       [sys.executable, '-m', 'recon.main', f'--config={bare}', f'--workdir={workdir}',
        '--config.resume=True'], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-      text=True, env=dict(os.environ, JAX_PLATFORMS='cpu')))
+      text=True, env=subprocess_env(JAX_PLATFORMS='cpu')))
   cases = CLI_CASES + [('resume=True', 'config.resume: not a field of this config file')]
   for (override, expected), proc in zip(cases, procs):
     out, err = proc.communicate(timeout=300)

@@ -15,6 +15,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 from recon import data, errors
+from conftest import subprocess_env
 
 KEY = jax.random.PRNGKey(0)
 
@@ -284,7 +285,7 @@ def test_cli_prints_one_line_for_missing_data(tmp_path):
       [sys.executable, '-m', 'recon.main', '--config=configs/rf_digits.py',
        '--config.dataset=mnist', f'--config.data_dir={tmp_path}', '--config.d=784',
        f'--workdir={tmp_path / "run"}'],
-      capture_output=True, text=True, timeout=120,
+      capture_output=True, text=True, timeout=120, env=subprocess_env(),
       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   assert proc.returncode == 2
   lines = [l for l in proc.stderr.splitlines() if l.startswith('error:')]

@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from recon import host
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,8 +45,7 @@ print(untuned, ok, host.keep_buffers_mapped(), delta())
 @pytest.mark.skipif(host.mmapped_chunks() is None, reason='needs glibc (mallinfo2)')
 def test_tuned_heap_serves_large_arrays_without_mmap(monkeypatch):
   """In a fresh process a 64 MB array is one mmap-served chunk; once tuned, none (idempotent)."""
-  env = {k: v for k, v in os.environ.items() if k != host.ENV}
-  env['PYTHONPATH'] = os.pathsep.join([ROOT, env.get('PYTHONPATH', '')])
+  env = {k: v for k, v in subprocess_env().items() if k != host.ENV}
   out = subprocess.run([sys.executable, '-c', _PROBE], env=env, capture_output=True, text=True,
                        check=True).stdout.split()
   assert out == ['1', 'True', 'True', '0']

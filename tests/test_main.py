@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
@@ -13,7 +14,7 @@ TINY = ['--config.n=3', '--config.d=4', '--config.p=120', '--config.max_steps=50
 
 
 def _run(*args, cwd=ROOT, **extra_env):
-  env = dict(os.environ, JAX_PLATFORMS='cpu', **extra_env)
+  env = subprocess_env(JAX_PLATFORMS='cpu', **extra_env)
   return subprocess.run([sys.executable, '-m', 'recon.main', *args], cwd=cwd, env=env,
                         capture_output=True, text=True, timeout=300)
 

@@ -12,6 +12,7 @@ import pytest
 from recon import errors, pipelines
 from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous, networks
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWO_LAYER = os.path.join(ROOT, 'configs', 'two_layer.py')
@@ -249,7 +250,7 @@ def test_cli_attacks_a_saved_two_layer_model(trained_run, tmp_path):
   args = [f'--config.{k}={v}' for k, v in TINY.items()]
   cmd = [sys.executable, '-m', 'recon.main', f'--config={TWO_LAYER}', f'--workdir={out}',
          f'--config.model_checkpoint={workdir}'] + args
-  env = dict(os.environ, JAX_PLATFORMS='cpu')
+  env = subprocess_env(JAX_PLATFORMS='cpu')
   proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
   summary = json.load(open(os.path.join(out, 'summary.json')))

@@ -13,7 +13,7 @@ EXPECTED = {
     'rf_digits': 'random_features', 'rf_logistic': 'networks',
     'rf_phase_transition': 'random_features', 'rf_subspace': 'subspace',
     'rf_synthetic': 'random_features', 'two_layer': 'networks', 'two_layer_subspace': 'subspace',
-    'vit': 'networks',
+    'vit': 'networks', 'rf_faces': 'random_features', 'rf_cifar': 'random_features',
 }
 
 

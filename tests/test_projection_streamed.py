@@ -14,6 +14,7 @@ import pytest
 from recon import features, pipelines, runs
 from recon.pipelines import random_features as rf_pipeline
 from recon.objectives import projection, projection_streamed
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACT = 'relu_tanh'
@@ -174,8 +175,8 @@ _SHARDED = textwrap.dedent('''
 
 
 def test_sharded_equals_single_device():
-  env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=2',
-             PYTHONPATH=ROOT, JAX_PLATFORMS='cpu')
+  env = subprocess_env(XLA_FLAGS='--xla_force_host_platform_device_count=2',
+                       JAX_PLATFORMS='cpu')
   proc = subprocess.run([sys.executable, '-c', _SHARDED], env=env, capture_output=True,
                         text=True, timeout=300, cwd=ROOT, check=False)
   assert proc.returncode == 0, proc.stderr[-2000:]

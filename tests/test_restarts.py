@@ -11,6 +11,7 @@ import pytest
 
 from recon import driver, optimize, restarts, runs
 from recon.pipelines import random_features as rf_pipeline
+from conftest import subprocess_env
 
 ACT = 'relu_tanh'
 N, D, P, K = 4, 5, 200, 3
@@ -92,7 +93,7 @@ def test_each_block_follows_its_own_single_run(name):
 
 
 def _cli(*args, **env):
-  e = dict(os.environ, JAX_PLATFORMS='cpu', **env)
+  e = subprocess_env(JAX_PLATFORMS='cpu', **env)
   return subprocess.run([sys.executable, '-m', 'recon.main', f'--config={CONFIG}', *args],
                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=300)
 

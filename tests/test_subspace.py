@@ -12,6 +12,7 @@ import pytest
 from recon import config as config_lib
 from recon import data, errors, pipelines, subspace
 from recon.pipelines import subspace as subspace_pipeline
+from conftest import subprocess_env
 
 
 def test_planted_subspace_rows_lie_in_the_basis_span_on_the_sphere():
@@ -142,7 +143,7 @@ def test_cli_rejects_estimating_a_random_features_subspace_with_one_line_and_sta
   r = subprocess.run([sys.executable, '-m', 'recon.main',
                       f'--config={os.path.join(root, "configs", "rf_subspace.py")}',
                       f'--workdir={tmp_path / "run"}', '--config.subspace=estimated'],
-                     cwd=root, env=dict(os.environ, JAX_PLATFORMS='cpu'), capture_output=True,
+                     cwd=root, env=subprocess_env(JAX_PLATFORMS='cpu'), capture_output=True,
                      text=True, timeout=300)
   assert r.returncode == 2
   lines = [l for l in r.stderr.splitlines() if l.startswith('error:')]

@@ -13,6 +13,7 @@ import pytest
 from configs import rf_synthetic
 from recon import config as config_lib
 from recon import errors, memory, pipelines, sweep
+from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -84,8 +85,8 @@ _SUBPROCESS = textwrap.dedent('''
 @pytest.fixture(scope='module')
 def two_device_run(tmp_path_factory):
   tmp = str(tmp_path_factory.mktemp('sharded'))
-  env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=2',
-             JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
+  env = subprocess_env(XLA_FLAGS='--xla_force_host_platform_device_count=2',
+                       JAX_PLATFORMS='cpu')
   proc = subprocess.run([sys.executable, '-c', _SUBPROCESS, tmp], cwd=ROOT, env=env,
                         capture_output=True, text=True, timeout=600, check=False)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -210,7 +211,7 @@ def test_main_cli_bad_axis(tmp_path):
   proc = subprocess.run(
       [sys.executable, '-m', 'recon.main', '--config=configs/rf_phase_transition.py',
        '--config.sweep.seed=()', f'--workdir={tmp_path}/x'],
-      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False, env=subprocess_env())
   assert proc.returncode == 2, proc.stderr[-2000:]
   assert proc.stderr.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis')
 

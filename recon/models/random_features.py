@@ -10,21 +10,28 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from recon import precision
+
 Array = jax.Array
 
 
 def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
-  """theta = Phi^+ y via the thin SVD of Phi (n x p).
+  """theta = Phi^+ y, right at any width (issue #17).
 
-  Same O(n^2 p) cost as forming the n x n kernel Phi Phi^T, but it does not square
-  the condition number; singular values below max(n, p) * eps * s_max are dropped
-  (the pseudo-inverse's usual cut-off). Valid for p < n, p = n and p > n.
-  `n_features` (default p, may be traced): the number of non-zero-padded columns,
-  so that a Phi padded with zero columns has the cut-off of the unpadded one.
+  p <= SVD_MAX_RATIO * n (near-square, where Phi may be rank-deficient or close to it):
+  the thin SVD with numpy's cut-off max(n, p) * eps * s_max. Wider: the n x n Gram route
+  `recon.precision.min_norm_gram` (compensated Gram, cut-off n * eps * lambda_max set by n
+  and the dtype, iterative refinement against Phi), which stays at the rounding floor at
+  p = 3e6 in float32 where the SVD's p-dependent cut-off dropped half the spectrum.
+  Valid for p < n, p = n and p > n. `n_features` (default p, may be traced): the number of
+  non-zero-padded columns, so that a Phi padded with zero columns has the cut-off of the
+  unpadded one (SVD route; the Gram route's cut-off does not depend on p).
   """
   chex.assert_rank(phi, 2)
   chex.assert_rank(y, 1)
   chex.assert_equal(phi.shape[0], y.shape[0])
+  if phi.shape[1] > precision.SVD_MAX_RATIO * phi.shape[0]:
+    return precision.min_norm_gram(phi, y)
   u, s, vt = jnp.linalg.svd(phi, full_matrices=False)
   eps = jnp.finfo(phi.dtype).eps
   width = phi.shape[1] if n_features is None else n_features
@@ -35,4 +42,4 @@ def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
 
 def train_mse(phi: Array, theta: Array, y: Array) -> Array:
   """Mean squared error of phi(x)^T theta on the training set."""
-  return jnp.mean((phi @ theta - y) ** 2)
+  return jnp.mean((jnp.matmul(phi, theta, precision=precision.HIGHEST) - y) ** 2)

@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 import ml_collections
 
-from recon import routes, runs, victims
+from recon import precision, routes, runs, victims
 from recon.pipelines import kkt, networks, random_features, subspace
 
 PIPELINES: Dict[str, ModuleType] = {
@@ -44,4 +44,5 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
     networks.check_config(cfg)
   resuming = runs.prepare_run_workdir(workdir, cfg)
   dtype = runs.set_dtype(cfg.dtype)
+  precision.apply_matmul_precision(cfg.get('matmul_precision'))  # every program of the run
   return pipeline.run(cfg, workdir, dtype, resuming=resuming)

@@ -24,7 +24,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, driver, features, optimize, restarts, runs, splitting
+from recon import data, driver, features, optimize, precision, restarts, runs, splitting
 from recon.errors import ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -291,7 +291,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
-      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True),
+      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
+                         **precision.check_victim(train_mse, y, cfg.n, cfg.p, cfg.dtype)),
       threat_model=RF_THREAT_MODEL, decode=decode,
       certify_theta=problem['theta'].reshape(-1)[:cfg.p])
 
@@ -337,6 +338,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
            'memory_lean': False}
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
+    if y is not None:  # warn and record when a p >= n victim does not interpolate
+      extra.update(precision.check_victim(extra['train_mse'], y, cfg.n, cfg.p, cfg.dtype))
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),

@@ -1,0 +1,158 @@
+"""Data sets: one interface, `load(config, key, dtype) -> (X, y, meta)`.
+
+X is (n, d) with every sample flattened (images in (H, W, C) order), y is (n,),
+and `meta` describes what came back (`image_shape` is (H, W, C) for image data,
+None otherwise). Data sets (`config.dataset`):
+
+  synthetic_sphere    rows uniform on the sphere of radius sqrt(d) (the law-of-
+                      reconstruction paper's); y = <x, g> + eps, g ~ N(0, I/d),
+                      eps ~ N(0, label_noise^2).
+  synthetic_subspace  the same, but rows on the sqrt(d)-sphere inside a random
+                      k-dimensional subspace (k = config.planted_dim);
+                      meta['basis'] is its orthonormal basis B (d x k), x = B z.
+  digits              scikit-learn's bundled 8x8 digits (1797 images, no download).
+  cifar10             the official "python version" batch files in config.data_dir.
+  mnist               the official IDX files (gzipped or not) in config.data_dir.
+  lfw_faces           scikit-image's bundled LFW subset (200 greyscale 25x25 crops, 100
+                      faces then 100 non-faces); labels +1 face, -1 non-face; d = 625.
+  photo_patches       32x32x3 patches at seeded random positions of six bundled colour
+                      photographs (recon/data/bundled.py); labels +1 for the first three
+                      photographs, -1 for the others; d = 3072 (the CIFAR-10 shape).
+
+Image data: `classes` picks (lfw_faces: 0 non-face, 1 face; photo_patches: photo index) the classes (None: all ten), n samples balanced over
+them (counts differ by at most one), each class's subset drawn by the data key.
+Labels: one class -> +1; two classes (a, b) -> -1 for a, +1 for b (a regression
+target for the random-features model); three or more -> the class's position in
+`classes` (int32). Pixels are scaled to [0, 1], then optionally converted to
+grayscale (ITU-R BT.601 luma) and downsampled by block averaging to
+`image_size` (a divisor of the native size). Preprocessing (`preprocess`):
+  'sphere'       x <- (x - mean) / std with the subset's global mean and std,
+                 then every row rescaled to norm sqrt(d) (the random-features
+                 theory's sphere); the per-row norms before rescaling are kept
+                 in meta['row_norms'] so `to_pixels` maps rows back to pixels.
+  'standardize'  only the standardisation.
+  'none'         pixels in [0, 1].
+The synthetic generators are pure JAX functions of a key (sweeps can vmap them).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Dict, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# The public API: every name below stays importable as recon.data.NAME.
+from recon.data.base import (CIFAR10_FILES, CIFAR10_NAMES, CIFAR10_PAGE, DATASETS, LUMA,  # noqa: F401
+                             MNIST_FILES, MNIST_PAGE, NATIVE, PATCH, PHOTO_POSITIVE, PHOTOS,
+                             PIXEL_RANGE, PREPROCESS, DataError)
+from recon.data.bundled import (LFW_NAMES, PATCHES_PER_PHOTO, PHOTO_LABEL_RULE, cut_patches,  # noqa: F401
+                                photo_labels, photo_names, read_digits, read_lfw, read_photo)
+from recon.data.files import (_ArrayUnpickler, _cifar_expected, _cifar_folder,  # noqa: F401
+                              _idx_path, _mnist_expected, _read_bytes, read_cifar10,
+                              read_cifar10_batch, read_idx, read_mnist)
+from recon.data.preprocess import (_classes, _labels, class_counts, downsample,  # noqa: F401
+                                   image_shape, input_dim, preprocess, select_balanced,
+                                   to_grayscale, to_pixels)
+from recon.data.synthetic import (_linear_labels, sphere_rows, subspace_basis,  # noqa: F401
+                                  synthetic_subspace, synthetic_sphere)
+
+Array = jax.Array
+
+
+def load_images(config: Any, key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
+  """Image data set -> (rows (n, H*W*C) float64, labels, meta) on the host."""
+  name = config.dataset
+  shape = image_shape(config)
+  d = math.prod(shape)
+  if config.get('d', d) != d:
+    raise DataError(f'config.d: {config.d} does not match {name} images of shape '
+                    f'{shape[0]}x{shape[1]}x{shape[2]}; accepted: d = {d}')
+  classes = _classes(config, NATIVE[name][1])
+  data_dir = config.get('data_dir', None)
+  if name == 'photo_patches':
+    return _load_patches(config, key, shape, classes)
+  if name == 'digits':
+    images, labels = read_digits()
+    scale, names = 16.0, tuple(str(i) for i in range(10))
+  elif name == 'lfw_faces':
+    images, labels = read_lfw()
+    scale, names = 1.0, LFW_NAMES
+  else:
+    if data_dir is None:
+      expected = (_cifar_expected if name == 'cifar10' else _mnist_expected)('data_dir')
+      raise DataError(f'config.data_dir: required for dataset {name!r}; accepted: a folder '
+                      f'path; {expected}')
+    data_dir = os.path.expanduser(data_dir)
+    if name == 'cifar10':
+      images, labels, names = read_cifar10(data_dir)
+    else:
+      images, labels = read_mnist(data_dir)
+      names = tuple(str(i) for i in range(10))
+    scale = 255.0
+  idx = select_balanced(key, labels, classes, config.n)
+  pix = images[idx].astype(np.float64) / scale
+  return _finish(config, pix, labels[idx], idx, shape, classes, names, data_dir)
+
+
+def _finish(config: Any, pix: np.ndarray, source_labels: np.ndarray, idx, shape, classes,
+            names, data_dir) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
+  """Greyscale, resize and preprocess pixels (N, H, W, C) in [0, 1]; label; describe."""
+  if config.get('grayscale', False):
+    pix = to_grayscale(pix)
+  if shape[0] != pix.shape[1]:
+    pix = downsample(pix, shape[0])
+  x, stats = preprocess(pix.reshape(len(pix), math.prod(shape)),
+                        config.get('preprocess', 'sphere'))
+  if config.dataset == 'photo_patches':
+    y, label_rule = photo_labels(source_labels), PHOTO_LABEL_RULE
+  else:
+    y, label_rule = _labels(source_labels, classes)
+  meta = {'name': config.dataset, 'image_shape': shape, 'classes': classes,
+          'class_names': tuple(names[c] for c in classes), 'labels': label_rule,
+          'indices': idx, 'source_labels': source_labels, 'pixel_range': PIXEL_RANGE,
+          'data_dir': data_dir, **stats}
+  return x, y, meta
+
+
+def _load_patches(config: Any, key: Array, shape, classes):
+  """photo_patches: n patches balanced over the photographs in `classes` (module docstring)."""
+  counts = class_counts(config.n, len(classes))
+  if max(counts) > PATCHES_PER_PHOTO:
+    raise DataError(f'config.n: {config.n} patches need {max(counts)} per photograph, more than '
+                    f'{PATCHES_PER_PHOTO}; accepted: n <= {PATCHES_PER_PHOTO * len(classes)} '
+                    f'for classes {tuple(classes)}')
+  patches, source, corners = cut_patches(key, classes, counts)
+  return _finish(config, patches.astype(np.float64) / 255.0, source, corners, shape, classes,
+                 photo_names(), None)
+
+
+def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict[str, Any]]:
+  """Returns (X (n, d), y (n,), meta) for `config.dataset` (see the module docstring)."""
+  name = config.dataset
+  if name == 'synthetic_sphere':
+    x, y = synthetic_sphere(key, config.n, config.d, config.label_noise, dtype)
+    return x, y, {'name': name, 'image_shape': None, 'preprocess': None,
+                  'row_norms': np.full(config.n, np.sqrt(config.d))}
+  if name == 'synthetic_subspace':
+    k = config.get('planted_dim', None)
+    if k is None or not 1 <= k <= config.d:
+      raise DataError(f'config.planted_dim: invalid value {k!r} for synthetic_subspace; '
+                      f'accepted: an int in 1..d = {config.d}')
+    x, y, basis = synthetic_subspace(key, config.n, config.d, k, config.label_noise, dtype)
+    return x, y, {'name': name, 'image_shape': None, 'preprocess': None, 'basis': basis,
+                  'planted_dim': k, 'row_norms': np.full(config.n, np.sqrt(config.d))}
+  if name in NATIVE:
+    x, y, meta = load_images(config, key)
+    y = jnp.asarray(y, jnp.int32 if y.dtype.kind == 'i' else dtype)
+    return jnp.asarray(x, dtype), y, meta
+  raise DataError(f'config.dataset: unknown name {name!r}; accepted: {", ".join(DATASETS)}')
+
+
+def describe(meta: Dict[str, Any]) -> Dict[str, Any]:
+  """The JSON-sized part of meta (no bases or large arrays) for summary.json."""
+  keys = ('name', 'image_shape', 'classes', 'class_names', 'labels', 'indices', 'preprocess',
+          'mean', 'std', 'planted_dim', 'data_dir')
+  return {k: meta[k] for k in keys if k in meta}
