@@ -150,6 +150,11 @@ SCHEMA: Dict[str, Spec] = {
     'reseed_every': Spec(int, low=0),
     'reseed_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
     'reseed_proposals': _positive_int(),
+    # Escalation on a loss plateau (recon/escalate.py): 'auto' = on for one candidate set.
+    'escalate': Spec(str, choices=('auto', 'off')),
+    'escalate_every': _positive_int(),
+    'escalate_window': _positive_int(),
+    'escalate_trial_steps': _positive_int(),
     # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
     'n_restarts': _positive_int(),
     # Subspace-aware reconstruction (recon/subspace.py, README.md, "Subspace-aware reconstruction").

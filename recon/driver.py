@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import checkpoint, metrics, optimize, refine
+from recon import checkpoint, escalate, metrics, optimize, refine
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -56,6 +56,7 @@ class Outcome(NamedTuple):
   history: List[Tuple[int, float]]  # (step, loss)
   resumed_from: Optional[int]  # the checkpoint step resumed from, or None
   reseeder: Optional[refine.Reseeder]
+  escalator: Optional[escalate.Escalator] = None
 
 
 def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss_fn, x0,
@@ -93,6 +94,16 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
         constraint, optimizer, every=cfg.reseed_every,
         threshold=cfg.get('reseed_threshold', 0.95),
         n_proposals=cfg.get('reseed_proposals', 64))
+  escalator = None
+  if (cfg.get('escalate', 'off') == 'auto' and refiner is None
+      and len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
+    # 'auto': one candidate set, no sample splitting (restarts and splitting are their own
+    # escalations).
+    escalator = escalate.Escalator(
+        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0xE5C), loss_fn, problem,
+        constraint, optimizer, tol=cfg.tol, every=cfg.get('escalate_every', 500),
+        window=cfg.get('escalate_window', 3000),
+        trial_steps=cfg.get('escalate_trial_steps', 500))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
@@ -111,6 +122,8 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
         state = reseeder(state)
         if history and history[-1][0] == int(state.step):
           history[-1] = (int(state.step), float(state.loss))
+    if escalator is not None and 'escalate' in checkpointer.restored_aux:
+      escalator.load_state_dict(checkpointer.restored_aux['escalate'])
     logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
                  float(state.loss))
   else:
@@ -131,8 +144,12 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
     stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps
-    checkpointer(s, history, stopped,
-                 aux={'reseed': reseeder.state_dict()} if reseeder is not None else None)
+    aux = {}
+    if reseeder is not None:
+      aux['reseed'] = reseeder.state_dict()
+    if escalator is not None:
+      aux['escalate'] = escalator.state_dict()
+    checkpointer(s, history, stopped, aux=aux or None)
     progress(s)
     if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
       return None
@@ -144,13 +161,17 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
     history.append((int(s.step), float(fresh.loss)))
     return fresh._replace(step=s.step)
 
+  compiled_chunk = chunk
   if reseeder is not None:
-    compiled_chunk = chunk
     chunk = lambda s, stop: reseeder(compiled_chunk(s, stop))  # noqa: E731
+  if escalator is not None:
+    escalator.chunk = compiled_chunk
+    wrapped = chunk
+    chunk = lambda s, stop: escalator(wrapped(s, stop))  # noqa: E731
 
   state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
                          on_chunk=on_chunk)
   checkpointer.close()
   progress(state, force=True)
   return Outcome(state=state, problem=current['problem'], history=history,
-                 resumed_from=resumed_from, reseeder=reseeder)
+                 resumed_from=resumed_from, reseeder=reseeder, escalator=escalator)

@@ -143,6 +143,8 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     result['certified'] = cert['certified']
     result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
+  if outcome.escalator is not None:
+    result.update(outcome.escalator.summary())
   if reseeder is not None:
     result['reseeded'] = reseeder.stats.reseeded
     result['reseed_rejected'] = reseeder.stats.rejected

@@ -1,0 +1,86 @@
+"""Escalation on a plateau: the weakest candidate by leave-one-out loss is replaced."""
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from recon import driver, escalate, features, metrics, optimize
+from recon.models import random_features
+from recon.objectives import projection
+
+N, D, P = 5, 5, 250
+
+
+def _problem(seed=0):
+  kx, kv, ky = jax.random.split(jax.random.PRNGKey(seed), 3)
+  x = jax.random.normal(kx, (N, D))
+  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(D)
+  v = features.random_weights(kv, P, D)
+  theta = random_features.min_norm_solution(features.rf_features(v, x, 'relu'),
+                                            jax.random.normal(ky, (N,)))
+  loss_fn = lambda z, prob: projection.projection_loss(  # noqa: E731
+      features.rf_features(prob['v'], z, 'relu'), prob['theta'])
+  return x, {'v': v, 'theta': theta}, loss_fn
+
+
+def test_leave_one_out_finds_the_candidate_that_explains_nothing():
+  x, prob, loss_fn = _problem()
+  xh = x.at[2].set(x[0] * 1.0)  # candidate 2 duplicates candidate 0: it adds nothing
+  loo = np.asarray(escalate.leave_one_out_losses(xh, loss_fn, prob))
+  assert int(np.argmin(loo[[1, 2, 3, 4]])) + 1 == 2  # removing the copy costs nothing
+  np.testing.assert_allclose(loo[2], float(loss_fn(xh, prob)), rtol=1e-3)
+
+
+def _escalator(prob, loss_fn, **kw):
+  cfg = ml_collections.ConfigDict(dict(tol=1e-9, max_steps=100000))
+  opt = optimize.make_optimizer('adam', 0.01, 0.9)
+  constraint = optimize.sphere_constraint(float(np.sqrt(D)))
+  chunk = jax.jit(driver.chunk_fn(cfg, loss_fn, opt, constraint))
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
+                           every=100, window=300, trial_steps=600, **kw)
+  esc.chunk = lambda s, stop: chunk(s, prob, stop)
+  return esc, opt, constraint
+
+
+def test_a_mirrored_candidate_on_a_plateau_is_repaired_and_the_state_round_trips():
+  x, prob, loss_fn = _problem()
+  stuck = x.at[3].set(-x[3])  # relu: the mirror image is a poor local minimum
+  esc, opt, constraint = _escalator(prob, loss_fn)
+  state = optimize.init_state(stuck, opt, loss_fn, prob, constraint)
+  loss0 = float(state.loss)
+  assert loss0 > 1e-6
+  for step in (100, 200, 300):  # a flat loss over one window: a plateau
+    state = state._replace(step=jnp.asarray(step, state.step.dtype))
+    out = esc(state)
+    assert out is state  # no plateau before a whole window has passed
+  state = state._replace(step=jnp.asarray(400, state.step.dtype))
+  out = esc(state)
+  assert esc.tried == 1 and esc.accepted == 1
+  assert float(out.loss) < 0.5 * loss0 and int(out.step) >= 400
+  assert metrics.per_sample_errors(np.asarray(x), np.asarray(out.x)).max() < 0.1
+  saved = esc.state_dict()
+  again, _, _ = _escalator(prob, loss_fn)
+  again.load_state_dict(saved)
+  assert again.state_dict() == saved
+
+
+def test_no_escalation_below_tol_or_while_the_loss_falls():
+  x, prob, loss_fn = _problem()
+  esc, opt, constraint = _escalator(prob, loss_fn)
+  state = optimize.init_state(x, opt, loss_fn, prob, constraint)  # at the truth: loss ~ 0
+  for step in range(100, 1000, 100):
+    state = state._replace(step=jnp.asarray(step, state.step.dtype))
+    assert esc(state) is state
+  assert esc.tried == 0
+
+
+def test_escalation_auto_runs_end_to_end_and_reports(tmp_path):
+  from configs import rf_synthetic
+  from recon import pipelines
+  c = rf_synthetic.get_config()
+  c.update(dict(n=4, d=4, p=160, max_steps=3000, escalate_every=200, escalate_window=400,
+                log_every_seconds=1e9, checkpoint_every_seconds=0.0))
+  m = pipelines.run(c, str(tmp_path / 'a'))['metrics']
+  assert 'escalations_tried' in m and m['escalations_accepted'] <= m['escalations_tried']
+  c.escalate = 'off'
+  assert 'escalations_tried' not in pipelines.run(c, str(tmp_path / 'b'))['metrics']
