@@ -1,0 +1,205 @@
+"""The width law as a phase diagram: recovery and certification rates against p / (d n).
+
+For each point (method, activation, d, k, n, p) the random-features attack runs for
+`--seeds` seeds (configs/rf_synthetic.py; for k set, data in a planted k-dim subspace of
+R^d, configs/rf_subspace.py's data) and records
+
+  recovery_rate    share of seeds with every row recovered (frac_recovered = 1)
+  certified_rate   share of seeds whose run certified itself (metrics.certified)
+  false_certified  seeds certified although a row was not recovered (must be 0)
+  median_seconds   median wall time of a run
+
+Methods: `default` (Adam + cosine decay + escalation on a plateau, the shipped default),
+`previous` (the same without escalation) and `paper` (momentum SGD, lr 20, constant: the
+reference code's optimiser). For k set, `search` is 'full' (candidates in R^d) or
+'subspace' (candidates in the known subspace: random features have no first layer to
+estimate it from, so the attacker is given the basis).
+
+Results append to results/recovery_law.json (a point already there is skipped), and
+results/recovery_law.{md,png} are re-rendered from the JSON each time (`--render_only`).
+Presets: `--preset=full` is the issue's grid (d in {8, 16, 32}, p/dn 0.25..16, 20 seeds;
+hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minutes.
+
+    python -m scripts.recovery_law --preset=reduced
+    python -m scripts.recovery_law --preset=full --methods=default --activations=relu
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+from absl import app, flags, logging
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import numpy as np
+
+from configs import rf_synthetic
+from recon import compile_cache, host, io, pipelines
+
+PRESETS = {
+    'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 16), seeds=20,
+                 ks=(2, 4, 8, 16), k_d=64, k_ratios=(0.5, 1, 2, 4, 8)),
+    'reduced': dict(n=4, ds=(8,), ratios=(0.5, 1, 2, 4, 10), seeds=5, ks=(2,), k_d=32,
+                    k_ratios=(1, 4)),
+    'tiny': dict(n=3, ds=(4,), ratios=(0.5, 4), seeds=2, ks=(), k_d=8, k_ratios=()),
+}
+METHODS = {
+    'default': {},
+    'previous': {'escalate': 'off'},
+    'paper': {'escalate': 'off', 'optimizer': 'sgd', 'lr': 20.0, 'lr_schedule': 'constant'},
+}
+FIELDS = ('method', 'activation', 'd', 'k', 'search', 'n', 'p', 'p_over_dn', 'p_over_kn',
+          'seeds', 'recovery_rate', 'certified_rate', 'false_certified', 'median_seconds',
+          'max_steps', 'device')
+
+_PRESET = flags.DEFINE_enum('preset', 'reduced', sorted(PRESETS), 'Grid to run.')
+_METHODS = flags.DEFINE_list('methods', sorted(METHODS), 'Methods to run.')
+_ACTIVATIONS = flags.DEFINE_list('activations', ['relu', 'relu_tanh'], 'Activations.')
+_SEEDS = flags.DEFINE_integer('seeds', None, 'Seeds per point (default: the preset\'s).')
+_MAX_STEPS = flags.DEFINE_integer('max_steps', 20000, 'Steps per run.')
+_SUBSPACE = flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
+_OUT = flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
+_RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
+
+
+def point_key(r: Dict[str, Any]) -> tuple:
+  return (r['method'], r['activation'], r['d'], r['k'], r['search'], r['n'], r['p'])
+
+
+def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List[Dict[str, Any]]:
+  """Every (method, activation, d, k, search, n, p) of the grid."""
+  out, n = [], preset['n']
+  for method, act in itertools.product(methods, activations):
+    for d, r in itertools.product(preset['ds'], preset['ratios']):
+      out.append(dict(method=method, activation=act, d=d, k=None, search='full', n=n,
+                      p=max(1, int(round(r * d * n)))))
+    if subspace:
+      for k, r, search in itertools.product(preset['ks'], preset['k_ratios'],
+                                            ('full', 'subspace')):
+        out.append(dict(method=method, activation=act, d=preset['k_d'], k=k, search=search,
+                        n=n, p=max(1, int(round(r * k * n)))))
+  return out
+
+
+def config_for(pt: Dict[str, Any], seed: int, max_steps: int):
+  c = rf_synthetic.get_config()
+  c.update(dict(n=pt['n'], d=pt['d'], p=pt['p'], activation=pt['activation'], seed=seed,
+                max_steps=max_steps, log_every_seconds=1e9, checkpoint_every_seconds=0.0))
+  c.update(METHODS[pt['method']])
+  if pt['k'] is not None:
+    with c.unlocked():
+      c.dataset = 'synthetic_subspace'
+      c.planted_dim = pt['k']
+      c.subspace = 'known' if pt['search'] == 'subspace' else 'none'
+      c.subspace_dim = None
+      c.subspace_noise_floor = 1e-3
+      c.gradient_at = 'trained'
+      c.alpha_mode = 'closed_form'
+  return c
+
+
+def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
+  recovered, certified, false_cert, seconds = [], [], 0, []
+  for seed in range(seeds):
+    with tempfile.TemporaryDirectory() as workdir:
+      t = time.time()
+      m = pipelines.run(config_for(pt, seed, max_steps), workdir)['metrics']
+      seconds.append(time.time() - t)
+    ok = m['frac_recovered'] == 1.0
+    cert = bool(m.get('certified', False))
+    recovered.append(ok)
+    certified.append(cert)
+    false_cert += int(cert and not ok)
+  import jax  # pylint: disable=import-outside-toplevel
+  k = pt['k']
+  return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
+              p_over_kn=None if k is None else pt['p'] / (k * pt['n']), seeds=seeds,
+              recovery_rate=float(np.mean(recovered)), certified_rate=float(np.mean(certified)),
+              false_certified=false_cert, median_seconds=float(np.median(seconds)),
+              max_steps=max_steps, device=jax.devices()[0].device_kind)
+
+
+def render(records: List[Dict[str, Any]], out: str) -> None:
+  """Writes OUT.md (the table) and OUT.png (recovery rate vs p/dn, and vs p/kn)."""
+  lines = ['# Recovery law (random features): recovery and certification rates', '',
+           'Regenerate: `python -m scripts.recovery_law --preset=reduced` (append any subset; '
+           'see the script). recovery: every row within recovered_threshold; certified: the '
+           'run\'s blind certificate; false_certified: certified runs that missed a row.', '',
+           '| method | activation | d | k | search | n | p | p/dn | p/kn | seeds | recovery | '
+           'certified | false cert. | median s | device |',
+           '|' + '---|' * 15]
+  for r in sorted(records, key=lambda r: (r['k'] is not None, r['method'], r['activation'],
+                                          r['d'], r['k'] or 0, r['search'], r['p'])):
+    pkn = '' if r['p_over_kn'] is None else f'{r["p_over_kn"]:.3g}'
+    lines.append(f'| {r["method"]} | {r["activation"]} | {r["d"]} | {r["k"] or ""} | '
+                 f'{r["search"]} | {r["n"]} | {r["p"]} | {r["p_over_dn"]:.3g} | {pkn} | '
+                 f'{r["seeds"]} | {r["recovery_rate"]:.2f} | {r["certified_rate"]:.2f} | '
+                 f'{r["false_certified"]} | {r["median_seconds"]:.1f} | {r["device"]} |')
+  io.write_text(out + '.md', '\n'.join(lines) + '\n')
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+  full = [r for r in records if r['k'] is None]
+  for key in sorted({(r['method'], r['activation'], r['d']) for r in full}):
+    rows = sorted((r for r in full if (r['method'], r['activation'], r['d']) == key),
+                  key=lambda r: r['p_over_dn'])
+    axes[0].plot([r['p_over_dn'] for r in rows], [r['recovery_rate'] for r in rows], 'o-',
+                 label=f'{key[0]} {key[1]} d={key[2]}')
+  sub = [r for r in records if r['k'] is not None]
+  for key in sorted({(r['method'], r['activation'], r['k'], r['search']) for r in sub}):
+    rows = sorted((r for r in sub if (r['method'], r['activation'], r['k'], r['search']) == key),
+                  key=lambda r: r['p_over_kn'])
+    axes[1].plot([r['p_over_kn'] for r in rows], [r['recovery_rate'] for r in rows], 'o-',
+                 label=f'{key[0]} {key[1]} k={key[2]} {key[3]}')
+  for ax, xl in zip(axes, ('p / (d n)', 'p / (k n)')):
+    ax.set_xscale('log')
+    ax.set_ylim(-0.05, 1.05)
+    ax.axhline(0.95, color='gray', ls=':', lw=0.8)
+    ax.axvline(1.0, color='gray', ls='--', lw=0.8)
+    ax.set_xlabel(xl)
+    ax.set_ylabel('recovery rate')
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize=6)
+  axes[0].set_title('full space')
+  axes[1].set_title('data in a k-dim subspace')
+  fig.tight_layout()
+  fig.savefig(out + '.png', dpi=110)
+  plt.close(fig)
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  host.keep_buffers_mapped()
+  compile_cache.enable()
+  path = _OUT.value + '.json'
+  records = io.read_json(path)['records'] if os.path.exists(path) else []
+  if not _RENDER_ONLY.value:
+    for name in _METHODS.value:
+      if name not in METHODS:
+        print(f'error: --methods: unknown {name!r}; accepted: {", ".join(METHODS)}',
+              file=sys.stderr)
+        sys.exit(2)
+    preset = dict(PRESETS[_PRESET.value])
+    seeds = _SEEDS.value or preset['seeds']
+    done = {point_key(r) for r in records}
+    todo = [pt for pt in points(preset, _METHODS.value, _ACTIVATIONS.value, _SUBSPACE.value)
+            if point_key(dict(pt, seeds=seeds)) not in done]
+    for i, pt in enumerate(todo):
+      rec = run_point(pt, seeds, _MAX_STEPS.value)
+      records.append(rec)
+      os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+      io.write_json(path, {'records': records})  # after every point: resumable
+      print(f'[{i + 1}/{len(todo)}] {rec["method"]} {rec["activation"]} d={rec["d"]} '
+            f'k={rec["k"]} {rec["search"]} p/dn={rec["p_over_dn"]:.3g}: recovery '
+            f'{rec["recovery_rate"]:.2f} certified {rec["certified_rate"]:.2f} false '
+            f'{rec["false_certified"]} ({rec["median_seconds"]:.1f} s/run)', flush=True)
+  render(records, _OUT.value)
+  print(f'{len(records)} points in {path}', flush=True)
+
+
+if __name__ == '__main__':
+  app.run(main)
