@@ -249,3 +249,18 @@ def test_eliminate_rejects_split_lambda_min_and_box():
   c.lambda_solve = 'optimize'
   with pytest.raises(errors.ExperimentError, match='split'):
     ke.check_attack_config(victims.resolve(c))
+
+
+def test_multiclass_max_margin_polish_traces_and_separates():
+  # The per-pair constraints f_y - f_j >= 1 index with the labels: they must be static so the
+  # constraint function can be jitted (a boolean mask of traced values cannot).
+  jax.config.update('jax_enable_x64', True)
+  x = data.sphere_rows(jax.random.PRNGKey(0), 6, 3, jnp.float64)
+  labels = jnp.asarray([0, 1, 2, 0, 1, 2])
+  net = homogeneous.HomogeneousMLP(widths=(40,), activation='relu', init_scale=0.5, out_dim=3,
+                                   param_dtype=jnp.float64)
+  p0 = net.init(jax.random.PRNGKey(1), x)
+  p, info = homogeneous.train_with_duals(net.apply, p0, x, labels, loss='cross_entropy', lr=0.5,
+                                         steps=400, chunk_steps=400)
+  _, info = homogeneous.polish_max_margin(net.apply, p, x, labels, 'multiclass', max_iter=50)
+  assert 'min_constraint' in info or info['message'] == 'training set not separated'

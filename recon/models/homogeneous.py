@@ -167,6 +167,12 @@ def polish_max_margin(apply_fn: Callable[[Any, Array], Array], params: Any, x: A
   theta0, unravel = ravel_pytree(params)
   dtype = theta0.dtype
 
+  if kind != 'binary':
+    # The pairs (i, j != y_i) are fixed by the labels: static indices, so `cons` traces.
+    lab_np = np.asarray(labels).astype(np.int64).reshape(-1)
+    n_out = int(np.shape(apply_fn(params, x))[1])
+    pair_rows, pair_cols = np.nonzero(np.arange(n_out)[None, :] != lab_np[:, None])
+
   def cons(th):
     out = apply_fn(unravel(th), x)
     if kind == 'binary':
@@ -174,8 +180,7 @@ def polish_max_margin(apply_fn: Callable[[Any, Array], Array], params: Any, x: A
     lab = labels.astype(jnp.int32)
     own = jnp.take_along_axis(out, lab[:, None], axis=1)
     diff = own - out  # (n, C), zero at j = y
-    mask = ~jax.nn.one_hot(lab, out.shape[1], dtype=bool)
-    return diff[mask] - 1.0
+    return diff[pair_rows, pair_cols] - 1.0
 
   cons_j = jax.jit(cons)
   jac_j = jax.jit(jax.jacrev(cons))
