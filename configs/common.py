@@ -18,7 +18,7 @@ def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
   # jax_default_matmul_precision for every compiled program: 'highest' (full float32; GPUs
   # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
   c.matmul_precision = 'highest'
-  # Reliability (README.md, "Reliability").
+  # Reliability (docs/reliability.md): checkpoints, resume, saved models.
   c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
   c.checkpoint_every_seconds = 60.0  # 0: off
   c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
@@ -30,7 +30,7 @@ def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
 
 def add_splitting(c: ml_collections.ConfigDict, *, every: int = 2000,
                   plateau_window: int = 1000) -> ml_collections.ConfigDict:
-  """Adds the sample-splitting fields (recon/splitting.py; README, "Sample splitting"), off."""
+  """Adds the sample-splitting fields (recon/splitting.py; docs/kkt.md, "Sample splitting"), off."""
   c.split = 'none'  # none | every | plateau
   c.split_every = every
   c.split_plateau_window = plateau_window

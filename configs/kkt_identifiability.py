@@ -1,4 +1,4 @@
-"""Identifiability of the cubic KKT system (docs/kkt2.md; scripts/kkt_experiments.py --part=identifiability).
+"""Identifiability of the cubic KKT system (docs/kkt.md, "Identifiability"; scripts/kkt_experiments.py --part=identifiability).
 
 n=6 samples on the sqrt(d)-sphere in d=8, balanced +-1 labels; f(x) = a^T (W x)^3, width 48
 (>= d(d+1)/2 = 36: the neuron Gram {w_k w_k^T} spans Sym^2), GD on the logistic loss.

@@ -1,4 +1,4 @@
-"""KKT reconstruction from a two-layer cubic net trained toward max margin (README.md, "KKT reconstruction").
+"""KKT reconstruction from a two-layer cubic net trained toward max margin (docs/kkt.md).
 
 n=8 samples on the sqrt(d)-sphere in d=8, balanced +-1 labels; f(x) = W2 (W1 x)^3,
 width 40, no biases; GD on the logistic loss, then the exact nearby KKT point

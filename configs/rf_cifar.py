@@ -5,12 +5,13 @@ scikit-image / scikit-learn, labels +1/-1 by photograph; no download). Real CIFA
 code: --config.dataset=cifar10 --config.data_dir=DIR (the python-version batches) and
 --config.classes='(0, 1)' for +-1 labels. d and p follow --config.image_size and --config.n
 (p = 10 d n); a CPU-sized run: --config.image_size=8 --config.n=10 (d = 192, p = 19,200),
-best with --config.n_restarts=4 --config.reseed_every=0 (docs/width_precision_data_notes.md).
+best with --config.n_restarts=4 --config.reseed_every=0 (measured: docs/data.md, "Showcase: faces
+and photo patches").
 
 At full size V (p x d) is 37.7 GB in float32: feature_mode 'auto' regenerates it chunk by
 chunk from its key (weight_rng 'hash_box_muller', the cheapest generator to regenerate),
 and the fit solves the n x n Gram problem (recon/precision.py), correct at this width in
-float32 (docs/width_precision_data_notes.md). A GPU run.
+float32 (docs/random_features.md, "The fit at any width"). A GPU run.
 """
 import ml_collections
 

@@ -1,4 +1,4 @@
-"""The law of reconstruction's phase transition at CPU scale (a sweep; see README.md, "Sweeps").
+"""The law of reconstruction's phase transition at CPU scale (a sweep; see docs/random_features.md, "Sweeps" and "The phase transition").
 
 Random features on synthetic sphere data, n=8 samples in d=10 dimensions (dn=80):
 9 widths from p = n/2 to p = 16 dn, 3 seeds, relu and relu+tanh = 54 runs in two

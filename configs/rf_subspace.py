@@ -30,7 +30,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.subspace_noise_floor = 1e-3
   c.gradient_at = 'trained'  # V does not train: trained == initial
   c.alpha_mode = 'closed_form'  # or 'joint' (free alpha, warm-started at its optimum)
-  c.n_candidates = 12  # 2n: spare candidates avoid two-onto-one collapse (see README.md, "Subspace-aware reconstruction")
+  c.n_candidates = 12  # 2n: spare candidates avoid two-onto-one collapse (see docs/subspace.md, "Results")
   c.optimizer = 'sgd'
   c.lr = 20.0
   c.momentum = 0.9

@@ -46,7 +46,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.feature_mode = 'auto'
   c.feature_memory_budget_mb = 1024.0
   c.feature_chunk = 4096
-  c.feature_residual = 'auto'  # auto | two_pass | gram | stored (see README, Performance)
+  c.feature_residual = 'auto'  # auto | two_pass | gram | stored (see docs/performance.md, "Memory-lean random features")
   c.feature_shards = 1
   # Generator of V: 'threefry' (jax.random, per-row fold_in), 'hash' (counter-based hash +
   # erfinv) or 'hash_box_muller' (counter hash + Box-Muller: same distribution, the cheapest

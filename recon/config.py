@@ -107,7 +107,7 @@ SCHEMA: Dict[str, Spec] = {
     'max_steps': _positive_int(),
     'tol': Spec(float, low=0.0),
     'dtype': Spec(str, choices=DTYPES),
-    # jax_default_matmul_precision of every compiled program (recon/precision.py, issue #17).
+    # jax_default_matmul_precision of every compiled program (recon/precision.py; docs/performance.md, "Precision").
     'matmul_precision': Spec(str, choices=lambda: precision.MATMUL_PRECISIONS),
     'jitter': Spec(float, low=0.0),
     'chunk_steps': _positive_int(),
@@ -116,13 +116,13 @@ SCHEMA: Dict[str, Spec] = {
     'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
     'ssim_filter_size': Spec(int, low=1, optional=True),
     'overwrite': Spec(bool),
-    # Reliability (README.md, "Reliability"): checkpoints, resume, saved models.
+    # Reliability (docs/reliability.md): checkpoints, resume, saved models.
     'resume': Spec(bool),
     'checkpoint_every_seconds': Spec(float, low=0.0),  # 0: off
     'checkpoint_every_steps': Spec(int, low=0),  # 0: off
     'checkpoint_keep': _positive_int(),
     'model_checkpoint': Spec(str, optional=True),
-    # Networks trained by GD (recon/network_experiment.py).
+    # Networks trained by GD (recon/pipelines/networks.py; docs/networks.md).
     'width': _positive_int(),
     'depth': _positive_int(),
     'num_classes': _positive_int(),
@@ -157,7 +157,7 @@ SCHEMA: Dict[str, Spec] = {
     'escalate_trial_steps': _positive_int(),
     # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
     'n_restarts': _positive_int(),
-    # Subspace-aware reconstruction (recon/subspace.py, README.md, "Subspace-aware reconstruction").
+    # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py; docs/subspace.md).
     'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
     'subspace': Spec(str, choices=SUBSPACE_MODES),
     'subspace_dim': Spec(int, low=1, optional=True),  # None: automatic (largest gap)
@@ -166,7 +166,7 @@ SCHEMA: Dict[str, Spec] = {
     'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
     'weight_decay': Spec(float, low=0.0),
     'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
-    # KKT reconstruction and homogeneous MLP victims (recon/kkt_experiment.py, README.md, "KKT reconstruction").
+    # KKT reconstruction and homogeneous MLP victims (recon/pipelines/kkt.py; docs/kkt.md).
     'objective': Spec(str, choices=OBJECTIVES),
     'n_classes': Spec(int, low=2),
     'act_alpha': Spec(float, low=0.0, low_open=True),

@@ -1,6 +1,6 @@
 """Errors a run reports as one line, and the exit status of `python -m recon.main`.
 
-Exit status (docs/reliability_notes.md):
+Exit status (docs/reliability.md, "Exit status and failures"):
 
   0    finished (summary.json written)
   1    an unexpected internal error (traceback in WORKDIR/traceback.txt, or a temporary

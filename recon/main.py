@@ -3,7 +3,7 @@
 A thin absl app: parse, validate, hand over to the sweep or the pipeline registry
 (`recon.pipelines.run`) through `execute`. Every
 failure is one line on stderr ('error: ...'), and the exit status says which
-(recon/errors.py, docs/reliability_notes.md):
+(recon/errors.py, docs/reliability.md, "Exit status and failures"):
 
   0    finished
   2    refused input (config field, path, workdir, data, saved model, memory estimate);

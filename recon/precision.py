@@ -10,7 +10,8 @@ dropped well-resolved singular values once p is large (float32, p = 3,072,000: c
   (set by n and the dtype, never by p), then `REFINE_STEPS` steps of iterative refinement
   alpha += G^+ (y - Phi theta): the residual is taken against Phi itself, so the solve only
   has to be a good preconditioner (converges while cond(G) * n * eps < 1) and the final
-  train residual sits at the float32 rounding floor (measured: docs/width_precision_data_notes.md).
+  train residual sits at the float32 rounding floor (measured: docs/random_features.md,
+  "The fit at any width").
   Every product is lax.Precision.HIGHEST whatever the run's matmul_precision (on GPUs the
   default float32 matmul is TF32, 10 bits of mantissa).
 * `victim_interpolates(train_mse, y, n, p)`: the check a run records in summary.json.

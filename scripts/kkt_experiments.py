@@ -1,4 +1,4 @@
-"""KKT reconstruction and sample-splitting experiments (README.md, "KKT reconstruction").
+"""KKT reconstruction and sample-splitting experiments (docs/kkt.md).
 
 Regenerate (2 CPU cores; identifiability: about 3 minutes with the compilation cache starting
 empty, 5.5 without; the others 15-30 minutes before the cache):
@@ -267,7 +267,8 @@ def splitting_comparison(seeds=(0, 1, 2)):
 
 
 def digits(n=10):
-  """Digits loaded here (sklearn; recon.data had no digits loader when this was written)."""
+  """Digits loaded here from sklearn: this selection (random odd / even images, mean-subtracted
+  pixels) differs from recon.data's 'digits' data set, so results/kkt_digits.* stay reproducible."""
   from sklearn.datasets import load_digits  # pylint: disable=import-outside-toplevel
   ds = load_digits()
   rng = np.random.RandomState(0)

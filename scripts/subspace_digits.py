@@ -7,7 +7,8 @@ the attack estimates the subspace from dW1 (rank <= n, so the search is at most
 n-dimensional) and reconstructs from dW2, against the full-space search at the same
 width. The data are not planted in a subspace: span(U) can only be span{x_i}.
 Writes results/subspace_digits.{json,png}. Uses sklearn's bundled copy (no download).
-recon.data has no digits loader yet (another branch adds one); this script loads them.
+The selection (the first image of each class 0..5) and the targets differ from recon.data's
+'digits' data set (balanced random images, +-1 labels), so this script loads them itself.
 
 Regenerate (about 2 minutes on 2 shared CPU cores):
     python -m scripts.subspace_digits

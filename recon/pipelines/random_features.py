@@ -200,7 +200,7 @@ def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
                         model.hparams.get('weight_rng', 'threefry'))
   else:
     raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
-                          "or 'v'; accepted: see the README section Reliability")
+                          "or 'v'; accepted: see docs/reliability.md, \"Random features\"")
   return {'v': v, 'mask': jnp.ones((p,), dtype),
           'theta': jnp.asarray(model.trained['theta'], dtype)}
 
