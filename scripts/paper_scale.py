@@ -112,7 +112,7 @@ def run_point(args, activation: str, point: str):
   c = build_config(args, activation, point)
   config_lib.validate(c)
   config_lib.resolve_paths(c)
-  workdir = os.path.join('results', 'runs', 'paper_scale', os.path.basename(args.out),
+  workdir = os.path.join(args.runs_dir, os.path.basename(args.out),
                          f'{activation}_{point.replace("/", "_")}_s{args.seed}')
   t0 = time.time()
   summary = pipelines.run(c, workdir)
@@ -250,6 +250,8 @@ def main(argv=None):
   ap.add_argument('--set', action='append', help='FIELD=VALUE on the config (repeatable)')
   ap.add_argument('--out', default=None, help='path stem; default results/paper_scale (full '
                   'size) or results/paper_scale_reduced (any other n, image_size)')
+  ap.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'paper_scale'),
+                  help='run folders go to RUNS_DIR/<out name>/<activation>_<point>_s<seed>')
   ap.add_argument('--render_only', action='store_true')
   args = ap.parse_args(argv)
   if args.dataset == 'cifar10' and not args.data_dir:
