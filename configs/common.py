@@ -18,6 +18,9 @@ def add_bookkeeping(c: ml_collections.ConfigDict, *, chunk_steps: int = 200,
   # jax_default_matmul_precision for every compiled program: 'highest' (full float32; GPUs
   # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
   c.matmul_precision = 'highest'
+  # True: jax.distributed.initialize() at start-up (cluster auto-detection); the environment
+  # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same (recon/distributed.py).
+  c.distributed = False
   # Reliability (docs/reliability.md): checkpoints, resume, saved models.
   c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
   c.checkpoint_every_seconds = 60.0  # 0: off

@@ -109,6 +109,8 @@ SCHEMA: Dict[str, Spec] = {
     'dtype': Spec(str, choices=DTYPES),
     # jax_default_matmul_precision of every compiled program (recon/precision.py; docs/performance.md, "Precision").
     'matmul_precision': Spec(str, choices=lambda: precision.MATMUL_PRECISIONS),
+    # jax.distributed.initialize() at start-up (recon/distributed.py).
+    'distributed': Spec(bool),
     'jitter': Spec(float, low=0.0),
     'chunk_steps': _positive_int(),
     'log_every_seconds': Spec(float, low=0.0),

@@ -35,7 +35,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, errors, host
+from recon import compile_cache, distributed, errors, host
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -67,8 +67,16 @@ def main(argv):
     host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/host.py)
   except ValueError as e:
     _fail(str(e))
+  try:  # several processes / hosts: before any JAX computation (recon/distributed.py)
+    multi = distributed.initialize(config)
+  except ValueError as e:
+    _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
-  sys.exit(execute(config, _WORKDIR.value))
+  workdir = _WORKDIR.value
+  if multi:  # process i > 0 writes WORKDIR.process<i>
+    workdir = distributed.process_workdir(os.path.abspath(os.path.expanduser(
+        workdir or default_workdir(config.get('name', 'run')))))
+  sys.exit(execute(config, workdir))
 
 
 def check_workdir(workdir: str) -> None:

@@ -237,8 +237,19 @@ def streamed_gram(chunk_fn: Callable[[Any, Array, Array], Array], x: Array, n_ch
 
 
 def feature_mesh(n_devices: int, axis: str = 'features') -> jax.sharding.Mesh:
-  """A 1-D mesh over the first `n_devices` local devices, named `axis`."""
-  devices = jax.local_devices()
+  """A 1-D mesh over the first `n_devices` global devices (every process's, after
+  `jax.distributed.initialize`; on one process the local ones), named `axis`.
+
+  Across processes every process must take part: n_devices a multiple of the process count
+  and each process's devices in it (`jax.devices()` orders them process by process)."""
+  devices = jax.devices()
   if n_devices > len(devices):
-    raise ValueError(f'feature_shards: {n_devices} devices requested, {len(devices)} available')
-  return jax.sharding.Mesh(np.array(devices[:n_devices]), (axis,))
+    raise ValueError(f'feature_shards: {n_devices} devices requested, {len(devices)} available'
+                     f' ({jax.process_count()} process(es))')
+  chosen = devices[:n_devices]
+  if jax.process_count() > 1 and {d.process_index for d in chosen} != set(
+      range(jax.process_count())):
+    raise ValueError(f'feature_shards: {n_devices} of {len(devices)} devices leave a process '
+                     f'out of the mesh; accepted: {len(devices)} (every device of the '
+                     f'{jax.process_count()} processes)')
+  return jax.sharding.Mesh(np.array(chosen), (axis,))

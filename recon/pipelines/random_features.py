@@ -24,7 +24,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, driver, features, optimize, precision, restarts, runs, splitting
+from recon import (data, distributed, driver, features, optimize, precision, restarts, runs,
+                   splitting)
 from recon.errors import ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -285,8 +286,12 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+  # Across processes (recon/distributed.py) the attack's inputs become global arrays,
+  # replicated over the mesh (every process computed the same ones from the seed).
+  problem = distributed.replicate(problem, mesh)
   loss_fn, x0, decode = with_restarts(cfg, loss_fn, problem, keys['init'], cfg.n_candidates,
                                       dtype)
+  x0 = distributed.replicate(x0, mesh)
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
