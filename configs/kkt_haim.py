@@ -38,7 +38,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.init_scale = 1.0
   c.first_init_scale = 1e-3
   c.train_lr = 0.05
-  c.train_steps = 4000
+  c.train_steps = 6000
   c.train_polish = False
   # Attack (Haim et al.).
   c.attack_activation = 'relu_smooth'
@@ -52,15 +52,15 @@ def get_config() -> ml_collections.ConfigDict:
   c.prior = 'box'
   c.prior_bound = 1.0
   c.prior_weight = 1.0
-  c.candidate_init_scale = 1e-3
+  c.candidate_init_scale = 0.3  # candidates start at the data scale (|x| ~ 2.4 for d=64)
   c.jitter = 1e-6
   c.optimizer = 'adam'
   c.lr = 0.01
   c.momentum = 0.9
-  c.max_steps = 5000
+  c.max_steps = 1500
   c.tol = 1e-12
   c.dtype = 'float32'
-  common.add_splitting(c, every=2000)
+  common.add_splitting(c, every=500)
   c.split_eig_method = 'lanczos'
   c.split_lanczos_steps = 20
   common.add_bookkeeping(c, chunk_steps=500, log_every_seconds=30.0)
