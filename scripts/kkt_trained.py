@@ -34,6 +34,9 @@ from configs import kkt_haim  # noqa: E402
 from recon import data, metrics, pipelines  # noqa: E402
 
 METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
+# Reference without any attack: 2n UNSEEN images of the same distribution as the candidates
+# (what the SSIM metric gives an attacker who only knows the data distribution).
+BASELINES = ('unseen',)
 ROW_KEYS = ('method', 'dataset', 'n', 'width', 'seed', 'frac_ssim_0_5', 'frac_ssim_0_4',
             'ssim_median', 'train_loss', 'steps', 'wall_seconds', 'device')
 
@@ -112,6 +115,29 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
   row['_arrays'] = {'x_true': rec['x_true'], 'x_best': rec['x_candidates'][ev['nearest']],
                     'ssim': ev['ssim'], 'shape': shape}
   return row
+
+
+def run_unseen(dataset: str, n: int, seed: int, overrides: dict) -> dict:
+  """The 'unseen' reference row: n images as the training set, 2n other images of the same
+  data set as candidates (both minus the training set's mean), same evaluation."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  t0 = time.time()
+  c = make_config('haim', dataset, 3 * n, seed, overrides)
+  x, _, meta = data.load(c, jax.random.PRNGKey(seed), jnp.float64)
+  pix = data.to_pixels(np.asarray(x), meta)
+  perm = np.random.default_rng(seed).permutation(len(pix))
+  tr, cand = pix[perm[:n]], pix[perm[n:]]
+  mean = tr.mean()
+  shape = data.image_shape(c)
+  ev = metrics.nearest_candidate_ssim(tr - mean, cand - mean, shape)
+  return {'method': 'unseen', 'dataset': dataset, 'n': n, 'width': 0, 'seed': seed,
+          'frac_ssim_0_5': ev['frac_ssim_0_5'], 'frac_ssim_0_4': ev['frac_ssim_0_4'],
+          'ssim_median': ev['ssim_median'], 'ssim_mean': ev['ssim_mean'],
+          'n_distinct_nearest': ev['n_distinct_nearest'], 'train_loss': float('nan'),
+          'steps': 0, 'kkt_loss': float('nan'), 'n_candidates_final': int(len(cand)),
+          'wall_seconds': time.time() - t0, 'device': str(jax.devices()[0].device_kind),
+          '_arrays': {'x_true': tr - mean, 'x_best': (cand - mean)[ev['nearest']],
+                      'ssim': ev['ssim'], 'shape': shape}}
 
 
 def save_arrays(out: str, row: dict) -> None:
@@ -206,7 +232,10 @@ def main(argv=None) -> int:
   rows = json.load(open(path)) if os.path.exists(path) else []
   for seed in [int(s) for s in args.seeds.split(',')]:
     for method in args.methods.split(','):
-      row = run_one(method, args.dataset, args.n, seed, args.workroot, overrides)
+      if method in BASELINES:
+        row = run_unseen(args.dataset, args.n, seed, overrides)
+      else:
+        row = run_one(method, args.dataset, args.n, seed, args.workroot, overrides)
       save_arrays(args.out, row)
       rows.append(row)
       print(json.dumps({k: row[k] for k in ROW_KEYS + ('kkt_loss',)}), flush=True)
