@@ -172,6 +172,10 @@ SCHEMA: Dict[str, Spec] = {
     'objective': Spec(str, choices=OBJECTIVES),
     'n_classes': Spec(int, low=2),
     'act_alpha': Spec(float, low=0.0, low_open=True),
+    # The attacker's activation / its backward alpha (KKT pipeline; None: the victim's).
+    'attack_activation': Spec(str, choices=lambda: sorted(features.ACTIVATIONS), optional=True),
+    'attack_alpha': Spec(float, low=0.0, low_open=True, optional=True),
+    'binary_rule': Spec(str, choices=('classes', 'parity')),
     'init_scale': Spec(float, low=0.0, low_open=True),
     'first_init_scale': Spec(float, low=0.0, low_open=True),
     'train_steps': _positive_int(),  # homogeneous_mlp: fixed number of GD steps

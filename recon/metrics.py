@@ -20,7 +20,7 @@ Counting when n_candidates != n:
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -248,4 +248,37 @@ def image_metrics(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
       'n_recovered_ssim': int(recovered.sum()),
       'ssim_threshold': float(threshold),
       'ssim_filter_size': size,
+  }
+
+
+def normalized_rows(x: np.ndarray) -> np.ndarray:
+  """Rows minus their mean, divided by their norm (constant rows -> 0)."""
+  x = np.asarray(x, np.float64)
+  x = x - x.mean(axis=1, keepdims=True)
+  return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def nearest_candidate_ssim(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
+                           filter_size: int | None = None) -> Dict[str, Any]:
+  """The anchors' evaluation (Haim et al. 2022; Buzaglo et al. 2023): for EVERY training image
+  the candidate with the highest normalised cross-correlation (NCC; the same as the smallest L2
+  distance after per-image mean removal and unit norm), then SSIM of the pair after per-image
+  min-max rescaling (`ssim_pairs`, dm-pix). Several images may share one candidate (no
+  one-to-one matching), and no sign flip is allowed.
+
+  Returns per-image arrays (`ssim`, `ncc`, `nearest`: candidate index) and the summaries
+  `frac_ssim_0_5`, `frac_ssim_0_4` (share of training images with SSIM >= 0.5 / 0.4),
+  `ssim_median`, `ssim_mean`, `n_distinct_nearest`.
+  """
+  x_true, x_hat = np.asarray(x_true, np.float64), np.asarray(x_hat, np.float64)
+  ncc = normalized_rows(x_true) @ normalized_rows(x_hat).T  # (n, m)
+  nearest = np.argmax(ncc, axis=1)
+  ssim = ssim_pairs(x_true, x_hat[nearest], image_shape, filter_size)
+  return {
+      'ssim': ssim, 'ncc': ncc[np.arange(len(x_true)), nearest], 'nearest': nearest,
+      'frac_ssim_0_5': float(np.mean(ssim >= 0.5)),
+      'frac_ssim_0_4': float(np.mean(ssim >= 0.4)),
+      'ssim_median': float(np.median(ssim)),
+      'ssim_mean': float(np.mean(ssim)),
+      'n_distinct_nearest': int(len(np.unique(nearest))),
   }

@@ -23,7 +23,7 @@ Image data: `classes` picks (lfw_faces: 0 non-face, 1 face; photo_patches: photo
 them (counts differ by at most one), each class's subset drawn by the data key.
 Labels: one class -> +1; two classes (a, b) -> -1 for a, +1 for b (a regression
 target for the random-features model); three or more -> the class's position in
-`classes` (int32). Pixels are scaled to [0, 1], then optionally converted to
+`classes` (int32); `binary_rule='parity'` instead labels +1 odd, -1 even digits. Pixels are scaled to [0, 1], then optionally converted to
 grayscale (ITU-R BT.601 luma) and downsampled by block averaging to
 `image_size` (a divisor of the native size). Preprocessing (`preprocess`):
   'sphere'       x <- (x - mean) / std with the subset's global mean and std,
@@ -31,6 +31,7 @@ grayscale (ITU-R BT.601 luma) and downsampled by block averaging to
                  theory's sphere); the per-row norms before rescaling are kept
                  in meta['row_norms'] so `to_pixels` maps rows back to pixels.
   'standardize'  only the standardisation.
+  'center'       pixels minus the subset's global mean (Haim et al.), scale kept.
   'none'         pixels in [0, 1].
 The synthetic generators are pure JAX functions of a key (sweeps can vmap them).
 """
@@ -109,7 +110,7 @@ def _finish(config: Any, pix: np.ndarray, source_labels: np.ndarray, idx, shape,
   if config.dataset == 'photo_patches':
     y, label_rule = photo_labels(source_labels), PHOTO_LABEL_RULE
   else:
-    y, label_rule = _labels(source_labels, classes)
+    y, label_rule = _labels(source_labels, classes, config.get('binary_rule', 'classes'))
   meta = {'name': config.dataset, 'image_shape': shape, 'classes': classes,
           'class_names': tuple(names[c] for c in classes), 'labels': label_rule,
           'indices': idx, 'source_labels': source_labels, 'pixel_range': PIXEL_RANGE,

@@ -7,7 +7,7 @@ from recon.errors import ExperimentError
 
 DATASETS = ('synthetic_sphere', 'synthetic_subspace', 'digits', 'cifar10', 'mnist',
             'lfw_faces', 'photo_patches')
-PREPROCESS = ('sphere', 'standardize', 'none')
+PREPROCESS = ('sphere', 'standardize', 'center', 'none')
 
 CIFAR10_PAGE = 'https://www.cs.toronto.edu/~kriz/cifar.html'
 MNIST_PAGE = 'http://yann.lecun.com/exdb/mnist/'

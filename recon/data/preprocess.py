@@ -83,6 +83,10 @@ def preprocess(x: np.ndarray, mode: str) -> Tuple[np.ndarray, Dict[str, Any]]:
     std = std if std > 0 else 1.0
     x = (x - mean) / std
     stats.update(mean=mean, std=std, row_norms=np.linalg.norm(x, axis=1))
+  if mode == 'center':  # pixels minus the subset's global mean (Haim et al.'s mean subtraction)
+    mean = float(x.mean())
+    x = x - mean
+    stats.update(mean=mean, row_norms=np.linalg.norm(x, axis=1))
   if mode == 'sphere':
     x = x * (np.sqrt(d) / np.maximum(stats['row_norms'], 1e-12))[:, None]
   return x, stats
@@ -100,7 +104,7 @@ def to_pixels(x: np.ndarray, meta: Dict[str, Any],
   if mode == 'sphere':
     norms = meta['row_norms'] if row_norms is None else row_norms
     x = x * (np.asarray(norms, np.float64) / np.sqrt(x.shape[1]))[:, None]
-  if mode in ('sphere', 'standardize'):
+  if mode in ('sphere', 'standardize', 'center'):
     x = x * meta['std'] + meta['mean']
   return x
 
@@ -118,8 +122,15 @@ def _classes(config: Any, num_classes: int) -> Tuple[int, ...]:
   return tuple(classes)
 
 
-def _labels(source_labels: np.ndarray, classes: Tuple[int, ...]) -> Tuple[np.ndarray, str]:
-  """Labels by the module docstring's rule, and that rule in words."""
+def _labels(source_labels: np.ndarray, classes: Tuple[int, ...],
+            binary_rule: str = 'classes') -> Tuple[np.ndarray, str]:
+  """Labels by the module docstring's rule, and that rule in words; binary_rule 'parity':
+  +1 for an odd source label, -1 for an even one (digit / MNIST odd vs even)."""
+  if binary_rule == 'parity':
+    return np.where(np.asarray(source_labels) % 2 == 1, 1.0, -1.0), '+1 odd, -1 even (parity)'
+  if binary_rule != 'classes':
+    raise DataError(f"config.binary_rule: unknown name {binary_rule!r}; accepted: 'classes', "
+                    "'parity'")
   position = np.array([classes.index(int(c)) for c in source_labels], np.int32)
   if len(classes) == 1:
     return np.ones(len(source_labels)), 'all +1 (one class)'

@@ -53,11 +53,20 @@ def check_training_labels(labels, kind: str, n_classes: int) -> None:
     raise errors.ExperimentError(str(e)) from None
 
 
+def attack_activation(cfg) -> Tuple[str, Optional[float]]:
+  """(activation, alpha) the attacker differentiates: `cfg.attack_activation` when set (e.g.
+  'relu_smooth': relu forward, sigmoid(attack_alpha z) backward, Haim et al.), else the victim's."""
+  name = cfg.get('attack_activation', None)
+  if not name:
+    return cfg.activation, cfg.act_alpha
+  return name, cfg.get('attack_alpha', None) or cfg.act_alpha
+
+
 def check_attack_config(cfg) -> None:
   """One-line errors raised before any compute."""
   try:
     kkt.check_lambda_min(cfg.lambda_min)
-    splitting.check_config(splitting.config_from(cfg), cfg.activation)
+    splitting.check_config(splitting.config_from(cfg), attack_activation(cfg)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
   if cfg.get('lambda_solve', 'optimize') == 'eliminate' and cfg.objective != 'projection':
@@ -81,10 +90,13 @@ def check_attack_config(cfg) -> None:
                                      "'sphere', 'none'")
 
 
-def make_network(cfg, out_dim: int, dtype) -> homogeneous.HomogeneousMLP:
+def make_network(cfg, out_dim: int, dtype, activation: Optional[str] = None,
+                 alpha: Optional[float] = None) -> homogeneous.HomogeneousMLP:
+  """The victim's architecture; `activation`/`alpha` override the config's (same parameters)."""
   return homogeneous.HomogeneousMLP(
-      widths=(cfg.width,) * cfg.depth, out_dim=out_dim, activation=cfg.activation,
-      alpha=cfg.act_alpha, first_init_scale=cfg.first_init_scale, init_scale=cfg.init_scale,
+      widths=(cfg.width,) * cfg.depth, out_dim=out_dim,
+      activation=activation or cfg.activation,
+      alpha=cfg.act_alpha if alpha is None else alpha, first_init_scale=cfg.first_init_scale, init_scale=cfg.init_scale,
       param_dtype=dtype)
 
 
@@ -260,6 +272,9 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
     logging.warning('the model records no row norm of its data (data.row_norm): the sphere '
                     'prior uses sqrt(d) = %.3g', radius)
   d = cfg.d if x is None else x.shape[1]
+  act, alpha = attack_activation(cfg)
+  if (act, alpha) != (cfg.activation, cfg.act_alpha):  # same parameters, other backward pass
+    net = make_network(cfg, out_dim, dtype, act, alpha)
   attack = build_attack(cfg, net, params0, params, kind, cfg.n_classes, d, radius,
                         keys['init'], dtype, planted=planted)
   refiner = None
@@ -282,19 +297,38 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
                     'unknown': ['X (training inputs)', 'which label each input has']})
 
 
+def load_images(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  """An image data set as (x, binary +-1 labels, meta); refuses labels that are not +-1."""
+  try:
+    x, labels, meta = data.load(cfg, key, dtype)
+  except data.DataError as e:
+    raise errors.ExperimentError(str(e)) from None
+  kind, _, _ = task(cfg)
+  if kind == 'binary' and not np.all(np.isin(np.asarray(labels), (-1, 1))):
+    raise errors.ExperimentError(
+        f'classes: {cfg.get("classes")!r} gives labels {meta.get("labels")!r}; the binary KKT '
+        "attack needs two classes or binary_rule 'parity'")
+  return x, jnp.asarray(labels, dtype), meta
+
+
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
         resuming: bool = False) -> Dict[str, Any]:
   """Synthetic sphere data with balanced random class labels (the regression targets are
-  unused); the victim is trained, or loaded (model_checkpoint, or WORKDIR/model when resuming)."""
+  unused), or an image data set (`recon.data`; binary labels by `classes` / `binary_rule`,
+  e.g. digits odd vs even); the victim is trained, or loaded (model_checkpoint, or
+  WORKDIR/model when resuming)."""
   t0 = time.time()
   check_attack_config(cfg)
   kind, _, _ = task(cfg)
   keys = runs.split_keys(cfg.seed)
-  if cfg.dataset != 'synthetic_sphere':
-    raise errors.ExperimentError(f'dataset: {cfg.dataset!r} with model homogeneous_mlp; '
-                                     "accepted: 'synthetic_sphere'")
+  if cfg.dataset != 'synthetic_sphere' and cfg.dataset not in data.NATIVE:
+    raise errors.ExperimentError(
+        f'dataset: {cfg.dataset!r} with model homogeneous_mlp; accepted: '
+        f"'synthetic_sphere', {', '.join(repr(k) for k in sorted(data.NATIVE))}")
 
   def load():
+    if cfg.dataset != 'synthetic_sphere':
+      return load_images(cfg, keys['data'], dtype)
     k_x, k_y = jax.random.split(keys['data'])
     x = data.sphere_rows(k_x, cfg.n, cfg.d, dtype)
     labels = balanced_labels(k_y, cfg.n, kind, cfg.n_classes, dtype)

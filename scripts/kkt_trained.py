@@ -1,0 +1,249 @@
+"""KKT reconstruction from TRAINED networks on real images (issue #19; docs/kkt.md, "Trained networks").
+
+Victim and attack: configs/kkt_haim.py (bias-free relu MLP D-1000-1000-1, GD on the logistic
+loss; Haim et al.'s attack). Methods:
+  haim        binary KKT loss ||theta - sum_i lambda_i y_i grad f(x_i)||^2, lambda >= lambda_min
+  haim+split  the same with sample splitting every `split_every` steps (Lanczos on HVPs)
+  loo         Loo et al.'s ||theta_T - theta_0 - sum_i lambda_i grad f(x_i)||^2, free-sign lambda
+  loo+split   the same with sample splitting
+One victim per (dataset, n, width, seed), trained by the first method that needs it and loaded
+by the others (identical weights). Evaluation (`recon.metrics.nearest_candidate_ssim`): for
+every training image the candidate of highest NCC, SSIM after min-max rescaling.
+
+  python -m scripts.kkt_trained --methods=haim,haim+split --seeds=0,1,2 --n=50
+Appends rows to results/kkt_trained.json and re-renders results/kkt_trained.{md,png}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import matplotlib  # noqa: E402
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+import jax  # noqa: E402
+
+from configs import kkt_haim  # noqa: E402
+from recon import data, metrics, pipelines  # noqa: E402
+
+METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
+# Reference without any attack: 2n UNSEEN images of the same distribution as the candidates
+# (what the SSIM metric gives an attacker who only knows the data distribution).
+BASELINES = ('unseen',)
+ROW_KEYS = ('method', 'dataset', 'n', 'width', 'seed', 'frac_ssim_0_5', 'frac_ssim_0_4',
+            'ssim_median', 'train_loss', 'steps', 'wall_seconds', 'device')
+
+
+def split_overrides(m: int, every: int) -> dict:
+  """Sample splitting roughly as the authors run it: every K steps, Lanczos (20 steps) on
+  HVPs, up to 30% of the candidates per round (growth rate 0.3), at most doubling m."""
+  return dict(split='every', split_every=every, split_budget=m,
+              split_max_per_round=max(1, math.ceil(0.3 * m)), split_eig_method='lanczos',
+              split_lanczos_steps=20, split_eig_tol=1e-9)
+
+
+def method_overrides(method: str, m: int, every: int) -> dict:
+  if method not in METHODS:
+    raise ValueError(f'method: unknown name {method!r}; accepted: {", ".join(METHODS)}')
+  out = {}
+  if method.startswith('loo'):  # free-sign duals on the weight change (Loo et al. 2023)
+    out.update(objective='kkt_general', kkt_target='delta', lambda_min=0.0)
+  if method.endswith('+split'):
+    out.update(split_overrides(m, every))
+  return out
+
+
+def make_config(method: str, dataset: str, n: int, seed: int, overrides: dict):
+  c = kkt_haim.get_config()
+  c.dataset, c.n, c.seed = dataset, n, seed
+  if dataset == 'lfw_faces':
+    c.classes, c.binary_rule = (0, 1), 'classes'
+  c.overwrite = True
+  c.log_every_seconds = 1e9
+  for k, v in overrides.items():
+    setattr(c, k, v)
+  c.d = math.prod(data.image_shape(c))
+  m = c.n_candidates or 2 * c.n
+  for k, v in method_overrides(method, m, c.split_every).items():
+    setattr(c, k, v)
+  return c
+
+
+def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
+            overrides: dict) -> dict:
+  """Runs one (method, victim) and returns its results row (plus arrays for the grid)."""
+  t0 = time.time()
+  c = make_config(method, dataset, n, seed, overrides)
+  tag = f'{dataset}_n{n}_w{c.width}_s{seed}'
+  victim_dir = os.path.join(workroot, 'victim_' + tag)
+  workdir = os.path.join(workroot, method.replace('+', '_') + '_' + tag)
+  if os.path.isdir(os.path.join(victim_dir, 'model')):
+    c.model_checkpoint = victim_dir
+  summary = pipelines.run(c, workdir)
+  if c.get('model_checkpoint') is None:  # first run on this victim: keep it for the others
+    os.makedirs(victim_dir, exist_ok=True)
+    import shutil  # pylint: disable=import-outside-toplevel
+    shutil.copytree(os.path.join(workdir, 'model'), os.path.join(victim_dir, 'model'),
+                    dirs_exist_ok=True)
+    with open(os.path.join(victim_dir, 'train.json'), 'w') as f:
+      json.dump({k: summary['metrics'].get(k) for k in ('train_loss', 'train_steps')}, f)
+  with open(os.path.join(victim_dir, 'train.json')) as f:
+    train = json.load(f)
+  rec = np.load(os.path.join(workdir, 'reconstruction.npz'))
+  shape = data.image_shape(c)
+  ev = metrics.nearest_candidate_ssim(rec['x_true'], rec['x_candidates'], shape)
+  mm = summary['metrics']
+  row = {'method': method, 'dataset': dataset, 'n': n, 'width': c.width, 'seed': seed,
+         'frac_ssim_0_5': ev['frac_ssim_0_5'], 'frac_ssim_0_4': ev['frac_ssim_0_4'],
+         'ssim_median': ev['ssim_median'], 'ssim_mean': ev['ssim_mean'],
+         'n_distinct_nearest': ev['n_distinct_nearest'],
+         'train_loss': train['train_loss'], 'train_steps': train['train_steps'],
+         'steps': int(mm['steps']), 'kkt_loss': float(mm['final_loss']),
+         'n_candidates_final': int(rec['x_candidates'].shape[0]),
+         'n_splits': (mm.get('splitting') or {}).get('n_splits', 0),
+         'wall_seconds': time.time() - t0, 'device': str(jax.devices()[0].device_kind),
+         'config': {k: c[k] for k in ('lr', 'optimizer', 'max_steps', 'candidate_init_scale',
+                                      'lambda_min', 'attack_alpha', 'first_init_scale',
+                                      'train_lr', 'train_steps', 'dtype', 'split_every')}}
+  row['_arrays'] = {'x_true': rec['x_true'], 'x_best': rec['x_candidates'][ev['nearest']],
+                    'ssim': ev['ssim'], 'shape': shape}
+  return row
+
+
+def run_unseen(dataset: str, n: int, seed: int, overrides: dict) -> dict:
+  """The 'unseen' reference row: n images as the training set, 2n other images of the same
+  data set as candidates (both minus the training set's mean), same evaluation."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  t0 = time.time()
+  c = make_config('haim', dataset, 3 * n, seed, overrides)
+  x, _, meta = data.load(c, jax.random.PRNGKey(seed), jnp.float64)
+  pix = data.to_pixels(np.asarray(x), meta)
+  perm = np.random.default_rng(seed).permutation(len(pix))
+  tr, cand = pix[perm[:n]], pix[perm[n:]]
+  mean = tr.mean()
+  shape = data.image_shape(c)
+  ev = metrics.nearest_candidate_ssim(tr - mean, cand - mean, shape)
+  return {'method': 'unseen', 'dataset': dataset, 'n': n, 'width': 0, 'seed': seed,
+          'frac_ssim_0_5': ev['frac_ssim_0_5'], 'frac_ssim_0_4': ev['frac_ssim_0_4'],
+          'ssim_median': ev['ssim_median'], 'ssim_mean': ev['ssim_mean'],
+          'n_distinct_nearest': ev['n_distinct_nearest'], 'train_loss': float('nan'),
+          'steps': 0, 'kkt_loss': float('nan'), 'n_candidates_final': int(len(cand)),
+          'wall_seconds': time.time() - t0, 'device': str(jax.devices()[0].device_kind),
+          '_arrays': {'x_true': tr - mean, 'x_best': (cand - mean)[ev['nearest']],
+                      'ssim': ev['ssim'], 'shape': shape}}
+
+
+def save_arrays(out: str, row: dict) -> None:
+  a = row.pop('_arrays')
+  folder = out + '_runs'
+  os.makedirs(folder, exist_ok=True)
+  name = f"{row['method'].replace('+', '_')}_{row['dataset']}_n{row['n']}_s{row['seed']}.npz"
+  np.savez_compressed(os.path.join(folder, name), x_true=a['x_true'], x_best=a['x_best'],
+                      ssim=a['ssim'], shape=np.asarray(a['shape']))
+  row['arrays'] = os.path.join(os.path.basename(folder), name)
+
+
+def render(out: str, rows: list) -> None:
+  """Markdown table (per row and mean +- std over seeds per setting) and the best-match grid."""
+  lines = ['# KKT reconstruction from trained networks (scripts/kkt_trained.py)', '',
+           'Evaluation: for every training image the candidate of highest NCC; SSIM after '
+           'per-image min-max rescaling (dm-pix, window 3 below 16 px).', '',
+           '| method | dataset | n | width | seed | frac SSIM>=0.5 | frac SSIM>=0.4 | median SSIM '
+           '| KKT loss | train loss | steps | m final | wall s | device |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+  for r in rows:
+    lines.append(f"| {r['method']} | {r['dataset']} | {r['n']} | {r['width']} | {r['seed']} | "
+                 f"{r['frac_ssim_0_5']:.2f} | {r['frac_ssim_0_4']:.2f} | "
+                 f"{r['ssim_median']:.3f} | {r.get('kkt_loss', float('nan')):.3g} | "
+                 f"{r['train_loss']:.2g} | {r['steps']} | {r.get('n_candidates_final', '')} | "
+                 f"{r['wall_seconds']:.0f} | {r['device']} |")
+  lines += ['', '## Mean +- std over seeds', '',
+            '| method | dataset | n | seeds | frac SSIM>=0.5 | frac SSIM>=0.4 | median SSIM |',
+            '|---|---|---|---|---|---|---|']
+  groups = {}
+  for r in rows:
+    groups.setdefault((r['method'], r['dataset'], r['n'], r['width']), []).append(r)
+  for (meth, ds, n, _), g in groups.items():
+    f = lambda k: (f"{np.mean([r[k] for r in g]):.3f} +- "  # noqa: E731
+                   f"{np.std([r[k] for r in g]):.3f}")
+    lines.append(f"| {meth} | {ds} | {n} | {len(g)} | {f('frac_ssim_0_5')} | "
+                 f"{f('frac_ssim_0_4')} | {f('ssim_median')} |")
+  with open(out + '.md', 'w') as fh:
+    fh.write('\n'.join(lines) + '\n')
+  # Grid: for the first seed of each method, training images (top) and their best candidate
+  # (below), sorted by SSIM, best first.
+  firsts = {}
+  for r in rows:
+    if 'arrays' in r and r['method'] not in firsts:
+      firsts[r['method']] = r
+  if not firsts:
+    return
+  cols = 16
+  fig, axes = plt.subplots(2 * len(firsts), cols, figsize=(cols * 0.7, 2 * len(firsts) * 0.8),
+                           squeeze=False)
+  base = os.path.dirname(out)
+  for k, (meth, r) in enumerate(firsts.items()):
+    a = np.load(os.path.join(base, r['arrays']))
+    shape = tuple(a['shape'])
+    order = np.argsort(-a['ssim'])[:cols]
+    for j in range(cols):
+      for i, key in enumerate(('x_true', 'x_best')):
+        ax = axes[2 * k + i, j]
+        ax.axis('off')
+        if j < len(order):
+          ax.imshow(metrics.minmax_images(a[key][order[j]][None], shape)[0, :, :, 0],
+                    cmap='gray')
+          if i == 1:
+            ax.set_title(f"{a['ssim'][order[j]]:.2f}", fontsize=6)
+    axes[2 * k, 0].set_title(f"{meth} s{r['seed']}", fontsize=7, loc='left')
+  fig.tight_layout()
+  fig.savefig(out + '.png', dpi=100)
+  plt.close(fig)
+
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  ap.add_argument('--methods', default='haim')
+  ap.add_argument('--seeds', default='0')
+  ap.add_argument('--n', type=int, default=50)
+  ap.add_argument('--dataset', default='digits')
+  ap.add_argument('--out', default='results/kkt_trained')
+  ap.add_argument('--workroot', default='/tmp/recon_kkt_trained')
+  ap.add_argument('--set', action='append', default=[],
+                  help='config override KEY=VALUE (python literal), e.g. --set max_steps=200')
+  args = ap.parse_args(argv)
+  overrides = {}
+  for kv in args.set:
+    k, v = kv.split('=', 1)
+    try:
+      import ast  # pylint: disable=import-outside-toplevel
+      overrides[k] = ast.literal_eval(v)
+    except (ValueError, SyntaxError):
+      overrides[k] = v
+  os.makedirs(os.path.dirname(args.out) or '.', exist_ok=True)
+  path = args.out + '.json'
+  rows = json.load(open(path)) if os.path.exists(path) else []
+  for seed in [int(s) for s in args.seeds.split(',')]:
+    for method in args.methods.split(','):
+      if method in BASELINES:
+        row = run_unseen(args.dataset, args.n, seed, overrides)
+      else:
+        row = run_one(method, args.dataset, args.n, seed, args.workroot, overrides)
+      save_arrays(args.out, row)
+      rows.append(row)
+      print(json.dumps({k: row[k] for k in ROW_KEYS + ('kkt_loss',)}), flush=True)
+      with open(path, 'w') as fh:
+        json.dump(rows, fh, indent=1)
+      render(args.out, rows)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
