@@ -315,9 +315,10 @@ def render_md(res, n) -> str:
       lines.append('* attack settings NOT calibrated (defaults)')
     lines.append(f'* transition (mean over seeds): {transition(by_ratio)}')
     lines.append('')
-    lines.append('| p_L/dn | width | p_L | seeds | recon_error | frac recovered | ssim | '
+    lines.append('| p_L/dn | width | p_L | seeds | recon_error | frac recovered | seeds all '
+                 'recovered | per-sample median error (median over seeds) | ssim | '
                  'train loss (max) | proj. loss reached / at truth (median) | wall s (mean) |')
-    lines.append('|---|---|---|---|---|---|---|---|---|---|')
+    lines.append('|---|---|---|---|---|---|---|---|---|---|---|---|')
     for x in ratios:
       rs = by_ratio[x]
       e = np.array([r['recon_error'] for r in rs])
@@ -329,6 +330,8 @@ def render_md(res, n) -> str:
           f'| {x:.3g} | {rs[0]["width"]} | {rs[0]["p_L"]} | {len(rs)} | '
           f'{e.mean():.3g} ± {e.std():.2g} [{e.min():.3g}–{e.max():.3g}] | '
           f'{np.mean([r["frac_recovered"] for r in rs]):.2f} | '
+          f'{sum(r["frac_recovered"] == 1.0 for r in rs)}/{len(rs)} | '
+          f'{np.median([r["recon_error_median"] for r in rs]):.2g} | '
           f'{np.mean(ssim) if ssim else float("nan"):.2f} | '
           f'{max(r["train_loss"] for r in rs):.2g} | '
           f'{pl:.2g} / {np.median(pt) if pt else float("nan"):.2g} | '
