@@ -1,0 +1,429 @@
+"""The law of reconstruction beyond random features (issue #21).
+
+recon_error against p_L / (d n) for networks trained by full-batch GD and attacked
+through their last layer's Jacobian (`recon/pipelines/networks.py`), with the
+random-features model as reference, on real images:
+
+  victims   two_layer_mse, two_layer_logistic, two_layer_ce (cross-entropy, C = 3
+            on digits, C = 2 on lfw_faces, which has two classes), resnet, vit, rf
+  datasets  digits at 4x4 (d = 16), lfw_faces at 5x5 (d = 25); n = 4 by default
+
+p_L is the last layer's parameter count (width * C for the two-layer net,
+positions * width * C for the flattened ResNet / ViT heads, p for random
+features); the width at a ratio r is round(r * d n / (p_L per unit width)).
+
+Attack settings (Adam learning rate; for ResNet / ViT also the Jacobian point) are
+chosen BLIND, per victim and data set, on a *shadow* victim: the same architecture
+trained by the attacker on its own images of the same distribution (a data seed
+whose images are disjoint from every victim seed's), at p_L = 10 dn; the setting
+with the lowest error on the shadow's training set (which the attacker owns) is
+used for every width and seed. The victims' training sets are never used to choose.
+
+Writes results/network_law.json (appends; points already present are skipped),
+.md and .png (re-rendered from the JSON; `--render_only` renders without running)
+and prints the points of the full grid still missing. Example:
+
+    python -m scripts.network_law --victims=two_layer_mse,rf --datasets=digits
+    python -m scripts.network_law --render_only
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+from absl import app, flags, logging
+import numpy as np
+
+from configs import resnet as resnet_cfg
+from configs import rf_digits as rf_cfg
+from configs import two_layer as two_layer_cfg
+from configs import vit as vit_cfg
+from recon import compile_cache, data, host, io, pipelines, runs
+
+VICTIMS = ('two_layer_mse', 'two_layer_logistic', 'two_layer_ce', 'resnet', 'vit', 'rf')
+DATASETS = {'digits': {'image_size': 4}, 'lfw_faces': {'image_size': 5}}
+RATIOS = (0.25, 0.5, 1.0, 3.0, 10.0, 16.0)
+SEEDS = (0, 1, 2)
+CALIBRATION_RATIO = 10.0
+SHADOW_SEED0 = 1000
+
+_VICTIMS = flags.DEFINE_list('victims', list(VICTIMS), 'Victim kinds to run.')
+_DATASETS = flags.DEFINE_list('datasets', ['digits'], 'Data sets to run.')
+_RATIOS = flags.DEFINE_list('ratios', [str(r) for r in RATIOS], 'p_L / (d n) targets.')
+_SEEDS = flags.DEFINE_list('seeds', [str(s) for s in SEEDS], 'Victim seeds.')
+_N = flags.DEFINE_integer('n', 4, 'Training-set size.')
+_MAX_STEPS = flags.DEFINE_integer('max_steps', 4000, 'Attack steps per run.')
+_CALIBRATE = flags.DEFINE_bool('calibrate', True, 'Choose attack settings on a shadow victim '
+                               '(else the first grid setting, recorded as not calibrated).')
+_RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
+_OUT = flags.DEFINE_string('out', 'results/network_law', 'Output path without suffix.')
+
+
+def classes_for(victim: str, dataset: str):
+  if victim == 'two_layer_ce' and dataset == 'digits':
+    return (0, 1, 2)
+  return (0, 1)
+
+
+def num_classes(victim: str, dataset: str) -> int:
+  return len(classes_for(victim, dataset)) if victim == 'two_layer_ce' else 1
+
+
+def image_side(dataset: str) -> int:
+  return DATASETS[dataset]['image_size']
+
+
+def p_per_width(victim: str, dataset: str) -> int:
+  """p_L for width 1."""
+  c, side = num_classes(victim, dataset), image_side(dataset)
+  if victim == 'resnet':
+    return side * side * c  # flattened side x side map
+  if victim == 'vit':
+    patch = vit_patch(dataset)
+    return (side // patch) ** 2 * c  # flattened tokens
+  return c
+
+
+def vit_patch(dataset: str) -> int:
+  return 2 if image_side(dataset) % 2 == 0 else 1
+
+
+def attack_grid(victim: str) -> List[Dict[str, Any]]:
+  """The settings the shadow calibration chooses among (the first is the uncalibrated default)."""
+  if victim == 'rf':
+    return [{'lr': lr} for lr in (0.05, 0.02)]
+  if victim in ('resnet', 'vit'):  # the Jacobian point (compile-heavy: one lr)
+    return [{'lr': 0.05, 'jacobian_at': j} for j in ('trained', 'midpoint')]
+  return [{'lr': lr, 'jacobian_at': 'trained'} for lr in (0.05, 0.02)]
+
+
+def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
+                max_steps: int, setting: Dict[str, Any]):
+  side = image_side(dataset)
+  d = side * side
+  dn = d * n
+  width = max(1, int(round(ratio * dn / p_per_width(victim, dataset))))
+  if victim == 'rf':
+    cfg = rf_cfg.get_config()
+    cfg.p = width
+  else:
+    module = {'resnet': resnet_cfg, 'vit': vit_cfg}.get(victim, two_layer_cfg)
+    cfg = module.get_config()
+    cfg.width = width
+    cfg.num_classes = num_classes(victim, dataset)
+    cfg.loss = {'two_layer_logistic': 'logistic', 'two_layer_ce': 'cross_entropy'}.get(
+        victim, 'mse')
+    cfg.image_shape = (side, side, 1)
+    if victim == 'vit':
+      cfg.patch_size, cfg.num_heads = vit_patch(dataset), 1
+    if cfg.loss != 'mse':  # logistic / cross-entropy never reach 0: stop at 1e-2
+      cfg.train_tol, cfg.train_momentum, cfg.train_max_steps = 1e-2, 0.9, 20000
+    cfg.attacker_knows_init = True
+    cfg.attacker_knows_n = True
+  cfg.dataset = dataset
+  cfg.image_size = side
+  cfg.d = d
+  cfg.n = n
+  cfg.classes = classes_for(victim, dataset)
+  cfg.grayscale = False
+  cfg.preprocess = 'sphere'
+  cfg.label_noise = 0.0
+  cfg.seed = seed
+  cfg.optimizer, cfg.momentum, cfg.max_steps, cfg.tol = 'adam', 0.9, max_steps, 1e-7
+  for k, v in setting.items():
+    cfg[k] = v
+  cfg.overwrite, cfg.log_every_seconds, cfg.checkpoint_every_seconds = True, 1e9, 0.0
+  return cfg, width
+
+
+def device_name() -> str:
+  import jax  # pylint: disable=g-import-not-at-top
+  plat = jax.devices()[0].platform
+  model = platform.processor() or platform.machine()
+  try:
+    with open('/proc/cpuinfo') as f:
+      model = next(l.split(':', 1)[1].strip() for l in f if l.startswith('model name'))
+  except (OSError, StopIteration):
+    pass
+  return f'{plat}: {model}, {os.cpu_count()} cores visible (shared)'
+
+
+def run_one(victim, dataset, ratio, seed, n, max_steps, setting) -> Dict[str, Any]:
+  cfg, width = make_config(victim, dataset, ratio, seed, n, max_steps, setting)
+  t0 = time.time()
+  with tempfile.TemporaryDirectory() as workdir:
+    summary = pipelines.run(cfg, workdir)
+    arrays = np.load(os.path.join(workdir, 'reconstruction.npz'))
+    x_true, x_matched = arrays['x_true'], arrays['x_matched']
+  m = summary['metrics']
+  d = cfg.d
+  p_l = m.get('p_L', m.get('p'))
+  train_loss = m.get('train_final_loss', m.get('train_mse'))
+  return {
+      'victim': victim, 'loss': {'rf': 'min-norm least squares'}.get(
+          victim, cfg.get('loss')), 'dataset': dataset, 'n': n, 'd': d, 'width': width,
+      'num_classes': cfg.get('num_classes', 1), 'p_L': int(p_l),
+      'p_L_over_dn': p_l / (d * n), 'ratio_target': ratio, 'seed': seed,
+      'train_loss': train_loss, 'train_reached_tol': m.get('train_reached_tol'),
+      'train_steps': m.get('train_steps'),
+      'recon_error': m['recon_error'], 'recon_error_median': m.get('recon_error_median'),
+      'frac_recovered': m['frac_recovered'], 'ssim_mean': m.get('ssim_mean'),
+      'projection_loss': m.get('projection_loss'),
+      'projection_loss_at_truth': m.get('projection_loss_at_truth'),
+      'jacobian_at': m.get('jacobian_at', 'n/a (fixed features)'),
+      'attacker_knows_init': (None if victim == 'rf'
+                              else summary['threat_model'].get('attacker_knows_init')),
+      'attack': {'optimizer': cfg.optimizer, 'lr': cfg.lr, 'max_steps': cfg.max_steps,
+                 'n_candidates': cfg.get('n_candidates') or n},
+      'steps': m['steps'], 'wall_seconds': time.time() - t0, 'device': device_name(),
+      'x_true': np.round(x_true, 4).tolist(), 'x_matched': np.round(x_matched, 4).tolist(),
+  }
+
+
+def shadow_seed(victim, dataset, n, victim_seeds) -> Dict[str, Any]:
+  """First seed >= SHADOW_SEED0 whose images are disjoint from every victim seed's."""
+  cfg, _ = make_config(victim, dataset, CALIBRATION_RATIO, 0, n, 1, {})
+
+  def indices(seed):
+    keys = runs.split_keys(seed)
+    _, _, meta = data.load(cfg, keys['data'])
+    return set(int(i) for i in np.asarray(meta['indices']))
+
+  taken = set().union(*(indices(s) for s in victim_seeds))
+  for s in range(SHADOW_SEED0, SHADOW_SEED0 + 100):
+    if not indices(s) & taken:
+      return {'seed': s, 'disjoint_from_seeds': list(victim_seeds)}
+  raise RuntimeError('no disjoint shadow seed found')
+
+
+def calibrate(victim, dataset, n, max_steps, victim_seeds) -> Dict[str, Any]:
+  shadow = shadow_seed(victim, dataset, n, victim_seeds)
+  trials = []
+  for setting in attack_grid(victim):
+    rec = run_one(victim, dataset, CALIBRATION_RATIO, shadow['seed'], n, max_steps, setting)
+    trials.append({'setting': setting, 'shadow_recon_error': rec['recon_error'],
+                   'shadow_projection_loss': rec['projection_loss'],
+                   'wall_seconds': rec['wall_seconds']})
+    print(f'  calibrate {victim}/{dataset} {setting}: shadow recon_error '
+          f'{rec["recon_error"]:.4f}', file=sys.stderr, flush=True)
+  best = min(trials, key=lambda t: t['shadow_recon_error'])
+  return {'shadow': shadow, 'ratio': CALIBRATION_RATIO, 'max_steps': max_steps,
+          'trials': trials, 'chosen': best['setting'], 'calibrated': True}
+
+
+def key_of(r) -> tuple:
+  return (r['victim'], r['dataset'], float(r['ratio_target']), int(r['seed']), int(r['n']))
+
+
+def load(path) -> Dict[str, Any]:
+  if os.path.exists(path):
+    return io.read_json(path)
+  return {'records': [], 'calibration': {}}
+
+
+def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate=True):
+  res = load(out + '.json')
+  have = {key_of(r) for r in res['records']}
+  for victim, dataset in itertools.product(victims, datasets):
+    ckey = f'{victim}/{dataset}/n{n}'
+    if ckey not in res['calibration']:
+      res['calibration'][ckey] = (
+          calibrate(victim, dataset, n, max_steps, SEEDS) if do_calibrate else
+          {'chosen': attack_grid(victim)[0], 'calibrated': False})
+      io.write_json(out + '.json', res)
+    setting = res['calibration'][ckey]['chosen']
+    for ratio, seed in itertools.product(ratios, seeds):
+      if (victim, dataset, float(ratio), int(seed), int(n)) in have:
+        continue
+      rec = run_one(victim, dataset, ratio, seed, n, max_steps, setting)
+      rec['calibrated'] = res['calibration'][ckey].get('calibrated', False)
+      res['records'].append(rec)
+      have.add(key_of(rec))
+      io.write_json(out + '.json', res)  # after every point: an interrupted run keeps its work
+      print(f'{victim}/{dataset} p_L/dn={rec["p_L_over_dn"]:.3g} width={rec["width"]} '
+            f'seed={seed}: recon_error={rec["recon_error"]:.4f} '
+            f'recovered={rec["frac_recovered"]:.2f} train_loss={rec["train_loss"]:.2g} '
+            f'{rec["wall_seconds"]:.0f}s', file=sys.stderr, flush=True)
+  return res
+
+
+def missing(res, n) -> List[str]:
+  have = {key_of(r) for r in res['records']}
+  out = []
+  for victim, dataset in itertools.product(VICTIMS, DATASETS):
+    lacking = [(r, s) for r, s in itertools.product(RATIOS, SEEDS)
+               if (victim, dataset, float(r), s, n) not in have]
+    if lacking:
+      ratios = sorted({r for r, _ in lacking})
+      out.append(f'{victim}/{dataset}: {len(lacking)} of {len(RATIOS) * len(SEEDS)} points '
+                 f'missing (ratios {", ".join(f"{r:g}" for r in ratios)})')
+  return out
+
+
+def _groups(res):
+  groups: Dict[tuple, Dict[float, List[Dict[str, Any]]]] = {}
+  for r in res['records']:
+    groups.setdefault((r['victim'], r['dataset'], r['n']), {}).setdefault(
+        r['p_L_over_dn'], []).append(r)
+  order = {v: i for i, v in enumerate(VICTIMS)}
+  return dict(sorted(groups.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], 99))))
+
+
+def transition(by_ratio) -> str:
+  """'(a, b]': the last ratio with mean error > 0.5 and the first after it with < 0.05."""
+  ratios = sorted(by_ratio)
+  means = [np.mean([r['recon_error'] for r in by_ratio[x]]) for x in ratios]
+  hi = [x for x, m in zip(ratios, means) if m > 0.5]
+  lo = [x for x, m in zip(ratios, means) if m < 0.05 and (not hi or x > max(hi))]
+  a = f'{max(hi):.3g}' if hi else '-'
+  b = f'{min(lo):.3g}' if lo else 'not reached'
+  return f'> 0.5 up to {a}; < 0.05 from {b}'
+
+
+def render_md(res, n) -> str:
+  lines = ['# The law of reconstruction beyond random features (issue #21)', '',
+           'Generated by `python -m scripts.network_law` from results/network_law.json. '
+           'recon_error (mean relative distance of the matched candidates, see docs) per '
+           'p_L/(dn): mean ± std over seeds [min–max], frac recovered (< 0.1) mean. '
+           'Machine: ' + (res['records'][0]['device'] if res['records'] else '?') + '.', '']
+  groups = _groups(res)
+  for (victim, dataset, nn), by_ratio in groups.items():
+    ratios = sorted(by_ratio)
+    recs = [r for x in ratios for r in by_ratio[x]]
+    r0 = recs[0]
+    cal = res['calibration'].get(f'{victim}/{dataset}/n{nn}', {})
+    lines.append(f'## {victim} on {dataset} (n={nn}, d={r0["d"]}, loss {r0["loss"]}, '
+                 f'C={r0["num_classes"]})')
+    lines.append('')
+    threat = ('fixed random features known' if victim == 'rf' else
+              f'attacker knows all trained weights and W(0) '
+              f'(attacker_knows_init={r0["attacker_knows_init"]}), n; not the labels')
+    lines.append(f'* threat model: {threat}; jacobian_at={r0["jacobian_at"]}; '
+                 f'attack {r0["attack"]}')
+    if cal.get('calibrated'):
+      tr = '; '.join(f'{t["setting"]}: {t["shadow_recon_error"]:.3g}' for t in cal['trials'])
+      lines.append(f'* blind choice on shadow seed {cal["shadow"]["seed"]} (images disjoint from '
+                   f'seeds {cal["shadow"]["disjoint_from_seeds"]}) at p_L = {cal["ratio"]:g} dn: '
+                   f'{tr} -> {cal["chosen"]}')
+    else:
+      lines.append('* attack settings NOT calibrated (defaults)')
+    lines.append(f'* transition (mean over seeds): {transition(by_ratio)}')
+    lines.append('')
+    lines.append('| p_L/dn | width | p_L | seeds | recon_error | frac recovered | seeds all '
+                 'recovered | per-sample median error (median over seeds) | ssim | '
+                 'train loss (max) | proj. loss reached / at truth (median) | wall s (mean) |')
+    lines.append('|---|---|---|---|---|---|---|---|---|---|---|---|')
+    for x in ratios:
+      rs = by_ratio[x]
+      e = np.array([r['recon_error'] for r in rs])
+      ssim = [r['ssim_mean'] for r in rs if r.get('ssim_mean') is not None]
+      pl = np.median([r['projection_loss'] or np.nan for r in rs])
+      pt = [r['projection_loss_at_truth'] for r in rs if r.get('projection_loss_at_truth')
+            is not None]
+      lines.append(
+          f'| {x:.3g} | {rs[0]["width"]} | {rs[0]["p_L"]} | {len(rs)} | '
+          f'{e.mean():.3g} ± {e.std():.2g} [{e.min():.3g}–{e.max():.3g}] | '
+          f'{np.mean([r["frac_recovered"] for r in rs]):.2f} | '
+          f'{sum(r["frac_recovered"] == 1.0 for r in rs)}/{len(rs)} | '
+          f'{np.median([r["recon_error_median"] for r in rs]):.2g} | '
+          f'{np.mean(ssim) if ssim else float("nan"):.2f} | '
+          f'{max(r["train_loss"] for r in rs):.2g} | '
+          f'{pl:.2g} / {np.median(pt) if pt else float("nan"):.2g} | '
+          f'{np.mean([r["wall_seconds"] for r in rs]):.0f} |')
+    lines.append('')
+  miss = missing(res, n)
+  lines.append('## Missing points of the full grid')
+  lines.append('')
+  lines += [f'* {m}' for m in miss] or ['* none']
+  lines.append('')
+  return '\n'.join(lines)
+
+
+def render_png(res, path):
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  groups = _groups(res)
+  if not groups:
+    return
+  nrows = len(groups)
+  fig = plt.figure(figsize=(13, max(4.5, 0.9 * nrows + 1)))
+  ax = fig.add_axes([0.06, 0.12, 0.48, 0.8])
+  styles = {'digits': '-', 'lfw_faces': '--'}
+  colors = dict(zip(VICTIMS, plt.rcParams['axes.prop_cycle'].by_key()['color']))
+  for (victim, dataset, nn), by_ratio in groups.items():
+    xs = sorted(by_ratio)
+    es = [np.array([r['recon_error'] for r in by_ratio[x]]) for x in xs]
+    mean = np.array([e.mean() for e in es])
+    lo = np.array([e.min() for e in es])
+    hi = np.array([e.max() for e in es])
+    ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], fmt='o' + styles.get(dataset, ':'),
+                ms=3.5, capsize=2, color=colors.get(victim), label=f'{victim} / {dataset}')
+  ax.axvline(1.0, color='gray', ls=':', lw=0.8)
+  for y in (0.05, 0.5):
+    ax.axhline(y, color='gray', ls=':', lw=0.6)
+  ax.set_xscale('log')
+  ax.set_yscale('log')
+  ax.set_xlabel(r'$p^{(L)} / (d n)$')
+  ax.set_ylabel('recon_error (mean over seeds; bars: min–max)')
+  ax.set_title('Reconstruction error vs last-layer size')
+  ax.legend(fontsize=7, loc='lower left')
+  # Image grid: one row per (victim, dataset) at its largest width: truth | reconstruction.
+  height = 0.84 / nrows
+  for i, ((victim, dataset, nn), by_ratio) in enumerate(groups.items()):
+    top = max(by_ratio)
+    rec = min(by_ratio[top], key=lambda r: r['seed'])
+    side = int(round(math.sqrt(rec['d'])))
+    xt, xm = np.array(rec['x_true']), np.array(rec['x_matched'])
+    cells = len(xt) * 2
+    for j in range(cells):
+      row = (xt if j < len(xt) else xm)[j % len(xt)]
+      a = fig.add_axes([0.6 + j * 0.38 / cells, 0.92 - (i + 1) * height, 0.36 / cells,
+                        height * 0.85])
+      a.imshow(row.reshape(side, side), cmap='gray')
+      a.set_xticks([])
+      a.set_yticks([])
+      if j == 0:
+        a.set_ylabel(f'{victim}\n{dataset}\n{top:.3g}dn', fontsize=6, rotation=0, ha='right',
+                     va='center')
+      if i == 0:
+        a.set_title('truth' if j < len(xt) else 'recon', fontsize=7)
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
+def render(out, n):
+  res = load(out + '.json')
+  io.write_text(out + '.md', render_md(res, n))
+  render_png(res, out + '.png')
+  for m in missing(res, n):
+    print('missing: ' + m, file=sys.stderr)
+  print(f'wrote {out}.md and .png', file=sys.stderr)
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  os.makedirs(os.path.dirname(_OUT.value) or '.', exist_ok=True)
+  for v in _VICTIMS.value:
+    if v not in VICTIMS:
+      raise app.UsageError(f'--victims: unknown {v!r}; accepted: {", ".join(VICTIMS)}')
+  for d in _DATASETS.value:
+    if d not in DATASETS:
+      raise app.UsageError(f'--datasets: unknown {d!r}; accepted: {", ".join(DATASETS)}')
+  if not _RENDER_ONLY.value:
+    run_points(_OUT.value, _VICTIMS.value, _DATASETS.value, [float(r) for r in _RATIOS.value],
+               [int(s) for s in _SEEDS.value], _N.value, _MAX_STEPS.value, _CALIBRATE.value)
+  render(_OUT.value, _N.value)
+
+
+if __name__ == '__main__':
+  host.keep_buffers_mapped()
+  compile_cache.enable()
+  app.run(main)
