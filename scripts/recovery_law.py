@@ -48,6 +48,7 @@ PRESETS = {
                     k_ratios=(1, 4)),
     'tiny': dict(n=3, ds=(4,), ratios=(0.5, 4), seeds=2, ks=(), k_d=8, k_ratios=()),
 }
+FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
     'previous': {'escalate': 'off'},
@@ -56,16 +57,6 @@ METHODS = {
 FIELDS = ('method', 'activation', 'd', 'k', 'search', 'n', 'p', 'p_over_dn', 'p_over_kn',
           'seeds', 'recovery_rate', 'certified_rate', 'false_certified', 'median_seconds',
           'max_steps', 'device')
-
-_PRESET = flags.DEFINE_enum('preset', 'reduced', sorted(PRESETS), 'Grid to run.')
-_METHODS = flags.DEFINE_list('methods', sorted(METHODS), 'Methods to run.')
-_ACTIVATIONS = flags.DEFINE_list('activations', ['relu', 'relu_tanh'], 'Activations.')
-_SEEDS = flags.DEFINE_integer('seeds', None, 'Seeds per point (default: the preset\'s).')
-_MAX_STEPS = flags.DEFINE_integer('max_steps', 20000, 'Steps per run.')
-_SUBSPACE = flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
-_OUT = flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
-_RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
-
 
 def point_key(r: Dict[str, Any]) -> tuple:
   return (r['method'], r['activation'], r['d'], r['k'], r['search'], r['n'], r['p'])
@@ -170,26 +161,39 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
   plt.close(fig)
 
 
+def define_flags() -> None:
+  """The command line's flags (defined only when run as a script: importing the module for
+  its functions defines none, so other scripts' flags of the same name do not collide)."""
+  flags.DEFINE_enum('preset', 'reduced', sorted(PRESETS), 'Grid to run.')
+  flags.DEFINE_list('methods', sorted(METHODS), 'Methods to run.')
+  flags.DEFINE_list('activations', ['relu', 'relu_tanh'], 'Activations.')
+  flags.DEFINE_integer('seeds', None, 'Seeds per point (default: the preset\'s).')
+  flags.DEFINE_integer('max_steps', 20000, 'Steps per run.')
+  flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
+  flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
+  flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
   host.keep_buffers_mapped()
   compile_cache.enable()
-  path = _OUT.value + '.json'
+  path = FLAGS.out + '.json'
   records = io.read_json(path)['records'] if os.path.exists(path) else []
-  if not _RENDER_ONLY.value:
-    for name in _METHODS.value:
+  if not FLAGS.render_only:
+    for name in FLAGS.methods:
       if name not in METHODS:
         print(f'error: --methods: unknown {name!r}; accepted: {", ".join(METHODS)}',
               file=sys.stderr)
         sys.exit(2)
-    preset = dict(PRESETS[_PRESET.value])
-    seeds = _SEEDS.value or preset['seeds']
+    preset = dict(PRESETS[FLAGS.preset])
+    seeds = FLAGS.seeds or preset['seeds']
     done = {point_key(r) for r in records}
-    todo = [pt for pt in points(preset, _METHODS.value, _ACTIVATIONS.value, _SUBSPACE.value)
+    todo = [pt for pt in points(preset, FLAGS.methods, FLAGS.activations, FLAGS.subspace)
             if point_key(dict(pt, seeds=seeds)) not in done]
     for i, pt in enumerate(todo):
-      rec = run_point(pt, seeds, _MAX_STEPS.value)
+      rec = run_point(pt, seeds, FLAGS.max_steps)
       records.append(rec)
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
       io.write_json(path, {'records': records})  # after every point: resumable
@@ -197,9 +201,10 @@ def main(argv):
             f'k={rec["k"]} {rec["search"]} p/dn={rec["p_over_dn"]:.3g}: recovery '
             f'{rec["recovery_rate"]:.2f} certified {rec["certified_rate"]:.2f} false '
             f'{rec["false_certified"]} ({rec["median_seconds"]:.1f} s/run)', flush=True)
-  render(records, _OUT.value)
+  render(records, FLAGS.out)
   print(f'{len(records)} points in {path}', flush=True)
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

@@ -3,6 +3,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import pytest
 
 from recon import driver, escalate, features, metrics, optimize
 from recon.models import random_features
@@ -23,6 +24,7 @@ def _problem(seed=0):
   return x, {'v': v, 'theta': theta}, loss_fn
 
 
+@pytest.mark.slow
 def test_leave_one_out_finds_the_candidate_that_explains_nothing():
   x, prob, loss_fn = _problem()
   xh = x.at[2].set(x[0] * 1.0)  # candidate 2 duplicates candidate 0: it adds nothing
@@ -42,6 +44,7 @@ def _escalator(prob, loss_fn, **kw):
   return esc, opt, constraint
 
 
+@pytest.mark.slow
 def test_a_mirrored_candidate_on_a_plateau_is_repaired_and_the_state_round_trips():
   x, prob, loss_fn = _problem()
   stuck = x.at[3].set(-x[3])  # relu: the mirror image is a poor local minimum
@@ -74,6 +77,7 @@ def test_no_escalation_below_tol_or_while_the_loss_falls():
   assert esc.tried == 0
 
 
+@pytest.mark.slow
 def test_escalation_auto_runs_end_to_end_and_reports(tmp_path):
   from configs import rf_synthetic
   from recon import pipelines

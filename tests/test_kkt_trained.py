@@ -36,6 +36,7 @@ def test_nearest_candidate_ssim_no_sign_flip():
   assert ev['frac_ssim_0_5'] == 0.0  # a negated image is not a reconstruction
 
 
+@pytest.mark.slow
 def test_parity_labels_and_center_preprocess():
   from configs import kkt_haim
   import jax
