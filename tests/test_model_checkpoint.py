@@ -244,6 +244,7 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
     assert not os.path.exists(target)
 
 
+@pytest.mark.slow  # a CLI subprocess (the in-process attack of a saved model is above)
 def test_cli_attacks_a_saved_two_layer_model(trained_run, tmp_path):
   workdir, trained = trained_run
   out = str(tmp_path / 'cli')

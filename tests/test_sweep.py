@@ -207,13 +207,15 @@ def test_memory_budget(tmp_path):
   assert memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=4, itemsize=4) > small
 
 
-def test_main_cli_bad_axis(tmp_path):
-  proc = subprocess.run(
-      [sys.executable, '-m', 'recon.main', '--config=configs/rf_phase_transition.py',
-       '--config.sweep.seed=()', f'--workdir={tmp_path}/x'],
-      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False, env=subprocess_env())
-  assert proc.returncode == 2, proc.stderr[-2000:]
-  assert proc.stderr.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis')
+def test_main_cli_bad_axis(tmp_path, capsys):
+  # In-process: recon.main.execute is what the CLI runs after parsing the flags.
+  from configs import rf_phase_transition  # pylint: disable=import-outside-toplevel
+  from recon import main  # pylint: disable=import-outside-toplevel
+  c = rf_phase_transition.get_config()
+  c.sweep.seed = ()
+  assert main.execute(c, f'{tmp_path}/x') == 2
+  err = capsys.readouterr().err
+  assert err.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis'), err
 
 
 def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
