@@ -211,6 +211,7 @@ def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding,
   assert_same_outputs(unbroken, workdir)
 
 
+@pytest.mark.slow  # recon.main subprocesses, killed and resumed
 def test_sigkill_with_reseeding_then_resume_matches_unbroken(unbroken_reseeding, tmp_path):
   """A recon.main process killed after its first checkpoint, resumed by another one: the
   in-process unbroken run's outputs, bit for bit."""
@@ -339,6 +340,7 @@ def _finish(proc):
   assert proc.returncode == 0, err[-3000:]
 
 
+@pytest.mark.slow  # recon.main subprocesses, killed and resumed
 def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_path):
   a, b, killed = (str(tmp_path / name) for name in ('a', 'b', 'killed'))
   # Two unbroken runs (no periodic checkpoints) and one checkpointing every 500 steps.

@@ -174,6 +174,7 @@ _SHARDED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a 2-device subprocess
 def test_sharded_equals_single_device():
   env = subprocess_env(XLA_FLAGS='--xla_force_host_platform_device_count=2',
                        JAX_PLATFORMS='cpu')

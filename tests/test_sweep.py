@@ -94,6 +94,7 @@ def two_device_run(tmp_path_factory):
   return json.loads(line[len('RESULT'):])
 
 
+@pytest.mark.slow  # a 2-device subprocess (the float32 sweep below checks batched == single in-process)
 def test_batched_points_equal_single_runs(two_device_run):
   assert len(two_device_run['single']) == 4
   for point in two_device_run['single']:
@@ -108,6 +109,7 @@ def test_batched_points_equal_single_runs(two_device_run):
   assert len(set(np.round(errors, 6))) == 4
 
 
+@pytest.mark.slow  # a 2-device subprocess (the float32 sweep below checks batched == single in-process)
 def test_sharded_equals_unsharded(two_device_run):
   assert two_device_run['n_devices'] == 2
   assert two_device_run['shards'] == [1, 2]
