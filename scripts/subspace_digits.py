@@ -72,7 +72,7 @@ def main(argv=None) -> None:
     workdir = os.path.join(OUT, 'runs', 'subspace_digits', mode)
     os.makedirs(workdir, exist_ok=True)
     summary = subspace_pipeline.run_two_layer_on(
-        cfg, workdir, x, y, {'name': 'digits', 'image_shape': (8, 8)},
+        cfg, workdir, x, y, {'name': 'digits', 'image_shape': (8, 8, 1)},  # (H, W, C)
         keys=runs.split_keys(cfg.seed))
     m = summary['metrics']
     results[mode] = {k: m.get(k) for k in (
