@@ -11,7 +11,8 @@ recon.data has no digits loader yet (another branch adds one); this script loads
 
 Regenerate (about 2 minutes on 2 shared CPU cores):
     python -m scripts.subspace_digits
-A smoke test elsewhere (width 48, few steps): python -m scripts.subspace_digits --tiny --out_dir=/tmp/sd
+A smoke test elsewhere (width 48, few steps):
+    python -m scripts.subspace_digits --tiny --out_dir=/tmp/sd
 """
 from __future__ import annotations
 

@@ -71,7 +71,8 @@ def run(part: str, **fields):
 
 
 def main(argv=None) -> None:
-  global WIDTHS, SEEDS, WEIGHT_DECAYS, MAX_STEPS, OUT, TRAIN_MAX_STEPS  # pylint: disable=global-statement
+  # pylint: disable-next=global-statement
+  global WIDTHS, SEEDS, WEIGHT_DECAYS, MAX_STEPS, OUT, TRAIN_MAX_STEPS
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--out_dir', default=OUT, help='results folder (runs go to OUT/runs/)')
   parser.add_argument('--tiny', action='store_true',

@@ -107,6 +107,7 @@ def _rf_run(tmp_path, name, **fields):
   return pipelines.run(c, str(tmp_path / name))['metrics']
 
 
+@pytest.mark.slow  # two full runs to convergence (~15 CPU-s); certify() is unit-tested above
 def test_a_run_records_its_certificate_and_never_certifies_below_the_threshold(tmp_path):
   above = _rf_run(tmp_path, 'above', p=250)
   assert above['certified'] and above['frac_recovered'] == 1.0

@@ -91,6 +91,7 @@ def test_checkpoints_written_and_pruned(unbroken):
   assert os.path.isfile(os.path.join(unbroken, 'model', 'model.json'))
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_resume_with_more_steps_is_bit_for_bit(unbroken, tmp_path):
   """200 steps, then resume to 400 (max_steps may grow): same outputs as 400 in one go."""
   workdir = str(tmp_path / 'split')
@@ -187,6 +188,7 @@ def _saved_aux(workdir, step):
   return json.load(open(meta))['aux']
 
 
+@pytest.mark.slow  # ~8 CPU-s; test_resume_after_crash_is_bit_for_bit stays in the fast tier
 def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tmp_path):
   unbroken, summary = unbroken_reseeding
   saved = _saved_aux(unbroken, 300)['reseed']
@@ -202,6 +204,7 @@ def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tm
   assert_same_outputs(unbroken, workdir)
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding, tmp_path):
   unbroken, _ = unbroken_reseeding
   workdir = str(tmp_path / 'split')
@@ -255,6 +258,7 @@ def test_random_features_model_round_trip(unbroken, tmp_path):
       'extras', 'trained', 'truth']
 
 
+@pytest.mark.slow  # ~5 CPU-s: trains a two-layer net
 def test_two_layer_model_round_trip(tmp_path):
   module = networks.TwoLayer(width=16, out_dim=3, activation='tanh')
   x = jax.random.normal(jax.random.PRNGKey(0), (5, 4))
