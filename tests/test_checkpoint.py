@@ -371,6 +371,7 @@ def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_pat
   assert summary['resumed_from_step'] in steps
 
 
+@pytest.mark.slow  # ~16 CPU-s: three subspace-pipeline runs
 def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
   """Subspace pipeline, free alpha, Adam (a pytree state): 40 + resume to 60 == 60 at once."""
   from configs import rf_subspace  # pylint: disable=import-outside-toplevel

@@ -60,7 +60,8 @@ def test_synthetic_subspace_rows_on_sphere_inside_basis():
 
 def test_synthetic_subspace_vmaps_over_keys():
   keys = jax.random.split(KEY, 3)
-  x, y, b = jax.vmap(lambda k: data.synthetic_subspace(k, 4, 6, 2))(keys)
+  # jit: one compiled program instead of op-by-op dispatch of every vmapped primitive.
+  x, y, b = jax.jit(jax.vmap(lambda k: data.synthetic_subspace(k, 4, 6, 2)))(keys)
   assert x.shape == (3, 4, 6) and y.shape == (3, 4) and b.shape == (3, 6, 2)
 
 
