@@ -39,8 +39,7 @@ GRIDS = {
     'seeds': {'p': (800,), 'seed': tuple(range(8))},
     'widths': {'p': (100, 200, 400, 800), 'seed': (0, 1)},
 }
-TINY_GRIDS = {  # --tiny: K = 2 points per grid (a smoke test, not a benchmark)
-    'seeds': {'p': (80,), 'seed': (0, 1)},
+TINY_GRIDS = {  # --tiny: one K = 2 grid with padding (a smoke test, not a benchmark)
     'widths': {'p': (40, 80), 'seed': (0,)},
 }
 
@@ -129,7 +128,7 @@ def main(argv=None):
   parser.add_argument('--steps', type=int, default=1000)
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--out', default='results/bench_sweep.json')
-  parser.add_argument('--tiny', action='store_true', help='smoke test: 2 points per grid')
+  parser.add_argument('--tiny', action='store_true', help='smoke test: one grid of 2 points')
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.WARNING)
   rows = []
