@@ -30,6 +30,7 @@ def _certify(x_hat, theta, feature_fn, loss, p, activation='relu_tanh', tol=1e-9
                              activation=activation, feature_fn=feature_fn, theta=theta, **kw)
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_the_truth_above_the_threshold_is_certified():
   p = 10 * N * D
   x, theta, ff, loss = _problem(p)

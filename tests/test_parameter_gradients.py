@@ -17,6 +17,7 @@ def _setup(model, x, key=0):
   return variables['params'], others, apply
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_two_layer_jacobian_is_hidden_features_per_class():
   x, _ = data.synthetic_sphere(jax.random.PRNGKey(0), 4, 6)
   width, c = 7, 3

@@ -32,6 +32,7 @@ def _tiny(**overrides):
   return cfg
 
 
+@pytest.mark.slow  # ~14 CPU-s
 def test_two_layer_above_threshold_reconstructs(tmp_path):
   summary = pipelines.run(_tiny(), str(tmp_path))
   m = summary['metrics']
