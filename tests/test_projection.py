@@ -19,6 +19,7 @@ def _problem(n=5, d=6, p=400, seed=0):
   return x, loss
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_zero_at_true_data_and_any_permutation():
   x, loss = _problem()
   assert float(loss(x)) < 1e-6
@@ -72,6 +73,7 @@ def _autodiff_reference(features_, target, jitter):
   return jnp.sum(r ** 2) / jnp.sum(target ** 2)
 
 
+@pytest.mark.slow  # ~10 CPU-s
 @pytest.mark.parametrize('jitter', [1e-6, 1e-2])
 def test_closed_form_gradients_equal_autodiff(jitter):
   # The custom JVP (closed-form dL/dPhi, dL/dtheta, including the d eps / d Phi term of the

@@ -31,6 +31,7 @@ def _reseeder(problem, every=1):
   return r, loss_fn, opt, constraint
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_reseeds_a_planted_collapse_and_lowers_the_loss():
   x_true = optimize.sphere_constraint(np.sqrt(6))(jax.random.normal(jax.random.PRNGKey(2), (4, 6)))
   problem = _problem(x_true)

@@ -100,6 +100,7 @@ def test_relative_paths_resolve_once_against_the_cwd(tmp_path, monkeypatch):
   assert c.data_dir == str(tmp_path / 'data')
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_relative_model_checkpoint_runs(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   assert main.execute(_tiny(), 'first') == 0

@@ -47,6 +47,7 @@ def test_init_block_zero_is_the_single_run_start():
     restarts.init_restarts(key, 0, _init)
 
 
+@pytest.mark.slow  # ~10 CPU-s
 def test_stacked_loss_is_the_min_and_its_gradient_is_blockwise():
   prob = _problem()
   xs = restarts.init_restarts(jax.random.PRNGKey(3), K, _init)
@@ -70,6 +71,7 @@ def test_best_restart_skips_a_nonfinite_block():
   np.testing.assert_array_equal(chooser(bad), xs[1])
 
 
+@pytest.mark.slow  # up to ~6 CPU-s a case
 @pytest.mark.parametrize('name', ['adam', 'sgd'])
 def test_each_block_follows_its_own_single_run(name):
   """Per-coordinate optimisers: restart k of the stacked run == the run from start k alone."""

@@ -126,6 +126,7 @@ def test_estimated_subspace_of_rank_deficient_change_is_a_one_line_experiment_er
     pipelines.run(cfg, str(tmp_path / 'run'))  # n = 4 samples: rank(dW1) <= 4 < 5
 
 
+@pytest.mark.slow  # two runs to convergence
 def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
   # p = 24 = 4 k n (k = 2, n = 3) but only p / dn = 0.5: below the full-space threshold.
   sub = pipelines.run(_rf_cfg(), str(tmp_path / 'sub'))['metrics']

@@ -220,6 +220,7 @@ def test_main_cli_bad_axis(tmp_path, capsys):
   assert err.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis'), err
 
 
+@pytest.mark.slow  # a float64 sweep and its single runs
 def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
   # lr is batched in the optimiser state and the cosine multiplies the update, so a sweep
   # over lr under a schedule is the single runs, point for point (float64).
