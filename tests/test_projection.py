@@ -19,7 +19,6 @@ def _problem(n=5, d=6, p=400, seed=0):
   return x, loss
 
 
-@pytest.mark.slow  # ~6 CPU-s
 def test_zero_at_true_data_and_any_permutation():
   x, loss = _problem()
   assert float(loss(x)) < 1e-6
