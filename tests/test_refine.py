@@ -2,6 +2,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from recon import optimize, refine, runs
 from recon.pipelines import random_features as rf_pipeline
