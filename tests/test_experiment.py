@@ -48,6 +48,7 @@ def test_more_candidates_than_samples(tmp_path):
   assert on_disk['config']['n_candidates'] == 6
 
 
+@pytest.mark.slow  # ~10 CPU-s (compiles a run; test_main checks the refusal in-process before compute)
 def test_refuses_to_overwrite_a_finished_run(tmp_path):
   pipelines.run(_config(max_steps=10), str(tmp_path))
   before = (tmp_path / 'summary.json').read_bytes()

@@ -46,6 +46,7 @@ def test_kkt_loss_true_data_far_below_random_after_polish():
   assert rand_loss > 1e3 * true_loss
 
 
+@pytest.mark.slow  # ~7 CPU-s: trains a victim
 def test_kkt_loss_unpolished_gd_still_favours_true_data():
   net, _, p, x, y, _ = _trained()
   theta, apply_vec = kkt.flatten_model(net.apply, p)
