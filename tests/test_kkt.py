@@ -60,6 +60,7 @@ def test_kkt_loss_unpolished_gd_still_favours_true_data():
   assert f(x, lam) < 0.5 * f(x_rand, lam_r)
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_general_form_with_training_duals_is_exact_for_one_step():
   net, p0, p, x, y, info = _trained(steps=1, lr=0.05)
   theta, apply_vec = kkt.flatten_model(net.apply, p)

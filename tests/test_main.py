@@ -4,6 +4,7 @@ Two subprocess smoke tests cover the real CLI (a tiny run, and a refusal: exit s
 line); every other case calls the library in-process (recon.main.execute, _parse_flags).
 """
 import json
+import logging
 import os
 import re
 import subprocess
@@ -90,8 +91,12 @@ def test_bad_field_gets_one_line_and_touches_nothing(tmp_path, capsys, field, va
 
 @pytest.fixture
 def _fresh_flags():
+  """Leaves absl's flags unparsed and the 'absl' logger's level (which parsing sets from
+  --verbosity) as they were, for later tests that capture INFO logs."""
+  level = logging.getLogger('absl').level
   yield
   flags.FLAGS.unparse_flags()
+  logging.getLogger('absl').setLevel(level)
 
 
 @pytest.mark.parametrize('config, override, hint', [

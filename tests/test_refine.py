@@ -48,6 +48,7 @@ def test_reseeds_a_planted_collapse_and_lowers_the_loss():
   assert reseeder(new._replace(step=jnp.int32(5))) is not None and reseeder.stats.checks == 1
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_close_true_samples_are_not_reseeded():
   # Two genuinely close samples (cos > threshold), candidates exactly right: replacing
   # either raises the blind loss, so the re-seed is rejected and the state is unchanged.

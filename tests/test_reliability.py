@@ -61,12 +61,14 @@ def test_shipped_config_loads_from_any_working_directory(tmp_path):
 def test_unknown_field_names_the_closest_fields_of_this_config(tmp_path, capsys):
   # In-process: the CLI's flag parser (recon.main._parse_flags), exit status 2.
   from absl import flags  # pylint: disable=import-outside-toplevel
+  absl_level = py_logging.getLogger('absl').level  # parsing sets it from --verbosity
   try:
     with pytest.raises(SystemExit) as e:
       main._parse_flags(['recon.main', f'--config={ROOT}/configs/rf_digits.py',
                          f'--workdir={tmp_path / "x"}', '--config.nn=3'])
   finally:
     flags.FLAGS.unparse_flags()
+    py_logging.getLogger('absl').setLevel(absl_level)
   err = capsys.readouterr().err
   assert e.value.code == 2 and err.strip().count('\n') == 0, err
   assert 'config.nn: unknown field (did you mean n' in err and len(err) < 200

@@ -42,6 +42,7 @@ def test_choose_k_cuts_at_the_largest_gap_above_the_floor():
   assert subspace.choose_k(np.array([1.0, 1.0, 1.0, 1.0])) == 4
 
 
+@pytest.mark.slow  # ~7 CPU-s: trains a two-layer net
 def test_planted_subspace_recovered_from_a_low_rank_weight_change():
   x, _, u = data.synthetic_subspace(jax.random.PRNGKey(1), 10, 30, 4)
   a = jax.random.normal(jax.random.PRNGKey(2), (50, 10))
