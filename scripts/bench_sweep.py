@@ -12,6 +12,7 @@ Two measures per grid:
 Target: batched <= 1.2 x one single run per point (ratio <= 1.2).
 
   python scripts/bench_sweep.py            # -> results/bench_sweep.json (~5 min on 2 cores)
+  python scripts/bench_sweep.py --tiny --steps=5 --repeats=1 --out=/tmp/b.json  # smoke test
 """
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 GRIDS = {
     'seeds': {'p': (800,), 'seed': tuple(range(8))},
     'widths': {'p': (100, 200, 400, 800), 'seed': (0, 1)},
+}
+TINY_GRIDS = {  # --tiny: one K = 2 grid with padding (a smoke test, not a benchmark)
+    'widths': {'p': (40, 80), 'seed': (0,)},
 }
 
 
@@ -119,16 +123,17 @@ def bench(name, axes, steps, repeats, tmp):
   return row
 
 
-def main():
+def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--steps', type=int, default=1000)
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--out', default='results/bench_sweep.json')
-  args = parser.parse_args()
+  parser.add_argument('--tiny', action='store_true', help='smoke test: one grid of 2 points')
+  args = parser.parse_args(argv)
   logging.set_verbosity(logging.WARNING)
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
-    for name, axes in GRIDS.items():
+    for name, axes in (TINY_GRIDS if args.tiny else GRIDS).items():
       rows.append(bench(name, axes, args.steps, args.repeats, tmp))
   dev = jax.devices()[0]
   io.write_json(args.out, {

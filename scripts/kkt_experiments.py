@@ -6,7 +6,8 @@ empty, 5.5 without; the others 15-30 minutes before the cache):
   python -m scripts.kkt_experiments --part=id_ablation  (about 5 minutes)
   python -m scripts.kkt_experiments --part=splitting
   python -m scripts.kkt_experiments --part=digits
-Writes results/kkt_<part>.json, .md and .png.
+Writes results/kkt_<part>.json, .md and .png (--out_dir elsewhere). A smoke test (tiny
+victims, a few steps, one activation and victim): --part=identifiability --tiny --out_dir=/tmp/k
 """
 from __future__ import annotations
 
@@ -32,7 +33,18 @@ from recon import compile_cache, data, host, io, metrics, reconstruct, runs, vic
 from recon.pipelines import kkt as ke  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
 
-OUT = 'results'
+OUT = 'results'  # --out_dir
+TINY = False  # --tiny: a smoke test (few training and attack steps, fewer variants)
+
+
+def shrink(c):
+  """--tiny: few victim-training and attack steps (the config otherwise unchanged)."""
+  if TINY:
+    for field, most in (('train_steps', 100), ('train_stationary_steps', 100),
+                        ('max_steps', 20), ('chunk_steps', 10), ('split_every', 10)):
+      if field in c and c[field] is not None:
+        c[field] = min(c[field], most)
+  return c
 
 
 def base_config(**kw):
@@ -41,7 +53,7 @@ def base_config(**kw):
   c.log_every_seconds = 1e9
   for k, v in kw.items():
     setattr(c, k, v)
-  return victims.resolve(c)
+  return victims.resolve(shrink(c))
 
 
 def synthetic(cfg, kind):
@@ -86,8 +98,10 @@ def identifiability(restarts=3, noise_level=0.03):
   from configs import kkt_identifiability  # pylint: disable=import-outside-toplevel
   rows = []
   t_start = time.time()
-  for act in ('cubic', 'quadratic'):
-    for victim, (overrides, target) in VICTIMS.items():
+  if TINY:
+    restarts = 1
+  for act in ('cubic',) if TINY else ('cubic', 'quadratic'):
+    for victim, (overrides, target) in list(VICTIMS.items())[:1 if TINY else None]:
       c = kkt_identifiability.get_config()
       c.overwrite = True
       c.log_every_seconds = 1e9
@@ -97,7 +111,7 @@ def identifiability(restarts=3, noise_level=0.03):
       c.chunk_steps = 200
       for k, v in overrides.items():
         setattr(c, k, v)
-      cfg = victims.resolve(c)
+      cfg = victims.resolve(shrink(c))
       x, y, keys = synthetic(cfg, 'binary')
       net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
       duals = info.pop('duals')
@@ -184,7 +198,7 @@ def identifiability_ablation(max_steps=1500):
   c.log_every_seconds = 1e9
   c.max_steps = max_steps
   c.chunk_steps = 250
-  cfg = victims.resolve(c)
+  cfg = victims.resolve(shrink(c))
   x, y, keys = synthetic(cfg, 'binary')
   net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
   duals = info.pop('duals')
@@ -219,6 +233,8 @@ def identifiability_ablation(max_steps=1500):
 def splitting_comparison(seeds=(0, 1, 2)):
   rows = []
   methods = [('kkt_binary', 2), ('kkt_multiclass', 3), ('projection', 2)]
+  if TINY:
+    seeds = seeds[:1]
   for objective, classes in methods:
     for seed in seeds:
       cfg = base_config(objective=objective, n_classes=classes, activation='cubic', d=6, n=6,
@@ -315,7 +331,10 @@ if __name__ == '__main__':
   parser.add_argument('--part', choices=('identifiability', 'id_ablation', 'splitting',
                                          'digits'),
                       required=True)
+  parser.add_argument('--out_dir', default=OUT, help='results folder (runs go to OUT/runs/)')
+  parser.add_argument('--tiny', action='store_true', help='smoke test: tiny budgets')
   args = parser.parse_args()
+  OUT, TINY = args.out_dir, args.tiny
   logging.set_verbosity(logging.WARNING)
   {'identifiability': identifiability, 'id_ablation': identifiability_ablation,
    'splitting': splitting_comparison,

@@ -6,7 +6,8 @@ Markdown table results/network_showcase.md. Regenerate with
 
     python -m scripts.network_showcase
 
-(about 10 minutes on 2 CPU cores, most of it XLA compilation of the Jacobian-in-the-loss).
+(about 10 minutes on 2 CPU cores, most of it XLA compilation of the Jacobian-in-the-loss;
+a smoke test: --tiny --only=two_layer,rf_logistic --out=/tmp/s/network_showcase).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from recon import compile_cache, host, io, pipelines
 
 _OUT = flags.DEFINE_string('out', 'results/network_showcase', 'Output path without suffix.')
 _ONLY = flags.DEFINE_list('only', ['two_layer', 'resnet', 'vit', 'rf_logistic'], 'Which runs.')
+_TINY = flags.DEFINE_bool('tiny', False, 'Smoke test: 50 training and 30 reconstruction steps '
+                          '(use with --out elsewhere).')
 
 CONFIGS = {'two_layer': two_layer, 'resnet': resnet, 'vit': vit, 'rf_logistic': rf_logistic}
 KEEP = ('model', 'width', 'num_classes', 'n', 'd', 'image_shape', 'p_L', 'p_L_over_dn',
@@ -40,6 +43,8 @@ def main(argv):
   for name in _ONLY.value:
     cfg = CONFIGS[name].get_config()
     cfg.overwrite, cfg.log_every_seconds = True, 1e9
+    if _TINY.value:
+      cfg.train_max_steps, cfg.max_steps = 50, 30
     with tempfile.TemporaryDirectory() as workdir:
       summary = pipelines.run(cfg, workdir)
     runs[name] = {k: summary['metrics'].get(k) for k in KEEP}

@@ -11,6 +11,7 @@ Every stage is one `recon.sweep.run` call on configs/rf_phase_transition.py (n=8
 Regenerate everything (run dirs go to results/runs/phase_transition/):
   python scripts/phase_transition.py
 or some stages:  python scripts/phase_transition.py --stages=curve,law
+A smoke test elsewhere: python scripts/phase_transition.py --tiny --out_dir=/tmp/pt
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from absl import logging  # noqa: E402
 from configs import rf_phase_transition  # noqa: E402
 from recon import compile_cache, host, io, metrics, sweep  # noqa: E402
 
-RESULTS = 'results'
+RESULTS = 'results'  # --out_dir
 RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')
+TINY = False  # --tiny: n=4, d=4, 30 steps, at most 2 values per sweep axis (a smoke test)
 KEEP = ('index', 'activation', 'p', 'p_over_dn', 'p_over_n', 'seed', 'lr', 'n_candidates',
         'recon_error', 'recon_error_median', 'frac_recovered', 'n_recovered', 'dist_abs',
         'feature_residual', 'projection_loss', 'train_mse', 'steps', 'status',
@@ -47,10 +49,17 @@ LAW_FIELDS = ('train_mse', 'recon_error', 'dist_abs', 'frac_recovered')
 def base_config() -> ml_collections.ConfigDict:
   c = rf_phase_transition.get_config()
   c.overwrite = True
+  if TINY:
+    c.n, c.d = 4, 4
   return c
 
 
 def run_sweep(c: ml_collections.ConfigDict, name: str):
+  if TINY:
+    c.max_steps = min(c.max_steps, 30)
+    for axis in list(c.sweep.keys()):
+      if axis != 'n_candidates':  # the ncand report needs n/2, n and 2n
+        c.sweep[axis] = tuple(c.sweep[axis])[:2]
   t0 = time.time()
   result = sweep.run(c, os.path.join(RUNS, name))
   return result, time.time() - t0
@@ -306,12 +315,19 @@ def stage_ncand(reuse=False):
 STAGES = {'lr': stage_lr, 'curve': stage_curve, 'law': stage_law, 'ncand': stage_ncand}
 
 
-def main():
+def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--stages', default='lr,curve,law,ncand')
   parser.add_argument('--reuse', action='store_true',
                       help='ncand: re-score the finished run in results/runs instead of running')
-  args = parser.parse_args()
+  parser.add_argument('--out_dir', default='results',
+                      help='where the results (and runs/phase_transition/) are written')
+  parser.add_argument('--tiny', action='store_true',
+                      help='smoke test: tiny problem, few steps, 2 values per axis')
+  args = parser.parse_args(argv)
+  global RESULTS, RUNS, TINY  # pylint: disable=global-statement
+  RESULTS, TINY = args.out_dir, args.tiny
+  RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')
   logging.set_verbosity(logging.INFO)
   for name in args.stages.split(','):
     t0 = time.time()

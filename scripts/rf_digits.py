@@ -3,6 +3,7 @@
 Regenerates results/rf_digits/ (from the repository root; a few minutes on 2 CPU cores):
 
     python -m scripts.rf_digits
+    python -m scripts.rf_digits --tiny --seeds=0 --out=/tmp/d --runs=/tmp/d/runs  # smoke test
 
 Runs configs/rf_digits.py for seeds 0, 1, 2 (`--seeds`; the seed draws the digit subset, the
 features V and the candidates' start) into results/runs/rf_digits-seed<S>/ (git-ignored) and
@@ -37,6 +38,8 @@ def main(argv=None) -> None:
   parser.add_argument('--seeds', default='0,1,2', help='comma-separated seeds')
   parser.add_argument('--out', default=os.path.join('results', 'rf_digits'))
   parser.add_argument('--runs', default=os.path.join('results', 'runs'))
+  parser.add_argument('--tiny', action='store_true',
+                      help='smoke test: n=4 digits, p=256, 30 steps (with --out, --runs elsewhere)')
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.INFO)
   seeds = [int(s) for s in args.seeds.split(',')]
@@ -45,6 +48,8 @@ def main(argv=None) -> None:
     config = rf_digits.get_config()
     config.seed = seed
     config.overwrite = True
+    if args.tiny:
+      config.n, config.p, config.max_steps = 4, 256, 30
     workdir = os.path.join(args.runs, f'rf_digits-seed{seed}')
     summary = pipelines.run(config, workdir)
     rows.append({'seed': seed, **{k: summary['metrics'][k] for k in COLUMNS[1:]}})

@@ -12,9 +12,12 @@ The selection (the first image of each class 0..5) and the targets differ from r
 
 Regenerate (about 2 minutes on 2 shared CPU cores):
     python -m scripts.subspace_digits
+A smoke test elsewhere (width 48, few steps):
+    python -m scripts.subspace_digits --tiny --out_dir=/tmp/sd
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 
@@ -29,7 +32,7 @@ from sklearn.datasets import load_digits  # pylint: disable=wrong-import-positio
 from recon import compile_cache, host, io, runs, victims  # pylint: disable=wrong-import-position
 from recon.pipelines import subspace as subspace_pipeline  # pylint: disable=wrong-import-position
 
-OUT = 'results'
+OUT = 'results'  # --out_dir
 N = 6
 
 
@@ -43,23 +46,35 @@ def digits_rows(n: int):
   return jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
 
 
-def main() -> None:
+def main(argv=None) -> None:
+  global OUT  # pylint: disable=global-statement
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--out_dir', default=OUT, help='results folder (runs go to OUT/runs/)')
+  parser.add_argument('--tiny', action='store_true', help='smoke test: width 48, few steps')
+  args = parser.parse_args(argv)
+  OUT = args.out_dir
+  max_steps = 30 if args.tiny else 3000
   logging.set_verbosity(logging.WARNING)
-  spec = importlib.util.spec_from_file_location('cfg', 'configs/two_layer_subspace.py')
+  spec = importlib.util.spec_from_file_location(
+      'cfg', os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          'configs', 'two_layer_subspace.py'))
   mod = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(mod)
   x, y = digits_rows(N)
   results = {}
   for mode in ('none', 'estimated'):
     cfg = mod.get_config()
-    cfg.name, cfg.n, cfg.subspace, cfg.max_steps, cfg.overwrite = 'digits', N, mode, 3000, True
+    cfg.name, cfg.n, cfg.subspace, cfg.max_steps, cfg.overwrite = ('digits', N, mode, max_steps,
+                                                                   True)
+    if args.tiny:
+      cfg.width, cfg.train_max_steps = 48, 50
     cfg.dataset = 'synthetic_sphere'  # not loaded: the rows are passed in below
     cfg = victims.resolve(cfg)
     cfg.dataset = 'digits[:6] (scripts/subspace_digits.py)'  # for summary.json only
     workdir = os.path.join(OUT, 'runs', 'subspace_digits', mode)
     os.makedirs(workdir, exist_ok=True)
     summary = subspace_pipeline.run_two_layer_on(
-        cfg, workdir, x, y, {'name': 'digits', 'image_shape': (8, 8)},
+        cfg, workdir, x, y, {'name': 'digits', 'image_shape': (8, 8, 1)},  # (H, W, C)
         keys=runs.split_keys(cfg.seed))
     m = summary['metrics']
     results[mode] = {k: m.get(k) for k in (

@@ -7,9 +7,12 @@ recon_error against p/(kn) and p/(dn) for subspace 'none' (search in R^64) and
 
 Regenerate (about 10 minutes on 2 shared CPU cores):
     python -m scripts.subspace_rf_width
+A smoke test elsewhere (2 widths, 1 seed, 30 steps):
+    python -m scripts.subspace_rf_width --tiny --out_dir=/tmp/srw
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import importlib.util
 import io as _io
@@ -28,7 +31,7 @@ P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)
 MODES = ('none', 'known')
 MAX_STEPS = 3000
-OUT = 'results'
+OUT = 'results'  # --out_dir
 
 
 def load_config(path: str):
@@ -38,7 +41,15 @@ def load_config(path: str):
   return mod.get_config()
 
 
-def main() -> None:
+def main(argv=None) -> None:
+  global P_OVER_KN, SEEDS, MAX_STEPS, OUT  # pylint: disable=global-statement
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--out_dir', default=OUT, help='results folder (runs go to OUT/runs/)')
+  parser.add_argument('--tiny', action='store_true', help='smoke test: 2 widths, 1 seed, 30 steps')
+  args = parser.parse_args(argv)
+  OUT = args.out_dir
+  if args.tiny:
+    P_OVER_KN, SEEDS, MAX_STEPS = (1, 8), (0,), 30
   logging.set_verbosity(logging.WARNING)
   base = load_config('configs/rf_subspace.py')
   k, n, d = base.planted_dim, base.n, base.d

@@ -12,9 +12,12 @@ Writes results/subspace_two_layer.{json,csv,png}.
 
 Regenerate (about 8 minutes on 2 shared CPU cores):
     python -m scripts.subspace_two_layer
+A smoke test elsewhere (narrow nets, 1 seed, 2 weight decays, few steps):
+    python -m scripts.subspace_two_layer --tiny --out_dir=/tmp/stl
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import importlib.util
 import io as _io
@@ -33,7 +36,8 @@ SEEDS = (0, 1)
 MODES = ('none', 'estimated', 'known')
 WEIGHT_DECAYS = (0.0, 1e-4, 1e-3, 1e-2)
 MAX_STEPS = 3000
-OUT = 'results'
+OUT = 'results'  # --out_dir
+TRAIN_MAX_STEPS = None  # None: the config's; --tiny sets a few
 KEYS = ('recon_error', 'frac_recovered', 'final_loss', 'steps', 'train_final_loss',
         'train_steps_taken', 'delta_w1_rel', 'subspace_k', 'auto_k', 'estimated_k',
         'max_principal_angle_deg', 'estimate_max_principal_angle_deg',
@@ -46,6 +50,8 @@ def load_config(**fields):
   spec.loader.exec_module(mod)
   cfg = mod.get_config()
   cfg.max_steps, cfg.overwrite = MAX_STEPS, True
+  if TRAIN_MAX_STEPS is not None:
+    cfg.train_max_steps = TRAIN_MAX_STEPS
   for k, v in fields.items():
     setattr(cfg, k, v)
   return cfg
@@ -64,7 +70,17 @@ def run(part: str, **fields):
   return row
 
 
-def main() -> None:
+def main(argv=None) -> None:
+  # pylint: disable-next=global-statement
+  global WIDTHS, SEEDS, WEIGHT_DECAYS, MAX_STEPS, OUT, TRAIN_MAX_STEPS
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--out_dir', default=OUT, help='results folder (runs go to OUT/runs/)')
+  parser.add_argument('--tiny', action='store_true',
+                      help='smoke test: widths 24, 48, 1 seed, 2 weight decays, few steps')
+  args = parser.parse_args(argv)
+  OUT = args.out_dir
+  if args.tiny:
+    WIDTHS, SEEDS, WEIGHT_DECAYS, MAX_STEPS, TRAIN_MAX_STEPS = (24, 48), (0,), (0.0, 1e-3), 30, 50
   logging.set_verbosity(logging.WARNING)
   rows = []
   for width in WIDTHS:

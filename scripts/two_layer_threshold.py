@@ -7,7 +7,8 @@ results/two_layer_threshold.json and .png. Regenerate with
 
     python -m scripts.two_layer_threshold
 
-(about 10-15 minutes on 2 CPU cores; --ratios / --seeds / --max_steps to change).
+(about 10-15 minutes on 2 CPU cores; --ratios / --seeds / --max_steps to change; a smoke
+test: --tiny --ratios=1 --seeds=1 --max_steps=30 --out=/tmp/t/two_layer_threshold).
 """
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ _RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / 
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')
 _MAX_STEPS = flags.DEFINE_integer('max_steps', 2000, 'Reconstruction steps per run.')
 _OUT = flags.DEFINE_string('out', 'results/two_layer_threshold', 'Output path without suffix.')
+_TINY = flags.DEFINE_bool('tiny', False, 'Smoke test: n=3, d=4, 50 training steps (use with '
+                          '--ratios, --seeds, --max_steps and --out elsewhere).')
+
+
+def _config():
+  cfg = two_layer.get_config()
+  if _TINY.value:
+    cfg.n, cfg.d, cfg.train_max_steps = 3, 4, 50
+  return cfg
 
 KEEP = ('recon_error', 'recon_error_median', 'frac_recovered', 'dist_abs', 'projection_loss',
         'projection_loss_at_truth', 'feature_residual', 'p_L', 'p_L_over_dn', 'width',
@@ -38,13 +48,13 @@ KEEP = ('recon_error', 'recon_error_median', 'frac_recovered', 'dist_abs', 'proj
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  base = two_layer.get_config()
+  base = _config()
   dn = base.d * base.n
   rows = []
   for ratio in [float(r) for r in _RATIOS.value]:
     width = max(1, int(round(ratio * dn / base.num_classes)))
     for seed in range(_SEEDS.value):
-      cfg = two_layer.get_config()
+      cfg = _config()
       cfg.width, cfg.seed, cfg.max_steps, cfg.overwrite = width, seed, _MAX_STEPS.value, True
       cfg.log_every_seconds = 1e9
       with tempfile.TemporaryDirectory() as workdir:

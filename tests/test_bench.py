@@ -57,13 +57,16 @@ def test_bad_flags_exit_2_with_one_line(argv, flag, capsys):
   assert flag in err and 'accepted' in err
 
 
-def test_render_only_without_results_exits_2(tmp_path):
-  out = _run('--render_only', f'--out={tmp_path}')
-  assert out.returncode == 2
-  assert 'bench.json' in out.stderr.strip().splitlines()[-1]
+def test_render_only_without_results_exits_2(tmp_path, capsys):
+  bench = _load_bench()
+  with pytest.raises(SystemExit) as e:
+    bench.main(['--render_only', f'--out={tmp_path}'])
+  assert e.value.code == 2
+  assert 'bench.json' in capsys.readouterr().err.strip().splitlines()[-1]
   assert not os.listdir(tmp_path)
 
 
+@pytest.mark.slow  # three script subprocesses: the smoke test of scripts/bench.py
 def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
   out = _run('--sizes=8x4x64x32', '--memscale_size=8x4x64', '--problems=4x4',
              '--methods=adam_lr0.05', '--seeds=1', '--max_steps=200', f'--out={tmp_path}')

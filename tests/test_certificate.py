@@ -30,6 +30,7 @@ def _certify(x_hat, theta, feature_fn, loss, p, activation='relu_tanh', tol=1e-9
                              activation=activation, feature_fn=feature_fn, theta=theta, **kw)
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_the_truth_above_the_threshold_is_certified():
   p = 10 * N * D
   x, theta, ff, loss = _problem(p)
@@ -107,6 +108,7 @@ def _rf_run(tmp_path, name, **fields):
   return pipelines.run(c, str(tmp_path / name))['metrics']
 
 
+@pytest.mark.slow  # two full runs to convergence (~15 CPU-s); certify() is unit-tested above
 def test_a_run_records_its_certificate_and_never_certifies_below_the_threshold(tmp_path):
   above = _rf_run(tmp_path, 'above', p=250)
   assert above['certified'] and above['frac_recovered'] == 1.0

@@ -91,6 +91,7 @@ def test_checkpoints_written_and_pruned(unbroken):
   assert os.path.isfile(os.path.join(unbroken, 'model', 'model.json'))
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_resume_with_more_steps_is_bit_for_bit(unbroken, tmp_path):
   """200 steps, then resume to 400 (max_steps may grow): same outputs as 400 in one go."""
   workdir = str(tmp_path / 'split')
@@ -187,6 +188,7 @@ def _saved_aux(workdir, step):
   return json.load(open(meta))['aux']
 
 
+@pytest.mark.slow  # ~8 CPU-s; test_resume_after_crash_is_bit_for_bit stays in the fast tier
 def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tmp_path):
   unbroken, summary = unbroken_reseeding
   saved = _saved_aux(unbroken, 300)['reseed']
@@ -202,6 +204,7 @@ def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tm
   assert_same_outputs(unbroken, workdir)
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding, tmp_path):
   unbroken, _ = unbroken_reseeding
   workdir = str(tmp_path / 'split')
@@ -211,6 +214,7 @@ def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding,
   assert_same_outputs(unbroken, workdir)
 
 
+@pytest.mark.slow  # recon.main subprocesses, killed and resumed
 def test_sigkill_with_reseeding_then_resume_matches_unbroken(unbroken_reseeding, tmp_path):
   """A recon.main process killed after its first checkpoint, resumed by another one: the
   in-process unbroken run's outputs, bit for bit."""
@@ -254,6 +258,7 @@ def test_random_features_model_round_trip(unbroken, tmp_path):
       'extras', 'trained', 'truth']
 
 
+@pytest.mark.slow  # ~5 CPU-s: trains a two-layer net
 def test_two_layer_model_round_trip(tmp_path):
   module = networks.TwoLayer(width=16, out_dim=3, activation='tanh')
   x = jax.random.normal(jax.random.PRNGKey(0), (5, 4))
@@ -339,6 +344,7 @@ def _finish(proc):
   assert proc.returncode == 0, err[-3000:]
 
 
+@pytest.mark.slow  # recon.main subprocesses, killed and resumed
 def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_path):
   a, b, killed = (str(tmp_path / name) for name in ('a', 'b', 'killed'))
   # Two unbroken runs (no periodic checkpoints) and one checkpointing every 500 steps.
@@ -365,6 +371,7 @@ def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_pat
   assert summary['resumed_from_step'] in steps
 
 
+@pytest.mark.slow  # ~16 CPU-s: three subspace-pipeline runs
 def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
   """Subspace pipeline, free alpha, Adam (a pytree state): 40 + resume to 60 == 60 at once."""
   from configs import rf_subspace  # pylint: disable=import-outside-toplevel

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from recon import compile_cache
 from conftest import subprocess_env
 
@@ -57,6 +59,7 @@ def test_requested_dir(monkeypatch, tmp_path):
   assert compile_cache.requested_dir() == str(tmp_path / 'cc')
 
 
+@pytest.mark.slow  # fresh Python processes that import JAX
 def test_second_process_reuses_the_program_with_identical_results(tmp_path):
   cache = tmp_path / 'cache'
   first, _ = _probe(RECON_COMPILATION_CACHE=str(cache))
@@ -70,12 +73,14 @@ def test_second_process_reuses_the_program_with_identical_results(tmp_path):
   assert sorted(os.listdir(cache)) == stored  # nothing new written on a hit
 
 
+@pytest.mark.slow  # fresh Python processes that import JAX
 def test_off_leaves_jax_uncached(tmp_path):
   res, _ = _probe(RECON_COMPILATION_CACHE='off', XDG_CACHE_HOME=str(tmp_path))
   assert res['dir'] is None and res['jax_dir'] is None and res['hits'] == 0
   assert not os.listdir(tmp_path)
 
 
+@pytest.mark.slow  # fresh Python processes that import JAX
 def test_a_folder_set_through_jax_wins(tmp_path):
   res, _ = _probe(RECON_COMPILATION_CACHE=str(tmp_path / 'ours'),
                   JAX_COMPILATION_CACHE_DIR=str(tmp_path / 'theirs'))
@@ -83,6 +88,7 @@ def test_a_folder_set_through_jax_wins(tmp_path):
   assert not (tmp_path / 'ours').exists()
 
 
+@pytest.mark.slow  # fresh Python processes that import JAX
 def test_unwritable_folder_warns_and_runs_uncached(tmp_path):
   blocker = tmp_path / 'file'
   blocker.write_text('not a folder')

@@ -122,6 +122,7 @@ CLI_CASES = [b for b in BAD if b[0] in (
 ]
 
 
+@pytest.mark.slow  # 8 CLI subprocesses (test_validator_table covers the values in-process)
 def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
   workdir = tmp_path / 'existing'
   workdir.mkdir()

@@ -17,6 +17,7 @@ def _config(**overrides):
   return c
 
 
+@pytest.mark.slow  # a run to convergence, ~10 CPU-s (tests/test_main.py runs the pipeline in the fast tier)
 def test_reconstructs_above_dn(tmp_path):
   summary = pipelines.run(_config(), str(tmp_path))
   m = summary['metrics']
@@ -29,6 +30,7 @@ def test_reconstructs_above_dn(tmp_path):
   np.testing.assert_allclose(rec['x_matched'], rec['x_true'], atol=0.05 * np.sqrt(8))
 
 
+@pytest.mark.slow  # ~4 CPU-s
 def test_does_not_reconstruct_at_p_equal_n(tmp_path):
   summary = pipelines.run(_config(p=4), str(tmp_path))
   m = summary['metrics']
@@ -36,6 +38,7 @@ def test_does_not_reconstruct_at_p_equal_n(tmp_path):
   assert m['recon_error'] > 0.3  # ...but the data are not recoverable
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_more_candidates_than_samples(tmp_path):
   summary = pipelines.run(_config(n_candidates=6, max_steps=300), str(tmp_path))
   m = summary['metrics']
@@ -45,6 +48,7 @@ def test_more_candidates_than_samples(tmp_path):
   assert on_disk['config']['n_candidates'] == 6
 
 
+@pytest.mark.slow  # ~10 CPU-s (compiles a run; test_main checks the refusal in-process before compute)
 def test_refuses_to_overwrite_a_finished_run(tmp_path):
   pipelines.run(_config(max_steps=10), str(tmp_path))
   before = (tmp_path / 'summary.json').read_bytes()

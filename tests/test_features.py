@@ -6,9 +6,18 @@ import pytest
 from recon import features
 
 
+# Jitted once per shape: op-by-op dispatch of the hash generators compiles every primitive
+# separately (about 3x the CPU time of one compiled program).
+# pylint: disable=protected-access
+_random_weights = jax.jit(features.random_weights, static_argnames=('p', 'd', 'dtype', 'rng'))
+_box_muller_bits = jax.jit(features._box_muller_bits, static_argnames=('h',))
+_box_muller_blocks = jax.jit(features._box_muller_blocks, static_argnames=('d', 'dtype'))
+# pylint: enable=protected-access
+
+
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
 def test_weights_have_variance_one_over_d(rng):
-  v = features.random_weights(jax.random.PRNGKey(0), 4000, 25, rng=rng)
+  v = _random_weights(jax.random.PRNGKey(0), 4000, 25, rng=rng)
   assert v.shape == (4000, 25)
   assert abs(float(jnp.mean(v))) < 0.01
   np.testing.assert_allclose(float(jnp.var(v)), 1 / 25, rtol=0.05)
@@ -20,13 +29,13 @@ def test_hash_weights_are_gaussian_and_uncorrelated(dtype, rng):
   from scipy import stats
   if dtype == jnp.float64:
     jax.config.update('jax_enable_x64', True)  # restored by tests/conftest.py
-  v = np.asarray(features.random_weights(jax.random.PRNGKey(4), 2000, 16, dtype, rng=rng))
+  v = np.asarray(_random_weights(jax.random.PRNGKey(4), 2000, 16, dtype, rng=rng))
   assert v.dtype == np.dtype(dtype)
   z = v.ravel() * 4.0  # N(0, 1)
   assert stats.kstest(z, 'norm').pvalue > 1e-3
   assert abs(stats.kurtosis(z)) < 0.1 and abs(stats.skew(z)) < 0.05
   # Neighbouring rows / columns and rows of two keys are uncorrelated (|r| ~ 1/sqrt(N)).
-  w = np.asarray(features.random_weights(jax.random.PRNGKey(5), 2000, 16, rng=rng))
+  w = np.asarray(_random_weights(jax.random.PRNGKey(5), 2000, 16, rng=rng))
   for a, b in [(v[:-1].ravel(), v[1:].ravel()), (v[:, :-1].ravel(), v[:, 1:].ravel()),
                (v.ravel(), w.ravel()),
                # Box-Muller pairs (j, j + d/2) share a radius: independent only if the
@@ -39,21 +48,21 @@ def test_box_muller_float32_polynomials_match_float64_formula():
   # The float32 path computes log and cos by polynomials; against r (cos t, sin t) in
   # float64 from the same hash bits it is accurate to float32 round-off.
   key, rows = jax.random.PRNGKey(2), jnp.arange(3000, dtype=jnp.uint32)
-  bits_r, bits_t = (np.asarray(b, np.float64) for b in features._box_muller_bits(key, rows, 7))
+  bits_r, bits_t = (np.asarray(b, np.float64) for b in _box_muller_bits(key, rows, 7))
   r = np.sqrt(-2 * np.log((np.floor(bits_r / 2 ** 9) + 0.5) / 2 ** 23))
   t = 2 * np.pi * bits_t / 2 ** 32
-  a, b = features._box_muller_blocks(key, rows, 13, jnp.float32)  # odd d: B has 6 columns
+  a, b = _box_muller_blocks(key, rows, 13, jnp.float32)  # odd d: B has 6 columns
   assert a.shape == (3000, 7) and b.shape == (3000, 6)
   np.testing.assert_allclose(np.asarray(a), r * np.cos(t), atol=2e-6)
   np.testing.assert_allclose(np.asarray(b), (r * np.sin(t))[:, :6], atol=2e-6)
   assert r.max() > 4.5  # the tails are reached (u down to 2^-24)
-  v = features.random_weights(key, 3000, 13, rng='hash_box_muller')
+  v = _random_weights(key, 3000, 13, rng='hash_box_muller')
   np.testing.assert_allclose(np.asarray(v) * np.sqrt(13), np.concatenate([a, b], 1), rtol=1e-6)
 
 
 @pytest.mark.parametrize('d', [1, 2, 5])
 def test_box_muller_small_and_odd_widths(d):
-  v = features.random_weights(jax.random.PRNGKey(0), 50, d, rng='hash_box_muller')
+  v = _random_weights(jax.random.PRNGKey(0), 50, d, rng='hash_box_muller')
   assert v.shape == (50, d) and bool(jnp.all(jnp.isfinite(v)))
 
 
@@ -65,14 +74,14 @@ def test_unknown_weight_rng_is_refused():
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
 def test_first_rows_do_not_depend_on_width(rng):
   key = jax.random.PRNGKey(3)
-  np.testing.assert_array_equal(features.random_weights(key, 7, 5, rng=rng),
-                                features.random_weights(key, 30, 5, rng=rng)[:7])
+  np.testing.assert_array_equal(_random_weights(key, 7, 5, rng=rng),
+                                _random_weights(key, 30, 5, rng=rng)[:7])
 
 
 def test_mask_zeroes_padding_only():
   key = jax.random.PRNGKey(1)
   x = jax.random.normal(key, (3, 5))
-  v = features.random_weights(key, 12, 5)
+  v = _random_weights(key, 12, 5)
   phi = features.rf_features(v, x, 'relu_tanh', features.feature_mask(8, 12))
   np.testing.assert_array_equal(phi[:, 8:], 0.0)
   np.testing.assert_allclose(phi[:, :8], features.rf_features(v[:8], x, 'relu_tanh'), atol=1e-6)

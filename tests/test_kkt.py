@@ -27,6 +27,7 @@ def _trained(activation='cubic', n=4, d=3, width=12, steps=4000, lr=0.2):
   return net, p0, p, x, y, info
 
 
+@pytest.mark.slow  # ~13 CPU-s
 def test_kkt_loss_true_data_far_below_random_after_polish():
   net, _, p, x, y, _ = _trained()
   p, info = homogeneous.polish_max_margin(net.apply, p, x, y, 'binary', max_iter=100)
@@ -45,6 +46,7 @@ def test_kkt_loss_true_data_far_below_random_after_polish():
   assert rand_loss > 1e3 * true_loss
 
 
+@pytest.mark.slow  # ~7 CPU-s: trains a victim
 def test_kkt_loss_unpolished_gd_still_favours_true_data():
   net, _, p, x, y, _ = _trained()
   theta, apply_vec = kkt.flatten_model(net.apply, p)
@@ -58,6 +60,7 @@ def test_kkt_loss_unpolished_gd_still_favours_true_data():
   assert f(x, lam) < 0.5 * f(x_rand, lam_r)
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_general_form_with_training_duals_is_exact_for_one_step():
   net, p0, p, x, y, info = _trained(steps=1, lr=0.05)
   theta, apply_vec = kkt.flatten_model(net.apply, p)
@@ -73,6 +76,7 @@ def test_general_form_with_training_duals_is_exact_for_one_step():
   assert rand > 1e-4
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_multiclass_margin_form_matches_manual_gradient():
   net = homogeneous.HomogeneousMLP(widths=(5,), out_dim=3, activation='cubic',
                                    param_dtype=jnp.float64)
@@ -162,6 +166,7 @@ def _planted_cubic(n=3, d=4, width=12, activation='cubic'):
   return x, y, theta, apply_vec, {'target': target, 'theta': theta, 'labels': y}
 
 
+@pytest.mark.slow  # ~12 CPU-s
 def test_eliminated_loss_is_the_minimum_over_free_lambda():
   x, y, theta, apply_vec, prob = _planted_cubic()
   x_rand = data.sphere_rows(jax.random.PRNGKey(7), *x.shape, jnp.float64)
@@ -185,6 +190,7 @@ def test_eliminated_loss_is_the_minimum_over_free_lambda():
   assert float(elim_fn(x_rand, prob_w)) > 1e-3
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_lbfgs_attack_recovers_planted_cubic_exactly_with_n_candidates():
   from recon import metrics, optimize
   x, _, theta, apply_vec, prob = _planted_cubic()
@@ -204,6 +210,7 @@ def test_lbfgs_attack_recovers_planted_cubic_exactly_with_n_candidates():
   assert metrics.reconstruction_metrics(np.asarray(x), x_hat)['recon_error'] < 1e-6
 
 
+@pytest.mark.slow  # ~10 CPU-s
 def test_weight_decay_stationary_point_satisfies_kkt_exactly():
   x = data.sphere_rows(jax.random.PRNGKey(0), 4, 3, jnp.float64)
   y = jnp.asarray([1.0, -1.0, 1.0, -1.0])

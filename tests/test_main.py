@@ -1,12 +1,22 @@
-"""The command line: a run writes its outputs; bad input gets one line and exit status 2."""
+"""The command line: a run writes its outputs; bad input gets one line and exit status 2.
+
+Two subprocess smoke tests cover the real CLI (a tiny run, and a refusal: exit status and one
+line); every other case calls the library in-process (recon.main.execute, _parse_flags).
+"""
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from absl import flags
 from conftest import subprocess_env
+
+from configs import rf_synthetic
+from recon import host, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
@@ -18,6 +28,21 @@ def _run(*args, cwd=ROOT, **extra_env):
   return subprocess.run([sys.executable, '-m', 'recon.main', *args], cwd=cwd, env=env,
                         capture_output=True, text=True, timeout=300)
 
+
+def _tiny(**fields):
+  """configs/rf_synthetic.py with the TINY overrides (what the CLI would build)."""
+  c = rf_synthetic.get_config()
+  c.n, c.d, c.p, c.max_steps = 3, 4, 120, 50
+  for k, v in fields.items():
+    c[k] = v
+  return c
+
+
+def _error_lines(capsys):
+  return [l for l in capsys.readouterr().err.strip().splitlines() if l.strip()]
+
+
+# --- CLI smoke tests (subprocesses) --------------------------------------------------------
 
 def test_run_writes_summary(tmp_path):
   out = tmp_path / 'run'
@@ -32,54 +57,6 @@ def test_run_writes_summary(tmp_path):
   assert (out / 'reconstruction.npz').exists()
 
 
-@pytest.mark.parametrize('override, field, accepted', [
-    ('--config.n=0', 'n', 'int >= 1'),
-    ('--config.p=-5', 'p', 'int >= 1'),
-    ('--config.n_candidates=0', 'n_candidates', 'int >= 1'),
-    ('--config.activation=swish', 'activation', "'relu_tanh'"),
-    ('--config.optimizer=rmsprop', 'optimizer', "'sgd', 'adam'"),
-    ('--config.lr=-1.0', 'lr', 'float > 0'),
-    ('--config.dtype=float16', 'dtype', "'float32', 'float64'"),
-    ('--config.dataset=imagenet', 'dataset', "'synthetic_sphere'"),
-])
-def test_bad_field_gets_one_line_and_touches_nothing(tmp_path, override, field, accepted):
-  out = tmp_path / 'run'
-  out.mkdir()
-  (out / 'summary.json').write_text('{"keep": true}')
-  r = _run(f'--config={CONFIG}', f'--workdir={out}', *TINY, override)
-  assert r.returncode == 2
-  lines = [l for l in r.stderr.strip().splitlines() if l.strip()]
-  assert len(lines) == 1, r.stderr
-  assert f'config.{field}' in lines[0] and accepted in lines[0]
-  assert json.loads((out / 'summary.json').read_text()) == {'keep': True}
-  assert sorted(os.listdir(out)) == ['summary.json']
-
-
-@pytest.mark.parametrize('config, override, hint', [
-    ('kkt_synthetic.py', '--config.num_classes=3', 'n_classes'),  # networks' name, KKT's field
-    ('two_layer.py', '--config.n_classes=3', 'num_classes'),
-])
-def test_field_of_another_config_gets_one_line_with_the_near_name(tmp_path, config, override,
-                                                                   hint):
-  field = override.split('=')[0][len('--config.'):]
-  r = _run(f'--config={os.path.join(ROOT, "configs", config)}', f'--workdir={tmp_path / "x"}',
-           override)
-  assert r.returncode == 2
-  lines = [l for l in r.stderr.strip().splitlines() if l.strip()]
-  assert len(lines) == 1, r.stderr
-  assert f'config.{field}: not a field of this config file' in lines[0]
-  assert f'did you mean {hint}?' in lines[0] and '\\n' not in lines[0]
-  assert not (tmp_path / 'x').exists()
-
-
-def test_bad_host_malloc_mode_gets_one_line(tmp_path):
-  r = _run(f'--config={CONFIG}', f'--workdir={tmp_path / "x"}', *TINY, RECON_HOST_MALLOC='bogus')
-  assert r.returncode == 2
-  assert r.stderr.strip().count('\n') == 0, r.stderr
-  assert 'RECON_HOST_MALLOC' in r.stderr and 'tuned, system' in r.stderr
-  assert not (tmp_path / 'x').exists()
-
-
 def test_missing_config_file(tmp_path):
   r = _run('--config=configs/does_not_exist.py', f'--workdir={tmp_path / "x"}')
   assert r.returncode == 2
@@ -87,24 +64,85 @@ def test_missing_config_file(tmp_path):
   assert not (tmp_path / 'x').exists()
 
 
-def test_existing_run_is_not_overwritten(tmp_path):
+# --- in-process: recon.main.execute and the flag parser --------------------------------------
+
+@pytest.mark.parametrize('field, value, accepted', [
+    ('n', 0, 'int >= 1'),
+    ('p', -5, 'int >= 1'),
+    ('n_candidates', 0, 'int >= 1'),
+    ('activation', 'swish', "'relu_tanh'"),
+    ('optimizer', 'rmsprop', "'sgd', 'adam'"),
+    ('lr', -1.0, 'float > 0'),
+    ('dtype', 'float16', "'float32', 'float64'"),
+    ('dataset', 'imagenet', "'synthetic_sphere'"),
+])
+def test_bad_field_gets_one_line_and_touches_nothing(tmp_path, capsys, field, value, accepted):
   out = tmp_path / 'run'
   out.mkdir()
   (out / 'summary.json').write_text('{"keep": true}')
-  r = _run(f'--config={CONFIG}', f'--workdir={out}', *TINY)
-  assert r.returncode == 2 and 'already holds a finished run' in r.stderr
+  assert main.execute(_tiny(**{field: value}), str(out)) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1, lines
+  assert lines[0].startswith('error: ')
+  assert f'config.{field}' in lines[0] and accepted in lines[0]
+  assert json.loads((out / 'summary.json').read_text()) == {'keep': True}
+  assert sorted(os.listdir(out)) == ['summary.json']
+
+
+@pytest.fixture
+def _fresh_flags():
+  """Leaves absl's flags unparsed and the 'absl' logger's level (which parsing sets from
+  --verbosity) as they were, for later tests that capture INFO logs."""
+  level = logging.getLogger('absl').level
+  yield
+  flags.FLAGS.unparse_flags()
+  logging.getLogger('absl').setLevel(level)
+
+
+@pytest.mark.parametrize('config, override, hint', [
+    ('kkt_synthetic.py', '--config.num_classes=3', 'n_classes'),  # networks' name, KKT's field
+    ('two_layer.py', '--config.n_classes=3', 'num_classes'),
+])
+def test_field_of_another_config_gets_one_line_with_the_near_name(tmp_path, capsys, _fresh_flags,
+                                                                   config, override, hint):
+  field = override.split('=')[0][len('--config.'):]
+  argv = ['recon.main', f'--config={os.path.join(ROOT, "configs", config)}',
+          f'--workdir={tmp_path / "x"}', override]
+  with pytest.raises(SystemExit) as e:
+    main._parse_flags(argv)
+  assert e.value.code == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1, lines
+  assert f'config.{field}: not a field of this config file' in lines[0]
+  assert re.search(f'did you mean {hint}[,?]', lines[0]) and '\\n' not in lines[0]
+  assert not (tmp_path / 'x').exists()
+
+
+def test_bad_host_malloc_mode_gets_one_line(monkeypatch):
+  # main.main turns this ValueError into one 'error:' line and exit status 2 before any work.
+  monkeypatch.setenv('RECON_HOST_MALLOC', 'bogus')
+  with pytest.raises(ValueError) as e:
+    host.requested_mode()
+  assert '\n' not in str(e.value)
+  assert 'RECON_HOST_MALLOC' in str(e.value) and 'tuned, system' in str(e.value)
+
+
+def test_existing_run_is_not_overwritten(tmp_path, capsys):
+  out = tmp_path / 'run'
+  out.mkdir()
+  (out / 'summary.json').write_text('{"keep": true}')
+  assert main.execute(_tiny(), str(out)) == 2
+  assert 'already holds a finished run' in capsys.readouterr().err
   assert json.loads((out / 'summary.json').read_text()) == {'keep': True}
 
 
+@pytest.mark.slow  # a full split run: compiles the split round (~10 s of CPU)
 def test_random_features_run_with_sample_splitting(tmp_path):
-  """`--config.split` works on the default random-features config (no config edit needed)."""
+  """`split` works on the default random-features config (no config edit needed)."""
   out = tmp_path / 'run'
-  r = _run(f'--config={CONFIG}', f'--workdir={out}', '--config.n=3', '--config.d=4',
-           '--config.p=120', '--config.max_steps=120', '--config.chunk_steps=30',
-           '--config.tol=0.0', '--config.split=every', '--config.split_every=30',
-           '--config.split_budget=2', '--config.split_eig_tol=0.0',
-           '--config.split_require_decrease=False')
-  assert r.returncode == 0, r.stderr
+  c = _tiny(max_steps=120, chunk_steps=30, tol=0.0, split='every', split_every=30,
+            split_budget=2, split_eig_tol=0.0, split_require_decrease=False)
+  assert main.execute(c, str(out)) == 0
   m = json.loads((out / 'summary.json').read_text())['metrics']
   assert m['splitting']['n_rounds'] >= 1
   assert m['splitting']['n_splits'] >= 1
@@ -112,9 +150,9 @@ def test_random_features_run_with_sample_splitting(tmp_path):
   assert n_candidates == 3 + m['splitting']['n_splits'] - m['splitting']['n_merges']
 
 
-def test_splitting_with_lean_features_is_refused(tmp_path):
-  r = _run(f'--config={CONFIG}', f'--workdir={tmp_path / "x"}', *TINY, '--config.split=every',
-           '--config.feature_mode=lean')
-  assert r.returncode == 2
-  assert r.stderr.strip().count('\n') == 0, r.stderr
-  assert 'split' in r.stderr and "feature_mode 'dense'" in r.stderr
+def test_splitting_with_lean_features_is_refused(tmp_path, capsys):
+  assert main.execute(_tiny(split='every', feature_mode='lean'), str(tmp_path / 'x')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1, lines
+  assert 'split' in lines[0] and "feature_mode 'dense'" in lines[0]
+  assert not (tmp_path / 'x').exists()

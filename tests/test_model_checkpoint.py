@@ -143,6 +143,7 @@ def test_reconstruct_from_saved_two_layer_matches_the_training_run(trained_run, 
   same_trees(model_ckpt.load(workdir).trained, model_ckpt.load(str(tmp_path / 'attack')).trained)
 
 
+@pytest.mark.slow  # ~9 CPU-s
 def test_resume_reads_the_saved_model_instead_of_training(trained_run, tmp_path):
   """50 steps, then resume to 100: the training run's metrics; the first half's train_seconds
   shows the net was read back from WORKDIR/model, not retrained."""
@@ -190,6 +191,7 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
   assert m['final_loss'] == trained['metrics']['final_loss']  # same net, same start
 
 
+@pytest.mark.slow  # up to ~6 CPU-s a case
 @pytest.mark.parametrize('setup,config,message', [
     ('empty', {}, 'model_checkpoint: no model.json in'),
     ('resnet', {}, "model: 'two_layer' but model_checkpoint .* holds a ResNet"),
@@ -244,6 +246,7 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
     assert not os.path.exists(target)
 
 
+@pytest.mark.slow  # a CLI subprocess (the in-process attack of a saved model is above)
 def test_cli_attacks_a_saved_two_layer_model(trained_run, tmp_path):
   workdir, trained = trained_run
   out = str(tmp_path / 'cli')

@@ -92,6 +92,7 @@ def test_lbfgs_drives_an_ill_conditioned_quadratic_to_zero():
     jax.config.update('jax_enable_x64', before)
 
 
+@pytest.mark.slow  # ~12 CPU-s
 def test_lbfgs_runs_the_random_features_attack_end_to_end(tmp_path):
   # L-BFGS with the sphere projection after each step (its curvature pairs see the
   # projected iterates) still drives the projection loss down on the default problem.

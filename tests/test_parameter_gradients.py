@@ -17,6 +17,7 @@ def _setup(model, x, key=0):
   return variables['params'], others, apply
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_two_layer_jacobian_is_hidden_features_per_class():
   x, _ = data.synthetic_sphere(jax.random.PRNGKey(0), 4, 6)
   width, c = 7, 3
@@ -30,6 +31,7 @@ def test_two_layer_jacobian_is_hidden_features_per_class():
   np.testing.assert_allclose(jac, closed, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # ~5 CPU-s
 def test_random_features_jacobian_is_rf_features():
   x, _ = data.synthetic_sphere(jax.random.PRNGKey(1), 5, 4)
   model = networks.RandomFeatures(9, 1, 'relu')
@@ -39,6 +41,7 @@ def test_random_features_jacobian_is_rf_features():
                              rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_image_rows_are_reshaped_inside_the_feature_map():
   x, _ = data.synthetic_sphere(jax.random.PRNGKey(2), 3, 16)
   model = networks.ResNet(3, 2, depth=1)
@@ -53,6 +56,7 @@ def test_image_rows_are_reshaped_inside_the_feature_map():
       pg.last_layer_jacobian(apply, zeroed, x, input_shape=(4, 4, 1)), jac, atol=1e-6)
 
 
+@pytest.mark.slow  # 4-11 CPU-s a model (Jacobians of ResNet/ViT)
 @pytest.mark.parametrize('name', ['two_layer', 'random_features_gd', 'resnet', 'vit'])
 def test_projection_loss_zero_for_targets_in_the_span(name):
   """theta = J(X)^T a is explained exactly by the true inputs, not by random ones."""
@@ -79,6 +83,7 @@ def test_projection_loss_zero_for_targets_in_the_span(name):
     assert np.all(np.isfinite(np.asarray(jax.grad(loss)(other))))
 
 
+@pytest.mark.slow  # ~8 CPU-s: trains a net
 def test_projection_loss_small_at_truth_after_training():
   """GD-trained two-layer net: W2(T) - W2(0) is (nearly) in the span of the trained features."""
   x, y = data.synthetic_sphere(jax.random.PRNGKey(6), 4, 5)

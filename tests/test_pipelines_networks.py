@@ -32,6 +32,7 @@ def _tiny(**overrides):
   return cfg
 
 
+@pytest.mark.slow  # ~14 CPU-s
 def test_two_layer_above_threshold_reconstructs(tmp_path):
   summary = pipelines.run(_tiny(), str(tmp_path))
   m = summary['metrics']
@@ -45,6 +46,7 @@ def test_two_layer_above_threshold_reconstructs(tmp_path):
     assert json.load(f)['metrics']['train_steps'] == m['train_steps']
 
 
+@pytest.mark.slow  # ~10 CPU-s: compiles a two-layer run
 def test_unreached_tolerance_is_reported(tmp_path):
   cfg = _tiny(train_max_steps=2, train_tol=1e-12, max_steps=2, attacker_knows_init=False)
   summary = pipelines.run(cfg, str(tmp_path))

@@ -60,6 +60,7 @@ def tiny_config(**kw):
   return c
 
 
+@pytest.mark.slow  # ~13 CPU-s
 def test_image_run_writes_grid_loss_curve_and_image_metrics(tmp_path):
   summary = pipelines.run(tiny_config(), str(tmp_path))
   m = summary['metrics']
@@ -73,6 +74,7 @@ def test_image_run_writes_grid_loss_curve_and_image_metrics(tmp_path):
     assert json.load(f)['metrics']['ssim_threshold'] == 0.7
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_synthetic_run_writes_loss_curve_only(tmp_path):
   c = tiny_config(dataset='synthetic_sphere', classes=None, image_size=None, d=5, p=100,
                   label_noise=0.5)

@@ -8,11 +8,14 @@ from recon.models import random_features
 from recon.objectives import projection
 
 
+# The losses and their derivatives are jitted: op-by-op dispatch compiles every primitive
+# separately, several times the CPU time of one compiled program.
 def _problem(n=5, d=6, p=400, seed=0):
   x, y = data.synthetic_sphere(jax.random.PRNGKey(seed), n, d)
-  v = features.random_weights(jax.random.PRNGKey(seed + 7), p, d)
+  v = jax.jit(features.random_weights, static_argnums=(1, 2))(jax.random.PRNGKey(seed + 7), p, d)
   theta = random_features.min_norm_solution(features.rf_features(v, x, 'relu_tanh'), y)
-  loss = lambda xh: projection.projection_loss(features.rf_features(v, xh, 'relu_tanh'), theta)
+  loss = jax.jit(
+      lambda xh: projection.projection_loss(features.rf_features(v, xh, 'relu_tanh'), theta))
   return x, loss
 
 
@@ -47,14 +50,16 @@ def test_duplicate_candidates_stay_finite():
   assert np.isfinite(float(value)) and bool(jnp.all(jnp.isfinite(grad)))
 
 
+@pytest.mark.slow  # ~10 CPU-s (float64 finite differences)
 def test_gradient_matches_finite_differences():
   with jax.enable_x64(True):
     x, y = data.synthetic_sphere(jax.random.PRNGKey(0), 4, 5, dtype=jnp.float64)
     v = features.random_weights(jax.random.PRNGKey(1), 300, 5, jnp.float64)
     theta = random_features.min_norm_solution(features.rf_features(v, x, 'tanh'), y)
-    loss = lambda xh: projection.projection_loss(features.rf_features(v, xh, 'tanh'), theta)
+    loss = jax.jit(
+        lambda xh: projection.projection_loss(features.rf_features(v, xh, 'tanh'), theta))
     x0 = data.sphere_rows(jax.random.PRNGKey(5), 4, 5, jnp.float64)
-    g = jax.grad(loss)(x0)
+    g = jax.jit(jax.grad(loss))(x0)
     direction = jax.random.normal(jax.random.PRNGKey(6), x0.shape, jnp.float64)
     h = 1e-5
     fd = (loss(x0 + h * direction) - loss(x0 - h * direction)) / (2 * h)
@@ -67,6 +72,7 @@ def _autodiff_reference(features_, target, jitter):
   return jnp.sum(r ** 2) / jnp.sum(target ** 2)
 
 
+@pytest.mark.slow  # ~10 CPU-s
 @pytest.mark.parametrize('jitter', [1e-6, 1e-2])
 def test_closed_form_gradients_equal_autodiff(jitter):
   # The custom JVP (closed-form dL/dPhi, dL/dtheta, including the d eps / d Phi term of the
@@ -75,14 +81,17 @@ def test_closed_form_gradients_equal_autodiff(jitter):
     k1, k2 = jax.random.split(jax.random.PRNGKey(3))
     phi = jax.random.normal(k1, (6, 40), jnp.float64)
     theta = jax.random.normal(k2, (40,), jnp.float64)
-    got = jax.grad(projection.projection_loss, argnums=(0, 1))(phi, theta, jitter)
-    want = jax.grad(_autodiff_reference, argnums=(0, 1))(phi, theta, jitter)
+    got = jax.jit(jax.grad(projection.projection_loss, argnums=(0, 1)),
+                  static_argnums=2)(phi, theta, jitter)
+    want = jax.jit(jax.grad(_autodiff_reference, argnums=(0, 1)),
+                   static_argnums=2)(phi, theta, jitter)
     for g, w in zip(got, want):
       np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(float(projection.projection_loss(phi, theta, jitter)),
                                float(_autodiff_reference(phi, theta, jitter)), rtol=1e-12)
 
 
+@pytest.mark.slow  # ~15 CPU-s: HVPs, eager vmapped grads
 def test_hessian_vector_products_equal_autodiff():
   # Sample splitting differentiates the gradient again (jax.jvp of jax.grad): the custom
   # rule must be differentiable, giving the same HVP as the plain formula.
@@ -95,7 +104,7 @@ def test_hessian_vector_products_equal_autodiff():
     hvps = []
     for fn in (projection.projection_loss, _autodiff_reference):
       loss = lambda xh, fn=fn: fn(features.rf_features(v, xh, 'tanh'), theta, 1e-6)
-      hvps.append(jax.jvp(jax.grad(loss), (x0,), (u,))[1])
+      hvps.append(jax.jit(lambda x, u, loss=loss: jax.jvp(jax.grad(loss), (x,), (u,))[1])(x0, u))
     np.testing.assert_allclose(np.asarray(hvps[0]), np.asarray(hvps[1]), rtol=1e-7, atol=1e-12)
     # and vmapped over candidate sets (sweeps)
     batch = jnp.stack([x0, -x0])

@@ -57,6 +57,7 @@ def test_weight_rows_equal_dense_rows(rng):
   np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(37))), np.asarray(v[37:50]))
 
 
+@pytest.mark.slow  # up to ~6 CPU-s a case
 @pytest.mark.parametrize('d', [6, 7])
 def test_box_muller_blocks_give_the_dense_preactivation(d):
   # The lean path multiplies the two Box-Muller column blocks separately (never
@@ -71,6 +72,7 @@ def test_box_muller_blocks_give_the_dense_preactivation(d):
   np.testing.assert_allclose(np.asarray(z), np.asarray(x @ v[16:24].T), atol=1e-5)
 
 
+@pytest.mark.slow  # ~5 CPU-s
 def test_chunked_features_equal_dense_and_pad_with_zeros():
   s = _setup()
   dense = jax.jit(features.rf_features, static_argnums=2)(s['v'], s['x'], ACT)
@@ -94,6 +96,7 @@ def test_streamed_loss_and_gradient_equal_dense(residual):
                              atol=1e-4 * float(jnp.abs(g1).max()))
 
 
+@pytest.mark.slow  # ~5 CPU-s
 def test_gradient_includes_jitter_term():
   # With a large jitter the eps = jitter tr(G)/m term matters; the custom VJP must match
   # autodiff of the dense formula exactly (same math).
@@ -125,6 +128,7 @@ def _reference_loss(v, xh, theta):
   return r @ r / (theta @ theta)
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_accuracy_near_convergence_two_pass_vs_gram():
   # theta in the span of the true features + a small component outside: loss ~ 1e-6.
   s = _setup(n=4, d=6, p=150, m=4)
@@ -174,6 +178,7 @@ _SHARDED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a 2-device subprocess
 def test_sharded_equals_single_device():
   env = subprocess_env(XLA_FLAGS='--xla_force_host_platform_device_count=2',
                        JAX_PLATFORMS='cpu')
@@ -188,6 +193,7 @@ def test_sharded_equals_single_device():
   np.testing.assert_allclose(out['single_stored'][0], out['single_two_pass'][0], rtol=1e-5)
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_lean_problem_matches_dense_problem():
   keys = runs.split_keys(0)
   x = jax.random.normal(jax.random.PRNGKey(5), (4, 6))
@@ -245,6 +251,7 @@ def test_auto_residual_stores_preactivations_within_budget():
   assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'gram'
 
 
+@pytest.mark.slow  # up to ~20 CPU-s a case
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
 def test_cli_lean_run_equals_dense_run(tmp_path, rng):
   # Same key and generator => the lean run (V regenerated, stored residual) reconstructs

@@ -2,6 +2,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from recon import optimize, refine, runs
 from recon.pipelines import random_features as rf_pipeline
@@ -31,6 +32,7 @@ def _reseeder(problem, every=1):
   return r, loss_fn, opt, constraint
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_reseeds_a_planted_collapse_and_lowers_the_loss():
   x_true = optimize.sphere_constraint(np.sqrt(6))(jax.random.normal(jax.random.PRNGKey(2), (4, 6)))
   problem = _problem(x_true)
@@ -46,6 +48,7 @@ def test_reseeds_a_planted_collapse_and_lowers_the_loss():
   assert reseeder(new._replace(step=jnp.int32(5))) is not None and reseeder.stats.checks == 1
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_close_true_samples_are_not_reseeded():
   # Two genuinely close samples (cos > threshold), candidates exactly right: replacing
   # either raises the blind loss, so the re-seed is rejected and the state is unchanged.

@@ -58,12 +58,21 @@ def test_shipped_config_loads_from_any_working_directory(tmp_path):
   assert main.config_import_root(f'{ROOT}/configs/rf_digits.py') == ROOT
 
 
-def test_unknown_field_names_the_closest_fields_of_this_config(tmp_path):
-  r = _cli(f'--config={ROOT}/configs/rf_digits.py', f'--workdir={tmp_path / "x"}',
-           '--config.nn=3')
-  assert r.returncode == 2 and r.stderr.strip().count('\n') == 0, r.stderr
-  assert 'config.nn: unknown field (did you mean n' in r.stderr and len(r.stderr) < 200
-  assert 'split_eps_grid' not in r.stderr and not (tmp_path / 'x').exists()
+def test_unknown_field_names_the_closest_fields_of_this_config(tmp_path, capsys):
+  # In-process: the CLI's flag parser (recon.main._parse_flags), exit status 2.
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  absl_level = py_logging.getLogger('absl').level  # parsing sets it from --verbosity
+  try:
+    with pytest.raises(SystemExit) as e:
+      main._parse_flags(['recon.main', f'--config={ROOT}/configs/rf_digits.py',
+                         f'--workdir={tmp_path / "x"}', '--config.nn=3'])
+  finally:
+    flags.FLAGS.unparse_flags()
+    py_logging.getLogger('absl').setLevel(absl_level)
+  err = capsys.readouterr().err
+  assert e.value.code == 2 and err.strip().count('\n') == 0, err
+  assert 'config.nn: unknown field (did you mean n' in err and len(err) < 200
+  assert 'split_eps_grid' not in err and not (tmp_path / 'x').exists()
 
 
 def test_validate_unknown_field_is_short():
@@ -93,6 +102,7 @@ def test_relative_paths_resolve_once_against_the_cwd(tmp_path, monkeypatch):
   assert c.data_dir == str(tmp_path / 'data')
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_relative_model_checkpoint_runs(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   assert main.execute(_tiny(), 'first') == 0

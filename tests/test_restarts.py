@@ -47,6 +47,7 @@ def test_init_block_zero_is_the_single_run_start():
     restarts.init_restarts(key, 0, _init)
 
 
+@pytest.mark.slow  # ~10 CPU-s
 def test_stacked_loss_is_the_min_and_its_gradient_is_blockwise():
   prob = _problem()
   xs = restarts.init_restarts(jax.random.PRNGKey(3), K, _init)
@@ -70,6 +71,7 @@ def test_best_restart_skips_a_nonfinite_block():
   np.testing.assert_array_equal(chooser(bad), xs[1])
 
 
+@pytest.mark.slow  # up to ~6 CPU-s a case
 @pytest.mark.parametrize('name', ['adam', 'sgd'])
 def test_each_block_follows_its_own_single_run(name):
   """Per-coordinate optimisers: restart k of the stacked run == the run from start k alone."""
@@ -102,6 +104,7 @@ TINY = ['--config.n=3', '--config.d=4', '--config.p=120', '--config.max_steps=30
         '--config.lr_decay_steps=300']
 
 
+@pytest.mark.slow  # CLI subprocesses
 @pytest.mark.parametrize('mode', ['dense', 'lean'])
 def test_cli_restarts_report_the_blind_choice(tmp_path, mode):
   out = tmp_path / 'run'
@@ -115,15 +118,21 @@ def test_cli_restarts_report_the_blind_choice(tmp_path, mode):
   assert np.load(out / 'reconstruction.npz')['x_candidates'].shape == (3, 4)
 
 
-def test_cli_refuses_restarts_with_lbfgs_before_writing(tmp_path):
-  r = _cli(f'--workdir={tmp_path / "x"}', *TINY, '--config.n_restarts=2',
-           '--config.optimizer=lbfgs')
-  assert r.returncode == 2
-  assert r.stderr.strip().count('\n') == 0, r.stderr
-  assert 'n_restarts' in r.stderr and "optimizer 'lbfgs'" in r.stderr
+def test_cli_refuses_restarts_with_lbfgs_before_writing(tmp_path, capsys):
+  # In-process: recon.main.execute is what the CLI runs after parsing the flags.
+  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
+  from recon import main  # pylint: disable=import-outside-toplevel
+  c = rf_synthetic.get_config()
+  c.n, c.d, c.p, c.max_steps, c.lr_decay_steps = 3, 4, 120, 300, 300
+  c.n_restarts, c.optimizer = 2, 'lbfgs'
+  assert main.execute(c, str(tmp_path / 'x')) == 2
+  err = capsys.readouterr().err
+  assert err.strip().count('\n') == 0, err
+  assert 'n_restarts' in err and "optimizer 'lbfgs'" in err
   assert not (tmp_path / 'x').exists()
 
 
+@pytest.mark.slow  # three CLI subprocesses
 def test_cli_restarts_resume_bit_for_bit(tmp_path):
   """A run stopped at 100 steps and resumed to 200 equals an unbroken 200-step run."""
   common = ['--config.n=3', '--config.d=4', '--config.p=120', '--config.n_restarts=2',

@@ -29,6 +29,7 @@ def _kkt_case(m=3, d=3):
   return state, problem, loss, splitting.kkt_split_model(apply_vec, 'binary'), apply_vec
 
 
+@pytest.mark.slow  # ~14 CPU-s
 def test_splitting_matrix_matches_dense_hessian():
   state, problem, _, model, apply_vec = _kkt_case()
   j = 1
@@ -45,6 +46,7 @@ def test_splitting_matrix_matches_dense_hessian():
   np.testing.assert_allclose(np.asarray(got), np.asarray(dense), rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_splitting_matrix_is_the_non_gauss_newton_part_of_the_x_hessian():
   """d^2 L / dx_j^2 = (2/s) J^T J + T_j for the data term ||r||^2 / s."""
   state, problem, loss, model, apply_vec = _kkt_case()
@@ -63,6 +65,7 @@ def test_splitting_matrix_is_the_non_gauss_newton_part_of_the_x_hessian():
                              rtol=1e-7, atol=1e-10)
 
 
+@pytest.mark.slow  # ~10 CPU-s
 def test_split_changes_loss_by_half_eps_squared_vt_t_v():
   state, problem, loss, model, _ = _kkt_case()
   cfg = splitting.SplitConfig(eig_method='dense')
@@ -93,6 +96,7 @@ def _toy_model(k):
   return model, loss
 
 
+@pytest.mark.slow  # ~11 CPU-s
 def test_planted_saddle_split_escapes_a_local_minimum():
   model, loss = _toy_model(k=2.0)
   state = {'x': jnp.zeros((1, 2)), 'lam': jnp.ones((1,))}
@@ -138,6 +142,7 @@ def test_lanczos_matches_eigh():
   np.testing.assert_allclose(float(jnp.linalg.norm(a @ vec - val * vec)), 0.0, atol=1e-6)
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_projection_split_model_residual_matches_projection_loss():
   from recon.objectives import projection
   v = features.random_weights(jax.random.PRNGKey(0), 40, 3, jnp.float64)

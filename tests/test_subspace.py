@@ -1,7 +1,5 @@
 """Tests of recon/subspace.py and the subspace-aware pipelines (recon/subspace_pipeline.py)."""
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +10,6 @@ import pytest
 from recon import config as config_lib
 from recon import data, errors, pipelines, subspace
 from recon.pipelines import subspace as subspace_pipeline
-from conftest import subprocess_env
 
 
 def test_planted_subspace_rows_lie_in_the_basis_span_on_the_sphere():
@@ -45,6 +42,7 @@ def test_choose_k_cuts_at_the_largest_gap_above_the_floor():
   assert subspace.choose_k(np.array([1.0, 1.0, 1.0, 1.0])) == 4
 
 
+@pytest.mark.slow  # ~7 CPU-s: trains a two-layer net
 def test_planted_subspace_recovered_from_a_low_rank_weight_change():
   x, _, u = data.synthetic_subspace(jax.random.PRNGKey(1), 10, 30, 4)
   a = jax.random.normal(jax.random.PRNGKey(2), (50, 10))
@@ -129,6 +127,7 @@ def test_estimated_subspace_of_rank_deficient_change_is_a_one_line_experiment_er
     pipelines.run(cfg, str(tmp_path / 'run'))  # n = 4 samples: rank(dW1) <= 4 < 5
 
 
+@pytest.mark.slow  # two runs to convergence
 def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
   # p = 24 = 4 k n (k = 2, n = 3) but only p / dn = 0.5: below the full-space threshold.
   sub = pipelines.run(_rf_cfg(), str(tmp_path / 'sub'))['metrics']
@@ -138,14 +137,14 @@ def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
   assert sub['search_dim'] == 2 and sub['p_over_kn'] == 4.0
 
 
-def test_cli_rejects_estimating_a_random_features_subspace_with_one_line_and_status_2(tmp_path):
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  r = subprocess.run([sys.executable, '-m', 'recon.main',
-                      f'--config={os.path.join(root, "configs", "rf_subspace.py")}',
-                      f'--workdir={tmp_path / "run"}', '--config.subspace=estimated'],
-                     cwd=root, env=subprocess_env(JAX_PLATFORMS='cpu'), capture_output=True,
-                     text=True, timeout=300)
-  assert r.returncode == 2
-  lines = [l for l in r.stderr.splitlines() if l.startswith('error:')]
+def test_cli_rejects_estimating_a_random_features_subspace_with_one_line_and_status_2(tmp_path,
+                                                                                      capsys):
+  # In-process: recon.main.execute is what the CLI runs after parsing the flags.
+  from configs import rf_subspace  # pylint: disable=import-outside-toplevel
+  from recon import main  # pylint: disable=import-outside-toplevel
+  c = rf_subspace.get_config()
+  c.subspace = 'estimated'
+  assert main.execute(c, str(tmp_path / 'run')) == 2
+  lines = [l for l in capsys.readouterr().err.splitlines() if l.startswith('error:')]
   assert len(lines) == 1 and 'config.subspace' in lines[0] and "'known'" in lines[0]
   assert not (tmp_path / 'run').exists()

@@ -94,6 +94,7 @@ def two_device_run(tmp_path_factory):
   return json.loads(line[len('RESULT'):])
 
 
+@pytest.mark.slow  # a 2-device subprocess (the float32 sweep below checks batched == single in-process)
 def test_batched_points_equal_single_runs(two_device_run):
   assert len(two_device_run['single']) == 4
   for point in two_device_run['single']:
@@ -108,6 +109,7 @@ def test_batched_points_equal_single_runs(two_device_run):
   assert len(set(np.round(errors, 6))) == 4
 
 
+@pytest.mark.slow  # a 2-device subprocess (the float32 sweep below checks batched == single in-process)
 def test_sharded_equals_unsharded(two_device_run):
   assert two_device_run['n_devices'] == 2
   assert two_device_run['shards'] == [1, 2]
@@ -207,15 +209,18 @@ def test_memory_budget(tmp_path):
   assert memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=4, itemsize=4) > small
 
 
-def test_main_cli_bad_axis(tmp_path):
-  proc = subprocess.run(
-      [sys.executable, '-m', 'recon.main', '--config=configs/rf_phase_transition.py',
-       '--config.sweep.seed=()', f'--workdir={tmp_path}/x'],
-      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False, env=subprocess_env())
-  assert proc.returncode == 2, proc.stderr[-2000:]
-  assert proc.stderr.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis')
+def test_main_cli_bad_axis(tmp_path, capsys):
+  # In-process: recon.main.execute is what the CLI runs after parsing the flags.
+  from configs import rf_phase_transition  # pylint: disable=import-outside-toplevel
+  from recon import main  # pylint: disable=import-outside-toplevel
+  c = rf_phase_transition.get_config()
+  c.sweep.seed = ()
+  assert main.execute(c, f'{tmp_path}/x') == 2
+  err = capsys.readouterr().err
+  assert err.strip().splitlines()[-1].startswith('error: config.sweep.seed: empty axis'), err
 
 
+@pytest.mark.slow  # a float64 sweep and its single runs
 def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
   # lr is batched in the optimiser state and the cosine multiplies the update, so a sweep
   # over lr under a schedule is the single runs, point for point (float64).

@@ -40,6 +40,7 @@ def test_loss_output_mismatch_is_one_line_error(loss, c, needle):
   assert needle in str(e.value) and '\n' not in str(e.value)
 
 
+@pytest.mark.slow  # ~6 CPU-s
 def test_auto_learning_rate_matches_explicit_gauss_newton():
   x, _, params, apply = _two_layer(width=20, c=2)
   flat, unravel = ravel_pytree(params)
@@ -48,6 +49,7 @@ def test_auto_learning_rate_matches_explicit_gauss_newton():
   np.testing.assert_allclose(train.auto_learning_rate(apply, params, x), 1 / lam, rtol=2e-2)
 
 
+@pytest.mark.slow  # ~8 CPU-s
 def test_auto_learning_rate_shrinks_with_width():
   lrs = [train.auto_learning_rate(apply, params, x)
          for x, _, params, apply in (_two_layer(width=w) for w in (50, 500))]
@@ -70,6 +72,7 @@ def test_training_reaches_tolerance(loss, c, tol):
       float(train.loss_value(loss, apply(trained, x), targets)), info['final_loss'], rtol=1e-4)
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_random_features_by_gd_trains_only_the_head():
   x, y = data.synthetic_sphere(jax.random.PRNGKey(2), 5, 4)
   model = networks.RandomFeatures(60, 1, 'relu_tanh')
@@ -83,6 +86,7 @@ def test_random_features_by_gd_trains_only_the_head():
   assert info['reached_tol']
 
 
+@pytest.mark.slow  # ~5 CPU-s
 def test_budget_and_nonfinite_are_reported():
   x, y, params, apply = _two_layer()
   targets = train.make_targets('mse', y, 1)

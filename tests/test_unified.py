@@ -76,6 +76,7 @@ def test_head_jacobian_rows_match_autodiff():
   assert unified.head_jacobian_rows(h, 1) is h
 
 
+@pytest.mark.slow  # ~5 CPU-s
 def test_optimizer_loop_runs_on_a_pytree_of_candidates_and_alpha():
   key = jax.random.PRNGKey(7)
   v = features.random_weights(key, 50, 6)

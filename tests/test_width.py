@@ -92,6 +92,7 @@ def _tiny(tmp_path, **overrides):
   return pipelines.run(c, str(tmp_path / 'run'))
 
 
+@pytest.mark.slow  # 8-10 CPU-s a case
 @pytest.mark.parametrize('value,expected', [('high', 'HIGH'), ('default', 'DEFAULT')])
 def test_matmul_precision_reaches_the_compiled_programs(tmp_path, value, expected):
   summary = _tiny(tmp_path, matmul_precision=value)
@@ -129,6 +130,7 @@ def test_every_config_has_matmul_precision():
     assert cfg.get('matmul_precision') == 'highest', name
 
 
+@pytest.mark.slow  # ~7 CPU-s
 def test_a_victim_that_does_not_interpolate_is_recorded(tmp_path, monkeypatch):
   # The issue-#17 failure mode: a fit that drops half the spectrum (here: theta halved).
   fit = random_features.min_norm_solution

@@ -1,0 +1,94 @@
+"""Smoke tests of scripts/: each script runs end to end at a tiny size and writes its output
+files into a temporary folder (its --out / --out_dir flag), never into results/.
+
+scripts/bench.py's tiny end-to-end run is in tests/test_bench.py. Each test here starts a
+process that compiles several programs, so all are `slow` (the full suite runs them).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import subprocess_env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.slow
+
+
+def _script(module, *args):
+  """python -m scripts.<module> ARGS from the repository root (the scripts load configs/)."""
+  proc = subprocess.run([sys.executable, '-m', f'scripts.{module}', *map(str, args)], cwd=ROOT,
+                        env=subprocess_env(JAX_PLATFORMS='cpu'), capture_output=True, text=True,
+                        timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc
+
+
+def _has(folder, *names):
+  for name in names:
+    path = os.path.join(folder, name)
+    assert os.path.isfile(path) and os.path.getsize(path) > 0, f'{name} not written'
+
+
+def test_two_layer_threshold(tmp_path):
+  _script('two_layer_threshold', '--tiny', '--ratios=1', '--seeds=1', '--max_steps=30',
+          f'--out={tmp_path / "two_layer_threshold"}')
+  _has(tmp_path, 'two_layer_threshold.json', 'two_layer_threshold.png')
+  result = json.loads((tmp_path / 'two_layer_threshold.json').read_text())
+  assert len(result['runs']) == 1 and result['max_steps'] == 30
+
+
+def test_network_showcase(tmp_path):
+  # ResNet and ViT are left out: their Jacobian-in-the-loss compiles for minutes at any size.
+  _script('network_showcase', '--tiny', '--only=two_layer,rf_logistic',
+          f'--out={tmp_path / "network_showcase"}')
+  _has(tmp_path, 'network_showcase.json', 'network_showcase.md')
+  runs = json.loads((tmp_path / 'network_showcase.json').read_text())['runs']
+  assert sorted(runs) == ['rf_logistic', 'two_layer']
+
+
+def test_rf_digits(tmp_path):
+  _script('rf_digits', '--tiny', '--seeds=0', f'--out={tmp_path / "out"}',
+          f'--runs={tmp_path / "runs"}')
+  _has(tmp_path / 'out', 'grid.png', 'loss_curve.png', 'metrics.json', 'seeds.md')
+
+
+def test_subspace_rf_width(tmp_path):
+  _script('subspace_rf_width', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, 'subspace_rf_width.json', 'subspace_rf_width.csv', 'subspace_rf_width.png')
+
+
+def test_subspace_two_layer(tmp_path):
+  _script('subspace_two_layer', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, 'subspace_two_layer.json', 'subspace_two_layer.csv', 'subspace_two_layer.png')
+
+
+def test_subspace_digits(tmp_path):
+  _script('subspace_digits', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, 'subspace_digits.json', 'subspace_digits.png')
+
+
+def test_bench_sweep(tmp_path):
+  _script('bench_sweep', '--tiny', '--steps=5', '--repeats=1', f'--out={tmp_path / "b.json"}')
+  rows = json.loads((tmp_path / 'b.json').read_text())['rows']
+  assert [r['grid'] for r in rows] == ['widths'] and rows[0]['k'] == 2
+
+
+def test_phase_transition(tmp_path):
+  _script('phase_transition', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, 'phase_transition_lr.json', 'phase_transition.json', 'phase_transition.png',
+       'law_table.json', 'law_table.md', 'n_candidates.json', 'n_candidates.md')
+
+
+# Two of the four parts (about 65 and 25 CPU-s at --tiny); --part=id_ablation (~130 CPU-s) and
+# --part=splitting (~70) run the same victim and attack code and also work with --tiny.
+@pytest.mark.parametrize('part, files', [
+    ('identifiability', ('kkt_identifiability.json', 'kkt_identifiability.md',
+                         'kkt_identifiability.png')),
+    ('digits', ('kkt_digits.json', 'kkt_digits.png')),
+])
+def test_kkt_experiments(tmp_path, part, files):
+  _script('kkt_experiments', f'--part={part}', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, *files)
