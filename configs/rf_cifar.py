@@ -38,7 +38,9 @@ def get_config() -> ml_collections.ConfigDict:
   # Attack.
   c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
   c.optimizer = 'adam'
-  c.lr = 0.02  # relu at 8x8, n=10: 0.02 -> recon_error 0.019 (9/10), 0.05 -> 0.124 (9/10)
+  # Chosen by the blind final projection loss (relu, 8x8, n=10, seed 0, 30k steps): 9.7e-6 at
+  # lr 0.02 against 1.7e-5 at 0.05.
+  c.lr = 0.02
   c.momentum = 0.9  # Adam's b1
   c.lr_schedule = 'cosine'  # lr -> lr * lr_final_ratio over lr_decay_steps
   c.lr_decay_steps = 30000
