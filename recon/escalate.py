@@ -14,11 +14,21 @@ Detection and repair use only the candidates and the loss, never the ground trut
             the span, so this is the leave-one-out loss);
   trials:   x_j* := -x_j* (its mirror image) and x_j* := the best of `n_proposals`
             random points (`refine.best_replacement`); each is optimised for
-            `trial_steps` from a fresh optimiser state;
+            `trial_steps`. The optimiser state of row j* is zeroed (every optimiser-state
+            leaf shaped like X loses row j*: Adam's moments, momentum), the rest of the
+            state is kept, so the other candidates keep their moments and the learning-rate
+            schedule keeps its place (a fresh state would restart a cosine schedule at its
+            peak and shake the candidates that had already converged);
   accept:   the best trial if its loss is below `accept_ratio` * L; its steps count
             towards the budget. Otherwise the run continues from where it was.
 
-Its state (trace of checked losses, last escalation, key, counters) is `state_dict()`,
+The same object serves one run and a vmapped batch of runs (`batched=True`, as in
+`recon.sweep`): state and problem then carry a leading batch axis, every run keeps its
+own trace, schedule and counters, the flagged runs' trials are computed together (runs
+not flagged simply advance by the trial's steps) and each flagged run keeps its best
+trial or its own state independently of the others.
+
+Its state (traces of checked losses, last escalation, key, counters) is `state_dict()`,
 saved with the run's checkpoints, so a resumed run escalates exactly as an unbroken one.
 """
 from __future__ import annotations
@@ -45,15 +55,39 @@ def leave_one_out_losses(x: Array, loss_fn: Callable[[Array, Any], Array], probl
   return jnp.where(jnp.isfinite(losses), losses, jnp.inf)
 
 
+def reset_rows(opt_state: Any, x: Array, rows: Array) -> Any:
+  """Zeroes the rows `rows` ((..., m) bool, shaped like x without its last axis) of every
+  optimiser-state leaf shaped like x (moments, momentum); other leaves (counts, schedule
+  state, hyper-parameters) are kept."""
+  def one(leaf):
+    if getattr(leaf, 'shape', None) == x.shape:
+      return jnp.where(rows[..., None], jnp.zeros_like(leaf), leaf)
+    return leaf
+  return jax.tree.map(one, opt_state)
+
+
+def _select(take: Array, a: Any, b: Any) -> Any:
+  """Per run (leading axis): a where take, else b."""
+  def one(u, v):
+    t = take.reshape(take.shape + (1,) * (u.ndim - 1))
+    return jnp.where(t, u, v)
+  return jax.tree.map(one, a, b)
+
+
 class Escalator:
   """Wraps a compiled chunk `chunk(state, stop) -> state`; see the module docstring."""
 
   def __init__(self, key: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
                constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation, *,
                tol: float, every: int = 500, window: int = 3000, plateau_ratio: float = 0.9,
-               trial_steps: int = 500, accept_ratio: float = 0.5, n_proposals: int = 64):
-    self._key = key
-    self._problem = problem
+               trial_steps: int = 500, accept_ratio: float = 0.5, n_proposals: int = 64,
+               batched: bool = False):
+    self._batched = batched
+    # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
+    # depend on the other runs of its batch.
+    self._keys = key if batched else jnp.asarray(key)[None]
+    self._problem = problem if batched else jax.tree.map(lambda a: jnp.asarray(a)[None],
+                                                         problem)
     self._optimizer = optimizer
     self._tol = tol
     self._every = every
@@ -61,77 +95,131 @@ class Escalator:
     self._plateau_ratio = plateau_ratio
     self._trial_steps = trial_steps
     self._accept_ratio = accept_ratio
-    self._next = every
-    self._trace: List[Tuple[int, float]] = []
-    self._last = -window
-    self.tried = 0
-    self.accepted = 0
-    self.chunk = None  # the compiled chunk, set by the driver before the run
-    self._loo = jax.jit(lambda x, prob: leave_one_out_losses(x, loss_fn, prob))
-    self._replace = jax.jit(lambda k, x, j, prob: refine.best_replacement(
-        k, x, j, loss_fn, prob, constraint, n_proposals))
-    self._loss = jax.jit(loss_fn)
+    size = jax.tree.leaves(self._problem)[0].shape[0]
+    self._next = [every] * size
+    self._trace: List[List[Tuple[int, float]]] = [[] for _ in range(size)]
+    self._last = [-window] * size
+    self.tried_per_run = [0] * size
+    self.accepted_per_run = [0] * size
+    self.chunk = None  # the compiled chunk (of one run, or of the batch), set before the run
+    self._loo = jax.jit(jax.vmap(lambda x, prob: leave_one_out_losses(x, loss_fn, prob)))
+    self._replace = jax.jit(jax.vmap(lambda k, x, j, prob: refine.best_replacement(
+        k, x, j, loss_fn, prob, constraint, n_proposals)[0]))
+    self._loss = jax.jit(jax.vmap(loss_fn))
     self._constraint = constraint
 
+  @property
+  def tried(self) -> int:
+    return int(sum(self.tried_per_run))
+
+  @property
+  def accepted(self) -> int:
+    return int(sum(self.accepted_per_run))
+
   def state_dict(self) -> dict:
-    key = self._key
+    key = self._keys
     if jax.dtypes.issubdtype(getattr(key, 'dtype', None), jax.dtypes.prng_key):
       key = jax.random.key_data(key)
-    return {'key': np.asarray(key).tolist(), 'next': int(self._next), 'last': int(self._last),
-            'trace': [[int(s), float(v)] for s, v in self._trace],
-            'tried': self.tried, 'accepted': self.accepted}
+    key = key if self._batched else key[0]
+    per_run = {'next': [int(v) for v in self._next], 'last': [int(v) for v in self._last],
+               'trace': [[[int(s), float(v)] for s, v in t] for t in self._trace],
+               'tried': list(self.tried_per_run), 'accepted': list(self.accepted_per_run)}
+    if not self._batched:  # one run: plain values (the format of single-run checkpoints)
+      per_run = {k: v[0] for k, v in per_run.items()}
+    return {'key': np.asarray(key).tolist(), **per_run}
 
   def load_state_dict(self, saved: dict) -> None:
     raw = jnp.asarray(np.asarray(saved['key'], np.uint32))
-    if jax.dtypes.issubdtype(getattr(self._key, 'dtype', None), jax.dtypes.prng_key):
+    raw = raw if self._batched else raw[None]
+    if jax.dtypes.issubdtype(getattr(self._keys, 'dtype', None), jax.dtypes.prng_key):
       raw = jax.random.wrap_key_data(raw)
-    self._key = raw
-    self._next, self._last = int(saved['next']), int(saved['last'])
-    self._trace = [(int(s), float(v)) for s, v in saved['trace']]
-    self.tried, self.accepted = int(saved['tried']), int(saved['accepted'])
+    self._keys = raw
+    wrap = (lambda v: list(v)) if self._batched else (lambda v: [v])
+    self._next = [int(v) for v in wrap(saved['next'])]
+    self._last = [int(v) for v in wrap(saved['last'])]
+    self._trace = [[(int(s), float(v)) for s, v in t] for t in wrap(saved['trace'])]
+    self.tried_per_run = [int(v) for v in wrap(saved['tried'])]
+    self.accepted_per_run = [int(v) for v in wrap(saved['accepted'])]
 
   def summary(self) -> dict:
     return {'escalations_tried': self.tried, 'escalations_accepted': self.accepted}
 
-  def _plateau(self, step: int, loss: float) -> bool:
-    if not loss > self._tol or step - self._last < self._window:
+  def _plateau(self, b: int, step: int, loss: float) -> bool:
+    if not loss > self._tol or step - self._last[b] < self._window:
       return False
-    past = [v for s, v in self._trace if s <= step - self._window]
+    past = [v for s, v in self._trace[b] if s <= step - self._window]
     return bool(past) and loss > self._plateau_ratio * past[-1]
 
+  def _flagged(self, steps, status, losses) -> List[int]:
+    flagged = []
+    for b in range(len(steps)):
+      step, loss = int(steps[b]), float(losses[b])
+      if step < self._next[b] or int(status[b]) != optimize.RUNNING:
+        continue
+      self._next[b] = step + self._every
+      plateau = self._plateau(b, step, loss)
+      self._trace[b].append((step, loss))
+      self._trace[b] = [(s, v) for s, v in self._trace[b] if s >= step - 2 * self._window]
+      if plateau:
+        flagged.append(b)
+    return flagged
+
   def __call__(self, state: optimize.ReconState) -> optimize.ReconState:
-    step = int(state.step)
-    if step < self._next or int(state.status) != optimize.RUNNING:
-      return state
-    self._next = step + self._every
-    loss = float(state.loss)
-    plateau = self._plateau(step, loss)
-    self._trace.append((step, loss))
-    self._trace = [(s, v) for s, v in self._trace if s >= step - 2 * self._window]
-    if not plateau:
-      return state
-    self._last = step
-    self.tried += 1
-    j = int(np.argmin(np.asarray(self._loo(state.x, self._problem))))
-    self._key, sub = jax.random.split(self._key)
-    z_rand, _ = self._replace(sub, state.x, jnp.asarray(j), self._problem)
-    best = None
-    for name, z in (('mirror', self._constraint(-state.x[j][None])[0]), ('random', z_rand)):
-      x = state.x.at[j].set(z)
-      trial = state._replace(x=x, opt_state=self._optimizer.init(x),
-                             loss=self._loss(x, self._problem).astype(state.loss.dtype))
-      trial = self.chunk(trial, step + self._trial_steps)
-      if int(trial.status) != optimize.NONFINITE and (best is None or
-                                                     float(trial.loss) < float(best[1].loss)):
-        best = (name, trial)
-    if best is not None and float(best[1].loss) < self._accept_ratio * loss:
-      self.accepted += 1
-      logging.info('step %d: loss plateau at %.2e; candidate %d (the weakest by leave-one-out '
-                   'loss) replaced by its %s proposal: %.2e after %d trial steps', step, loss, j,
-                   best[0], float(best[1].loss), self._trial_steps)
-      self._next = int(best[1].step) + self._every
-      return best[1]
-    logging.info('step %d: loss plateau at %.2e; replacing candidate %d (weakest by '
-                 'leave-one-out loss) did not help (best trial %.2e); continuing', step, loss, j,
-                 float('nan') if best is None else float(best[1].loss))
-    return state
+    if self._batched:
+      return self._escalate(state, self.chunk)
+    add = lambda t: jax.tree.map(lambda a: jnp.asarray(a)[None], t)  # noqa: E731
+    drop = lambda t: jax.tree.map(lambda a: a[0], t)  # noqa: E731
+    out = self._escalate(add(state), lambda s, stop: add(self.chunk(drop(s), stop)))
+    return state if out is None else drop(out)
+
+  def _escalate(self, state, chunk):
+    steps, status, losses = jax.device_get((state.step, state.status, state.loss))
+    flagged = self._flagged(np.asarray(steps), np.asarray(status), np.asarray(losses))
+    if not flagged:
+      return None if not self._batched else state
+    size = len(self._next)
+    flag = np.zeros(size, bool)
+    flag[flagged] = True
+    for b in flagged:
+      self._last[b] = int(steps[b])
+      self.tried_per_run[b] += 1
+    x = state.x
+    j = jnp.argmin(self._loo(x, self._problem), axis=1)  # (B,)
+    pairs = jax.vmap(jax.random.split)(self._keys)
+    subs = pairs[:, 1]  # only the flagged runs' keys advance
+    self._keys = jnp.where(jnp.asarray(flag).reshape((-1,) + (1,) * (pairs.ndim - 2)),
+                           pairs[:, 0], self._keys)
+    z_rand = self._replace(subs, x, j, self._problem)  # (B, d)
+    z_mirror = self._constraint(-x[jnp.arange(size), j])
+    rows = (jnp.arange(x.shape[1])[None, :] == j[:, None]) & jnp.asarray(flag)[:, None]
+    opt_state = reset_rows(state.opt_state, x, rows)
+    stop = jnp.asarray(int(np.max(np.asarray(steps)[flag])) + self._trial_steps, jnp.int32)
+    trials = []
+    for name, z in (('mirror', z_mirror), ('random', z_rand)):
+      xt = jnp.where(rows[..., None], z[:, None, :], x)
+      trial = state._replace(x=xt, opt_state=opt_state,
+                             loss=self._loss(xt, self._problem).astype(state.loss.dtype))
+      trials.append((name, chunk(trial, stop)))
+    t_loss = [np.where(np.asarray(t.status) == optimize.NONFINITE, np.inf, np.asarray(t.loss))
+              for _, t in trials]
+    best = np.argmin(np.stack(t_loss), axis=0)  # (B,) index of the better trial per run
+    # Runs not flagged advanced through the trial chunk unchanged (both trials alike).
+    take_first = jnp.asarray(best == 0)
+    out = _select(take_first, trials[0][1], trials[1][1])
+    keep_trial = np.ones(size, bool)
+    for b in flagged:
+      new = float(t_loss[best[b]][b])
+      if new < self._accept_ratio * float(losses[b]):
+        self.accepted_per_run[b] += 1
+        self._next[b] = int(np.asarray(out.step)[b]) + self._every
+        logging.info('%sstep %d: loss plateau at %.2e; candidate %d (the weakest by '
+                     'leave-one-out loss) replaced by its %s proposal: %.2e after %d trial '
+                     'steps', f'run {b}: ' if self._batched else '', int(steps[b]),
+                     float(losses[b]), int(j[b]), trials[best[b]][0], new, self._trial_steps)
+      else:
+        keep_trial[b] = False
+        logging.info('%sstep %d: loss plateau at %.2e; replacing candidate %d (weakest by '
+                     'leave-one-out loss) did not help (best trial %.2e); continuing',
+                     f'run {b}: ' if self._batched else '', int(steps[b]), float(losses[b]),
+                     int(j[b]), new)
+    return _select(jnp.asarray(keep_trial), out, state)

@@ -39,7 +39,8 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import data, driver, features, io, memory, metrics, optimize, report, routes, runs, victims
+from recon import (certificate, data, driver, escalate, features, io, memory, metrics, optimize,
+                   report, runs, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -87,12 +88,13 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
       cfg.p = _width(cfg, coords['p_over_dn'])
     cfg = victims.resolve(cfg)
     subspace_pipeline.check(cfg)
-    if routes.uses_subspace_pipeline(cfg):
+    if (cfg.model != 'random_features' or cfg.get('subspace', 'none') not in ('none', 'known')
+        or cfg.get('alpha_mode', 'closed_form') != 'closed_form'):
       raise config_lib.ConfigError(
           f'config.model: sweeps run the random-features pipeline only (got model '
           f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
           f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
-          "with subspace 'none' and alpha_mode 'closed_form'")
+          "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
     for field, allowed in (('optimizer', ('sgd', 'adam')), ('feature_mode', ('auto', 'dense')),
                            ('feature_shards', 1), ('reseed_every', 0), ('split', ('none',)),
                            ('n_restarts', 1)):
@@ -133,12 +135,22 @@ def _stack(trees: Sequence[Any]) -> Any:
   return jax.tree.map(lambda *a: jnp.stack(a), *trees)
 
 
-def _setup_point(keys, x, y, mask, lr, momentum, *, cfg, p_total, dtype):
-  """One point (pure; vmapped): fit the padded model, initialise candidates and optimiser."""
+def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
+  """One point (pure; vmapped): fit the padded model, initialise candidates and optimiser.
+
+  With a `basis` U (d, k) (subspace 'known') the candidates are coordinates z in R^k,
+  x = U z: phi(V U z) is a random-features model with weights V U, so the attack is the
+  same loss with problem['v'] := V U (the fit used V on the true x).
+  """
   problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.activation,
                                         mask=mask, rng=cfg.get('weight_rng', 'threefry'))
   train_mse = problem.pop('train_mse')
-  x0 = driver.init_candidates(keys['init'], cfg.n_candidates, cfg.d, dtype)
+  dim = cfg.d
+  if basis is not None:
+    problem['v_data'] = problem['v']
+    problem['v'] = problem['v'] @ basis
+    dim = basis.shape[1]
+  x0 = driver.init_candidates(keys['init'], cfg.n_candidates, dim, dtype)
   optimizer = driver.make_optimizer(cfg, lr, momentum)
   state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
                               optimize.sphere_constraint(float(np.sqrt(cfg.d))))
@@ -159,6 +171,8 @@ class Program:
   size: int
   batch: int
   p_total: int
+  escalator: Any = None  # recon.escalate.Escalator (batched) when escalate='auto'
+  basis: Any = None  # (batch, d, k) known subspaces, or None
 
 
 def prepare_group(group: Group, devices=None) -> Program:
@@ -172,11 +186,14 @@ def prepare_group(group: Group, devices=None) -> Program:
   p_total = group.p_total
 
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
-  xy = [data.load(pt.cfg, k['data'], dtype)[:2] for pt, k in zip(points, keys)]
-  inputs = (_stack(keys), jnp.stack([a for a, _ in xy]), jnp.stack([b for _, b in xy]),
+  loaded = [data.load(pt.cfg, k['data'], dtype) for pt, k in zip(points, keys)]
+  known = cfg.get('subspace', 'none') == 'known'
+  inputs = (_stack(keys), jnp.stack([a for a, _, _ in loaded]),
+            jnp.stack([b for _, b, _ in loaded]),
             jnp.stack([features.feature_mask(pt.cfg.p, p_total, dtype) for pt in points]),
             jnp.asarray([pt.cfg.lr for pt in points], dtype),
-            jnp.asarray([pt.cfg.momentum for pt in points], dtype))
+            jnp.asarray([pt.cfg.momentum for pt in points], dtype),
+            jnp.stack([jnp.asarray(m['basis'], dtype) for _, _, m in loaded]) if known else None)
   mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
   batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
   inputs = jax.device_put(inputs, batched)
@@ -190,11 +207,22 @@ def prepare_group(group: Group, devices=None) -> Program:
   step_chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
   problems, state, train_mse = setup(*inputs)
+  escalator = None
+  if cfg.get('escalate', 'off') == 'auto':
+    # Per point: the single run's key, so a point escalates like the run it stands for.
+    esc_keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(pt.cfg.seed), 0xE5C)
+                          for pt in points])
+    escalator = escalate.Escalator(
+        esc_keys, loss_fn, problems, constraint, optimizer, tol=cfg.tol,
+        every=cfg.get('escalate_every', 500), window=cfg.get('escalate_window', 3000),
+        trial_steps=cfg.get('escalate_trial_steps', 500), batched=True)
+    escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
                  final_loss=jax.jit(lambda x: jax.vmap(loss_fn)(x, problems),
                                     out_shardings=batched),
-                 size=size, batch=len(points), p_total=p_total)
+                 size=size, batch=len(points), p_total=p_total, escalator=escalator,
+                 basis=inputs[6])
 
 
 def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
@@ -218,33 +246,56 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
                  float(np.nanmin(loss)), float(np.nanmedian(loss)), time.time() - t0)
 
   progress = optimize.ProgressLogger(log_progress, log_every_seconds)
-  state = optimize.drive(prog.state, prog.chunk, max_steps=cfg.max_steps,
+  chunk = prog.chunk
+  if prog.escalator is not None:
+    chunk = lambda s, stop: prog.escalator(prog.chunk(s, stop))  # noqa: E731
+  state = optimize.drive(prog.state, chunk, max_steps=cfg.max_steps,
                          chunk_steps=cfg.chunk_steps, on_chunk=progress)
   progress(state, force=True)
-  out = jax.device_get({'x_true': prog.x_true, 'x_hat': state.x, 'v': prog.problems['v'],
-                        'train_mse': prog.train_mse, 'final_loss': prog.final_loss(state.x),
-                        'steps': state.step, 'status': state.status})
-  out = {k: np.asarray(v)[:size] for k, v in out.items()}
+  out = {'x_true': prog.x_true, 'x_hat': state.x,
+         'v': prog.problems.get('v_data', prog.problems['v']), 'v_search': prog.problems['v'],
+         'theta': prog.problems['theta'], 'train_mse': prog.train_mse,
+         'final_loss': prog.final_loss(state.x), 'steps': state.step, 'status': state.status}
+  if prog.basis is not None:
+    out['basis'] = prog.basis
+  out = {k: np.asarray(v)[:size] for k, v in jax.device_get(out).items()}
+  if prog.escalator is not None:
+    out['escalations_tried'] = np.asarray(prog.escalator.tried_per_run[:size])
+    out['escalations_accepted'] = np.asarray(prog.escalator.accepted_per_run[:size])
   out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
              p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
   return out
 
 
 def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
-  """The single run's metrics for point `i` of a finished group, with its coordinates."""
+  """The single run's metrics for point `i` of a finished group, with its coordinates and
+  its blind certificate (`recon.certificate`, as a single run's summary.json carries)."""
   cfg = pt.cfg
   v = out['v'][i][:cfg.p]  # the unpadded model's V
-  x_true, x_hat = out['x_true'][i], out['x_hat'][i]
+  v_search = out['v_search'][i][:cfg.p]  # V, or V U in a known subspace's coordinates
+  x_true, z_hat = out['x_true'][i], out['x_hat'][i]
+  x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
+  final_loss = float(out['final_loss'][i])
   result = report.score(
-      x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=float(out['final_loss'][i]),
+      x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
       steps=int(out['steps'][i]), status=int(out['status'][i]),
       phi_true=features.rf_features(v, x_true, cfg.activation),
       phi_hat=features.rf_features(v, x_hat, cfg.activation),
       sign_invariant=metrics.sign_ambiguous(cfg.activation))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
+  cert = certificate.certify(
+      final_loss=final_loss, tol=cfg.tol, x_hat=z_hat, p=int(cfg.p), activation=cfg.activation,
+      feature_fn=lambda z: features.rf_features(jnp.asarray(v_search), z, cfg.activation),
+      theta=out['theta'][i][:cfg.p], duplicate_threshold=cfg.recovered_threshold)
+  result['certified'] = cert['certified']
+  result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
+  if 'escalations_tried' in out:
+    result['escalations_tried'] = int(out['escalations_tried'][i])
+    result['escalations_accepted'] = int(out['escalations_accepted'][i])
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.activation, 'lr': cfg.lr,
-                 'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype})
+                 'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype,
+                 'subspace': cfg.get('subspace', 'none')})
   record.update(result)
   return record
 
@@ -287,7 +338,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       rec['group'] = gi
       records.append(rec)
       arrays[f'x_true_{pt.index}'] = out['x_true'][i]
-      arrays[f'x_hat_{pt.index}'] = out['x_hat'][i]
+      arrays[f'x_hat_{pt.index}'] = (out['x_hat'][i] @ out['basis'][i].T if 'basis' in out
+                                     else out['x_hat'][i])
     group_info.append({'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
                        'p_total': out['p_total'], 'n_shards': out['n_shards'],
                        'setup_seconds': out['setup_seconds'],

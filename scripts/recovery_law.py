@@ -33,13 +33,14 @@ import time
 from typing import Any, Dict, List
 
 from absl import app, flags, logging
+import ml_collections
 import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
-from recon import compile_cache, host, io, pipelines
+from recon import compile_cache, host, io, sweep
 
 PRESETS = {
     'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 16), seeds=20,
@@ -77,13 +78,14 @@ def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List
   return out
 
 
-def config_for(pt: Dict[str, Any], seed: int, max_steps: int):
+def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
+  """The point's sweep config: its seeds as one vectorised call (`recon.sweep`)."""
   c = rf_synthetic.get_config()
-  c.update(dict(n=pt['n'], d=pt['d'], p=pt['p'], activation=pt['activation'], seed=seed,
+  c.update(dict(n=pt['n'], d=pt['d'], p=pt['p'], activation=pt['activation'],
                 max_steps=max_steps, log_every_seconds=1e9, checkpoint_every_seconds=0.0))
   c.update(METHODS[pt['method']])
-  if pt['k'] is not None:
-    with c.unlocked():
+  with c.unlocked():
+    if pt['k'] is not None:
       c.dataset = 'synthetic_subspace'
       c.planted_dim = pt['k']
       c.subspace = 'known' if pt['search'] == 'subspace' else 'none'
@@ -91,28 +93,33 @@ def config_for(pt: Dict[str, Any], seed: int, max_steps: int):
       c.subspace_noise_floor = 1e-3
       c.gradient_at = 'trained'
       c.alpha_mode = 'closed_form'
+    c.sweep = ml_collections.ConfigDict({'seed': tuple(range(seeds))})
   return c
 
 
 def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
-  recovered, certified, false_cert, seconds = [], [], 0, []
-  for seed in range(seeds):
-    with tempfile.TemporaryDirectory() as workdir:
-      t = time.time()
-      m = pipelines.run(config_for(pt, seed, max_steps), workdir)['metrics']
-      seconds.append(time.time() - t)
-    ok = m['frac_recovered'] == 1.0
-    cert = bool(m.get('certified', False))
-    recovered.append(ok)
-    certified.append(cert)
-    false_cert += int(cert and not ok)
-  import jax  # pylint: disable=import-outside-toplevel
+  """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details."""
+  with tempfile.TemporaryDirectory() as workdir:
+    t = time.time()
+    out = sweep.run(config_for(pt, seeds, max_steps), os.path.join(workdir, 'sweep'))
+    seconds = time.time() - t
+  per_seed = []
+  for r in out['records']:
+    per_seed.append(dict(
+        seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
+        frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
+        final_loss=r['final_loss'], steps=r['steps'], status=r['status'],
+        escalations=r.get('escalations_accepted', 0)))
+  recovered = [s['recovered'] for s in per_seed]
+  certified = [s['certified'] for s in per_seed]
   k = pt['k']
   return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
               p_over_kn=None if k is None else pt['p'] / (k * pt['n']), seeds=seeds,
               recovery_rate=float(np.mean(recovered)), certified_rate=float(np.mean(certified)),
-              false_certified=false_cert, median_seconds=float(np.median(seconds)),
-              max_steps=max_steps, device=jax.devices()[0].device_kind)
+              false_certified=int(sum(c and not r for c, r in zip(certified, recovered))),
+              median_seconds=seconds / seeds, batch_seconds=seconds,
+              median_steps=float(np.median([s['steps'] for s in per_seed])),
+              max_steps=max_steps, device=out['device'], per_seed=per_seed)
 
 
 def render(records: List[Dict[str, Any]], out: str) -> None:

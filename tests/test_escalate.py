@@ -88,3 +88,50 @@ def test_escalation_auto_runs_end_to_end_and_reports(tmp_path):
   assert 'escalations_tried' in m and m['escalations_accepted'] <= m['escalations_tried']
   c.escalate = 'off'
   assert 'escalations_tried' not in pipelines.run(c, str(tmp_path / 'b'))['metrics']
+
+
+def test_reset_rows_zeroes_only_the_chosen_rows_of_x_shaped_leaves():
+  x = jnp.ones((3, 2))
+  opt = optimize.make_optimizer('adam', 0.01, 0.9, schedule='cosine', decay_steps=100)
+  state = opt.init(x)
+  state = jax.tree.map(lambda a: a + 1 if a.shape == x.shape else a, state)
+  rows = jnp.asarray([False, True, False])
+  out = escalate.reset_rows(state, x, rows)
+  for before, after in zip(jax.tree.leaves(state), jax.tree.leaves(out)):
+    if before.shape == x.shape:
+      np.testing.assert_array_equal(np.asarray(after)[1], 0.0)
+      np.testing.assert_array_equal(np.asarray(after)[[0, 2]], np.asarray(before)[[0, 2]])
+    else:  # counts, schedule state: kept
+      np.testing.assert_array_equal(np.asarray(after), np.asarray(before))
+
+
+@pytest.mark.slow
+def test_a_batch_escalates_each_run_on_its_own():
+  """Run 0 is stuck (a mirrored candidate), run 1 sits at the truth: the batched escalator
+  repairs run 0 and leaves run 1 exactly as its own chunk leaves it."""
+  x, prob, loss_fn = _problem()
+  cfg = ml_collections.ConfigDict(dict(tol=1e-9, max_steps=100000))
+  opt = optimize.make_optimizer('adam', 0.01, 0.9)
+  constraint = optimize.sphere_constraint(float(np.sqrt(D)))
+  chunk = jax.jit(jax.vmap(driver.chunk_fn(cfg, loss_fn, opt, constraint),
+                           in_axes=(0, 0, None)))
+  probs = jax.tree.map(lambda a: jnp.stack([a, a]), prob)
+  keys = jnp.stack([jax.random.PRNGKey(1), jax.random.PRNGKey(2)])
+  esc = escalate.Escalator(keys, loss_fn, probs, constraint, opt, tol=1e-9, every=100,
+                           window=300, trial_steps=600, batched=True)
+  esc.chunk = lambda s, stop: chunk(s, probs, stop)
+  x0 = jnp.stack([x.at[3].set(-x[3]), x * (1 + 1e-3)])
+  state = jax.vmap(lambda z: optimize.init_state(z, opt, loss_fn, prob, constraint))(x0)
+  # Run 1 is held just above tol so that it is checked but never flagged (its loss falls).
+  losses = [np.asarray(state.loss)]
+  for step in (100, 200, 300):
+    state = state._replace(step=jnp.full((2,), step, state.step.dtype))
+    assert esc(state) is state
+  state = state._replace(step=jnp.full((2,), 400, state.step.dtype),
+                         loss=state.loss.at[1].set(losses[0][1] * 0.1))
+  out = esc(state)
+  assert esc.tried_per_run == [1, 0] and esc.accepted_per_run == [1, 0]
+  assert float(out.loss[0]) < 0.5 * float(state.loss[0])
+  assert metrics.per_sample_errors(np.asarray(x), np.asarray(out.x[0])).max() < 0.1
+  alone = chunk(state, probs, jnp.asarray(int(out.step[1]), jnp.int32))  # run 1's own progress
+  np.testing.assert_allclose(np.asarray(out.x[1]), np.asarray(alone.x[1]), rtol=1e-6)

@@ -190,6 +190,7 @@ def test_other_pipelines_are_refused(tmp_path):
   c = tiny_config(seed=(0, 1))
   with c.unlocked():
     c.dataset, c.planted_dim, c.subspace = 'synthetic_subspace', 2, 'known'
+    c.alpha_mode, c.gradient_at = 'joint', 'trained'
   with pytest.raises(config_lib.ConfigError, match='^config.model: sweeps run the '
                      'random-features pipeline only'):
     sweep.run(c, str(tmp_path / 'run'))
@@ -261,3 +262,33 @@ def test_restarts_are_refused_in_sweeps(tmp_path):
   c.n_restarts = 2
   with pytest.raises(config_lib.ConfigError, match="^config.n_restarts: 2 is not supported"):
     sweep.run(c, str(tmp_path / 'x'))
+
+
+@pytest.mark.slow
+def test_known_subspace_points_escalate_and_carry_a_certificate(tmp_path):
+  """subspace='known': candidates are coordinates in the planted basis (x_hat in its span);
+  stuck points escalate (batched) and every record carries the blind certificate, never
+  true on a missed row."""
+  c = tiny_config(seed=(0, 1, 2), p=(4, 90))
+  with c.unlocked():
+    c.dataset, c.planted_dim, c.subspace = 'synthetic_subspace', 3, 'known'
+    c.alpha_mode, c.gradient_at, c.subspace_noise_floor = 'closed_form', 'trained', 1e-3
+  c.d, c.optimizer, c.lr, c.lr_schedule, c.max_steps = 8, 'adam', 0.05, 'cosine', 3000
+  c.lr_decay_steps = 3000
+  c.escalate_every, c.escalate_window, c.escalate_trial_steps = 200, 400, 300
+  out = sweep.run(c, str(tmp_path / 'run'))
+  arrays = np.load(tmp_path / 'run' / 'sweep.npz')
+  for r in out['records']:
+    assert r['subspace'] == 'known' and isinstance(r['certified'], bool)
+    assert 'reasons' in r['certificate']
+    assert not (r['certified'] and r['frac_recovered'] < 1.0)
+    x_hat, x_true = arrays[f'x_hat_{r["index"]}'], arrays[f'x_true_{r["index"]}']
+    # x_true spans the planted 2-dim subspace; x_hat must lie in it too.
+    u, sv, _ = np.linalg.svd(x_true.T, full_matrices=False)
+    basis = u[:, :3]
+    np.testing.assert_allclose(x_hat - x_hat @ basis @ basis.T, 0.0, atol=1e-4)
+  wide = [r for r in out['records'] if r['p'] == 90]
+  assert all(r['frac_recovered'] == 1.0 and r['certified'] for r in wide)  # p / kn = 10
+  assert sum(r['escalations_accepted'] for r in wide) >= 1  # seeds 1, 2 stall without it
+  narrow = [r for r in out['records'] if r['p'] == 4]  # p < k n: not isolated
+  assert not any(r['certified'] for r in narrow)
