@@ -50,3 +50,22 @@ def add_splitting(c: ml_collections.ConfigDict, *, every: int = 2000,
   c.split_merge_tol = 1e-3
   c.split_require_decrease = True
   return c
+
+
+def add_escalation(c: ml_collections.ConfigDict, *, mode: str = 'auto', every: int = 500,
+                   window: int = 3000, trial_steps: int = 500, restart_after: int = 2,
+                   restart_steps: int = 3000) -> ml_collections.ConfigDict:
+  """Adds the escalation fields (recon/escalate.py; docs/random_features.md#escalation).
+
+  On a loss plateau above tol the weakest candidate (leave-one-out loss) is replaced by its
+  mirror image or a random proposal, kept if a short trial halves the loss; after
+  `restart_after` rejected replacements in a row a whole new candidate set is tried for
+  `restart_steps` and kept if its loss is lower. 'auto': on for one candidate set; 'off'.
+  """
+  c.escalate = mode
+  c.escalate_every = every
+  c.escalate_window = window
+  c.escalate_trial_steps = trial_steps
+  c.escalate_restart_after = restart_after
+  c.escalate_restart_steps = restart_steps
+  return c

@@ -49,11 +49,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.reseed_threshold = 0.95
   c.reseed_proposals = 64
   c.n_restarts = 1
-  # Escalation on a loss plateau (recon/escalate.py; docs/random_features.md#escalation).
-  c.escalate = 'auto'
-  c.escalate_every = 500
-  c.escalate_window = 3000
-  c.escalate_trial_steps = 500
+  # Escalation on a loss plateau: replace the weakest candidate, then restart the whole set
+  # (configs/common.py, recon/escalate.py; docs/random_features.md#escalation).
+  common.add_escalation(c)
   # Bookkeeping and reliability (configs/common.py).
   common.add_bookkeeping(c, log_every_seconds=10.0)
   c.ssim_threshold = 0.7

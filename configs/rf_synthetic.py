@@ -59,13 +59,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.reseed_every = 0
   c.reseed_threshold = 0.95
   c.reseed_proposals = 64
-  # Escalation when the loss plateaus above tol (recon/escalate.py): the candidate whose removal
-  # costs least (leave-one-out loss) is replaced by its mirror image or a random proposal and
-  # kept if a short trial halves the loss. 'auto': on for one candidate set; 'off'.
-  c.escalate = 'auto'
-  c.escalate_every = 500
-  c.escalate_window = 3000
-  c.escalate_trial_steps = 500
+  # Escalation on a loss plateau: replace the weakest candidate, then restart the whole set
+  # (configs/common.py, recon/escalate.py; docs/random_features.md#escalation).
+  common.add_escalation(c)
   # Sample splitting (recon/splitting.py), off by default; needs dense features, no re-seeding.
   common.add_splitting(c)
   # Bookkeeping and reliability (configs/common.py).

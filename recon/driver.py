@@ -103,7 +103,9 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
         jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0xE5C), loss_fn, problem,
         constraint, optimizer, tol=cfg.tol, every=cfg.get('escalate_every', 500),
         window=cfg.get('escalate_window', 3000),
-        trial_steps=cfg.get('escalate_trial_steps', 500))
+        trial_steps=cfg.get('escalate_trial_steps', 500),
+        restart_after=cfg.get('escalate_restart_after', 0),
+        restart_steps=cfg.get('escalate_restart_steps', 3000))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)

@@ -215,7 +215,9 @@ def prepare_group(group: Group, devices=None) -> Program:
     escalator = escalate.Escalator(
         esc_keys, loss_fn, problems, constraint, optimizer, tol=cfg.tol,
         every=cfg.get('escalate_every', 500), window=cfg.get('escalate_window', 3000),
-        trial_steps=cfg.get('escalate_trial_steps', 500), batched=True)
+        trial_steps=cfg.get('escalate_trial_steps', 500),
+        restart_after=cfg.get('escalate_restart_after', 0),
+        restart_steps=cfg.get('escalate_restart_steps', 3000), batched=True)
     escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
@@ -262,6 +264,8 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
   if prog.escalator is not None:
     out['escalations_tried'] = np.asarray(prog.escalator.tried_per_run[:size])
     out['escalations_accepted'] = np.asarray(prog.escalator.accepted_per_run[:size])
+    out['escalation_restarts'] = np.asarray(prog.escalator.restarts_per_run[:size])
+    out['escalation_restarts_kept'] = np.asarray(prog.escalator.restarts_kept_per_run[:size])
   out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
              p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
   return out
@@ -292,6 +296,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
   if 'escalations_tried' in out:
     result['escalations_tried'] = int(out['escalations_tried'][i])
     result['escalations_accepted'] = int(out['escalations_accepted'][i])
+    result['escalation_restarts'] = int(out['escalation_restarts'][i])
+    result['escalation_restarts_kept'] = int(out['escalation_restarts_kept'][i])
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.activation, 'lr': cfg.lr,
                  'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype,

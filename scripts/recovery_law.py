@@ -109,7 +109,8 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
         seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
         frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
         final_loss=r['final_loss'], steps=r['steps'], status=r['status'],
-        escalations=r.get('escalations_accepted', 0)))
+        escalations=r.get('escalations_accepted', 0),
+        restarts_kept=r.get('escalation_restarts_kept', 0)))
   recovered = [s['recovered'] for s in per_seed]
   certified = [s['certified'] for s in per_seed]
   k = pt['k']

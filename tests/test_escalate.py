@@ -3,6 +3,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import optax
 import pytest
 
 from recon import driver, escalate, features, metrics, optimize
@@ -135,3 +136,36 @@ def test_a_batch_escalates_each_run_on_its_own():
   assert metrics.per_sample_errors(np.asarray(x), np.asarray(out.x[0])).max() < 0.1
   alone = chunk(state, probs, jnp.asarray(int(out.step[1]), jnp.int32))  # run 1's own progress
   np.testing.assert_allclose(np.asarray(out.x[1]), np.asarray(alone.x[1]), rtol=1e-6)
+
+
+def test_reset_state_zeroes_counts_and_moments_but_keeps_injected_hyperparameters():
+  x = jnp.ones((2, 3, 2))  # a batch of two runs
+  opt = optax.inject_hyperparams(optax.adam)(learning_rate=0.5)
+  state = jax.vmap(opt.init)(x)
+  state = jax.tree.map(lambda a: a + 1, state)
+  out = escalate.reset_state(state, x, jnp.asarray([True, False]))
+  for before, after in zip(jax.tree.leaves(state), jax.tree.leaves(out)):
+    if before.shape == x.shape or jnp.issubdtype(before.dtype, jnp.integer):
+      np.testing.assert_array_equal(np.asarray(after)[0], 0)
+    else:  # the learning rate
+      np.testing.assert_array_equal(np.asarray(after)[0], np.asarray(before)[0])
+    np.testing.assert_array_equal(np.asarray(after)[1], np.asarray(before)[1])
+
+
+@pytest.mark.slow
+def test_after_rejected_replacements_a_new_candidate_set_is_tried_and_kept_if_better():
+  x, prob, loss_fn = _problem()
+  esc, opt, constraint = _escalator(prob, loss_fn, restart_after=2, restart_steps=600)
+  collapsed = jnp.tile(x[:1], (N, 1))  # every candidate on sample 0: one replacement won't do
+  state = optimize.init_state(collapsed, opt, loss_fn, prob, constraint)
+  esc.rejected_in_row = [2]  # as after two rejected replacements
+  for step in (100, 200, 300):
+    state = state._replace(step=jnp.asarray(step, state.step.dtype))
+    assert esc(state) is state
+  state = state._replace(step=jnp.asarray(400, state.step.dtype))
+  out = esc(state)
+  assert esc.restarts_per_run == [1] and esc.restarts_kept_per_run == [1]
+  assert esc.tried == 0 and esc.rejected_in_row == [0]
+  assert float(out.loss) < float(state.loss) and int(out.step) >= 400
+  summary = esc.summary()
+  assert summary['escalation_restarts'] == 1 and summary['escalation_restarts_kept'] == 1
