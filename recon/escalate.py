@@ -7,8 +7,11 @@ through its linear part). The loss then plateaus at 1e-4 instead of reaching `to
 
 Detection and repair use only the candidates and the loss, never the ground truth:
 
-  plateau:  at a check, L > tol and L > `plateau_ratio` * (L one `window` of steps ago),
-            and no escalation within the last `window` steps;
+  plateau:  at a check, L > tol, no escalation within the last `window` steps, and
+            either L > `plateau_ratio` * L_w (L_w: the loss one `window` of steps ago) or,
+            given `max_steps`, the loss falls too slowly to reach tol in the budget left:
+                window * log(L / tol) / log(L_w / L) > max_steps - step
+            (a candidate creeping along a shallow valley at a wrong point);
   weakest:  the candidate whose removal raises the loss least,
                 j* = argmin_j L(X with x_j := x_{j+1})   (a duplicate adds nothing to
             the span, so this is the leave-one-out loss);
@@ -24,7 +27,8 @@ Detection and repair use only the candidates and the loss, never the ground trut
             replacement cannot halve the loss), the next plateau tries a whole new candidate
             set instead: fresh random candidates and a fresh optimiser state (moments and
             step counts zeroed, hyper-parameters kept), optimised for `restart_steps` and
-            kept if its loss is below L. 0 turns the rung off.
+            kept if its loss is below L; the plateau after it tries replacements again
+            (the rungs alternate). 0 turns the rung off.
 
 The same object serves one run and a vmapped batch of runs (`batched=True`, as in
 `recon.sweep`): state and problem then carry a leading batch axis, every run keeps its
@@ -37,7 +41,7 @@ saved with the run's checkpoints, so a resumed run escalates exactly as an unbro
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -108,7 +112,8 @@ class Escalator:
                constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation, *,
                tol: float, every: int = 500, window: int = 3000, plateau_ratio: float = 0.9,
                trial_steps: int = 500, accept_ratio: float = 0.5, n_proposals: int = 64,
-               restart_after: int = 2, restart_steps: int = 3000, batched: bool = False):
+               restart_after: int = 2, restart_steps: int = 3000,
+               max_steps: Optional[int] = None, batched: bool = False):
     self._batched = batched
     # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
     # depend on the other runs of its batch.
@@ -123,6 +128,7 @@ class Escalator:
     self._trial_steps = trial_steps
     self._accept_ratio = accept_ratio
     self._restart_after = restart_after
+    self._max_steps = max_steps
     self._restart_steps = restart_steps
     size = jax.tree.leaves(self._problem)[0].shape[0]
     self._next = [every] * size
@@ -192,7 +198,15 @@ class Escalator:
     if not loss > self._tol or step - self._last[b] < self._window:
       return False
     past = [v for s, v in self._trace[b] if s <= step - self._window]
-    return bool(past) and loss > self._plateau_ratio * past[-1]
+    if not past:
+      return False
+    if loss > self._plateau_ratio * past[-1]:
+      return True
+    if self._max_steps is None:
+      return False
+    # Too slow: at this window's rate the loss would not reach tol within the budget left.
+    windows = np.log(loss / self._tol) / np.log(past[-1] / loss)
+    return bool(windows * self._window > self._max_steps - step)
 
   def _flagged(self, steps, status, losses) -> List[int]:
     flagged = []
@@ -302,6 +316,7 @@ class Escalator:
     out, new_loss = self._trial(state, chunk, xt, opt_state, stop)
     keep = np.ones(size, bool)
     for b in flagged:
+      self.rejected_in_row[b] = 0  # kept or not, the next plateau tries replacements again
       if float(new_loss[b]) < float(losses[b]):
         self.restarts_kept_per_run[b] += 1
         self.rejected_in_row[b] = 0

@@ -26,6 +26,7 @@ hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minut
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -43,7 +44,7 @@ from configs import rf_synthetic
 from recon import compile_cache, host, io, sweep
 
 PRESETS = {
-    'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 16), seeds=20,
+    'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 10, 16), seeds=20,
                  ks=(2, 4, 8, 16), k_d=64, k_ratios=(0.5, 1, 2, 4, 8)),
     'reduced': dict(n=4, ds=(8,), ratios=(0.5, 1, 2, 4, 10), seeds=5, ks=(2,), k_d=32,
                     k_ratios=(1, 4)),
@@ -97,30 +98,63 @@ def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
   return c
 
 
+def write_records(path: str, records: List[Dict[str, Any]]) -> None:
+  """{"records": [...]} with one record per line (atomic, as `recon.io` writes)."""
+  io.write_text(path, '{"records": [\n' + ',\n'.join(json.dumps(io.normalized(r))
+                                                      for r in records) + '\n]}\n')
+
+
+def compact_seeds(per_seed) -> Dict[str, list]:
+  """Per-seed details as columns ({field: [value per seed]}), floats to 3 significant digits
+  (a list of per-seed dicts, the older format, is converted)."""
+  if isinstance(per_seed, dict):
+    return per_seed
+  out: Dict[str, list] = {}
+  for rec in per_seed:
+    for k, v in rec.items():
+      out.setdefault(k, []).append(float(f'{v:.3g}') if isinstance(v, float) else v)
+  return out
+
+
 def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
   """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details."""
   with tempfile.TemporaryDirectory() as workdir:
     t = time.time()
     out = sweep.run(config_for(pt, seeds, max_steps), os.path.join(workdir, 'sweep'))
     seconds = time.time() - t
-  per_seed = []
-  for r in out['records']:
-    per_seed.append(dict(
-        seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
-        frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
-        final_loss=r['final_loss'], steps=r['steps'], status=r['status'],
-        escalations=r.get('escalations_accepted', 0),
-        restarts_kept=r.get('escalation_restarts_kept', 0)))
-  recovered = [s['recovered'] for s in per_seed]
-  certified = [s['certified'] for s in per_seed]
+  per_seed = compact_seeds([dict(
+      seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
+      frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
+      final_loss=r['final_loss'], steps=r['steps'], status=r['status'],
+      escalations=r.get('escalations_accepted', 0),
+      restarts_kept=r.get('escalation_restarts_kept', 0)) for r in out['records']])
+  recovered, certified = per_seed['recovered'], per_seed['certified']
   k = pt['k']
   return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
               p_over_kn=None if k is None else pt['p'] / (k * pt['n']), seeds=seeds,
               recovery_rate=float(np.mean(recovered)), certified_rate=float(np.mean(certified)),
               false_certified=int(sum(c and not r for c, r in zip(certified, recovered))),
               median_seconds=seconds / seeds, batch_seconds=seconds,
-              median_steps=float(np.median([s['steps'] for s in per_seed])),
+              median_steps=float(np.median(per_seed['steps'])),
               max_steps=max_steps, device=out['device'], per_seed=per_seed)
+
+
+def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
+  """Records grouped by (method, activation, d, k, search), each sorted by p."""
+  out: Dict[tuple, List[Dict[str, Any]]] = {}
+  for r in records:
+    out.setdefault((r['method'], r['activation'], r['d'], r['k'], r['search']), []).append(r)
+  return {k: sorted(v, key=lambda r: r['p']) for k, v in out.items()}
+
+
+def width_at(rows: List[Dict[str, Any]], rate: float):
+  """The smallest-p record from which on every larger record recovers >= rate, or None."""
+  found = None
+  for r in reversed(rows):
+    if r['recovery_rate'] < rate:
+      break
+    found = r
+  return found
 
 
 def render(records: List[Dict[str, Any]], out: str) -> None:
@@ -139,31 +173,49 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
                  f'{r["search"]} | {r["n"]} | {r["p"]} | {r["p_over_dn"]:.3g} | {pkn} | '
                  f'{r["seeds"]} | {r["recovery_rate"]:.2f} | {r["certified_rate"]:.2f} | '
                  f'{r["false_certified"]} | {r["median_seconds"]:.1f} | {r["device"]} |')
+  lines += ['', '## Width needed for 95% recovery', '',
+            'The smallest measured width from which on every larger measured width recovers '
+            '>= 95% of seeds ("-": none does). Full space against d n; planted k-dim subspace '
+            'against k n and d n.', '',
+            '| method | activation | d | k | search | p/dn at 95% | p/kn at 95% | seeds |',
+            '|---|---|---|---|---|---|---|---|']
+  for key, rows in sorted(curves(records).items(), key=lambda kv: tuple(map(str, kv[0]))):
+    method, act, d, k, search = key
+    at = width_at(rows, 0.95)
+    dn = '-' if at is None else f'{at["p_over_dn"]:.3g}'
+    kn = '' if k is None else ('-' if at is None else f'{at["p_over_kn"]:.3g}')
+    lines.append(f'| {method} | {act} | {d} | {k or ""} | {search} | {dn} | {kn} | '
+                 f'{min(r["seeds"] for r in rows)} |')
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
-  fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-  full = [r for r in records if r['k'] is None]
-  for key in sorted({(r['method'], r['activation'], r['d']) for r in full}):
-    rows = sorted((r for r in full if (r['method'], r['activation'], r['d']) == key),
-                  key=lambda r: r['p_over_dn'])
-    axes[0].plot([r['p_over_dn'] for r in rows], [r['recovery_rate'] for r in rows], 'o-',
-                 label=f'{key[0]} {key[1]} d={key[2]}')
-  sub = [r for r in records if r['k'] is not None]
-  for key in sorted({(r['method'], r['activation'], r['k'], r['search']) for r in sub}):
-    rows = sorted((r for r in sub if (r['method'], r['activation'], r['k'], r['search']) == key),
-                  key=lambda r: r['p_over_kn'])
-    axes[1].plot([r['p_over_kn'] for r in rows], [r['recovery_rate'] for r in rows], 'o-',
-                 label=f'{key[0]} {key[1]} k={key[2]} {key[3]}')
-  for ax, xl in zip(axes, ('p / (d n)', 'p / (k n)')):
-    ax.set_xscale('log')
-    ax.set_ylim(-0.05, 1.05)
-    ax.axhline(0.95, color='gray', ls=':', lw=0.8)
-    ax.axvline(1.0, color='gray', ls='--', lw=0.8)
-    ax.set_xlabel(xl)
-    ax.set_ylabel('recovery rate')
-    if ax.get_legend_handles_labels()[0]:
-      ax.legend(fontsize=6)
-  axes[0].set_title('full space')
-  axes[1].set_title('data in a k-dim subspace')
+  acts = sorted({r['activation'] for r in records})
+  fig, axes = plt.subplots(len(acts), 2, figsize=(11, 3.6 * len(acts)), squeeze=False)
+  styles = {'default': '-', 'previous': ':', 'paper': '--'}
+  colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
+  for row, act in zip(axes, acts):
+    full = {k: v for k, v in curves(records).items() if k[1] == act and k[3] is None}
+    ds = sorted({k[2] for k in full})
+    for (method, _, d, _, _), rows in sorted(full.items(), key=lambda kv: tuple(map(str, kv[0]))):
+      row[0].plot([r['p_over_dn'] for r in rows], [r['recovery_rate'] for r in rows],
+                  styles.get(method, '-'), marker='o', ms=3, color=colors[ds.index(d) % 10],
+                  label=f'{method} d={d}')
+    sub = {k: v for k, v in curves(records).items()
+           if k[1] == act and k[3] is not None and k[0] == 'default'}
+    ks = sorted({k[3] for k in sub})
+    for (_, _, d, k, search), rows in sorted(sub.items(), key=lambda kv: tuple(map(str, kv[0]))):
+      row[1].plot([r['p_over_kn'] for r in rows], [r['recovery_rate'] for r in rows],
+                  '-' if search == 'subspace' else '--', marker='o', ms=3,
+                  color=colors[ks.index(k) % 10], label=f'k={k} (d={d}) {search} search')
+    row[0].set_title(f'{act}: full space (line style: method)')
+    row[1].set_title(f'{act}: data in a k-dim subspace (default method)')
+    for ax, xl in zip(row, ('p / (d n)', 'p / (k n)')):
+      ax.set_xscale('log')
+      ax.set_ylim(-0.05, 1.05)
+      ax.axhline(0.95, color='gray', ls=':', lw=0.8)
+      ax.axvline(1.0, color='gray', ls='--', lw=0.8)
+      ax.set_xlabel(xl)
+      ax.set_ylabel('recovery rate')
+      if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
   fig.tight_layout()
   fig.savefig(out + '.png', dpi=110)
   plt.close(fig)
@@ -189,6 +241,9 @@ def main(argv):
   compile_cache.enable()
   path = FLAGS.out + '.json'
   records = io.read_json(path)['records'] if os.path.exists(path) else []
+  for r in records:
+    if 'per_seed' in r:
+      r['per_seed'] = compact_seeds(r['per_seed'])
   if not FLAGS.render_only:
     for name in FLAGS.methods:
       if name not in METHODS:
@@ -204,11 +259,13 @@ def main(argv):
       rec = run_point(pt, seeds, FLAGS.max_steps)
       records.append(rec)
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-      io.write_json(path, {'records': records})  # after every point: resumable
+      write_records(path, records)  # after every point: resumable
       print(f'[{i + 1}/{len(todo)}] {rec["method"]} {rec["activation"]} d={rec["d"]} '
             f'k={rec["k"]} {rec["search"]} p/dn={rec["p_over_dn"]:.3g}: recovery '
             f'{rec["recovery_rate"]:.2f} certified {rec["certified_rate"]:.2f} false '
             f'{rec["false_certified"]} ({rec["median_seconds"]:.1f} s/run)', flush=True)
+  if records:
+    write_records(path, records)
   render(records, FLAGS.out)
   print(f'{len(records)} points in {path}', flush=True)
 
