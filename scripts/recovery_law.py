@@ -173,6 +173,10 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
                  f'{r["search"]} | {r["n"]} | {r["p"]} | {r["p_over_dn"]:.3g} | {pkn} | '
                  f'{r["seeds"]} | {r["recovery_rate"]:.2f} | {r["certified_rate"]:.2f} | '
                  f'{r["false_certified"]} | {r["median_seconds"]:.1f} | {r["device"]} |')
+  runs = sum(r['seeds'] for r in records)
+  certified = sum(round(r['certified_rate'] * r['seeds']) for r in records)
+  lines += ['', f'False certificates: {sum(r["false_certified"] for r in records)} of '
+            f'{certified} certified runs ({runs} runs in all).']
   lines += ['', '## Width needed for 95% recovery', '',
             'The smallest measured width from which on every larger measured width recovers '
             '>= 95% of seeds ("-": none does). Full space against d n; planted k-dim subspace '

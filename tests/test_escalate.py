@@ -169,3 +169,21 @@ def test_after_rejected_replacements_a_new_candidate_set_is_tried_and_kept_if_be
   assert float(out.loss) < float(state.loss) and int(out.step) >= 400
   summary = esc.summary()
   assert summary['escalation_restarts'] == 1 and summary['escalation_restarts_kept'] == 1
+
+
+def test_a_loss_falling_too_slowly_for_the_budget_counts_as_a_plateau():
+  """A loss that falls 20% per window is not flat, but at that rate it would need ~80
+  windows to reach tol: with the budget known it is flagged, without it it is not."""
+  x, prob, loss_fn = _problem()
+  running = np.asarray([optimize.RUNNING])
+  for max_steps, expected in ((2000, [0]), (None, [])):
+    esc, _, _ = _escalator(prob, loss_fn, max_steps=max_steps)
+    flagged = []
+    for i, step in enumerate((100, 200, 300, 400)):
+      flagged = esc._flagged(np.asarray([step]), running, np.asarray([1e-3 * 0.8 ** (i / 3)]))
+    assert flagged == expected
+  # Falling fast enough (10x per window) is never flagged.
+  esc, _, _ = _escalator(prob, loss_fn, max_steps=2000)
+  for i, step in enumerate((100, 200, 300, 400)):
+    flagged = esc._flagged(np.asarray([step]), running, np.asarray([1e-3 * 0.1 ** (i / 3)]))
+  assert flagged == []
