@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
-from recon import compile_cache, host, io, sweep
+from recon import compile_cache, host, io, machine, sweep
 
 PRESETS = {
     'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 10, 16), seeds=20,
@@ -136,7 +136,8 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
               false_certified=int(sum(c and not r for c, r in zip(certified, recovered))),
               median_seconds=seconds / seeds, batch_seconds=seconds,
               median_steps=float(np.median(per_seed['steps'])),
-              max_steps=max_steps, device=out['device'], per_seed=per_seed)
+              max_steps=max_steps, device=out['device'], machine=machine.describe(),
+              per_seed=per_seed)
 
 
 def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
@@ -160,11 +161,11 @@ def width_at(rows: List[Dict[str, Any]], rate: float):
 def render(records: List[Dict[str, Any]], out: str) -> None:
   """Writes OUT.md (the table) and OUT.png (recovery rate vs p/dn, and vs p/kn)."""
   lines = ['# Recovery law (random features): recovery and certification rates', '',
-           'Regenerate: `python -m scripts.recovery_law --preset=reduced` (append any subset; '
+           'Regenerate: `python -m scripts.recovery_law --preset=full` (append any subset; '
            'see the script). recovery: every row within recovered_threshold; certified: the '
            'run\'s blind certificate; false_certified: certified runs that missed a row.', '',
            '| method | activation | d | k | search | n | p | p/dn | p/kn | seeds | recovery | '
-           'certified | false cert. | median s | device |',
+           'certified | false cert. | s / seed | device |',
            '|' + '---|' * 15]
   for r in sorted(records, key=lambda r: (r['k'] is not None, r['method'], r['activation'],
                                           r['d'], r['k'] or 0, r['search'], r['p'])):
@@ -173,6 +174,9 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
                  f'{r["search"]} | {r["n"]} | {r["p"]} | {r["p_over_dn"]:.3g} | {pkn} | '
                  f'{r["seeds"]} | {r["recovery_rate"]:.2f} | {r["certified_rate"]:.2f} | '
                  f'{r["false_certified"]} | {r["median_seconds"]:.1f} | {r["device"]} |')
+  machines = sorted({r.get('machine', '?') for r in records})
+  lines += ['', 'Machine: ' + '; '.join(machines) + '. Wall time per seed is the vectorised '
+            "call's wall time over the seeds, on a machine shared with other jobs."]
   runs = sum(r['seeds'] for r in records)
   certified = sum(round(r['certified_rate'] * r['seeds']) for r in records)
   lines += ['', f'False certificates: {sum(r["false_certified"] for r in records)} of '
@@ -192,6 +196,8 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
                  f'{min(r["seeds"] for r in rows)} |')
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
   acts = sorted({r['activation'] for r in records})
+  if not acts:
+    return
   fig, axes = plt.subplots(len(acts), 2, figsize=(11, 3.6 * len(acts)), squeeze=False)
   styles = {'default': '-', 'previous': ':', 'paper': '--'}
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
@@ -232,6 +238,8 @@ def define_flags() -> None:
   flags.DEFINE_list('methods', sorted(METHODS), 'Methods to run.')
   flags.DEFINE_list('activations', ['relu', 'relu_tanh'], 'Activations.')
   flags.DEFINE_integer('seeds', None, 'Seeds per point (default: the preset\'s).')
+  flags.DEFINE_list('ds', None, 'Full-space dimensions d (default: the preset\'s).')
+  flags.DEFINE_bool('full_space', True, 'Run the full-space rows (k = None).')
   flags.DEFINE_integer('max_steps', 20000, 'Steps per run.')
   flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
   flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
@@ -255,6 +263,10 @@ def main(argv):
               file=sys.stderr)
         sys.exit(2)
     preset = dict(PRESETS[FLAGS.preset])
+    if FLAGS.ds:
+      preset['ds'] = tuple(int(d) for d in FLAGS.ds)
+    if not FLAGS.full_space:
+      preset['ds'] = ()
     seeds = FLAGS.seeds or preset['seeds']
     done = {point_key(r) for r in records}
     todo = [pt for pt in points(preset, FLAGS.methods, FLAGS.activations, FLAGS.subspace)
