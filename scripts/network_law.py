@@ -260,6 +260,9 @@ def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate
   mode = 'auto' if escalate else 'off'
   for victim, dataset in itertools.product(victims, datasets):
     ckey = calibration_key(victim, dataset, n, escalate)
+    plain = res['calibration'].get(f'{victim}/{dataset}/n{n}', {})
+    if not escalate and ckey not in res['calibration'] and plain.get('escalate') == 'off':
+      ckey = f'{victim}/{dataset}/n{n}'  # a grid written before escalation: its calibration
     if ckey not in res['calibration']:
       res['calibration'][ckey] = (
           calibrate(victim, dataset, n, max_steps, SEEDS, escalate) if do_calibrate else
