@@ -19,6 +19,12 @@ whose images are disjoint from every victim seed's), at p_L = 10 dn; the setting
 with the lowest error on the shadow's training set (which the attacker owns) is
 used for every width and seed. The victims' training sets are never used to choose.
 
+The attack escalates on a loss plateau (`--escalate`, the default: the configs'
+`common.add_escalation` fields, recon/escalate.py); every record carries `escalate` and
+the escalation counters, and a point is identified by (victim, data set, ratio, seed, n,
+escalate). `--baseline` (default results/network_law_no_escalation, the grid without
+escalation) is shown beside the results in the md and the png.
+
 Writes results/network_law.json (appends; points already present are skipped),
 .md and .png (re-rendered from the JSON; `--render_only` renders without running)
 and prints the points of the full grid still missing. Example:
