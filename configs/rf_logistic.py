@@ -48,4 +48,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.dtype = 'float32'
   # Bookkeeping and reliability (configs/common.py).
   common.add_bookkeeping(c, log_every_seconds=10.0)
+  # Escalation on a loss plateau (recon/escalate.py): the weakest candidate's mirror image or
+  # a random proposal (kept if it halves the loss), then a whole new set (kept if lower).
+  common.add_escalation(c)
   return c

@@ -19,6 +19,12 @@ whose images are disjoint from every victim seed's), at p_L = 10 dn; the setting
 with the lowest error on the shadow's training set (which the attacker owns) is
 used for every width and seed. The victims' training sets are never used to choose.
 
+The attack escalates on a loss plateau (`--escalate`, the default: the configs'
+`common.add_escalation` fields, recon/escalate.py); every record carries `escalate` and
+the escalation counters, and a point is identified by (victim, data set, ratio, seed, n,
+escalate). `--baseline` (default results/network_law_no_escalation, the grid without
+escalation) is shown beside the results in the md and the png.
+
 Writes results/network_law.json (appends; points already present are skipped),
 .md and .png (re-rendered from the JSON; `--render_only` renders without running)
 and prints the points of the full grid still missing. Example:
@@ -63,6 +69,12 @@ _CALIBRATE = flags.DEFINE_bool('calibrate', True, 'Choose attack settings on a s
                                '(else the first grid setting, recorded as not calibrated).')
 _RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
 _OUT = flags.DEFINE_string('out', 'results/network_law', 'Output path without suffix.')
+_ESCALATE = flags.DEFINE_bool('escalate', True, 'Escalate on a loss plateau (recon/escalate.py, '
+                              "configs/common.py add_escalation): escalate='auto', else 'off'.")
+_BASELINE = flags.DEFINE_string(
+    'baseline', 'results/network_law_no_escalation',
+    'A JSON (path without suffix) of the same grid run otherwise (here: without escalation), '
+    'shown beside the results in the md; missing: not shown.')
 
 
 def classes_for(victim: str, dataset: str):
@@ -104,7 +116,7 @@ def attack_grid(victim: str) -> List[Dict[str, Any]]:
 
 
 def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
-                max_steps: int, setting: Dict[str, Any]):
+                max_steps: int, setting: Dict[str, Any], escalate: bool = True):
   side = image_side(dataset)
   d = side * side
   dn = d * n
@@ -136,6 +148,8 @@ def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
   cfg.label_noise = 0.0
   cfg.seed = seed
   cfg.optimizer, cfg.momentum, cfg.max_steps, cfg.tol = 'adam', 0.9, max_steps, 1e-7
+  # The configs' escalation fields (common.add_escalation) with their defaults; off: none.
+  cfg.escalate = 'auto' if escalate else 'off'
   for k, v in setting.items():
     cfg[k] = v
   cfg.overwrite, cfg.log_every_seconds, cfg.checkpoint_every_seconds = True, 1e9, 0.0
@@ -154,8 +168,16 @@ def device_name() -> str:
   return f'{plat}: {model}, {os.cpu_count()} cores visible (shared)'
 
 
-def run_one(victim, dataset, ratio, seed, n, max_steps, setting) -> Dict[str, Any]:
-  cfg, width = make_config(victim, dataset, ratio, seed, n, max_steps, setting)
+def escalation_of(cfg) -> Dict[str, Any]:
+  """The escalation fields of a run's config (recorded with every point)."""
+  return {k: cfg[k] for k in ('escalate', 'escalate_every', 'escalate_window',
+                              'escalate_trial_steps', 'escalate_restart_after',
+                              'escalate_restart_steps')}
+
+
+def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
+            escalate: bool = True) -> Dict[str, Any]:
+  cfg, width = make_config(victim, dataset, ratio, seed, n, max_steps, setting, escalate)
   t0 = time.time()
   with tempfile.TemporaryDirectory() as workdir:
     summary = pipelines.run(cfg, workdir)
@@ -180,7 +202,10 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting) -> Dict[str, An
       'attacker_knows_init': (None if victim == 'rf'
                               else summary['threat_model'].get('attacker_knows_init')),
       'attack': {'optimizer': cfg.optimizer, 'lr': cfg.lr, 'max_steps': cfg.max_steps,
-                 'n_candidates': cfg.get('n_candidates') or n},
+                 'n_candidates': cfg.get('n_candidates') or n, **escalation_of(cfg)},
+      'escalate': cfg.escalate,
+      **{k: m.get(k, 0) for k in ('escalations_tried', 'escalations_accepted',
+                                  'escalation_restarts', 'escalation_restarts_kept')},
       'steps': m['steps'], 'wall_seconds': time.time() - t0, 'device': device_name(),
       'x_true': np.round(x_true, 4).tolist(), 'x_matched': np.round(x_matched, 4).tolist(),
   }
@@ -202,11 +227,12 @@ def shadow_seed(victim, dataset, n, victim_seeds) -> Dict[str, Any]:
   raise RuntimeError('no disjoint shadow seed found')
 
 
-def calibrate(victim, dataset, n, max_steps, victim_seeds) -> Dict[str, Any]:
+def calibrate(victim, dataset, n, max_steps, victim_seeds, escalate=True) -> Dict[str, Any]:
   shadow = shadow_seed(victim, dataset, n, victim_seeds)
   trials = []
   for setting in attack_grid(victim):
-    rec = run_one(victim, dataset, CALIBRATION_RATIO, shadow['seed'], n, max_steps, setting)
+    rec = run_one(victim, dataset, CALIBRATION_RATIO, shadow['seed'], n, max_steps, setting,
+                  escalate)
     trials.append({'setting': setting, 'shadow_recon_error': rec['recon_error'],
                    'shadow_projection_loss': rec['projection_loss'],
                    'wall_seconds': rec['wall_seconds']})
@@ -214,11 +240,13 @@ def calibrate(victim, dataset, n, max_steps, victim_seeds) -> Dict[str, Any]:
           f'{rec["recon_error"]:.4f}', file=sys.stderr, flush=True)
   best = min(trials, key=lambda t: t['shadow_recon_error'])
   return {'shadow': shadow, 'ratio': CALIBRATION_RATIO, 'max_steps': max_steps,
-          'trials': trials, 'chosen': best['setting'], 'calibrated': True}
+          'escalate': 'auto' if escalate else 'off', 'trials': trials,
+          'chosen': best['setting'], 'calibrated': True}
 
 
 def key_of(r) -> tuple:
-  return (r['victim'], r['dataset'], float(r['ratio_target']), int(r['seed']), int(r['n']))
+  return (r['victim'], r['dataset'], float(r['ratio_target']), int(r['seed']), int(r['n']),
+          r.get('escalate', 'off'))
 
 
 def load(path) -> Dict[str, Any]:
@@ -227,21 +255,30 @@ def load(path) -> Dict[str, Any]:
   return {'records': [], 'calibration': {}}
 
 
-def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate=True):
+def calibration_key(victim, dataset, n, escalate) -> str:
+  return f'{victim}/{dataset}/n{n}' + ('' if escalate else '/no_escalation')
+
+
+def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate=True,
+               escalate=True):
   res = load(out + '.json')
   have = {key_of(r) for r in res['records']}
+  mode = 'auto' if escalate else 'off'
   for victim, dataset in itertools.product(victims, datasets):
-    ckey = f'{victim}/{dataset}/n{n}'
+    ckey = calibration_key(victim, dataset, n, escalate)
+    plain = res['calibration'].get(f'{victim}/{dataset}/n{n}', {})
+    if not escalate and ckey not in res['calibration'] and plain.get('escalate') == 'off':
+      ckey = f'{victim}/{dataset}/n{n}'  # a grid written before escalation: its calibration
     if ckey not in res['calibration']:
       res['calibration'][ckey] = (
-          calibrate(victim, dataset, n, max_steps, SEEDS) if do_calibrate else
+          calibrate(victim, dataset, n, max_steps, SEEDS, escalate) if do_calibrate else
           {'chosen': attack_grid(victim)[0], 'calibrated': False})
       io.write_json(out + '.json', res)
     setting = res['calibration'][ckey]['chosen']
     for ratio, seed in itertools.product(ratios, seeds):
-      if (victim, dataset, float(ratio), int(seed), int(n)) in have:
+      if (victim, dataset, float(ratio), int(seed), int(n), mode) in have:
         continue
-      rec = run_one(victim, dataset, ratio, seed, n, max_steps, setting)
+      rec = run_one(victim, dataset, ratio, seed, n, max_steps, setting, escalate)
       rec['calibrated'] = res['calibration'][ckey].get('calibrated', False)
       res['records'].append(rec)
       have.add(key_of(rec))
@@ -249,12 +286,14 @@ def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate
       print(f'{victim}/{dataset} p_L/dn={rec["p_L_over_dn"]:.3g} width={rec["width"]} '
             f'seed={seed}: recon_error={rec["recon_error"]:.4f} '
             f'recovered={rec["frac_recovered"]:.2f} train_loss={rec["train_loss"]:.2g} '
+            f'escalations={rec["escalations_accepted"]}/{rec["escalations_tried"]} '
+            f'restarts={rec["escalation_restarts_kept"]}/{rec["escalation_restarts"]} '
             f'{rec["wall_seconds"]:.0f}s', file=sys.stderr, flush=True)
   return res
 
 
 def missing(res, n) -> List[str]:
-  have = {key_of(r) for r in res['records']}
+  have = {key_of(r)[:5] for r in res['records']}
   out = []
   for victim, dataset in itertools.product(VICTIMS, DATASETS):
     lacking = [(r, s) for r, s in itertools.product(RATIOS, SEEDS)
@@ -269,10 +308,25 @@ def missing(res, n) -> List[str]:
 def _groups(res):
   groups: Dict[tuple, Dict[float, List[Dict[str, Any]]]] = {}
   for r in res['records']:
-    groups.setdefault((r['victim'], r['dataset'], r['n']), {}).setdefault(
-        r['p_L_over_dn'], []).append(r)
+    groups.setdefault((r['victim'], r['dataset'], r['n'], r.get('escalate', 'off')),
+                      {}).setdefault(r['p_L_over_dn'], []).append(r)
   order = {v: i for i, v in enumerate(VICTIMS)}
-  return dict(sorted(groups.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], 99))))
+  return dict(sorted(groups.items(),
+                     key=lambda kv: (kv[0][1], order.get(kv[0][0], 99), kv[0][3])))
+
+
+def _errors(rs) -> str:
+  e = np.array([r['recon_error'] for r in rs])
+  return f'{e.mean():.3g} ± {e.std():.2g} [{e.min():.3g}–{e.max():.3g}]'
+
+
+def _baseline_lookup(baseline) -> Dict[tuple, List[Dict[str, Any]]]:
+  """(victim, dataset, n, p_L/dn rounded) -> the baseline's records of that point."""
+  out: Dict[tuple, List[Dict[str, Any]]] = {}
+  for r in (baseline or {}).get('records', []):
+    out.setdefault((r['victim'], r['dataset'], r['n'], round(r['p_L_over_dn'], 6)),
+                   []).append(r)
+  return out
 
 
 def transition(by_ratio) -> str:
@@ -286,20 +340,45 @@ def transition(by_ratio) -> str:
   return f'> 0.5 up to {a}; < 0.05 from {b}'
 
 
-def render_md(res, n) -> str:
+def render_md(res, n, baseline=None, baseline_name='') -> str:
+  """The md tables of `res`; `baseline` (another JSON of the same grid, e.g. without
+  escalation) adds its recon_error beside each point."""
   lines = ['# The law of reconstruction beyond random features (issue #21)', '',
            'Generated by `python -m scripts.network_law` from results/network_law.json. '
            'recon_error (mean relative distance of the matched candidates, see docs) per '
            'p_L/(dn): mean ± std over seeds [min–max], frac recovered (< 0.1) mean. '
            'Machine: ' + (res['records'][0]['device'] if res['records'] else '?') + '.', '']
   groups = _groups(res)
-  for (victim, dataset, nn), by_ratio in groups.items():
+  base = _baseline_lookup(baseline)
+  if base:
+    lines.append(f'Baseline: `{baseline_name}.json`, the same points run with escalate='
+                 f"{(baseline['records'][0].get('escalate', 'off'))!r} (its own calibration); "
+                 'its recon_error is the column "baseline".')
+    lines.append('')
+  summary = ['| victim | escalate | ' + ' | '.join(f'{r:g} dn' for r in RATIOS) + ' |',
+             '|---|---|' + '---|' * len(RATIOS)]
+  for (victim, dataset, nn, mode), by_ratio in groups.items():
+    cells = []
+    for target in RATIOS:
+      rs = [r for x in by_ratio for r in by_ratio[x] if float(r['ratio_target']) == target]
+      cells.append(f'{np.mean([r["recon_error"] for r in rs]):.3g}' if rs else '–')
+    summary.append(f'| {victim} / {dataset} | {mode} | ' + ' | '.join(cells) + ' |')
+    if base:
+      bcells = []
+      for target in RATIOS:
+        bs = [r for k, v in base.items() if k[:3] == (victim, dataset, nn) for r in v
+              if float(r['ratio_target']) == target]
+        bcells.append(f'{np.mean([r["recon_error"] for r in bs]):.3g}' if bs else '–')
+      summary.append(f'| {victim} / {dataset} | baseline | ' + ' | '.join(bcells) + ' |')
+  lines += ['## Summary: recon_error, mean over seeds', ''] + summary + ['']
+  for (victim, dataset, nn, mode), by_ratio in groups.items():
     ratios = sorted(by_ratio)
     recs = [r for x in ratios for r in by_ratio[x]]
     r0 = recs[0]
-    cal = res['calibration'].get(f'{victim}/{dataset}/n{nn}', {})
+    cal = res['calibration'].get(calibration_key(victim, dataset, nn, mode != 'off'),
+                                 res['calibration'].get(f'{victim}/{dataset}/n{nn}', {}))
     lines.append(f'## {victim} on {dataset} (n={nn}, d={r0["d"]}, loss {r0["loss"]}, '
-                 f'C={r0["num_classes"]})')
+                 f'C={r0["num_classes"]}, escalate={mode})')
     lines.append('')
     threat = ('fixed random features known' if victim == 'rf' else
               f'attacker knows all trained weights and W(0) '
@@ -317,8 +396,10 @@ def render_md(res, n) -> str:
     lines.append('')
     lines.append('| p_L/dn | width | p_L | seeds | recon_error | frac recovered | seeds all '
                  'recovered | per-sample median error (median over seeds) | ssim | '
-                 'train loss (max) | proj. loss reached / at truth (median) | wall s (mean) |')
-    lines.append('|---|---|---|---|---|---|---|---|---|---|---|---|')
+                 'train loss (max) | proj. loss reached / at truth (median) | escalations '
+                 'accepted/tried, restarts kept/tried (all seeds) | wall s (mean) | '
+                 'baseline recon_error |')
+    lines.append('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
     for x in ratios:
       rs = by_ratio[x]
       e = np.array([r['recon_error'] for r in rs])
@@ -326,16 +407,21 @@ def render_md(res, n) -> str:
       pl = np.median([r['projection_loss'] or np.nan for r in rs])
       pt = [r['projection_loss_at_truth'] for r in rs if r.get('projection_loss_at_truth')
             is not None]
+      esc = (f'{sum(r.get("escalations_accepted", 0) for r in rs)}/'
+             f'{sum(r.get("escalations_tried", 0) for r in rs)}, '
+             f'{sum(r.get("escalation_restarts_kept", 0) for r in rs)}/'
+             f'{sum(r.get("escalation_restarts", 0) for r in rs)}')
+      bs = base.get((victim, dataset, nn, round(x, 6)))
       lines.append(
-          f'| {x:.3g} | {rs[0]["width"]} | {rs[0]["p_L"]} | {len(rs)} | '
-          f'{e.mean():.3g} ± {e.std():.2g} [{e.min():.3g}–{e.max():.3g}] | '
+          f'| {x:.3g} | {rs[0]["width"]} | {rs[0]["p_L"]} | {len(rs)} | {_errors(rs)} | '
           f'{np.mean([r["frac_recovered"] for r in rs]):.2f} | '
           f'{sum(r["frac_recovered"] == 1.0 for r in rs)}/{len(rs)} | '
           f'{np.median([r["recon_error_median"] for r in rs]):.2g} | '
           f'{np.mean(ssim) if ssim else float("nan"):.2f} | '
           f'{max(r["train_loss"] for r in rs):.2g} | '
-          f'{pl:.2g} / {np.median(pt) if pt else float("nan"):.2g} | '
-          f'{np.mean([r["wall_seconds"] for r in rs]):.0f} |')
+          f'{pl:.2g} / {np.median(pt) if pt else float("nan"):.2g} | {esc} | '
+          f'{np.mean([r["wall_seconds"] for r in rs]):.0f} | '
+          f'{_errors(bs) if bs else "–"} |')
     lines.append('')
   miss = missing(res, n)
   lines.append('## Missing points of the full grid')
@@ -345,7 +431,7 @@ def render_md(res, n) -> str:
   return '\n'.join(lines)
 
 
-def render_png(res, path):
+def render_png(res, path, baseline=None):
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -357,14 +443,24 @@ def render_png(res, path):
   ax = fig.add_axes([0.06, 0.12, 0.48, 0.8])
   styles = {'digits': '-', 'lfw_faces': '--'}
   colors = dict(zip(VICTIMS, plt.rcParams['axes.prop_cycle'].by_key()['color']))
-  for (victim, dataset, nn), by_ratio in groups.items():
+  for (victim, dataset, nn, mode), by_ratio in groups.items():
     xs = sorted(by_ratio)
     es = [np.array([r['recon_error'] for r in by_ratio[x]]) for x in xs]
     mean = np.array([e.mean() for e in es])
     lo = np.array([e.min() for e in es])
     hi = np.array([e.max() for e in es])
     ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], fmt='o' + styles.get(dataset, ':'),
-                ms=3.5, capsize=2, color=colors.get(victim), label=f'{victim} / {dataset}')
+                ms=3.5, capsize=2, color=colors.get(victim),
+                label=f'{victim} / {dataset}' + ('' if mode == 'auto' else f' ({mode})'))
+  base = _baseline_lookup(baseline)
+  drawn = {(v, ds, nn) for v, ds, nn, _ in groups}
+  for key in sorted({k[:3] for k in base} & drawn):
+    xs = sorted(k[3] for k in base if k[:3] == key)
+    mean = [np.mean([r['recon_error'] for r in base[key + (x,)]]) for x in xs]
+    ax.plot(xs, mean, 'x' + styles.get(key[1], ':'), ms=3, lw=0.8, alpha=0.35,
+            color=colors.get(key[0]))
+  if base:
+    ax.plot([], [], 'x-', color='gray', alpha=0.5, lw=0.8, label='faint: baseline (no escalation)')
   ax.axvline(1.0, color='gray', ls=':', lw=0.8)
   for y in (0.05, 0.5):
     ax.axhline(y, color='gray', ls=':', lw=0.6)
@@ -376,7 +472,7 @@ def render_png(res, path):
   ax.legend(fontsize=7, loc='lower left')
   # Image grid: one row per (victim, dataset) at its largest width: truth | reconstruction.
   height = 0.84 / nrows
-  for i, ((victim, dataset, nn), by_ratio) in enumerate(groups.items()):
+  for i, ((victim, dataset, nn, _), by_ratio) in enumerate(groups.items()):
     top = max(by_ratio)
     rec = min(by_ratio[top], key=lambda r: r['seed'])
     side = int(round(math.sqrt(rec['d'])))
@@ -398,10 +494,13 @@ def render_png(res, path):
   plt.close(fig)
 
 
-def render(out, n):
+def render(out, n, baseline: Optional[str] = None):
+  """md and png from OUT.json; `baseline` (a path without suffix) is drawn beside it."""
   res = load(out + '.json')
-  io.write_text(out + '.md', render_md(res, n))
-  render_png(res, out + '.png')
+  other = (io.read_json(baseline + '.json') if baseline and os.path.exists(baseline + '.json')
+           and os.path.abspath(baseline) != os.path.abspath(out) else None)
+  io.write_text(out + '.md', render_md(res, n, other, baseline or ''))
+  render_png(res, out + '.png', other)
   for m in missing(res, n):
     print('missing: ' + m, file=sys.stderr)
   print(f'wrote {out}.md and .png', file=sys.stderr)
@@ -419,8 +518,9 @@ def main(argv):
       raise app.UsageError(f'--datasets: unknown {d!r}; accepted: {", ".join(DATASETS)}')
   if not _RENDER_ONLY.value:
     run_points(_OUT.value, _VICTIMS.value, _DATASETS.value, [float(r) for r in _RATIOS.value],
-               [int(s) for s in _SEEDS.value], _N.value, _MAX_STEPS.value, _CALIBRATE.value)
-  render(_OUT.value, _N.value)
+               [int(s) for s in _SEEDS.value], _N.value, _MAX_STEPS.value, _CALIBRATE.value,
+               _ESCALATE.value)
+  render(_OUT.value, _N.value, _BASELINE.value)
 
 
 if __name__ == '__main__':

@@ -90,3 +90,29 @@ def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
                                   rf_logistic.get_config])
 def test_configs_validate(make):
   config_lib.validate(make())
+
+
+ESCALATION_FIELDS = ('escalate', 'escalate_every', 'escalate_window', 'escalate_trial_steps',
+                     'escalate_restart_after', 'escalate_restart_steps')
+
+
+@pytest.mark.parametrize('make', [two_layer.get_config, resnet.get_config, vit.get_config,
+                                  rf_logistic.get_config])
+def test_network_configs_escalate_on_a_plateau(make):
+  cfg = make()
+  assert all(k in cfg for k in ESCALATION_FIELDS)
+  assert cfg.escalate == 'auto'
+
+
+@pytest.mark.slow  # ~20 CPU-s: a two-layer run plus the escalator's programs (~10 s of compile)
+def test_network_run_escalates_and_reports_it(tmp_path):
+  # The network loss at the truth is not 0, so tol=1e-12 is never reached: the loss plateaus
+  # above it and the escalator tries (a trial is kept only if it halves the loss).
+  cfg = _tiny(n=2, d=4, width=80, max_steps=300, chunk_steps=50, tol=1e-12,
+              escalate_every=50, escalate_window=100, escalate_trial_steps=50,
+              escalate_restart_steps=100)
+  m = pipelines.run(cfg, str(tmp_path))['metrics']
+  assert m['escalations_tried'] >= 1, m
+  for k in ('escalations_accepted', 'escalation_restarts', 'escalation_restarts_kept'):
+    assert k in m
+  assert m['steps'] <= cfg.max_steps and m['projection_loss'] > 0

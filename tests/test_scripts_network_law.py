@@ -8,7 +8,8 @@ from scripts import network_law as nl
 
 FIELDS = ('victim', 'loss', 'dataset', 'n', 'd', 'width', 'p_L', 'p_L_over_dn', 'seed',
           'train_loss', 'recon_error', 'frac_recovered', 'ssim_mean', 'jacobian_at', 'steps',
-          'wall_seconds', 'device')
+          'wall_seconds', 'device', 'escalate', 'escalations_tried', 'escalations_accepted',
+          'escalation_restarts', 'escalation_restarts_kept')
 
 
 def test_widths_and_p_l_per_kind():
@@ -43,6 +44,8 @@ def test_tiny_run_appends_skips_and_renders(tmp_path):
     assert all(k in r for k in FIELDS), r.keys()
     assert r['n'] == 2 and r['d'] == 16 and abs(r['p_L_over_dn'] - 4.0) < 0.1
   assert not res['calibration']['rf/digits/n2']['calibrated']
+  assert all(r['escalate'] == 'auto' and r['attack']['escalate'] == 'auto'
+             for r in res['records'])
   again = nl.run_points(out, ['two_layer_mse'], ['digits'], [4.0], [0], n=2, max_steps=30,
                         do_calibrate=False)
   assert len(again['records']) == 2  # already present: skipped
