@@ -54,7 +54,8 @@ def add_splitting(c: ml_collections.ConfigDict, *, every: int = 2000,
 
 def add_escalation(c: ml_collections.ConfigDict, *, mode: str = 'auto', every: int = 500,
                    window: int = 1500, trial_steps: int = 500, restart_after: int = 1,
-                   restart_steps: int = 3000) -> ml_collections.ConfigDict:
+                   restart_steps: int = 3000,
+                   accept_ratio: float = 0.5) -> ml_collections.ConfigDict:
   """Adds the escalation fields (recon/escalate.py; docs/random_features.md#escalation).
 
   On a loss plateau above tol the weakest candidate (leave-one-out loss) is replaced by its
@@ -72,4 +73,5 @@ def add_escalation(c: ml_collections.ConfigDict, *, mode: str = 'auto', every: i
   c.escalate_trial_steps = trial_steps
   c.escalate_restart_after = restart_after
   c.escalate_restart_steps = restart_steps
+  c.escalate_accept_ratio = accept_ratio  # a trial is kept if it brings the loss below this x L
   return c

@@ -159,6 +159,7 @@ SCHEMA: Dict[str, Spec] = {
     'escalate_trial_steps': _positive_int(),
     'escalate_restart_after': Spec(int, low=0),  # 0: never restart the whole set
     'escalate_restart_steps': _positive_int(),
+    'escalate_accept_ratio': Spec(float, low=0.0, low_open=True, high=1.0),
     # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
     'n_restarts': _positive_int(),
     # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py; docs/subspace.md).

@@ -105,7 +105,8 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
         window=cfg.get('escalate_window', 3000),
         trial_steps=cfg.get('escalate_trial_steps', 500),
         restart_after=cfg.get('escalate_restart_after', 0),
-        restart_steps=cfg.get('escalate_restart_steps', 3000), max_steps=cfg.max_steps)
+        restart_steps=cfg.get('escalate_restart_steps', 3000), max_steps=cfg.max_steps,
+        accept_ratio=cfg.get('escalate_accept_ratio', 0.5))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)

@@ -217,7 +217,8 @@ def prepare_group(group: Group, devices=None) -> Program:
         every=cfg.get('escalate_every', 500), window=cfg.get('escalate_window', 3000),
         trial_steps=cfg.get('escalate_trial_steps', 500),
         restart_after=cfg.get('escalate_restart_after', 0),
-        restart_steps=cfg.get('escalate_restart_steps', 3000), max_steps=cfg.max_steps, batched=True)
+        restart_steps=cfg.get('escalate_restart_steps', 3000), max_steps=cfg.max_steps,
+        accept_ratio=cfg.get('escalate_accept_ratio', 0.5), batched=True)
     escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
