@@ -37,7 +37,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -50,7 +49,7 @@ from configs import resnet as resnet_cfg
 from configs import rf_digits as rf_cfg
 from configs import two_layer as two_layer_cfg
 from configs import vit as vit_cfg
-from recon import compile_cache, data, host, io, pipelines, runs
+from recon import compile_cache, data, host, io, machine, pipelines, runs
 
 VICTIMS = ('two_layer_mse', 'two_layer_logistic', 'two_layer_ce', 'resnet', 'vit', 'rf')
 DATASETS = {'digits': {'image_size': 4}, 'lfw_faces': {'image_size': 5}}
@@ -157,22 +156,7 @@ def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
 
 
 def device_name() -> str:
-  import jax  # pylint: disable=g-import-not-at-top
-  plat = jax.devices()[0].platform
-  model = platform.processor() or platform.machine()
-  try:
-    with open('/proc/cpuinfo') as f:
-      model = next(l.split(':', 1)[1].strip() for l in f if l.startswith('model name'))
-  except (OSError, StopIteration):
-    pass
-  return f'{plat}: {model}, {os.cpu_count()} cores visible (shared)'
-
-
-def escalation_of(cfg) -> Dict[str, Any]:
-  """The escalation fields of a run's config (recorded with every point)."""
-  return {k: cfg[k] for k in ('escalate', 'escalate_every', 'escalate_window',
-                              'escalate_trial_steps', 'escalate_restart_after',
-                              'escalate_restart_steps')}
+  return machine.describe() + ' (shared)'
 
 
 def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
