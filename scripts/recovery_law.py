@@ -187,7 +187,9 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
             'against k n and d n.', '',
             '| method | activation | d | k | search | p/dn at 95% | p/kn at 95% | seeds |',
             '|---|---|---|---|---|---|---|---|']
-  for key, rows in sorted(curves(records).items(), key=lambda kv: tuple(map(str, kv[0]))):
+  for key, rows in sorted(curves(records).items(),
+                          key=lambda kv: (kv[0][3] is not None, kv[0][0], kv[0][1], kv[0][2],
+                                          kv[0][3] or 0, kv[0][4])):
     method, act, d, k, search = key
     at = width_at(rows, 0.95)
     dn = '-' if at is None else f'{at["p_over_dn"]:.3g}'
