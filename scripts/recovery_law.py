@@ -217,6 +217,8 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
       row[1].plot([r['p_over_kn'] for r in rows], [r['recovery_rate'] for r in rows],
                   '-' if search == 'subspace' else '--', marker='o', ms=3,
                   color=colors[ks.index(k) % 10], label=f'k={k} (d={d}) {search} search')
+    if not sub:
+      row[1].text(0.5, 0.5, 'not run', ha='center', va='center', transform=row[1].transAxes)
     row[0].set_title(f'{act}: full space (line style: method)')
     row[1].set_title(f'{act}: data in a k-dim subspace (default method)')
     for ax, xl in zip(row, ('p / (d n)', 'p / (k n)')):
