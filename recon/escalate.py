@@ -202,7 +202,7 @@ class Escalator:
       return False
     if loss > self._plateau_ratio * past[-1]:
       return True
-    if self._max_steps is None:
+    if self._max_steps is None or not self._tol > 0:  # tol = 0: no loss is fast enough
       return False
     # Too slow: at this window's rate the loss would not reach tol within the budget left.
     windows = np.log(loss / self._tol) / np.log(past[-1] / loss)

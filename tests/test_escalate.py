@@ -187,3 +187,15 @@ def test_a_loss_falling_too_slowly_for_the_budget_counts_as_a_plateau():
   for i, step in enumerate((100, 200, 300, 400)):
     flagged = esc._flagged(np.asarray([step]), running, np.asarray([1e-3 * 0.1 ** (i / 3)]))
   assert flagged == []
+
+
+def test_tol_zero_never_counts_as_too_slow():
+  """tol = 0 (run to max_steps): only a flat loss is a plateau; no division by tol."""
+  x, prob, loss_fn = _problem()
+  esc, opt, constraint = _escalator(prob, loss_fn, max_steps=2000)
+  esc._tol = 0.0
+  running = np.asarray([optimize.RUNNING])
+  flagged = []
+  for i, step in enumerate((100, 200, 300, 400)):
+    flagged = esc._flagged(np.asarray([step]), running, np.asarray([1e-3 * 0.8 ** (i / 3)]))
+  assert flagged == []
