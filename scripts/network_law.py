@@ -159,6 +159,13 @@ def device_name() -> str:
   return machine.describe() + ' (shared)'
 
 
+def escalation_of(cfg) -> Dict[str, Any]:
+  """The escalation fields of a run's config (recorded with every point)."""
+  return {k: cfg[k] for k in ('escalate', 'escalate_every', 'escalate_window',
+                              'escalate_trial_steps', 'escalate_restart_after',
+                              'escalate_restart_steps')}
+
+
 def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
             escalate: bool = True) -> Dict[str, Any]:
   cfg, width = make_config(victim, dataset, ratio, seed, n, max_steps, setting, escalate)
