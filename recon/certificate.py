@@ -49,12 +49,13 @@ MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
 FALLBACK_COUNTING_MARGIN = 2.0
 
 
-def tangent_jacobian_singular_values(feature_fn: Callable, x_hat, theta) -> np.ndarray:
-  """Singular values (descending) of the residual's Jacobian on the spheres' tangent space.
+def tangent_jacobian(feature_fn: Callable, x_hat, theta) -> np.ndarray:
+  """The residual's Jacobian on the spheres' tangent space, (p, m (d - 1)), float64.
 
-  feature_fn(x) -> Phi (m, p), row i a function of x_i alone; theta (p,). J = P_perp d(Phi^T alpha)/dX with alpha the span
-  coefficients held fixed (the exact Jacobian at a zero of the residual), rows' radial
-  directions projected out. Returns m (d - 1) values (the radial ones are dropped).
+  feature_fn(x) -> Phi (m, p), row i a function of x_i alone; theta (p,). J = P_perp
+  d(Phi^T alpha)/dX with alpha the span coefficients held fixed (the exact Jacobian at a
+  zero of the residual), rows' radial directions projected out; columns i (d-1) ...
+  (i+1)(d-1) - 1 belong to candidate i.
   """
   x_hat = jnp.asarray(x_hat)
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
@@ -73,10 +74,38 @@ def tangent_jacobian_singular_values(feature_fn: Callable, x_hat, theta) -> np.n
   for i in range(m):
     u, _, _ = np.linalg.svd(flat[i][:, None], full_matrices=True)
     blocks.append(jac[:, i * d:(i + 1) * d] @ u[:, 1:])
-  tangent = np.concatenate(blocks, axis=1)  # (p, m (d - 1))
-  gram = tangent.T @ tangent
-  eig = np.clip(np.linalg.eigvalsh(gram)[::-1], 0.0, None)
+  return np.concatenate(blocks, axis=1)  # (p, m (d - 1))
+
+
+def tangent_jacobian_singular_values(feature_fn: Callable, x_hat, theta) -> np.ndarray:
+  """Singular values (descending) of `tangent_jacobian`: m (d - 1) values."""
+  tangent = tangent_jacobian(feature_fn, x_hat, theta)
+  eig = np.clip(np.linalg.eigvalsh(tangent.T @ tangent)[::-1], 0.0, None)
   return np.sqrt(eig)
+
+
+def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
+  """(m,) s_i = sqrt(lambda_max([(J^T J)^{-1}]_ii)): how far candidate i can move, per unit
+  of residual, when every other candidate re-adjusts to compensate.
+
+  To first order the smallest residual reachable with candidate i moved by a tangent step
+  u (the others free) is ||u|| / sqrt(lambda_max of the i-th diagonal block of
+  (J^T J)^{-1}) (the Schur complement), so a residual budget rho lets row i move by at
+  most rho s_i. s_i <= 1 / sigma_min(J), so every row's radius is at most the whole set's
+  pin radius; a direction of (numerically) zero curvature makes s_i huge for the rows it
+  moves and leaves the others pinned.
+  """
+  gram = tangent.T @ tangent
+  lam, vec = np.linalg.eigh(gram)
+  floor = max(float(lam[-1]), 1e-300) * np.finfo(np.float64).eps
+  inv = 1.0 / np.maximum(lam, floor)
+  k = tangent.shape[1] // m
+  scales = np.empty(m)
+  for i in range(m):
+    v = vec[i * k:(i + 1) * k]  # (k, md): row i's part of every eigenvector
+    block = (v * inv) @ v.T
+    scales[i] = np.sqrt(max(float(np.linalg.eigvalsh(block)[-1]), 0.0))
+  return scales
 
 
 def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
@@ -86,6 +115,15 @@ def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
   dist = np.minimum(dist, dist.T)
   iu = np.triu_indices(len(x), 1)
   return int(np.sum(dist[iu] < threshold))
+
+
+def duplicate_rows(x_hat, threshold: float, sign_invariant: bool) -> np.ndarray:
+  """(m,) bool: candidates within `threshold` (relative) of another candidate."""
+  x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
+  dist = (metrics.sign_invariant_distances if sign_invariant else metrics.signed_distances)(x, x)
+  dist = np.minimum(dist, dist.T)
+  np.fill_diagonal(dist, np.inf)
+  return np.any(dist < threshold, axis=1)
 
 
 def restarts_agree(candidate_sets: Sequence[np.ndarray], threshold: float,
@@ -129,7 +167,8 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
   entries = int(p) * m * d
   if (feature_fn is not None and theta is not None and entries <= max_jacobian_entries
       and evidence['counting']):
-    sv = tangent_jacobian_singular_values(feature_fn, x_hat, theta)
+    tangent = tangent_jacobian(feature_fn, x_hat, theta)
+    sv = np.sqrt(np.clip(np.linalg.eigvalsh(tangent.T @ tangent)[::-1], 0.0, None))
     ratio = float(sv[-1] / sv[0]) if sv.size and sv[0] > 0 else 0.0
     row_norm = float(np.median(np.linalg.norm(x_hat.reshape(m, -1), axis=1)))
     theta_norm = float(np.linalg.norm(np.asarray(theta, np.float64)))
@@ -141,6 +180,16 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
                     jacobian_rank=int(np.sum(sv > rank_rtol * sv[0])) if sv.size else 0,
                     jacobian_full_rank=m * (d - 1), rank_rtol=rank_rtol,
                     pin_radius=float(pin))
+    if sv.size:
+      # Per row: the radius within which candidate i can move (others compensating) at
+      # this loss; pinned = below the threshold and not half of a near-duplicate pair.
+      norms = np.maximum(np.linalg.norm(x_hat.reshape(m, -1), axis=1), 1e-300)
+      radii = (np.sqrt(max(final_loss, tol)) * theta_norm *
+               row_pin_scales(tangent, m) / norms)
+      in_pair = duplicate_rows(x_hat, duplicate_threshold, sign_invariant)
+      pinned = (radii < duplicate_threshold) & ~in_pair
+      evidence.update(row_pin_radius=[float(r) for r in radii],
+                      row_pinned=[bool(b) for b in pinned], rows_pinned=int(pinned.sum()))
     if not pin < duplicate_threshold:
       reasons.append(f'the loss pins the candidates only to a relative radius {pin:.2g} >= '
                      f'{duplicate_threshold:g} (residual Jacobian rank '
@@ -169,4 +218,11 @@ def verdict(cert: Dict[str, Any], m: int) -> str:
              if ev.get('jacobian') == 'computed' else ', Jacobian not computed')
     return (f'certified: all {m} candidates are an isolated zero of the loss (loss '
             f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')
-  return 'not certified: ' + '; '.join(cert['reasons'])
+  line = 'not certified: ' + '; '.join(cert['reasons'])
+  pinned = cert['evidence'].get('row_pinned')
+  if pinned is not None:
+    free = [i for i, b in enumerate(pinned) if not b]
+    line += (f'; {sum(pinned)} of {m} candidates pinned by the loss'
+             + (f' (not: {", ".join(map(str, free[:10]))}{" ..." if len(free) > 10 else ""})'
+                if free else ''))
+  return line

@@ -158,6 +158,31 @@ def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
   }
 
 
+def sample_shares(phi_true: np.ndarray, theta: np.ndarray) -> np.ndarray:
+  """s_i = |alpha_i| ||phi(x_i)|| / ||theta||, alpha = argmin ||theta - Phi^T alpha||.
+
+  How much of the trained parameters each training sample carries (ground truth: a
+  scoring quantity, never an input to the attack). A sample with s_i ~ 0 barely enters
+  theta = Phi^T alpha (its label is nearly what the other samples already predict), so
+  the projection loss is nearly flat along its candidate: no attack on theta can place it
+  better than the loss resolves, and the certificate's row pin radius says so blindly.
+  """
+  phi = np.asarray(phi_true, np.float64).reshape(len(phi_true), -1)
+  theta = np.asarray(theta, np.float64).reshape(-1)
+  alpha, *_ = np.linalg.lstsq(phi.T, theta, rcond=None)
+  return np.abs(alpha) * np.linalg.norm(phi, axis=1) / max(float(np.linalg.norm(theta)), 1e-300)
+
+
+def pinned_but_wrong(x_true: np.ndarray, x_hat: np.ndarray, pinned: np.ndarray,
+                     threshold: float = RECOVERED_THRESHOLD, sign_invariant: bool = True) -> int:
+  """Candidates the certificate calls pinned (`pinned`, (m,) bool) that are NOT within
+  `threshold` of their matched training sample (scoring a blind per-row claim: must be 0)."""
+  m = match(x_true, x_hat, sign_invariant)
+  err = np.full(len(np.asarray(x_hat)), np.inf)
+  err[m['cols']] = m['dist'][m['rows'], m['cols']]
+  return int(np.sum(np.asarray(pinned, bool) & ~(err < threshold)))
+
+
 def feature_residual(phi_true: np.ndarray, phi_hat: np.ndarray) -> float:
   """Mean over true rows of ||phi(x_i) - P phi(x_i)|| / sqrt(p), P onto rowspan(phi_hat)."""
   a = np.asarray(phi_true, np.float64)

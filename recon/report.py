@@ -23,11 +23,13 @@ from recon.objectives import projection
 
 
 def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
-          steps: int, status: int, phi_true=None, phi_hat=None,
+          steps: int, status: int, phi_true=None, phi_hat=None, theta=None,
           sign_invariant: bool = True) -> Dict[str, Any]:
   """Metrics of one finished run (host side): matching errors, feature residual, loss, status.
 
   `sign_invariant`: errors ignore the sign of a row (`metrics.sign_ambiguous(activation)`).
+  With `phi_true` and `theta`: `sample_share_min`, the smallest share of theta a training
+  sample carries (`metrics.sample_shares`; ground truth, for analysis only).
   """
   x_true = np.asarray(x_true)
   x_hat = np.asarray(x_hat)
@@ -35,6 +37,8 @@ def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss
   if phi_true is not None:
     result['feature_residual'] = metrics.feature_residual(np.asarray(phi_true),
                                                           np.asarray(phi_hat))
+    if theta is not None:
+      result['sample_share_min'] = float(np.min(metrics.sample_shares(phi_true, theta)))
   result.update({
       'projection_loss': final_loss,
       'final_loss': final_loss,
@@ -118,6 +122,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
                    phi_true=None if feature_fn is None else feature_fn(x_true),
                    phi_hat=None if feature_fn is None else feature_fn(
                        jnp.asarray(x_hat, x_true.dtype)),
+                   theta=None if feature_fn is None else certify_theta,
                    sign_invariant=sign_invariant)
     result['ground_truth'] = True
     aligned = metrics.aligned_candidates(x_true_np, x_hat, sign_invariant)
@@ -142,6 +147,10 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
         restart_sets=decode.sets_at_tol(cfg.tol) if hasattr(decode, 'sets_at_tol') else None)
     result['certified'] = cert['certified']
     result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
+    if has_truth and 'row_pinned' in cert['evidence']:
+      result['rows_pinned_wrong'] = metrics.pinned_but_wrong(
+          x_true_np, x_hat, cert['evidence']['row_pinned'], cfg.recovered_threshold,
+          sign_invariant)
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   if outcome.escalator is not None:
     result.update(outcome.escalator.summary())

@@ -285,7 +285,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
       x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
       steps=int(out['steps'][i]), status=int(out['status'][i]),
       phi_true=features.rf_features(v, x_true, cfg.activation),
-      phi_hat=features.rf_features(v, x_hat, cfg.activation),
+      phi_hat=features.rf_features(v, x_hat, cfg.activation), theta=out['theta'][i][:cfg.p],
       sign_invariant=metrics.sign_ambiguous(cfg.activation))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
   cert = certificate.certify(
@@ -294,6 +294,10 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
       theta=out['theta'][i][:cfg.p], duplicate_threshold=cfg.recovered_threshold)
   result['certified'] = cert['certified']
   result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
+  if 'row_pinned' in cert['evidence']:
+    result['rows_pinned_wrong'] = metrics.pinned_but_wrong(
+        x_true, x_hat, cert['evidence']['row_pinned'], cfg.recovered_threshold,
+        metrics.sign_ambiguous(cfg.activation))
   if 'escalations_tried' in out:
     result['escalations_tried'] = int(out['escalations_tried'][i])
     result['escalations_accepted'] = int(out['escalations_accepted'][i])

@@ -127,13 +127,17 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
       frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
       final_loss=r['final_loss'], steps=r['steps'], status=r['status'],
       escalations=r.get('escalations_accepted', 0),
-      restarts_kept=r.get('escalation_restarts_kept', 0)) for r in out['records']])
+      restarts_kept=r.get('escalation_restarts_kept', 0),
+      min_share=r.get('sample_share_min'),
+      rows_pinned=r['certificate'].get('rows_pinned'),
+      pinned_wrong=r.get('rows_pinned_wrong')) for r in out['records']])
   recovered, certified = per_seed['recovered'], per_seed['certified']
   k = pt['k']
   return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
               p_over_kn=None if k is None else pt['p'] / (k * pt['n']), seeds=seeds,
               recovery_rate=float(np.mean(recovered)), certified_rate=float(np.mean(certified)),
               false_certified=int(sum(c and not r for c, r in zip(certified, recovered))),
+              false_pinned_rows=int(sum(v or 0 for v in per_seed['pinned_wrong'])),
               median_seconds=seconds / seeds, batch_seconds=seconds,
               median_steps=float(np.median(per_seed['steps'])),
               max_steps=max_steps, device=out['device'], machine=machine.describe(),
@@ -156,6 +160,48 @@ def width_at(rows: List[Dict[str, Any]], rate: float):
       break
     found = r
   return found
+
+
+SHARE_FLOOR = 0.01
+
+
+def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
+  """Markdown: every seed of a `default` point at p >= 4 dn that missed a row, with the
+  smallest share of theta a training sample carries (ground truth, `metrics.sample_shares`),
+  and the recovery rate over seeds whose every sample carries >= `floor`."""
+  rows, kept, kept_ok = [], 0, 0
+  for r in sorted(records, key=lambda r: (r['activation'], r['d'], r['k'] or 0, r['search'],
+                                          r['p'])):
+    ps = r.get('per_seed')
+    if (r['method'] != 'default' or r['p_over_dn'] < 4 or not isinstance(ps, dict)
+        or 'min_share' not in ps):
+      continue
+    for i, seed in enumerate(ps['seed']):
+      share = ps['min_share'][i]
+      if share is not None and share >= floor:
+        kept += 1
+        kept_ok += bool(ps['recovered'][i])
+      if ps['recovered'][i]:
+        continue
+      pinned = ps['rows_pinned'][i]
+      rows.append(f'| {r["activation"]} | {r["d"]} | {r["k"] or ""} | {r["search"]} | '
+                  f'{r["p_over_dn"]:.3g} | {seed} | {ps["frac_recovered"][i]:.3g} | '
+                  f'{ps["final_loss"][i]:.2g} | {"-" if share is None else f"{share:.1e}"} | '
+                  f'{"-" if pinned is None else pinned} of {r["n"]} | '
+                  f'{"yes" if ps["certified"][i] else "no"} |')
+  if not rows and not kept:
+    return []
+  out = ['', '## Misses of the default above the threshold (p >= 4 dn)', '',
+         'Every seed that left a row unrecovered, with the smallest share of theta a training '
+         'sample carries, min_i |alpha_i| ||phi(x_i)|| / ||theta|| (theta = Phi^T alpha; '
+         'computed from the ground truth for this analysis only, never used by the attack), and '
+         'how many candidates the blind certificate pins one by one.', '',
+         '| activation | d | k | search | p/dn | seed | frac recovered | loss | min share | '
+         'rows pinned | certified |', '|' + '---|' * 11] + (rows or ['| none |' + ' |' * 10])
+  if kept:
+    out += ['', f'Seeds whose every sample carries >= {floor:g} of theta: {kept_ok} of {kept} '
+            f'recovered ({kept_ok / kept:.3f}).']
+  return out
 
 
 def render(records: List[Dict[str, Any]], out: str) -> None:
@@ -181,6 +227,14 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
   certified = sum(round(r['certified_rate'] * r['seeds']) for r in records)
   lines += ['', f'False certificates: {sum(r["false_certified"] for r in records)} of '
             f'{certified} certified runs ({runs} runs in all).']
+  pinned = [r for r in records if 'false_pinned_rows' in r]
+  if pinned:
+    rows_pinned = sum(sum(v or 0 for v in r['per_seed']['rows_pinned']) for r in pinned)
+    lines += ['', f'Rows the certificate pins one by one (`certificate.row_pinned`, also in runs '
+              f'that are not certified): {rows_pinned} pinned rows in {len(pinned)} points, of '
+              f'which {sum(r["false_pinned_rows"] for r in pinned)} are not within the '
+              f'recovered threshold of their sample.']
+  lines += misses(records, SHARE_FLOOR)
   lines += ['', '## Width needed for 95% recovery', '',
             'The smallest measured width from which on every larger measured width recovers '
             '>= 95% of seeds ("-": none does). Full space against d n; planted k-dim subspace '
@@ -248,6 +302,8 @@ def define_flags() -> None:
   flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
   flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
   flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
+  flags.DEFINE_bool('redo', False, 'Re-run the selected points already in the JSON (their '
+                    'records are replaced); default: skip them.')
 
 
 def main(argv):
@@ -272,12 +328,12 @@ def main(argv):
     if not FLAGS.full_space:
       preset['ds'] = ()
     seeds = FLAGS.seeds or preset['seeds']
-    done = {point_key(r) for r in records}
+    done = set() if FLAGS.redo else {point_key(r) for r in records}
     todo = [pt for pt in points(preset, FLAGS.methods, FLAGS.activations, FLAGS.subspace)
             if point_key(dict(pt, seeds=seeds)) not in done]
     for i, pt in enumerate(todo):
       rec = run_point(pt, seeds, FLAGS.max_steps)
-      records.append(rec)
+      records = [r for r in records if point_key(r) != point_key(rec)] + [rec]
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
       write_records(path, records)  # after every point: resumable
       print(f'[{i + 1}/{len(todo)}] {rec["method"]} {rec["activation"]} d={rec["d"]} '

@@ -41,6 +41,28 @@ def test_the_truth_above_the_threshold_is_certified():
   assert ev['jacobian'] == 'computed' and ev['pin_radius'] < 0.1
   assert ev['jacobian_rank'] == N * (D - 1)
   assert certificate.verdict(cert, N).startswith('certified')
+  # Certified means every row is pinned one by one, each no looser than the whole set.
+  assert ev['rows_pinned'] == N and all(ev['row_pinned'])
+  assert max(ev['row_pin_radius']) <= ev['pin_radius'] * (1 + 1e-6)
+
+
+@pytest.mark.slow  # ~6 CPU-s
+def test_a_sample_theta_does_not_carry_is_the_one_row_left_unpinned():
+  p = 10 * N * D
+  x, _, ff, _ = _problem(p)
+  phi = ff(x)
+  alpha = jnp.asarray([1.0, -0.7, 0.0, 0.9, 0.6, -1.2])  # sample 2 is not in theta at all
+  theta = phi.T @ alpha
+  loss = lambda z: float(projection.projection_loss(ff(z), theta))  # noqa: E731
+  x_hat = x.at[2].set(-x[2] + 0.3 * x[0])  # a wrong row where theta does not look
+  x_hat = x_hat.at[2].set(x_hat[2] / jnp.linalg.norm(x_hat[2]) * jnp.sqrt(D))
+  assert loss(x_hat) < 1e-9  # the loss cannot tell: it is at tol with a wrong row
+  cert = _certify(x_hat, theta, ff, loss, p, tol=1e-9)
+  ev = cert['evidence']
+  assert not cert['certified']
+  assert ev['row_pinned'] == [True, True, False, True, True, True]
+  assert ev['row_pin_radius'][2] > 1.0 > 0.1 > max(np.delete(ev['row_pin_radius'], 2))
+  assert 'not: 2)' in certificate.verdict(cert, N)
 
 
 def test_a_continuum_of_zero_loss_solutions_is_not_certified():

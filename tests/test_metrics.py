@@ -102,3 +102,26 @@ def test_which_activations_ignore_sign():
   assert metrics.sign_ambiguous(None)
   for name in ('relu_tanh', 'tanh', 'sin', 'cubic', 'gelu', 'softplus_tanh'):
     assert not metrics.sign_ambiguous(name)
+
+
+def test_sample_shares_are_each_samples_part_of_theta():
+  phi = RNG.normal(size=(4, 50))
+  alpha = np.array([2.0, -1.0, 0.0, 0.5])
+  theta = phi.T @ alpha
+  shares = metrics.sample_shares(phi, theta)
+  expected = np.abs(alpha) * np.linalg.norm(phi, axis=1) / np.linalg.norm(theta)
+  np.testing.assert_allclose(shares, expected, atol=1e-10)
+  assert shares[2] < 1e-10 and shares[0] > 0.1
+
+
+def test_pinned_but_wrong_counts_only_pinned_rows_far_from_their_sample():
+  x = _rows(4, 6)
+  x_hat = x.copy()
+  x_hat[1] = _rows(1, 6)[0] * 3  # a wrong row
+  assert metrics.pinned_but_wrong(x, x_hat, np.array([1, 0, 1, 1], bool)) == 0
+  assert metrics.pinned_but_wrong(x, x_hat, np.ones(4, bool)) == 1
+  # relu: -x is the same sample when signs are ignored, a wrong one when they are not.
+  flipped = x.copy()
+  flipped[0] *= -1
+  assert metrics.pinned_but_wrong(x, flipped, np.ones(4, bool), sign_invariant=True) == 0
+  assert metrics.pinned_but_wrong(x, flipped, np.ones(4, bool), sign_invariant=False) == 1

@@ -27,6 +27,8 @@ def test_one_point_runs_renders_and_is_skipped_when_present(tmp_path):
     assert f in rec
   assert rec['false_certified'] <= rec['seeds'] and 0 <= rec['recovery_rate'] <= 1
   assert len(rec['per_seed']['certified']) == 2 and rec['per_seed']['seed'] == [0, 1]
+  assert all(0 <= v <= 1 for v in rec['per_seed']['min_share'])  # scoring only
+  assert rec['false_pinned_rows'] == 0
   out = str(tmp_path / 'law')
   recovery_law.render([rec], out)
   assert os.path.exists(out + '.png')
@@ -42,3 +44,22 @@ def test_width_at_95_is_the_start_of_the_last_run_of_successes():
                                                   (16, 0.95))]
   assert recovery_law.width_at(rows, 0.95)['p'] == 8
   assert recovery_law.width_at(rows[:3], 0.95) is None
+
+
+def test_misses_list_every_unrecovered_seed_above_4dn_with_its_smallest_share():
+  def rec(method, ratio, recovered, shares):
+    k = len(recovered)
+    return dict(method=method, activation='relu', d=8, k=None, search='full', n=8, p=ratio * 64,
+                p_over_dn=ratio, per_seed=dict(
+                    seed=list(range(k)), recovered=recovered, certified=recovered,
+                    frac_recovered=[1.0 if r else 0.875 for r in recovered],
+                    final_loss=[1e-10 if r else 1e-8 for r in recovered], min_share=shares,
+                    rows_pinned=[8 if r else 7 for r in recovered]))
+  records = [rec('default', 10, [True, False, True], [0.2, 0.001, 0.05]),
+             rec('default', 2, [False], [0.3]),  # below 4 dn: not listed
+             rec('paper', 10, [False], [0.3])]  # another method: not listed
+  text = '\n'.join(recovery_law.misses(records, 0.01))
+  assert '| relu | 8 |  | full | 10 | 1 | 0.875 | 1e-08 | 1.0e-03 | 7 of 8 | no |' in text
+  assert text.count('| relu | 8 |') == 1
+  assert '2 of 2 recovered (1.000)' in text  # the seed with share 0.001 is set apart
+  assert recovery_law.misses([rec('default', 2, [False], [0.3])], 0.01) == []
