@@ -108,22 +108,24 @@ def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
   return scales
 
 
-def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
-  """Number of candidate pairs within `threshold` (relative distance) of one another."""
-  x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  dist = (metrics.sign_invariant_distances if sign_invariant else metrics.signed_distances)(x, x)
-  dist = np.minimum(dist, dist.T)
-  iu = np.triu_indices(len(x), 1)
-  return int(np.sum(dist[iu] < threshold))
-
-
-def duplicate_rows(x_hat, threshold: float, sign_invariant: bool) -> np.ndarray:
-  """(m,) bool: candidates within `threshold` (relative) of another candidate."""
+def _pair_distances(x_hat, sign_invariant: bool) -> np.ndarray:
+  """(m, m) symmetric relative distances between candidates, inf on the diagonal."""
   x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
   dist = (metrics.sign_invariant_distances if sign_invariant else metrics.signed_distances)(x, x)
   dist = np.minimum(dist, dist.T)
   np.fill_diagonal(dist, np.inf)
-  return np.any(dist < threshold, axis=1)
+  return dist
+
+
+def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
+  """Number of candidate pairs within `threshold` (relative distance) of one another."""
+  dist = _pair_distances(x_hat, sign_invariant)
+  return int(np.sum(dist[np.triu_indices(len(dist), 1)] < threshold))
+
+
+def duplicate_rows(x_hat, threshold: float, sign_invariant: bool) -> np.ndarray:
+  """(m,) bool: candidates within `threshold` (relative) of another candidate."""
+  return np.any(_pair_distances(x_hat, sign_invariant) < threshold, axis=1)
 
 
 def restarts_agree(candidate_sets: Sequence[np.ndarray], threshold: float,
