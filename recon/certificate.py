@@ -189,8 +189,13 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
       radii = (np.sqrt(max(final_loss, tol)) * theta_norm *
                row_pin_scales(tangent, m) / norms)
       in_pair = duplicate_rows(x_hat, duplicate_threshold, sign_invariant)
-      pinned = (radii < duplicate_threshold) & ~in_pair
+      within = (radii < duplicate_threshold) & ~in_pair
+      # Pinned needs the loss at tol: above it X_hat may sit in a wrong basin, where the
+      # linearisation says nothing about the truth (measured: a wrong row "within" at
+      # p = m d, loss 1e-5). `row_within` is the same test at any loss, as evidence only.
+      pinned = within & evidence['loss_at_tol']
       evidence.update(row_pin_radius=[float(r) for r in radii],
+                      row_within=[bool(b) for b in within], rows_within=int(within.sum()),
                       row_pinned=[bool(b) for b in pinned], rows_pinned=int(pinned.sum()))
     if not pin < duplicate_threshold:
       reasons.append(f'the loss pins the candidates only to a relative radius {pin:.2g} >= '
@@ -221,10 +226,14 @@ def verdict(cert: Dict[str, Any], m: int) -> str:
     return (f'certified: all {m} candidates are an isolated zero of the loss (loss '
             f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')
   line = 'not certified: ' + '; '.join(cert['reasons'])
-  pinned = cert['evidence'].get('row_pinned')
-  if pinned is not None:
-    free = [i for i, b in enumerate(pinned) if not b]
-    line += (f'; {sum(pinned)} of {m} candidates pinned by the loss'
+  ev = cert['evidence']
+  if 'row_pinned' in ev:
+    key, what = (('row_pinned', 'candidates pinned by the loss') if ev['loss_at_tol'] else
+                 ('row_within', 'candidates within the threshold at this loss (evidence, '
+                  'not pinned: the loss is above tol)'))
+    flags = ev[key]
+    free = [i for i, b in enumerate(flags) if not b]
+    line += (f'; {sum(flags)} of {m} {what}'
              + (f' (not: {", ".join(map(str, free[:10]))}{" ..." if len(free) > 10 else ""})'
                 if free else ''))
   return line

@@ -148,9 +148,10 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     result['certified'] = cert['certified']
     result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
     if has_truth and 'row_pinned' in cert['evidence']:
-      result['rows_pinned_wrong'] = metrics.pinned_but_wrong(
-          x_true_np, x_hat, cert['evidence']['row_pinned'], cfg.recovered_threshold,
-          sign_invariant)
+      for name in ('pinned', 'within'):
+        result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
+            x_true_np, x_hat, cert['evidence'][f'row_{name}'], cfg.recovered_threshold,
+            sign_invariant)
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   if outcome.escalator is not None:
     result.update(outcome.escalator.summary())

@@ -295,9 +295,10 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
   result['certified'] = cert['certified']
   result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
   if 'row_pinned' in cert['evidence']:
-    result['rows_pinned_wrong'] = metrics.pinned_but_wrong(
-        x_true, x_hat, cert['evidence']['row_pinned'], cfg.recovered_threshold,
-        metrics.sign_ambiguous(cfg.activation))
+    for name in ('pinned', 'within'):
+      result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
+          x_true, x_hat, cert['evidence'][f'row_{name}'], cfg.recovered_threshold,
+          metrics.sign_ambiguous(cfg.activation))
   if 'escalations_tried' in out:
     result['escalations_tried'] = int(out['escalations_tried'][i])
     result['escalations_accepted'] = int(out['escalations_accepted'][i])

@@ -89,10 +89,16 @@ def test_loss_above_tol_and_duplicates_are_not_certified():
   p = 10 * N * D
   x, theta, ff, loss = _problem(p)
   moved = x.at[0].set(x[0] * 0.7 + 0.3 * x[1])
-  assert not _certify(moved, theta, ff, loss, p)['certified']
+  cert = _certify(moved, theta, ff, loss, p)
+  assert not cert['certified']
+  # Above tol no row is pinned (a wrong basin says nothing about the truth); the radius test
+  # itself is still reported as evidence.
+  assert cert['evidence']['rows_pinned'] == 0 and len(cert['evidence']['row_within']) == N
+  assert 'evidence, not pinned' in certificate.verdict(cert, N)
   dup = x.at[1].set(x[0] * 1.01)
   cert = _certify(dup, theta, ff, loss, p)
   assert not cert['certified'] and cert['evidence']['duplicate_pairs'] >= 1
+  assert not cert['evidence']['row_within'][0] and not cert['evidence']['row_within'][1]
 
 
 def test_relu_sign_flips_count_as_duplicates_only_for_sign_ambiguous_activations():
