@@ -57,6 +57,12 @@ RATIOS = (0.25, 0.5, 1.0, 3.0, 10.0, 16.0)
 SEEDS = (0, 1, 2)
 CALIBRATION_RATIO = 10.0
 SHADOW_SEED0 = 1000
+# Attack step budget per kind: the two-layer nets get 12000 (their runs cost seconds; a run
+# that reaches tol stops there, so only a run stuck on a plateau uses the extra steps, which
+# give the escalation room for several replacement trials and a new candidate set); the
+# compile-heavy ResNet / ViT and RF (which reaches tol) 4000.
+MAX_STEPS = {'two_layer_mse': 12000, 'two_layer_logistic': 12000, 'two_layer_ce': 12000}
+DEFAULT_MAX_STEPS = 4000
 SHADOW_COUNT = 3  # shadow victims per calibration (two-layer nets, RF)
 
 _VICTIMS = flags.DEFINE_list('victims', list(VICTIMS), 'Victim kinds to run.')
@@ -64,7 +70,8 @@ _DATASETS = flags.DEFINE_list('datasets', ['digits'], 'Data sets to run.')
 _RATIOS = flags.DEFINE_list('ratios', [str(r) for r in RATIOS], 'p_L / (d n) targets.')
 _SEEDS = flags.DEFINE_list('seeds', [str(s) for s in SEEDS], 'Victim seeds.')
 _N = flags.DEFINE_integer('n', 4, 'Training-set size.')
-_MAX_STEPS = flags.DEFINE_integer('max_steps', 4000, 'Attack steps per run.')
+_MAX_STEPS = flags.DEFINE_integer('max_steps', None, 'Attack steps per run (None: the '
+                                  "victim kind's `max_steps_for`).")
 _CALIBRATE = flags.DEFINE_bool('calibrate', True, 'Choose attack settings on a shadow victim '
                                '(else the first grid setting, recorded as not calibrated).')
 _RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
@@ -126,6 +133,11 @@ def attack_grid(victim: str) -> List[Dict[str, Any]]:
   if victim == 'vit':
     return [{'lr': 0.05, 'jacobian_at': j} for j in JACOBIAN_POINTS]
   return [{'lr': lr, 'jacobian_at': j} for j in JACOBIAN_POINTS for lr in (0.05, 0.02)]
+
+
+def max_steps_for(victim: str, max_steps: Optional[int] = None) -> int:
+  """The attack's step budget: `max_steps` if given, else the kind's `MAX_STEPS`."""
+  return max_steps if max_steps else MAX_STEPS.get(victim, DEFAULT_MAX_STEPS)
 
 
 def shadow_count(victim: str) -> int:
@@ -290,7 +302,9 @@ def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate
   res = load(out + '.json')
   have = {key_of(r) for r in res['records']}
   mode = 'auto' if escalate else 'off'
+  budget = max_steps
   for victim, dataset in itertools.product(victims, datasets):
+    max_steps = max_steps_for(victim, budget)
     ckey = calibration_key(victim, dataset, n, escalate)
     plain = res['calibration'].get(f'{victim}/{dataset}/n{n}', {})
     if not escalate and ckey not in res['calibration'] and plain.get('escalate') == 'off':
