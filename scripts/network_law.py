@@ -12,12 +12,14 @@ p_L is the last layer's parameter count (width * C for the two-layer net,
 positions * width * C for the flattened ResNet / ViT heads, p for random
 features); the width at a ratio r is round(r * d n / (p_L per unit width)).
 
-Attack settings (Adam learning rate; for ResNet / ViT also the Jacobian point) are
-chosen BLIND, per victim and data set, on a *shadow* victim: the same architecture
-trained by the attacker on its own images of the same distribution (a data seed
-whose images are disjoint from every victim seed's), at p_L = 10 dn; the setting
-with the lowest error on the shadow's training set (which the attacker owns) is
-used for every width and seed. The victims' training sets are never used to choose.
+Attack settings (`attack_grid`: the Adam learning rate and/or the Jacobian point
+`trained` / `midpoint` / `init_and_trained`) are chosen BLIND, per victim and data set,
+on *shadow* victims: the same architecture trained by the attacker on its own images
+of the same distribution (data seeds whose images are disjoint from every victim
+seed's; `shadow_count` of them), at p_L = 10 dn; the setting with the lowest mean
+error on the shadows' training sets (which the attacker owns) is used for every width
+and seed. The victims' training sets are never used to choose. The attack's step
+budget is per kind (`MAX_STEPS`).
 
 The attack escalates on a loss plateau (`--escalate`, the default: the configs'
 `common.add_escalation` fields, recon/escalate.py); every record carries `escalate` and
