@@ -55,8 +55,10 @@ def test_attack_grids_offer_the_jacobian_points():
   assert [g['jacobian_at'] for g in nl.attack_grid('vit')] == list(nl.JACOBIAN_POINTS)
   assert all('jacobian_at' not in g for g in nl.attack_grid('rf'))
   assert nl.shadow_count('vit') == 2 and nl.shadow_count('two_layer_mse') == nl.SHADOW_COUNT
-  # Step budgets: the cheap two-layer nets 12000, the rest 4000; an explicit budget wins.
+  # Step budgets: the cheap two-layer nets 12000 (MSE 40000), the rest 4000; an explicit
+  # budget wins.
   assert nl.max_steps_for('two_layer_ce') == 12000 and nl.max_steps_for('vit') == 4000
+  assert nl.max_steps_for('two_layer_mse') == 40000
   assert nl.max_steps_for('rf') == nl.DEFAULT_MAX_STEPS and nl.max_steps_for('two_layer_ce', 30) == 30
 
 
