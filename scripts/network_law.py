@@ -12,12 +12,14 @@ p_L is the last layer's parameter count (width * C for the two-layer net,
 positions * width * C for the flattened ResNet / ViT heads, p for random
 features); the width at a ratio r is round(r * d n / (p_L per unit width)).
 
-Attack settings (Adam learning rate; for ResNet / ViT also the Jacobian point) are
-chosen BLIND, per victim and data set, on a *shadow* victim: the same architecture
-trained by the attacker on its own images of the same distribution (a data seed
-whose images are disjoint from every victim seed's), at p_L = 10 dn; the setting
-with the lowest error on the shadow's training set (which the attacker owns) is
-used for every width and seed. The victims' training sets are never used to choose.
+Attack settings (`attack_grid`: the Adam learning rate and/or the Jacobian point
+`trained` / `midpoint` / `init_and_trained`) are chosen BLIND, per victim and data set,
+on *shadow* victims: the same architecture trained by the attacker on its own images
+of the same distribution (data seeds whose images are disjoint from every victim
+seed's; `shadow_count` of them), at p_L = 10 dn; the setting with the lowest mean
+error on the shadows' training sets (which the attacker owns) is used for every width
+and seed. The victims' training sets are never used to choose. The attack's step
+budget is per kind (`MAX_STEPS`).
 
 The attack escalates on a loss plateau (`--escalate`, the default: the configs'
 `common.add_escalation` fields, recon/escalate.py); every record carries `escalate` and
@@ -57,13 +59,23 @@ RATIOS = (0.25, 0.5, 1.0, 3.0, 10.0, 16.0)
 SEEDS = (0, 1, 2)
 CALIBRATION_RATIO = 10.0
 SHADOW_SEED0 = 1000
+# Attack step budget per kind: the two-layer nets get 12000 (their runs cost seconds; a run
+# that reaches tol stops there, so only a run stuck on a plateau uses the extra steps, which
+# give the escalation room for several replacement trials and a new candidate set), the MSE
+# net 40000 (its loss floor at the truth is below tol, so the budget is a cap on "run until
+# tol"; at 12000 one run stayed on a plateau without reaching tol); the compile-heavy
+# ResNet / ViT and RF (which reaches tol) 4000.
+MAX_STEPS = {'two_layer_mse': 40000, 'two_layer_logistic': 12000, 'two_layer_ce': 12000}
+DEFAULT_MAX_STEPS = 4000
+SHADOW_COUNT = 3  # shadow victims per calibration (two-layer nets, RF)
 
 _VICTIMS = flags.DEFINE_list('victims', list(VICTIMS), 'Victim kinds to run.')
 _DATASETS = flags.DEFINE_list('datasets', ['digits'], 'Data sets to run.')
 _RATIOS = flags.DEFINE_list('ratios', [str(r) for r in RATIOS], 'p_L / (d n) targets.')
 _SEEDS = flags.DEFINE_list('seeds', [str(s) for s in SEEDS], 'Victim seeds.')
 _N = flags.DEFINE_integer('n', 4, 'Training-set size.')
-_MAX_STEPS = flags.DEFINE_integer('max_steps', 4000, 'Attack steps per run.')
+_MAX_STEPS = flags.DEFINE_integer('max_steps', None, 'Attack steps per run (None: the '
+                                  "victim kind's `max_steps_for`).")
 _CALIBRATE = flags.DEFINE_bool('calibrate', True, 'Choose attack settings on a shadow victim '
                                '(else the first grid setting, recorded as not calibrated).')
 _RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
@@ -105,13 +117,36 @@ def vit_patch(dataset: str) -> int:
   return 2 if image_side(dataset) % 2 == 0 else 1
 
 
+# Where the head-Jacobian features are taken (recon/pipelines/networks.py JACOBIAN_POINTS):
+# at W(T) (the paper's), the mean of the rows at W(0) and W(T), or both stacked.
+JACOBIAN_POINTS = ('trained', 'midpoint', 'init_and_trained')
+
+
 def attack_grid(victim: str) -> List[Dict[str, Any]]:
-  """The settings the shadow calibration chooses among (the first is the uncalibrated default)."""
+  """The settings the shadow calibration chooses among (the first is the uncalibrated default).
+
+  Two-layer nets: learning rate x Jacobian point (cheap runs); ViT: the Jacobian point at one
+  learning rate (compile-heavy); ResNet: trained or midpoint (its grid was measured before
+  'init_and_trained' entered the others' and already meets the targets; one shadow run of a
+  ResNet at 10 dn costs ~100 s); RF: the learning rate.
+  """
   if victim == 'rf':
     return [{'lr': lr} for lr in (0.05, 0.02)]
-  if victim in ('resnet', 'vit'):  # the Jacobian point (compile-heavy: one lr)
+  if victim == 'resnet':
     return [{'lr': 0.05, 'jacobian_at': j} for j in ('trained', 'midpoint')]
-  return [{'lr': lr, 'jacobian_at': 'trained'} for lr in (0.05, 0.02)]
+  if victim == 'vit':
+    return [{'lr': 0.05, 'jacobian_at': j} for j in JACOBIAN_POINTS]
+  return [{'lr': lr, 'jacobian_at': j} for j in JACOBIAN_POINTS for lr in (0.05, 0.02)]
+
+
+def max_steps_for(victim: str, max_steps: Optional[int] = None) -> int:
+  """The attack's step budget: `max_steps` if given, else the kind's `MAX_STEPS`."""
+  return max_steps if max_steps else MAX_STEPS.get(victim, DEFAULT_MAX_STEPS)
+
+
+def shadow_count(victim: str) -> int:
+  """How many shadow victims the calibration averages over (fewer for the costly kinds)."""
+  return {'resnet': 1, 'vit': 2}.get(victim, SHADOW_COUNT)
 
 
 def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
@@ -202,8 +237,9 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
   }
 
 
-def shadow_seed(victim, dataset, n, victim_seeds) -> Dict[str, Any]:
-  """First seed >= SHADOW_SEED0 whose images are disjoint from every victim seed's."""
+def shadow_seeds(victim, dataset, n, victim_seeds, count: int = 1) -> Dict[str, Any]:
+  """The first `count` seeds >= SHADOW_SEED0 whose images are disjoint from every victim
+  seed's (the attacker's own images of the same distribution)."""
   cfg, _ = make_config(victim, dataset, CALIBRATION_RATIO, 0, n, 1, {})
 
   def indices(seed):
@@ -212,23 +248,38 @@ def shadow_seed(victim, dataset, n, victim_seeds) -> Dict[str, Any]:
     return set(int(i) for i in np.asarray(meta['indices']))
 
   taken = set().union(*(indices(s) for s in victim_seeds))
-  for s in range(SHADOW_SEED0, SHADOW_SEED0 + 100):
-    if not indices(s) & taken:
-      return {'seed': s, 'disjoint_from_seeds': list(victim_seeds)}
-  raise RuntimeError('no disjoint shadow seed found')
+  found = [s for s in range(SHADOW_SEED0, SHADOW_SEED0 + 100) if not indices(s) & taken]
+  if len(found) < count:
+    raise RuntimeError(f'only {len(found)} disjoint shadow seeds found, {count} needed')
+  return {'seeds': found[:count], 'disjoint_from_seeds': list(victim_seeds)}
 
 
-def calibrate(victim, dataset, n, max_steps, victim_seeds, escalate=True) -> Dict[str, Any]:
-  shadow = shadow_seed(victim, dataset, n, victim_seeds)
+def shadow_seed(victim, dataset, n, victim_seeds) -> Dict[str, Any]:
+  """First seed >= SHADOW_SEED0 whose images are disjoint from every victim seed's."""
+  found = shadow_seeds(victim, dataset, n, victim_seeds, 1)
+  return {'seed': found['seeds'][0], 'disjoint_from_seeds': found['disjoint_from_seeds']}
+
+
+def calibrate(victim, dataset, n, max_steps, victim_seeds, escalate=True,
+              count: Optional[int] = None) -> Dict[str, Any]:
+  """Runs every `attack_grid` setting on the shadow victims at p_L = CALIBRATION_RATIO dn and
+  chooses the one with the lowest mean recon_error on the shadows' own training images."""
+  shadow = shadow_seeds(victim, dataset, n, victim_seeds,
+                        shadow_count(victim) if count is None else count)
   trials = []
   for setting in attack_grid(victim):
-    rec = run_one(victim, dataset, CALIBRATION_RATIO, shadow['seed'], n, max_steps, setting,
-                  escalate)
-    trials.append({'setting': setting, 'shadow_recon_error': rec['recon_error'],
-                   'shadow_projection_loss': rec['projection_loss'],
-                   'wall_seconds': rec['wall_seconds']})
+    errs, losses, walls = [], [], []
+    for seed in shadow['seeds']:
+      rec = run_one(victim, dataset, CALIBRATION_RATIO, seed, n, max_steps, setting, escalate)
+      errs.append(rec['recon_error'])
+      losses.append(rec['projection_loss'])
+      walls.append(rec['wall_seconds'])
+    trials.append({'setting': setting, 'shadow_recon_error': float(np.mean(errs)),
+                   'shadow_recon_errors': errs, 'shadow_projection_loss': losses,
+                   'wall_seconds': float(np.sum(walls))})
     print(f'  calibrate {victim}/{dataset} {setting}: shadow recon_error '
-          f'{rec["recon_error"]:.4f}', file=sys.stderr, flush=True)
+          f'{np.mean(errs):.4f} ({", ".join(f"{e:.3g}" for e in errs)})', file=sys.stderr,
+          flush=True)
   best = min(trials, key=lambda t: t['shadow_recon_error'])
   return {'shadow': shadow, 'ratio': CALIBRATION_RATIO, 'max_steps': max_steps,
           'escalate': 'auto' if escalate else 'off', 'trials': trials,
@@ -255,7 +306,9 @@ def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate
   res = load(out + '.json')
   have = {key_of(r) for r in res['records']}
   mode = 'auto' if escalate else 'off'
+  budget = max_steps
   for victim, dataset in itertools.product(victims, datasets):
+    max_steps = max_steps_for(victim, budget)
     ckey = calibration_key(victim, dataset, n, escalate)
     plain = res['calibration'].get(f'{victim}/{dataset}/n{n}', {})
     if not escalate and ckey not in res['calibration'] and plain.get('escalate') == 'off':
@@ -331,6 +384,10 @@ def transition(by_ratio) -> str:
   return f'> 0.5 up to {a}; < 0.05 from {b}'
 
 
+def _setting_text(setting: Dict[str, Any]) -> str:
+  return ', '.join(f'{k} {v}' for k, v in setting.items())
+
+
 def render_md(res, n, baseline=None, baseline_name='') -> str:
   """The md tables of `res`; `baseline` (another JSON of the same grid, e.g. without
   escalation) adds its recon_error beside each point."""
@@ -346,21 +403,27 @@ def render_md(res, n, baseline=None, baseline_name='') -> str:
                  f"{(baseline['records'][0].get('escalate', 'off'))!r} (its own calibration); "
                  'its recon_error is the column "baseline".')
     lines.append('')
-  summary = ['| victim | escalate | ' + ' | '.join(f'{r:g} dn' for r in RATIOS) + ' |',
-             '|---|---|' + '---|' * len(RATIOS)]
+  summary = ['| victim | escalate | features (jacobian_at) | ' +
+             ' | '.join(f'{r:g} dn' for r in RATIOS) + ' |',
+             '|---|---|---|' + '---|' * len(RATIOS)]
   for (victim, dataset, nn, mode), by_ratio in groups.items():
     cells = []
     for target in RATIOS:
       rs = [r for x in by_ratio for r in by_ratio[x] if float(r['ratio_target']) == target]
       cells.append(f'{np.mean([r["recon_error"] for r in rs]):.3g}' if rs else '–')
-    summary.append(f'| {victim} / {dataset} | {mode} | ' + ' | '.join(cells) + ' |')
-    if base:
+    jac = sorted({str(r.get('jacobian_at')) for x in by_ratio for r in by_ratio[x]})
+    summary.append(f'| {victim} / {dataset} | {mode} | {", ".join(jac)} | ' +
+                   ' | '.join(cells) + ' |')
+    if any(k[:3] == (victim, dataset, nn) for k in base):  # a baseline of this kind
       bcells = []
       for target in RATIOS:
         bs = [r for k, v in base.items() if k[:3] == (victim, dataset, nn) for r in v
               if float(r['ratio_target']) == target]
         bcells.append(f'{np.mean([r["recon_error"] for r in bs]):.3g}' if bs else '–')
-      summary.append(f'| {victim} / {dataset} | baseline | ' + ' | '.join(bcells) + ' |')
+      bjac = sorted({str(r.get('jacobian_at')) for k, v in base.items()
+                     if k[:3] == (victim, dataset, nn) for r in v})
+      summary.append(f'| {victim} / {dataset} | baseline | {", ".join(bjac)} | ' +
+                     ' | '.join(bcells) + ' |')
   lines += ['## Summary: recon_error, mean over seeds', ''] + summary + ['']
   for (victim, dataset, nn, mode), by_ratio in groups.items():
     ratios = sorted(by_ratio)
@@ -377,10 +440,15 @@ def render_md(res, n, baseline=None, baseline_name='') -> str:
     lines.append(f'* threat model: {threat}; jacobian_at={r0["jacobian_at"]}; '
                  f'attack {r0["attack"]}')
     if cal.get('calibrated'):
-      tr = '; '.join(f'{t["setting"]}: {t["shadow_recon_error"]:.3g}' for t in cal['trials'])
-      lines.append(f'* blind choice on shadow seed {cal["shadow"]["seed"]} (images disjoint from '
-                   f'seeds {cal["shadow"]["disjoint_from_seeds"]}) at p_L = {cal["ratio"]:g} dn: '
-                   f'{tr} -> {cal["chosen"]}')
+      tr = '; '.join(f'{_setting_text(t["setting"])}: {t["shadow_recon_error"]:.3g}' + (
+          f' ({", ".join(f"{e:.2g}" for e in t["shadow_recon_errors"])})'
+          if len(t.get('shadow_recon_errors', [])) > 1 else '') for t in cal['trials'])
+      seeds = cal['shadow'].get('seeds', [cal['shadow'].get('seed')])
+      lines.append(f'* blind choice on shadow seed{"s" if len(seeds) > 1 else ""} '
+                   f'{", ".join(str(x) for x in seeds)} (images disjoint from seeds '
+                   f'{cal["shadow"]["disjoint_from_seeds"]}) at p_L = {cal["ratio"]:g} dn, '
+                   f'mean shadow recon_error per setting: {tr} -> '
+                   f'{_setting_text(cal["chosen"])}')
     else:
       lines.append('* attack settings NOT calibrated (defaults)')
     lines.append(f'* transition (mean over seeds): {transition(by_ratio)}')

@@ -116,3 +116,21 @@ def test_network_run_escalates_and_reports_it(tmp_path):
   for k in ('escalations_accepted', 'escalation_restarts', 'escalation_restarts_kept'):
     assert k in m
   assert m['steps'] <= cfg.max_steps and m['projection_loss'] > 0
+
+
+def test_feature_points_lie_on_the_straight_line(monkeypatch):
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  from recon.pipelines import networks as pn  # pylint: disable=g-import-not-at-top
+  p0 = {'body': jnp.zeros(3), 'head': jnp.ones(2)}
+  pt = {'body': jnp.full(3, 2.0), 'head': jnp.full(2, 3.0)}
+  assert pn.feature_points('trained', p0, pt) is pt
+  for name in ('midpoint', 'init_and_trained'):
+    points = pn.feature_points(name, p0, pt)
+    assert len(points) == 2 and points[0] is p0 and points[1] is pt
+  # Every name the config schema admits has its points (and no other name is offered).
+  assert set(pn.JACOBIAN_POINTS) == set(config_lib.SCHEMA['jacobian_at'].choices)
+  monkeypatch.setitem(pn.JACOBIAN_POINTS, 'quarter', (0.0, 0.25, 1.0))
+  q = pn.feature_points('quarter', p0, pt)[1]
+  assert jnp.allclose(q['body'], 0.5) and jnp.allclose(q['head'], 1.5)
+  with pytest.raises(errors.ExperimentError, match='jacobian_at: unknown'):
+    pn.feature_points('bogus', p0, pt)

@@ -34,6 +34,58 @@ def test_shadow_images_are_disjoint_from_the_victims():
   assert not idx(shadow['seed']) & (idx(0) | idx(1) | idx(2))
 
 
+def test_several_shadows_are_distinct_and_disjoint_from_the_victims():
+  found = nl.shadow_seeds('two_layer_ce', 'digits', 4, (0, 1, 2), 3)
+  cfg, _ = nl.make_config('two_layer_ce', 'digits', 1.0, 0, 4, 1, {})
+
+  def idx(seed):
+    return set(int(i) for i in data.load(cfg, runs.split_keys(seed)['data'])[2]['indices'])
+
+  seeds = found['seeds']
+  assert len(set(seeds)) == 3 and min(seeds) >= nl.SHADOW_SEED0
+  victims = idx(0) | idx(1) | idx(2)
+  assert all(not idx(s) & victims for s in seeds)
+  assert seeds[0] == nl.shadow_seed('two_layer_ce', 'digits', 4, (0, 1, 2))['seed']
+
+
+def test_attack_grids_offer_the_jacobian_points():
+  two = nl.attack_grid('two_layer_ce')
+  assert {g['jacobian_at'] for g in two} == set(nl.JACOBIAN_POINTS)
+  assert {g['lr'] for g in two} == {0.05, 0.02} and len(two) == 6
+  assert [g['jacobian_at'] for g in nl.attack_grid('vit')] == list(nl.JACOBIAN_POINTS)
+  assert all('jacobian_at' not in g for g in nl.attack_grid('rf'))
+  assert nl.shadow_count('vit') == 2 and nl.shadow_count('two_layer_mse') == nl.SHADOW_COUNT
+  # Step budgets: the cheap two-layer nets 12000 (MSE 40000), the rest 4000; an explicit
+  # budget wins.
+  assert nl.max_steps_for('two_layer_ce') == 12000 and nl.max_steps_for('vit') == 4000
+  assert nl.max_steps_for('two_layer_mse') == 40000
+  assert nl.max_steps_for('rf') == nl.DEFAULT_MAX_STEPS and nl.max_steps_for('two_layer_ce', 30) == 30
+
+
+def test_calibration_picks_the_lowest_mean_shadow_error_and_never_runs_a_victim(monkeypatch):
+  # Fake runs: the error depends on the setting and the seed; 'midpoint' at lr 0.02 is best on
+  # average although 'trained' at lr 0.05 is best on the first shadow alone.
+  ran = []
+
+  def fake_run_one(victim, dataset, ratio, seed, n, max_steps, setting, escalate=True):
+    ran.append(seed)
+    first = seed == shadows[0]
+    err = {('trained', 0.05): 0.01 if first else 0.5, ('midpoint', 0.02): 0.02}.get(
+        (setting['jacobian_at'], setting['lr']), 0.3)
+    return {'recon_error': err, 'projection_loss': 1e-3, 'wall_seconds': 1.0}
+
+  shadows = nl.shadow_seeds('two_layer_mse', 'digits', 4, (0, 1, 2), 3)['seeds']
+  monkeypatch.setattr(nl, 'run_one', fake_run_one)
+  cal = nl.calibrate('two_layer_mse', 'digits', 4, 10, (0, 1, 2))
+  assert cal['chosen'] == {'lr': 0.02, 'jacobian_at': 'midpoint'}
+  assert cal['shadow']['seeds'] == shadows and set(ran) == set(shadows)
+  assert len(ran) == 3 * len(nl.attack_grid('two_layer_mse'))
+  assert not set(ran) & {0, 1, 2}
+  trial = next(t for t in cal['trials'] if t['setting'] == {'lr': 0.05, 'jacobian_at': 'trained'})
+  assert trial['shadow_recon_errors'] == [0.01, 0.5, 0.5]
+  assert abs(trial['shadow_recon_error'] - 1.01 / 3) < 1e-12
+
+
 @pytest.mark.slow
 def test_tiny_run_appends_skips_and_renders(tmp_path):
   out = str(tmp_path / 'law')

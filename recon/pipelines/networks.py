@@ -109,6 +109,26 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
             'of width')
 
 
+# jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
+# head-Jacobian rows are the features; 'midpoint' averages its two points, the others stack.
+# (Straight-line interior points, e.g. (0, 0.5, 1) stacked, are supported by
+# `feature_points`; recon/config.py admits only these three names.)
+JACOBIAN_POINTS = {'trained': (1.0,), 'midpoint': (0.0, 1.0), 'init_and_trained': (0.0, 1.0)}
+
+
+def feature_points(jacobian_at: str, params0, params_t):
+  """The parameter set(s) the features are evaluated at (`JACOBIAN_POINTS`): params_t for
+  'trained', else a tuple of W(s) = W(0) + s (W(T) - W(0)) for every layer."""
+  points = JACOBIAN_POINTS.get(jacobian_at)
+  if points is None:
+    _fail(f'jacobian_at: unknown {jacobian_at!r}; accepted: {", ".join(JACOBIAN_POINTS)}')
+  if points == (1.0,):
+    return params_t
+  at = lambda s: params_t if s == 1.0 else params0 if s == 0.0 else jax.tree.map(  # noqa: E731
+      lambda a, b: a + s * (b - a), params0, params_t)
+  return tuple(at(s) for s in points)
+
+
 def make_apply(model, input_shape, others: Dict[str, Any]):
   """apply(params, x (N, d)) -> (N, C): rows reshaped to input_shape; constants closed over."""
   shape = tuple(input_shape) if input_shape is not None else None
@@ -240,7 +260,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   knows_init = cfg.get('attacker_knows_init', True)
   theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
   jacobian_at = cfg.get('jacobian_at', 'trained')
-  feature_params = params_t if jacobian_at == 'trained' else (params0, params_t)
+  feature_params = feature_points(jacobian_at, params0, params_t)
   average = jacobian_at == 'midpoint'
   problem = {'params': feature_params, 'theta': theta}
   loss_fn = lambda xh, prob: parameter_gradients.jacobian_projection_loss(
