@@ -109,9 +109,11 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
          'n_candidates_final': int(rec['x_candidates'].shape[0]),
          'n_splits': (mm.get('splitting') or {}).get('n_splits', 0),
          'wall_seconds': time.time() - t0, 'device': str(jax.devices()[0].device_kind),
-         'config': {k: c[k] for k in ('lr', 'optimizer', 'max_steps', 'candidate_init_scale',
-                                      'lambda_min', 'attack_alpha', 'first_init_scale',
-                                      'train_lr', 'train_steps', 'dtype', 'split_every')}}
+         'config': {k: c.get(k) for k in ('lr', 'optimizer', 'max_steps', 'candidate_init_scale',
+                                          'lambda_min', 'attack_alpha', 'first_init_scale',
+                                          'train_lr', 'train_steps', 'dtype', 'split_every',
+                                          'kkt_layers', 'candidate_subspace', 'lr_schedule',
+                                          'lr_decay_steps')}}
   row['_arrays'] = {'x_true': rec['x_true'], 'x_best': rec['x_candidates'][ev['nearest']],
                     'ssim': ev['ssim'], 'shape': shape}
   return row
