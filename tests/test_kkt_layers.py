@@ -19,6 +19,7 @@ def _net_and_data(seed=0, n=5, d=6, width=7):
   return net, params, x, y
 
 
+@pytest.mark.slow
 def test_layer_mask_selects_exactly_the_named_layers():
   _, params, _, _ = _net_and_data()
   mask = kkt.layer_mask(params, ['hidden_0', 'head'])
@@ -31,6 +32,7 @@ def test_layer_mask_selects_exactly_the_named_layers():
     kkt.layer_mask(params, ['hidden_5'])
 
 
+@pytest.mark.slow
 def test_masked_kkt_loss_ignores_the_other_layers_equations():
   net, params, x, y = _net_and_data()
   theta, apply_vec = kkt.flatten_model(net.apply, params)
@@ -72,3 +74,35 @@ def test_first_layer_subspace_recovers_the_data_span_and_projects():
   np.testing.assert_allclose(np.asarray(once['x'] @ kernel), np.asarray(z['x'] @ kernel),
                              atol=1e-4 * np.abs(np.asarray(z['x'] @ kernel)).max())
   np.testing.assert_array_equal(np.asarray(once['lam']), np.ones(4))
+
+
+@pytest.mark.slow
+def test_pipeline_refuses_layer_subsets_and_subspace_without_explicit_duals():
+  from configs import kkt_haim
+  from recon import errors
+  from recon.pipelines import kkt as pk
+  c = kkt_haim.get_config()
+  pk.check_attack_config(c)  # the defaults (layer subset + subspace, explicit duals) pass
+  c.lambda_solve, c.lambda_min, c.prior = 'eliminate', 0.0, 'sphere'
+  c.split = 'none'
+  with pytest.raises(errors.ExperimentError, match='kkt_layers'):
+    pk.check_attack_config(c)
+  c.kkt_layers = 'all'
+  with pytest.raises(errors.ExperimentError, match='candidate_subspace'):
+    pk.check_attack_config(c)
+  c.candidate_subspace = 'none'
+  pk.check_attack_config(c)
+
+
+def test_unknown_layer_name_is_one_line_experiment_error():
+  from configs import kkt_haim
+  from recon import errors
+  from recon.pipelines import kkt as pk
+  _, params, _, _ = _net_and_data()
+  c = kkt_haim.get_config()
+  c.kkt_layers = 'hidden_0,bogus'
+  with pytest.raises(errors.ExperimentError, match="unknown layer 'bogus'") as e:
+    pk.kkt_layer_mask(c, params)
+  assert '\n' not in str(e.value)
+  c.kkt_layers = 'all'
+  assert pk.kkt_layer_mask(c, params) is None
