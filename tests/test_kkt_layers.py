@@ -94,6 +94,7 @@ def test_pipeline_refuses_layer_subsets_and_subspace_without_explicit_duals():
   pk.check_attack_config(c)
 
 
+@pytest.mark.slow
 def test_unknown_layer_name_is_one_line_experiment_error():
   from configs import kkt_haim
   from recon import errors
