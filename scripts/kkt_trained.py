@@ -56,7 +56,9 @@ def method_overrides(method: str, m: int, every: int) -> dict:
     raise ValueError(f'method: unknown name {method!r}; accepted: {", ".join(METHODS)}')
   out = {}
   if method.startswith('loo'):  # free-sign duals on the weight change (Loo et al. 2023)
-    out.update(objective='kkt_general', kkt_target='delta', lambda_min=0.0)
+    # With theta_T - theta_0 every layer's equations hold at a held-out victim's truth
+    # (results/kkt_diagnose.md, target 'delta'), so no layer is left out.
+    out.update(objective='kkt_general', kkt_target='delta', lambda_min=0.0, kkt_layers='all')
   if method.endswith('+split'):
     out.update(split_overrides(m, every))
   return out
