@@ -90,12 +90,37 @@ def candidate_term(x_j: Array, lam_j: Array, label_j: Array, theta: Array, *,
   return explained(x_j[None], lam_j[None], label_j[None], theta, apply_vec=apply_vec, kind=kind)
 
 
+def layer_mask(params: Any, layers) -> Array:
+  """0/1 vector over flat theta (ravel_pytree order): 1 on the parameters of the named layers
+  (a layer matches when its name is a key on the leaf's path, e.g. 'hidden_0', 'head')."""
+  names = tuple(layers)
+  known = set()
+
+  def leaf(path, a):
+    keys = [getattr(k, 'key', getattr(k, 'name', None)) for k in path]
+    known.update(k for k in keys if isinstance(k, str))
+    return jnp.full(jnp.shape(a), float(any(n in keys for n in names)), jnp.asarray(a).dtype)
+
+  mask = ravel_pytree(jax.tree_util.tree_map_with_path(leaf, params))[0]
+  missing = [n for n in names if n not in known]
+  if missing or not names:
+    raise KKTError(f'kkt_layers: unknown layer {missing[0] if missing else "(none)"!r}; '
+                   f'accepted: a comma-separated subset of '
+                   f'{", ".join(sorted(k for k in known if k != "params" and k != "kernel"))}, '
+                   "or 'all'")
+  return mask
+
+
 def residual(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec,
              kind: str) -> Array:
-  """r = target - sum_i lambda_i grad_theta g_i(theta; x_hat_i), lambda = lam * lam_scale."""
+  """r = target - sum_i lambda_i grad_theta g_i(theta; x_hat_i), lambda = lam * lam_scale;
+  with `problem['mask']` only the masked equations (the target is then masked too)."""
   lam = state['lam'] * problem.get('lam_scale', 1.0)
-  return problem['target'] - explained(state['x'], lam, problem['labels'],
-                                       problem['theta'], apply_vec=apply_vec, kind=kind)
+  ex = explained(state['x'], lam, problem['labels'], problem['theta'], apply_vec=apply_vec,
+                 kind=kind)
+  if 'mask' in problem:
+    ex = ex * problem['mask']
+  return problem['target'] - ex
 
 
 def penalties(state: Dict[str, Array], *, kind: str, lambda_min: float, lambda_constraint: str,
@@ -158,14 +183,17 @@ def lambda_shape(m: int, kind: str, n_classes: int) -> Tuple[int, ...]:
 
 
 def lstsq_lambda(x: Array, labels: Array, theta: Array, target: Array, *, apply_vec,
-                 kind: str, n_classes: int, ridge: float = 1e-8) -> Array:
-  """argmin_lambda ||target - sum_i lambda_i grad g_i||^2 (unconstrained; ridge-regularised)."""
+                 kind: str, n_classes: int, ridge: float = 1e-8, mask=None) -> Array:
+  """argmin_lambda ||target - M sum_i lambda_i grad g_i||^2 (unconstrained; ridge-regularised;
+  M = diag(mask) or I)."""
   m = x.shape[0]
   shape = lambda_shape(m, kind, n_classes)
   # Jacobian of the explained vector w.r.t. lambda (linear map), via one jacfwd.
   jac = jax.jacfwd(lambda lam: explained(x, lam.reshape(shape), labels, theta,
                                          apply_vec=apply_vec, kind=kind))(
                                              jnp.zeros((int(np.prod(shape)),), x.dtype))
+  if mask is not None:
+    jac = jac * mask[:, None]
   gram = jac.T @ jac
   eps = ridge * jnp.trace(gram) / gram.shape[0] + jnp.finfo(gram.dtype).tiny
   lam = jnp.linalg.solve(gram + eps * jnp.eye(gram.shape[0], dtype=gram.dtype), jac.T @ target)
@@ -264,3 +292,33 @@ def eliminated_lambda(x: Array, problem: Dict[str, Array], *, apply_vec, kind: s
                       n_classes=n_classes)
   lam = jnp.linalg.lstsq(jac, problem['target'])[0]
   return lam.reshape(lambda_shape(x.shape[0], kind, n_classes))
+
+
+def register_config_fields() -> None:
+  """Makes `kkt_layers` (str: 'all' or comma-separated layer names) a known config field.
+  Idempotent; a stop-gap until recon/config.py's SCHEMA lists the field itself."""
+  from recon import config as config_lib  # pylint: disable=import-outside-toplevel
+  config_lib.SCHEMA.setdefault('kkt_layers', config_lib.Spec(str))
+  config_lib.SCHEMA.setdefault('candidate_subspace',
+                               config_lib.Spec(str, choices=('none', 'first_layer')))
+  config_lib.SCHEMA.setdefault('candidate_subspace_rank',
+                               config_lib.Spec(int, low=1, optional=True))
+
+
+def first_layer_subspace(kernel: Array, rank: int) -> Tuple[Array, Array]:
+  """(U (d, rank), singular values (min(d, width),)) of the first-layer kernel (d, width):
+  the input directions the net can see. A net trained by GD from a tiny first layer has
+  kernel = K_0 + sum_i x_i u_i^T, so its top-n left singular vectors span the data (up to
+  |K_0|); input components outside them change no KKT equation at all (no gradient), so
+  the attack keeps candidates inside (docs/kkt.md, "Trained networks")."""
+  u, s, _ = jnp.linalg.svd(kernel, full_matrices=False)
+  return u[:, :rank], s
+
+
+def subspace_constraint(base: Callable[[Dict[str, Array]], Dict[str, Array]], basis: Array
+                        ) -> Callable[[Dict[str, Array]], Dict[str, Array]]:
+  """`base`, then candidates projected onto span(basis) (x -> x U U^T)."""
+  def project(state):
+    state = base(state)
+    return dict(state, x=(state['x'] @ basis) @ basis.T)
+  return project

@@ -25,6 +25,7 @@ from recon.models import homogeneous
 from recon.objectives import kkt, projection
 
 Array = jax.Array
+kkt.register_config_fields()
 
 OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
@@ -79,6 +80,17 @@ def check_attack_config(cfg) -> None:
     if cfg.prior == 'box':
       raise errors.ExperimentError("prior: 'box' with lambda_solve 'eliminate'; accepted: "
                                        "'sphere', 'none'")
+  if cfg.get('kkt_layers', 'all') not in (None, '', 'all') and (
+      cfg.objective == 'projection' or cfg.get('lambda_solve', 'optimize') == 'eliminate'):
+    raise errors.ExperimentError(f"kkt_layers: {cfg.kkt_layers!r} with objective "
+                                     f"{cfg.objective!r} / lambda_solve "
+                                     f"{cfg.get('lambda_solve', 'optimize')!r}; accepted: 'all' "
+                                     "(a layer subset needs explicit duals)")
+  if cfg.get('candidate_subspace', 'none') != 'none' and (
+      cfg.objective == 'projection' or cfg.get('lambda_solve', 'optimize') == 'eliminate'):
+    raise errors.ExperimentError(f"candidate_subspace: {cfg.candidate_subspace!r} with "
+                                     f"objective {cfg.objective!r} / lambda_solve "
+                                     f"{cfg.get('lambda_solve', 'optimize')!r}; accepted: 'none'")
   if cfg.get('residual_weights', 'none') != 'none' and cfg.split != 'none':
     raise errors.ExperimentError("split: sample splitting uses the unweighted residual; "
                                      "accepted with residual_weights 'gradient_rms': 'none'")
@@ -149,6 +161,19 @@ def planted_target(theta, apply_vec, x_true, labels, duals, kind: str) -> Array:
   return kkt.explained(x_true, duals, labels, theta, apply_vec=apply_vec, kind='general')
 
 
+def kkt_layer_mask(cfg, params) -> Optional[Array]:
+  """`cfg.kkt_layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
+  layer names ('hidden_0,head'): only those layers' equations enter the fit (None for 'all')."""
+  spec = cfg.get('kkt_layers', 'all')
+  if spec in (None, '', 'all'):
+    return None
+  names = [s.strip() for s in str(spec).split(',') if s.strip()]
+  try:
+    return kkt.layer_mask(params, names)
+  except kkt.KKTError as e:
+    raise errors.ExperimentError(str(e)) from None
+
+
 def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, radius: float,
                  key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None
                  ) -> Dict[str, Any]:
@@ -187,6 +212,10 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   labels = kkt.balanced_labels(m, kkt_kind, n_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
+  mask = kkt_layer_mask(cfg, params)
+  if mask is not None:  # only these layers' KKT equations (docs/kkt.md, "Trained networks")
+    problem['mask'] = mask
+    problem['target'] = target * mask
   if cfg.get('residual_weights', 'none') == 'gradient_rms':
     problem['weights'] = kkt.residual_weights(theta, apply_vec, d, radius,
                                               jax.random.fold_in(key, 0x3E16))
@@ -200,13 +229,14 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
     return {'loss_fn': loss_fn, 'x0': {'x': x0}, 'constraint': lambda z: z,
             'problem': problem, 'decode': decode, 'split_model': None, 'feature_fn': None}
   if cfg.lambda_init == 'lstsq':
-    lam0 = kkt.lstsq_lambda(x0, labels, theta, target, apply_vec=apply_vec, kind=kkt_kind,
-                            n_classes=out_dim)
+    lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
+                            kind=kkt_kind, n_classes=out_dim, mask=mask)
   else:
     lam0 = jax.random.uniform(k_lam, kkt.lambda_shape(m, kkt_kind, out_dim), dtype)
   # Duals are optimised in units of their least-squares scale (one lr for x and lambda).
   lam_scale = jnp.maximum(jnp.mean(jnp.abs(kkt.lstsq_lambda(
-      x0, labels, theta, target, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim))),
+      x0, labels, theta, problem['target'], apply_vec=apply_vec, kind=kkt_kind,
+      n_classes=out_dim, mask=mask))),
                           jnp.finfo(dtype).tiny)
   problem['lam_scale'] = lam_scale
   lam0 = lam0 / lam_scale if cfg.lambda_init == 'lstsq' else lam0
@@ -218,6 +248,14 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
   constraint = kkt.make_constraint(kkt_kind, cfg.prior, radius, cfg.lambda_min,
                                    cfg.lambda_constraint)
+  if cfg.get('candidate_subspace', 'none') == 'first_layer':
+    rank = cfg.get('candidate_subspace_rank', None) or cfg.n
+    basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
+    constraint = kkt.subspace_constraint(constraint, basis.astype(dtype))
+    x0 = (x0 @ basis) @ basis.T
+    logging.info('candidate subspace: rank %d of W_1, singular value gap s_k/s_(k+1) = %.3g',
+                 rank, float(svals[rank - 1] / max(float(svals[min(rank, len(svals) - 1)]),
+                                                   1e-300)))
   return {'loss_fn': loss_fn, 'x0': {'x': x0, 'lam': lam0.astype(dtype)},
           'constraint': constraint, 'problem': problem, 'decode': lambda s: s['x'],
           'split_model': splitting.kkt_split_model(apply_vec, kkt_kind), 'feature_fn': None}
