@@ -13,9 +13,7 @@ A few minutes on 2 CPU cores (float32).
 import ml_collections
 
 from configs import common
-from recon.objectives import kkt as kkt_objective
 
-kkt_objective.register_config_fields()
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -184,6 +184,9 @@ SCHEMA: Dict[str, Spec] = {
     'train_steps': _positive_int(),  # homogeneous_mlp: fixed number of GD steps
     'train_polish': Spec(bool),
     'kkt_target': Spec(str, choices=('theta', 'delta', 'planted')),
+    'kkt_layers': Spec(str),  # 'all' or comma-separated layer names (recon.objectives.kkt)
+    'candidate_subspace': Spec(str, choices=('none', 'first_layer')),
+    'candidate_subspace_rank': Spec(int, low=1, optional=True),
     'lambda_min': Spec(float, low=0.0),
     'lambda_constraint': Spec(str, choices=kkt.LAMBDA_CONSTRAINTS),
     'lambda_weight': Spec(float, low=0.0),

@@ -294,17 +294,6 @@ def eliminated_lambda(x: Array, problem: Dict[str, Array], *, apply_vec, kind: s
   return lam.reshape(lambda_shape(x.shape[0], kind, n_classes))
 
 
-def register_config_fields() -> None:
-  """Makes `kkt_layers` (str: 'all' or comma-separated layer names) a known config field.
-  Idempotent; a stop-gap until recon/config.py's SCHEMA lists the field itself."""
-  from recon import config as config_lib  # pylint: disable=import-outside-toplevel
-  config_lib.SCHEMA.setdefault('kkt_layers', config_lib.Spec(str))
-  config_lib.SCHEMA.setdefault('candidate_subspace',
-                               config_lib.Spec(str, choices=('none', 'first_layer')))
-  config_lib.SCHEMA.setdefault('candidate_subspace_rank',
-                               config_lib.Spec(int, low=1, optional=True))
-
-
 def first_layer_subspace(kernel: Array, rank: int) -> Tuple[Array, Array]:
   """(U (d, rank), singular values (min(d, width),)) of the first-layer kernel (d, width):
   the input directions the net can see. A net trained by GD from a tiny first layer has

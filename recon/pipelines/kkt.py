@@ -25,7 +25,6 @@ from recon.models import homogeneous
 from recon.objectives import kkt, projection
 
 Array = jax.Array
-kkt.register_config_fields()
 
 OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
