@@ -70,15 +70,17 @@ def test_kkt_haim_config_end_to_end(tmp_path):
 def test_kkt_trained_script_tiny(tmp_path):
   from scripts import kkt_trained
   out = str(tmp_path / 'res' / 'kt')
-  args = ['--methods=haim,haim+split', '--n=6', '--out', out, '--workroot', str(tmp_path / 'w'),
+  args = ['--methods=haim,haim+split,loo', '--n=6', '--out', out, '--workroot', str(tmp_path / 'w'),
           '--set', 'width=20', '--set', 'train_steps=100', '--set', 'max_steps=40',
           '--set', 'chunk_steps=20', '--set', 'split_every=20']
   assert kkt_trained.main(args) == 0
   for ext in ('.json', '.md', '.png'):
     assert os.path.exists(out + ext)
   rows = json.load(open(out + '.json'))
-  assert [r['method'] for r in rows] == ['haim', 'haim+split']
-  assert rows[0]['train_loss'] == rows[1]['train_loss']  # one shared victim
+  # loo's data fields differ from the victim's (objective kkt_general): it is scored against
+  # the victim's own training set, recorded by the haim run.
+  assert [r['method'] for r in rows] == ['haim', 'haim+split', 'loo']
+  assert rows[0]['train_loss'] == rows[1]['train_loss'] == rows[2]['train_loss']  # one victim
   for r in rows:
     for k in kkt_trained.ROW_KEYS:
       assert k in r
