@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from recon import victims  # noqa: E402
+from recon import io, victims  # noqa: E402
 from recon.objectives import kkt  # noqa: E402
 from recon.pipelines import kkt as pk  # noqa: E402
 from scripts import kkt_trained  # noqa: E402
@@ -101,8 +101,7 @@ def main(argv=None) -> int:
     rows = [r for r in rows if (r['dataset'], r['n'], r['seed']) != (args.dataset, args.n, seed)]
     rows.append(row)
     print(json.dumps(row), flush=True)
-    with open(path, 'w') as fh:
-      json.dump(rows, fh, indent=1)
+    io.write_json(path, rows)  # atomic: an interrupted run leaves the old file
     render(args.out, rows)
   return 0
 

@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import jax  # noqa: E402
 
 from configs import kkt_haim  # noqa: E402
-from recon import data, metrics, pipelines  # noqa: E402
+from recon import data, io, metrics, pipelines  # noqa: E402
 
 METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
 # Reference without any attack: 2n UNSEEN images of the same distribution as the candidates
@@ -261,8 +261,7 @@ def main(argv=None) -> int:
       save_arrays(args.out, row)
       rows.append(row)
       print(json.dumps({k: row[k] for k in ROW_KEYS + ('kkt_loss',)}), flush=True)
-      with open(path, 'w') as fh:
-        json.dump(rows, fh, indent=1)
+      io.write_json(path, rows)  # atomic: an interrupted run leaves the old file
       render(args.out, rows)
   return 0
 
