@@ -64,6 +64,8 @@ def get_config() -> ml_collections.ConfigDict:
   # Escalation on a loss plateau: replace the weakest candidate, then restart the whole set
   # (configs/common.py, recon/escalate.py; docs/random_features.md#escalation).
   common.add_escalation(c)
+  # The precision rung: a float64 polish of the rows an uncertified run leaves free.
+  common.add_polish(c)
   # Bookkeeping and reliability (configs/common.py).
   common.add_bookkeeping(c, log_every_seconds=10.0)
   c.ssim_threshold = 0.7

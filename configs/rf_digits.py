@@ -42,6 +42,8 @@ def get_config() -> ml_collections.ConfigDict:
   # Escalation on a loss plateau (recon/escalate.py): the weakest candidate's mirror image or
   # a random proposal (kept if it halves the loss), then a whole new set (kept if lower).
   common.add_escalation(c)
+  # The precision rung: a float64 polish of the rows an uncertified run leaves free.
+  common.add_polish(c)
   c.ssim_threshold = 0.7
   c.ssim_filter_size = ml_collections.config_dict.placeholder(int)  # None: 3 for 8x8
   return c

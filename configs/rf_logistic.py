@@ -51,4 +51,6 @@ def get_config() -> ml_collections.ConfigDict:
   # Escalation on a loss plateau (recon/escalate.py): the weakest candidate's mirror image or
   # a random proposal (kept if it halves the loss), then a whole new set (kept if lower).
   common.add_escalation(c)
+  # The precision rung: a float64 polish of the rows an uncertified run leaves free.
+  common.add_polish(c)
   return c

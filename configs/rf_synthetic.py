@@ -62,6 +62,8 @@ def get_config() -> ml_collections.ConfigDict:
   # Escalation on a loss plateau: replace the weakest candidate, then restart the whole set
   # (configs/common.py, recon/escalate.py; docs/random_features.md#escalation).
   common.add_escalation(c)
+  # The precision rung: a float64 polish of the rows an uncertified run leaves free.
+  common.add_polish(c)
   # Sample splitting (recon/splitting.py), off by default; needs dense features, no re-seeding.
   common.add_splitting(c)
   # Bookkeeping and reliability (configs/common.py).

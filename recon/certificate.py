@@ -49,13 +49,21 @@ MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
 FALLBACK_COUNTING_MARGIN = 2.0
 
 
-def tangent_jacobian(feature_fn: Callable, x_hat, theta) -> np.ndarray:
+def tangent_bases(x_hat) -> np.ndarray:
+  """(m, d, d - 1): an orthonormal basis of each row's tangent space (the last d - 1 left
+  singular vectors of x_i)."""
+  flat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
+  return np.stack([np.linalg.svd(row[:, None], full_matrices=True)[0][:, 1:] for row in flat])
+
+
+def tangent_jacobian(feature_fn: Callable, x_hat, theta, return_bases: bool = False):
   """The residual's Jacobian on the spheres' tangent space, (p, m (d - 1)), float64.
 
   feature_fn(x) -> Phi (m, p), row i a function of x_i alone; theta (p,). J = P_perp
   d(Phi^T alpha)/dX with alpha the span coefficients held fixed (the exact Jacobian at a
   zero of the residual), rows' radial directions projected out; columns i (d-1) ...
-  (i+1)(d-1) - 1 belong to candidate i.
+  (i+1)(d-1) - 1 belong to candidate i. `return_bases`: also the (m, d, d - 1) tangent
+  bases (`tangent_bases`), so that column block i times a step u is the move bases[i] u.
   """
   x_hat = jnp.asarray(x_hat)
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
@@ -68,13 +76,9 @@ def tangent_jacobian(feature_fn: Callable, x_hat, theta) -> np.ndarray:
   jac = np.transpose(row_jac, (1, 0, 2)).reshape(phi.shape[1], m * d)
   q, _ = np.linalg.qr(phi.T)
   jac = jac - q @ (q.T @ jac)
-  flat = np.asarray(x_hat, np.float64).reshape(m, d)
-  # Orthonormal basis of each row's tangent space: the last d - 1 left singular vectors of x_i.
-  blocks = []
-  for i in range(m):
-    u, _, _ = np.linalg.svd(flat[i][:, None], full_matrices=True)
-    blocks.append(jac[:, i * d:(i + 1) * d] @ u[:, 1:])
-  return np.concatenate(blocks, axis=1)  # (p, m (d - 1))
+  bases = tangent_bases(x_hat)
+  tangent = np.concatenate([jac[:, i * d:(i + 1) * d] @ bases[i] for i in range(m)], axis=1)
+  return (tangent, bases) if return_bases else tangent  # (p, m (d - 1))
 
 
 def tangent_jacobian_singular_values(feature_fn: Callable, x_hat, theta) -> np.ndarray:

@@ -160,6 +160,14 @@ SCHEMA: Dict[str, Spec] = {
     'escalate_restart_after': Spec(int, low=0),  # 0: never restart the whole set
     'escalate_restart_steps': _positive_int(),
     'escalate_accept_ratio': Spec(float, low=0.0, low_open=True, high=1.0),
+    # The precision rung (recon/polish.py): float64 re-search of the rows an uncertified
+    # run leaves free, then Gauss-Newton; 'auto' = on where the certificate is computed.
+    'polish': Spec(str, choices=('auto', 'off')),
+    'polish_tol': Spec(float, low=0.0, low_open=True),
+    'polish_starts': Spec(int, low=2),
+    'polish_row_steps': _positive_int(),
+    'polish_lm_iters': Spec(int, low=0),
+    'polish_max_free_share': Spec(float, low=0.0, high=1.0),
     # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
     'n_restarts': _positive_int(),
     # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py; docs/subspace.md).

@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import certificate, data, driver, io, metrics, optimize, plots, precision
+from recon import certificate, data, driver, io, metrics, optimize, plots, polish, precision
 from recon.errors import ExperimentError
 from recon.objectives import projection
 
@@ -116,6 +116,12 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
   sign_invariant = metrics.sign_ambiguous(cfg.get('activation'))
+  cert = polished = None
+  if certify_theta is not None:
+    # The certificate; when it fails, the precision rung may polish x_hat (recon/polish.py).
+    x_hat, cert, polished = polish.certify_from_config(
+        cfg, final_loss=final_loss, x_hat=x_hat, feature_fn=feature_fn, theta=certify_theta,
+        restart_sets=decode.sets_at_tol(cfg.tol) if hasattr(decode, 'sets_at_tol') else None)
   if has_truth:
     result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
                    steps=int(state.step), status=int(state.status),
@@ -139,13 +145,9 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     result['gram_condition'] = projection.check_condition(
         np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
         cfg.get('jitter', projection.DEFAULT_JITTER))
-  if certify_theta is not None:
-    cert = certificate.certify(
-        final_loss=final_loss, tol=cfg.tol, x_hat=x_hat, p=int(cfg.p),
-        activation=cfg.get('activation'), feature_fn=feature_fn, theta=certify_theta,
-        duplicate_threshold=cfg.recovered_threshold,
-        restart_sets=decode.sets_at_tol(cfg.tol) if hasattr(decode, 'sets_at_tol') else None)
+  if cert is not None:
     result['certified'] = cert['certified']
+    result['polish'] = polished
     result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
     if has_truth and 'row_pinned' in cert['evidence']:
       for name in ('pinned', 'within'):

@@ -39,7 +39,7 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import (certificate, data, driver, escalate, features, io, memory, metrics, optimize,
+from recon import (data, driver, escalate, features, io, memory, metrics, optimize, polish,
                    report, runs, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
@@ -272,15 +272,21 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
   return out
 
 
-def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
+def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.ndarray]:
   """The single run's metrics for point `i` of a finished group, with its coordinates and
-  its blind certificate (`recon.certificate`, as a single run's summary.json carries)."""
+  its blind certificate (`recon.certificate`, as a single run's summary.json carries), and
+  its input-space candidates (polished by the precision rung where it applied)."""
   cfg = pt.cfg
   v = out['v'][i][:cfg.p]  # the unpadded model's V
   v_search = out['v_search'][i][:cfg.p]  # V, or V U in a known subspace's coordinates
   x_true, z_hat = out['x_true'][i], out['x_hat'][i]
-  x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
   final_loss = float(out['final_loss'][i])
+  # The certificate; when it fails, the precision rung may polish the candidates.
+  z_hat, cert, polished = polish.certify_from_config(
+      cfg, final_loss=final_loss, x_hat=z_hat,
+      feature_fn=lambda z: features.rf_features(jnp.asarray(v_search), z, cfg.activation),
+      theta=out['theta'][i][:cfg.p])
+  x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
   result = report.score(
       x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
       steps=int(out['steps'][i]), status=int(out['status'][i]),
@@ -288,11 +294,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
       phi_hat=features.rf_features(v, x_hat, cfg.activation), theta=out['theta'][i][:cfg.p],
       sign_invariant=metrics.sign_ambiguous(cfg.activation))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
-  cert = certificate.certify(
-      final_loss=final_loss, tol=cfg.tol, x_hat=z_hat, p=int(cfg.p), activation=cfg.activation,
-      feature_fn=lambda z: features.rf_features(jnp.asarray(v_search), z, cfg.activation),
-      theta=out['theta'][i][:cfg.p], duplicate_threshold=cfg.recovered_threshold)
   result['certified'] = cert['certified']
+  result['polish'] = polished
   result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
   if 'row_pinned' in cert['evidence']:
     for name in ('pinned', 'within'):
@@ -309,7 +312,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Dict[str, Any]:
                  'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype,
                  'subspace': cfg.get('subspace', 'none')})
   record.update(result)
-  return record
+  return record, x_hat
 
 
 def _csv_text(records: Sequence[Dict[str, Any]]) -> str:
@@ -346,12 +349,11 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
     out = run_group(g, devices=devices, log_every_seconds=config.get('log_every_seconds', 5.0),
                     label=label)
     for i, pt in enumerate(g.points):
-      rec = _record(pt, out, i)
+      rec, x_hat = _record(pt, out, i)
       rec['group'] = gi
       records.append(rec)
       arrays[f'x_true_{pt.index}'] = out['x_true'][i]
-      arrays[f'x_hat_{pt.index}'] = (out['x_hat'][i] @ out['basis'][i].T if 'basis' in out
-                                     else out['x_hat'][i])
+      arrays[f'x_hat_{pt.index}'] = x_hat
     group_info.append({'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
                        'p_total': out['p_total'], 'n_shards': out['n_shards'],
                        'setup_seconds': out['setup_seconds'],

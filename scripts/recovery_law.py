@@ -9,8 +9,9 @@ R^d, configs/rf_subspace.py's data) and records
   false_certified  seeds certified although a row was not recovered (must be 0)
   median_seconds   median wall time of a run
 
-Methods: `default` (Adam + cosine decay + escalation on a plateau, the shipped default),
-`previous` (the same without escalation) and `paper` (momentum SGD, lr 20, constant: the
+Methods: `default` (Adam + cosine decay + escalation on a plateau + the float64 precision
+rung on uncertified runs, the shipped default), `previous` (the same without escalation and
+without the rung) and `paper` (momentum SGD, lr 20, constant: the
 reference code's optimiser). For k set, `search` is 'full' (candidates in R^d) or
 'subspace' (candidates in the known subspace: random features have no first layer to
 estimate it from, so the attacker is given the basis).
@@ -53,8 +54,9 @@ PRESETS = {
 FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
-    'previous': {'escalate': 'off'},
-    'paper': {'escalate': 'off', 'optimizer': 'sgd', 'lr': 20.0, 'lr_schedule': 'constant'},
+    'previous': {'escalate': 'off', 'polish': 'off'},
+    'paper': {'escalate': 'off', 'polish': 'off', 'optimizer': 'sgd', 'lr': 20.0,
+              'lr_schedule': 'constant'},
 }
 FIELDS = ('method', 'activation', 'd', 'k', 'search', 'n', 'p', 'p_over_dn', 'p_over_kn',
           'seeds', 'recovery_rate', 'certified_rate', 'false_certified', 'median_seconds',
@@ -150,7 +152,9 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
       rows_pinned=r['certificate'].get('rows_pinned'),
       pinned_wrong=r.get('rows_pinned_wrong'),
       rows_within=r['certificate'].get('rows_within'),
-      within_wrong=r.get('rows_within_wrong')) for r in out['records']])
+      within_wrong=r.get('rows_within_wrong'),
+      polished=(len(r['polish']['rows_replaced']) if r.get('polish', {}).get('kept') else
+                None)) for r in out['records']])
   recovered, certified = per_seed['recovered'], per_seed['certified']
   k = pt['k']
   return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
