@@ -154,7 +154,9 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
       rows_within=r['certificate'].get('rows_within'),
       within_wrong=r.get('rows_within_wrong'),
       polished=(len(r['polish']['rows_replaced']) if r.get('polish', {}).get('kept') else
-                None)) for r in out['records']])
+                None),
+      polished_loss=(r['polish']['loss_after'] if r.get('polish', {}).get('kept') else None))
+      for r in out['records']])
   recovered, certified = per_seed['recovered'], per_seed['certified']
   k = pt['k']
   return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
@@ -190,6 +192,15 @@ def width_at(rows: List[Dict[str, Any]], rate: float):
 SHARE_FLOOR = 0.01
 
 
+def polished_cell(ps: Dict[str, list], i: int) -> str:
+  """The misses table's rung column: rows replaced, 'none', or '-' (not applied / not recorded)."""
+  rows = ps.get('polished', [None] * (i + 1))[i]
+  if rows is None:
+    return '-'
+  loss = ps.get('polished_loss', [None] * (i + 1))[i]
+  return (str(rows) if rows else 'none') + ('' if loss is None else f' (float64 loss {loss:.1g})')
+
+
 def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
   """Markdown: every seed of a `default` point at p >= 4 dn that missed a row, with the
   smallest share of theta a training sample carries (ground truth, `metrics.sample_shares`),
@@ -213,7 +224,7 @@ def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
                   f'{r["p_over_dn"]:.3g} | {seed} | {ps["frac_recovered"][i]:.3g} | '
                   f'{ps["final_loss"][i]:.2g} | {"-" if share is None else f"{share:.1e}"} | '
                   f'{"-" if pinned is None else pinned} of {r["n"]} | '
-                  f'{"yes" if ps["certified"][i] else "no"} |')
+                  f'{"yes" if ps["certified"][i] else "no"} | {polished_cell(ps, i)} |')
   if not rows and not kept:
     return []
   out = ['', '## Misses of the default above the threshold (p >= 4 dn)', '',
@@ -223,11 +234,34 @@ def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
          'how many candidates the blind row test holds within the threshold at the loss '
          'reached (`row_within`).', '',
          '| activation | d | k | search | p/dn | seed | frac recovered | loss | min share | '
-         'rows within | certified |', '|' + '---|' * 11] + (rows or ['| none |' + ' |' * 10])
+         'rows within | certified | rows replaced by the precision rung |',
+         '|' + '---|' * 12] + (rows or ['| none |' + ' |' * 11])
   if kept:
     out += ['', f'Seeds whose every sample carries >= {floor:g} of theta: {kept_ok} of {kept} '
             f'recovered ({kept_ok / kept:.3f}).']
   return out
+
+
+def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
+  """Markdown: what the precision rung (recon/polish.py) did over the default's runs."""
+  kept = replaced = ok = cert = 0
+  for r in records:
+    ps = r.get('per_seed')
+    if r['method'] != 'default' or not isinstance(ps, dict) or 'polished' not in ps:
+      continue
+    for i, rows in enumerate(ps['polished']):
+      if rows is None:
+        continue
+      kept += 1
+      if rows:
+        replaced += 1
+        ok += bool(ps['recovered'][i])
+        cert += bool(ps['certified'][i])
+  if not kept:
+    return []
+  return ['', f'Precision rung (`polish`, default method): a float64 polish kept on {kept} '
+          f'uncertified runs; it replaced a free row in {replaced}, of which {ok} ended with '
+          f'every row recovered and {cert} certified.']
 
 
 def render(records: List[Dict[str, Any]], out: str) -> None:
@@ -263,6 +297,7 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
               f'threshold of their sample. The same radius test at any loss (`row_within`, '
               f'evidence only): {count("rows_within")} rows, of which '
               f'{sum(r["false_within_rows"] for r in pinned)} are wrong.']
+  lines += rung_summary(records)
   lines += misses(records, SHARE_FLOOR)
   lines += ['', '## Width needed for 95% recovery', '',
             'The smallest measured width from which on every larger measured width recovers '

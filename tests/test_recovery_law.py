@@ -59,7 +59,25 @@ def test_misses_list_every_unrecovered_seed_above_4dn_with_its_smallest_share():
              rec('default', 2, [False], [0.3]),  # below 4 dn: not listed
              rec('paper', 10, [False], [0.3])]  # another method: not listed
   text = '\n'.join(recovery_law.misses(records, 0.01))
-  assert '| relu | 8 |  | full | 10 | 1 | 0.875 | 1e-08 | 1.0e-03 | 7 of 8 | no |' in text
+  assert '| relu | 8 |  | full | 10 | 1 | 0.875 | 1e-08 | 1.0e-03 | 7 of 8 | no | - |' in text
   assert text.count('| relu | 8 |') == 1
   assert '2 of 2 recovered (1.000)' in text  # the seed with share 0.001 is set apart
   assert recovery_law.misses([rec('default', 2, [False], [0.3])], 0.01) == []
+
+
+def test_the_precision_rung_column_and_summary_count_what_the_rung_did():
+  ps = dict(seed=[0, 1, 2, 3], recovered=[True, False, True, False],
+            certified=[True, False, True, False], frac_recovered=[1.0, 0.75, 1.0, 0.875],
+            final_loss=[1e-8, 4e-5, 1e-10, 1e-8], min_share=[2e-4, 0.1, 0.2, 3e-4],
+            rows_pinned=[8, 6, 8, 7], polished=[1, 1, None, 0],
+            polished_loss=[1e-14, 4e-5, None, 1e-9])
+  records = [dict(method='default', activation='relu', d=8, k=None, search='full', n=8, p=640,
+                  p_over_dn=10, per_seed=ps)]
+  text = '\n'.join(recovery_law.rung_summary(records))
+  assert 'kept on 3 uncertified runs; it replaced a free row in 2, of which 1 ended' in text
+  assert '1 certified' in text
+  assert recovery_law.polished_cell(ps, 1) == '1 (float64 loss 4e-05)'
+  assert recovery_law.polished_cell(ps, 3) == 'none (float64 loss 1e-09)'
+  assert recovery_law.polished_cell(ps, 2) == '-'
+  assert recovery_law.polished_cell(dict(seed=[0]), 0) == '-'  # older records: no column
+  assert recovery_law.rung_summary([dict(records[0], method='paper')]) == []
