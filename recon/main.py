@@ -148,6 +148,10 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
              'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
   line = f'optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
+  rung = m.get('polish') or {}
+  if rung.get('kept'):
+    line += (f'; precision rung: float64 loss {rung["loss_after"]:.1e}, '
+             f'{len(rung["rows_replaced"])} row(s) replaced')
   if m.get('ground_truth') and 'frac_recovered' in m:
     k = int(round(m['frac_recovered'] * m.get('n', 0)))
     line += (f'; reconstructed: {k} of {m.get("n")} training samples within '

@@ -340,6 +340,11 @@ def test_outcome_line_separates_converged_from_reconstructed():
                                         'n': 4}})
   assert 'converged (loss <= tol)' in line and 'reconstructed: 0 of 4' in line
   assert kkt_synthetic.get_config().model == 'homogeneous_mlp'
+  polished = main.outcome_line({'metrics': {
+      'status': 'max_steps', 'steps': 20000, 'final_loss': 3e-7, 'certified': True,
+      'polish': {'applied': True, 'kept': True, 'loss_after': 4.9e-14, 'rows_replaced': [4]}}})
+  assert 'precision rung: float64 loss 4.9e-14, 1 row(s) replaced' in polished
+  assert 'certified' in polished
 
 
 def test_outputs_honour_the_umask(tmp_path):
