@@ -128,3 +128,14 @@ def test_config_fields_are_validated():
   c.polish = 'sometimes'
   with pytest.raises(config_lib.ConfigError, match='polish'):
     config_lib.validate(c)
+
+
+def test_the_rounding_floor_bounds_the_loss_at_the_truth_of_a_float32_victim():
+  p = 8 * N * D
+  x, theta, ff = _planted(p)
+  with jax.enable_x64(True):
+    at_truth = polish.loss64(ff, x, theta)
+    floor32 = polish.rounding_floor(ff, x, theta)
+    floor64 = polish.rounding_floor(ff, x, theta.astype(np.float64))
+  assert 0 < at_truth < polish.FLOOR_MARGIN * floor32
+  assert floor64 < 1e-25 < floor32 < 1e-10  # float64 weights have (almost) no floor
