@@ -70,8 +70,11 @@ def tangent_jacobian(feature_fn: Callable, x_hat, theta, return_bases: bool = Fa
   phi = np.asarray(feature_fn(x_hat), np.float64)
   theta64 = np.asarray(theta, np.float64).reshape(-1)
   alpha, *_ = np.linalg.lstsq(phi.T, theta64, rcond=None)
-  # Rows are independent (phi(x)_i depends on x_i only): one (p, d) Jacobian per candidate.
-  row_jac = jax.vmap(jax.jacfwd(lambda xi: feature_fn(xi[None])[0]))(x_hat)  # (m, p, *shape)
+  # Rows are independent (phi(x)_i depends on x_i only): one (p, d) Jacobian per candidate
+  # (a feature_fn may bring its own compiled one, as `recon.polish.Features64` does).
+  row_fn = getattr(feature_fn, 'row_jacobian', None) or jax.vmap(
+      jax.jacfwd(lambda xi: feature_fn(xi[None])[0]))
+  row_jac = row_fn(x_hat)  # (m, p, *shape)
   row_jac = np.asarray(row_jac, np.float64).reshape(m, phi.shape[1], d) * alpha[:, None, None]
   jac = np.transpose(row_jac, (1, 0, 2)).reshape(phi.shape[1], m * d)
   q, _ = np.linalg.qr(phi.T)
@@ -110,6 +113,19 @@ def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
     block = (v * inv) @ v.T
     scales[i] = np.sqrt(max(float(np.linalg.eigvalsh(block)[-1]), 0.0))
   return scales
+
+
+def _radii(tangent: np.ndarray, x_hat, theta_norm: float, loss: float, tol: float) -> np.ndarray:
+  m = len(x_hat)
+  norms = np.maximum(np.linalg.norm(np.asarray(x_hat, np.float64).reshape(m, -1), axis=1), 1e-300)
+  return np.sqrt(max(loss, tol)) * theta_norm * row_pin_scales(tangent, m) / norms
+
+
+def row_radii(feature_fn: Callable, x_hat, theta, loss: float, tol: float) -> np.ndarray:
+  """(m,) relative pin radius of every row at this loss (`row_pin_scales`; the certificate's
+  `row_pin_radius`)."""
+  tangent = tangent_jacobian(feature_fn, x_hat, theta)
+  return _radii(tangent, x_hat, float(np.linalg.norm(np.asarray(theta, np.float64))), loss, tol)
 
 
 def _pair_distances(x_hat, sign_invariant: bool) -> np.ndarray:
@@ -189,9 +205,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     if sv.size:
       # Per row: the radius within which candidate i can move (others compensating) at
       # this loss; pinned = below the threshold and not half of a near-duplicate pair.
-      norms = np.maximum(np.linalg.norm(x_hat.reshape(m, -1), axis=1), 1e-300)
-      radii = (np.sqrt(max(final_loss, tol)) * theta_norm *
-               row_pin_scales(tangent, m) / norms)
+      radii = _radii(tangent, x_hat, theta_norm, final_loss, tol)
       in_pair = duplicate_rows(x_hat, duplicate_threshold, sign_invariant)
       within = (radii < duplicate_threshold) & ~in_pair
       # Pinned needs the loss at tol: above it X_hat may sit in a wrong basin, where the

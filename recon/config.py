@@ -168,6 +168,7 @@ SCHEMA: Dict[str, Spec] = {
     'polish_row_steps': _positive_int(),
     'polish_lm_iters': Spec(int, low=0),
     'polish_max_free_share': Spec(float, low=0.0, high=1.0),
+    'polish_sign_sweeps': Spec(int, low=0),
     # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
     'n_restarts': _positive_int(),
     # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py; docs/subspace.md).

@@ -12,6 +12,13 @@ but more float32 descent cannot fix it.
 The rung, run on the float32 result when the certificate fails (`certify_or_polish`),
 uses only the attacker's view (feature map, theta) and blind signals:
 
+  0. (sign-ambiguous activations, relu) sign flips: relu(z) = |z|/2 + z/2 sees a sample's
+     sign only through its linear part, and when the linear parts V x_i span few dimensions
+     (data in a k-dim subspace: k of them) the others cheaply make up for a candidate at
+     -x_i, so runs end with several candidates at mirror images. Greedily, each row in turn:
+     x_j := -x_j, step 3, kept if L falls; `sign_sweeps` passes. This runs whatever the
+     number of free rows; the free rows are then re-read from the row radii at the new loss.
+
   1. float64 throughout, and no jitter: the residual r(X) = theta - Q Q^T theta with
      Q an orthonormal basis of rowspan Phi(X) (QR), L(X) = ||r||^2 / ||theta||^2. Its
      floor is the rounding of the float32 theta itself (~1e-14), 4 orders below s_i^2.
@@ -48,11 +55,25 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import certificate
+from recon import certificate, metrics
 
 Array = jax.Array
 MODES = ('auto', 'off')
 FLOOR_MARGIN = 4.0  # the polished set is judged against max(polish_tol, 4 x rounding floor)
+
+
+class Features64:
+  """feature_fn in float64, jitted once, with its jitted per-row Jacobian `row_jacobian(X)`
+  ((m, p, d), used by `certificate.tangent_jacobian`): the rung calls both hundreds of times.
+  Create and call under `jax.enable_x64`."""
+
+  def __init__(self, feature_fn: Callable):
+    f = lambda x: jnp.asarray(feature_fn(x), jnp.float64)  # noqa: E731
+    self._features = jax.jit(f)
+    self.row_jacobian = jax.jit(jax.vmap(jax.jacfwd(lambda xi: f(xi[None])[0])))
+
+  def __call__(self, x) -> Array:
+    return self._features(jnp.asarray(x, jnp.float64))
 
 
 def _basis(features: Array) -> Array:
@@ -183,18 +204,66 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
   return x, loss, kept
 
 
+def sign_sweep(feature_fn: Callable, theta, x, *, radius: float, tol: float, lm_iters: int,
+               sweeps: int) -> Tuple[np.ndarray, float, list, int]:
+  """Greedy sign flips (step 0 of the module docstring): x_j := -x_j, Gauss-Newton, kept if the
+  loss falls; every row in turn, up to `sweeps` passes. Returns (X, L, rows flipped, steps).
+  Call under `jax.enable_x64`."""
+  x = np.asarray(x, np.float64)
+  loss = loss64(feature_fn, x, theta)
+  flipped, kept = [], 0
+  for _ in range(sweeps):
+    changed = False
+    for j in range(x.shape[0]):
+      if loss <= tol:
+        break
+      trial = x.copy()
+      trial[j] = -trial[j]
+      trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters, radius=radius,
+                                       tol=tol)
+      if new < loss:
+        x, loss, changed = trial, new, True
+        flipped.append(j)
+        kept += steps
+    if not changed or loss <= tol:
+      break
+  return x, loss, flipped, kept
+
+
+def free_rows_at(feature_fn: Callable, theta, x, loss: float, tol: float,
+                 threshold: float) -> list:
+  """Rows whose pin radius (`certificate.row_radii`) at this loss is not below `threshold`,
+  largest first. Call under `jax.enable_x64`."""
+  radii = certificate.row_radii(feature_fn, x, theta, loss, tol)
+  return [int(i) for i in np.argsort(-radii) if not radii[i] < threshold]
+
+
 def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key: Array,
            radius: float, tol: float, starts: int = 32, row_steps: int = 1000,
-           lr: float = 0.05, lm_iters: int = 20) -> Tuple[np.ndarray, Dict[str, Any]]:
-  """Steps 1-3 of the module docstring; returns (X (float64), info). The input set is
-  returned unchanged when the polish does not lower the float64 loss."""
+           lr: float = 0.05, lm_iters: int = 20, sign_sweeps: int = 0, max_free: int = 0,
+           threshold: float = 0.1) -> Tuple[np.ndarray, Dict[str, Any]]:
+  """Steps 0-3 of the module docstring; returns (X (float64), info). The input set is
+  returned unchanged when the polish does not lower the float64 loss.
+
+  `sign_sweeps` > 0 (sign-ambiguous activations) runs step 0 first; the rows free after it
+  (radius at the new loss >= `threshold`) replace `free_rows`. Step 2 runs when there are
+  1 .. `max_free` free rows (max_free 0: no limit)."""
   t0 = time.time()
+  free_rows = [int(i) for i in free_rows]
   with jax.enable_x64(True):
+    feature_fn = Features64(feature_fn)
     x0 = np.asarray(x_hat, np.float64)
     before = loss64(feature_fn, x0, theta)
     x, loss = x0.copy(), before
-    replaced, kept = [], 0
-    for n, i in enumerate(free_rows):
+    flipped, kept = [], 0
+    if sign_sweeps:
+      x, loss, flipped, kept = sign_sweep(feature_fn, theta, x, radius=radius, tol=tol,
+                                          lm_iters=lm_iters, sweeps=sign_sweeps)
+      if flipped:
+        free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+    searched = free_rows if (free_rows and (not max_free or len(free_rows) <= max_free)) else []
+    replaced = []
+    for n, i in enumerate(searched):
       row, _ = row_search(feature_fn, theta, x, int(i), jax.random.fold_in(key, n),
                           starts=starts, steps=row_steps, lr=lr, radius=radius)
       trial = x.copy()
@@ -210,7 +279,7 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
     kept += steps
   improved = loss < before
   info = {'applied': True, 'loss_before': before, 'loss_after': loss if improved else before,
-          'rows_searched': [int(i) for i in free_rows], 'rows_replaced': replaced,
+          'rows_flipped': flipped, 'rows_searched': searched, 'rows_replaced': replaced,
           'gauss_newton_steps': kept, 'kept': bool(improved),
           'seconds': time.time() - t0}
   return (x if improved else x0), info
@@ -222,7 +291,8 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       polish_tol: float = 1e-12, key: Optional[Array] = None,
                       radius: Optional[float] = None, starts: int = 32,
                       row_steps: int = 1000, lr: float = 0.05, lm_iters: int = 20,
-                      max_free_share: float = 0.25, restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
+                      max_free_share: float = 0.25, sign_sweeps: int = 2,
+                      restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """The certificate of x_hat; when it fails, the Jacobian test was computable and
   counting holds (p >= m d), `mode` 'auto' polishes (`polish`) and certifies the polished
   set in float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
@@ -241,33 +311,37 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   radii = np.asarray(ev['row_pin_radius'])
   free = [int(i) for i in np.argsort(-radii) if not ev['row_within'][i]]
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
-  if len(free) > max(1, int(max_free_share * m)):
+  max_free = max(1, int(max_free_share * m))
+  flips = sign_sweeps if metrics.sign_ambiguous(activation) else 0
+  if len(free) > max_free and not flips:
     # Most rows free: the attack failed wholesale (restarts are the rung for that), not
     # by a row or two that float32 cannot resolve.
     return x_hat, cert, {'applied': False, 'free_rows': len(free)}
-  logging.info('%s; precision rung: float64 re-search of the free rows, then Gauss-Newton',
-               certificate.verdict(cert, m))
+  logging.info('%s; precision rung: float64 %sre-search of the free rows, then Gauss-Newton',
+               certificate.verdict(cert, m), 'sign flips, ' if flips else '')
   radius = float(np.sqrt(d)) if radius is None else radius
   key = jax.random.PRNGKey(0) if key is None else key
   x_pol, info = polish(feature_fn, theta, x_hat.reshape(m, d), free_rows=free, key=key,
                        radius=radius, tol=polish_tol, starts=starts, row_steps=row_steps,
-                       lr=lr, lm_iters=lm_iters)
-  logging.info('precision rung: loss %.2e -> %.2e in float64 (rows re-searched %s, replaced '
-               '%s, %d Gauss-Newton steps, %.1fs)%s', info['loss_before'], info['loss_after'],
-               info['rows_searched'], info['rows_replaced'], info['gauss_newton_steps'],
-               info['seconds'], '' if info['kept'] else ': not kept')
+                       lr=lr, lm_iters=lm_iters, sign_sweeps=flips, max_free=max_free,
+                       threshold=duplicate_threshold)
+  logging.info('precision rung: loss %.2e -> %.2e in float64 (rows flipped %s, re-searched %s, '
+               'replaced %s, %d Gauss-Newton steps, %.1fs)%s', info['loss_before'],
+               info['loss_after'], info['rows_flipped'], info['rows_searched'],
+               info['rows_replaced'], info['gauss_newton_steps'], info['seconds'],
+               '' if info['kept'] else ': not kept')
   if not info['kept']:
     return x_hat, cert, info
   if restart_sets is not None and len(restart_sets) > 1:
     restart_sets = [x_pol.reshape(x_hat.shape)] + list(restart_sets[1:])
   with jax.enable_x64(True):
-    floor = rounding_floor(feature_fn, x_pol, theta)
-  tol_eff = max(polish_tol, FLOOR_MARGIN * floor)
-  info.update(rounding_floor=floor, tol=tol_eff)
-  with jax.enable_x64(True):
+    ff64 = Features64(feature_fn)
+    floor = rounding_floor(ff64, x_pol, theta)
+    tol_eff = max(polish_tol, FLOOR_MARGIN * floor)
+    info.update(rounding_floor=floor, tol=tol_eff)
     cert2 = certificate.certify(
         final_loss=info['loss_after'], tol=tol_eff, x_hat=x_pol, p=p, activation=activation,
-        feature_fn=lambda z: jnp.asarray(feature_fn(jnp.asarray(z, jnp.float64)), jnp.float64),
+        feature_fn=ff64,
         theta=np.asarray(theta, np.float64), duplicate_threshold=duplicate_threshold,
         restart_sets=restart_sets)
   cert2['evidence']['precision'] = 'float64 (polished)'
@@ -290,4 +364,5 @@ def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, 
       radius=float(np.sqrt(cfg.d)), starts=cfg.get('polish_starts', 32),
       row_steps=cfg.get('polish_row_steps', 1000), lr=cfg.get('lr', 0.05),
       lm_iters=cfg.get('polish_lm_iters', 20),
-      max_free_share=cfg.get('polish_max_free_share', 0.25), restart_sets=restart_sets)
+      max_free_share=cfg.get('polish_max_free_share', 0.25),
+      sign_sweeps=cfg.get('polish_sign_sweeps', 2), restart_sets=restart_sets)

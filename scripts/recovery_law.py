@@ -155,7 +155,9 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
       within_wrong=r.get('rows_within_wrong'),
       polished=(len(r['polish']['rows_replaced']) if r.get('polish', {}).get('kept') else
                 None),
-      polished_loss=(r['polish']['loss_after'] if r.get('polish', {}).get('kept') else None))
+      polished_loss=(r['polish']['loss_after'] if r.get('polish', {}).get('kept') else None),
+      flipped=(len(set(r['polish'].get('rows_flipped', []))) if r.get('polish', {}).get('kept')
+               else None))
       for r in out['records']])
   recovered, certified = per_seed['recovered'], per_seed['certified']
   k = pt['k']
@@ -198,7 +200,9 @@ def polished_cell(ps: Dict[str, list], i: int) -> str:
   if rows is None:
     return '-'
   loss = ps.get('polished_loss', [None] * (i + 1))[i]
-  return (str(rows) if rows else 'none') + ('' if loss is None else f' (float64 loss {loss:.1g})')
+  flips = ps.get('flipped', [None] * (i + 1))[i]
+  text = (str(rows) if rows else 'none') + (f', {flips} flipped' if flips else '')
+  return text + ('' if loss is None else f' (float64 loss {loss:.1g})')
 
 
 def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
@@ -249,19 +253,20 @@ def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
     ps = r.get('per_seed')
     if r['method'] != 'default' or not isinstance(ps, dict) or 'polished' not in ps:
       continue
+    flips = ps.get('flipped', [0] * len(ps['polished']))
     for i, rows in enumerate(ps['polished']):
       if rows is None:
         continue
       kept += 1
-      if rows:
+      if rows or flips[i]:
         replaced += 1
         ok += bool(ps['recovered'][i])
         cert += bool(ps['certified'][i])
   if not kept:
     return []
   return ['', f'Precision rung (`polish`, default method): a float64 polish kept on {kept} '
-          f'uncertified runs; it replaced a free row in {replaced}, of which {ok} ended with '
-          f'every row recovered and {cert} certified.']
+          f'uncertified runs; it flipped (relu) or replaced a row in {replaced}, of which {ok} '
+          f'ended with every row recovered and {cert} certified.']
 
 
 def render(records: List[Dict[str, Any]], out: str) -> None:

@@ -139,3 +139,25 @@ def test_the_rounding_floor_bounds_the_loss_at_the_truth_of_a_float32_victim():
     floor64 = polish.rounding_floor(ff, x, theta.astype(np.float64))
   assert 0 < at_truth < polish.FLOOR_MARGIN * floor32
   assert floor64 < 1e-25 < floor32 < 1e-10  # float64 weights have (almost) no floor
+
+
+def test_relu_candidates_at_mirror_images_are_flipped_back():
+  p = 8 * N * D
+  x, theta, ff = _planted(p, activation='relu', weak=0)
+  x_hat = _stuck(x, weak=0, jiggle=1e-3)
+  x_hat[0] = x[0]  # no weak row here: only the signs are wrong
+  x_hat[[1, 4]] *= -1  # relu sees these only through their linear parts
+  x_pol, cert, info = _run(x_hat.astype(np.float32), theta, ff, p, activation='relu')
+  assert info['applied'] and info['kept'] and info['rows_flipped']
+  signed = metrics.per_sample_errors(x, np.asarray(x_pol, np.float64), sign_invariant=False)
+  assert signed.max() < 1e-3, signed  # every sign right (row 0 carries 3e-4 of theta)
+  assert cert['certified'], cert['reasons']
+  # Gauss-Newton alone cannot carry a row across: it stalls with rows at the wrong sign.
+  with jax.enable_x64(True):
+    stuck, loss, _ = polish.gauss_newton(ff, theta, x_hat.astype(np.float64), iters=40,
+                                         radius=float(np.sqrt(D)), tol=1e-12)
+  assert loss > 1e-6
+  assert metrics.per_sample_errors(x, stuck, sign_invariant=False).max() > 0.5
+  # relu+tanh has no sign symmetry to exploit: no flips are tried.
+  _, _, info = _run(x_hat.astype(np.float32), theta, ff, p, activation='relu_tanh')
+  assert info.get('rows_flipped', []) == []

@@ -70,13 +70,13 @@ def test_the_precision_rung_column_and_summary_count_what_the_rung_did():
             certified=[True, False, True, False], frac_recovered=[1.0, 0.75, 1.0, 0.875],
             final_loss=[1e-8, 4e-5, 1e-10, 1e-8], min_share=[2e-4, 0.1, 0.2, 3e-4],
             rows_pinned=[8, 6, 8, 7], polished=[1, 1, None, 0],
-            polished_loss=[1e-14, 4e-5, None, 1e-9])
+            polished_loss=[1e-14, 4e-5, None, 1e-9], flipped=[0, 2, None, 0])
   records = [dict(method='default', activation='relu', d=8, k=None, search='full', n=8, p=640,
                   p_over_dn=10, per_seed=ps)]
   text = '\n'.join(recovery_law.rung_summary(records))
-  assert 'kept on 3 uncertified runs; it replaced a free row in 2, of which 1 ended' in text
+  assert 'kept on 3 uncertified runs; it flipped (relu) or replaced a row in 2, of which 1 ended' in text
   assert '1 certified' in text
-  assert recovery_law.polished_cell(ps, 1) == '1 (float64 loss 4e-05)'
+  assert recovery_law.polished_cell(ps, 1) == '1, 2 flipped (float64 loss 4e-05)'
   assert recovery_law.polished_cell(ps, 3) == 'none (float64 loss 1e-09)'
   assert recovery_law.polished_cell(ps, 2) == '-'
   assert recovery_law.polished_cell(dict(seed=[0]), 0) == '-'  # older records: no column
