@@ -10,7 +10,11 @@ small as at the truth. The certificate adds evidence that the solution found is
   * loss:        L(X_hat) <= tol.
   * counting:    the constraint "theta in rowspan Phi(X_hat)" is p - m equations in
                  m (d - 1) unknowns (candidates on spheres); an isolated solution needs
-                 p - m >= m (d - 1), i.e. p >= m d.
+                 p - m >= m (d - 1), i.e. p >= m d. At p = m d the system is square and
+                 has many isolated zeros besides the truth (measured: the float64 rung,
+                 a Newton root-finder, reached one at loss 5e-15 with 2 of 8 rows right,
+                 relu, n = d = 8), so the test asks for m equations to spare beyond the
+                 unknowns, p >= m (d + 1), which leaves a wrong zero codimension m.
   * uniqueness:  at a zero of the residual r(X) = P_perp(X) theta, its Jacobian is
                  J = -P_perp dPhi^T alpha (alpha the span coefficients), taken on the
                  tangent space of the spheres (each row's radial direction removed:
@@ -176,14 +180,16 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
   evidence: Dict[str, Any] = {
       'loss': float(final_loss), 'tol': float(tol), 'loss_at_tol': bool(final_loss <= tol),
       'p': int(p), 'm_times_d': int(m * d), 'p_over_md': float(p / (m * d)),
-      'counting': bool(p >= m * d),
+      'counting': bool(p >= m * (d + 1)),
       'duplicate_pairs': candidate_duplicates(x_hat, duplicate_threshold, sign_invariant),
   }
   reasons = []
   if not evidence['loss_at_tol']:
     reasons.append(f'loss {final_loss:.2e} > tol {tol:.0e}')
   if not evidence['counting']:
-    reasons.append(f'p = {p} < m d = {m * d}: zero-loss solutions are not isolated')
+    reasons.append(f'p = {p} < m (d + 1) = {m * (d + 1)}: ' + (
+        'zero-loss solutions are not isolated' if p < m * d else
+        'too few equations beyond the unknowns to rule out other isolated zeros'))
   if evidence['duplicate_pairs']:
     reasons.append(f'{evidence["duplicate_pairs"]} near-duplicate candidate pair(s)')
   entries = int(p) * m * d

@@ -294,7 +294,7 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       max_free_share: float = 0.25, sign_sweeps: int = 2,
                       restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """The certificate of x_hat; when it fails, the Jacobian test was computable and
-  counting holds (p >= m d), `mode` 'auto' polishes (`polish`) and certifies the polished
+  counting holds (p >= m (d + 1)), `mode` 'auto' polishes (`polish`) and certifies the polished
   set in float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
   (`row_within` false): the rung is for a row or two float32 cannot resolve, not for a run
   that failed wholesale. Returns (x_hat, certificate, polish info)."""

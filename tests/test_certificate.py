@@ -144,3 +144,13 @@ def test_a_run_records_its_certificate_and_never_certifies_below_the_threshold(t
   assert above['sign_invariant'] is False  # relu_tanh: errors are signed
   below = _rf_run(tmp_path, 'below', p=12)  # p < d n: zero-loss points are not isolated
   assert below['certified'] is False and not below['certificate']['counting']
+
+
+def test_a_square_system_is_not_enough():
+  """p = m d: as many equations as unknowns, isolated zeros besides the truth exist (the
+  float64 rung found one); counting asks for m to spare."""
+  x, theta, ff, loss = _problem(N * D)
+  cert = _certify(x, theta, ff, loss, N * D)
+  assert not cert['certified'] and not cert['evidence']['counting']
+  assert any('too few equations' in r for r in cert['reasons'])
+  assert _certify(x, theta, ff, loss, N * (D + 1))['evidence']['counting']
