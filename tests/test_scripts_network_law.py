@@ -55,9 +55,10 @@ def test_attack_grids_offer_the_jacobian_points():
   assert [g['jacobian_at'] for g in nl.attack_grid('vit')] == list(nl.JACOBIAN_POINTS)
   assert all('jacobian_at' not in g for g in nl.attack_grid('rf'))
   assert nl.shadow_count('vit') == 2 and nl.shadow_count('two_layer_mse') == nl.SHADOW_COUNT
-  # Step budgets: the cheap two-layer nets 12000 (MSE 40000), the rest 4000; an explicit
-  # budget wins.
-  assert nl.max_steps_for('two_layer_ce') == 12000 and nl.max_steps_for('vit') == 4000
+  # Step budgets: the cheap two-layer nets and the ViT 12000 (MSE 40000), the rest 4000; an
+  # explicit budget wins.
+  assert nl.max_steps_for('two_layer_ce') == 12000 and nl.max_steps_for('vit') == 12000
+  assert nl.max_steps_for('resnet') == nl.DEFAULT_MAX_STEPS == 4000
   assert nl.max_steps_for('two_layer_mse') == 40000
   assert nl.max_steps_for('rf') == nl.DEFAULT_MAX_STEPS and nl.max_steps_for('two_layer_ce', 30) == 30
 
@@ -84,6 +85,37 @@ def test_calibration_picks_the_lowest_mean_shadow_error_and_never_runs_a_victim(
   trial = next(t for t in cal['trials'] if t['setting'] == {'lr': 0.05, 'jacobian_at': 'trained'})
   assert trial['shadow_recon_errors'] == [0.01, 0.5, 0.5]
   assert abs(trial['shadow_recon_error'] - 1.01 / 3) < 1e-12
+
+
+def test_a_point_or_calibration_with_another_budget_is_rerun_and_replaced(tmp_path, monkeypatch):
+  # Fake runs: a point present with the kind's budget is skipped; one run with another budget
+  # is run again and its record replaced (not duplicated); so is the calibration.
+  ran, calibrated = [], []
+
+  def fake_run_one(victim, dataset, ratio, seed, n, max_steps, setting, escalate=True):
+    ran.append((seed, max_steps))
+    return {'victim': victim, 'dataset': dataset, 'ratio_target': ratio, 'seed': seed, 'n': n,
+            'escalate': 'auto', 'attack': {'max_steps': max_steps}, 'recon_error': 0.1,
+            'p_L_over_dn': ratio, 'width': 1, 'frac_recovered': 1.0, 'train_loss': 0.0,
+            'escalations_accepted': 0, 'escalations_tried': 0, 'escalation_restarts_kept': 0,
+            'escalation_restarts': 0, 'wall_seconds': 1.0}
+
+  def fake_calibrate(victim, dataset, n, max_steps, victim_seeds, escalate=True):
+    calibrated.append(max_steps)
+    return {'max_steps': max_steps, 'chosen': {'lr': 0.05}, 'calibrated': True}
+
+  monkeypatch.setattr(nl, 'run_one', fake_run_one)
+  monkeypatch.setattr(nl, 'calibrate', fake_calibrate)
+  out = str(tmp_path / 'law')
+  nl.run_points(out, ['vit'], ['digits'], [10.0], [0, 1], n=4, max_steps=4000)
+  assert ran == [(0, 4000), (1, 4000)] and calibrated == [4000]
+  nl.run_points(out, ['vit'], ['digits'], [10.0], [0, 1], n=4, max_steps=4000)
+  assert len(ran) == 2 and calibrated == [4000]  # same budget: skipped
+  res = nl.run_points(out, ['vit'], ['digits'], [10.0], [1], n=4, max_steps=None)
+  assert ran[2:] == [(1, 12000)] and calibrated == [4000, 12000]
+  steps = sorted((r['seed'], r['attack']['max_steps']) for r in res['records'])
+  assert steps == [(0, 4000), (1, 12000)]  # seed 1 replaced, seed 0 (not asked) kept
+  assert io.read_json(out + '.json')['calibration']['vit/digits/n4']['max_steps'] == 12000
 
 
 @pytest.mark.slow
