@@ -86,5 +86,11 @@ def write_npz(path: str, **arrays: np.ndarray) -> None:
   _atomic_write(path, lambda f: np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()}))
 
 
+def write_npz_compressed(path: str, **arrays: np.ndarray) -> None:
+  """`write_npz` with zip compression (np.savez_compressed)."""
+  _atomic_write(path, lambda f: np.savez_compressed(
+      f, **{k: np.asarray(v) for k, v in arrays.items()}))
+
+
 def write_bytes(path: str, data: bytes) -> None:
   _atomic_write(path, lambda f: f.write(data))

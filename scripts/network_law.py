@@ -29,9 +29,12 @@ escalation) is shown beside the results in the md and the png.
 
 Writes results/network_law.json (appends; points already present are skipped unless they
 were run with another step budget than the kind's current one, in which case the new run
-replaces them; a calibration run with another budget is redone the same way),
-.md and .png (re-rendered from the JSON; `--render_only` renders without running)
-and prints the points of the full grid still missing. Example:
+replaces them; a calibration run with another budget is redone the same way), beside it
+results/network_law.npz (each record's images x_true / x_matched, for the png's grid, keyed
+by `record_key`; the JSON keeps scalars and metadata; a JSON still holding them inline loads,
+and its next write moves them to the npz), .md and .png (re-rendered from the JSON and the
+npz; `--render_only` renders without running) and prints the points of the full grid still
+missing. Example:
 
     python -m scripts.network_law --victims=two_layer_mse,rf --datasets=digits
     python -m scripts.network_law --render_only
@@ -238,7 +241,9 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
       **{k: m.get(k, 0) for k in ('escalations_tried', 'escalations_accepted',
                                   'escalation_restarts', 'escalation_restarts_kept')},
       'steps': m['steps'], 'wall_seconds': time.time() - t0, 'device': device_name(),
-      'x_true': np.round(x_true, 4).tolist(), 'x_matched': np.round(x_matched, 4).tolist(),
+      # Written to the npz beside the JSON (`save`), float64 as the JSON's lists were.
+      'x_true': np.round(x_true, 4).astype(np.float64),
+      'x_matched': np.round(x_matched, 4).astype(np.float64),
   }
 
 
@@ -296,10 +301,92 @@ def key_of(r) -> tuple:
           r.get('escalate', 'off'))
 
 
+# A record's image arrays (the png's truth | reconstruction grid): not in the JSON but in the
+# compressed npz beside it (`npz_path`): 'keys' (one `record_key` per stored record) and per
+# field FIELD (float64, every record's array flattened and concatenated in the order of
+# 'keys') and FIELD_shape (one row per record). One array per field, not one per record: a
+# zip member per array costs ~0.5 kB, more than a record's images compressed.
+ARRAY_FIELDS = ('x_true', 'x_matched')
+
+
+def record_key(r) -> str:
+  """A point's identity (`key_of`) as the npz's key, e.g.
+  'vit/digits/ratio=10.0/seed=0/n=4/escalate=auto'."""
+  victim, dataset, ratio, seed, n, mode = key_of(r)
+  return f'{victim}/{dataset}/ratio={ratio!r}/seed={seed}/n={n}/escalate={mode}'
+
+
+def npz_path(json_path: str) -> str:
+  """OUT.npz for OUT.json."""
+  return os.path.splitext(json_path)[0] + '.npz'
+
+
+def read_arrays(path) -> Dict[str, Dict[str, np.ndarray]]:
+  """The npz at `path` (see ARRAY_FIELDS) as record_key -> {field: array}; {} if absent."""
+  if not os.path.exists(path):
+    return {}
+  out: Dict[str, Dict[str, np.ndarray]] = {}
+  with np.load(path) as z:
+    keys = [str(k) for k in z['keys']] if 'keys' in z.files else []
+    for field in ARRAY_FIELDS:
+      if field not in z.files:
+        continue
+      flat, shapes = z[field], z[field + '_shape']
+      ends = np.cumsum([int(np.prod(s)) for s in shapes])
+      for key, shape, end in zip(keys, shapes, ends):
+        size = int(np.prod(shape))
+        out.setdefault(key, {})[field] = flat[end - size:end].reshape(tuple(shape))
+  return out
+
+
+def write_arrays(path, arrays: Dict[str, Dict[str, np.ndarray]]) -> None:
+  """Writes record_key -> {field: array} (every field of ARRAY_FIELDS) to the npz at `path`."""
+  keys = list(arrays)
+  out = {'keys': np.array(keys, dtype=str)}
+  for field in ARRAY_FIELDS:
+    values = [np.asarray(arrays[k][field], dtype=np.float64) for k in keys]
+    out[field] = (np.concatenate([v.ravel() for v in values]) if values
+                  else np.zeros(0, np.float64))
+    out[field + '_shape'] = (np.array([v.shape for v in values], dtype=np.int64) if values
+                             else np.zeros((0, 2), np.int64))
+  io.write_npz_compressed(path, **out)
+
+
 def load(path) -> Dict[str, Any]:
-  if os.path.exists(path):
-    return io.read_json(path)
-  return {'records': [], 'calibration': {}}
+  """The JSON at `path`, each record with its ARRAY_FIELDS as numpy arrays: from the npz
+  beside it, or inline where an older JSON still holds them (those win: that JSON was
+  written without the npz)."""
+  if not os.path.exists(path):
+    return {'records': [], 'calibration': {}}
+  res = io.read_json(path)
+  stored = read_arrays(npz_path(path))
+  for r in res['records']:
+    for field in ARRAY_FIELDS:
+      if field in r:
+        r[field] = np.asarray(r[field], dtype=np.float64)
+      elif field in stored.get(record_key(r), {}):
+        r[field] = stored[record_key(r)][field]
+  return res
+
+
+def save(path, res) -> None:
+  """Writes the npz beside `path` (the ARRAY_FIELDS of every record that has them), then the
+  JSON (the records without them), each atomically. The npz first: a crash between the two
+  leaves the previous JSON, and arrays of records it lacks are dropped at the next write."""
+  arrays, records = {}, []
+  for r in res['records']:
+    have = [f for f in ARRAY_FIELDS if r.get(f) is not None]
+    if have:
+      key = record_key(r)
+      if len(have) < len(ARRAY_FIELDS) or key in arrays:
+        raise ValueError(f'{key}: fields {have} of {ARRAY_FIELDS}, or two records with the key')
+      arrays[key] = {f: r[f] for f in ARRAY_FIELDS}
+    records.append({k: v for k, v in r.items() if k not in ARRAY_FIELDS})
+  write_arrays(npz_path(path), arrays)
+  io.write_json(path, {**res, 'records': records, 'arrays': {
+      'file': os.path.basename(npz_path(path)), 'fields': list(ARRAY_FIELDS),
+      'record_key': '<victim>/<dataset>/ratio=<ratio_target>/seed=<seed>/n=<n>/'
+                    'escalate=<escalate>'}})
 
 
 def calibration_key(victim, dataset, n, escalate) -> str:
@@ -324,7 +411,7 @@ def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate
       res['calibration'][ckey] = (
           calibrate(victim, dataset, n, max_steps, SEEDS, escalate) if do_calibrate else
           {'chosen': attack_grid(victim)[0], 'calibrated': False})
-      io.write_json(out + '.json', res)
+      save(out + '.json', res)
     setting = res['calibration'][ckey]['chosen']
     for ratio, seed in itertools.product(ratios, seeds):
       key = (victim, dataset, float(ratio), int(seed), int(n), mode)
@@ -334,7 +421,7 @@ def run_points(out, victims, datasets, ratios, seeds, n, max_steps, do_calibrate
       rec['calibrated'] = res['calibration'][ckey].get('calibrated', False)
       res['records'] = [r for r in res['records'] if key_of(r) != key] + [rec]
       have[key] = max_steps
-      io.write_json(out + '.json', res)  # after every point: an interrupted run keeps its work
+      save(out + '.json', res)  # after every point: an interrupted run keeps its work
       print(f'{victim}/{dataset} p_L/dn={rec["p_L_over_dn"]:.3g} width={rec["width"]} '
             f'seed={seed}: recon_error={rec["recon_error"]:.4f} '
             f'recovered={rec["frac_recovered"]:.2f} train_loss={rec["train_loss"]:.2g} '
@@ -498,6 +585,21 @@ def render_md(res, n, baseline=None, baseline_name='') -> str:
   return '\n'.join(lines)
 
 
+def grid_records(res) -> List[tuple]:
+  """(victim, dataset, p_L/dn, record) per row of the png's image grid: each group's record at
+  its largest width, lowest seed; raises if that record has no images (from `load`)."""
+  out = []
+  for (victim, dataset, _, _), by_ratio in _groups(res).items():
+    top = max(by_ratio)
+    rec = min(by_ratio[top], key=lambda r: r['seed'])
+    lacking = [f for f in ARRAY_FIELDS if rec.get(f) is None]
+    if lacking:
+      raise KeyError(f'{record_key(rec)}: no {", ".join(lacking)} for the image grid, neither '
+                     'in the record nor in the npz beside its JSON')
+    out.append((victim, dataset, top, rec))
+  return out
+
+
 def render_png(res, path, baseline=None):
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
@@ -539,11 +641,9 @@ def render_png(res, path, baseline=None):
   ax.legend(fontsize=7, loc='lower left')
   # Image grid: one row per (victim, dataset) at its largest width: truth | reconstruction.
   height = 0.84 / nrows
-  for i, ((victim, dataset, nn, _), by_ratio) in enumerate(groups.items()):
-    top = max(by_ratio)
-    rec = min(by_ratio[top], key=lambda r: r['seed'])
+  for i, (victim, dataset, top, rec) in enumerate(grid_records(res)):
     side = int(round(math.sqrt(rec['d'])))
-    xt, xm = np.array(rec['x_true']), np.array(rec['x_matched'])
+    xt, xm = np.asarray(rec['x_true']), np.asarray(rec['x_matched'])
     cells = len(xt) * 2
     for j in range(cells):
       row = (xt if j < len(xt) else xm)[j % len(xt)]
@@ -564,7 +664,7 @@ def render_png(res, path, baseline=None):
 def render(out, n, baseline: Optional[str] = None):
   """md and png from OUT.json; `baseline` (a path without suffix) is drawn beside it."""
   res = load(out + '.json')
-  other = (io.read_json(baseline + '.json') if baseline and os.path.exists(baseline + '.json')
+  other = (load(baseline + '.json') if baseline and os.path.exists(baseline + '.json')
            and os.path.abspath(baseline) != os.path.abspath(out) else None)
   io.write_text(out + '.md', render_md(res, n, other, baseline or ''))
   render_png(res, out + '.png', other)

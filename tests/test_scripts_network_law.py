@@ -1,6 +1,9 @@
-"""scripts/network_law.py at tiny size: records, skipping, rendering, shadow disjointness."""
+"""scripts/network_law.py at tiny size: records, skipping, rendering, images in the npz, shadows."""
+import copy
+import json
 import os
 
+import numpy as np
 import pytest
 
 from recon import data, io, runs
@@ -98,7 +101,8 @@ def test_a_point_or_calibration_with_another_budget_is_rerun_and_replaced(tmp_pa
             'escalate': 'auto', 'attack': {'max_steps': max_steps}, 'recon_error': 0.1,
             'p_L_over_dn': ratio, 'width': 1, 'frac_recovered': 1.0, 'train_loss': 0.0,
             'escalations_accepted': 0, 'escalations_tried': 0, 'escalation_restarts_kept': 0,
-            'escalation_restarts': 0, 'wall_seconds': 1.0}
+            'escalation_restarts': 0, 'wall_seconds': 1.0,
+            'x_true': np.full((4, 16), seed), 'x_matched': np.full((4, 16), max_steps)}
 
   def fake_calibrate(victim, dataset, n, max_steps, victim_seeds, escalate=True):
     calibrated.append(max_steps)
@@ -116,6 +120,106 @@ def test_a_point_or_calibration_with_another_budget_is_rerun_and_replaced(tmp_pa
   steps = sorted((r['seed'], r['attack']['max_steps']) for r in res['records'])
   assert steps == [(0, 4000), (1, 12000)]  # seed 1 replaced, seed 0 (not asked) kept
   assert io.read_json(out + '.json')['calibration']['vit/digits/n4']['max_steps'] == 12000
+  # The images live in the npz, one entry per point: the replaced point's are the new run's.
+  assert not any(f in r for r in io.read_json(out + '.json')['records'] for f in nl.ARRAY_FIELDS)
+  stored = nl.read_arrays(out + '.npz')
+  assert len(stored) == 2
+  back = {r['seed']: r for r in nl.load(out + '.json')['records']}
+  assert back[1]['x_matched'][0, 0] == 12000 and back[0]['x_matched'][0, 0] == 4000
+  assert back[1]['x_true'][0, 0] == 1 and back[0]['x_true'].shape == (4, 16)
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMMITTED = ('results/network_law', 'results/network_law_no_escalation')
+
+
+def _json_records(path):
+  with open(path) as f:
+    return json.load(f)['records']
+
+
+def _tiny_res(images=True):
+  """Three records of the committed grid (two groups, 4x16 and 4x25 images) with new images."""
+  recs = _json_records(os.path.join(REPO, 'results/network_law.json'))
+  picked = [copy.deepcopy(r) for r in recs
+            if (r['victim'], r['dataset']) in {('rf', 'digits'), ('two_layer_mse', 'lfw_faces')}
+            and float(r['ratio_target']) == 16.0 and r['seed'] in (0, 1)][:3]
+  assert {r['dataset'] for r in picked} == {'digits', 'lfw_faces'}
+  rng = np.random.default_rng(0)
+  for r in picked:
+    for f in nl.ARRAY_FIELDS:
+      r.pop(f, None)
+      if images:
+        r[f] = np.round(rng.normal(size=(r['n'], r['d'])), 4)
+  return {'records': picked, 'calibration': {}}
+
+
+def _no_arrays_in_json(path):
+  with open(path) as f:
+    text = f.read()
+  records = json.loads(text)['records']
+  assert records and not any(f in r for r in records for f in nl.ARRAY_FIELDS)
+  # No nested list of numbers anywhere in a record (an image under another name).
+  assert not any(isinstance(v, list) and v and isinstance(v[0], list)
+                 for r in records for v in r.values())
+
+
+def test_images_go_to_the_npz_not_the_json_and_the_grid_finds_them(tmp_path):
+  res = _tiny_res()
+  path = str(tmp_path / 'law.json')
+  nl.save(path, res)
+  _no_arrays_in_json(path)
+  assert os.path.exists(str(tmp_path / 'law.npz'))
+  assert sorted(nl.read_arrays(str(tmp_path / 'law.npz'))) == sorted(
+      nl.record_key(r) for r in res['records'])
+  back = nl.load(path)
+  for a, b in zip(res['records'], back['records']):
+    for f in nl.ARRAY_FIELDS:
+      assert b[f].dtype == np.float64 and np.array_equal(a[f], b[f])
+  rows = nl.grid_records(back)
+  assert len(rows) == 2 and all(r[3]['x_true'].shape == (r[3]['n'], r[3]['d']) for r in rows)
+  assert all(f in res['records'][0] for f in nl.ARRAY_FIELDS)  # save leaves `res` whole
+
+
+def test_an_old_json_with_inline_images_loads_and_its_next_write_moves_them(tmp_path):
+  res = _tiny_res()
+  path = str(tmp_path / 'law.json')
+  io.write_json(path, res)  # the format before the npz: images inline, as lists
+  assert 'x_true' in io.read_json(path)['records'][0]
+  old = nl.load(path)
+  assert len(nl.grid_records(old)) == 2
+  nl.save(path, old)
+  _no_arrays_in_json(path)
+  back = nl.load(path)
+  for a, b in zip(res['records'], back['records']):
+    assert all(np.array_equal(a[f], b[f]) for f in nl.ARRAY_FIELDS)
+
+
+def test_the_grid_fails_loudly_without_the_npz(tmp_path):
+  path = str(tmp_path / 'law.json')
+  nl.save(path, _tiny_res())
+  os.remove(str(tmp_path / 'law.npz'))
+  with pytest.raises(KeyError, match='x_true'):
+    nl.grid_records(nl.load(path))
+  nl.save(path, _tiny_res(images=False))  # records without images: an empty npz, no error
+  assert nl.read_arrays(str(tmp_path / 'law.npz')) == {}
+
+
+def test_render_draws_the_grid_from_the_npz(tmp_path):
+  out = str(tmp_path / 'law')
+  nl.save(out + '.json', _tiny_res())
+  nl.render(out, 4)
+  assert '## rf on digits' in open(out + '.md').read() and os.path.getsize(out + '.png') > 0
+
+
+@pytest.mark.parametrize('out', COMMITTED)
+def test_committed_results_keep_their_images_in_the_npz(out):
+  path = os.path.join(REPO, out + '.json')
+  _no_arrays_in_json(path)
+  res = nl.load(path)
+  assert all(isinstance(r.get(f), np.ndarray) and r[f].shape == (r['n'], r['d'])
+             for r in res['records'] for f in nl.ARRAY_FIELDS)
+  assert nl.grid_records(res)
 
 
 @pytest.mark.slow
@@ -133,6 +237,8 @@ def test_tiny_run_appends_skips_and_renders(tmp_path):
   again = nl.run_points(out, ['two_layer_mse'], ['digits'], [4.0], [0], n=2, max_steps=30,
                         do_calibrate=False)
   assert len(again['records']) == 2  # already present: skipped
+  _no_arrays_in_json(out + '.json')
+  assert all(r['x_true'].shape == (2, 16) for r in nl.load(out + '.json')['records'])
   nl.render(out, 2)
   md = io.read_text(out + '.md') if hasattr(io, 'read_text') else open(out + '.md').read()
   assert '## two_layer_mse on digits' in md and 'NOT calibrated' in md
