@@ -161,3 +161,24 @@ def test_relu_candidates_at_mirror_images_are_flipped_back():
   # relu+tanh has no sign symmetry to exploit: no flips are tried.
   _, _, info = _run(x_hat.astype(np.float32), theta, ff, p, activation='relu_tanh')
   assert info.get('rows_flipped', []) == []
+
+
+@pytest.mark.slow  # a full single run (~10 CPU-s)
+def test_a_single_run_that_stops_short_is_polished_and_reports_it(tmp_path):
+  from recon import pipelines
+  c = rf_synthetic.get_config()
+  # 300 steps stop well above tol with most rows free; for relu the rung still runs (sign
+  # flips first), whatever the number of free rows.
+  c.update(dict(n=5, d=5, p=250, activation='relu', max_steps=300, log_every_seconds=1e9,
+                checkpoint_every_seconds=0.0))
+  m = pipelines.run(c, str(tmp_path / 'run'))['metrics']
+  assert m['status'] == 'max_steps' and m['final_loss'] > c.tol
+  assert m['polish']['applied']
+  if m['polish']['kept']:
+    assert m['polish']['loss_after'] < m['polish']['loss_before']
+  if m['certified']:
+    assert m['certificate']['precision'] == 'float64 (polished)'
+    assert m['frac_recovered'] == 1.0
+  c.polish = 'off'
+  off = pipelines.run(c, str(tmp_path / 'off'))['metrics']
+  assert off['polish'] == {'applied': False} and not off['certified']
