@@ -9,8 +9,9 @@ and its gradients along row i are as small. The float32 run ends with every othe
 right and row i wherever it was; the certificate sees it (row i's pin radius is large)
 but more float32 descent cannot fix it.
 
-The rung, run on the float32 result when the certificate fails (`certify_or_polish`),
-uses only the attacker's view (feature map, theta) and blind signals:
+The rung, run on the float32 result when the certificate fails with counting satisfied
+(p >= m (d + 1)) and its Jacobian test computed (`certify_or_polish`), uses only the
+attacker's view (feature map, theta) and blind signals:
 
   0. (sign-ambiguous activations, relu) sign flips: relu(z) = |z|/2 + z/2 sees a sample's
      sign only through its linear part, and when the linear parts V x_i span few dimensions
@@ -23,7 +24,9 @@ uses only the attacker's view (feature map, theta) and blind signals:
      Q an orthonormal basis of rowspan Phi(X) (QR), L(X) = ||r||^2 / ||theta||^2. Its
      floor is the rounding of the float32 theta itself (~1e-14), 4 orders below s_i^2.
   2. Row re-search, for each free row i (the certificate's `row_within` false, largest
-     pin radius first), the other rows held to first order: Q_o is an orthonormal basis
+     pin radius first; only when 1 .. max(1, m/4) rows are free: a run with most rows free
+     failed wholesale, and restarts are the rung for that), the other rows held to first
+     order: Q_o is an orthonormal basis
      of the others' features *and their Jacobians* d phi(x_k)/d x_k (`held_basis`: the
      others sit slightly off their samples, having compensated for the wrong row i, and
      the residual of that is a first-order move of theirs), r_0 = (I - Q_o Q_o^T) theta,
