@@ -454,6 +454,13 @@ def _groups(res):
                      key=lambda kv: (kv[0][1], order.get(kv[0][0], 99), kv[0][3])))
 
 
+def _number(v) -> float:
+  """A record's loss as a float: None -> nan, and the JSON's 'nan' / 'inf' strings (a run
+  whose features are degenerate, e.g. a width-1 ViT, whose LayerNorm over one channel makes
+  it constant) -> nan / inf."""
+  return float('nan') if v is None else float(v)
+
+
 def _errors(rs) -> str:
   e = np.array([r['recon_error'] for r in rs])
   return f'{e.mean():.3g} ± {e.std():.2g} [{e.min():.3g}–{e.max():.3g}]'
@@ -558,9 +565,9 @@ def render_md(res, n, baseline=None, baseline_name='') -> str:
       rs = by_ratio[x]
       e = np.array([r['recon_error'] for r in rs])
       ssim = [r['ssim_mean'] for r in rs if r.get('ssim_mean') is not None]
-      pl = np.median([r['projection_loss'] or np.nan for r in rs])
-      pt = [r['projection_loss_at_truth'] for r in rs if r.get('projection_loss_at_truth')
-            is not None]
+      pl = np.median([_number(r['projection_loss']) for r in rs])
+      pt = [_number(r['projection_loss_at_truth']) for r in rs
+            if r.get('projection_loss_at_truth') is not None]
       esc = (f'{sum(r.get("escalations_accepted", 0) for r in rs)}/'
              f'{sum(r.get("escalations_tried", 0) for r in rs)}, '
              f'{sum(r.get("escalation_restarts_kept", 0) for r in rs)}/'

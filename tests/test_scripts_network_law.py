@@ -212,6 +212,19 @@ def test_render_draws_the_grid_from_the_npz(tmp_path):
   assert '## rf on digits' in open(out + '.md').read() and os.path.getsize(out + '.png') > 0
 
 
+def test_render_reads_a_nan_loss_as_written_to_the_json(tmp_path):
+  # A width-1 ViT (LayerNorm over one channel: a constant net) records projection losses
+  # 'nan', as the JSON writes non-finite floats; the md shows nan instead of failing.
+  out = str(tmp_path / 'law')
+  res = _tiny_res()
+  for r in res['records']:
+    r['projection_loss'] = r['projection_loss_at_truth'] = float('nan')
+  nl.save(out + '.json', res)
+  assert nl.load(out + '.json')['records'][0]['projection_loss'] == 'nan'
+  nl.render(out, 4)
+  assert 'nan / nan' in open(out + '.md').read()
+
+
 @pytest.mark.parametrize('out', COMMITTED)
 def test_committed_results_keep_their_images_in_the_npz(out):
   path = os.path.join(REPO, out + '.json')
