@@ -34,6 +34,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.pool = 'flatten'  # 'mean': p_L = width * C
   c.num_classes = 2
   c.activation = 'gelu'
+  c.head_init = 'fan_in'  # 'zeros': W_L(0) = 0 (the original ViT's convention)
   c.loss = 'mse'
   c.train_lr = ml_collections.config_dict.placeholder(float)  # None: 1 / lambda_max at init
   c.train_momentum = 0.0
@@ -46,6 +47,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attacker_knows_n = True
   # Attack.
   c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
+  c.n_restarts = 1  # K > 1: K candidate sets at once, the lowest loss wins (escalation off)
   c.optimizer = 'sgd'
   c.lr = 5.0
   c.momentum = 0.9

@@ -138,6 +138,7 @@ SCHEMA: Dict[str, Spec] = {
     'patch_size': _positive_int(),
     'num_heads': _positive_int(),
     'pool': Spec(str, choices=networks.POOLS),
+    'head_init': Spec(str, choices=tuple(networks.HEAD_INITS)),
     'jacobian_at': Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
     'attacker_knows_init': Spec(bool),
     'attacker_knows_n': Spec(bool),

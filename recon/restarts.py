@@ -9,15 +9,60 @@ answer is the block with the lowest blind loss; the attacker never needs the tru
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import chex
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
+
+from recon.errors import ExperimentError
 
 Array = jax.Array
 LossFn = Callable[[Array, Any], Array]
+
+# config.model values whose pipeline optimises one (m, d) candidate array and so can stack
+# K of them: the random-features model and the networks reconstructed from their head.
+RESTART_MODELS = ('random_features', 'two_layer', 'resnet', 'vit', 'random_features_gd')
+
+
+def check_config(cfg: ml_collections.ConfigDict) -> None:
+  """Refuses `n_restarts > 1` where the restarts would not be independent runs (before any
+  output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
+  splitting, feature sharding, a subspace search or a pipeline outside `RESTART_MODELS`.
+  Escalation (recon/escalate.py) is off with K > 1: the restarts are the escalation."""
+  k = cfg.get('n_restarts', 1)
+  if k == 1:
+    return
+  conflicts = []
+  if cfg.get('model') not in RESTART_MODELS or cfg.get('subspace', 'none') != 'none':
+    conflicts.append(f"model {cfg.get('model')!r}, subspace {cfg.get('subspace', 'none')!r}")
+  if cfg.get('optimizer') == 'lbfgs':
+    conflicts.append("optimizer 'lbfgs'")
+  if cfg.get('reseed_every', 0):
+    conflicts.append(f"reseed_every {cfg.get('reseed_every')}")
+  if cfg.get('split', 'none') != 'none':
+    conflicts.append(f"split {cfg.get('split')!r}")
+  if cfg.get('feature_shards', 1) > 1:
+    conflicts.append(f"feature_shards {cfg.get('feature_shards')}")
+  if conflicts:
+    raise ExperimentError(
+        f"n_restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: n_restarts "
+        f"1, or model in {', '.join(RESTART_MODELS)} (subspace 'none') with optimizer 'sgd' or "
+        "'adam', reseed_every 0, split 'none' and feature_shards 1")
+
+
+def with_restarts(cfg: ml_collections.ConfigDict, loss_fn: LossFn, problem: Any, key: Array,
+                  init_fn: Callable[[Array], Array]) -> Tuple[LossFn, Array, Any]:
+  """(loss_fn, x0, decode) of an attack: one candidate set init_fn(key) when
+  cfg.n_restarts == 1 (decode None), else `n_restarts` stacked ones (value min_k L(X_k),
+  decode the block of lowest blind loss, `BestRestart`)."""
+  n_restarts = cfg.get('n_restarts', 1)
+  if n_restarts == 1:
+    return loss_fn, init_fn(key), None
+  return (stacked_loss(loss_fn), init_restarts(key, n_restarts, init_fn),
+          BestRestart(loss_fn, problem))
 
 
 def init_restarts(key: Array, n_restarts: int, init_fn: Callable[[Array], Array]) -> Array:

@@ -3,6 +3,7 @@ import importlib.util
 import json
 import os
 
+import numpy as np
 import pytest
 
 from recon import config as config_lib
@@ -75,6 +76,9 @@ def test_unreached_tolerance_is_reported(tmp_path):
      'n_candidates'),
     (two_layer.get_config, {'attacker_knows_init': False, 'jacobian_at': 'init_and_trained'},
      errors.ExperimentError, 'jacobian_at'),
+    (vit.get_config, {'head_init': 'ones'}, config_lib.ConfigError, 'config.head_init'),
+    (two_layer.get_config, {'n_restarts': 2, 'optimizer': 'lbfgs'}, errors.ExperimentError,
+     "optimizer 'lbfgs'"),
 ])
 def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
   cfg = make()
@@ -134,3 +138,18 @@ def test_feature_points_lie_on_the_straight_line(monkeypatch):
   assert jnp.allclose(q['body'], 0.5) and jnp.allclose(q['head'], 1.5)
   with pytest.raises(errors.ExperimentError, match='jacobian_at: unknown'):
     pn.feature_points('bogus', p0, pt)
+
+
+@pytest.mark.slow  # ~15 CPU-s: a two-layer run with 3 stacked candidate sets
+def test_network_restarts_report_the_blind_choice(tmp_path):
+  """n_restarts=3 on a trained net: 3 candidate sets at once (escalation off), the answer
+  the set of lowest projection loss, recorded in metrics['restarts']."""
+  cfg = _tiny(n_restarts=3, max_steps=300, head_init='zeros')
+  summary = pipelines.run(cfg, str(tmp_path))
+  m = summary['metrics']
+  rs = m['restarts']
+  assert rs['n_restarts'] == 3 and rs['chosen'] == int(np.argmin(rs['losses']))
+  assert len(set(rs['losses'])) == 3  # three different starts
+  np.testing.assert_allclose(m['projection_loss'], min(rs['losses']), rtol=1e-3, atol=1e-7)
+  assert m.get('escalations_tried', 0) == 0
+  assert np.load(os.path.join(tmp_path, 'reconstruction.npz'))['x_candidates'].shape == (3, 4)

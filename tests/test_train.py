@@ -97,3 +97,28 @@ def test_budget_and_nonfinite_are_reported():
   _, info = train.train(apply, params, x, targets, loss='mse',
                         optimizer=train.make_optimizer(1e4), max_steps=500, tol=1e-9)
   assert not info['finite'] and not info['reached_tol'] and info['steps'] < 500
+
+
+@pytest.mark.parametrize('make,shape', [
+    (lambda h: networks.TwoLayer(6, 2, 'relu', head_init=h), (5,)),
+    (lambda h: networks.ResNet(3, 2, depth=1, head_init=h), (4, 4, 1)),
+    (lambda h: networks.ViT(4, 2, depth=1, num_heads=1, head_init=h), (4, 4, 1)),
+])
+def test_zero_head_init_starts_at_zero_and_moves_only_the_head_first(make, shape):
+  """head_init='zeros': W_L(0) = 0, f(x) = 0 at the start, and the first GD step moves only
+  the head (the layers below get gradient W_L (.) = 0); 'fan_in' draws a non-zero head."""
+  x = jax.random.normal(jax.random.PRNGKey(0), (3,) + shape)
+  zero, fan_in = make('zeros'), make('fan_in')
+  params = zero.init(jax.random.PRNGKey(1), x)['params']
+  assert not np.any(np.asarray(params['head']['kernel']))
+  np.testing.assert_array_equal(zero.apply({'params': params}, x), 0.0)
+  assert np.any(np.asarray(fan_in.init(jax.random.PRNGKey(1), x)['params']['head']['kernel']))
+  grads = jax.grad(lambda p: jnp.sum((zero.apply({'params': p}, x) - 1.0) ** 2))(params)
+  assert np.any(np.asarray(grads['head']['kernel']))
+  below = [g for k, g in grads.items() if k != 'head']
+  assert all(not np.any(np.asarray(l)) for l in jax.tree.leaves(below))
+
+
+def test_unknown_head_init_is_one_line_error():
+  with pytest.raises(ValueError, match="head_init: unknown 'ones'; accepted: fan_in, zeros"):
+    networks.TwoLayer(4, 1, head_init='ones').init(jax.random.PRNGKey(0), jnp.ones((1, 3)))

@@ -4,7 +4,10 @@ Every network names its last layer 'head' (a bias-free Dense), so the attack can
 read W_L = params['head']['kernel'] (shape (p_L / C, C)) the same way for every
 architecture; f(x) = W_L^T h(x) with h the penultimate representation. Image
 models take NHWC inputs. Initialisation: W ~ N(0, 1/fan_in) everywhere (standard
-parametrisation, as in the law-of-reconstruction paper).
+parametrisation, as in the law-of-reconstruction paper), except the head when
+`head_init='zeros'` (W_L(0) = 0, the original ViT's and big_vision's convention):
+then f = 0 at the start, the layers below receive no gradient until the head has
+grown, and the penultimate features drift less during training (theta = W_L(T)).
 """
 from __future__ import annotations
 
@@ -21,9 +24,14 @@ fan_in_normal = nn.initializers.variance_scaling(1.0, 'fan_in', 'normal')
 
 POOLS = ('flatten', 'mean')
 
+# head_init -> the initialiser of the bias-free head W_L.
+HEAD_INITS = {'fan_in': fan_in_normal, 'zeros': nn.initializers.zeros}
 
-def _head(out_dim: int, h):
-  return nn.Dense(out_dim, use_bias=False, kernel_init=fan_in_normal, name='head')(h)
+
+def _head(out_dim: int, h, init: str = 'fan_in'):
+  if init not in HEAD_INITS:
+    raise ValueError(f'head_init: unknown {init!r}; accepted: {", ".join(HEAD_INITS)}')
+  return nn.Dense(out_dim, use_bias=False, kernel_init=HEAD_INITS[init], name='head')(h)
 
 
 def _pool(name: str, h):
@@ -41,13 +49,14 @@ class TwoLayer(nn.Module):
   out_dim: int = 1
   activation: str = 'relu'
   hidden_init: Callable = fan_in_normal
+  head_init: str = 'fan_in'
 
   @nn.compact
   def __call__(self, x):
     x = x.reshape(x.shape[0], -1)
     h = nn.Dense(self.width, use_bias=False, kernel_init=self.hidden_init, name='hidden')(x)
     h = features.get_activation(self.activation)(h)
-    return _head(self.out_dim, h)
+    return _head(self.out_dim, h, self.head_init)
 
 
 class RandomFeatures(nn.Module):
@@ -59,6 +68,7 @@ class RandomFeatures(nn.Module):
   width: int
   out_dim: int = 1
   activation: str = 'relu'
+  head_init: str = 'fan_in'
 
   @nn.compact
   def __call__(self, x):
@@ -66,7 +76,7 @@ class RandomFeatures(nn.Module):
     d = x.shape[-1]
     v = self.variable('constants', 'v', lambda: features.random_weights(
         self.make_rng('params'), self.width, d, x.dtype)).value
-    return _head(self.out_dim, features.rf_features(v, x, self.activation))
+    return _head(self.out_dim, features.rf_features(v, x, self.activation), self.head_init)
 
 
 class ResidualBlock(nn.Module):
@@ -95,6 +105,7 @@ class ResNet(nn.Module):
   depth: int = 2
   activation: str = 'relu'
   pool: str = 'flatten'
+  head_init: str = 'fan_in'
 
   @nn.compact
   def __call__(self, x):
@@ -102,7 +113,7 @@ class ResNet(nn.Module):
     for i in range(self.depth):
       h = ResidualBlock(self.width, self.activation, self.depth ** -0.5, name=f'block{i}')(h)
     h = features.get_activation(self.activation)(h)
-    return _head(self.out_dim, _pool(self.pool, h))
+    return _head(self.out_dim, _pool(self.pool, h), self.head_init)
 
 
 class TransformerBlock(nn.Module):
@@ -134,6 +145,7 @@ class ViT(nn.Module):
   num_heads: int = 2
   activation: str = 'gelu'
   pool: str = 'mean'
+  head_init: str = 'fan_in'
 
   @nn.compact
   def __call__(self, x):
@@ -146,7 +158,7 @@ class ViT(nn.Module):
     for i in range(self.depth):
       h = TransformerBlock(self.width, self.num_heads, self.activation, name=f'block{i}')(h)
     h = nn.LayerNorm(name='final_norm')(h)
-    return _head(self.out_dim, _pool(self.pool, h))
+    return _head(self.out_dim, _pool(self.pool, h), self.head_init)
 
 
 def check_image_shape(image_shape: Sequence[int], patch_size: int | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 import ml_collections
 
-from recon import precision, routes, runs, victims
+from recon import precision, restarts, routes, runs, victims
 from recon.pipelines import kkt, networks, random_features, subspace
 
 PIPELINES: Dict[str, ModuleType] = {
@@ -38,7 +38,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   cfg = victims.resolve(config)
   subspace.check(cfg)
   victims.check_model_checkpoint(cfg)
-  random_features.check_restarts(cfg)
+  restarts.check_config(cfg)
   pipeline = pipeline_for(cfg)
   if pipeline is networks:
     networks.check_config(cfg)

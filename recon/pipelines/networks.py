@@ -30,7 +30,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, driver, errors, optimize, reconstruct, runs, victims
+from recon import data, driver, errors, optimize, reconstruct, restarts, runs, victims
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
@@ -68,13 +68,17 @@ def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str,
 
 # config.model -> the Flax module it names, built from the config's fields.
 BUILDERS = {
-    'two_layer': lambda cfg, c, act: networks.TwoLayer(cfg.width, c, act),
-    'random_features_gd': lambda cfg, c, act: networks.RandomFeatures(cfg.width, c, act),
+    'two_layer': lambda cfg, c, act: networks.TwoLayer(
+        cfg.width, c, act, head_init=cfg.get('head_init', 'fan_in')),
+    'random_features_gd': lambda cfg, c, act: networks.RandomFeatures(
+        cfg.width, c, act, head_init=cfg.get('head_init', 'fan_in')),
     'resnet': lambda cfg, c, act: networks.ResNet(cfg.width, c, cfg.get('depth', 2), act,
-                                                  cfg.get('pool', 'flatten')),
+                                                  cfg.get('pool', 'flatten'),
+                                                  head_init=cfg.get('head_init', 'fan_in')),
     'vit': lambda cfg, c, act: networks.ViT(cfg.width, c, cfg.get('depth', 2),
                                             cfg.get('patch_size', 2), cfg.get('num_heads', 2),
-                                            act, cfg.get('pool', 'mean')),
+                                            act, cfg.get('pool', 'mean'),
+                                            head_init=cfg.get('head_init', 'fan_in')),
 }
 
 
@@ -267,7 +271,9 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
       xh, prob, apply_fn=apply, layer=layer, jitter=cfg.jitter, average=average)
   feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
                                                                layer=layer, average=average)
-  x0 = driver.init_candidates(keys['init'], cfg.n_candidates, d, dtype)
+  attack_loss, x0, decode = restarts.with_restarts(
+      cfg, loss_fn, problem, keys['init'],
+      lambda k: driver.init_candidates(k, cfg.n_candidates, d, dtype))
 
   known = ['architecture', 'all trained weights (the features below the head)',
            'the attacked layer ' + repr(layer)]
@@ -292,9 +298,10 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
     logging.info('p_L/(dn) = %.3g; projection loss at the true data (diagnostic) %.3e',
                  p_l / (d * n), loss_at_truth)
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=x0,
-      constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn, t0=t0,
-      extra_metrics=extra, keys=keys,
+      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=attack_loss,
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn,
+      t0=t0,
+      extra_metrics=extra, keys=keys, decode=decode,
       threat_model={'known': known, 'unknown': unknown, 'target': target,
                     'features': f'per-class Jacobian rows d f_c(x) / d vec(W_{layer}) at the '
                                 + {'init_and_trained': 'initial and the trained weights, '

@@ -143,41 +143,9 @@ RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta*
                    'unknown': ['X (training inputs)', 'y (labels)']}
 
 
-def check_restarts(cfg: ml_collections.ConfigDict) -> None:
-  """Refuses `n_restarts > 1` where the restarts would not be independent runs (before any
-  output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
-  splitting, feature sharding, or a pipeline other than random features."""
-  k = cfg.get('n_restarts', 1)
-  if k == 1:
-    return
-  conflicts = []
-  if cfg.get('model') != 'random_features' or cfg.get('subspace', 'none') != 'none':
-    conflicts.append(f"model {cfg.get('model')!r}, subspace {cfg.get('subspace', 'none')!r}")
-  if cfg.get('optimizer') == 'lbfgs':
-    conflicts.append("optimizer 'lbfgs'")
-  if cfg.get('reseed_every', 0):
-    conflicts.append(f"reseed_every {cfg.get('reseed_every')}")
-  if cfg.get('split', 'none') != 'none':
-    conflicts.append(f"split {cfg.get('split')!r}")
-  if cfg.get('feature_shards', 1) > 1:
-    conflicts.append(f"feature_shards {cfg.get('feature_shards')}")
-  if conflicts:
-    raise ExperimentError(
-        f"n_restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: n_restarts "
-        "1, or the random-features model (subspace 'none') with optimizer 'sgd' or 'adam', "
-        "reseed_every 0, split 'none' and feature_shards 1")
-
-
-def with_restarts(cfg: ml_collections.ConfigDict, loss_fn, problem, key: Array, n_candidates: int,
-                  dtype) -> Tuple[Any, Array, Any]:
-  """(loss_fn, x0, decode) of the attack: one candidate set, or `n_restarts` stacked ones
-  (`recon.restarts`: value min_k L(X_k), the answer the block of lowest blind loss)."""
-  init = lambda k: driver.init_candidates(k, n_candidates, cfg.d, dtype)  # noqa: E731
-  n_restarts = cfg.get('n_restarts', 1)
-  if n_restarts == 1:
-    return loss_fn, init(key), None
-  return (restarts.stacked_loss(loss_fn), restarts.init_restarts(key, n_restarts, init),
-          restarts.BestRestart(loss_fn, problem))
+def _init_fn(cfg: ml_collections.ConfigDict, dtype):
+  """key -> one (n_candidates, d) starting set (`driver.init_candidates`)."""
+  return lambda k: driver.init_candidates(k, cfg.n_candidates, cfg.d, dtype)
 
 
 # V from its key; one compiled function for training and for attacking a saved model,
@@ -289,8 +257,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   # Across processes (recon/distributed.py) the attack's inputs become global arrays,
   # replicated over the mesh (every process computed the same ones from the seed).
   problem = distributed.replicate(problem, mesh)
-  loss_fn, x0, decode = with_restarts(cfg, loss_fn, problem, keys['init'], cfg.n_candidates,
-                                      dtype)
+  loss_fn, x0, decode = restarts.with_restarts(cfg, loss_fn, problem, keys['init'],
+                                               _init_fn(cfg, dtype))
   x0 = distributed.replicate(x0, mesh)
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
@@ -337,8 +305,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   y = truth.get('y')
   feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
   gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
-  loss_fn, x0, decode = with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
-                                      cfg.n_candidates, dtype)
+  loss_fn, x0, decode = restarts.with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
+                                               _init_fn(cfg, dtype))
   extra = {'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
            'memory_lean': False}
   if 'train_mse' in model.info:
