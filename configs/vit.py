@@ -50,6 +50,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.n_restarts = 1  # K > 1: K candidate sets at once, the lowest loss wins (escalation off)
   c.optimizer = 'sgd'
   c.lr = 5.0
+  c.lr_schedule = 'constant'  # 'cosine': lr -> lr * lr_final_ratio over lr_decay_steps
+  c.lr_decay_steps = ml_collections.config_dict.placeholder(int)  # None: max_steps
+  c.lr_final_ratio = 0.05
   c.momentum = 0.9
   c.max_steps = 3000
   c.tol = 1e-7

@@ -12,7 +12,7 @@ from scripts import network_law as nl
 FIELDS = ('victim', 'loss', 'dataset', 'n', 'd', 'width', 'p_L', 'p_L_over_dn', 'seed',
           'train_loss', 'recon_error', 'frac_recovered', 'ssim_mean', 'jacobian_at', 'steps',
           'wall_seconds', 'device', 'escalate', 'escalations_tried', 'escalations_accepted',
-          'escalation_restarts', 'escalation_restarts_kept')
+          'escalation_restarts', 'escalation_restarts_kept', 'head_init', 'restart_losses')
 
 
 def test_widths_and_p_l_per_kind():
@@ -64,6 +64,24 @@ def test_attack_grids_offer_the_jacobian_points():
   assert nl.max_steps_for('resnet') == nl.DEFAULT_MAX_STEPS == 4000
   assert nl.max_steps_for('two_layer_mse') == 40000
   assert nl.max_steps_for('rf') == nl.DEFAULT_MAX_STEPS and nl.max_steps_for('two_layer_ce', 30) == 30
+
+
+def test_zero_head_vit_is_the_vit_with_w_l0_zero_and_stacked_restarts():
+  # The same architecture, widths and calibration grid as 'vit', with head_init='zeros' (a
+  # victim field) and n_restarts=4 in every attack setting; the plain ViT keeps one set.
+  base, w0 = nl.make_config('vit', 'digits', 10.0, 0, 4, 10, nl.attack_grid('vit')[2])
+  zero, w1 = nl.make_config('vit_zero_head', 'digits', 10.0, 0, 4, 10,
+                            nl.attack_grid('vit_zero_head')[2])
+  assert w0 == w1 == 160 and nl.p_per_width('vit_zero_head', 'lfw_faces') == 25
+  assert (base.head_init, zero.head_init) == ('fan_in', 'zeros')
+  assert (base.n_restarts, zero.n_restarts) == (1, 4)
+  assert zero.patch_size == base.patch_size and zero.num_heads == base.num_heads == 1
+  assert [g['jacobian_at'] for g in nl.attack_grid('vit_zero_head')] == list(
+      nl.JACOBIAN_POINTS) + ['init_and_trained']
+  assert all(g['n_restarts'] == 4 for g in nl.attack_grid('vit_zero_head'))
+  assert [g.get('lr_schedule', 'constant') for g in nl.attack_grid('vit_zero_head')] == [
+      'constant'] * 3 + ['cosine']
+  assert nl.shadow_count('vit_zero_head') == 2 and nl.max_steps_for('vit_zero_head') == 12000
 
 
 def test_calibration_picks_the_lowest_mean_shadow_error_and_never_runs_a_victim(monkeypatch):
