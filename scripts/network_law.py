@@ -65,9 +65,9 @@ VICTIMS = ('two_layer_mse', 'two_layer_logistic', 'two_layer_ce', 'resnet', 'vit
 VITS = ('vit', 'vit_zero_head')
 # Per-kind victim fields (the architecture, not the attack): the zero-initialised head.
 VICTIM_FIELDS = {'vit_zero_head': {'head_init': 'zeros'}}
-# Candidate sets optimised at once per run (recon/restarts.py; the lowest projection loss is
-# the answer, escalation is off); set once for the kind, not tuned: with one set, 2 of 6
-# zero-head ViT runs at 10 and 16 dn stopped at the budget 10-50x above the others' losses.
+# Candidate sets optimised at once per run in the calibration's first stage (recon/restarts.py;
+# the lowest projection loss is the answer, escalation is off); its second stage also tries
+# one set with escalation (`attack_grid`).
 N_RESTARTS = {'vit_zero_head': 4}
 DATASETS = {'digits': {'image_size': 4}, 'lfw_faces': {'image_size': 5}}
 RATIOS = (0.25, 0.5, 1.0, 3.0, 10.0, 16.0)
@@ -144,10 +144,10 @@ def attack_grid(victim: str) -> List[Dict[str, Any]]:
   """The settings the shadow calibration chooses among (the first is the uncalibrated default).
 
   Two-layer nets: learning rate x Jacobian point (cheap runs); ViT: the Jacobian point at one
-  learning rate (compile-heavy); zero-head ViT: the same with 4 restarts, plus a cosine decay
-  of the learning rate over the budget at the stacked point (a constant Adam step leaves the
-  candidates jittering at ~lr per coordinate; the stacked point is the one the ViT's
-  calibrations chose); ResNet: trained or midpoint (its grid was measured before
+  learning rate (compile-heavy); zero-head ViT: the same with 4 restarts, then at the stacked
+  point (the one the ViT's calibrations chose) the optimiser: 4 restarts or one set with
+  escalation, each with a constant or a cosine-decayed learning rate (a constant Adam step
+  leaves the candidates jittering at ~lr per coordinate); ResNet: trained or midpoint (its grid was measured before
   'init_and_trained' entered the others' and already meets the targets; one shadow run of a
   ResNet at 10 dn costs ~100 s); RF: the learning rate.
   """
@@ -155,13 +155,24 @@ def attack_grid(victim: str) -> List[Dict[str, Any]]:
     return [{'lr': lr} for lr in (0.05, 0.02)]
   if victim == 'resnet':
     return [{'lr': 0.05, 'jacobian_at': j} for j in ('trained', 'midpoint')]
-  if victim == 'vit_zero_head':  # the Jacobian point, then the schedule at the stacked one
+  if victim == 'vit_zero_head':  # the Jacobian point, then the optimiser at the stacked one
     k = {'n_restarts': N_RESTARTS[victim]}
+    members = optimiser_portfolio(victim)
     return ([{'lr': 0.05, 'jacobian_at': j, **k} for j in JACOBIAN_POINTS] +
-            [{'lr': 0.05, 'jacobian_at': 'init_and_trained', 'lr_schedule': 'cosine', **k}])
+            [{'portfolio': members}])
   if victim == 'vit':
     return [{'lr': 0.05, 'jacobian_at': j} for j in JACOBIAN_POINTS]
   return [{'lr': lr, 'jacobian_at': j} for j in JACOBIAN_POINTS for lr in (0.05, 0.02)]
+
+
+def optimiser_portfolio(victim: str) -> List[Dict[str, Any]]:
+  """The optimisers tried at the stacked Jacobian point: 4 restarts (escalation off) or one
+  set with escalation, each with a constant or a cosine-decayed Adam step. As a
+  `{'portfolio': members}` setting every member runs on the victim and the run with the
+  lowest projection loss is the answer (`run_one`; blind, like the restarts)."""
+  k = N_RESTARTS[victim]
+  return [{'lr': 0.05, 'jacobian_at': 'init_and_trained', 'lr_schedule': sched,
+           'n_restarts': restarts} for restarts in (k, 1) for sched in ('constant', 'cosine')]
 
 
 def max_steps_for(victim: str, max_steps: Optional[int] = None) -> int:
@@ -229,8 +240,30 @@ def escalation_of(cfg) -> Dict[str, Any]:
                               'escalate_restart_steps')}
 
 
+def best_of(setting: Dict[str, Any], members: List[Dict[str, Any]]) -> Dict[str, Any]:
+  """The record of a `{'portfolio': [...]}` setting from its members' records (in the
+  portfolio's order): the one of lowest projection loss (non-finite: +inf), with every
+  member's setting, loss, error and steps under 'portfolio' and the summed wall time."""
+  if len(members) != len(setting['portfolio']):
+    raise ValueError(f'{len(members)} records for a portfolio of {len(setting["portfolio"])}')
+  blind = [_number(r['projection_loss']) for r in members]
+  best = dict(members[int(np.argmin([v if np.isfinite(v) else np.inf for v in blind]))])
+  best['portfolio'] = [{'setting': member, 'projection_loss': r['projection_loss'],
+                        'recon_error': r['recon_error'], 'steps': r['steps'],
+                        'wall_seconds': r['wall_seconds']}
+                       for member, r in zip(setting['portfolio'], members)]
+  best['wall_seconds'] = float(sum(r['wall_seconds'] for r in members))
+  return best
+
+
 def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
             escalate: bool = True) -> Dict[str, Any]:
+  """One point's record; a `{'portfolio': [settings]}` setting runs every member and returns
+  the record of lowest projection loss (non-finite counts as +inf), with every member's
+  setting, loss, error and steps under 'portfolio' and the members' summed wall time."""
+  if 'portfolio' in setting:
+    return best_of(setting, [run_one(victim, dataset, ratio, seed, n, max_steps, member,
+                                     escalate) for member in setting['portfolio']])
   cfg, width = make_config(victim, dataset, ratio, seed, n, max_steps, setting, escalate)
   t0 = time.time()
   with tempfile.TemporaryDirectory() as workdir:
@@ -256,7 +289,8 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
       'jacobian_at': m.get('jacobian_at', 'n/a (fixed features)'),
       'attacker_knows_init': (None if victim == 'rf'
                               else summary['threat_model'].get('attacker_knows_init')),
-      'attack': {'optimizer': cfg.optimizer, 'lr': cfg.lr, 'max_steps': cfg.max_steps,
+      'attack': {'optimizer': cfg.optimizer, 'lr': cfg.lr,
+                 'lr_schedule': cfg.get('lr_schedule', 'constant'), 'max_steps': cfg.max_steps,
                  'n_candidates': cfg.get('n_candidates') or n,
                  'n_restarts': cfg.get('n_restarts', 1), **escalation_of(cfg)},
       'escalate': cfg.escalate,
@@ -510,6 +544,9 @@ def transition(by_ratio) -> str:
 
 
 def _setting_text(setting: Dict[str, Any]) -> str:
+  if 'portfolio' in setting:
+    return ('the lowest projection loss of [' +
+            ' | '.join(_setting_text(m) for m in setting['portfolio']) + ']')
   return ', '.join(f'{k} {v}' for k, v in setting.items())
 
 

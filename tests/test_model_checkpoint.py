@@ -123,7 +123,8 @@ def test_run_saves_its_model_without_the_data(trained_run):
   workdir, _ = trained_run
   meta = json.load(open(os.path.join(workdir, 'model', 'model.json')))
   assert meta['kind'] == 'flax' and meta['architecture'] == 'TwoLayer'
-  assert meta['hparams'] == {'width': 24, 'out_dim': 2, 'activation': 'relu_tanh'}
+  assert meta['hparams'] == {'width': 24, 'out_dim': 2, 'activation': 'relu_tanh',
+                             'head_init': 'fan_in'}
   assert sorted(meta['parts']) == ['initial', 'trained']  # no truth: the data is not saved
   assert meta['data']['input_shape'] == [10] and meta['data']['n'] == 5
   assert meta['data']['config']['dataset'] == 'synthetic_sphere'

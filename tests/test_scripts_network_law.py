@@ -76,11 +76,14 @@ def test_zero_head_vit_is_the_vit_with_w_l0_zero_and_stacked_restarts():
   assert (base.head_init, zero.head_init) == ('fan_in', 'zeros')
   assert (base.n_restarts, zero.n_restarts) == (1, 4)
   assert zero.patch_size == base.patch_size and zero.num_heads == base.num_heads == 1
-  assert [g['jacobian_at'] for g in nl.attack_grid('vit_zero_head')] == list(
-      nl.JACOBIAN_POINTS) + ['init_and_trained']
-  assert all(g['n_restarts'] == 4 for g in nl.attack_grid('vit_zero_head'))
-  assert [g.get('lr_schedule', 'constant') for g in nl.attack_grid('vit_zero_head')] == [
-      'constant'] * 3 + ['cosine']
+  grid = nl.attack_grid('vit_zero_head')
+  assert [g['jacobian_at'] for g in grid[:3]] == list(nl.JACOBIAN_POINTS)
+  assert all(g['n_restarts'] == 4 for g in grid[:3])
+  members = grid[3]['portfolio']
+  assert len(grid) == 4 and members == nl.optimiser_portfolio('vit_zero_head')
+  assert {(m['n_restarts'], m['lr_schedule']) for m in members} == {
+      (4, 'constant'), (4, 'cosine'), (1, 'constant'), (1, 'cosine')}
+  assert all(m['jacobian_at'] == 'init_and_trained' for m in members)
   assert nl.shadow_count('vit_zero_head') == 2 and nl.max_steps_for('vit_zero_head') == 12000
 
 
@@ -274,3 +277,26 @@ def test_tiny_run_appends_skips_and_renders(tmp_path):
   md = io.read_text(out + '.md') if hasattr(io, 'read_text') else open(out + '.md').read()
   assert '## two_layer_mse on digits' in md and 'NOT calibrated' in md
   assert 'Missing points' in md and os.path.getsize(out + '.png') > 0
+
+
+def test_a_portfolio_keeps_the_member_of_lowest_projection_loss(monkeypatch):
+  # Fake member runs: the loss (blind) and the error (truth) disagree in order, and one loss is
+  # non-finite; the answer is the lowest finite loss, never the lowest error.
+  fake = {'a': (3e-4, 0.01), 'b': (2e-6, 0.30), 'c': (float('nan'), 0.001)}
+
+  def run(victim, dataset, ratio, seed, n, max_steps, setting, escalate=True):
+    loss, err = fake[setting['name']]
+    return {'projection_loss': loss, 'recon_error': err, 'steps': 7, 'wall_seconds': 2.0,
+            'name': setting['name']}
+
+  monkeypatch.setattr(nl, 'run_one', run)
+  setting = {'portfolio': [{'name': 'a'}, {'name': 'b'}, {'name': 'c'}]}
+  members = [run('vit', 'digits', 10.0, 0, 4, 10, m) for m in setting['portfolio']]
+  best = nl.best_of(setting, members)
+  assert best['name'] == 'b' and best['wall_seconds'] == 6.0
+  assert [m['setting']['name'] for m in best['portfolio']] == ['a', 'b', 'c']
+  assert [m['recon_error'] for m in best['portfolio']] == [0.01, 0.30, 0.001]
+  with pytest.raises(ValueError, match='portfolio of 3'):
+    nl.best_of(setting, members[:2])
+  assert nl._setting_text({'portfolio': [{'lr': 0.05}, {'lr': 0.02}]}) == (
+      'the lowest projection loss of [lr 0.05 | lr 0.02]')
