@@ -543,6 +543,12 @@ def transition(by_ratio) -> str:
   return f'> 0.5 up to {a}; < 0.05 from {b}'
 
 
+def _member_text(rec: Dict[str, Any]) -> str:
+  """'K4 cosine' / 'K1 constant': the portfolio member a record is (restarts, schedule)."""
+  a = rec['attack']
+  return f'K{a.get("n_restarts", 1)} {a.get("lr_schedule", "constant")}'
+
+
 def _setting_text(setting: Dict[str, Any]) -> str:
   if 'portfolio' in setting:
     return ('the lowest projection loss of [' +
@@ -600,8 +606,17 @@ def render_md(res, n, baseline=None, baseline_name='') -> str:
               f'attacker knows all trained weights and W(0) '
               f'(attacker_knows_init={r0["attacker_knows_init"]}), n; not the labels; '
               f'victim head_init={r0.get("head_init") or "fan_in"}')
-    lines.append(f'* threat model: {threat}; jacobian_at={r0["jacobian_at"]}; '
-                 f'attack {r0["attack"]}')
+    if r0.get('portfolio'):
+      attack = (f'the lowest projection loss of {len(r0["portfolio"])} runs per point ('
+                + ' | '.join(_setting_text(m['setting']) for m in r0['portfolio'])
+                + f'; max_steps {r0["attack"]["max_steps"]}, escalation on for one set)')
+    else:
+      attack = f'attack {r0["attack"]}'
+    lines.append(f'* threat model: {threat}; jacobian_at={r0["jacobian_at"]}; {attack}')
+    if r0.get('portfolio'):
+      won = '; '.join(f'{x:.3g} dn: ' + ', '.join(_member_text(r) for r in sorted(
+          by_ratio[x], key=lambda r: r['seed'])) for x in ratios)
+      lines.append(f'* run of lowest loss per point (seeds in order): {won}')
     if cal.get('calibrated'):
       tr = '; '.join(f'{_setting_text(t["setting"])}: {t["shadow_recon_error"]:.3g}' + (
           f' ({", ".join(f"{e:.2g}" for e in t["shadow_recon_errors"])})'
