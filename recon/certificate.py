@@ -1,5 +1,25 @@
 """A blind certificate that a projection-loss attack found the whole training set.
 
+What it certifies, and up to what. The features cannot see every property of a row: with
+an odd or even activation they are blind to each row's sign, with a relu-like one nearly
+so (`recon.symmetry`). The certificate is a statement up to that symmetry,
+`certified_up_to` ('the order of the rows' or 'the order of the rows and the sign of each
+row'), and the matching metric of `recon.metrics` scores the same symmetry, so a
+certified run has every row right in the metric that matches the claim.
+
+The candidates versus the training set. The checks below pin the m candidates: they
+explain theta to tol and cannot move. That is the whole training set only when the
+attacker knows n (`n_known`) and m = n: a sample whose share of theta
+(s_i = |alpha_i| ||phi(x_i)|| / ||theta||) is tiny leaves theta in the candidates' span to
+tol with or without a candidate for it. `certified` is that whole-set claim;
+`candidates_certified` is the claim on the m candidates alone, and the evidence carries
+`unseen_share`, the largest share a sample can carry and still go unseen:
+    s_unseen = sqrt(max(L, tol)) / min_i kappa_i,
+kappa_i = ||P_perp(others) phi(x_hat_i)|| / ||phi(x_hat_i)|| = 1 / sqrt(G_ii (G^-1)_ii)
+(G = Phi_hat Phi_hat^T) the part of candidate i's feature outside the others' span: a
+missing sample as entangled with the found ones as the most entangled candidate leaves
+the residual s kappa, which stays below the loss's resolution for s < s_unseen.
+
 A loss at `tol` is necessary but not enough: below the threshold (p < d n) the
 zero-loss set of L(X) = ||P_perp(Phi(X)) theta||^2 / ||theta||^2 is a manifold
 of dimension > 0, and the optimiser lands on a wrong point of it with a loss as
@@ -34,9 +54,9 @@ small as at the truth. The certificate adds evidence that the solution found is
   * restarts:    when several candidate sets reached tol, they agree (matched relative
                  distance < duplicate_threshold).
 
-`certified` is the conjunction of the evidence that was computed; the Jacobian test
-is computed when it fits `max_jacobian_entries` (p m d), else certification falls
-back to the stricter counting margin p >= 2 m d and says so.
+`candidates_certified` is the conjunction of the evidence that was computed; the Jacobian
+test is computed when it fits `max_jacobian_entries` (p m d), else certification falls
+back to the stricter counting margin p >= 2 m d and says so. `certified` adds m = n_known.
 """
 from __future__ import annotations
 
@@ -46,7 +66,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import metrics
+from recon import metrics, symmetry
 
 RANK_RTOL = 1e-3
 MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
@@ -163,21 +183,41 @@ def restarts_agree(candidate_sets: Sequence[np.ndarray], threshold: float,
   return True
 
 
+def unseen_share(phi_hat, loss: float, tol: float) -> float:
+  """The largest share of theta a training sample without a candidate can carry unseen:
+  sqrt(max(loss, tol)) / min_i kappa_i (see the module docstring); 1 when the candidates'
+  features are (numerically) dependent."""
+  phi = np.asarray(phi_hat, np.float64).reshape(len(phi_hat), -1)
+  gram = phi @ phi.T
+  try:
+    inv_diag = np.diag(np.linalg.inv(gram))
+  except np.linalg.LinAlgError:
+    return 1.0
+  kappa2 = 1.0 / np.maximum(np.diag(gram) * inv_diag, 1e-300)
+  if not np.all(np.isfinite(kappa2)) or np.any(inv_diag <= 0):
+    return 1.0
+  return float(min(1.0, np.sqrt(max(loss, tol)) / np.sqrt(max(float(kappa2.min()), 1e-300))))
+
+
 def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optional[str],
-            feature_fn: Optional[Callable] = None, theta=None,
+            n_known: Optional[int], feature_fn: Optional[Callable] = None, theta=None,
             duplicate_threshold: float = metrics.RECOVERED_THRESHOLD,
             restart_sets: Optional[Sequence[np.ndarray]] = None,
             rank_rtol: float = RANK_RTOL,
             max_jacobian_entries: int = MAX_JACOBIAN_ENTRIES) -> Dict[str, Any]:
   """The certificate and its evidence (a JSON-able dict); see the module docstring.
 
-  `feature_fn`/`theta` enable the Jacobian test; without them (or above
-  `max_jacobian_entries`) the counting margin must be FALLBACK_COUNTING_MARGIN.
+  `n_known`: the training set's size when the attacker knows it, else None (then only the
+  candidates can be certified, never the whole set). `feature_fn`/`theta` enable the
+  Jacobian test; without them (or above `max_jacobian_entries`) the counting margin must
+  be FALLBACK_COUNTING_MARGIN.
   """
   x_hat = np.asarray(x_hat)
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
-  sign_invariant = metrics.sign_ambiguous(activation)
+  sym = symmetry.of_activation(activation)
+  sign_invariant = sym.sign_invariant
   evidence: Dict[str, Any] = {
+      'symmetry': sym.kind, 'n_known': None if n_known is None else int(n_known),
       'loss': float(final_loss), 'tol': float(tol), 'loss_at_tol': bool(final_loss <= tol),
       'p': int(p), 'm_times_d': int(m * d), 'p_over_md': float(p / (m * d)),
       'counting': bool(p >= m * (d + 1)),
@@ -238,19 +278,39 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
                                                 sign_invariant)
     if not evidence['restarts_agree']:
       reasons.append('candidate sets of independent restarts disagree')
-  return {'certified': not reasons, 'reasons': reasons, 'evidence': evidence}
+  if feature_fn is not None and int(p) * m <= max_jacobian_entries:
+    evidence['unseen_share'] = unseen_share(feature_fn(jnp.asarray(x_hat)), final_loss, tol)
+  candidates_ok = not reasons
+  if n_known is None:
+    reasons.append(f'n is unknown: {m} samples found; a sample carrying less than '
+                   f'{_share_text(evidence)} of theta cannot be seen')
+  elif n_known != m:
+    reasons.append(f'{m} candidates for n = {n_known} samples' + (
+        f': at least {n_known - m} sample(s) not found (a sample carrying less than '
+        f'{_share_text(evidence)} of theta cannot be seen)' if m < n_known else ''))
+  return {'certified': not reasons, 'candidates_certified': candidates_ok,
+          'certified_up_to': sym.certified_up_to, 'reasons': reasons, 'evidence': evidence}
+
+
+def _share_text(evidence: Dict[str, Any]) -> str:
+  share = evidence.get('unseen_share')
+  return 'an unmeasured share' if share is None else f'{share:.1e}'
+
 
 
 def verdict(cert: Dict[str, Any], m: int) -> str:
   """One log line: 'certified: ...' or 'not certified: reason; reason'."""
+  ev = cert['evidence']
   if cert['certified']:
-    ev = cert['evidence']
     extra = (f', pinned to a relative radius {ev["pin_radius"]:.1e}'
              if ev.get('jacobian') == 'computed' else ', Jacobian not computed')
-    return (f'certified: all {m} candidates are an isolated zero of the loss (loss '
+    return (f'certified: the whole training set, all {m} samples, up to '
+            f'{cert["certified_up_to"]}: an isolated zero of the loss (loss '
             f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')
+  if cert['candidates_certified']:
+    return (f'not certified as the whole training set: the {m} candidates are pinned, up to '
+            f'{cert["certified_up_to"]}, but ' + '; '.join(cert['reasons']))
   line = 'not certified: ' + '; '.join(cert['reasons'])
-  ev = cert['evidence']
   if 'row_pinned' in ev:
     key, what = (('row_pinned', 'candidates pinned by the loss') if ev['loss_at_tol'] else
                  ('row_within', 'candidates within the threshold at this loss (evidence, '

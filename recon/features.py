@@ -66,15 +66,16 @@ def smooth_backward_relu(alpha: float = DEFAULT_SMOOTH_ALPHA) -> Callable[[Array
   return relu
 
 
-# Hermite content decides identifiability: relu's odd coefficients of order >= 3
-# vanish (sign ambiguity x <-> -x on the odd part); tanh, sin and the "+tanh"
-# variants have non-zero odd coefficients of every odd order.
+# Hermite parity decides what the features see of a row's sign (`recon.symmetry`): odd
+# (tanh, sin, cubic) and even (quadratic, quartic) activations are blind to it exactly, relu,
+# relu_smooth and gelu (odd part z/2) up to a linear compensation; relu_tanh and
+# softplus_tanh (both parts nonlinear) see it.
 ACTIVATIONS: Dict[str, Callable[[Array], Array]] = {
     'relu': _relu,
-    'relu_tanh': _relu_tanh,  # relu + tanh: removes relu's sign ambiguity.
+    'relu_tanh': _relu_tanh,  # relu + tanh: odd part nonlinear, sees the sign.
     'tanh': jnp.tanh,
     'softplus_tanh': _softplus_tanh,  # smooth, odd Hermite terms of all orders.
-    'sin': jnp.sin,  # smooth, odd Hermite coefficients of every odd order.
+    'sin': jnp.sin,  # odd: blind to each row's sign.
     'gelu': jax.nn.gelu,
     'cubic': lambda z: z ** 3,
     'quadratic': lambda z: z ** 2,

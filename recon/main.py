@@ -155,12 +155,18 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   if m.get('ground_truth') and 'frac_recovered' in m:
     k = int(round(m['frac_recovered'] * m.get('n', 0)))
     line += (f'; reconstructed: {k} of {m.get("n")} training samples within '
-             f'recovered_threshold (frac_recovered {m["frac_recovered"]:.2f})')
+             f'recovered_threshold{" up to sign" if m.get("sign_invariant") else ""} '
+             f'(frac_recovered {m["frac_recovered"]:.2f})')
   elif m.get('ground_truth') is False:
     line += '; reconstructed: unknown (no ground truth)'
-  if 'certified' in m:
-    line += ('; certified (blind evidence: the whole set was found)' if m['certified'] else
-             '; not certified')
+  if m.get('certified'):
+    line += (f'; certified up to {m.get("certified_up_to")} (blind evidence: the whole set '
+             'was found)')
+  elif m.get('candidates_certified'):
+    line += ('; the candidates are certified, not the whole set (n unknown or not matched; '
+             'see the certificate)')
+  elif 'certified' in m:
+    line += '; not certified'
   return line
 
 

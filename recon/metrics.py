@@ -3,8 +3,8 @@
 Distances between a true row x and a candidate x_hat are relative to ||x||. Two
 variants exist:
   * sign-invariant, d(x, x_hat) = min(||x - x_hat||, ||x + x_hat||) / ||x||, for
-    activations whose features cannot tell x from -x (relu on its odd part, even
-    activations such as quadratic exactly): `sign_ambiguous(activation)`;
+    activations whose features cannot tell x from -x (odd and even activations exactly,
+    relu-like ones up to a linear compensation): `recon.symmetry.sign_invariant(activation)`;
   * signed, d(x, x_hat) = ||x - x_hat|| / ||x||, for every other activation.
 The headline `recon_error` uses the variant of the victim's activation; both are
 reported (`recon_error_sign_invariant`, `recon_error_signed`). True rows and
@@ -26,15 +26,6 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 RECOVERED_THRESHOLD = 0.1
-# Activations under which x and -x are (nearly) indistinguishable from the features: relu
-# (relu(z) = |z|/2 + z/2: only the linear, d-dimensional part sees the sign), its smooth-backward
-# twin, and even activations (phi(-x) = phi(x) exactly).
-SIGN_AMBIGUOUS_ACTIVATIONS = ('relu', 'relu_smooth', 'quadratic', 'quartic')
-
-
-def sign_ambiguous(activation) -> bool:
-  """True when `activation` cannot tell x from -x (or is unknown: None), so errors ignore sign."""
-  return activation is None or activation in SIGN_AMBIGUOUS_ACTIVATIONS
 
 
 def sign_invariant_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
@@ -131,7 +122,7 @@ def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
   """recon_error, frac_recovered, dist_abs and the n != n_candidates bookkeeping.
 
   The headline errors, the matching and the recovered count use the sign-invariant
-  distance when `sign_invariant` (see `sign_ambiguous(activation)`), else the signed
+  distance when `sign_invariant` (`recon.symmetry.sign_invariant(activation)`), else the signed
   one; `recon_error_sign_invariant` and `recon_error_signed` are always both reported.
   """
   m = match(x_true, x_hat, sign_invariant)

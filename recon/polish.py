@@ -58,7 +58,7 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import certificate, metrics
+from recon import certificate, symmetry
 
 Array = jax.Array
 MODES = ('auto', 'off')
@@ -289,8 +289,8 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
 
 
 def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
-                      activation: Optional[str], feature_fn: Callable, theta,
-                      duplicate_threshold: float, mode: str = 'off',
+                      activation: Optional[str], n_known: Optional[int], feature_fn: Callable,
+                      theta, duplicate_threshold: float, mode: str = 'off',
                       polish_tol: float = 1e-12, key: Optional[Array] = None,
                       radius: Optional[float] = None, starts: int = 32,
                       row_steps: int = 1000, lr: float = 0.05, lm_iters: int = 20,
@@ -303,19 +303,23 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   that failed wholesale. Returns (x_hat, certificate, polish info)."""
   x_hat = np.asarray(x_hat)
   cert = certificate.certify(final_loss=final_loss, tol=tol, x_hat=x_hat, p=p,
-                             activation=activation, feature_fn=feature_fn, theta=theta,
+                             activation=activation, n_known=n_known, feature_fn=feature_fn,
+                             theta=theta,
                              duplicate_threshold=duplicate_threshold, restart_sets=restart_sets)
   ev = cert['evidence']
   if mode not in MODES:
     raise ValueError(f'polish: unknown mode {mode!r}; accepted: {", ".join(MODES)}')
-  if (mode == 'off' or cert['certified'] or not ev['counting']
+  if (mode == 'off' or cert['candidates_certified'] or not ev['counting']
       or ev.get('jacobian') != 'computed' or 'row_within' not in ev):
     return x_hat, cert, {'applied': False}
   radii = np.asarray(ev['row_pin_radius'])
   free = [int(i) for i in np.argsort(-radii) if not ev['row_within'][i]]
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
   max_free = max(1, int(max_free_share * m))
-  flips = sign_sweeps if metrics.sign_ambiguous(activation) else 0
+  # Sign flips help only where the symmetry is approximate (relu-like): under an exact one
+  # (odd or even sigma) a flipped row has the same loss.
+  flips = (sign_sweeps if symmetry.of_activation(activation).kind == symmetry.SIGN_COMPENSATED
+           else 0)
   if len(free) > max_free and not flips:
     # Most rows free: the attack failed wholesale (restarts are the rung for that), not
     # by a row or two that float32 cannot resolve.
@@ -344,7 +348,7 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
     info.update(rounding_floor=floor, tol=tol_eff)
     cert2 = certificate.certify(
         final_loss=info['loss_after'], tol=tol_eff, x_hat=x_pol, p=p, activation=activation,
-        feature_fn=ff64,
+        n_known=n_known, feature_fn=ff64,
         theta=np.asarray(theta, np.float64), duplicate_threshold=duplicate_threshold,
         restart_sets=restart_sets)
   cert2['evidence']['precision'] = 'float64 (polished)'
@@ -356,11 +360,13 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
 def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, theta,
                         restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """`certify_or_polish` with the run's config (tol, activation, recovered_threshold, the
-  polish_* fields; no `polish` field: off); candidates on the sphere of radius sqrt(d),
-  the polish key derived from the seed."""
+  polish_* fields; no `polish` field: off; n known unless `attacker_knows_n` is False);
+  candidates on the sphere of radius sqrt(d), the polish key derived from the seed."""
   return certify_or_polish(
       final_loss=final_loss, tol=cfg.tol, x_hat=x_hat, p=int(cfg.p),
-      activation=cfg.get('activation'), feature_fn=feature_fn, theta=theta,
+      activation=cfg.get('activation'),
+      n_known=int(cfg.n) if cfg.get('attacker_knows_n', True) else None,
+      feature_fn=feature_fn, theta=theta,
       duplicate_threshold=cfg.recovered_threshold, mode=cfg.get('polish', 'off'),
       polish_tol=cfg.get('polish_tol', 1e-12),
       key=jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x9011),

@@ -17,7 +17,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import certificate, data, driver, io, metrics, optimize, plots, polish, precision
+from recon import (certificate, data, driver, io, metrics, optimize, plots, polish, precision,
+                   symmetry)
 from recon.errors import ExperimentError
 from recon.objectives import projection
 
@@ -27,7 +28,7 @@ def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss
           sign_invariant: bool = True) -> Dict[str, Any]:
   """Metrics of one finished run (host side): matching errors, feature residual, loss, status.
 
-  `sign_invariant`: errors ignore the sign of a row (`metrics.sign_ambiguous(activation)`).
+  `sign_invariant`: errors ignore the sign of a row (`symmetry.sign_invariant(activation)`).
   With `phi_true` and `theta`: `sample_share_min`, the smallest share of theta a training
   sample carries (`metrics.sample_shares`; ground truth, for analysis only).
   """
@@ -52,7 +53,8 @@ def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss
 
 COUNTING_NOTE = (
     'Hungarian matching on the relative distance, sign-invariant for activations that cannot '
-    'tell x from -x (relu, even ones; metrics.sign_invariant says which was used, and both '
+    'tell x from -x (odd, even and relu-like ones: recon.symmetry; metrics.sign_invariant says '
+    'which was used, and both '
     'recon_error_sign_invariant and recon_error_signed are reported); recovered = matched distance '
     '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
     'their nearest-candidate distance; if n_candidates > n the extra candidates are '
@@ -115,7 +117,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
 
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  sign_invariant = metrics.sign_ambiguous(cfg.get('activation'))
+  sign_invariant = symmetry.sign_invariant(cfg.get('activation'))
   cert = polished = None
   if certify_theta is not None:
     # The certificate; when it fails, the precision rung may polish x_hat (recon/polish.py).
@@ -147,6 +149,8 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
         cfg.get('jitter', projection.DEFAULT_JITTER))
   if cert is not None:
     result['certified'] = cert['certified']
+    result['candidates_certified'] = cert['candidates_certified']
+    result['certified_up_to'] = cert['certified_up_to']
     result['polish'] = polished
     result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
     if has_truth and 'row_pinned' in cert['evidence']:

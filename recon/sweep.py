@@ -40,7 +40,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
 from recon import (data, driver, escalate, features, io, memory, metrics, optimize, polish,
-                   report, runs, victims)
+                   report, runs, symmetry, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -292,16 +292,18 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
       steps=int(out['steps'][i]), status=int(out['status'][i]),
       phi_true=features.rf_features(v, x_true, cfg.activation),
       phi_hat=features.rf_features(v, x_hat, cfg.activation), theta=out['theta'][i][:cfg.p],
-      sign_invariant=metrics.sign_ambiguous(cfg.activation))
+      sign_invariant=symmetry.sign_invariant(cfg.activation))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
   result['certified'] = cert['certified']
+  result['candidates_certified'] = cert['candidates_certified']
+  result['certified_up_to'] = cert['certified_up_to']
   result['polish'] = polished
   result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
   if 'row_pinned' in cert['evidence']:
     for name in ('pinned', 'within'):
       result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
           x_true, x_hat, cert['evidence'][f'row_{name}'], cfg.recovered_threshold,
-          metrics.sign_ambiguous(cfg.activation))
+          symmetry.sign_invariant(cfg.activation))
   if 'escalations_tried' in out:
     result['escalations_tried'] = int(out['escalations_tried'][i])
     result['escalations_accepted'] = int(out['escalations_accepted'][i])

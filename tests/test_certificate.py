@@ -25,9 +25,11 @@ def _problem(p, activation='relu_tanh', seed=0, dead_column=False):
   return x, theta, feature_fn, loss
 
 
-def _certify(x_hat, theta, feature_fn, loss, p, activation='relu_tanh', tol=1e-9, **kw):
+def _certify(x_hat, theta, feature_fn, loss, p, activation='relu_tanh', tol=1e-9, n_known=N,
+             **kw):
   return certificate.certify(final_loss=loss(x_hat), tol=tol, x_hat=x_hat, p=p,
-                             activation=activation, feature_fn=feature_fn, theta=theta, **kw)
+                             activation=activation, n_known=n_known, feature_fn=feature_fn,
+                             theta=theta, **kw)
 
 
 @pytest.mark.slow  # ~8 CPU-s
@@ -121,7 +123,7 @@ def test_restarts_that_disagree_are_not_certified():
 
 def test_without_a_feature_map_a_wider_margin_is_required():
   x = np.random.default_rng(0).normal(size=(N, D))
-  kw = dict(final_loss=1e-12, tol=1e-9, x_hat=x, activation='relu_tanh')
+  kw = dict(final_loss=1e-12, tol=1e-9, x_hat=x, activation='relu_tanh', n_known=N)
   assert not certificate.certify(p=N * D + 1, **kw)['certified']
   cert = certificate.certify(p=int(2 * N * D), **kw)
   assert cert['certified'] and cert['evidence']['jacobian'].startswith('not computed')
@@ -154,3 +156,109 @@ def test_a_square_system_is_not_enough():
   assert not cert['certified'] and not cert['evidence']['counting']
   assert any('too few equations' in r for r in cert['reasons'])
   assert _certify(x, theta, ff, loss, N * (D + 1))['evidence']['counting']
+
+
+# --- Each check alone decides the verdict (a loosened check fails one of these). ---
+
+def test_the_loss_check_alone_refuses_a_run_above_tol():
+  p = 10 * N * D
+  x, theta, ff, _ = _problem(p)
+  # The truth itself, reported at a loss just above tol (a run that stopped short).
+  cert = certificate.certify(final_loss=2e-9, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
+                             n_known=N, feature_fn=ff, theta=theta)
+  assert not cert['certified'] and len(cert['reasons']) == 1
+  assert cert['reasons'][0].startswith('loss')
+  assert certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
+                             n_known=N, feature_fn=ff, theta=theta)['certified']
+
+
+def test_the_pin_radius_alone_refuses_when_the_loss_resolves_rows_only_loosely():
+  # The same truth, judged at a tol whose linearised radius is 5x the threshold: only the
+  # pin test can refuse it (a check loosened 100x would certify).
+  p = 10 * N * D
+  x, theta, ff, loss = _problem(p)
+  base = _certify(x, theta, ff, loss, p, tol=1e-9)
+  assert base['certified']
+  pin0 = base['evidence']['pin_radius']
+  tol = 1e-9 * (0.5 / pin0) ** 2
+  cert = certificate.certify(final_loss=tol / 2, tol=tol, x_hat=x, p=p, activation='relu_tanh',
+                             n_known=N, feature_fn=ff, theta=theta)
+  assert cert['evidence']['pin_radius'] == pytest.approx(0.5, rel=1e-3)
+  assert not cert['certified'] and len(cert['reasons']) == 1
+  assert 'pins the candidates' in cert['reasons'][0]
+
+
+def test_duplicates_alone_refuse_without_the_jacobian_test():
+  x = np.random.default_rng(1).normal(size=(N, D))
+  x[1] = x[0] * 1.01
+  kw = dict(final_loss=1e-12, tol=1e-9, p=int(2 * N * D), activation='relu_tanh', n_known=N)
+  cert = certificate.certify(x_hat=x, **kw)
+  assert not cert['certified'] and len(cert['reasons']) == 1
+  assert 'near-duplicate' in cert['reasons'][0]
+  # Up to sign: a mirror pair is a duplicate exactly when the activation cannot see the sign.
+  x[1] = -x[0] * 1.01
+  assert not certificate.certify(x_hat=x, **dict(kw, activation='tanh'))['certified']
+  assert certificate.certify(x_hat=x, **kw)['certified']
+
+
+def test_an_odd_activation_is_certified_only_up_to_each_rows_sign():
+  """tanh: phi(-x) = -phi(x), so the truth with rows flipped has the same loss and the same
+  pin radii; the certificate says what it certifies, and the metric that matches it finds
+  every row."""
+  from recon import metrics
+  p = 10 * N * D
+  x, theta, ff, loss = _problem(p, activation='tanh')
+  flipped = np.asarray(x) * np.array([1, -1, 1, -1, -1, 1.0])[:, None]
+  cert = _certify(flipped, theta, ff, loss, p, activation='tanh')
+  assert cert['certified'], cert['reasons']
+  assert cert['certified_up_to'] == 'the order of the rows and the sign of each row'
+  assert metrics.reconstruction_metrics(x, flipped, sign_invariant=True)['frac_recovered'] == 1
+  assert metrics.reconstruction_metrics(x, flipped, sign_invariant=False)['frac_recovered'] < 1
+  assert 'sign of each row' in certificate.verdict(cert, N)
+  # relu + tanh sees the sign: the flipped set is off the loss's zero, and refused.
+  x2, theta2, ff2, loss2 = _problem(p, activation='relu_tanh')
+  flipped2 = np.asarray(x2) * np.array([1, -1, 1, 1, 1, 1.0])[:, None]
+  cert2 = _certify(flipped2, theta2, ff2, loss2, p, activation='relu_tanh')
+  assert not cert2['certified'] and cert2['certified_up_to'] == 'the order of the rows'
+
+
+def _drop_a_sample(share_of_dropped):
+  """The truth less sample 2, whose coefficient gives it `share_of_dropped` of theta."""
+  p = 10 * N * D
+  x, _, ff, _ = _problem(p)
+  phi = ff(x)
+  alpha = np.array([1.0, -0.7, 0.0, 0.9, 0.6, -1.2])
+  base = phi.T @ jnp.asarray(alpha)
+  alpha[2] = share_of_dropped * float(jnp.linalg.norm(base)) / float(jnp.linalg.norm(phi[2]))
+  theta = phi.T @ jnp.asarray(alpha)
+  loss = lambda z: float(projection.projection_loss(ff(z), theta))  # noqa: E731
+  keep = np.array([0, 1, 3, 4, 5])
+  return x[keep], theta, ff, loss, p
+
+
+def test_fewer_candidates_than_samples_never_claim_the_whole_set():
+  x_hat, theta, ff, loss, p = _drop_a_sample(3e-9)  # the sample is invisible in theta
+  cert = _certify(x_hat, theta, ff, loss, p, tol=1e-9, n_known=N)
+  assert cert['candidates_certified'] and not cert['certified']
+  assert any('at least 1 sample(s) not found' in r for r in cert['reasons'])
+  line = certificate.verdict(cert, N - 1)
+  assert line.startswith('not certified as the whole training set')
+  # n unknown: the candidates are certified, the set is not, and the unseen share is stated.
+  cert = _certify(x_hat, theta, ff, loss, p, tol=1e-9, n_known=None)
+  assert cert['candidates_certified'] and not cert['certified']
+  assert any(r.startswith('n is unknown: 5 samples found') for r in cert['reasons'])
+  # With n known and matched, the same candidates would be a whole-set claim.
+  assert _certify(x_hat, theta, ff, loss, p, tol=1e-9, n_known=N - 1)['certified']
+
+
+@pytest.mark.parametrize('share', [1e-6, 3e-5, 1e-4])
+def test_the_unseen_share_bounds_what_a_missing_sample_carries(share):
+  """A dropped sample carrying `share` of theta leaves a loss at tol only while its share is
+  below the stated bound (blind: from the candidates and the loss alone)."""
+  x_hat, theta, ff, loss, p = _drop_a_sample(share)
+  tol = 1e-9
+  cert = _certify(x_hat, theta, ff, loss, p, tol=tol, n_known=None)
+  if cert['evidence']['loss_at_tol']:
+    assert share <= cert['evidence']['unseen_share']
+  else:
+    assert not cert['candidates_certified']

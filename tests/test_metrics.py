@@ -97,13 +97,6 @@ def test_signed_errors_for_activations_without_sign_symmetry():
   np.testing.assert_allclose(metrics.aligned_candidates(x, x_hat, sign_invariant=False), x_hat)
 
 
-def test_which_activations_ignore_sign():
-  assert metrics.sign_ambiguous('relu') and metrics.sign_ambiguous('quadratic')
-  assert metrics.sign_ambiguous(None)
-  for name in ('relu_tanh', 'tanh', 'sin', 'cubic', 'gelu', 'softplus_tanh'):
-    assert not metrics.sign_ambiguous(name)
-
-
 def test_sample_shares_are_each_samples_part_of_theta():
   phi = RNG.normal(size=(4, 50))
   alpha = np.array([2.0, -1.0, 0.0, 0.5])

@@ -45,7 +45,7 @@ def _loss32(ff, x_hat, theta):
 def _run(x_hat, theta, ff, p, mode='auto', activation='relu_tanh', tol=1e-9):
   return polish.certify_or_polish(
       final_loss=_loss32(ff, x_hat, theta), tol=tol, x_hat=x_hat, p=p, activation=activation,
-      feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD, mode=mode,
+      n_known=len(x_hat), feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD, mode=mode,
       polish_tol=1e-12, key=jax.random.PRNGKey(0), starts=16, row_steps=600)
 
 
@@ -197,7 +197,7 @@ def test_at_the_papers_width_the_rung_stays_off_and_costs_nothing():
   theta = np.asarray(jax.random.normal(ky, (n,)) @ ff(x))
   x_hat = np.asarray(x) + 0.3  # wrong, and far above tol
   out, cert, info = polish.certify_or_polish(
-      final_loss=1e-3, tol=1e-9, x_hat=x_hat, p=p, activation='relu', feature_fn=ff,
+      final_loss=1e-3, tol=1e-9, x_hat=x_hat, p=p, activation='relu', n_known=n, feature_fn=ff,
       theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD, mode='auto')
   assert info == {'applied': False} and not cert['certified']
   assert cert['evidence']['jacobian'].startswith('not computed')
