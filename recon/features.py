@@ -66,6 +66,30 @@ def smooth_backward_relu(alpha: float = DEFAULT_SMOOTH_ALPHA) -> Callable[[Array
   return relu
 
 
+REFERENCE_LEAKY_SLOPE = 0.02  # the law paper's reference code: relu's backward off the support
+
+
+def leaky_backward(forward: Callable[[Array], Array],
+                   slope: float = REFERENCE_LEAKY_SLOPE) -> Callable[[Array], Array]:
+  """`forward` unchanged; its relu part differentiated with slope `slope` off the support.
+
+  The law paper's reference code back-propagates relu as a leaky relu (derivative 1 for
+  z > 0, `slope` else) while the forward pass, hence the victim, is relu. For sigma = relu + g
+  the derivative taken is 1{z > 0} + slope 1{z <= 0} + g'(z).
+  """
+  @jax.custom_jvp
+  def act(z):
+    return forward(z)
+
+  @act.defjvp
+  def _act_jvp(primals, tangents):
+    (z,), (dz,) = primals, tangents
+    smooth = jax.jvp(lambda u: forward(u) - jnp.maximum(u, 0.0), (z,), (dz,))[1]
+    return act(z), jnp.where(z > 0, 1.0, slope) * dz + smooth
+
+  return act
+
+
 # Hermite parity decides what the features see of a row's sign (`recon.symmetry`): odd
 # (tanh, sin, cubic) and even (quadratic, quartic) activations are blind to it exactly, relu,
 # relu_smooth and gelu (odd part z/2) up to a linear compensation; relu_tanh and
@@ -82,7 +106,15 @@ ACTIVATIONS: Dict[str, Callable[[Array], Array]] = {
     'quartic': lambda z: z ** 4,
     # relu with the smooth backward sigmoid(alpha z); alpha set by `make_activation`.
     'relu_smooth': smooth_backward_relu(DEFAULT_SMOOTH_ALPHA),
+    # The reference code's gradients: relu's backward leaky (slope 0.02), forward unchanged.
+    'relu_leaky_backward': leaky_backward(_relu),
+    'relu_tanh_leaky_backward': leaky_backward(_relu_tanh),
 }
+
+# Activations whose forward pass is another's with a surrogate backward: the victim, the
+# metrics and the certificate's exact Jacobian use the forward one (`exact_forward`).
+SURROGATE_OF: Dict[str, str] = {'relu_smooth': 'relu', 'relu_leaky_backward': 'relu',
+                                'relu_tanh_leaky_backward': 'relu_tanh'}
 
 # Activations built by a factory from one parameter (alpha); the registry entry is the default.
 PARAMETRIZED: Dict[str, Callable[[float], Callable[[Array], Array]]] = {
@@ -91,7 +123,7 @@ PARAMETRIZED: Dict[str, Callable[[float], Callable[[Array], Array]]] = {
 
 # Activations whose second derivative vanishes almost everywhere: methods that need
 # curvature in x (sample splitting) cannot use them.
-PIECEWISE_LINEAR = frozenset({'relu'})
+PIECEWISE_LINEAR = frozenset({'relu', 'relu_leaky_backward'})
 
 # Positively homogeneous activations: sigma(c z) = c^q sigma(z) for c > 0 (degree q).
 HOMOGENEITY_DEGREE: Dict[str, int] = {'relu': 1, 'relu_smooth': 1, 'quadratic': 2,
@@ -115,6 +147,12 @@ def make_activation(name: str, alpha: float | None = None) -> Callable[[Array], 
   if name in PARAMETRIZED and alpha is not None:
     return PARAMETRIZED[name](float(alpha))
   return get_activation(name)
+
+
+def exact_forward(name: str) -> str:
+  """The activation with `name`'s forward pass and its exact derivative (itself, unless `name`
+  is a surrogate-backward variant)."""
+  return SURROGATE_OF.get(name, name)
 
 
 def has_second_derivative(name: str) -> bool:

@@ -11,8 +11,12 @@ R^d, configs/rf_subspace.py's data) and records
 
 Methods: `default` (Adam + cosine decay + escalation on a plateau + the float64 precision
 rung on uncertified runs, the shipped default), `previous` (the same without escalation and
-without the rung) and `paper` (momentum SGD, lr 20, constant: the
-reference code's optimiser). For k set, `search` is 'full' (candidates in R^d) or
+without the rung) and `paper`, the reference code's optimiser ported step for step
+(`scripts/paper_baseline.py`: momentum SGD at a constant lr, relu back-propagated as leaky
+relu, tol 1e-7, no rescue), its lr the blind choice per (activation, d) recorded in
+results/paper_baseline.json, its budget 10x the steps the default took at the same point
+(at least --max_steps). Records of an earlier port (lr 20, exact relu gradient, tol 1e-9, the
+default's budget) are kept as method `paper_lr20_exact`. For k set, `search` is 'full' (candidates in R^d) or
 'subspace' (candidates in the known subspace: random features have no first layer to
 estimate it from, so the attacker is given the basis).
 
@@ -43,6 +47,7 @@ import numpy as np
 
 from configs import rf_synthetic
 from recon import compile_cache, host, io, machine, sweep
+from scripts import paper_baseline
 
 PRESETS = {
     'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 10, 16), seeds=20,
@@ -55,9 +60,11 @@ FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
     'previous': {'escalate': 'off', 'polish': 'off'},
-    'paper': {'escalate': 'off', 'polish': 'off', 'optimizer': 'sgd', 'lr': 20.0,
-              'lr_schedule': 'constant'},
+    'paper': {},  # paper_baseline.paper_overrides(activation) and the calibrated lr
 }
+PAPER_BUDGET_FACTOR = 10  # the paper's port gets this many times the default's steps
+PAPER_CALIBRATION = 'results/paper_baseline.json'
+OLD_PAPER = 'paper_lr20_exact'  # records of the earlier, unfaithful port
 FIELDS = ('method', 'activation', 'd', 'k', 'search', 'n', 'p', 'p_over_dn', 'p_over_kn',
           'seeds', 'recovery_rate', 'certified_rate', 'false_certified', 'median_seconds',
           'max_steps', 'device')
@@ -87,6 +94,12 @@ def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
   c.update(dict(n=pt['n'], d=pt['d'], p=pt['p'], activation=pt['activation'],
                 max_steps=max_steps, log_every_seconds=1e9, checkpoint_every_seconds=0.0))
   c.update(METHODS[pt['method']])
+  if pt['method'] == 'paper':
+    lr = paper_baseline.calibrated_lr(PAPER_CALIBRATION, pt['activation'], pt['d'])
+    if lr is None:
+      raise ValueError(f'method paper: no blind lr for {pt["activation"]} d={pt["d"]} in '
+                       f'{PAPER_CALIBRATION}; run python -m scripts.paper_baseline first')
+    c.update(dict(paper_baseline.paper_overrides(pt['activation']), lr=lr))
   with c.unlocked():
     if pt['k'] is not None:
       c.dataset = 'synthetic_subspace'
@@ -98,6 +111,22 @@ def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
       c.alpha_mode = 'closed_form'
     c.sweep = ml_collections.ConfigDict({'seed': tuple(range(seeds))})
   return c
+
+
+def paper_budget(pt: Dict[str, Any], records: List[Dict[str, Any]], max_steps: int) -> int:
+  """The paper port's step budget at `pt`: PAPER_BUDGET_FACTOR x the default's median steps
+  at the same point (at least `max_steps`)."""
+  key = point_key(dict(pt, method='default'))
+  steps = [r['median_steps'] for r in records if point_key(r) == key and 'median_steps' in r]
+  return max(max_steps, int(PAPER_BUDGET_FACTOR * steps[0])) if steps else (
+      PAPER_BUDGET_FACTOR * max_steps)
+
+
+def relabel_old_paper(rec: Dict[str, Any]) -> Dict[str, Any]:
+  """A `paper` record of the earlier port (no `port` field) becomes OLD_PAPER."""
+  if rec['method'] == 'paper' and rec.get('port') != 'faithful':
+    rec['method'] = OLD_PAPER
+  return rec
 
 
 def write_records(path: str, records: List[Dict[str, Any]]) -> None:
@@ -161,6 +190,9 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
       for r in out['records']])
   recovered, certified = per_seed['recovered'], per_seed['certified']
   k = pt['k']
+  if pt['method'] == 'paper':
+    pt = dict(pt, port='faithful', lr=paper_baseline.calibrated_lr(
+        PAPER_CALIBRATION, pt['activation'], pt['d']))
   return dict(pt, p_over_dn=pt['p'] / (pt['d'] * pt['n']),
               p_over_kn=None if k is None else pt['p'] / (k * pt['n']), seeds=seeds,
               recovery_rate=float(np.mean(recovered)), certified_rate=float(np.mean(certified)),
@@ -324,7 +356,7 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
   if not acts:
     return
   fig, axes = plt.subplots(len(acts), 2, figsize=(11, 3.6 * len(acts)), squeeze=False)
-  styles = {'default': '-', 'previous': ':', 'paper': '--'}
+  styles = {'default': '-', 'previous': ':', 'paper': '--', OLD_PAPER: '-.'}
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
   for row, act in zip(axes, acts):
     full = {k: v for k, v in curves(records).items() if k[1] == act and k[3] is None}
@@ -386,6 +418,7 @@ def main(argv):
     if 'per_seed' in r:
       r['per_seed'] = compact_seeds(r['per_seed'])
       with_pin_columns(r)
+    relabel_old_paper(r)
   if not FLAGS.render_only:
     for name in FLAGS.methods:
       if name not in METHODS:
@@ -402,7 +435,9 @@ def main(argv):
     todo = [pt for pt in points(preset, FLAGS.methods, FLAGS.activations, FLAGS.subspace)
             if point_key(dict(pt, seeds=seeds)) not in done]
     for i, pt in enumerate(todo):
-      rec = run_point(pt, seeds, FLAGS.max_steps)
+      budget = (paper_budget(pt, records, FLAGS.max_steps) if pt['method'] == 'paper' else
+                FLAGS.max_steps)
+      rec = run_point(pt, seeds, budget)
       records = [r for r in records if point_key(r) != point_key(rec)] + [rec]
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
       write_records(path, records)  # after every point: resumable

@@ -103,3 +103,16 @@ def test_relu_tanh_is_not_even_or_odd_and_relu_matches():
 def test_unknown_activation_lists_accepted_names():
   with pytest.raises(ValueError, match=r"activation: unknown name 'swishy'; accepted: .*relu_tanh"):
     features.get_activation('swishy')
+
+
+def test_the_reference_codes_leaky_backward_keeps_the_forward_and_changes_only_the_slope():
+  z = jnp.array([-1.5, -0.2, 0.3, 2.0])
+  for name, exact in (('relu_leaky_backward', 'relu'), ('relu_tanh_leaky_backward', 'relu_tanh')):
+    act, ref = features.get_activation(name), features.get_activation(exact)
+    np.testing.assert_array_equal(act(z), ref(z))  # the victim is unchanged
+    grad = jax.vmap(jax.grad(act))(z)
+    ref_grad = jax.vmap(jax.grad(ref))(z)
+    # Off the support the derivative is 0.02 (the reference's leaky slope), on it exact.
+    np.testing.assert_allclose(grad - ref_grad, jnp.where(z > 0, 0.0, 0.02), atol=1e-6)
+    assert features.exact_forward(name) == exact
+  assert features.exact_forward('relu_tanh') == 'relu_tanh'

@@ -8,19 +8,46 @@ from recon import io
 from scripts import recovery_law
 
 
+def _calibration(tmp_path, monkeypatch, activation, d, lr):
+  path = str(tmp_path / 'paper_baseline.json')
+  io.write_json(path, {'calibration': [{'activation': activation, 'd': d, 'lr': lr}]})
+  monkeypatch.setattr(recovery_law, 'PAPER_CALIBRATION', path)
+
+
 def test_grid_covers_methods_activations_and_subspace_rows():
   pts = recovery_law.points(recovery_law.PRESETS['reduced'], ['default', 'paper'],
                             ['relu'], subspace=True)
   assert {p['method'] for p in pts} == {'default', 'paper'}
   assert any(p['k'] == 2 and p['search'] == 'subspace' for p in pts)
   assert all(p['p'] >= 1 for p in pts)
-  c = recovery_law.config_for(dict(pts[-1]), seeds=3, max_steps=10)
+  default = [p for p in pts if p['method'] == 'default']
+  c = recovery_law.config_for(dict(default[-1]), seeds=3, max_steps=10)
   assert tuple(c.sweep.seed) == (0, 1, 2)  # the seeds run as one vectorised sweep
   assert c.subspace in ('known', 'none') and c.planted_dim == 2
 
 
+def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkeypatch):
+  pt = dict(method='paper', activation='relu', d=8, k=None, search='full', n=4, p=320)
+  with pytest.raises(ValueError, match='no blind lr'):
+    monkeypatch.setattr(recovery_law, 'PAPER_CALIBRATION', str(tmp_path / 'none.json'))
+    recovery_law.config_for(pt, seeds=2, max_steps=10)
+  _calibration(tmp_path, monkeypatch, 'relu', 8, 5.0)
+  c = recovery_law.config_for(pt, seeds=2, max_steps=10)
+  assert (c.optimizer, c.lr, c.lr_schedule, c.tol) == ('sgd', 5.0, 'constant', 1e-7)
+  assert c.activation == 'relu_leaky_backward' and c.escalate == 'off' and c.polish == 'off'
+  # The budget: 10x the default's steps at the same point, at least --max_steps.
+  default = dict(pt, method='default', median_steps=3000.0)
+  assert recovery_law.paper_budget(pt, [default], 20000) == 30000
+  assert recovery_law.paper_budget(pt, [dict(default, median_steps=500.0)], 20000) == 20000
+  assert recovery_law.paper_budget(pt, [], 20000) == 200000
+  old = dict(pt)
+  assert recovery_law.relabel_old_paper(old)['method'] == recovery_law.OLD_PAPER
+  assert recovery_law.relabel_old_paper(dict(pt, port='faithful'))['method'] == 'paper'
+
+
 @pytest.mark.slow
-def test_one_point_runs_renders_and_is_skipped_when_present(tmp_path):
+def test_one_point_runs_renders_and_is_skipped_when_present(tmp_path, monkeypatch):
+  _calibration(tmp_path, monkeypatch, 'relu_tanh', 3, 2.0)
   pt = dict(method='paper', activation='relu_tanh', d=3, k=None, search='full', n=2, p=60)
   rec = recovery_law.run_point(pt, seeds=2, max_steps=200)
   for f in recovery_law.FIELDS:

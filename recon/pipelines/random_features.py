@@ -242,8 +242,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   residual = lean_residual(cfg, dtype)
   loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
                          residual=residual, mesh=mesh, rng=rng)
-  feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731
-      problem['key'], x, cfg.activation, cfg.p, chunk, rng=rng)[:, :cfg.p]
+  feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731  (exact derivatives)
+      problem['key'], x, features.exact_forward(cfg.activation), cfg.p, chunk, rng=rng)[:, :cfg.p]
   gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
       lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p,
                                                    rng),
@@ -303,7 +303,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   truth = model.truth or {}
   x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
   y = truth.get('y')
-  feature_fn = lambda x: features.rf_features(problem['v'], x, cfg.activation)
+  feature_fn = lambda x: features.rf_features(problem['v'], x,  # noqa: E731
+                                               features.exact_forward(cfg.activation))
   gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
   loss_fn, x0, decode = restarts.with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
                                                _init_fn(cfg, dtype))
