@@ -204,6 +204,8 @@ def parse_number(text):
   exponent = int(m.group(4) or 0)
   value = float(t) * scale
   tol = 0.5 * 10.0 ** (exponent - decimals) * scale
+  if value == 0 and not m.group(3):
+    tol = 1e-8  # a bare '0' (a rate, a count, an error below the float64 floor) means zero
   return value, tol
 
 
@@ -408,12 +410,13 @@ def test_parse_number():
   value, tol = parse_number('2·10⁻⁴')
   assert math.isclose(value, 2e-4) and math.isclose(tol, 0.5e-4)
   assert parse_number('−0.02')[0] == -0.02
+  assert parse_number('0') == (0.0, 1e-8) and parse_number('0.00') == (0.0, 0.005)
 
 
 def test_claims_cover_every_page():
   """Every page that quotes results/ has its claims here (a page missing is a table gap)."""
   files = {c.file for c in CLAIMS}
-  assert {README, RF, NET} <= files
+  assert {README, RF, NET, KKT} <= files
 
 
 # --- docs/random_features.md -----------------------------------------------------------------
@@ -1119,7 +1122,7 @@ claim(NET, '*resnet on lfw_faces at 16 dn* (4000 steps, `midpoint`: {0.10} ± {0
       '{0.29}]): seeds 0 and 2 reach {0.0064} and {0.0026}, seed 1 {0.29} with {3} of 4 samples '
       'recovered (per-sample median {0.022}). Drift, not the budget: the run ends *below* the loss '
       'at the truth ({5.4e-4} vs {5.7e-4}), at a point where one sample is wrong; its {4000} steps '
-      'are used up, {one} escalation trial (rejected).'.replace('{one}', 'one'),
+      'are used up, one escalation trial (rejected).',
       lambda: (net('resnet', 'lfw_faces', 16), net('resnet', 'lfw_faces', 16, stat='sd'),
                net('resnet', 'lfw_faces', 16, stat='min'),
                net('resnet', 'lfw_faces', 16, stat='max'),
@@ -1362,3 +1365,388 @@ claim(NET, 'loss 5e-5–4e-2, far above `tol`, after a single escalation trial �
 claim(NET, 'so a successful run stops early and only stuck runs use the budget ({2}–{29} s per run)',
       lambda: (lo([x for v in (MSE_D, LOG_D, CE_D) for ds in DATASETS for x in walls(v, ds)]),
                hi([x for v in (MSE_D, LOG_D, CE_D) for ds in DATASETS for x in walls(v, ds)])))
+
+
+# --- docs/kkt.md -----------------------------------------------------------------------------
+
+KID_TABLE = [
+    '| cubic | planted oracle (exact KKT at GD weights) | n | truth+3% noise | {0} | {6} / 6 | {1.0e-24} | {21} / {21} ({36} / {36}) |',
+    '| cubic | planted oracle (exact KKT at GD weights) | n | random, best of 3 by loss | {3.5e-09} | {6} / 6 | {9.2e-25} | {21} / {21} ({36} / {36}) |',
+    '| cubic | planted oracle (exact KKT at GD weights) | 2n | truth+3% noise | {0.0037} | {6} / 6 | {2.6e-11} | {21} / {21} ({36} / {36}) |',
+    '| cubic | planted oracle (exact KKT at GD weights) | 2n | random, best of 3 by loss | {0} | {6} / 6 | {4.9e-22} | {21} / {21} ({36} / {36}) |',
+    '| cubic | weight-decay exact stationary point | n | truth+3% noise | {0.025} | {6} / 6 | {4.6e-16} | {2} / {21} ({2} / {36}) |',
+    '| cubic | weight-decay exact stationary point | n | random, best of 3 by loss | {0.77} | {0} / 6 | {4.6e-16} | {2} / {21} ({2} / {36}) |',
+    '| cubic | weight-decay exact stationary point | 2n | truth+3% noise | {0.024} | {6} / 6 | {4.6e-16} | {2} / {21} ({2} / {36}) |',
+    '| cubic | weight-decay exact stationary point | 2n | random, best of 3 by loss | {0.87} | {0} / 6 | {4.6e-16} | {2} / {21} ({2} / {36}) |',
+    '| cubic | max-margin polished (SLSQP) | n | truth+3% noise | {0.025} | {6} / 6 | {1.7e-10} | {2} / {21} ({2} / {36}) |',
+    '| cubic | max-margin polished (SLSQP) | n | random, best of 3 by loss | {0.86} | {0} / 6 | {1.7e-10} | {2} / {21} ({2} / {36}) |',
+    '| cubic | max-margin polished (SLSQP) | 2n | truth+3% noise | {0.024} | {6} / 6 | {1.7e-10} | {2} / {21} ({2} / {36}) |',
+    '| cubic | max-margin polished (SLSQP) | 2n | random, best of 3 by loss | {0.78} | {0} / 6 | {1.7e-10} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | planted oracle (exact KKT at GD weights) | n | truth+3% noise | {0.017} | {6} / 6 | {9.6e-25} | {21} / {21} ({36} / {36}) |',
+    '| quadratic | planted oracle (exact KKT at GD weights) | n | random, best of 3 by loss | {0.7} | {0} / 6 | {9.8e-25} | {21} / {21} ({36} / {36}) |',
+    '| quadratic | planted oracle (exact KKT at GD weights) | 2n | truth+3% noise | {0.021} | {6} / 6 | {5.3e-21} | {21} / {21} ({36} / {36}) |',
+    '| quadratic | planted oracle (exact KKT at GD weights) | 2n | random, best of 3 by loss | {0.68} | {0} / 6 | {6.2e-25} | {21} / {21} ({36} / {36}) |',
+    '| quadratic | weight-decay exact stationary point | n | truth+3% noise | {0.026} | {6} / 6 | {1.6e-15} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | weight-decay exact stationary point | n | random, best of 3 by loss | {0.82} | {0} / 6 | {1.6e-15} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | weight-decay exact stationary point | 2n | truth+3% noise | {0.024} | {6} / 6 | {1.6e-15} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | weight-decay exact stationary point | 2n | random, best of 3 by loss | {0.9} | {0} / 6 | {1.6e-15} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | max-margin polished (SLSQP) | n | truth+3% noise | {0.025} | {6} / 6 | {6.9e-10} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | max-margin polished (SLSQP) | n | random, best of 3 by loss | {1} | {0} / 6 | {6.9e-10} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | max-margin polished (SLSQP) | 2n | truth+3% noise | {0.024} | {6} / 6 | {6.9e-10} | {2} / {21} ({2} / {36}) |',
+    '| quadratic | max-margin polished (SLSQP) | 2n | random, best of 3 by loss | {0.85} | {0} / 6 | {6.9e-10} | {2} / {21} ({2} / {36}) |',
+]
+ABLATION_TABLE = [
+    '| Adam lr 0.01, duals optimised, unweighted | truth+3% noise | {0.55} | {0} | {4.6e-04} | {1500} (max_steps) |',
+    '| Adam lr 0.01, duals optimised, unweighted | random r0 | {0.94} | {0} | {7.0e-02} | {1500} (max_steps) |',
+    '| Adam lr 0.01, duals optimised, unweighted | random r2 | {1} | {0} | {9.0e-02} | {1500} (max_steps) |',
+    '| L-BFGS, duals optimised, gradient-RMS weights | truth+3% noise | {0.0016} | {6} | {3.8e-08} | {1500} (max_steps) |',
+    '| L-BFGS, duals optimised, gradient-RMS weights | random r0 | {0.49} | {0} | {3.6e-03} | {1500} (max_steps) |',
+    '| L-BFGS, duals optimised, gradient-RMS weights | random r2 | {0.64} | {0} | {6.4e-02} | {1500} (max_steps) |',
+    '| L-BFGS, duals eliminated, unweighted | truth+3% noise | {0.0054} | {6} | {1.1e-11} | {1500} (max_steps) |',
+    '| L-BFGS, duals eliminated, unweighted | random r0 | {0.61} | {0} | {9.2e-07} | {1500} (max_steps) |',
+    '| L-BFGS, duals eliminated, unweighted | random r2 | {0.59} | {0} | {3.6e-07} | {1500} (max_steps) |',
+    '| L-BFGS, duals eliminated, gradient-RMS weights | truth+3% noise | {3.5e-09} | {6} | {8.0e-25} | {346} (converged) |',
+    '| L-BFGS, duals eliminated, gradient-RMS weights | random r0 | {0.37} | {2} | {5.6e-04} | {1500} (max_steps) |',
+    '| L-BFGS, duals eliminated, gradient-RMS weights | random r2 | {3.5e-09} | {6} | {9.2e-25} | {494} (converged) |',
+]
+TRAINED_TABLE = [
+    '| haim | 0 | {0.40} | {0.58} | {0.435} | {38} | {0.0366} | {100} | {0} | {424} |',
+    '| haim | 1 | {0.32} | {0.46} | {0.372} | {30} | {0.0395} | {100} | {0} | {402} |',
+    '| haim | 2 | {0.32} | {0.46} | {0.380} | {32} | {0.0446} | {100} | {0} | {313} |',
+    '| haim+split | 0 | {0.46} | {0.64} | {0.493} | {37} | {0.0362} | {190} | {90} | {375} |',
+    '| haim+split | 1 | {0.34} | {0.42} | {0.322} | {33} | {0.0383} | {200} | {100} | {354} |',
+    '| haim+split | 2 | {0.32} | {0.46} | {0.380} | {32} | {0.0446} | {100} | {0} | {288} |',
+    '| loo | 0 | {0.24} | {0.42} | {0.383} | {28} | {0.0406} | {100} | {0} | {164} |',
+    '| loo | 1 | {0.20} | {0.32} | {0.300} | {23} | {0.0400} | {100} | {0} | {77} |',
+    '| loo | 2 | {0.26} | {0.42} | {0.379} | {25} | {0.0396} | {100} | {0} | {162} |',
+    '| loo+split | 0 | {0.22} | {0.48} | {0.390} | {29} | {0.0403} | {159} | {60} | {223} |',
+    '| loo+split | 1 | {0.24} | {0.32} | {0.306} | {23} | {0.0386} | {160} | {60} | {161} |',
+    '| loo+split | 2 | {0.26} | {0.42} | {0.379} | {25} | {0.0396} | {100} | {0} | {166} |',
+    '| unseen | 0 | {0.12} | {0.20} | {0.303} | {34} | – | {100} | – | {10} |',
+    '| unseen | 1 | {0.14} | {0.30} | {0.325} | {34} | – | {100} | – | {0.3} |',
+    '| unseen | 2 | {0.06} | {0.30} | {0.323} | {36} | – | {100} | – | {0.1} |',
+]
+TRAINED_MEANS = [
+    '| haim | 0,1,2 | {0.347} ± {0.046} ({0.32}–{0.40}) | {0.500} ± {0.069} | {0.396} ± {0.034} |',
+    '| haim+split | 0,1,2 | {0.373} ± {0.076} ({0.32}–{0.46}) | {0.507} ± {0.117} | {0.398} ± {0.087} |',
+    '| loo | 0,1,2 | {0.233} ± {0.031} ({0.20}–{0.26}) | {0.387} ± {0.058} | {0.354} ± {0.047} |',
+    '| loo+split | 0,1,2 | {0.240} ± {0.020} ({0.22}–{0.26}) | {0.407} ± {0.081} | {0.358} ± {0.045} |',
+    '| unseen | 0,1,2 | {0.107} ± {0.042} ({0.06}–{0.14}) | {0.267} ± {0.058} | {0.317} ± {0.012} |',
+]
+TUNE_TABLE = [
+    "| `kkt_layers='hidden_0,head'`, free pixels | {0.08} | {0.24} | {0.295} | {20} | {0.0346} | {303} |",
+    "| + `candidate_subspace='first_layer'` (k = 50), constant lr | {0.26} | {0.42} | {0.346} | {27} | {0.0352} | {313} |",
+    '| + cosine lr schedule to 5% | {0.28} | {0.42} | {0.349} | {22} | {0.0376} | {293} |',
+    '| `unseen` reference (no attack) | {0.12} | {0.26} | {0.281} | {33} | – | {24} |',
+]
+
+KID_VICTIMS = {'planted oracle (exact KKT at GD weights)': 'planted',
+               'weight-decay exact stationary point': 'weight_decay',
+               'max-margin polished (SLSQP)': 'max_margin'}
+
+
+def _cells(quote):
+  return [c.strip() for c in quote.strip('|').split(' | ')]
+
+
+def kid_row(quote):
+  """An identifiability row: recon_error, recovered, final loss, the neuron-Gram ranks."""
+  activation, victim, n_hat, init = _cells(quote)[:4]
+  r = one(load('kkt_identifiability.json'), activation=activation, victim=KID_VICTIMS[victim],
+          n_candidates={'n': 6, '2n': 12}[n_hat], init=init)
+  return (r['recon_error'], r['n_recovered'], r['final_loss'], r['neuron_gram_rank_span_x'],
+          r['neuron_gram_dim_span_x'], r['neuron_gram_rank'], r['neuron_gram_dim'])
+
+
+def ablation_row(quote):
+  variant, init = _cells(quote)[:2]
+  r = one(load('kkt_id_ablation.json'), variant=variant, init=init)
+  return r['recon_error'], r['n_recovered'], r['final_loss'], r['steps']
+
+
+def trained_row(quote):
+  method, seed = _cells(quote)[:2]
+  r = one(load('kkt_trained.json'), method=method, seed=int(seed))
+  out = [r['frac_ssim_0_5'], r['frac_ssim_0_4'], r['ssim_median'], r['n_distinct_nearest']]
+  if method != 'unseen':
+    out.append(r['kkt_loss'])
+  out.append(r['n_candidates_final'])
+  if method != 'unseen':
+    out.append(r['n_splits'])
+  return tuple(out + [r['wall_seconds']])
+
+
+def trained_means(quote):
+  method = _cells(quote)[0]
+  return (kkt(method), kkt(method, stat='sd'), kkt(method, stat='min'), kkt(method, stat='max'),
+          kkt(method, 'frac_ssim_0_4'), kkt(method, 'frac_ssim_0_4', 'sd'),
+          kkt(method, 'ssim_median'), kkt(method, 'ssim_median', 'sd'))
+
+
+def tune_row(k):
+  r = load('kkt_tune.json')[k]
+  out = [r['frac_ssim_0_5'], r['frac_ssim_0_4'], r['ssim_median'], r['n_distinct_nearest']]
+  if r['method'] != 'unseen':
+    out.append(r['kkt_loss'])
+  return tuple(out + [r['wall_seconds']])
+
+
+for _row in KID_TABLE:
+  claim(KKT, _row, lambda q=_row: kid_row(q))
+for _row in ABLATION_TABLE:
+  claim(KKT, _row, lambda q=_row: ablation_row(q))
+for _row in TRAINED_TABLE:
+  claim(KKT, _row, lambda q=_row: trained_row(q))
+for _row in TRAINED_MEANS:
+  claim(KKT, _row, lambda q=_row: trained_means(q))
+for _k, _row in enumerate(TUNE_TABLE):
+  claim(KKT, _row, lambda k=_k: tune_row(k))
+
+
+def kid(activation, victim, n_hat, init):
+  return one(load('kkt_identifiability.json'), activation=activation, victim=victim,
+             n_candidates=n_hat, init=init)
+
+
+RANDOM, TRUTH = 'random, best of 3 by loss', 'truth+3% noise'
+
+
+def restarts(activation, victim, n_hat):
+  return [(x['final_loss'], x['recon_error'])
+          for x in kid(activation, victim, n_hat, RANDOM)['restarts']]
+
+
+def ablation(variant, init):
+  return one(load('kkt_id_ablation.json'), variant=variant, init=init)
+
+
+FULL = 'L-BFGS, duals eliminated, gradient-RMS weights'
+
+
+def diagnose(seed, target='theta'):
+  return one(load('kkt_diagnose.json'), seed=seed)[target]
+
+
+def truth_floor(seed):
+  """Share-weighted mean of the first layer's and the head's KKT fit at the truth."""
+  layers = [diagnose(seed)[k] for k in ('hidden_0', 'head')]
+  return sum(x['share'] * x['rho_truth'] for x in layers) / sum(x['share'] for x in layers)
+
+
+claim(KKT, 'brings back {35%} ± {5%} of the training images at SSIM ≥ 0.5 (mean ± sample SD over '
+      '{3} seeds; unseen images: {11%}).',
+      lambda: (kkt('haim'), kkt('haim', stat='sd'), kkt('haim', stat='n'), kkt('unseen')))
+claim(KKT, '*weight decay* = exact stationary point, wd = 1e-3 (‖∇‖ = {1.4e-13})',
+      lambda: kid('cubic', 'weight_decay', 6, TRUTH)['train_grad_norm'])
+claim(KKT, 'Per-restart (final loss, recon_error) of the random rows, from the JSON: cubic planted '
+      'n̂ = n: ({5.6e-4}, {0.37}), ({3.9e-4}, {0.37}), **({9.2e-25}, {3.5e-9})** — two of three '
+      'restarts stop at local minima, the blind choice by loss picks the exact one; cubic planted '
+      'n̂ = 2n: ({2.6e-11}, {8.7e-4}) and ({1.8e-8}, {0.089}) not converged in {600} steps, '
+      '**({4.9e-22}, {0})**; quadratic planted n̂ = n: ({9.8e-25}, {0.70}), ({1.2e-6}, {0.76}), '
+      '({9.4e-19}, {0.82}) and n̂ = 2n: all three at loss < {1e-24} with recon_error '
+      '{0.63}–{0.68} — zero loss at the wrong points. Weight-decay and max-margin victims: every '
+      'restart reaches the victim\'s precision floor ({4.6e-16} / {1.7e-10}, quadratic {1.6e-15} / '
+      '{6.9e-10}) with recon_error {0.75}–{1.04}.',
+      lambda: (*[x for pair in restarts('cubic', 'planted', 6) for x in pair],
+               *[x for pair in restarts('cubic', 'planted', 12)[:2] for x in pair],
+               kid('cubic', 'planted', 12, RANDOM)['steps'],
+               *restarts('cubic', 'planted', 12)[2],
+               *[x for pair in restarts('quadratic', 'planted', 6) for x in pair],
+               [loss for loss, _ in restarts('quadratic', 'planted', 12)],
+               lo([e for _, e in restarts('quadratic', 'planted', 12)]),
+               hi([e for _, e in restarts('quadratic', 'planted', 12)]),
+               *[kid(a, v, 6, TRUTH)['final_loss'] for a in ('cubic', 'quadratic')
+                 for v in ('weight_decay', 'max_margin')],
+               lo(NOT_PLANTED_ERRORS()), hi(NOT_PLANTED_ERRORS())),
+      op=('=',) * 19 + ('<',) + ('=',) * 8)
+
+
+def NOT_PLANTED_ERRORS():  # noqa: N802
+  return [x['recon_error'] for r in load('kkt_identifiability.json')
+          if r['victim'] != 'planted' and r['restarts'] for x in r['restarts']]
+
+
+claim(KKT, 'from the same random start r2, each ingredient alone stops at loss {9e-2} (Adam), '
+      '{6e-2} (L-BFGS + weights, duals as variables), {4e-7} (L-BFGS + eliminated duals, '
+      'unweighted); all three together converge to {9e-25} and recover the {6} points to the '
+      'float64 floor. Start r0 ends at a local minimum ({5.6e-4}) even with the full method',
+      lambda: (ablation('Adam lr 0.01, duals optimised, unweighted', 'random r2')['final_loss'],
+               ablation('L-BFGS, duals optimised, gradient-RMS weights', 'random r2')['final_loss'],
+               ablation('L-BFGS, duals eliminated, unweighted', 'random r2')['final_loss'],
+               ablation(FULL, 'random r2')['final_loss'],
+               ablation(FULL, 'random r2')['n_recovered'],
+               ablation(FULL, 'random r0')['final_loss']),
+      tol=(0.5e-2, 0.5e-2, 0.5e-7, 0.5e-25, None, None))
+claim(KKT, 'from truth+3% (two noisy copies of each point) L-BFGS is still at loss {2.6e-11} after '
+      '{600} steps, {2} of 3 random restarts did not converge. But the best restart by loss reached '
+      '{4.9e-22} with recon_error {0}',
+      lambda: (kid('cubic', 'planted', 12, TRUTH)['final_loss'],
+               kid('cubic', 'planted', 12, TRUTH)['steps'],
+               sum(loss > 1e-20 for loss, _ in restarts('cubic', 'planted', 12)),
+               kid('cubic', 'planted', 12, RANDOM)['final_loss'],
+               kid('cubic', 'planted', 12, RANDOM)['recon_error']))
+claim(KKT, 'L-BFGS with eliminated duals from truth+3% crawls to loss {1.1e-11}, recon_error '
+      '{5.4e-3} in {1500} steps. Eliminating λ (variable projection) plus gradient-RMS equation '
+      'weights (condition ~5e2) converges in {200}–{500} L-BFGS steps.',
+      lambda: (ablation('L-BFGS, duals eliminated, unweighted', TRUTH)['final_loss'],
+               ablation('L-BFGS, duals eliminated, unweighted', TRUTH)['recon_error'],
+               ablation('L-BFGS, duals eliminated, unweighted', TRUTH)['steps'],
+               lo(CONVERGED_STEPS()), hi(CONVERGED_STEPS())),
+      op=('=', '=', '=', '>=', '<='))
+
+
+def CONVERGED_STEPS():  # noqa: N802
+  return ([r['steps'] for r in load('kkt_id_ablation.json') if r['status'] == 'converged']
+          + [r['steps'] for r in load('kkt_identifiability.json')
+             if r['status'] == 'converged' and r['activation'] == 'cubic'])
+
+
+claim(KKT, '(Adam at lr 0.01 from truth+3% even walks away from the truth: recon_error 0.03 → '
+      '{0.55}.)', lambda: ablation('Adam lr 0.01, duals optimised, unweighted', TRUTH)['recon_error'])
+claim(KKT, 'The exact weight-decay stationary point (‖∇R‖ = {1.4e-13}) has only 2 live neurons out '
+      'of 48, neuron-Gram rank {2} / {21}, and the attack fails exactly like on the max-margin '
+      'point (recon_error {0.77}–{0.93} at the victim\'s precision floor, {4.6e-16}).',
+      lambda: (kid('cubic', 'weight_decay', 6, TRUTH)['train_grad_norm'],
+               kid('cubic', 'weight_decay', 6, TRUTH)['neuron_gram_rank_span_x'],
+               kid('cubic', 'weight_decay', 6, TRUTH)['neuron_gram_dim_span_x'],
+               lo(WD_CUBIC_ERRORS()), hi(WD_CUBIC_ERRORS()),
+               kid('cubic', 'weight_decay', 6, TRUTH)['final_loss']))
+
+
+def WD_CUBIC_ERRORS():  # noqa: N802
+  return [x['recon_error'] for n_hat in (6, 12)
+          for x in kid('cubic', 'weight_decay', n_hat, RANDOM)['restarts']]
+
+
+claim(KKT, 'Quadratic planted, full Gram: five of the six random restarts reach loss < {1e-18} '
+      '(four < {1e-24}; the sixth stops at {1.2e-6}), all at recon_error {0.63}–{0.82}; from '
+      'truth+3% it converges to a zero of the fit near its start (recon_error {0.017}, not 0).',
+      lambda: (sorted(QUAD_RESTARTS())[4][0], sorted(QUAD_RESTARTS())[3][0],
+               sorted(QUAD_RESTARTS())[5][0], lo([e for _, e in QUAD_RESTARTS()]),
+               hi([e for _, e in QUAD_RESTARTS()]),
+               kid('quadratic', 'planted', 6, TRUTH)['recon_error']),
+      op=('<', '<', '=', '=', '=', '='))
+
+
+def QUAD_RESTARTS():  # noqa: N802
+  return restarts('quadratic', 'planted', 6) + restarts('quadratic', 'planted', 12)
+
+
+claim(KKT, 'Splitting lowered the final objective on all {9} (method, seed) pairs — by '
+      '{1.1}–{7.7}× for the KKT forms, by ~{1%} for the projection loss — but **did not improve '
+      'reconstruction**: recon_error got slightly better in {5} pairs and worse in {4}, within the '
+      'seed-to-seed spread, and the number of recovered samples did not increase (multiclass: '
+      '{0.67} → {0.33} of 6).',
+      lambda: (len(SPLIT_GAINS()), lo([g for o, g, _ in SPLIT_GAINS() if o != 'projection']),
+               hi([g for o, g, _ in SPLIT_GAINS() if o != 'projection']),
+               mean([g - 1 for o, g, _ in SPLIT_GAINS() if o == 'projection']),
+               sum(d < 0 for _, _, d in SPLIT_GAINS()), sum(d > 0 for _, _, d in SPLIT_GAINS()),
+               mean(SPLITTING('kkt_multiclass', 'none', 'n_recovered')),
+               mean(SPLITTING('kkt_multiclass', 'every', 'n_recovered'))),
+      tol=(None, None, None, 0.005, None, None, None, None))
+claim(KKT, 'Splitting lowered the final objective on all 9 (method, seed) pairs',
+      lambda: lo([g for _, g, _ in SPLIT_GAINS()]) > 1)
+
+
+def SPLITTING(objective, split, field):
+  return seeds_of(select(load('kkt_splitting.json'), objective=objective, split=split), field)
+
+
+def SPLIT_GAINS():  # noqa: N802
+  """(objective, final-loss ratio none / split, recon_error change split − none) per seed."""
+  out = []
+  for objective in ('kkt_binary', 'kkt_multiclass', 'projection'):
+    none = zip(SPLITTING(objective, 'none', 'final_loss'),
+               SPLITTING(objective, 'none', 'recon_error'))
+    split = zip(SPLITTING(objective, 'every', 'final_loss'),
+                SPLITTING(objective, 'every', 'recon_error'))
+    out += [(objective, ln / ls, es - en) for (ln, en), (ls, es) in zip(none, split)]
+  return out
+
+
+SPLIT_TABLE = [
+    '| kkt_binary | none | {0.713} ± {0.087} | {0.00} ± {0.00} | {8.28e-05} | {0.0} |',
+    '| kkt_binary | every | {0.699} ± {0.101} | {0.00} ± {0.00} | {1.08e-05} | {3.3} |',
+    '| kkt_multiclass | none | {0.529} ± {0.203} | {0.67} ± {0.58} | {1.17e-04} | {0.0} |',
+    '| kkt_multiclass | every | {0.538} ± {0.206} | {0.33} ± {0.58} | {1.89e-05} | {4.0} |',
+    '| projection | none | {0.804} ± {0.067} | {0.00} ± {0.00} | {6.49e-02} | {0.0} |',
+    '| projection | every | {0.787} ± {0.089} | {0.00} ± {0.00} | {6.41e-02} | {4.0} |',
+]
+for _row in SPLIT_TABLE:
+  claim(KKT, _row, lambda q=_row: (
+      mean(SPLITTING(*_cells(q)[:2], 'recon_error')), sd(SPLITTING(*_cells(q)[:2], 'recon_error')),
+      mean(SPLITTING(*_cells(q)[:2], 'n_recovered')), sd(SPLITTING(*_cells(q)[:2], 'n_recovered')),
+      statistics.median(SPLITTING(*_cells(q)[:2], 'final_loss')),
+      mean(SPLITTING(*_cells(q)[:2], 'n_splits'))))
+claim(KKT, 'cubic two-layer net of width 64 trained 5000 GD steps (normalised margin {0.721}). KKT '
+      'attack with n̂ = n: recon_error {0.986} (planted target) and {1.258} (real θ target): no '
+      'digit is recovered',
+      lambda: (load('kkt_digits.json')['planted']['normalized_margin'],
+               load('kkt_digits.json')['planted']['recon_error'],
+               load('kkt_digits.json')['theta']['recon_error']))
+claim(KKT, 'no digit is recovered',
+      lambda: load('kkt_digits.json')['planted']['n_recovered']
+      == load('kkt_digits.json')['theta']['n_recovered'] == 0)
+claim(KKT, 'On the held-out victim (seed 100): the 1000×1000 middle layer holds {98.5%} of ‖θ‖²',
+      lambda: diagnose(100)['hidden_1']['share'])
+claim(KKT, 'so the full KKT fit at the truth is ρ = {0.978}', lambda: diagnose(100)['all']['rho_truth'])
+claim(KKT, 'Per layer the truth fits well: ρ = {0.067} for the first layer (from a tiny init, ΔW₁ '
+      'is built from the data), {0.034} for the head, {0.991} for the middle layer.',
+      lambda: tuple(diagnose(100)[k]['rho_truth'] for k in ('hidden_0', 'head', 'hidden_1')))
+claim(KKT, 'The KKT loss does not see the subspace change ({0.0346} vs {0.0352}',
+      lambda: (load('kkt_tune.json')[0]['kkt_loss'], load('kkt_tune.json')[1]['kkt_loss']))
+claim(KKT, 'the cosine schedule ends at a higher KKT loss, so the constant lr was kept',
+      lambda: load('kkt_tune.json')[2]['kkt_loss'] > load('kkt_tune.json')[1]['kkt_loss'])
+claim(KKT, 'haim {0.347} ± {0.046} ({0.40} / {0.32} / {0.32})**, against {0.107} ± {0.042} for the '
+      '`unseen` reference',
+      lambda: (kkt('haim'), kkt('haim', stat='sd'), *kkt('haim', stat=None), kkt('unseen'),
+               kkt('unseen', stat='sd')))
+claim(KKT, '{30}–{38} distinct nearest candidates for {50} images',
+      lambda: (kkt('haim', 'n_distinct_nearest', 'min'), kkt('haim', 'n_distinct_nearest', 'max'),
+               load('kkt_trained.json')[0]['n']))
+claim(KKT, '**Splitting (paper 3) on the same victims:** {0.373} ± {0.076} against {0.347} ± {0.046}; '
+      'paired per seed +{0.06}, +{0.02}, {0.00} (mean +{0.027}). Seeds 0 and 1 split {90} and {100} '
+      'times (5 rounds, m 100 → {190} / {200}); on seed 2 every round was rejected',
+      lambda: (kkt('haim+split'), kkt('haim+split', stat='sd'), kkt('haim'), kkt('haim', stat='sd'),
+               *paired('haim', 'haim+split'), mean(paired('haim', 'haim+split')),
+               *kkt('haim+split', 'n_splits', None)[:2],
+               *kkt('haim+split', 'n_candidates_final', None)[:2]))
+claim(KKT, 'on seed 2 every round was rejected (no ε on the grid lowered the total loss), so that row '
+      'equals `haim`.',
+      lambda: kkt('haim+split', 'n_splits', None)[2] == 0 and trained_row('| haim+split | 2 |')[:5]
+      == trained_row('| haim | 2 |')[:5])
+claim(KKT, 'the final KKT loss moved by ≤ {0.0012}',
+      lambda: hi([abs(x) for x in paired('haim', 'haim+split', 'kkt_loss')]), op='<=', tol=0.00005)
+claim(KKT, 'every layer\'s equations hold at the truth (ρ_all = {0.054}–{0.074} for seeds 0–2 and '
+      '{0.065} on the held-out victim',
+      lambda: (lo([diagnose(s, 'delta')['all']['rho_truth'] for s in (0, 1, 2)]),
+               hi([diagnose(s, 'delta')['all']['rho_truth'] for s in (0, 1, 2)]),
+               diagnose(100, 'delta')['all']['rho_truth']))
+claim(KKT, 'frac_ssim_0_5 {0.233} ± {0.031} ({0.24} / {0.20} / {0.26}) — below `haim` ({0.347}) on '
+      'every seed',
+      lambda: (kkt('loo'), kkt('loo', stat='sd'), *kkt('loo', stat=None), kkt('haim')))
+claim(KKT, 'below `haim` (0.347) on every seed although the attacker knows more (θ_0), and still '
+      'twice the `unseen` reference',
+      lambda: all(x < y for x, y in zip(kkt('loo', stat=None), kkt('haim', stat=None)))
+      and kkt('loo') >= 2 * kkt('unseen'))
+claim(KKT, '{0.240} ± {0.020}, paired {−0.02} / +{0.04} / {0.00} ({60} splits on seeds 0 and 1; every '
+      'round rejected on seed 2)',
+      lambda: (kkt('loo+split'), kkt('loo+split', stat='sd'), *paired('loo', 'loo+split'),
+               [*kkt('loo+split', 'n_splits', None)[:2]]))
+claim(KKT, 'Over both objectives splitting\'s paired effect is +{0.017} ± {0.03} (mean ± sample SD '
+      'over six pairs, two of which — seed 2 of each — had no split accepted and equal their base '
+      'run; over the four pairs that split, +{0.025})',
+      lambda: (mean(SPLIT_PAIRS()), sd(SPLIT_PAIRS()),
+               mean(paired('haim', 'haim+split')[:2] + paired('loo', 'loo+split')[:2])),
+      tol=(0.0005, 0.005, 0.0005))
+claim(KKT, 'two of which — seed 2 of each — had no split accepted',
+      lambda: (kkt('haim+split', 'n_splits', None)[2], kkt('loo+split', 'n_splits', None)[2])
+      == (0, 0) and all(kkt(m, 'n_splits', None)[s] > 0 for m in ('haim+split', 'loo+split')
+                        for s in (0, 1)))
+claim(KKT, 'the first layer\'s and the head\'s hold only to ρ = {0.04}–{0.08} (seeds 0–2), and the '
+      'attack reaches a *lower* masked KKT loss ({0.037} / {0.040} / {0.045}, penalties included) '
+      'than the truth can (each layer fitted with its own least-squares duals, the share-weighted '
+      'mean is a lower bound for the truth\'s joint fit: {0.058} / {0.041} / {0.062})',
+      lambda: (lo([diagnose(s)[k]['rho_truth'] for s in (0, 1, 2) for k in ('hidden_0', 'head')]),
+               hi([diagnose(s)[k]['rho_truth'] for s in (0, 1, 2) for k in ('hidden_0', 'head')]),
+               *kkt('haim', 'kkt_loss', None), *[truth_floor(s) for s in (0, 1, 2)]))
