@@ -416,7 +416,7 @@ def test_parse_number():
 def test_claims_cover_every_page():
   """Every page that quotes results/ has its claims here (a page missing is a table gap)."""
   files = {c.file for c in CLAIMS}
-  assert {README, RF, NET, KKT} <= files
+  assert {README, RF, NET, KKT, SUB} <= files
 
 
 # --- docs/random_features.md -----------------------------------------------------------------
@@ -1750,3 +1750,115 @@ claim(KKT, 'the first layer\'s and the head\'s hold only to ρ = {0.04}–{0.08}
       lambda: (lo([diagnose(s)[k]['rho_truth'] for s in (0, 1, 2) for k in ('hidden_0', 'head')]),
                hi([diagnose(s)[k]['rho_truth'] for s in (0, 1, 2) for k in ('hidden_0', 'head')]),
                *kkt('haim', 'kkt_loss', None), *[truth_floor(s) for s in (0, 1, 2)]))
+
+
+# --- docs/subspace.md ------------------------------------------------------------------------
+
+
+def sub_rf(p, search):
+  """The two seeds' recon_error of the random-features width sweep at width p."""
+  return tuple(rows('subspace_rf_width.json', 'recon_error', key='rows', p=p, seed=s,
+                    subspace=search) for s in (0, 1))
+
+
+def sub_tl(field, seed, width=192, subspace='estimated', part='A', weight_decay=0.0):
+  return rows('subspace_two_layer.json', field, key='rows', part=part, width=width, seed=seed,
+              subspace=subspace, weight_decay=weight_decay)
+
+
+def sv_drop(svs, k):
+  return svs[k - 1] / svs[k]
+
+
+for _p, _kn, _dn, _quote in (
+    (48, 2, 0.125, '| {48} | {2} | {0.125} | {1.27}, {1.25} | {0.33}, {0.37} |'),
+    (96, 4, 0.25, '| {96} | {4} | {0.25} | {1.25}, {1.21} | **{0.000}, {0.001}** |'),
+    (384, 16, 1, '| {384} | {16} | {1} | {1.09}, {1.11} | **{0.001}, {0.001}** |'),
+    (768, 32, 2, '| {768} | {32} | {2} | {0.60}, {0.70} | **{0.001}, {0.001}** |'),
+    (1536, 64, 4, '| {1536} | {64} | {4} | {0.47}, {0.17} | {0.08}, {0.001} |'),
+    (3072, 128, 8, '| {3072} | {128} | {8} | {0.36}, {0.008} | **{0.002}, {0.001}** |')):
+  claim(SUB, _quote, lambda p=_p: (
+      p, rows('subspace_rf_width.json', 'p_over_kn', key='rows', p=p, seed=0, subspace='none'),
+      rows('subspace_rf_width.json', 'p_over_dn', key='rows', p=p, seed=0, subspace='none'))
+      + sub_rf(p, 'none') + sub_rf(p, 'known'))
+claim(SUB, 'With this attack (SGD lr {20}, {3000} steps, {2} seeds) the full-space search fails on '
+      'both seeds up to p = 4·d·n and recovers one seed of two at 8·d·n',
+      lambda: (load('subspace_rf_width.json')['setup']['lr'],
+               load('subspace_rf_width.json')['setup']['max_steps'],
+               len(load('subspace_rf_width.json')['setup']['seeds'])))
+claim(SUB, 'the full-space search fails on both seeds up to p = 4·d·n and recovers one seed of two '
+      'at 8·d·n',
+      lambda: all(rows('subspace_rf_width.json', 'frac_recovered', key='rows', p=p, seed=s,
+                       subspace='none') < 1 for p in (12, 24, 48, 96, 192, 384, 768, 1536)
+                  for s in (0, 1))
+      and [rows('subspace_rf_width.json', 'frac_recovered', key='rows', p=3072, seed=s,
+                subspace='none') for s in (0, 1)].count(1.0) == 1)
+claim(SUB, 'With the subspace given, recovery starts at p ≈ 4·k·n',
+      lambda: all(rows('subspace_rf_width.json', 'frac_recovered', key='rows', p=96, seed=s,
+                       subspace='known') == 1 for s in (0, 1))
+      and all(rows('subspace_rf_width.json', 'frac_recovered', key='rows', p=48, seed=s,
+                   subspace='known') < 1 for s in (0, 1)))
+claim(SUB, 'over 20 seeds at n = 8 it recovers every seed of a k = 16 subspace at p = 2·dn, and none '
+      'below',
+      lambda: (one(law_records(search='full', k=16, activation='relu', p_over_dn=2.0))
+               ['recovery_rate'] == 1.0) and full_search_row('relu')[:5] == (0,) * 5
+      and full_search_row('relu_tanh')[:5] == (0,) * 5)
+claim(SUB, '| 96 (4, 0.25) | {1.22}, {1.21} | {0.058}, {0.081} | – |',
+      lambda: tuple(sub_tl('recon_error', s, 96, 'none') for s in (0, 1))
+      + tuple(sub_tl('recon_error', s, 96) for s in (0, 1)))
+claim(SUB, '| 192 (8, 0.5) | {1.02}, {1.01} | **{0.008}, {0.011}** | {0.009}, {0.010} |',
+      lambda: tuple(sub_tl('recon_error', s, 192, sub) for sub in ('none', 'estimated', 'known')
+                    for s in (0, 1)))
+claim(SUB, 'The largest principal angle to the true subspace is {0.0004}° to {0.01}°. The true data '
+      'lie at most {2e-5} outside it. The spectrum of ΔW1 drops by a factor of {900} to {30 000} '
+      'after the 4th singular value, and the automatic k is {4} on every seed.',
+      lambda: (lo(TL_NO_DECAY('max_principal_angle_deg')),
+               hi(TL_NO_DECAY('max_principal_angle_deg')),
+               hi(TL_NO_DECAY('subspace_residual_true')),
+               lo([sv_drop(s, 4) for s in TL_NO_DECAY('singular_values_top')]),
+               hi([sv_drop(s, 4) for s in TL_NO_DECAY('singular_values_top')]),
+               TL_NO_DECAY('auto_k')),
+      tol=(None, None, None, 50, 1000, None))
+
+
+def TL_NO_DECAY(field):  # noqa: N802
+  return [sub_tl(field, s, w) for w in (96, 192) for s in (0, 1)]
+
+
+claim(SUB, 'With `W1` moving by about {1%} (width 192; {2}–{3}% at width 96)',
+      lambda: ([sub_tl('delta_w1_rel', s) for s in (0, 1)],
+               100 * lo([sub_tl('delta_w1_rel', s, 96) for s in (0, 1)]),
+               100 * hi([sub_tl('delta_w1_rel', s, 96) for s in (0, 1)])),
+      tol=(0.006, 0.5, 0.5))
+claim(SUB, 'with `wd = 1e-4` the largest principal angle grows from {0.01}° to {3.2}° and '
+      'reconstruction still works. With `1e-3` it reaches {46}° and recon_error rises to {0.11}. '
+      'With `1e-2` it reaches {89}°, which is no information, and recon_error is {1.28}. The '
+      'automatic k goes to {64}, i.e. full rank, for `wd ≥ 1e-3`.',
+      lambda: (sub_tl('max_principal_angle_deg', 0, part='B', weight_decay=0.0),
+               sub_tl('max_principal_angle_deg', 0, part='B', weight_decay=1e-4),
+               sub_tl('max_principal_angle_deg', 0, part='B', weight_decay=1e-3),
+               sub_tl('recon_error', 0, part='B', weight_decay=1e-3),
+               sub_tl('max_principal_angle_deg', 0, part='B', weight_decay=1e-2),
+               sub_tl('recon_error', 0, part='B', weight_decay=1e-2),
+               [sub_tl('auto_k', 0, part='B', weight_decay=w) for w in (1e-3, 1e-2)]))
+for _field, _quote in (
+    ('max_principal_angle_deg', '| max principal angle | {0.01}° | {3.2}° | {45.7}° | {89.2}° |'),
+    ('subspace_residual_true', '| true data outside U (relative) | {2e-5} | {0.006} | {0.074} | '
+                               '{0.96} |'),
+    ('auto_k', '| automatic k | {4} | {3} | {64} | {64} |'),
+    ('recon_error', '| recon_error | {0.008} | {0.011} | {0.111} | {1.275} |')):
+  claim(SUB, _quote, lambda f=_field: tuple(sub_tl(f, 0, part='B', weight_decay=w)
+                                            for w in (0.0, 1e-4, 1e-3, 1e-2)))
+claim(SUB, '`ΔW1` has rank {6}: the 7th singular value is {1.4e-4} of the 6th. So the automatic k is '
+      '{6} and the search runs in R^{6}.',
+      lambda: (load('subspace_digits.json')['runs']['estimated']['auto_k'],
+               1 / sv_drop(load('subspace_digits.json')['runs']['estimated']
+                           ['singular_values_top'], 6),
+               load('subspace_digits.json')['runs']['estimated']['auto_k'],
+               load('subspace_digits.json')['runs']['estimated']['search_dim']))
+claim(SUB, '| R^64 (full space) | {1.065} | {0}/6 |',
+      lambda: (load('subspace_digits.json')['runs']['none']['recon_error'],
+               6 * load('subspace_digits.json')['runs']['none']['frac_recovered']))
+claim(SUB, '| span of ΔW1 (k = 6) | **{0.007}** | {6}/6 |',
+      lambda: (load('subspace_digits.json')['runs']['estimated']['recon_error'],
+               6 * load('subspace_digits.json')['runs']['estimated']['frac_recovered']))
