@@ -2091,3 +2091,68 @@ def RESEEDED():  # noqa: N802
   (r,) = [r for r in select(load('bench.json')['ttr'], method='adam_lr0.05+cosine5k+reseed', n=20)
           if r['reseeded']]
   return r
+
+
+# --- more of README.md and docs/random_features.md -------------------------------------------
+
+claim(README, 'with the data in a k-dim subspace of R^{64} ({20} seeds, default attack)',
+      lambda: (one(law_records(search='subspace', k=2, activation='relu', p_over_kn=1.0))['d'],
+               one(law_records(search='subspace', k=2, activation='relu', p_over_kn=1.0))['seeds']))
+claim(README, 'trained 625-1000-1000-1 MLPs (LFW faces, n = {50}, {3} seeds)',
+      lambda: (lo(kkt('haim', 'n', None)), kkt('haim', stat='n')))
+claim(README, 'and re-searches rows carrying ~{10⁻⁴} of θ*',
+      lambda: lo([s['min_share'] for s in rung_runs() if s['polished']]), tol=1e-4)
+claim(RF, 'Full preset: n = {8}, d ∈ {{8, 16, 32}}, p/dn ∈ {{0.25, 0.5, 1, 2, 4, 8, 10, 16}}, {20} '
+      'seeds, {20 000} steps',
+      lambda: (default_full()[0]['n'], [r['seeds'] for r in law_records()],
+               [r['max_steps'] for r in law_records()]))
+claim(RF, 'Full preset: n = 8, d ∈ {{8, 16, 32}}, p/dn ∈ {{0.25, 0.5, 1, 2, 4, 8, 10, 16}}',
+      lambda: {r['d'] for r in default_full()} == {8, 16, 32}
+      and {r['p_over_dn'] for r in default_full()} == {0.25, 0.5, 1, 2, 4, 8, 10, 16})
+claim(RF, 'which meets the issue\'s targets (relu+tanh from 4dn and relu from 10dn ≥ {0.95}).',
+      lambda: ([r['recovery_rate'] for r in default_full(activation='relu_tanh')
+                if r['p_over_dn'] >= 4]
+               + [r['recovery_rate'] for r in default_full(activation='relu')
+                  if r['p_over_dn'] >= 10]),
+      op='>=')
+claim(NET, '* **Below the threshold** every kind is far from reconstructing: a mean > {1} at p_L ≤ dn/2 '
+      '(every seed > {0.88}) and no recovered sample at p_L = dn (the > 0.5 target is met '
+      'everywhere, ResNet and ViT on lfw_faces included: every seed {1.11}–{1.35} at ≤ dn/2).',
+      lambda: (lo([net(v, ds, r) for v, ds in ALL_KINDS() for r in (0.25, 0.5)]),
+               lo([x for v, ds in ALL_KINDS() for x in net_seeds(v, ds, [0.25, 0.5])]),
+               lo(net_seeds('resnet', 'lfw_faces', [0.25, 0.5])
+                  + net_seeds('vit', 'lfw_faces', [0.25, 0.5])),
+               hi(net_seeds('resnet', 'lfw_faces', [0.25, 0.5])
+                  + net_seeds('vit', 'lfw_faces', [0.25, 0.5]))),
+      tol=(0, 0, None, None), op=('>', '>', '=', '='))
+claim(NET, 'and no recovered sample at p_L = dn',
+      lambda: hi([x for v, ds in ALL_KINDS() for x in net_seeds(v, ds, [1], 'frac_recovered')])
+      == 0)
+
+
+def ALL_KINDS():  # noqa: N802
+  return sorted({(r['victim'], r['dataset']) for r in NET_RECORDS()})
+
+
+claim(NET, 'digits 4×4 (d = {16}, dn = {64}) and lfw_faces 5×5 (d = {25}, dn = {100}).',
+      lambda: ([r['d'] for r in NET_RECORDS() if r['dataset'] == 'digits'],
+               [r['d'] * r['n'] for r in NET_RECORDS() if r['dataset'] == 'digits'],
+               [r['d'] for r in NET_RECORDS() if r['dataset'] == 'lfw_faces'],
+               [r['d'] * r['n'] for r in NET_RECORDS() if r['dataset'] == 'lfw_faces']))
+claim(NET, 'n=5, d=10 (dn = {50}), C=2', lambda: load('two_layer_threshold.json')['dn'])
+claim(NET, '* ResNet (width 20 channels, 2 residual blocks, flattened 4×4 map, {15}k parameters)',
+      lambda: showcase('resnet', 'n_params_total') / 1000, tol=0.5)
+claim(NET, '* ViT (width 80, 2 blocks, 2 heads, 4 tokens flattened, {106}k parameters)',
+      lambda: showcase('vit', 'n_params_total') / 1000, tol=0.5)
+claim(NET, '*The blind calibration* (2 shadows, seeds {1000} and {1001}, at {10} dn)',
+      lambda: (*calibration('vit_zero_head/digits/n4')['shadow']['seeds'],
+               calibration('vit_zero_head/digits/n4')['ratio']))
+claim(NET, 'loss at the truth 8.5e-8 with the stacked rows, against {4.7e-6} with the fan-in head',
+      lambda: net_pair('vit', 'lfw_faces', 16, 0)[1])
+claim(KKT, '6000 steps (train loss {1.6}–{2.0}e-4 on seeds 0–2, {3.3}e-4 on the held-out victim).',
+      lambda: (1e4 * kkt('haim', 'train_loss', 'min'), 1e4 * kkt('haim', 'train_loss', 'max'),
+               1e4 * load('kkt_tune.json')[0]['train_loss']))
+claim(KKT, 'the middle layer\'s equations fail at the truth (ρ ≈ {0.99}, its random init dominates θ)',
+      lambda: [diagnose(s)['hidden_1']['rho_truth'] for s in (0, 1, 2)])
+claim(KKT, 'On a trained relu MLP 625-1000-1000-1 (LFW faces vs non-faces, n = {50})',
+      lambda: kkt('haim', 'n', None))
