@@ -373,12 +373,9 @@ def _per_number(setting, k):
 
 
 @pytest.mark.parametrize('c', CLAIMS, ids=repr)
-def test_quote_is_on_the_page(c):
+def test_claim(c):
+  """The quote is on its page, and its numbers are what results/ says."""
   assert c.text in page(c.file), f'{c.file} no longer says: {c.text!r}'
-
-
-@pytest.mark.parametrize('c', CLAIMS, ids=repr)
-def test_quoted_numbers_agree_with_results(c):
   values = c.query()
   if not c.numbers:
     assert values is True, f'{c.file}: {c.text!r} is not what results/ says'
