@@ -258,7 +258,6 @@ SUB = 'docs/subspace.md'
 KKT = 'docs/kkt.md'
 DATA = 'docs/data.md'
 PERF = 'docs/performance.md'
-COLAB = 'docs/colab.md'
 
 CLAIMS = []
 
@@ -299,7 +298,7 @@ claim(README, "the paper's SGD at most {0.65}",
 claim(README, 'of the {4 480} runs (relu and relu+tanh) {1 374} were certified, and every '
       'certified run had recovered every row ({0} false certificates)',
       lambda: (sum(r['seeds'] for r in law_records()),
-               sum(per_seed('certified').count(True) for _ in [0]),
+               per_seed('certified').count(True),
                sum(r['false_certified'] for r in law_records())))
 claim(README, 'the law beyond random features (n = {4}, {3} seeds)',
       lambda: (lo(net_seeds('rf', 'digits', [10], 'n')),
@@ -349,71 +348,21 @@ claim(README, '{35%} ± {5%} (mean ± sample SD, {3} seeds) of the training imag
       '(unseen images: {11%})',
       lambda: (kkt('haim'), kkt('haim', stat='sd'), kkt('haim', stat='n'), kkt('unseen')))
 claim(README, '(the θ_T − θ_0 variant: {23%})', lambda: kkt('loo'))
+
+
+def split_pairs():
+  return paired('haim', 'haim+split') + paired('loo', 'loo+split')
+
+
 claim(README, 'sample splitting changes either by +{0.02} ± {0.03} (mean ± sample SD over {6} '
       'paired runs, in {2} of which no split was accepted)',
-      lambda: (mean(SPLIT_PAIRS()), sd(SPLIT_PAIRS()), len(SPLIT_PAIRS()),
+      lambda: (mean(split_pairs()), sd(split_pairs()), len(split_pairs()),
                kkt('haim+split', 'n_splits', None).count(0)
                + kkt('loo+split', 'n_splits', None).count(0)))
 claim(README, 'reconstructs the default problem at least {32}× faster than the paper',
       lambda: ttr('sgd_lr20 (paper)', 10, 'median_s') / ttr('adam_lr0.05+cosine20k', 10,
                                                             'median_s'),
       op='>=')
-
-
-def SPLIT_PAIRS():  # noqa: N802  (a constant of the data, computed lazily)
-  return paired('haim', 'haim+split') + paired('loo', 'loo+split')
-
-
-# ----------------------------------------------------------------------------------------------
-# The tests.
-
-
-def _per_number(setting, k):
-  return setting[k] if isinstance(setting, (tuple, list)) else setting
-
-
-@pytest.mark.parametrize('c', CLAIMS, ids=repr)
-def test_claim(c):
-  """The quote is on its page, and its numbers are what results/ says."""
-  assert c.text in page(c.file), f'{c.file} no longer says: {c.text!r}'
-  values = c.query()
-  if not c.numbers:
-    assert values is True, f'{c.file}: {c.text!r} is not what results/ says'
-    return
-  if not isinstance(values, tuple):  # a tuple: one value per number; a list: one number's values
-    values = (values,)
-  assert len(values) == len(c.numbers), f'{len(c.numbers)} numbers, {len(values)} values'
-  for setting in (c.tol, c.op):
-    assert not isinstance(setting, tuple) or len(setting) == len(c.numbers), 'one per number'
-  wrong = []
-  for k, (text, value) in enumerate(zip(c.numbers, values)):
-    number, default_tol = parse_number(text)
-    tol = _per_number(c.tol, k)
-    op = _per_number(c.op, k)
-    # A list stands for several values the prose gives as one number ('0.002 at 8 and 16·dn').
-    for v in (value if isinstance(value, list) else [value]):
-      if not _ops(v, number, default_tol if tol is None else tol, op):
-        wrong.append(f'{text} (results: {v:.6g}, op {op!r})')
-  assert not wrong, f'{c.file}: {c.text!r}: ' + '; '.join(wrong)
-
-
-def test_parse_number():
-  assert parse_number('0.78') == (0.78, 0.005)
-  assert parse_number('4 480') == (4480, 0.5)
-  value, tol = parse_number('35%')
-  assert math.isclose(value, 0.35) and math.isclose(tol, 0.005)
-  value, tol = parse_number('1.2e-02')
-  assert math.isclose(value, 0.012) and math.isclose(tol, 0.0005)
-  value, tol = parse_number('2·10⁻⁴')
-  assert math.isclose(value, 2e-4) and math.isclose(tol, 0.5e-4)
-  assert parse_number('−0.02')[0] == -0.02
-  assert parse_number('0') == (0.0, 1e-8) and parse_number('0.00') == (0.0, 0.005)
-
-
-def test_claims_cover_every_page():
-  """Every page that quotes results/ has its claims here (a page missing is a table gap)."""
-  files = {c.file for c in CLAIMS}
-  assert {README, RF, NET, SUB, KKT, DATA, PERF} <= files
 
 
 # --- docs/random_features.md -----------------------------------------------------------------
@@ -684,20 +633,22 @@ claim(RF, 'The paper\'s distance (`dist_abs`, on |x|) reads ≈ {0.5} at p = dn 
       lambda: ([law_table(a, 'p = dn', 'dist_abs') for a in ('relu', 'relu_tanh')],
                [law_table(a, 'p = n', 'dist_abs') for a in ('relu', 'relu_tanh')]),
       tol=(0.05, None))
+
+
+def ten_dn_misses():
+  return [r for r in select(load('law_table.json')['records'], p_over_dn=10.0)
+          if r['frac_recovered'] < 1]
+
+
 claim(RF, 'At p = 10·dn a mean {90}–{93}% of the rows are recovered (< 0.1 relative error); the '
       '{5} of {10} runs that miss rows hit the step limit with one or two rows unrecovered',
       lambda: (100 * law_table('relu', 'p = 10dn', 'frac_recovered'),
                100 * law_table('relu_tanh', 'p = 10dn', 'frac_recovered'),
-               len(TEN_DN_MISSES()), len(select(load('law_table.json')['records'],
+               len(ten_dn_misses()), len(select(load('law_table.json')['records'],
                                                  p_over_dn=10.0))))
 claim(RF, 'the 5 of 10 runs that miss rows hit the step limit with one or two rows unrecovered',
       lambda: all(r['status'] == 'max_steps' and r['n_recovered'] in (6, 7)
-                  for r in TEN_DN_MISSES()))
-
-
-def TEN_DN_MISSES():  # noqa: N802
-  return [r for r in select(load('law_table.json')['records'], p_over_dn=10.0)
-          if r['frac_recovered'] < 1]
+                  for r in ten_dn_misses()))
 
 
 def ncand(n_candidates, field):
@@ -744,14 +695,16 @@ claim(RF, '| widths | p ∈ {{100, 200, 400, 800}} × 2 seeds, padded to 800 | {
 
 # --- docs/networks.md ------------------------------------------------------------------------
 
-NET_RECORDS = lambda: load('network_law.json')['records']  # noqa: E731
+
+def net_records():
+  return load('network_law.json')['records']
 
 
 def net_table_row(victim, dataset):
   """The summary table's row: attack lr and step budget; mean recon_error at 0.25, 0.5, 1 dn;
   mean [min–max] at 3, 10, 16 dn; seeds fully recovered at 10 and 16 dn; the victims' wall
   minutes."""
-  records = select(NET_RECORDS(), victim=victim, dataset=dataset)
+  records = select(net_records(), victim=victim, dataset=dataset)
   attack = records[0]['attack']
   out = [attack['lr'], attack['max_steps']]
   out += [net(victim, dataset, r) for r in (0.25, 0.5, 1)]
@@ -784,13 +737,13 @@ for _victim, _dataset, _row in NET_TABLE:
 
 def net_pair(victim, dataset, ratio, seed):
   """(projection loss reached, at the truth) of one network-law run."""
-  (r,) = select(NET_RECORDS(), victim=victim, dataset=dataset, ratio_target=float(ratio),
+  (r,) = select(net_records(), victim=victim, dataset=dataset, ratio_target=float(ratio),
                 seed=seed)
   return r['projection_loss'], r['projection_loss_at_truth']
 
 
 def net_field(victim, dataset, ratio, seed, field):
-  (r,) = select(NET_RECORDS(), victim=victim, dataset=dataset, ratio_target=float(ratio),
+  (r,) = select(net_records(), victim=victim, dataset=dataset, ratio_target=float(ratio),
                 seed=seed)
   return r[field]
 
@@ -839,31 +792,35 @@ claim(NET, "| ViT, zero head (`head_init='zeros'`, width {160}), 10 dn | 0 / 1 /
 claim(NET, 'training it ({59}–{89} GD steps at 10 dn for seeds 0–2',
       lambda: (lo(net('vit', 'digits', 10, 'train_steps', None)),
                hi(net('vit', 'digits', 10, 'train_steps', None))))
-claim(NET, 'A zero-initialised head removes the drift made while the head is still small (a '
-      '{2}–{600}× lower loss at the truth with the stacked rows, seeds 0–2 at 10 dn)',
-      lambda: ZERO_HEAD_GAIN(), tol=(0.5, 50))
-claim(NET, 'for the ResNet at 16 dn it doubles the run\'s wall time, {99}–{120} s against '
-      '{47}–{53} s',
-      lambda: (lo(net('resnet', 'digits', 16, 'wall_seconds', None)),
-               hi(net('resnet', 'digits', 16, 'wall_seconds', None)),
-               lo(NO_ESCALATION_WALL()), hi(NO_ESCALATION_WALL())),
-      tol=(0.5, 1, 0.5, 0.5))
-claim(NET, 'flag one plateau at step 2400 and reject the replacement (results unchanged: '
-      '{0.057} and {0.027};',
-      lambda: (showcase('resnet', 'recon_error'), showcase('vit', 'recon_error')))
 
 
-def ZERO_HEAD_GAIN():  # noqa: N802
+def zero_head_gain():
   fan_in = net('vit', 'digits', 10, 'projection_loss_at_truth', None)
   zero = net(ZERO, 'digits', 10, 'projection_loss_at_truth', None)
   ratios = [f / z for f, z in zip(fan_in, zero)]
   return lo(ratios), hi(ratios)
 
 
-def NO_ESCALATION_WALL():  # noqa: N802
+claim(NET, 'A zero-initialised head removes the drift made while the head is still small (a '
+      '{2}–{600}× lower loss at the truth with the stacked rows, seeds 0–2 at 10 dn)',
+      lambda: zero_head_gain(), tol=(0.5, 50))
+
+
+def no_escalation_wall():
   return [r['wall_seconds'] for r in select(load('network_law_no_escalation.json')['records'],
                                             victim='resnet', dataset='digits',
                                             ratio_target=16.0)]
+
+
+claim(NET, 'for the ResNet at 16 dn it doubles the run\'s wall time, {99}–{120} s against '
+      '{47}–{53} s',
+      lambda: (lo(net('resnet', 'digits', 16, 'wall_seconds', None)),
+               hi(net('resnet', 'digits', 16, 'wall_seconds', None)),
+               lo(no_escalation_wall()), hi(no_escalation_wall())),
+      tol=(0.5, 1, 0.5, 0.5))
+claim(NET, 'flag one plateau at step 2400 and reject the replacement (results unchanged: '
+      '{0.057} and {0.027};',
+      lambda: (showcase('resnet', 'recon_error'), showcase('vit', 'recon_error')))
 
 
 claim(NET, '(reached in {25}–{100} steps in every run)',
@@ -917,7 +874,7 @@ claim(NET, 'exactly in the span): recon_error {7.6e-4}, all recovered',
 
 def member(ratio, seed, schedule, restarts, field='recon_error'):
   """One portfolio member's run of the zero-head ViT (digits)."""
-  (r,) = select(NET_RECORDS(), victim=ZERO, dataset='digits', ratio_target=float(ratio),
+  (r,) = select(net_records(), victim=ZERO, dataset='digits', ratio_target=float(ratio),
                 seed=seed)
   (m,) = [m for m in r['portfolio'] if m['setting'].get('lr_schedule') == schedule
           and m['setting']['n_restarts'] == restarts]
@@ -980,10 +937,18 @@ claim(NET, '(cross-entropy 10 dn seed 1 and 16 dn seed 2: 0.13 and 0.31 in a fir
                net_field(MSE_D, 'digits', 16, 1, 'escalations_accepted'),
                net_field(MSE_D, 'digits', 16, 1, 'escalations_tried')),
       tol=(None, None, None, None, None, None, None, 50, None, None))
+
+
+def other_tol_steps():
+  steps = net_seeds(MSE_D, 'digits', [10, 16], 'steps') + net_seeds(LOG_D, 'digits', [10, 16],
+                                                                      'steps')
+  return [s for s in steps if s != net_field(MSE_D, 'digits', 16, 1, 'steps')]
+
+
 claim(NET, 'On digits the other MSE and logistic runs at 10 and 16 dn stop at `tol` after '
       '{2100}–{5700} steps, and the cross-entropy runs\' floor is above `tol`, so they run all '
       '{12000} steps ({7}–{16} s).',
-      lambda: (lo(OTHER_TOL_STEPS()), hi(OTHER_TOL_STEPS()),
+      lambda: (lo(other_tol_steps()), hi(other_tol_steps()),
                lo(net_seeds(CE_D, 'digits', [10, 16], 'steps')),
                lo(net_seeds(CE_D, 'digits', [10, 16], 'wall_seconds')),
                hi(net_seeds(CE_D, 'digits', [10, 16], 'wall_seconds'))),
@@ -991,12 +956,6 @@ claim(NET, 'On digits the other MSE and logistic runs at 10 and 16 dn stop at `t
 claim(NET, 'the cross-entropy runs\' floor is above `tol`, so they run all 12000 steps',
       lambda: hi(net_seeds(CE_D, 'digits', [10, 16], 'steps'))
       == lo(net_seeds(CE_D, 'digits', [10, 16], 'steps')) == 12000)
-
-
-def OTHER_TOL_STEPS():  # noqa: N802
-  steps = net_seeds(MSE_D, 'digits', [10, 16], 'steps') + net_seeds(LOG_D, 'digits', [10, 16],
-                                                                      'steps')
-  return [s for s in steps if s != net_field(MSE_D, 'digits', 16, 1, 'steps')]
 
 
 claim(NET, '(`vit_zero_head`: the same ViT, width {48}–{256}, with W_L(0) = 0): **{0.012} ± '
@@ -1018,7 +977,7 @@ claim(NET, 'every seed recovering all 4 samples',
 claim(NET, 'With the head at 0 the drift shrinks ({2}–{600}× lower loss at the truth with the '
       'stacked rows: {3.8e-6} / {7.4e-5} / {8.2e-5} at 10 dn for seeds 0–2, against {2.4e-3} / '
       '{1.7e-4} / {2.9e-3} with the fan-in head;',
-      lambda: ZERO_HEAD_GAIN() + tuple(net(ZERO, 'digits', 10, 'projection_loss_at_truth', None))
+      lambda: zero_head_gain() + tuple(net(ZERO, 'digits', 10, 'projection_loss_at_truth', None))
       + tuple(net('vit', 'digits', 10, 'projection_loss_at_truth', None)),
       tol=(0.5, 50) + (None,) * 6)
 claim(NET, 'that already gives {0.010} and {0.017} on seeds 1 and 2 at 10 dn and {0.0011} and '
@@ -1034,17 +993,19 @@ claim(NET, 'first the Jacobian point with 4 restarts: `init_and_trained` {0.0044
       lambda: (cal('vit_zero_head/digits/n4', jacobian_at='init_and_trained', n_restarts=4),
                cal('vit_zero_head/digits/n4', jacobian_at='midpoint'),
                cal('vit_zero_head/digits/n4', jacobian_at='trained')))
+
+
+def zero_member_trials():
+  return calibration('vit_zero_head/digits/n4')['member_trials']
+
+
 claim(NET, 'each with a constant or a cosine-decayed step: {0.0044} / {0.0042} / {0.0043} / '
       '{0.0043} — the shadows cannot tell them apart (the spread between the two shadows, '
       '{0.0033}–{0.0054}, is 10× the spread between the settings).',
       lambda: (cal('vit_zero_head/digits/n4', jacobian_at='init_and_trained', n_restarts=4),
-               *[t['shadow_recon_error'] for t in ZERO_MEMBER_TRIALS()],
-               lo([x for t in ZERO_MEMBER_TRIALS() for x in t['shadow_recon_errors']]),
-               hi([x for t in ZERO_MEMBER_TRIALS() for x in t['shadow_recon_errors']])))
-
-
-def ZERO_MEMBER_TRIALS():  # noqa: N802
-  return calibration('vit_zero_head/digits/n4')['member_trials']
+               *[t['shadow_recon_error'] for t in zero_member_trials()],
+               lo([x for t in zero_member_trials() for x in t['shadow_recon_errors']]),
+               hi([x for t in zero_member_trials() for x in t['shadow_recon_errors']])))
 
 
 claim(NET, 'The rule took the lowest, 4 restarts with the cosine step; run on the grid it left {2} '
@@ -1062,11 +1023,11 @@ claim(NET, 'The rule took the lowest, 4 restarts with the cosine step; run on th
                hi([pl for r, s, e, pl in cosine4_runs() if e > 0.1]),
                lo([pl for r, s, e, pl in cosine4_runs() if e <= 0.1]),
                hi([pl for r, s, e, pl in cosine4_runs() if e <= 0.1]),
-               *ZERO_MEMBER_TRIALS()[0]['shadow_projection_loss'],
+               *zero_member_trials()[0]['shadow_projection_loss'],
                lo([pl for r, s, e, pl in cosine4_runs() if e > 0.1 and r < 16])
-               / hi(ZERO_MEMBER_TRIALS()[0]['shadow_projection_loss']),
+               / hi(zero_member_trials()[0]['shadow_projection_loss']),
                hi([pl for r, s, e, pl in cosine4_runs() if e > 0.1 and r < 16])
-               / lo(ZERO_MEMBER_TRIALS()[0]['shadow_projection_loss'])),
+               / lo(zero_member_trials()[0]['shadow_projection_loss'])),
       tol=(None,) * 13 + (5, 50))
 claim(NET, 'left 2 of 3 victims at 10 dn (0.23, 0.62) and at 3 dn unrecovered',
       lambda: sum(e > 0.1 for r, s, e, _ in cosine4_runs() if r == 3) == 2)
@@ -1136,7 +1097,7 @@ claim(NET, 'its 4000 steps are used up, one escalation trial (rejected).',
 claim(NET, 'no sample recovered by any of the {18} runs: {1.07} ± {0.090} [{0.999}–{1.17}] at 10 dn, '
       '{1.02} ± {0.092} [{0.919}–{1.1}] at 16 dn, {1.05} ± {0.11} [{0.972}–{1.18}] at 3 dn (mean ± '
       'sample SD over {3} seeds), means {1.26}–{1.29} at ≤ dn.',
-      lambda: (len(select(NET_RECORDS(), victim='vit', dataset='lfw_faces')),)
+      lambda: (len(select(net_records(), victim='vit', dataset='lfw_faces')),)
       + tuple(net('vit', 'lfw_faces', r, stat=st) for r in (10, 16, 3)
               for st in ('mean', 'sd', 'min', 'max'))
       + (net('vit', 'lfw_faces', 10, stat='n'),
@@ -1325,17 +1286,19 @@ claim(NET, 'On lfw_faces: ViT {7}–{64} s ({26}–{64} s at 10 and 16 dn; the g
                sum(walls('vit', 'lfw_faces')) / 60, cal_wall('vit/lfw_faces/n4'),
                lo(walls('resnet', 'lfw_faces')), hi(walls('resnet', 'lfw_faces')),
                sum(walls('resnet', 'lfw_faces')) / 60, cal_wall('resnet/lfw_faces/n4')))
+
+
+def two_layer_cal_walls():
+  return [cal_wall(f'{v}/{ds}/n4') for v in (MSE_D, LOG_D, CE_D) for ds in DATASETS]
+
+
 claim(NET, '(the calibration is extra: two-layer nets {1.5}–{3} min each, RF {0.7} min on '
       'lfw_faces, ViT {4} min with 12000 steps ({3.6} min on lfw_faces), ResNet {2} min ({1.3} min '
       'on lfw_faces))',
-      lambda: (lo(TWO_LAYER_CAL_WALLS()), hi(TWO_LAYER_CAL_WALLS()), cal_wall('rf/lfw_faces/n4'),
+      lambda: (lo(two_layer_cal_walls()), hi(two_layer_cal_walls()), cal_wall('rf/lfw_faces/n4'),
                cal_wall('vit/digits/n4'), cal_wall('vit/lfw_faces/n4'),
                cal_wall('resnet/digits/n4'), cal_wall('resnet/lfw_faces/n4')),
       tol=(0.1, 0.5, None, 0.5, None, 0.5, None))
-
-
-def TWO_LAYER_CAL_WALLS():  # noqa: N802
-  return [cal_wall(f'{v}/{ds}/n4') for v in (MSE_D, LOG_D, CE_D) for ds in DATASETS]
 
 
 claim(NET, '{3} shadows for the two-layer nets and RF on lfw_faces, {2} for the ViT, {1} for the '
@@ -1348,17 +1311,17 @@ claim(NET, '{3} shadows for the two-layer nets and RF on lfw_faces, {2} for the 
                 for k in ('resnet/digits/n4', 'resnet/lfw_faces/n4', 'rf/digits/n4')]))
 claim(NET, 'a step budget per kind (`MAX_STEPS`): {12000} for the logistic and cross-entropy nets '
       'and the ViT, {40000} for the MSE net',
-      lambda: ([r['attack']['max_steps'] for r in NET_RECORDS()
+      lambda: ([r['attack']['max_steps'] for r in net_records()
                 if r['victim'] in (LOG_D, CE_D, 'vit', ZERO)],
-               [r['attack']['max_steps'] for r in NET_RECORDS()
+               [r['attack']['max_steps'] for r in net_records()
                 if r['victim'] == MSE_D and r['dataset'] == 'digits']))
 claim(NET, 'its lfw_faces points were measured with {12000} and all reached the targets',
-      lambda: [r['attack']['max_steps'] for r in NET_RECORDS()
+      lambda: [r['attack']['max_steps'] for r in net_records()
                if r['victim'] == MSE_D and r['dataset'] == 'lfw_faces'])
 claim(NET, 'loss 5e-5–4e-2, far above `tol`, after a single escalation trial — again the runs\' own '
       'losses — and the ViT digits grid, calibration included, was rerun), {4000} for RF and '
       'ResNet.',
-      lambda: [r['attack']['max_steps'] for r in NET_RECORDS() if r['victim'] in ('rf', 'resnet')])
+      lambda: [r['attack']['max_steps'] for r in net_records() if r['victim'] in ('rf', 'resnet')])
 claim(NET, 'so a successful run stops early and only stuck runs use the budget ({2}–{29} s per run)',
       lambda: (lo([x for v in (MSE_D, LOG_D, CE_D) for ds in DATASETS for x in walls(v, ds)]),
                hi([x for v in (MSE_D, LOG_D, CE_D) for ds in DATASETS for x in walls(v, ds)])))
@@ -1535,6 +1498,13 @@ claim(KKT, 'brings back {35%} ± {5%} of the training images at SSIM ≥ 0.5 (me
       lambda: (kkt('haim'), kkt('haim', stat='sd'), kkt('haim', stat='n'), kkt('unseen')))
 claim(KKT, '*weight decay* = exact stationary point, wd = 1e-3 (‖∇‖ = {1.4e-13})',
       lambda: kid('cubic', 'weight_decay', 6, TRUTH)['train_grad_norm'])
+
+
+def not_planted_errors():
+  return [x['recon_error'] for r in load('kkt_identifiability.json')
+          if r['victim'] != 'planted' and r['restarts'] for x in r['restarts']]
+
+
 claim(KKT, 'Per-restart (final loss, recon_error) of the random rows, from the JSON: cubic planted '
       'n̂ = n: ({5.6e-4}, {0.37}), ({3.9e-4}, {0.37}), **({9.2e-25}, {3.5e-9})** — two of three '
       'restarts stop at local minima, the blind choice by loss picks the exact one; cubic planted '
@@ -1554,13 +1524,8 @@ claim(KKT, 'Per-restart (final loss, recon_error) of the random rows, from the J
                hi([e for _, e in restarts('quadratic', 'planted', 12)]),
                *[kid(a, v, 6, TRUTH)['final_loss'] for a in ('cubic', 'quadratic')
                  for v in ('weight_decay', 'max_margin')],
-               lo(NOT_PLANTED_ERRORS()), hi(NOT_PLANTED_ERRORS())),
+               lo(not_planted_errors()), hi(not_planted_errors())),
       op=('=',) * 19 + ('<',) + ('=',) * 8)
-
-
-def NOT_PLANTED_ERRORS():  # noqa: N802
-  return [x['recon_error'] for r in load('kkt_identifiability.json')
-          if r['victim'] != 'planted' and r['restarts'] for x in r['restarts']]
 
 
 claim(KKT, 'from the same random start r2, each ingredient alone stops at loss {9e-2} (Adam), '
@@ -1582,51 +1547,71 @@ claim(KKT, 'from truth+3% (two noisy copies of each point) L-BFGS is still at lo
                sum(loss > 1e-20 for loss, _ in restarts('cubic', 'planted', 12)),
                kid('cubic', 'planted', 12, RANDOM)['final_loss'],
                kid('cubic', 'planted', 12, RANDOM)['recon_error']))
+
+
+def converged_steps():
+  return ([r['steps'] for r in load('kkt_id_ablation.json') if r['status'] == 'converged']
+          + [r['steps'] for r in load('kkt_identifiability.json')
+             if r['status'] == 'converged' and r['activation'] == 'cubic'])
+
+
 claim(KKT, 'L-BFGS with eliminated duals from truth+3% crawls to loss {1.1e-11}, recon_error '
       '{5.4e-3} in {1500} steps. Eliminating λ (variable projection) plus gradient-RMS equation '
       'weights (condition ~5e2) converges in {200}–{500} L-BFGS steps.',
       lambda: (ablation('L-BFGS, duals eliminated, unweighted', TRUTH)['final_loss'],
                ablation('L-BFGS, duals eliminated, unweighted', TRUTH)['recon_error'],
                ablation('L-BFGS, duals eliminated, unweighted', TRUTH)['steps'],
-               lo(CONVERGED_STEPS()), hi(CONVERGED_STEPS())),
+               lo(converged_steps()), hi(converged_steps())),
       op=('=', '=', '=', '>=', '<='))
-
-
-def CONVERGED_STEPS():  # noqa: N802
-  return ([r['steps'] for r in load('kkt_id_ablation.json') if r['status'] == 'converged']
-          + [r['steps'] for r in load('kkt_identifiability.json')
-             if r['status'] == 'converged' and r['activation'] == 'cubic'])
 
 
 claim(KKT, '(Adam at lr 0.01 from truth+3% even walks away from the truth: recon_error 0.03 → '
       '{0.55}.)', lambda: ablation('Adam lr 0.01, duals optimised, unweighted', TRUTH)['recon_error'])
+
+
+def wd_cubic_errors():
+  return [x['recon_error'] for n_hat in (6, 12)
+          for x in kid('cubic', 'weight_decay', n_hat, RANDOM)['restarts']]
+
+
 claim(KKT, 'The exact weight-decay stationary point (‖∇R‖ = {1.4e-13}) has only 2 live neurons out '
       'of 48, neuron-Gram rank {2} / {21}, and the attack fails exactly like on the max-margin '
       'point (recon_error {0.77}–{0.93} at the victim\'s precision floor, {4.6e-16}).',
       lambda: (kid('cubic', 'weight_decay', 6, TRUTH)['train_grad_norm'],
                kid('cubic', 'weight_decay', 6, TRUTH)['neuron_gram_rank_span_x'],
                kid('cubic', 'weight_decay', 6, TRUTH)['neuron_gram_dim_span_x'],
-               lo(WD_CUBIC_ERRORS()), hi(WD_CUBIC_ERRORS()),
+               lo(wd_cubic_errors()), hi(wd_cubic_errors()),
                kid('cubic', 'weight_decay', 6, TRUTH)['final_loss']))
 
 
-def WD_CUBIC_ERRORS():  # noqa: N802
-  return [x['recon_error'] for n_hat in (6, 12)
-          for x in kid('cubic', 'weight_decay', n_hat, RANDOM)['restarts']]
+def quad_restarts():
+  return restarts('quadratic', 'planted', 6) + restarts('quadratic', 'planted', 12)
 
 
 claim(KKT, 'Quadratic planted, full Gram: five of the six random restarts reach loss < {1e-18} '
       '(four < {1e-24}; the sixth stops at {1.2e-6}), all at recon_error {0.63}–{0.82}; from '
       'truth+3% it converges to a zero of the fit near its start (recon_error {0.017}, not 0).',
-      lambda: (sorted(QUAD_RESTARTS())[4][0], sorted(QUAD_RESTARTS())[3][0],
-               sorted(QUAD_RESTARTS())[5][0], lo([e for _, e in QUAD_RESTARTS()]),
-               hi([e for _, e in QUAD_RESTARTS()]),
+      lambda: (sorted(quad_restarts())[4][0], sorted(quad_restarts())[3][0],
+               sorted(quad_restarts())[5][0], lo([e for _, e in quad_restarts()]),
+               hi([e for _, e in quad_restarts()]),
                kid('quadratic', 'planted', 6, TRUTH)['recon_error']),
       op=('<', '<', '=', '=', '=', '='))
 
 
-def QUAD_RESTARTS():  # noqa: N802
-  return restarts('quadratic', 'planted', 6) + restarts('quadratic', 'planted', 12)
+def splitting(objective, split, field):
+  return seeds_of(select(load('kkt_splitting.json'), objective=objective, split=split), field)
+
+
+def split_gains():
+  """(objective, final-loss ratio none / split, recon_error change split − none) per seed."""
+  out = []
+  for objective in ('kkt_binary', 'kkt_multiclass', 'projection'):
+    none = zip(splitting(objective, 'none', 'final_loss'),
+               splitting(objective, 'none', 'recon_error'))
+    split = zip(splitting(objective, 'every', 'final_loss'),
+                splitting(objective, 'every', 'recon_error'))
+    out += [(objective, ln / ls, es - en) for (ln, en), (ls, es) in zip(none, split)]
+  return out
 
 
 claim(KKT, 'Splitting lowered the final objective on all {9} (method, seed) pairs — by '
@@ -1634,31 +1619,15 @@ claim(KKT, 'Splitting lowered the final objective on all {9} (method, seed) pair
       'reconstruction**: recon_error got slightly better in {5} pairs and worse in {4}, within the '
       'seed-to-seed spread, and the number of recovered samples did not increase (multiclass: '
       '{0.67} → {0.33} of 6).',
-      lambda: (len(SPLIT_GAINS()), lo([g for o, g, _ in SPLIT_GAINS() if o != 'projection']),
-               hi([g for o, g, _ in SPLIT_GAINS() if o != 'projection']),
-               mean([g - 1 for o, g, _ in SPLIT_GAINS() if o == 'projection']),
-               sum(d < 0 for _, _, d in SPLIT_GAINS()), sum(d > 0 for _, _, d in SPLIT_GAINS()),
-               mean(SPLITTING('kkt_multiclass', 'none', 'n_recovered')),
-               mean(SPLITTING('kkt_multiclass', 'every', 'n_recovered'))),
+      lambda: (len(split_gains()), lo([g for o, g, _ in split_gains() if o != 'projection']),
+               hi([g for o, g, _ in split_gains() if o != 'projection']),
+               mean([g - 1 for o, g, _ in split_gains() if o == 'projection']),
+               sum(d < 0 for _, _, d in split_gains()), sum(d > 0 for _, _, d in split_gains()),
+               mean(splitting('kkt_multiclass', 'none', 'n_recovered')),
+               mean(splitting('kkt_multiclass', 'every', 'n_recovered'))),
       tol=(None, None, None, 0.005, None, None, None, None))
 claim(KKT, 'Splitting lowered the final objective on all 9 (method, seed) pairs',
-      lambda: lo([g for _, g, _ in SPLIT_GAINS()]) > 1)
-
-
-def SPLITTING(objective, split, field):
-  return seeds_of(select(load('kkt_splitting.json'), objective=objective, split=split), field)
-
-
-def SPLIT_GAINS():  # noqa: N802
-  """(objective, final-loss ratio none / split, recon_error change split − none) per seed."""
-  out = []
-  for objective in ('kkt_binary', 'kkt_multiclass', 'projection'):
-    none = zip(SPLITTING(objective, 'none', 'final_loss'),
-               SPLITTING(objective, 'none', 'recon_error'))
-    split = zip(SPLITTING(objective, 'every', 'final_loss'),
-                SPLITTING(objective, 'every', 'recon_error'))
-    out += [(objective, ln / ls, es - en) for (ln, en), (ls, es) in zip(none, split)]
-  return out
+      lambda: lo([g for _, g, _ in split_gains()]) > 1)
 
 
 SPLIT_TABLE = [
@@ -1671,10 +1640,10 @@ SPLIT_TABLE = [
 ]
 for _row in SPLIT_TABLE:
   claim(KKT, _row, lambda q=_row: (
-      mean(SPLITTING(*_cells(q)[:2], 'recon_error')), sd(SPLITTING(*_cells(q)[:2], 'recon_error')),
-      mean(SPLITTING(*_cells(q)[:2], 'n_recovered')), sd(SPLITTING(*_cells(q)[:2], 'n_recovered')),
-      statistics.median(SPLITTING(*_cells(q)[:2], 'final_loss')),
-      mean(SPLITTING(*_cells(q)[:2], 'n_splits'))))
+      mean(splitting(*_cells(q)[:2], 'recon_error')), sd(splitting(*_cells(q)[:2], 'recon_error')),
+      mean(splitting(*_cells(q)[:2], 'n_recovered')), sd(splitting(*_cells(q)[:2], 'n_recovered')),
+      statistics.median(splitting(*_cells(q)[:2], 'final_loss')),
+      mean(splitting(*_cells(q)[:2], 'n_splits'))))
 claim(KKT, 'cubic two-layer net of width 64 trained 5000 GD steps (normalised margin {0.721}). KKT '
       'attack with n̂ = n: recon_error {0.986} (planted target) and {1.258} (real θ target): no '
       'digit is recovered',
@@ -1733,7 +1702,7 @@ claim(KKT, '{0.240} ± {0.020}, paired {−0.02} / +{0.04} / {0.00} ({60} splits
 claim(KKT, 'Over both objectives splitting\'s paired effect is +{0.017} ± {0.03} (mean ± sample SD '
       'over six pairs, two of which — seed 2 of each — had no split accepted and equal their base '
       'run; over the four pairs that split, +{0.025})',
-      lambda: (mean(SPLIT_PAIRS()), sd(SPLIT_PAIRS()),
+      lambda: (mean(split_pairs()), sd(split_pairs()),
                mean(paired('haim', 'haim+split')[:2] + paired('loo', 'loo+split')[:2])),
       tol=(0.0005, 0.005, 0.0005))
 claim(KKT, 'two of which — seed 2 of each — had no split accepted',
@@ -1806,20 +1775,22 @@ claim(SUB, '| 96 (4, 0.25) | {1.22}, {1.21} | {0.058}, {0.081} | – |',
 claim(SUB, '| 192 (8, 0.5) | {1.02}, {1.01} | **{0.008}, {0.011}** | {0.009}, {0.010} |',
       lambda: tuple(sub_tl('recon_error', s, 192, sub) for sub in ('none', 'estimated', 'known')
                     for s in (0, 1)))
+
+
+def tl_no_decay(field):
+  return [sub_tl(field, s, w) for w in (96, 192) for s in (0, 1)]
+
+
 claim(SUB, 'The largest principal angle to the true subspace is {0.0004}° to {0.01}°. The true data '
       'lie at most {2e-5} outside it. The spectrum of ΔW1 drops by a factor of {900} to {30 000} '
       'after the 4th singular value, and the automatic k is {4} on every seed.',
-      lambda: (lo(TL_NO_DECAY('max_principal_angle_deg')),
-               hi(TL_NO_DECAY('max_principal_angle_deg')),
-               hi(TL_NO_DECAY('subspace_residual_true')),
-               lo([sv_drop(s, 4) for s in TL_NO_DECAY('singular_values_top')]),
-               hi([sv_drop(s, 4) for s in TL_NO_DECAY('singular_values_top')]),
-               TL_NO_DECAY('auto_k')),
+      lambda: (lo(tl_no_decay('max_principal_angle_deg')),
+               hi(tl_no_decay('max_principal_angle_deg')),
+               hi(tl_no_decay('subspace_residual_true')),
+               lo([sv_drop(s, 4) for s in tl_no_decay('singular_values_top')]),
+               hi([sv_drop(s, 4) for s in tl_no_decay('singular_values_top')]),
+               tl_no_decay('auto_k')),
       tol=(None, None, None, 50, 1000, None))
-
-
-def TL_NO_DECAY(field):  # noqa: N802
-  return [sub_tl(field, s, w) for w in (96, 192) for s in (0, 1)]
 
 
 claim(SUB, 'With `W1` moving by about {1%} (width 192; {2}–{3}% at width 96)',
@@ -1937,7 +1908,10 @@ STEP_TABLE = [
 def step_row(quote):
   n, d, p = (int(x) for x in _cells(quote)[:3])
   s = one(load('bench.json')['step'], n=n, d=d, p=p)
-  ms = lambda k: 1000 * s[k]  # noqa: E731
+
+  def ms(k):
+    return 1000 * s[k]
+
   return (ms('dense_step_s'), ms('roofline_s'), s['dense_over_roofline'], s['lean_over_dense'],
           s['lean_gram_over_dense'], s['lean_stored_over_dense'], s['lean_stored_hash_over_dense'],
           s['lean_stored_bm_over_dense'], ms('regenerate_v_s'), ms('regenerate_v_hash_s'),
@@ -1959,12 +1933,18 @@ for _row in STEP_TABLE:
   claim(PERF, _row, lambda q=_row: step_row(q))
 for _row in TTR_TABLE:
   claim(PERF, _row, lambda q=_row: ttr_row(q))
-MEM = lambda path, k: load('bench.json')['memory_at_scale'][f'{path}_memory'][k]  # noqa: E731
+
+
+def mem(path, k):
+  """Compiled memory of one step at CIFAR-10 scale (bench.json's memscale part)."""
+  return load('bench.json')['memory_at_scale'][f'{path}_memory'][k]
+
+
 for _path, _quote in (('dense', '| dense | {36027.0} | {3541.4} | {39571.9} |'),
                       ('lean', '| lean | {15.2} | {195.7} | {214.4} |'),
                       ('lean_stored', '| lean_stored | {15.2} | {1226.6} | {1245.3} |')):
-  claim(PERF, _quote, lambda p=_path: (MEM(p, 'argument_mb'), MEM(p, 'temp_mb'),
-                                       MEM(p, 'total_mb')))
+  claim(PERF, _quote, lambda p=_path: (mem(p, 'argument_mb'), mem(p, 'temp_mb'),
+                                       mem(p, 'total_mb')))
 claim(PERF, 'Peak memory of one compiled step at the paper\'s CIFAR-10 scale (n={100}, d={3072}, '
       'p={3072000}, V alone {36000} MB',
       lambda: tuple(load('bench.json')['memory_at_scale'][k] for k in ('n', 'd', 'p', 'v_mb')))
@@ -2013,8 +1993,8 @@ claim(PERF, 'At (20, 50, 10 000) the whole dense step takes {1.07} ms while two 
                / bench_step(20, 50, 10000, 'dense_step_s')))
 claim(PERF, 'at CIFAR-10 scale a step needs {214} MB (two_pass; {1.2} GB with stored Z) instead of '
       '{40} GB.',
-      lambda: (MEM('lean', 'total_mb'), MEM('lean_stored', 'total_mb') / 1000,
-               MEM('dense', 'total_mb') / 1000))
+      lambda: (mem('lean', 'total_mb'), mem('lean_stored', 'total_mb') / 1000,
+               mem('dense', 'total_mb') / 1000))
 claim(PERF, 'reconstructs every seed in a median {0.32} s (with a 5000-step decay, {0.37} s), Adam + '
       'cosine 20k + re-seeding in {0.29} s; the paper\'s scheme (momentum SGD, lr 20) reconstructs '
       'none of the 3 seeds after {100 000} steps ({5}× the others\' budget, median {10.2} s), so the '
@@ -2073,21 +2053,23 @@ claim(PERF, 'reaches every seed of the default problem, over 5000 steps or over 
       lambda: ttr('adam_lr0.05+cosine5k', 10, 'reached') == ttr('adam_lr0.05+cosine20k', 10,
                                                                  'reached') == 3
       and ttr('adam_lr0.05+cosine5k', 20, 'reached') == 0)
+
+
+def reseeded():
+  (r,) = [r for r in select(load('bench.json')['ttr'], method='adam_lr0.05+cosine5k+reseed', n=20)
+          if r['reseeded']]
+  return r
+
+
 claim(PERF, 'in the benchmark it never fired on (10, 10, 1000) and fired once on (20, 20, 4000), '
       'turning that run from {14}/20 into {20}/20 samples.',
       lambda: (one(load('bench.json')['ttr'], method='adam_lr0.05+cosine5k', n=20,
-                   seed=RESEEDED()['seed'])['n_within'], RESEEDED()['n_within']))
+                   seed=reseeded()['seed'])['n_within'], reseeded()['n_within']))
 claim(PERF, 'it never fired on (10, 10, 1000) and fired once on (20, 20, 4000)',
       lambda: sum(r['reseeded'] for r in load('bench.json')['ttr']
                   if 'reseed' in r['method'] and r['n'] == 10) == 0
       and sum(r['reseeded'] for r in select(load('bench.json')['ttr'],
                                             method='adam_lr0.05+cosine5k+reseed', n=20)) == 1)
-
-
-def RESEEDED():  # noqa: N802
-  (r,) = [r for r in select(load('bench.json')['ttr'], method='adam_lr0.05+cosine5k+reseed', n=20)
-          if r['reseeded']]
-  return r
 
 
 # --- more of README.md and docs/random_features.md -------------------------------------------
@@ -2112,30 +2094,32 @@ claim(RF, 'which meets the issue\'s targets (relu+tanh from 4dn and relu from 10
                + [r['recovery_rate'] for r in default_full(activation='relu')
                   if r['p_over_dn'] >= 10]),
       op='>=')
+
+
+def all_kinds():
+  return sorted({(r['victim'], r['dataset']) for r in net_records()})
+
+
 claim(NET, '* **Below the threshold** every kind is far from reconstructing: a mean > {1} at p_L ≤ dn/2 '
       '(every seed > {0.88}) and no recovered sample at p_L = dn (the > 0.5 target is met '
       'everywhere, ResNet and ViT on lfw_faces included: every seed {1.11}–{1.35} at ≤ dn/2).',
-      lambda: (lo([net(v, ds, r) for v, ds in ALL_KINDS() for r in (0.25, 0.5)]),
-               lo([x for v, ds in ALL_KINDS() for x in net_seeds(v, ds, [0.25, 0.5])]),
+      lambda: (lo([net(v, ds, r) for v, ds in all_kinds() for r in (0.25, 0.5)]),
+               lo([x for v, ds in all_kinds() for x in net_seeds(v, ds, [0.25, 0.5])]),
                lo(net_seeds('resnet', 'lfw_faces', [0.25, 0.5])
                   + net_seeds('vit', 'lfw_faces', [0.25, 0.5])),
                hi(net_seeds('resnet', 'lfw_faces', [0.25, 0.5])
                   + net_seeds('vit', 'lfw_faces', [0.25, 0.5]))),
       tol=(0, 0, None, None), op=('>', '>', '=', '='))
 claim(NET, 'and no recovered sample at p_L = dn',
-      lambda: hi([x for v, ds in ALL_KINDS() for x in net_seeds(v, ds, [1], 'frac_recovered')])
+      lambda: hi([x for v, ds in all_kinds() for x in net_seeds(v, ds, [1], 'frac_recovered')])
       == 0)
 
 
-def ALL_KINDS():  # noqa: N802
-  return sorted({(r['victim'], r['dataset']) for r in NET_RECORDS()})
-
-
 claim(NET, 'digits 4×4 (d = {16}, dn = {64}) and lfw_faces 5×5 (d = {25}, dn = {100}).',
-      lambda: ([r['d'] for r in NET_RECORDS() if r['dataset'] == 'digits'],
-               [r['d'] * r['n'] for r in NET_RECORDS() if r['dataset'] == 'digits'],
-               [r['d'] for r in NET_RECORDS() if r['dataset'] == 'lfw_faces'],
-               [r['d'] * r['n'] for r in NET_RECORDS() if r['dataset'] == 'lfw_faces']))
+      lambda: ([r['d'] for r in net_records() if r['dataset'] == 'digits'],
+               [r['d'] * r['n'] for r in net_records() if r['dataset'] == 'digits'],
+               [r['d'] for r in net_records() if r['dataset'] == 'lfw_faces'],
+               [r['d'] * r['n'] for r in net_records() if r['dataset'] == 'lfw_faces']))
 claim(NET, 'n=5, d=10 (dn = {50}), C=2', lambda: load('two_layer_threshold.json')['dn'])
 claim(NET, '* ResNet (width 20 channels, 2 residual blocks, flattened 4×4 map, {15}k parameters)',
       lambda: showcase('resnet', 'n_params_total') / 1000, tol=0.5)
@@ -2153,3 +2137,67 @@ claim(KKT, 'the middle layer\'s equations fail at the truth (ρ ≈ {0.99}, its 
       lambda: [diagnose(s)['hidden_1']['rho_truth'] for s in (0, 1, 2)])
 claim(KKT, 'On a trained relu MLP 625-1000-1000-1 (LFW faces vs non-faces, n = {50})',
       lambda: kkt('haim', 'n', None))
+
+
+# ----------------------------------------------------------------------------------------------
+# The tests.
+
+
+def _per_number(setting, k):
+  return setting[k] if isinstance(setting, (tuple, list)) else setting
+
+
+@pytest.mark.parametrize('c', CLAIMS, ids=repr)
+def test_claim(c):
+  """The quote is on its page, and its numbers are what results/ says."""
+  assert c.text in page(c.file), f'{c.file} no longer says: {c.text!r}'
+  values = c.query()
+  if not c.numbers:
+    assert values is True, f'{c.file}: {c.text!r} is not what results/ says'
+    return
+  if not isinstance(values, tuple):  # a tuple: one value per number; a list: one number's values
+    values = (values,)
+  assert len(values) == len(c.numbers), f'{len(c.numbers)} numbers, {len(values)} values'
+  for setting in (c.tol, c.op):
+    assert not isinstance(setting, tuple) or len(setting) == len(c.numbers), 'one per number'
+  wrong = []
+  for k, (text, value) in enumerate(zip(c.numbers, values)):
+    number, default_tol = parse_number(text)
+    tol = _per_number(c.tol, k)
+    op = _per_number(c.op, k)
+    # A list stands for several values the prose gives as one number ('0.002 at 8 and 16·dn').
+    for v in (value if isinstance(value, list) else [value]):
+      if not _ops(v, number, default_tol if tol is None else tol, op):
+        wrong.append(f'{text} (results: {v:.6g}, op {op!r})')
+  assert not wrong, f'{c.file}: {c.text!r}: ' + '; '.join(wrong)
+
+
+def test_parse_number():
+  assert parse_number('0.78') == (0.78, 0.005)
+  assert parse_number('4 480') == (4480, 0.5)
+  value, tol = parse_number('35%')
+  assert math.isclose(value, 0.35) and math.isclose(tol, 0.005)
+  value, tol = parse_number('1.2e-02')
+  assert math.isclose(value, 0.012) and math.isclose(tol, 0.0005)
+  value, tol = parse_number('2·10⁻⁴')
+  assert math.isclose(value, 2e-4) and math.isclose(tol, 0.5e-4)
+  assert parse_number('−0.02')[0] == -0.02
+  assert parse_number('0') == (0.0, 1e-8) and parse_number('0.00') == (0.0, 0.005)
+
+
+def test_claims_cover_every_page():
+  """Every page that quotes results/ has its claims here (a page missing is a table gap)."""
+  files = {c.file for c in CLAIMS}
+  assert {README, RF, NET, SUB, KKT, DATA, PERF} <= files
+
+
+def test_a_claim_fails_when_page_or_json_disagree():
+  """The machinery itself: a wrong number, a missing sentence and a false fact each fail."""
+  query = lambda: hi([r['recovery_rate'] for r in law_records(method='paper')])  # noqa: E731
+  test_claim(Claim(README, "the paper's SGD at most {0.65}", query))
+  for wrong in (Claim(README, "the paper's SGD at most {0.66}", query),
+                Claim(README, "the paper's SGD at most {0.65}", lambda: 0.7),
+                Claim(README, "the paper's SGD at most {0.65} (a sentence not there)", query),
+                Claim(README, "the paper's SGD at most", lambda: False)):
+    with pytest.raises(AssertionError):
+      test_claim(wrong)
