@@ -1077,7 +1077,7 @@ def esc(victim, dataset, ratio, field):
 
 
 claim(NET, '*resnet on lfw_faces at 16 dn* (4000 steps, `midpoint`: {0.10} ± {0.17} [{0.0026}–'
-      '{0.29}]): seeds 0 and 2 reach {0.0064} and {0.0026}, seed 1 {0.29} with {3} of 4 samples '
+      '{0.29}], mean ± sample SD over 3 seeds): seeds 0 and 2 reach {0.0064} and {0.0026}, seed 1 {0.29} with {3} of 4 samples '
       'recovered (per-sample median {0.022}). Drift, not the budget: the run ends *below* the loss '
       'at the truth ({5.4e-4} vs {5.7e-4}), at a point where one sample is wrong; its {4000} steps '
       'are used up, one escalation trial (rejected).',
