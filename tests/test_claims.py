@@ -327,7 +327,7 @@ claim(README, "(the original ViT's; means {0.012} / {0.014}, every seed < {0.025
       op=('=', '=', '<'))
 claim(README, 'the attack ends below the loss at the true data (means {0.061} / {0.15})',
       lambda: (net('vit', 'digits', 10), net('vit', 'digits', 16)))
-claim(README, 'that ViT recovers nothing on LFW ({1.07} / {1.02}: optimisation failure)',
+claim(README, 'that ViT recovers nothing on LFW (means {1.07} / {1.02}: optimisation failure)',
       lambda: (net('vit', 'lfw_faces', 10), net('vit', 'lfw_faces', 16)))
 claim(README, 'that ViT recovers nothing on LFW',
       lambda: hi(net_seeds('vit', 'lfw_faces', [0.25, 0.5, 1, 3, 10, 16],
@@ -345,9 +345,9 @@ claim(README, 'while the full-space search recovers no seed below p = 2·dn',
       lambda: hi([r['recovery_rate'] for r in law_records(method='default', search='full')
                   if r['p_over_dn'] < 2]) == 0)
 claim(README, '{35%} ± {5%} (mean ± sample SD, {3} seeds) of the training images at SSIM ≥ 0.5 '
-      '(unseen images: {11%})',
+      '(unseen images: mean {11%})',
       lambda: (kkt('haim'), kkt('haim', stat='sd'), kkt('haim', stat='n'), kkt('unseen')))
-claim(README, '(the θ_T − θ_0 variant: {23%})', lambda: kkt('loo'))
+claim(README, '(the θ_T − θ_0 variant: mean {23%})', lambda: kkt('loo'))
 
 
 def split_pairs():
