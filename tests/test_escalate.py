@@ -199,3 +199,24 @@ def test_tol_zero_never_counts_as_too_slow():
   for i, step in enumerate((100, 200, 300, 400)):
     flagged = esc._flagged(np.asarray([step]), running, np.asarray([1e-3 * 0.8 ** (i / 3)]))
   assert flagged == []
+
+
+def test_the_candidate_replaced_is_the_one_whose_removal_costs_least():
+  """Sample 2 has no candidate; candidate 2 is a random point that explains almost nothing.
+  Every trial accepted (accept_ratio huge) and a chunk that does nothing: the state comes
+  back with exactly row 2 changed (replacing any other, e.g. the strongest, fails)."""
+  x, prob, loss_fn = _problem()
+  z = jax.random.normal(jax.random.PRNGKey(7), (D,))
+  xh = x.at[2].set(z / jnp.linalg.norm(z) * jnp.sqrt(D))
+  opt = optimize.make_optimizer('adam', 0.01, 0.9)
+  constraint = optimize.sphere_constraint(float(np.sqrt(D)))
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
+                           every=100, window=100, accept_ratio=1e9, restart_after=0)
+  esc.chunk = lambda s, stop: s  # the trial changes nothing: only the replacement shows
+  state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
+  for step in (100, 200):
+    state = state._replace(step=jnp.asarray(step, state.step.dtype))
+    out = esc(state)
+  assert esc.tried == 1 and esc.accepted == 1
+  changed = np.flatnonzero(np.abs(np.asarray(out.x) - np.asarray(state.x)).max(axis=1) > 1e-6)
+  assert changed.tolist() == [2]
