@@ -683,64 +683,73 @@ def grid_records(res) -> List[tuple]:
   return out
 
 
+MARKERS = ('o', 's', '^', 'D', 'v', 'P', 'X', '*', 'h', '<')
+
+
 def render_png(res, path, baseline=None):
+  """One panel per data set (recon_error vs p_L/dn; a colour and a marker per victim, bars
+  min-max over seeds, faint crosses: the no-escalation baseline), then a grid of thumbnails:
+  one row per (victim, data set) at its largest width, truth | reconstruction."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   groups = _groups(res)
   if not groups:
     return
-  nrows = len(groups)
-  fig = plt.figure(figsize=(13, max(4.5, 0.9 * nrows + 1)))
-  ax = fig.add_axes([0.06, 0.12, 0.48, 0.8])
-  styles = {'digits': '-', 'lfw_faces': '--'}
-  colors = dict(zip(VICTIMS, plt.rcParams['axes.prop_cycle'].by_key()['color']))
-  for (victim, dataset, nn, mode), by_ratio in groups.items():
-    xs = sorted(by_ratio)
-    es = [np.array([r['recon_error'] for r in by_ratio[x]]) for x in xs]
-    mean = np.array([e.mean() for e in es])
-    lo = np.array([e.min() for e in es])
-    hi = np.array([e.max() for e in es])
-    ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], fmt='o' + styles.get(dataset, ':'),
-                ms=3.5, capsize=2, color=colors.get(victim),
-                label=f'{victim} / {dataset}' + ('' if mode == 'auto' else f' ({mode})'))
+  datasets = sorted({k[1] for k in groups})
+  victims = sorted({k[0] for k in groups}, key=lambda v: VICTIMS.index(v) if v in VICTIMS else 99)
+  palette = plt.rcParams['axes.prop_cycle'].by_key()['color']
+  colors = {v: palette[i % len(palette)] for i, v in enumerate(victims)}
+  markers = {v: MARKERS[i % len(MARKERS)] for i, v in enumerate(victims)}
+  grid = grid_records(res)
+  cells = max(2 * len(np.asarray(rec['x_true'])) for *_, rec in grid)
+  fig = plt.figure(figsize=(max(12, 1.3 * cells + 2), 5 + 1.25 * len(grid)))
+  top, bottom = fig.subfigures(2, 1, height_ratios=[5, 1.25 * len(grid)])
+  axes = np.atleast_1d(top.subplots(1, len(datasets), sharey=True))
   base = _baseline_lookup(baseline)
-  drawn = {(v, ds, nn) for v, ds, nn, _ in groups}
-  for key in sorted({k[:3] for k in base} & drawn):
-    xs = sorted(k[3] for k in base if k[:3] == key)
-    mean = [np.mean([r['recon_error'] for r in base[key + (x,)]]) for x in xs]
-    ax.plot(xs, mean, 'x' + styles.get(key[1], ':'), ms=3, lw=0.8, alpha=0.35,
-            color=colors.get(key[0]))
-  if base:
-    ax.plot([], [], 'x-', color='gray', alpha=0.5, lw=0.8, label='faint: baseline (no escalation)')
-  ax.axvline(1.0, color='gray', ls=':', lw=0.8)
-  for y in (0.05, 0.5):
-    ax.axhline(y, color='gray', ls=':', lw=0.6)
-  ax.set_xscale('log')
-  ax.set_yscale('log')
-  ax.set_xlabel(r'$p^{(L)} / (d n)$')
-  ax.set_ylabel('recon_error (mean over seeds; bars: min–max)')
-  ax.set_title('Reconstruction error vs last-layer size')
-  ax.legend(fontsize=7, loc='lower left')
-  # Image grid: one row per (victim, dataset) at its largest width: truth | reconstruction.
-  height = 0.84 / nrows
-  for i, (victim, dataset, top, rec) in enumerate(grid_records(res)):
+  for ax, dataset in zip(axes, datasets):
+    for (victim, ds, _, mode), by_ratio in groups.items():
+      if ds != dataset:
+        continue
+      xs = sorted(by_ratio)
+      es = [np.array([r['recon_error'] for r in by_ratio[x]]) for x in xs]
+      mean = np.array([e.mean() for e in es])
+      ax.errorbar(xs, mean, yerr=[mean - [e.min() for e in es], [e.max() for e in es] - mean],
+                  fmt=markers[victim] + '-', ms=5, capsize=2, color=colors[victim],
+                  label=victim + ('' if mode == 'auto' else f' ({mode})'))
+    drawn = sorted({k[:3] for k in base if k[1] == dataset and k[0] in colors})
+    for key in drawn:
+      xs = sorted(k[3] for k in base if k[:3] == key)
+      ax.plot(xs, [np.mean([r['recon_error'] for r in base[key + (x,)]]) for x in xs],
+              'x:', ms=4, lw=0.8, alpha=0.4, color=colors[key[0]])
+    if drawn:
+      ax.plot([], [], 'x:', color='gray', alpha=0.6, label='faint: no escalation')
+    ax.axvline(1.0, color='gray', ls=':', lw=0.8)
+    for y in (0.05, 0.5):
+      ax.axhline(y, color='gray', ls=':', lw=0.6)
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel(r'$p^{(L)} / (d n)$')
+    ax.set_title(f'{dataset}: recon_error vs last-layer size')
+    ax.legend(fontsize=8, loc='lower left')
+  axes[0].set_ylabel('recon_error (mean over seeds; bars: min–max)')
+  thumbs = np.atleast_2d(bottom.subplots(len(grid), cells, squeeze=False))
+  for i, (victim, dataset, top_ratio, rec) in enumerate(grid):
     side = int(round(math.sqrt(rec['d'])))
     xt, xm = np.asarray(rec['x_true']), np.asarray(rec['x_matched'])
-    cells = len(xt) * 2
-    for j in range(cells):
-      row = (xt if j < len(xt) else xm)[j % len(xt)]
-      a = fig.add_axes([0.6 + j * 0.38 / cells, 0.92 - (i + 1) * height, 0.36 / cells,
-                        height * 0.85])
-      a.imshow(row.reshape(side, side), cmap='gray')
+    for j, a in enumerate(thumbs[i]):
       a.set_xticks([])
       a.set_yticks([])
+      if j >= 2 * len(xt):
+        a.axis('off')
+        continue
+      a.imshow((xt if j < len(xt) else xm)[j % len(xt)].reshape(side, side), cmap='gray')
       if j == 0:
-        a.set_ylabel(f'{victim}\n{dataset}\n{top:.3g}dn', fontsize=6, rotation=0, ha='right',
-                     va='center')
+        a.set_ylabel(f'{victim}\n{dataset}\n{top_ratio:.3g} dn', fontsize=8, rotation=0,
+                     ha='right', va='center')
       if i == 0:
-        a.set_title('truth' if j < len(xt) else 'recon', fontsize=7)
-  fig.savefig(path, dpi=110)
+        a.set_title('truth' if j < len(xt) else 'reconstruction', fontsize=9)
+  fig.savefig(path, dpi=100)
   plt.close(fig)
 
 
