@@ -80,8 +80,9 @@ def image_grid(path: str, x_true: np.ndarray, x_recon: np.ndarray, image_shape: 
 
 
 def loss_curve(path: str, steps: Sequence[int], losses: Sequence[float],
-               title: Optional[str] = None) -> None:
-  """Writes loss vs step on a log y axis (non-positive or non-finite values are left out)."""
+               title: Optional[str] = None, rung_loss: Optional[float] = None) -> None:
+  """Writes loss vs step on a log y axis (non-positive or non-finite values are left out);
+  `rung_loss`: the precision rung's float64 loss, drawn as a star after the last step."""
   steps = np.asarray(steps, np.float64)
   losses = np.asarray(losses, np.float64)
   keep = np.isfinite(losses) & (losses > 0)
@@ -92,6 +93,10 @@ def loss_curve(path: str, steps: Sequence[int], losses: Sequence[float],
   else:
     ax.text(0.5, 0.5, 'no positive finite loss values', ha='center', va='center',
             transform=ax.transAxes)
+  if rung_loss is not None and np.isfinite(rung_loss) and rung_loss > 0 and len(steps):
+    ax.semilogy([steps[-1]], [rung_loss], marker='*', markersize=10, linestyle='none',
+                color='C3', label=f'float64 rung: {rung_loss:.1e}')
+    ax.legend(fontsize=8)
   ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
   ax.set_xlabel('step')
   ax.set_ylabel('loss')

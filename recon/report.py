@@ -63,6 +63,12 @@ BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so o
               'metrics (loss, steps, status) are reported')
 
 
+def rung_loss(result: Dict[str, Any]) -> Optional[float]:
+  """The precision rung's float64 loss when it ran and was kept, else None."""
+  rung = result.get('polish') or {}
+  return float(rung['loss_after']) if rung.get('kept') else None
+
+
 def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dict[str, Any],
                 history: Dict[str, Any], result: Dict[str, Any],
                 ssim_filter: Optional[int] = None) -> None:
@@ -73,7 +79,8 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
   meta['pixel_range'] (default: the true images' min..max).
   """
   plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), history['step'], history['loss'],
-                   title=f'{meta.get("name", "")}: loss vs step ({result["status"]})')
+                   title=f'{meta.get("name", "")}: loss vs step ({result["status"]})',
+                   rung_loss=rung_loss(result))
   shape = meta.get('image_shape')
   if shape is None:
     return
@@ -194,7 +201,8 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
   else:
     plots.loss_curve(os.path.join(workdir, 'loss_curve.png'), summary['history']['step'],
-                     summary['history']['loss'], title=f'loss vs step ({status}, no ground truth)')
+                     summary['history']['loss'], rung_loss=rung_loss(result),
+                     title=f'loss vs step ({status}, no ground truth)')
   io.write_json(os.path.join(workdir, 'summary.json'), summary)  # last: marks a finished run
   if has_truth:
     logging.info('recon_error %.4f  frac_recovered %.2f  dist_abs %.4f  loss %.3e  '

@@ -99,3 +99,14 @@ def test_write_plots_without_pixel_metadata(tmp_path):
                          {'status': 'converged', 'ssim_filter_size': 3})
   assert_png(tmp_path / 'grid.png')
   assert_png(tmp_path / 'loss_curve.png')
+
+
+def test_the_precision_rungs_float64_loss_is_drawn_on_the_loss_curve(tmp_path):
+  from recon import report
+  assert report.rung_loss({'polish': {'kept': True, 'loss_after': 2e-13}}) == 2e-13
+  assert report.rung_loss({'polish': {'kept': False, 'loss_after': 2e-13}}) is None
+  assert report.rung_loss({'polish': {'applied': False}}) is None and report.rung_loss({}) is None
+  plots.loss_curve(str(tmp_path / 'a.png'), [0, 10, 20], [1.0, 1e-4, 1e-8])
+  plots.loss_curve(str(tmp_path / 'b.png'), [0, 10, 20], [1.0, 1e-4, 1e-8], rung_loss=2e-13)
+  assert_png(tmp_path / 'b.png')
+  assert (tmp_path / 'a.png').read_bytes() != (tmp_path / 'b.png').read_bytes()
