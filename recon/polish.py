@@ -264,6 +264,8 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
                                           lm_iters=lm_iters, sweeps=sign_sweeps)
       if flipped:
         free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+      logging.info('precision rung: sign flips: %d row(s) flipped, float64 loss %.2e (%.0fs)',
+                   len(set(flipped)), loss, time.time() - t0)
     searched = free_rows if (free_rows and (not max_free or len(free_rows) <= max_free)) else []
     replaced = []
     for n, i in enumerate(searched):
@@ -278,6 +280,9 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
         x, loss = trial, new
         replaced.append(int(i))
         kept += steps
+      logging.info('precision rung: row %d re-searched (%d of %d): float64 loss %.2e, %s '
+                   '(%.0fs)', int(i), n + 1, len(searched), new,
+                   'replaced' if replaced and replaced[-1] == int(i) else 'kept', time.time() - t0)
     x, loss, steps = gauss_newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
     kept += steps
   improved = loss < before
