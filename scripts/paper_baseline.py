@@ -45,11 +45,14 @@ TOL = 1e-7
 LRS = (0.5, 2.0, 5.0, 20.0, 200.0, 2000.0)
 SHADOW_SEEDS = (1000, 1001, 1002)
 PRESETS = {
+    # calibrate: (activation, n, d) at p = 10 dn: the recovery law's sizes, then the bench's
+    # time-to-reconstruct problems (relu_tanh at (10, 10) and (20, 20)).
     'default': dict(launch=dict(n=20, d=100, p=20000, lr=20.0, seeds=(0, 1, 2), steps=40000),
-                    calibrate=dict(n=8, ds=(8, 16, 32), ratio=10, steps=20000,
-                                   activations=('relu', 'relu_tanh'))),
+                    calibrate=[(a, 8, d) for a in ('relu', 'relu_tanh') for d in (8, 16, 32)]
+                    + [('relu_tanh', 10, 10), ('relu_tanh', 20, 20)],
+                    ratio=10, steps=20000),
     'tiny': dict(launch=dict(n=3, d=4, p=120, lr=20.0, seeds=(0,), steps=200),
-                 calibrate=dict(n=3, ds=(4,), ratio=10, steps=200, activations=('relu',))),
+                 calibrate=[('relu', 3, 4)], ratio=10, steps=200),
 }
 FLAGS = flags.FLAGS
 
@@ -109,12 +112,12 @@ def launch(n: int, d: int, p: int, lr: float, seeds, steps: int) -> Dict[str, An
               seconds=out['seconds'], device=out['device'])
 
 
-def calibrated_lr(path: str, activation: str, d: int) -> Optional[float]:
-  """The recorded blind lr for (activation, d), or None when not calibrated."""
+def calibrated_lr(path: str, activation: str, n: int, d: int) -> Optional[float]:
+  """The recorded blind lr for (activation, n, d), or None when not calibrated."""
   if not os.path.exists(path):
     return None
   for r in io.read_json(path).get('calibration', []):
-    if r['activation'] == activation and r['d'] == d:
+    if (r['activation'], r['n'], r['d']) == (activation, n, d):
       return float(r['lr'])
   return None
 
@@ -151,11 +154,18 @@ def render(doc: Dict[str, Any], out: str) -> None:
   io.write_text(out + '.md', '\n'.join(lines))
 
 
+def save(path: str, doc: Dict[str, Any]) -> None:
+  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+  io.write_text(path, json.dumps(io.normalized(doc), indent=1) + '\n')
+
+
 def define_flags() -> None:
   flags.DEFINE_enum('preset', 'default', sorted(PRESETS), 'Sizes.')
   flags.DEFINE_list('parts', ['launch', 'calibrate'], 'Parts to run.')
   flags.DEFINE_string('out', 'results/paper_baseline', 'Output path without suffix.')
   flags.DEFINE_bool('render_only', False, 'Only re-render the md from the JSON.')
+  flags.DEFINE_bool('redo', False, 'Re-run parts and sizes already in the JSON (default: '
+                    'skip them, so an interrupted run resumes).')
 
 
 def main(argv):
@@ -167,20 +177,21 @@ def main(argv):
   doc = io.read_json(path) if os.path.exists(path) else {}
   if not FLAGS.render_only:
     preset = PRESETS[FLAGS.preset]
-    if 'launch' in FLAGS.parts:
+    doc['machine'] = machine.describe()
+    if 'launch' in FLAGS.parts and (FLAGS.redo or 'launch' not in doc):
       doc['launch'] = launch(**preset['launch'])
+      save(path, doc)
       print(f'launch: frac_recovered {doc["launch"]["frac_recovered"]:.2f}', flush=True)
     if 'calibrate' in FLAGS.parts:
-      cal = preset['calibrate']
-      doc['calibration'] = []
-      for act in cal['activations']:
-        for d in cal['ds']:
-          doc['calibration'].append(calibrate(act, cal['n'], d, cal['ratio'] * d * cal['n'],
-                                              cal['steps']))
-          print(f'calibrate {act} d={d}: lr {doc["calibration"][-1]["lr"]:g}', flush=True)
-    doc['machine'] = machine.describe()
-    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-    io.write_text(path, json.dumps(io.normalized(doc), indent=1) + '\n')
+      done = {(r['activation'], r['n'], r['d']) for r in doc.get('calibration', [])}
+      for act, n, d in preset['calibrate']:
+        if (act, n, d) in done and not FLAGS.redo:
+          continue
+        rec = calibrate(act, n, d, preset['ratio'] * d * n, preset['steps'])
+        doc['calibration'] = [r for r in doc.get('calibration', [])
+                              if (r['activation'], r['n'], r['d']) != (act, n, d)] + [rec]
+        save(path, doc)  # after every size: resumable
+        print(f'calibrate {act} n={n} d={d}: lr {rec["lr"]:g}', flush=True)
   render(doc, FLAGS.out)
   print(f'-> {path}')
 

@@ -102,9 +102,10 @@ def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
                 max_steps=max_steps, log_every_seconds=1e9, checkpoint_every_seconds=0.0))
   c.update(METHODS[pt['method']])
   if pt['method'] == 'paper':
-    lr = paper_baseline.calibrated_lr(PAPER_CALIBRATION, pt['activation'], pt['d'])
+    lr = paper_baseline.calibrated_lr(PAPER_CALIBRATION, pt['activation'], pt['n'], pt['d'])
     if lr is None:
-      raise ValueError(f'method paper: no blind lr for {pt["activation"]} d={pt["d"]} in '
+      raise ValueError(f'method paper: no blind lr for {pt["activation"]} n={pt["n"]} '
+                       f'd={pt["d"]} in '
                        f'{PAPER_CALIBRATION}; run python -m scripts.paper_baseline first')
     c.update(dict(paper_baseline.paper_overrides(pt['activation']), lr=lr))
   with c.unlocked():
@@ -200,7 +201,7 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
   k = pt['k']
   if pt['method'] == 'paper':
     pt = dict(pt, port='faithful', lr=paper_baseline.calibrated_lr(
-        PAPER_CALIBRATION, pt['activation'], pt['d']))
+        PAPER_CALIBRATION, pt['activation'], pt['n'], pt['d']))
   first = pt.get('first_seed', 0)
   return dict(pt, first_seed=first, seed_list=[first, first + seeds - 1],
               tuning_seeds=[TUNING_SEEDS[0], TUNING_SEEDS[-1]],

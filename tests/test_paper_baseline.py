@@ -28,5 +28,5 @@ def test_calibration_picks_the_lowest_median_loss_on_shadow_seeds_and_launch_rec
   path = str(tmp_path / 'pb.json')
   from recon import io
   io.write_json(path, doc)
-  assert pb.calibrated_lr(path, 'relu', 4) == cal['lr']
-  assert pb.calibrated_lr(path, 'relu', 8) is None and np.isfinite(cal['lr'])
+  assert pb.calibrated_lr(path, 'relu', 3, 4) == cal['lr']
+  assert pb.calibrated_lr(path, 'relu', 3, 8) is None and np.isfinite(cal['lr'])

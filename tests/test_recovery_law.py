@@ -8,9 +8,9 @@ from recon import io
 from scripts import recovery_law
 
 
-def _calibration(tmp_path, monkeypatch, activation, d, lr):
+def _calibration(tmp_path, monkeypatch, activation, n, d, lr):
   path = str(tmp_path / 'paper_baseline.json')
-  io.write_json(path, {'calibration': [{'activation': activation, 'd': d, 'lr': lr}]})
+  io.write_json(path, {'calibration': [{'activation': activation, 'n': n, 'd': d, 'lr': lr}]})
   monkeypatch.setattr(recovery_law, 'PAPER_CALIBRATION', path)
 
 
@@ -31,7 +31,7 @@ def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkey
   with pytest.raises(ValueError, match='no blind lr'):
     monkeypatch.setattr(recovery_law, 'PAPER_CALIBRATION', str(tmp_path / 'none.json'))
     recovery_law.config_for(pt, seeds=2, max_steps=10)
-  _calibration(tmp_path, monkeypatch, 'relu', 8, 5.0)
+  _calibration(tmp_path, monkeypatch, 'relu', 4, 8, 5.0)
   c = recovery_law.config_for(pt, seeds=2, max_steps=10)
   assert (c.optimizer, c.lr, c.lr_schedule, c.tol) == ('sgd', 5.0, 'constant', 1e-7)
   assert c.activation == 'relu_leaky_backward' and c.escalate == 'off' and c.polish == 'off'
@@ -47,7 +47,7 @@ def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkey
 
 @pytest.mark.slow
 def test_one_point_runs_renders_and_is_skipped_when_present(tmp_path, monkeypatch):
-  _calibration(tmp_path, monkeypatch, 'relu_tanh', 3, 2.0)
+  _calibration(tmp_path, monkeypatch, 'relu_tanh', 2, 3, 2.0)
   pt = dict(method='paper', activation='relu_tanh', d=3, k=None, search='full', n=2, p=60)
   rec = recovery_law.run_point(pt, seeds=2, max_steps=200)
   for f in recovery_law.FIELDS:
