@@ -100,7 +100,9 @@ def calibrate(activation: str, n: int, d: int, p: int, steps: int, lrs=LRS,
 
 def launch(n: int, d: int, p: int, lr: float, seeds, steps: int) -> Dict[str, Any]:
   """The reference's launch problem, relu, at the reference's lr, the reported seeds."""
-  out = _sweep(paper_config('relu', n, d, p, steps, {'seed': tuple(seeds)}))
+  c = paper_config('relu', n, d, p, steps, {'seed': tuple(seeds)})
+  c.lr = lr
+  out = _sweep(c)
   per_seed = [dict(seed=int(r['seed']), frac_recovered=float(r['frac_recovered']),
                    n_recovered=int(round(r['frac_recovered'] * n)),
                    recon_error=float(r['recon_error']), final_loss=float(r['final_loss']),

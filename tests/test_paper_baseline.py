@@ -18,6 +18,8 @@ def test_calibration_picks_the_lowest_median_loss_on_shadow_seeds_and_launch_rec
   assert cal['lr'] == min(losses, key=losses.get) and set(losses) == {2.0, 2000.0}
   assert cal['shadow_seeds'] == [1000, 1001]
   rec = pb.launch(3, 4, 120, 20.0, (0,), 100)
+  slow = pb.launch(3, 4, 120, 1e-6, (0,), 100)  # the lr is the one asked for
+  assert slow['per_seed'][0]['final_loss'] != rec['per_seed'][0]['final_loss']
   assert rec['method'] == 'paper' and (rec['n'], rec['d'], rec['p']) == (3, 4, 120)
   assert 0 <= rec['frac_recovered'] <= 1 and rec['per_seed'][0]['steps'] <= 100
   doc = {'launch': rec, 'calibration': [cal], 'machine': 'test'}
