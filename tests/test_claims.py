@@ -2201,6 +2201,36 @@ def test_claims_cover_every_page():
   assert {README, RF, NET, SUB, KKT, DATA, PERF} <= files
 
 
+def probes(kind=None, activation=None, field='certified'):
+  """The certificate probes (results/certificate_probes.json), summed over matching rows."""
+  recs = [r for r in load('certificate_probes.json')['records']
+          if (kind is None or r['kind'] == kind) and
+          (activation is None or r['activation'] == activation)]
+  return sum(r[field] for r in recs)
+
+
+PROBES = [
+    claim(README, '{0} false certificates in {170} probes; with tanh, sin and cubic every seed is '
+          'recovered and certified up to each row\'s sign ({20} of {20} each), with quadratic '
+          'features none is recovered and none certified',
+          lambda: (load('certificate_probes.json')['false_certified'],
+                   load('certificate_probes.json')['runs'],
+                   min(min(probes('odd_even', a), probes('odd_even', a, 'recovered'))
+                       for a in ('tanh', 'sin', 'cubic')),
+                   min(probes('odd_even', a, 'runs') for a in ('tanh', 'sin', 'cubic')))),
+    claim(README, 'fewer candidates than samples are never certified as the whole set',
+          lambda: probes('fewer') == 0 and probes('invisible') == 0
+          and probes('duplicate_m_n_minus_1') == 0),
+    claim(RF, '**{0} false certificates\nin {170} probes** ({110} attack runs at n = 6, d = 12, '
+          'p = 10·dn, {60} certificate-level checks)',
+          lambda: (load('certificate_probes.json')['false_certified'],
+                   load('certificate_probes.json')['runs'],
+                   load('certificate_probes.json')['attack_runs'],
+                   load('certificate_probes.json')['runs']
+                   - load('certificate_probes.json')['attack_runs'])),
+]
+
+
 def test_a_claim_fails_when_page_or_json_disagree():
   """The machinery itself: a wrong number, a missing sentence and a false fact each fail."""
   query = lambda: hi([r['recovery_rate'] for r in law_records(method='paper_lr20_exact')])  # noqa: E731
