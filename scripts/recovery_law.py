@@ -420,6 +420,7 @@ def define_flags() -> None:
   flags.DEFINE_integer('first_seed', 0, 'First seed of each point (0-19 are the tuning seeds; '
                        '100: fresh seeds).')
   flags.DEFINE_list('ds', None, 'Full-space dimensions d (default: the preset\'s).')
+  flags.DEFINE_list('ratios', None, 'Full-space widths p / dn (default: the preset\'s).')
   flags.DEFINE_bool('full_space', True, 'Run the full-space rows (k = None).')
   flags.DEFINE_integer('max_steps', 20000, 'Steps per run.')
   flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
@@ -450,6 +451,8 @@ def main(argv):
     preset = dict(PRESETS[FLAGS.preset])
     if FLAGS.ds:
       preset['ds'] = tuple(int(d) for d in FLAGS.ds)
+    if FLAGS.ratios:
+      preset['ratios'] = tuple(float(r) for r in FLAGS.ratios)
     if not FLAGS.full_space:
       preset['ds'] = ()
     seeds = FLAGS.seeds or preset['seeds']

@@ -2231,6 +2231,31 @@ PROBES = [
 ]
 
 
+def paper_port(activation, d, n=8):
+  return next(r['lr'] for r in load('paper_baseline.json')['calibration']
+              if (r['activation'], r['n'], r['d']) == (activation, n, d))
+
+
+def launch_rows():
+  return [s['n_recovered'] for s in load('paper_baseline.json')['launch']['per_seed']]
+
+
+PAPER_PORT = [
+    claim(RF, 'the port recovers {14}, {19} and {19} of\nthe {20} rows (mean frac_recovered {0.87}; '
+          'none reaches tol, none is certified',
+          lambda: (*launch_rows(), load('paper_baseline.json')['launch']['n'],
+                   load('paper_baseline.json')['launch']['frac_recovered'])),
+    claim(RF, 'none reaches tol, none is certified',
+          lambda: not any(s['certified'] or s['status'] == 'converged'
+                          for s in load('paper_baseline.json')['launch']['per_seed'])),
+    claim(RF, 'relu\n{2} / {5} / {20} at d = 8 / 16 / 32, relu+tanh {5} at every d (n = 8)',
+          lambda: (paper_port('relu', 8), paper_port('relu', 16), paper_port('relu', 32),
+                   paper_port('relu_tanh', 8))),
+    claim(RF, 'relu+tanh 5 at every d (n = 8)',
+          lambda: {paper_port('relu_tanh', d) for d in (8, 16, 32)} == {5.0}),
+]
+
+
 def test_a_claim_fails_when_page_or_json_disagree():
   """The machinery itself: a wrong number, a missing sentence and a false fact each fail."""
   query = lambda: hi([r['recovery_rate'] for r in law_records(method='paper_lr20_exact')])  # noqa: E731
