@@ -18,7 +18,7 @@ it mutates has uncommitted changes.
 
 Results: results/mutations.{json,md}, with the machine (`recon.machine.describe()`).
 
-    python -m scripts.mutations                  # every entry (~15 min on 2 CPU cores)
+    python -m scripts.mutations                  # every entry (~15 min on 2 CPU cores; --slow adds ~3 min)
     python -m scripts.mutations --slow           # and survivors against their slow tests
     python -m scripts.mutations --only=cert_pin_100x,esc_argmax --out=/tmp/mut
     python -m scripts.mutations --list
@@ -388,12 +388,15 @@ def render_md(out: Dict[str, object]) -> str:
   return '\n'.join(lines) + '\n'
 
 
-flags.DEFINE_list('only', [], 'run these ids only')
-flags.DEFINE_string('out', os.path.join(ROOT, 'results', 'mutations'),
-                    'output prefix (.json and .md are appended)')
-flags.DEFINE_float('timeout', 170.0, 'seconds per pytest call')
-flags.DEFINE_bool('slow', False, "also run each fast-tier survivor's slow tests")
-flags.DEFINE_bool('list', False, 'print the entries and exit')
+def define_flags() -> None:
+  """The command line's flags (defined when run as a script only, so that tests can import
+  this module next to other scripts that define flags of the same names)."""
+  flags.DEFINE_list('only', [], 'run these ids only')
+  flags.DEFINE_string('out', os.path.join(ROOT, 'results', 'mutations'),
+                      'output prefix (.json and .md are appended)')
+  flags.DEFINE_float('timeout', 170.0, 'seconds per pytest call')
+  flags.DEFINE_bool('slow', False, "also run each fast-tier survivor's slow tests")
+  flags.DEFINE_bool('list', False, 'print the entries and exit')
 
 
 def main(argv):
@@ -430,4 +433,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)
