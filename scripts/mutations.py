@@ -19,7 +19,7 @@ it mutates has uncommitted changes.
 Results: results/mutations.{json,md}, with the machine (`recon.machine.describe()`).
 
     python -m scripts.mutations                  # every entry (~15 min on 2 CPU cores)
-    python -m scripts.mutations --slow           # and survivors against their slow tests (~3 min more)
+    python -m scripts.mutations --slow           # and survivors against their slow tests (+3 min)
     python -m scripts.mutations --only=cert_pin_100x,esc_argmax --out=/tmp/mut
     python -m scripts.mutations --list
 """
