@@ -262,3 +262,61 @@ def test_the_unseen_share_bounds_what_a_missing_sample_carries(share):
     assert share <= cert['evidence']['unseen_share']
   else:
     assert not cert['candidates_certified']
+
+
+def test_above_tol_rows_within_the_radius_are_still_not_pinned():
+  """The truth reported just above tol: every row is within the threshold at this loss, yet
+  none is pinned (pinned needs the loss at tol; `row_within` alone is evidence)."""
+  p = 10 * N * D
+  x, theta, ff, _ = _problem(p)
+  cert = certificate.certify(final_loss=2e-9, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
+                             n_known=N, feature_fn=ff, theta=theta)
+  ev = cert['evidence']
+  assert ev['rows_within'] == N and ev['rows_pinned'] == 0 and not any(ev['row_pinned'])
+
+
+def test_a_row_whose_own_radius_is_above_the_threshold_is_not_pinned():
+  """The per-row test alone: at a tol whose whole-set radius is 0.5, the rows with a radius
+  >= the threshold (0.1) are not pinned and the rows below it are (loosened 100x, all would
+  be)."""
+  p = 10 * N * D
+  x, theta, ff, loss = _problem(p)
+  pin0 = _certify(x, theta, ff, loss, p, tol=1e-9)['evidence']['pin_radius']
+  tol = 1e-9 * (0.5 / pin0) ** 2
+  ev = certificate.certify(final_loss=tol / 2, tol=tol, x_hat=x, p=p, activation='relu_tanh',
+                           n_known=N, feature_fn=ff, theta=theta)['evidence']
+  radii = np.asarray(ev['row_pin_radius'])
+  assert radii.max() >= 0.1 and ev['loss_at_tol']
+  assert ev['row_pinned'] == [bool(r < 0.1) for r in radii]
+  assert ev['rows_pinned'] < N
+
+
+def test_without_the_jacobian_test_counting_alone_is_not_enough():
+  """p = m (d + 1) passes counting; without the pin test (no feature map, or a Jacobian
+  above max_jacobian_entries) the certificate asks for p >= 2 m d, and that check alone
+  refuses."""
+  p = N * (D + 1)
+  x, theta, ff, loss = _problem(p)
+  for kw in ({}, dict(feature_fn=ff, theta=theta, max_jacobian_entries=0)):
+    cert = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
+                               n_known=N, **kw)
+    assert cert['evidence']['counting'] and cert['evidence']['jacobian'].startswith('not')
+    assert not cert['certified'] and len(cert['reasons']) == 1
+    assert 'without the Jacobian test' in cert['reasons'][0]
+
+
+def test_the_unseen_share_is_the_loss_resolution_over_the_most_entangled_candidate():
+  """unseen_share = sqrt(max(L, tol)) / min_i kappa_i, kappa_i = the part of phi_i outside the
+  others' span (relative), computed here by least squares."""
+  rng = np.random.default_rng(2)
+  phi = rng.normal(size=(4, 40))
+  phi[3] = phi[2] + 0.1 * phi[3]  # candidates 2 and 3 are entangled
+  kappa = []
+  for i in range(4):
+    others = np.delete(phi, i, axis=0)
+    coef, *_ = np.linalg.lstsq(others.T, phi[i], rcond=None)
+    kappa.append(np.linalg.norm(phi[i] - others.T @ coef) / np.linalg.norm(phi[i]))
+  assert min(kappa) < 0.2 < max(kappa)
+  for loss, tol in ((1e-12, 1e-9), (1e-6, 1e-9)):
+    assert certificate.unseen_share(phi, loss, tol) == pytest.approx(
+        np.sqrt(max(loss, tol)) / min(kappa), rel=1e-6)

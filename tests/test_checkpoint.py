@@ -1,4 +1,5 @@
 """Checkpoints and resume (bit for bit, also after SIGKILL), workdir rules, saved models."""
+import collections
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import numpy as np
 import optax
 import pytest
 
-from recon import checkpoint, errors, pipelines, report
+from recon import checkpoint, errors, pipelines, report, runs
 from recon.pipelines import random_features as rf_pipeline
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
@@ -408,3 +409,49 @@ def test_restoring_a_state_of_another_layout_is_one_line(tmp_path):
                      r'another layout') as e:
     reader.restore(adam)
   assert '\n' not in str(e.value)
+
+
+def test_restore_takes_the_newest_checkpoint(tmp_path):
+  state = collections.namedtuple('State', 'x step')
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1}, every_seconds=0, every_steps=1,
+                                  keep=3)
+  for step in (1, 2, 3):
+    ck(state(jnp.full(3, float(step)), jnp.asarray(step)), [(step, 0.5 ** step)], False)
+  ck.close()
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1}, every_seconds=0, every_steps=1)
+  restored, history, step = ck.restore(state(jnp.zeros(3), jnp.asarray(0)))
+  ck.close()
+  assert step == 3 and history == [(3, 0.125)]
+  np.testing.assert_array_equal(restored.x, np.full(3, 3.0))
+
+
+def test_the_key_tree_of_a_seed_is_the_one_results_were_made_with():
+  """Every committed result names its seeds; the key tree (data, model, init) is what makes
+  a seed reproducible, so a reordered split would silently change every one of them."""
+  keys = runs.split_keys(0)
+  data = {name: np.asarray(jax.random.key_data(k) if jax.dtypes.issubdtype(
+      k.dtype, jax.dtypes.prng_key) else k).tolist() for name, k in keys.items()}
+  assert data == {'data': [1797259609, 2579123966], 'model': [928981903, 3453687069],
+                  'init': [4146024105, 2718843009]}
+
+
+# Escalation (recon/escalate.py) keeps host-side state (trace of losses, counters, key) that
+# rides in the checkpoint like the re-seeder's.
+ESCALATE = dict(escalate='auto', escalate_every=50, escalate_window=100,
+                escalate_trial_steps=50, escalate_restart_after=0, checkpoint_every_steps=100)
+
+
+@pytest.mark.slow  # ~25 CPU-s: the escalation programs compile for this run
+def test_resume_with_escalation_after_crash_is_bit_for_bit(tmp_path):
+  unbroken = str(tmp_path / 'unbroken')
+  pipelines.run(tiny_config(**ESCALATE), unbroken)
+  # An escalation was tried before the crash point: a resumed run that forgot it differs.
+  assert _saved_aux(unbroken, 300)['escalate']['tried'] >= 1
+  workdir = str(tmp_path / 'crashed')
+  shutil.copytree(unbroken, workdir)
+  shutil.rmtree(os.path.join(workdir, 'checkpoints', '400'))
+  for name in ('summary.json', 'reconstruction.npz'):
+    os.remove(os.path.join(workdir, name))
+  resumed = pipelines.run(tiny_config(resume=True, **ESCALATE), workdir)
+  assert resumed['resumed_from_step'] == 300
+  assert_same_outputs(unbroken, workdir)

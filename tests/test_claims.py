@@ -2149,6 +2149,44 @@ claim(KKT, 'On a trained relu MLP 625-1000-1000-1 (LFW faces vs non-faces, n = {
       lambda: kkt('haim', 'n', None))
 
 
+# --- docs/testing.md (results/mutations*.json: scripts/mutations.py) ---------------------------
+
+TESTING = 'docs/testing.md'
+
+
+def mutation_score(name='mutations.json'):
+  score = load(name)['score']
+  return (score['caught_fast'], score['total'], score['caught_slow_only'], score['survived'])
+
+
+def mutation_ids(outcome, name='mutations.json'):
+  return sorted(r['id'] for r in load(name)['mutations'] if r['outcome'] == outcome)
+
+
+claim(TESTING, '**{31} of {36} mutations are caught by the fast tier**, {4} more only by a slow '
+      'test ({35} of {36} by the full suite), and {1} survives',
+      lambda: (lambda fast, total, slow, survived: (fast, total, slow, fast + slow, total,
+                                                    survived))(*mutation_score()))
+claim(TESTING, 'Every mutation of the certificate is caught by the fast tier.',
+      lambda: all(r['outcome'] == 'caught' for r in load('mutations.json')['mutations']
+                  if r['file'] == 'recon/certificate.py'))
+claim(TESTING, 'caught {19} of {35} in the fast tier and {3} more only in slow tests; {13} '
+      'survived.',
+      lambda: mutation_score('mutations_before.json'))
+claim(TESTING, '- `prec_kahan_final_term` (`recon/precision.py`, `return g - comp` → `return g`): '
+      'equivalent.', lambda: mutation_ids('survived') == ['prec_kahan_final_term'])
+claim(TESTING, 'These reach `recon/` only through a whole run or a float64 autodiff comparison',
+      lambda: mutation_ids('caught_slow') == sorted([
+          'loss_jitter_not_per_row', 'resume_budget_not_grown', 'resume_reseeder_state_dropped',
+          'resume_escalator_state_dropped']))
+# The first run's prec_no_kahan was today's prec_kahan_final_term (the id moved to the
+# mutation of the compensation itself).
+claim(TESTING, 'the other {12} were checks no test isolated',
+      lambda: sum(i in mutation_ids('caught') + mutation_ids('caught_slow')
+                  for i in mutation_ids('survived', 'mutations_before.json')
+                  if i != 'prec_no_kahan'))
+
+
 # ----------------------------------------------------------------------------------------------
 # The tests.
 
@@ -2198,7 +2236,7 @@ def test_parse_number():
 def test_claims_cover_every_page():
   """Every page that quotes results/ has its claims here (a page missing is a table gap)."""
   files = {c.file for c in CLAIMS}
-  assert {README, RF, NET, SUB, KKT, DATA, PERF} <= files
+  assert {README, RF, NET, SUB, KKT, DATA, PERF, TESTING} <= files
 
 
 def probes(kind=None, activation=None, field='certified'):

@@ -220,3 +220,44 @@ def test_the_candidate_replaced_is_the_one_whose_removal_costs_least():
   assert esc.tried == 1 and esc.accepted == 1
   changed = np.flatnonzero(np.abs(np.asarray(out.x) - np.asarray(state.x)).max(axis=1) > 1e-6)
   assert changed.tolist() == [2]
+
+
+def _escalator_with_trials_at(factor, **kw):
+  """An Escalator whose trial chunk only sets the loss to `factor` times the plateau's loss
+  (every=window=100), and the plateaued state (candidate 2 a random point)."""
+  x, prob, loss_fn = _problem()
+  z = jax.random.normal(jax.random.PRNGKey(7), (D,))
+  xh = x.at[2].set(z / jnp.linalg.norm(z) * jnp.sqrt(D))
+  opt = optimize.make_optimizer('adam', 0.01, 0.9)
+  constraint = optimize.sphere_constraint(float(np.sqrt(D)))
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
+                           every=100, window=100, **kw)
+  state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
+  esc.chunk = lambda s, stop: s._replace(loss=jnp.asarray(factor, s.loss.dtype) * state.loss)
+  return esc, state
+
+
+def _at(state, step):
+  return state._replace(step=jnp.asarray(step, state.step.dtype))
+
+
+@pytest.mark.parametrize('factor,accepted', [(0.8, 0), (0.4, 1)])
+def test_a_replacement_is_kept_only_below_accept_ratio_times_the_loss(factor, accepted):
+  esc, state = _escalator_with_trials_at(factor, accept_ratio=0.5, restart_after=0)
+  for step in (100, 200):
+    out = esc(_at(state, step))
+  assert esc.tried == 1 and esc.accepted == accepted
+  assert bool(np.any(np.asarray(out.x) != np.asarray(state.x))) == bool(accepted)
+
+
+@pytest.mark.parametrize('factor,kept', [(2.0, 0), (0.9, 1)])
+def test_a_new_candidate_set_is_kept_only_if_its_loss_is_lower(factor, kept):
+  """One rejected replacement (restart_after=1), then the next plateau tries a fresh set:
+  discarded when its loss is higher, kept when lower."""
+  esc, state = _escalator_with_trials_at(factor, accept_ratio=0.5, restart_after=1)
+  for step in (100, 200, 300):
+    out = esc(_at(state, step))
+  assert esc.tried == 1 and esc.accepted == 0
+  assert esc.summary()['escalation_restarts'] == 1
+  assert esc.summary()['escalation_restarts_kept'] == kept
+  assert bool(np.any(np.asarray(out.x) != np.asarray(state.x))) == bool(kept)

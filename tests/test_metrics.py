@@ -118,3 +118,12 @@ def test_pinned_but_wrong_counts_only_pinned_rows_far_from_their_sample():
   flipped[0] *= -1
   assert metrics.pinned_but_wrong(x, flipped, np.ones(4, bool), sign_invariant=True) == 0
   assert metrics.pinned_but_wrong(x, flipped, np.ones(4, bool), sign_invariant=False) == 1
+
+
+def test_an_error_exactly_at_the_threshold_is_not_recovered():
+  """Recovered means a relative error strictly below the threshold (here exactly 0.1)."""
+  x = np.eye(2) * 10.0
+  x_hat = x + np.array([[1.0, 0.0], [0.0, 0.0]])
+  assert metrics.per_sample_errors(x, x_hat).tolist() == [0.1, 0.0]
+  m = metrics.reconstruction_metrics(x, x_hat, threshold=0.1)
+  assert m['n_recovered'] == 1 and m['frac_recovered'] == 0.5

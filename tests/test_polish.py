@@ -202,3 +202,14 @@ def test_at_the_papers_width_the_rung_stays_off_and_costs_nothing():
   assert info == {'applied': False} and not cert['certified']
   assert cert['evidence']['jacobian'].startswith('not computed')
   np.testing.assert_array_equal(out, x_hat)
+
+
+def test_a_polish_that_cannot_lower_the_loss_is_not_kept():
+  """A set already at tol: nothing moves, and the rung reports it (kept False, the loss
+  unchanged), so the certificate is not re-evaluated in float64 on an unpolished set."""
+  p = 8 * N * D
+  x, theta, ff = _planted(p, weak=0)
+  out, info = polish.polish(ff, theta, x, free_rows=[], key=jax.random.PRNGKey(0),
+                            radius=float(np.sqrt(D)), tol=1.0, lm_iters=2)
+  assert not info['kept'] and info['loss_after'] == info['loss_before']
+  np.testing.assert_array_equal(out, x)

@@ -69,3 +69,13 @@ def test_an_exact_symmetry_leaves_the_loss_at_the_truth_when_rows_flip(activatio
 def test_without_an_exact_symmetry_a_flip_costs_loss(activation):
   # relu's symmetry is approximate: with p >> d n the others cannot supply V x_i exactly.
   assert _loss_with_rows_flipped(activation, [0, 3]) > 1e-4
+
+
+def test_a_part_small_but_not_zero_makes_the_symmetry_approximate_not_exact(monkeypatch):
+  """tanh + 1e-3 z^2: the even part's mass (~1e-5) is below NONLINEAR_RTOL, so the sign is
+  (nearly) invisible, but it is not zero: the symmetry is SIGN_COMPENSATED (flips cost a
+  little loss, the precision rung tries them), never the exact SIGN."""
+  monkeypatch.setitem(features.ACTIVATIONS, 'tanh_plus_probe', lambda z: jnp.tanh(z) + 1e-3 * z * z)
+  mass = symmetry.parity_masses(features.get_activation('tanh_plus_probe'))
+  assert symmetry.NONLINEAR_RTOL ** 2 < mass['even'] < symmetry.NONLINEAR_RTOL
+  assert symmetry.of_activation('tanh_plus_probe').kind == symmetry.SIGN_COMPENSATED
