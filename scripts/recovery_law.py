@@ -35,7 +35,6 @@ import time
 from typing import Any, Dict, List
 
 from absl import app, flags, logging
-import ml_collections
 import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -54,9 +53,9 @@ PRESETS = {
 FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
-    'previous': {'escalate': 'off', 'polish': 'off'},
-    'paper': {'escalate': 'off', 'polish': 'off', 'optimizer': 'sgd', 'lr': 20.0,
-              'lr_schedule': 'constant'},
+    'previous': {'attack.escalate.mode': 'off', 'attack.polish.mode': 'off'},
+    'paper': {'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
+              'attack.optimizer': 'sgd', 'attack.lr': 20.0, 'attack.schedule': 'constant'},
 }
 FIELDS = ('method', 'activation', 'd', 'k', 'search', 'n', 'p', 'p_over_dn', 'p_over_kn',
           'seeds', 'recovery_rate', 'certified_rate', 'false_certified', 'median_seconds',
@@ -84,19 +83,16 @@ def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List
 def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
   """The point's sweep config: its seeds as one vectorised call (`recon.sweep`)."""
   c = rf_synthetic.get_config()
-  c.update(dict(n=pt['n'], d=pt['d'], p=pt['p'], activation=pt['activation'],
-                max_steps=max_steps, log_every_seconds=1e9, checkpoint_every_seconds=0.0))
-  c.update(METHODS[pt['method']])
-  with c.unlocked():
-    if pt['k'] is not None:
-      c.dataset = 'synthetic_subspace'
-      c.planted_dim = pt['k']
-      c.subspace = 'known' if pt['search'] == 'subspace' else 'none'
-      c.subspace_dim = None
-      c.subspace_noise_floor = 1e-3
-      c.gradient_at = 'trained'
-      c.alpha_mode = 'closed_form'
-    c.sweep = ml_collections.ConfigDict({'seed': tuple(range(seeds))})
+  c.update_from_flattened_dict({
+      'data.n': pt['n'], 'data.d': pt['d'], 'victim.p': pt['p'],
+      'victim.activation': pt['activation'], 'attack.max_steps': max_steps,
+      'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0,
+      **METHODS[pt['method']]})
+  if pt['k'] is not None:
+    c.data.name = 'synthetic_subspace'
+    c.data.planted_dim = pt['k']
+    c.attack.subspace = 'known' if pt['search'] == 'subspace' else 'none'
+  c.sweep.seed = tuple(range(seeds))
   return c
 
 

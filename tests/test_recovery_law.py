@@ -16,7 +16,7 @@ def test_grid_covers_methods_activations_and_subspace_rows():
   assert all(p['p'] >= 1 for p in pts)
   c = recovery_law.config_for(dict(pts[-1]), seeds=3, max_steps=10)
   assert tuple(c.sweep.seed) == (0, 1, 2)  # the seeds run as one vectorised sweep
-  assert c.subspace in ('known', 'none') and c.planted_dim == 2
+  assert c.attack.subspace in ('known', 'none') and c.data.planted_dim == 2
 
 
 @pytest.mark.slow
@@ -79,5 +79,5 @@ def test_the_precision_rung_column_and_summary_count_what_the_rung_did():
   assert recovery_law.polished_cell(ps, 1) == '1, 2 flipped (float64 loss 4e-05)'
   assert recovery_law.polished_cell(ps, 3) == 'none (float64 loss 1e-09)'
   assert recovery_law.polished_cell(ps, 2) == '-'
-  assert recovery_law.polished_cell(dict(seed=[0]), 0) == '-'  # older records: no column
+  assert recovery_law.polished_cell({'seed': [0]}, 0) == '-'  # older records: no column
   assert recovery_law.rung_summary([dict(records[0], method='paper')]) == []
