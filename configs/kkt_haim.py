@@ -12,63 +12,54 @@ A few minutes on 2 CPU cores (float32).
 """
 import ml_collections
 
-from configs import common
-
+from configs import base
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = ml_collections.ConfigDict()
+  c = base.get_config()
   c.name = 'kkt_haim'
-  c.model = 'homogeneous_mlp'
-  c.objective = 'kkt_binary'
+
   # Data.
-  c.dataset = 'digits'  # digits | lfw_faces | mnist | cifar10
-  c.n = 50
-  c.d = 64
-  c.n_classes = 2
-  c.classes = ml_collections.config_dict.placeholder(tuple)  # None: all ten digits
-  c.binary_rule = 'parity'  # digits odd (+1) vs even (-1); 'classes' for lfw_faces (0, 1)
-  c.image_size = ml_collections.config_dict.placeholder(int)
-  c.grayscale = False
-  c.preprocess = 'center'
+  c.data.name = 'digits'  # digits | lfw_faces | mnist | cifar10
+  c.data.preprocess = 'center'
+  c.data.n = 50
+  c.data.d = 64
+  c.data.num_classes = 2
+  c.data.binary_rule = 'parity'  # digits odd (+1) vs even (-1); 'classes' for lfw_faces (0, 1)
+
+  c.victim.name = 'homogeneous_mlp'
+  c.victim.activation = 'relu'
   # Victim: D-1000-1000-1, relu, no biases.
-  c.width = 1000
-  c.depth = 2
-  c.activation = 'relu'
-  c.act_alpha = 50.0
-  c.init_scale = 1.0
-  c.first_init_scale = 1e-3
-  c.train_lr = 0.05
-  c.train_steps = 6000
-  c.train_polish = False
+  c.victim.width = 1000
+  c.victim.depth = 2
+  c.victim.train.lr = 0.05
+  c.victim.init_scale = 1.0
+  c.victim.first_init_scale = 0.001
+  c.victim.train.max_steps = 6000
+
+  c.attack.optimizer = 'adam'
+  c.attack.lr = 0.01
+  c.attack.max_steps = 3000
+  c.attack.tol = 1e-12
+  c.attack.escalate.mode = 'off'
+  c.attack.polish.mode = 'off'
+  c.attack.objective = 'kkt_binary'
   # Attack (Haim et al.).
-  c.attack_activation = 'relu_smooth'
-  c.attack_alpha = 50.0
-  c.kkt_target = 'theta'
+  c.attack.activation = 'relu_smooth'
+  c.attack.act_alpha = 50.0
   # Only the KKT equations of the first layer and the head: the middle layer keeps its
   # random init (98% of ||theta||^2) and is nowhere near stationarity (docs/kkt.md).
-  c.kkt_layers = 'hidden_0,head'  # 'all': every equation (Haim et al. as written)
-  c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: 2n
-  c.lambda_min = 0.05
-  c.lambda_constraint = 'penalty'
-  c.lambda_weight = 5.0
-  c.lambda_init = 'uniform'
-  c.prior = 'box'
-  c.prior_bound = 1.0
-  c.prior_weight = 1.0
+  c.attack.kkt_layers = 'hidden_0,head'  # 'all': every equation (Haim et al. as written)
   # Candidates kept in the top-n left singular subspace of W_1 (what the net can see).
-  c.candidate_subspace = 'first_layer'  # 'none': free pixels
-  c.candidate_subspace_rank = ml_collections.config_dict.placeholder(int)  # None: n
-  c.candidate_init_scale = 0.3  # candidates start at the data scale (|x| ~ 2.4 for d=64)
-  c.jitter = 1e-6
-  c.optimizer = 'adam'
-  c.lr = 0.01
-  c.momentum = 0.9
-  c.max_steps = 3000
-  c.tol = 1e-12
-  c.dtype = 'float32'
-  common.add_splitting(c, every=500)
-  c.split_eig_method = 'lanczos'
-  c.split_lanczos_steps = 20
-  common.add_bookkeeping(c, chunk_steps=500, log_every_seconds=30.0)
+  c.attack.candidate_subspace = 'first_layer'  # 'none': free pixels
+  c.attack.lambda_min = 0.05
+  c.attack.lambda_constraint = 'penalty'
+  c.attack.lambda_init = 'uniform'
+  c.attack.prior = 'box'
+  c.attack.candidate_init_scale = 0.3  # candidates start at the data scale (|x| ~ 2.4 for d=64)
+  c.attack.split.every = 500
+  c.attack.split.eig_method = 'lanczos'
+
+  c.run.chunk_steps = 500
+  c.run.log_every_seconds = 30.0
   return c

@@ -12,26 +12,34 @@ init. Expected: recon_error ~ 1e-10. Under a minute on 2 CPU cores.
 """
 import ml_collections
 
-from configs import kkt_synthetic
+from configs import base
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = kkt_synthetic.get_config()
+  c = base.get_config()
   c.name = 'kkt_identifiability'
-  c.n = 6
-  c.d = 8
-  c.width = 48
-  c.train_polish = False
-  c.kkt_target = 'planted'
-  c.n_candidates = 6  # = n
-  c.lambda_solve = 'eliminate'  # optimize | eliminate (variable projection, free-sign duals)
-  c.residual_weights = 'gradient_rms'  # none | gradient_rms
-  c.train_weight_decay = 0.0  # > 0: the victim is an exact stationary point of loss + wd
-  c.train_stationary_steps = 20000
-  c.optimizer = 'lbfgs'
-  c.lr = 1.0  # scales the L-BFGS direction before the line search
-  c.lbfgs_memory = 10
-  c.lbfgs_linesearch_steps = 20
-  c.max_steps = 3000
-  c.tol = 1e-24
+
+  c.data.n = 6
+  c.data.d = 8
+  c.data.num_classes = 2
+
+  c.victim.name = 'homogeneous_mlp'
+  c.victim.activation = 'cubic'
+  c.victim.width = 48
+  c.victim.train.lr = 0.2
+
+  c.attack.n_candidates = 6  # = n
+  c.attack.optimizer = 'lbfgs'
+  c.attack.lr = 1.0  # scales the L-BFGS direction before the line search
+  c.attack.max_steps = 3000
+  c.attack.tol = 1e-24
+  c.attack.escalate.mode = 'off'
+  c.attack.polish.mode = 'off'
+  c.attack.objective = 'kkt_binary'
+  c.attack.kkt_target = 'planted'
+  c.attack.lambda_solve = 'eliminate'  # optimize | eliminate (variable projection, free-sign duals)
+  c.attack.residual_weights = 'gradient_rms'  # none | gradient_rms
+
+  c.run.dtype = 'float64'
+  c.run.chunk_steps = 500
   return c

@@ -8,53 +8,27 @@ A few minutes on CPU.
 """
 import ml_collections
 
-from configs import common
+from configs import base
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = ml_collections.ConfigDict()
+  c = base.get_config()
   c.name = 'resnet'
-  c.model = 'resnet'
-  # Data.
-  c.dataset = 'synthetic_sphere'
-  c.data_dir = ml_collections.config_dict.placeholder(str)
-  c.n = 4
-  c.d = 16
-  c.label_noise = 0.5
-  c.image_shape = (4, 4, 1)  # NHWC rows; a dataset's own meta['image_shape'] wins
+
+  c.data.n = 4
+  c.data.d = 16
+  c.data.num_classes = 2
+  c.data.image_shape = (4, 4, 1)  # NHWC rows; a dataset's own meta['image_shape'] wins
+
+  c.victim.name = 'resnet'
   # Model and its training.
-  c.width = 20
-  c.depth = 2
-  c.pool = 'flatten'
-  c.num_classes = 2
-  c.activation = 'relu_tanh'
-  c.head_init = 'fan_in'  # 'zeros': W_L(0) = 0 (the original ViT's convention)
-  c.loss = 'mse'
-  c.train_lr = ml_collections.config_dict.placeholder(float)  # None: 1 / lambda_max at init
-  c.train_momentum = 0.0
-  c.train_max_steps = 5000
-  c.train_tol = 1e-6
-  c.last_layer = 'head'
-  c.jacobian_at = 'trained'  # or 'init_and_trained' (needs attacker_knows_init)
-  # Threat model.
-  c.attacker_knows_init = True
-  c.attacker_knows_n = True
-  # Attack.
-  c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
-  c.n_restarts = 1  # K > 1: K candidate sets at once, the lowest loss wins (escalation off)
-  c.optimizer = 'sgd'
-  c.lr = 5.0
-  c.lr_schedule = 'constant'  # 'cosine': lr -> lr * lr_final_ratio over lr_decay_steps
-  c.lr_decay_steps = ml_collections.config_dict.placeholder(int)  # None: max_steps
-  c.lr_final_ratio = 0.05
-  c.momentum = 0.9
-  c.max_steps = 3000
-  c.tol = 1e-7
-  c.jitter = 1e-6
-  c.dtype = 'float32'
-  # Bookkeeping and reliability (configs/common.py).
-  common.add_bookkeeping(c, log_every_seconds=20.0)
-  # Escalation on a loss plateau (recon/escalate.py): the weakest candidate's mirror image or
-  # a random proposal (kept if it halves the loss), then a whole new set (kept if lower).
-  common.add_escalation(c)
+  c.victim.width = 20
+  c.victim.depth = 2
+  c.victim.train.max_steps = 5000
+  c.victim.pool = 'flatten'
+
+  c.attack.max_steps = 3000
+  c.attack.polish.mode = 'off'
+
+  c.run.log_every_seconds = 20.0
   return c

@@ -7,37 +7,32 @@ full-space baseline (which fails at this width). About 10 s on 2 CPU cores.
 """
 import ml_collections
 
-from configs import common
+from configs import base
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = ml_collections.ConfigDict()
+  c = base.get_config()
   c.name = 'rf_subspace'
-  c.model = 'random_features'
+
   # Data.
-  c.dataset = 'synthetic_subspace'
-  c.data_dir = ml_collections.config_dict.placeholder(str)
-  c.n = 6
-  c.d = 64
-  c.planted_dim = 4
-  c.label_noise = 0.5
+  c.data.name = 'synthetic_subspace'
+  c.data.n = 6
+  c.data.d = 64
+  c.data.planted_dim = 4
+
   # Model.
-  c.p = 96
-  c.activation = 'relu_tanh'
-  # Attack.
-  c.subspace = 'known'  # 'none' | 'known' (random features cannot estimate it)
-  c.subspace_dim = ml_collections.config_dict.placeholder(int)  # None: the known basis' k
-  c.subspace_noise_floor = 1e-3
-  c.gradient_at = 'trained'  # V does not train: trained == initial
-  c.alpha_mode = 'closed_form'  # or 'joint' (free alpha, warm-started at its optimum)
-  c.n_candidates = 12  # 2n: spare candidates avoid two-onto-one collapse (see docs/subspace.md, "Results")
-  c.optimizer = 'sgd'
-  c.lr = 20.0
-  c.momentum = 0.9
-  c.max_steps = 5000
-  c.tol = 1e-7
-  c.jitter = 1e-6
-  c.dtype = 'float32'
-  # Bookkeeping and reliability (configs/common.py).
-  common.add_bookkeeping(c, chunk_steps=250)
+  c.victim.p = 96
+  c.victim.feature_residual = 'two_pass'
+
+  c.attack.n_candidates = 12  # 2n: spare candidates avoid two-onto-one collapse (see docs/subspace.md, "Results")
+  c.attack.lr = 20.0
+  c.attack.max_steps = 5000
+  c.attack.escalate.mode = 'off'
+  c.attack.polish.mode = 'off'
+  # Attack: the unified objective inside the subspace ('none': the full-space baseline).
+  c.attack.objective = 'unified'
+  c.attack.subspace = 'known'  # 'none' | 'known' (random features cannot estimate it)
+
+  c.run.chunk_steps = 250
+  c.run.log_every_seconds = 5.0
   return c

@@ -9,42 +9,35 @@ to see the estimate degrade. About half a minute on 2 CPU cores.
 """
 import ml_collections
 
-from configs import common
+from configs import base
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = ml_collections.ConfigDict()
+  c = base.get_config()
   c.name = 'two_layer_subspace'
-  c.model = 'two_layer'
+
   # Data.
-  c.dataset = 'synthetic_subspace'
-  c.data_dir = ml_collections.config_dict.placeholder(str)
-  c.n = 6
-  c.d = 64
-  c.planted_dim = 4
-  c.label_noise = 0.5
+  c.data.name = 'synthetic_subspace'
+  c.data.n = 6
+  c.data.d = 64
+  c.data.planted_dim = 4
+
+  c.victim.name = 'two_layer'
   # Model and its training (full-batch GD).
-  c.width = 192
-  c.activation = 'relu_tanh'
-  c.loss = 'mse'
-  c.train_lr = 5e-3
-  c.train_max_steps = 20000
-  c.train_tol = 1e-6
-  c.weight_decay = 0.0
-  # Attack.
-  c.subspace = 'estimated'  # 'none' | 'known' | 'estimated' (from dW1)
-  c.subspace_dim = ml_collections.config_dict.placeholder(int)  # None: largest gap
-  c.subspace_noise_floor = 1e-3
-  c.gradient_at = 'both'  # 'trained' | 'initial' | 'both' (W1 moves during training)
-  c.alpha_mode = 'closed_form'  # or 'joint'
-  c.n_candidates = 12  # 2n
-  c.optimizer = 'sgd'
-  c.lr = 20.0
-  c.momentum = 0.9
-  c.max_steps = 5000
-  c.tol = 1e-7
-  c.jitter = 1e-6
-  c.dtype = 'float32'
-  # Bookkeeping and reliability (configs/common.py).
-  common.add_bookkeeping(c, chunk_steps=250)
+  c.victim.width = 192
+  c.victim.train.lr = 0.005
+  c.victim.feature_residual = 'two_pass'
+
+  c.attack.n_candidates = 12  # 2n
+  c.attack.lr = 20.0
+  c.attack.max_steps = 5000
+  c.attack.escalate.mode = 'off'
+  c.attack.polish.mode = 'off'
+  # Attack: the unified objective inside the subspace ('none': the full-space baseline).
+  c.attack.objective = 'unified'
+  c.attack.subspace = 'estimated'  # 'none' | 'known' | 'estimated' (from dW1)
+  c.attack.gradient_at = 'both'  # 'trained' | 'initial' | 'both' (W1 moves during training)
+
+  c.run.chunk_steps = 250
+  c.run.log_every_seconds = 5.0
   return c

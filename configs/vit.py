@@ -12,55 +12,29 @@ true data) and only 2 of 4 samples are recovered. A few minutes on CPU.
 """
 import ml_collections
 
-from configs import common
+from configs import base
 
 
 def get_config() -> ml_collections.ConfigDict:
-  c = ml_collections.ConfigDict()
+  c = base.get_config()
   c.name = 'vit'
-  c.model = 'vit'
-  # Data.
-  c.dataset = 'synthetic_sphere'
-  c.data_dir = ml_collections.config_dict.placeholder(str)
-  c.n = 4
-  c.d = 16
-  c.label_noise = 0.5
-  c.image_shape = (4, 4, 1)  # NHWC rows; a dataset's own meta['image_shape'] wins
+
+  c.data.n = 4
+  c.data.d = 16
+  c.data.num_classes = 2
+  c.data.image_shape = (4, 4, 1)  # NHWC rows; a dataset's own meta['image_shape'] wins
+
+  c.victim.name = 'vit'
+  c.victim.activation = 'gelu'
   # Model and its training.
-  c.width = 80
-  c.patch_size = 2
-  c.num_heads = 2
-  c.depth = 2
-  c.pool = 'flatten'  # 'mean': p_L = width * C
-  c.num_classes = 2
-  c.activation = 'gelu'
-  c.head_init = 'fan_in'  # 'zeros': W_L(0) = 0 (the original ViT's convention)
-  c.loss = 'mse'
-  c.train_lr = ml_collections.config_dict.placeholder(float)  # None: 1 / lambda_max at init
-  c.train_momentum = 0.0
-  c.train_max_steps = 5000
-  c.train_tol = 1e-6
-  c.last_layer = 'head'
-  c.jacobian_at = 'midpoint'  # 'trained': the paper's, drift-limited here
-  # Threat model.
-  c.attacker_knows_init = True
-  c.attacker_knows_n = True
-  # Attack.
-  c.n_candidates = ml_collections.config_dict.placeholder(int)  # None: = n
-  c.n_restarts = 1  # K > 1: K candidate sets at once, the lowest loss wins (escalation off)
-  c.optimizer = 'sgd'
-  c.lr = 5.0
-  c.lr_schedule = 'constant'  # 'cosine': lr -> lr * lr_final_ratio over lr_decay_steps
-  c.lr_decay_steps = ml_collections.config_dict.placeholder(int)  # None: max_steps
-  c.lr_final_ratio = 0.05
-  c.momentum = 0.9
-  c.max_steps = 3000
-  c.tol = 1e-7
-  c.jitter = 1e-6
-  c.dtype = 'float32'
-  # Bookkeeping and reliability (configs/common.py).
-  common.add_bookkeeping(c, log_every_seconds=20.0)
-  # Escalation on a loss plateau (recon/escalate.py): the weakest candidate's mirror image or
-  # a random proposal (kept if it halves the loss), then a whole new set (kept if lower).
-  common.add_escalation(c)
+  c.victim.width = 80
+  c.victim.depth = 2
+  c.victim.train.max_steps = 5000
+  c.victim.pool = 'flatten'  # 'mean': p_L = width * C
+
+  c.attack.max_steps = 3000
+  c.attack.jacobian_at = 'midpoint'  # 'trained': the paper's, drift-limited here
+  c.attack.polish.mode = 'off'
+
+  c.run.log_every_seconds = 20.0
   return c

@@ -35,10 +35,11 @@ from recon import io
 from recon.errors import ExperimentError, Interrupted
 
 # Fields that may differ between a checkpointed run and its resumption because they do
-# not change the final candidates or metrics. max_steps may only grow.
-RESUMABLE_FIELDS = ('name', 'log_every_seconds', 'chunk_steps', 'checkpoint_every_seconds',
-                    'checkpoint_every_steps', 'checkpoint_keep', 'resume', 'overwrite')
-GROWABLE_FIELDS = ('max_steps',)
+# not change the final candidates or metrics. attack.max_steps may only grow.
+RESUMABLE_FIELDS = ('name', 'run.log_every_seconds', 'run.chunk_steps',
+                    'run.checkpoint_every_seconds', 'run.checkpoint_every_steps',
+                    'run.checkpoint_keep', 'run.resume', 'run.overwrite')
+GROWABLE_FIELDS = ('attack.max_steps',)
 
 DEFAULTS = {'checkpoint_every_seconds': 60.0, 'checkpoint_every_steps': 0, 'checkpoint_keep': 2}
 
@@ -67,7 +68,8 @@ def config_differences(saved: Dict[str, Any], current: Dict[str, Any]) -> List[s
   equals the list it reads back as, numpy scalars their Python values.
   """
   out = []
-  saved, current = io.normalized(saved or {}), io.normalized(current or {})
+  saved = io.flatten(io.normalized(saved or {}))
+  current = io.flatten(io.normalized(current or {}))
   for name in sorted(set(saved) | set(current)):
     if name in RESUMABLE_FIELDS:
       continue
@@ -111,8 +113,8 @@ def read_config(workdir: str) -> Optional[Dict[str, Any]]:
     if isinstance(config, dict):
       return config
   raise ExperimentError(
-      f'resume: none of the checkpoints {steps} in {checkpoint_dir(workdir)} is readable; '
-      'accepted: overwrite=True (start afresh) or another --workdir')
+      f'run.resume: none of the checkpoints {steps} in {checkpoint_dir(workdir)} is readable; '
+      'accepted: run.overwrite=True (start afresh) or another --workdir')
 
 
 # SIGINT handling: a checkpointer that is running asks for a save at the end of its chunk.
@@ -158,8 +160,8 @@ class RunCheckpointer:
     self.saves = 0
     self.restored_aux: Dict[str, Any] = {}  # the `aux` saved with the restored checkpoint
     _ACTIVE.add(self)
-    if (config or {}).get('resume') and not saved_steps(workdir):
-      logging.info('resume: no checkpoint in %s, starting at step 0', checkpoint_dir(workdir))
+    if ((config or {}).get('run') or {}).get('resume') and not saved_steps(workdir):
+      logging.info('run.resume: no checkpoint in %s, starting at step 0', checkpoint_dir(workdir))
 
   def _set_aside(self, step: int, error: BaseException) -> None:
     """Moves the unreadable checkpoint `step` out of the manager's folder (one log line)."""
@@ -171,7 +173,7 @@ class RunCheckpointer:
       dst, k = os.path.join(dst_root, f'{step}.{k}'), k + 1
     shutil.move(src, dst)
     first = (str(error).splitlines() or [''])[0][:160]
-    logging.warning('resume: skipped the unreadable checkpoint %s (%s: %s); moved to %s',
+    logging.warning('run.resume: skipped the unreadable checkpoint %s (%s: %s); moved to %s',
                     src, type(error).__name__, first, dst)
     self._manager.reload()
 
@@ -190,8 +192,8 @@ class RunCheckpointer:
       except Exception as e:  # pylint: disable=broad-except
         self._set_aside(step, e)
     raise ExperimentError(
-        f'resume: none of the checkpoints {sorted(steps)} in {checkpoint_dir(self._workdir)} '
-        f'is readable (moved to {unreadable_dir(self._workdir)}); accepted: overwrite=True '
+        f'run.resume: none of the checkpoints {sorted(steps)} in {checkpoint_dir(self._workdir)} '
+        f'is readable (moved to {unreadable_dir(self._workdir)}); accepted: run.overwrite=True '
         '(start afresh) or another --workdir')
 
   def _restore_step(self, step: int, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
@@ -203,10 +205,10 @@ class RunCheckpointer:
       if 'tree structures do not match' not in str(e):
         raise
       raise ExperimentError(
-          f'resume: the checkpoint at step {step} in {self._workdir}/checkpoints holds a state of another '
+          f'run.resume: the checkpoint at step {step} in {self._workdir}/checkpoints holds a state of another '
           'layout (written by another recon version, or with another optimizer / '
-          'lr_schedule); accepted: resume with the version and config that wrote it, or start '
-          'afresh with overwrite=True') from None
+          'attack.schedule); accepted: resume with the version and config that wrote it, or start '
+          'afresh with run.overwrite=True') from None
     history = list(zip(restored.meta['history']['step'], restored.meta['history']['loss']))
     self._last_step = step
     self.restored_aux = dict(restored.meta.get('aux') or {})
@@ -231,7 +233,7 @@ class RunCheckpointer:
       reset_interrupt()
       raise Interrupted(f'interrupted at step {step}; checkpoint written to '
                         f'{checkpoint_dir(self._workdir)}/{step}; continue with '
-                        '--config.resume=True and the same --workdir')
+                        '--config.run.resume=True and the same --workdir')
     if not due or step in self._manager.all_steps():
       return False
     self._save(step, state, history, aux, now)

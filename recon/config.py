@@ -1,9 +1,12 @@
 """One validator for every config: types, ranges and allowed names, before compute.
 
-Each field of a config is checked against `SCHEMA` (a field a config does not
-have is not checked; a field the schema does not know is an error, so typos in
-config files are caught). Errors are `ConfigError`s whose one-line message names
-the field, the value and what is accepted.
+A config is in sections (`data`, `victim`, `attack`, `run`, plus `seed`, `name`,
+`sweep`) and starts from configs/base.py, the one place every default lives.
+Each field is checked against `SCHEMA` by its dotted path (`data.n`,
+`attack.escalate.window`): a missing field, a field the schema does not know
+(a typo: the closest paths are named) and an invalid value are errors.
+Errors are `ConfigError`s whose one-line message names the full path, the
+value and what is accepted.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from recon import data, features, optimize, precision, splitting
+from recon.io import flatten
 from recon.errors import ReconError
 from recon.models import networks, train
 from recon.objectives import kkt, projection_streamed, unified
@@ -24,8 +28,10 @@ MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit',
 # Models trained by GD and attacked through their last layer's parameter-Jacobian.
 NETWORK_MODELS = ('random_features_gd', 'two_layer', 'resnet', 'vit')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
-# Reconstruction objectives (`objective` field; random_features supports 'projection' only).
-OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
+# Reconstruction objectives (`attack.objective`): 'projection' (random features, networks),
+# 'unified' (recon/pipelines/subspace.py: inside a known / estimated subspace, or the
+# full-space baseline with attack.subspace 'none'), the KKT conditions of homogeneous MLPs.
+OBJECTIVES = ('projection', 'unified', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 
 class ConfigError(ReconError, ValueError):
@@ -82,210 +88,286 @@ def _positive_int():
   return Spec(int, low=1)
 
 
-SCHEMA: Dict[str, Spec] = {
-    'name': Spec(str),
-    'model': Spec(str, choices=lambda: MODELS),
-    'dataset': Spec(str, choices=lambda: data.DATASETS),
-    'data_dir': Spec(str, optional=True),
-    'classes': Spec((tuple, list), optional=True),  # checked against the data set by data.load
-    'image_size': Spec(int, low=1, optional=True),
-    'grayscale': Spec(bool),
-    'preprocess': Spec(str, choices=lambda: data.PREPROCESS),
-    'n': _positive_int(),
-    'd': _positive_int(),
-    'p': _positive_int(),
-    'n_candidates': Spec(int, low=1, optional=True),
-    'activation': Spec(str, choices=lambda: sorted(features.ACTIVATIONS)),
-    'label_noise': Spec(float, low=0.0),
-    'seed': Spec(int, low=0),
-    'optimizer': Spec(str, choices=lambda: optimize.OPTIMIZERS),
-    'lr': Spec(float, low=0.0, low_open=True),
-    'momentum': Spec(float, low=0.0, high=0.999999),
-    'lr_schedule': Spec(str, choices=lambda: optimize.SCHEDULES),
-    'lr_decay_steps': Spec(int, low=1, optional=True),
-    'lr_final_ratio': Spec(float, low=0.0, high=1.0),
-    'max_steps': _positive_int(),
-    'tol': Spec(float, low=0.0),
-    'dtype': Spec(str, choices=DTYPES),
-    # jax_default_matmul_precision of every compiled program (recon/precision.py; docs/performance.md, "Precision").
-    'matmul_precision': Spec(str, choices=lambda: precision.MATMUL_PRECISIONS),
-    # jax.distributed.initialize() at start-up (recon/distributed.py).
-    'distributed': Spec(bool),
-    'jitter': Spec(float, low=0.0),
-    'chunk_steps': _positive_int(),
-    'log_every_seconds': Spec(float, low=0.0),
-    'recovered_threshold': Spec(float, low=0.0, low_open=True),
-    'ssim_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
-    'ssim_filter_size': Spec(int, low=1, optional=True),
-    'overwrite': Spec(bool),
-    # Reliability (docs/reliability.md): checkpoints, resume, saved models.
-    'resume': Spec(bool),
-    'checkpoint_every_seconds': Spec(float, low=0.0),  # 0: off
-    'checkpoint_every_steps': Spec(int, low=0),  # 0: off
-    'checkpoint_keep': _positive_int(),
-    'model_checkpoint': Spec(str, optional=True),
-    # Networks trained by GD (recon/pipelines/networks.py; docs/networks.md).
-    'width': _positive_int(),
-    'depth': _positive_int(),
-    'num_classes': _positive_int(),
-    'loss': Spec(str, choices=train.LOSSES),
-    'train_lr': Spec(float, low=0.0, low_open=True, optional=True),
-    'train_momentum': Spec(float, low=0.0, high=0.999999),
-    'train_max_steps': _positive_int(),
-    'train_tol': Spec(float, low=0.0),
-    'last_layer': Spec(str),
-    'image_shape': Spec((tuple, list), optional=True),
-    'patch_size': _positive_int(),
-    'num_heads': _positive_int(),
-    'pool': Spec(str, choices=networks.POOLS),
-    'head_init': Spec(str, choices=tuple(networks.HEAD_INITS)),
-    'jacobian_at': Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
-    'attacker_knows_init': Spec(bool),
-    'attacker_knows_n': Spec(bool),
-    # Memory-lean / sharded random features (recon/objectives/projection_streamed.py).
-    'feature_mode': Spec(str, choices=lambda: features.FEATURE_MODES),
-    'feature_memory_budget_mb': Spec(float, low=0.0, low_open=True),
-    'feature_chunk': _positive_int(),
-    'feature_residual': Spec(str, choices=lambda: ('auto',) + projection_streamed.RESIDUAL_MODES),
-    'feature_shards': _positive_int(),
-    'weight_rng': Spec(str, choices=lambda: features.WEIGHT_RNGS),
-    # Blind re-seeding of collapsed candidates (recon/refine.py); 0 = off.
-    'reseed_every': Spec(int, low=0),
-    'reseed_threshold': Spec(float, low=0.0, low_open=True, high=1.0),
-    'reseed_proposals': _positive_int(),
-    # Escalation on a loss plateau (recon/escalate.py): 'auto' = on for one candidate set.
-    'escalate': Spec(str, choices=('auto', 'off')),
-    'escalate_every': _positive_int(),
-    'escalate_window': _positive_int(),
-    'escalate_trial_steps': _positive_int(),
-    'escalate_restart_after': Spec(int, low=0),  # 0: never restart the whole set
-    'escalate_restart_steps': _positive_int(),
-    'escalate_accept_ratio': Spec(float, low=0.0, low_open=True, high=1.0),
-    # The precision rung (recon/polish.py): float64 re-search of the rows an uncertified
-    # run leaves free, then Gauss-Newton; 'auto' = on where the certificate is computed.
-    'polish': Spec(str, choices=('auto', 'off')),
-    'polish_tol': Spec(float, low=0.0, low_open=True),
-    'polish_starts': Spec(int, low=2),
-    'polish_row_steps': _positive_int(),
-    'polish_lm_iters': Spec(int, low=0),
-    'polish_max_free_share': Spec(float, low=0.0, high=1.0),
-    'polish_sign_sweeps': Spec(int, low=0),
-    # Restarts chosen by the blind loss (recon/restarts.py); 1 = one candidate set.
-    'n_restarts': _positive_int(),
-    # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py; docs/subspace.md).
-    'planted_dim': Spec(int, low=1, optional=True),  # dataset synthetic_subspace: its dimension k
-    'subspace': Spec(str, choices=SUBSPACE_MODES),
-    'subspace_dim': Spec(int, low=1, optional=True),  # None: automatic (largest gap)
-    'subspace_noise_floor': Spec(float, low=0.0, low_open=True, high=1.0),
-    'gradient_at': Spec(str, choices=lambda: unified.GRADIENT_AT),
-    'alpha_mode': Spec(str, choices=lambda: unified.ALPHA_MODES),
-    'weight_decay': Spec(float, low=0.0),
-    'sweep_memory_budget_gb': Spec(float, low=0.0, low_open=True),
-    # KKT reconstruction and homogeneous MLP victims (recon/pipelines/kkt.py; docs/kkt.md).
-    'objective': Spec(str, choices=OBJECTIVES),
-    'n_classes': Spec(int, low=2),
-    'act_alpha': Spec(float, low=0.0, low_open=True),
-    # The attacker's activation / its backward alpha (KKT pipeline; None: the victim's).
-    'attack_activation': Spec(str, choices=lambda: sorted(features.ACTIVATIONS), optional=True),
-    'attack_alpha': Spec(float, low=0.0, low_open=True, optional=True),
-    'binary_rule': Spec(str, choices=('classes', 'parity')),
-    'init_scale': Spec(float, low=0.0, low_open=True),
-    'first_init_scale': Spec(float, low=0.0, low_open=True),
-    'train_steps': _positive_int(),  # homogeneous_mlp: fixed number of GD steps
-    'train_polish': Spec(bool),
-    'kkt_target': Spec(str, choices=('theta', 'delta', 'planted')),
-    'kkt_layers': Spec(str),  # 'all' or comma-separated layer names (recon.objectives.kkt)
-    'candidate_subspace': Spec(str, choices=('none', 'first_layer')),
-    'candidate_subspace_rank': Spec(int, low=1, optional=True),
-    'lambda_min': Spec(float, low=0.0),
-    'lambda_constraint': Spec(str, choices=kkt.LAMBDA_CONSTRAINTS),
-    'lambda_weight': Spec(float, low=0.0),
-    'lambda_init': Spec(str, choices=('lstsq', 'uniform')),
-    'prior': Spec(str, choices=kkt.PRIORS),
-    'prior_bound': Spec(float, low=0.0, low_open=True),
-    'prior_weight': Spec(float, low=0.0),
-    'candidate_init_scale': Spec(float, low=0.0, low_open=True),
-    'lambda_solve': Spec(str, choices=('optimize', 'eliminate')),  # eliminate: variable projection
-    'residual_weights': Spec(str, choices=('none', 'gradient_rms')),
-    'train_weight_decay': Spec(float, low=0.0),  # > 0: exact stationary point by L-BFGS
-    'train_stationary_steps': _positive_int(),
-    # L-BFGS (optimizer 'lbfgs', recon/optimize.py).
-    'lbfgs_memory': _positive_int(),
-    'lbfgs_linesearch_steps': _positive_int(),
-    # Sample splitting (recon/splitting.py) for any objective.
-    'split': Spec(str, choices=splitting.MODES),
-    'split_every': _positive_int(),
-    'split_plateau_window': _positive_int(),
-    'split_plateau_tol': Spec(float, low=0.0),
-    'split_budget': Spec(int, low=0),
-    'split_max_per_round': _positive_int(),
-    'split_eig_tol': Spec(float, low=0.0),
-    'split_eig_method': Spec(str, choices=splitting.EIG_METHODS),
-    'split_dense_max_dim': _positive_int(),
-    'split_lanczos_steps': _positive_int(),
-    'split_eps_min': Spec(float, low=0.0, low_open=True),
-    'split_eps_max': Spec(float, low=0.0, low_open=True),
-    'split_eps_grid': _positive_int(),
-    'split_merge_tol': Spec(float, low=0.0),
-    'split_require_decrease': Spec(bool),
-}
 
-# Sweep axes (`config.sweep.AXIS = (values, ...)`, see recon/sweep.py). Vectorised axes
-# share one compiled program (widths padded to the largest p, lr/momentum in the
-# optimiser state, seeds as a batch of keys); static axes change shapes or code and
-# loop outside, one compiled group per value.
-SWEEP_VECTORISED = ('p', 'p_over_dn', 'seed', 'lr', 'momentum')
-SWEEP_STATIC = ('activation', 'n_candidates', 'dtype', 'n', 'd', 'label_noise', 'optimizer',
-                'jitter', 'tol', 'max_steps')
-SWEEP_ONLY: Dict[str, Spec] = {'p_over_dn': Spec(float, low=0.0, low_open=True)}
+# The sections of a config (configs/base.py holds every default): a Spec per field, a dict
+# per sub-section. Dotted paths (`data.n`, `attack.escalate.window`) are the interface.
+SCHEMA: Dict[str, Any] = {
+    'name': Spec(str),
+    'seed': Spec(int, low=0),
+    'data': dict(
+        name=Spec(str, choices=lambda: data.DATASETS),
+        dir=Spec(str, optional=True),
+        n=_positive_int(),
+        d=_positive_int(),
+        classes=Spec((tuple, list), optional=True),  # checked against the data set by data.load
+        num_classes=_positive_int(),  # the KKT attacks check >= 2
+        image_size=Spec(int, low=1, optional=True),
+        image_shape=Spec((tuple, list), optional=True),
+        grayscale=Spec(bool),
+        preprocess=Spec(str, choices=lambda: data.PREPROCESS),
+        label_noise=Spec(float, low=0.0),
+        planted_dim=Spec(int, low=1, optional=True),  # synthetic_subspace: its dimension k
+        binary_rule=Spec(str, choices=('classes', 'parity')),
+    ),
+    'victim': dict(
+        name=Spec(str, choices=lambda: MODELS),
+        p=_positive_int(),
+        width=_positive_int(),
+        depth=_positive_int(),
+        activation=Spec(str, choices=lambda: sorted(features.ACTIVATIONS)),
+        act_alpha=Spec(float, low=0.0, low_open=True),
+        init_scale=Spec(float, low=0.0, low_open=True),
+        first_init_scale=Spec(float, low=0.0, low_open=True),
+        num_heads=_positive_int(),
+        patch_size=_positive_int(),
+        pool=Spec(str, choices=networks.POOLS),
+        head_init=Spec(str, choices=tuple(networks.HEAD_INITS)),
+        # Memory-lean / sharded random features (recon/objectives/projection_streamed.py).
+        feature_mode=Spec(str, choices=lambda: features.FEATURE_MODES),
+        feature_memory_budget_mb=Spec(float, low=0.0, low_open=True),
+        feature_chunk=_positive_int(),
+        feature_residual=Spec(str, choices=lambda: ('auto',) + projection_streamed.RESIDUAL_MODES),
+        feature_shards=_positive_int(),
+        weight_rng=Spec(str, choices=lambda: features.WEIGHT_RNGS),
+        checkpoint=Spec(str, optional=True),
+        train=dict(
+            loss=Spec(str, choices=train.LOSSES),
+            lr=Spec(float, low=0.0, low_open=True, optional=True),
+            momentum=Spec(float, low=0.0, high=0.999999),
+            max_steps=_positive_int(),
+            tol=Spec(float, low=0.0),
+            weight_decay=Spec(float, low=0.0),
+            stationary_steps=_positive_int(),
+            polish=Spec(bool),
+        ),
+    ),
+    'attack': dict(
+        objective=Spec(str, choices=lambda: OBJECTIVES),
+        n_candidates=Spec(int, low=1, optional=True),
+        optimizer=Spec(str, choices=lambda: optimize.OPTIMIZERS),
+        lr=Spec(float, low=0.0, low_open=True),
+        momentum=Spec(float, low=0.0, high=0.999999),
+        schedule=Spec(str, choices=lambda: optimize.SCHEDULES),
+        decay_steps=Spec(int, low=1, optional=True),
+        final_ratio=Spec(float, low=0.0, high=1.0),
+        max_steps=_positive_int(),
+        tol=Spec(float, low=0.0),
+        jitter=Spec(float, low=0.0),
+        lbfgs_memory=_positive_int(),
+        lbfgs_linesearch_steps=_positive_int(),
+        last_layer=Spec(str),
+        jacobian_at=Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
+        knows_init=Spec(bool),
+        knows_n=Spec(bool),
+        # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py).
+        subspace=Spec(str, choices=SUBSPACE_MODES),
+        subspace_dim=Spec(int, low=1, optional=True),  # None: automatic (largest gap)
+        subspace_noise_floor=Spec(float, low=0.0, low_open=True, high=1.0),
+        gradient_at=Spec(str, choices=lambda: unified.GRADIENT_AT),
+        alpha_mode=Spec(str, choices=lambda: unified.ALPHA_MODES),
+        # KKT reconstruction (recon/pipelines/kkt.py; docs/kkt.md); None: the victim's.
+        activation=Spec(str, choices=lambda: sorted(features.ACTIVATIONS), optional=True),
+        act_alpha=Spec(float, low=0.0, low_open=True, optional=True),
+        kkt_target=Spec(str, choices=('theta', 'delta', 'planted')),
+        kkt_layers=Spec(str),  # 'all' or comma-separated layer names (recon.objectives.kkt)
+        candidate_subspace=Spec(str, choices=('none', 'first_layer')),
+        candidate_subspace_rank=Spec(int, low=1, optional=True),
+        candidate_init_scale=Spec(float, low=0.0, low_open=True),
+        lambda_min=Spec(float, low=0.0),
+        lambda_constraint=Spec(str, choices=kkt.LAMBDA_CONSTRAINTS),
+        lambda_weight=Spec(float, low=0.0),
+        lambda_init=Spec(str, choices=('lstsq', 'uniform')),
+        lambda_solve=Spec(str, choices=('optimize', 'eliminate')),  # eliminate: variable projection
+        prior=Spec(str, choices=kkt.PRIORS),
+        prior_bound=Spec(float, low=0.0, low_open=True),
+        prior_weight=Spec(float, low=0.0),
+        residual_weights=Spec(str, choices=('none', 'gradient_rms')),
+        # Rescue steps: restarts (recon/restarts.py), re-seeding (recon/refine.py),
+        # escalation (recon/escalate.py), the precision rung (recon/polish.py), splitting
+        # (recon/splitting.py).
+        restarts=_positive_int(),
+        reseed=dict(
+            every=Spec(int, low=0),
+            threshold=Spec(float, low=0.0, low_open=True, high=1.0),
+            proposals=_positive_int(),
+        ),
+        escalate=dict(
+            mode=Spec(str, choices=('auto', 'off')),
+            every=_positive_int(),
+            window=_positive_int(),
+            trial_steps=_positive_int(),
+            restart_after=Spec(int, low=0),  # 0: never restart the whole set
+            restart_steps=_positive_int(),
+            accept_ratio=Spec(float, low=0.0, low_open=True, high=1.0),
+        ),
+        polish=dict(
+            mode=Spec(str, choices=('auto', 'off')),
+            tol=Spec(float, low=0.0, low_open=True),
+            starts=Spec(int, low=2),
+            row_steps=_positive_int(),
+            lm_iters=Spec(int, low=0),
+            max_free_share=Spec(float, low=0.0, high=1.0),
+            sign_sweeps=Spec(int, low=0),
+        ),
+        split=dict(
+            mode=Spec(str, choices=splitting.MODES),
+            every=_positive_int(),
+            plateau_window=_positive_int(),
+            plateau_tol=Spec(float, low=0.0),
+            budget=Spec(int, low=0),
+            max_per_round=_positive_int(),
+            eig_tol=Spec(float, low=0.0),
+            eig_method=Spec(str, choices=splitting.EIG_METHODS),
+            dense_max_dim=_positive_int(),
+            lanczos_steps=_positive_int(),
+            eps_min=Spec(float, low=0.0, low_open=True),
+            eps_max=Spec(float, low=0.0, low_open=True),
+            eps_grid=_positive_int(),
+            merge_tol=Spec(float, low=0.0),
+            require_decrease=Spec(bool),
+        ),
+    ),
+    'run': dict(
+        dtype=Spec(str, choices=DTYPES),
+        # jax_default_matmul_precision of every compiled program (recon/precision.py).
+        matmul_precision=Spec(str, choices=lambda: precision.MATMUL_PRECISIONS),
+        distributed=Spec(bool),  # jax.distributed.initialize() at start-up (recon/distributed.py)
+        chunk_steps=_positive_int(),
+        log_every_seconds=Spec(float, low=0.0),
+        overwrite=Spec(bool),
+        resume=Spec(bool),
+        checkpoint_every_seconds=Spec(float, low=0.0),  # 0: off
+        checkpoint_every_steps=Spec(int, low=0),  # 0: off
+        checkpoint_keep=_positive_int(),
+        sweep_memory_budget_gb=Spec(float, low=0.0, low_open=True),
+        recovered_threshold=Spec(float, low=0.0, low_open=True),
+        ssim_threshold=Spec(float, low=0.0, low_open=True, high=1.0),
+        ssim_filter_size=Spec(int, low=1, optional=True),
+    ),
+}
+SECTIONS = tuple(k for k, v in SCHEMA.items() if isinstance(v, dict))
+
+
+def _flatten_schema(schema: Dict[str, Any], prefix: str = '') -> Dict[str, Spec]:
+  out = {}
+  for name, spec in schema.items():
+    if isinstance(spec, dict):
+      out.update(_flatten_schema(spec, f'{prefix}{name}.'))
+    else:
+      out[prefix + name] = spec
+  return out
+
+
+# Every field by its dotted path ('data.n', 'attack.escalate.window', 'seed').
+FIELDS: Dict[str, Spec] = _flatten_schema(SCHEMA)
+
+# Sweep axes (`config.sweep.<path> = (values, ...)`, see recon/sweep.py), by the path of the
+# field they sweep. Vectorised axes share one compiled program (widths padded to the largest
+# p, lr/momentum in the optimiser state, seeds as a batch of keys); static axes change shapes
+# or code and loop outside, one compiled group per value.
+SWEEP_VECTORISED = ('victim.p', 'victim.p_over_dn', 'seed', 'attack.lr', 'attack.momentum')
+SWEEP_STATIC = ('victim.activation', 'attack.n_candidates', 'run.dtype', 'data.n', 'data.d',
+                'data.label_noise', 'attack.optimizer', 'attack.jitter', 'attack.tol',
+                'attack.max_steps')
+SWEEP_ONLY: Dict[str, Spec] = {'victim.p_over_dn': Spec(float, low=0.0, low_open=True)}
+
+
+def get_path(config: Any, path: str) -> Any:
+  """The value at a dotted path ('attack.escalate.window')."""
+  for name in path.split('.'):
+    config = config[name]
+  return config
+
+
+def set_path(config: Any, path: str, value: Any) -> None:
+  """Sets the value at a dotted path (the sections must exist)."""
+  *parents, leaf = path.split('.')
+  for name in parents:
+    config = config[name]
+  config[leaf] = value
+
+
+def sweep_axes(sweep: Any) -> Dict[str, tuple]:
+  """{field path: values} of the swept axes of `config.sweep` (the leaves that are not None)."""
+  if sweep is None:
+    return {}
+  return {path: values for path, values in flatten(sweep).items() if values is not None}
 
 
 def validate_sweep(sweep: Any) -> None:
   """Raises ConfigError for an unknown axis, an empty axis or an invalid axis value."""
   accepted = ', '.join(SWEEP_VECTORISED + SWEEP_STATIC)
   if not hasattr(sweep, 'items'):
-    raise ConfigError(f'config.sweep: invalid value {sweep!r}; accepted: a ConfigDict of '
-                      f'axes (tuples of values) named from {accepted}')
-  axes = dict(sweep.items())
+    raise ConfigError(f'config.sweep: invalid value {sweep!r}; accepted: sections of axes '
+                      f'(tuples of values) named from {accepted}')
+  axes = sweep_axes(sweep)
   for name, values in axes.items():
     if name not in SWEEP_VECTORISED + SWEEP_STATIC:
-      raise ConfigError(f'config.sweep.{name}: unknown sweep axis; accepted axes: {accepted}')
+      raise ConfigError(f'config.sweep.{name}: unknown sweep axis'
+                        f'{near_names(name, SWEEP_VECTORISED + SWEEP_STATIC)}; accepted axes: '
+                        f'{accepted}')
     if not isinstance(values, (tuple, list)) or isinstance(values, str):
       raise ConfigError(f'config.sweep.{name}: invalid value {values!r}; accepted: a '
                         'non-empty tuple of values')
     if not values:
       raise ConfigError(f'config.sweep.{name}: empty axis; accepted: a non-empty tuple of '
                         'values')
-    spec = SWEEP_ONLY.get(name) or SCHEMA[name]
+    spec = SWEEP_ONLY.get(name) or FIELDS[name]
     for value in values:
       if not spec.check(value):
         raise ConfigError(f'config.sweep.{name}: invalid value {value!r}; accepted: '
                           f'{spec.accepted()}')
-  if 'p' in axes and 'p_over_dn' in axes:
-    raise ConfigError('config.sweep.p_over_dn: both p and p_over_dn are swept; accepted: '
-                      'one of the two width axes')
+  if 'victim.p' in axes and 'victim.p_over_dn' in axes:
+    raise ConfigError('config.sweep.victim.p_over_dn: both victim.p and victim.p_over_dn are '
+                      'swept; accepted: one of the two width axes')
 
 
-def validate(config: Any, schema: Dict[str, Spec] = SCHEMA) -> None:
-  """Raises ConfigError on the first invalid field (in schema order, then unknown ones)."""
-  fields = dict(config.items())
-  for name, spec in schema.items():
-    if name in fields and not spec.check(fields[name]):
+def validate(config: Any) -> None:
+  """Raises ConfigError on the first invalid, missing or unknown field, section by section.
+
+  A config starts from configs/base.py, so every field of SCHEMA must be there; a field
+  SCHEMA does not know is a typo (the closest paths are named).
+  """
+  if not hasattr(config, 'items') or any(
+      name in config and not hasattr(config[name], 'items') for name in SECTIONS):
+    raise ConfigError('config: not in sections; accepted: a config that starts from '
+                      'configs/base.py (fields data.*, victim.*, attack.*, run.*, seed, name)')
+  fields = flatten({k: v for k, v in config.items() if k != 'sweep'})
+  for path, spec in FIELDS.items():
+    if path not in fields:
+      raise ConfigError(f'config.{path}: missing; accepted: a config that starts from '
+                        'configs/base.py (which defines every field)')
+    if not spec.check(fields[path]):
       raise ConfigError(
-          f'config.{name}: invalid value {fields[name]!r}; accepted: {spec.accepted()}')
-  for name in fields:
-    if name not in schema and name != 'sweep':
-      raise ConfigError(f'config.{name}: unknown field{near_names(name, schema)}; accepted: '
-                        'a field this config defines and recon/config.py knows')
+          f'config.{path}: invalid value {fields[path]!r}; accepted: {spec.accepted()}')
+  for path in fields:
+    if path not in FIELDS:
+      raise ConfigError(f'config.{path}: unknown field{near_names(path, FIELDS)}; accepted: '
+                        'a field configs/base.py defines')
   check_float32_range(fields)
-  if fields.get('sweep'):
-    validate_sweep(fields['sweep'])
+  if config.get('sweep') is not None:
+    validate_sweep(config['sweep'])
 
 
 def near_names(name: str, names, n: int = 3) -> str:
-  """' (did you mean a, b?)' with the closest of `names` (difflib), or ''."""
-  close = difflib.get_close_matches(name, sorted(names), n=n, cutoff=0.6)
-  return f' (did you mean {", ".join(close)}?)' if close else ''
+  """' (did you mean a, b?)' with the closest of `names` (dotted paths), or ''.
+
+  Closest first among the fields of the same section, then by last name across sections
+  (so a name from before the sections, 'n', finds 'data.n'), then by the whole path.
+  """
+  names = sorted(names)
+  parent, _, leaf = name.rpartition('.')
+  siblings = [p.rpartition('.')[2] for p in names if p.rpartition('.')[0] == parent]
+  close = [f'{parent}.{m}' if parent else m
+           for m in difflib.get_close_matches(leaf, siblings, n=n, cutoff=0.6)]
+  by_leaf: Dict[str, list] = {}
+  for path in names:
+    by_leaf.setdefault(path.rpartition('.')[2], []).append(path)
+  for match in difflib.get_close_matches(leaf, sorted(by_leaf), n=n,
+                                         cutoff=0.75 if close else 0.6):
+    close += [p for p in by_leaf[match] if p not in close]
+  close = close or difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+  return f' (did you mean {", ".join(close[:n])}?)' if close else ''
 
 
 FLOAT32_MAX = 3.4028234663852886e38
@@ -293,14 +375,14 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 def check_float32_range(fields: Dict[str, Any]) -> None:
   """A float field beyond float32's range in a float32 run would be inf on the device."""
-  if fields.get('dtype', 'float32') != 'float32':
+  if fields.get('run.dtype') != 'float32':
     return
   for name, value in fields.items():
-    if (isinstance(value, float) and name in SCHEMA and float in _kinds(SCHEMA[name])
+    if (isinstance(value, float) and name in FIELDS and float in _kinds(FIELDS[name])
         and abs(value) > FLOAT32_MAX):
       raise ConfigError(f'config.{name}: invalid value {value!r} (inf in float32); accepted: '
-                        f'finite {SCHEMA[name].accepted()}, <= {FLOAT32_MAX:.4g} with dtype '
-                        "'float32' (or dtype 'float64')")
+                        f'finite {FIELDS[name].accepted()}, <= {FLOAT32_MAX:.4g} with run.dtype '
+                        "'float32' (or run.dtype 'float64')")
 
 
 def _kinds(spec: Spec) -> tuple:
@@ -308,13 +390,13 @@ def _kinds(spec: Spec) -> tuple:
 
 
 # Fields holding a path; `resolve_paths` makes them absolute against the working directory.
-PATH_FIELDS = ('model_checkpoint', 'data_dir')
+PATH_FIELDS = ('victim.checkpoint', 'data.dir')
 
 
 def resolve_paths(config: Any) -> None:
   """Makes every path field of `config` (in place) absolute, once, against the cwd (and
   expands '~'), so that later code never depends on the working directory."""
-  for name in PATH_FIELDS:
-    value = config.get(name) if hasattr(config, 'get') else None
+  for path in PATH_FIELDS:
+    value = get_path(config, path)
     if isinstance(value, str) and value:
-      config[name] = os.path.abspath(os.path.expanduser(value))
+      set_path(config, path, os.path.abspath(os.path.expanduser(value)))

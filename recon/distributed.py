@@ -1,13 +1,13 @@
 """Beyond one host: `jax.distributed.initialize`, once, before any JAX computation.
 
 A run spans several processes (hosts, or several processes on one host) when either
-  * the config sets `distributed = True` (then `jax.distributed.initialize()` auto-detects
+  * the config sets `run.distributed = True` (then `jax.distributed.initialize()` auto-detects
     the cluster: SLURM, Open MPI, Cloud TPU pods, GKE, ... or reads the variables below), or
   * the environment sets JAX_COORDINATOR_ADDRESS (host:port of process 0) together with
     JAX_NUM_PROCESSES and JAX_PROCESS_ID (this process's index); optional
     JAX_LOCAL_DEVICE_IDS (comma-separated, read by JAX itself).
-`recon.main` calls `initialize(config)` right after parsing, before any array exists.
-Afterwards `jax.devices()` lists every process's devices: `feature_shards` may be up to
+`recon.main` calls `initialize(config.run.distributed)` right after parsing, before any array exists.
+Afterwards `jax.devices()` lists every process's devices: `victim.feature_shards` may be up to
 `jax.device_count()` (the feature axis of the memory-lean loss is sharded over the global
 devices, `recon.objectives.projection_streamed.feature_mesh`) and a sweep's grid axis is
 sharded over all of them. Every process runs the same program on the same inputs (the
@@ -29,12 +29,12 @@ ENV_ID = 'JAX_PROCESS_ID'
 _state = {'initialized': False}
 
 
-def requested(config: Any = None, environ: Optional[Dict[str, str]] = None) -> Optional[dict]:
+def requested(flag: bool = False, environ: Optional[Dict[str, str]] = None) -> Optional[dict]:
   """The keyword arguments of jax.distributed.initialize this run asks for (None: a
-  single-process run). Raises ValueError on an incomplete environment."""
+  single-process run); `flag` is the config's run.distributed. Raises ValueError on an
+  incomplete environment."""
   environ = os.environ if environ is None else environ
   address = environ.get(ENV_ADDRESS)
-  flag = bool(config.get('distributed', False)) if config is not None else False
   if not address and not flag:
     return None
   kwargs: Dict[str, Any] = {}
@@ -43,7 +43,7 @@ def requested(config: Any = None, environ: Optional[Dict[str, str]] = None) -> O
     if missing and not flag:
       raise ValueError(f'{ENV_ADDRESS}={address} is set but {", ".join(missing)} is not; '
                        f'accepted: all three of {ENV_ADDRESS}, {ENV_NUM}, {ENV_ID}, or '
-                       'config.distributed=True on a cluster JAX detects')
+                       'config.run.distributed=True on a cluster JAX detects')
     kwargs['coordinator_address'] = address
     if not missing:
       try:
@@ -58,10 +58,10 @@ def requested(config: Any = None, environ: Optional[Dict[str, str]] = None) -> O
   return kwargs
 
 
-def initialize(config: Any = None) -> bool:
-  """Calls jax.distributed.initialize once when the config or environment asks for it;
-  True when this process is part of a multi-process run."""
-  kwargs = requested(config)
+def initialize(flag: bool = False) -> bool:
+  """Calls jax.distributed.initialize once when `flag` (run.distributed) or the
+  environment asks for it; True when this process is part of a multi-process run."""
+  kwargs = requested(flag)
   if kwargs is None:
     return False
   if not _state['initialized']:

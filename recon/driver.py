@@ -35,18 +35,18 @@ def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
   """
   return lambda s, prob, stop: optimize.run_chunk(
       s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
-      tol=cfg.tol, max_steps=cfg.max_steps)
+      tol=cfg.attack.tol, max_steps=cfg.attack.max_steps)
 
 
 def make_optimizer(cfg: ml_collections.ConfigDict, lr=None, momentum=None):
   """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
   `lr`/`momentum` override the config's (a sweep passes traced per-point values)."""
   return optimize.make_optimizer(
-      cfg.optimizer, cfg.lr if lr is None else lr, cfg.momentum if momentum is None else momentum,
-      schedule=cfg.get('lr_schedule', 'constant'),
-      decay_steps=cfg.get('lr_decay_steps') or cfg.max_steps,
-      final_ratio=cfg.get('lr_final_ratio', 0.05), memory_size=cfg.get('lbfgs_memory', 10),
-      linesearch_steps=cfg.get('lbfgs_linesearch_steps', 20))
+      cfg.attack.optimizer, cfg.attack.lr if lr is None else lr, cfg.attack.momentum if momentum is None else momentum,
+      schedule=cfg.attack.schedule,
+      decay_steps=cfg.attack.decay_steps or cfg.attack.max_steps,
+      final_ratio=cfg.attack.final_ratio, memory_size=cfg.attack.lbfgs_memory,
+      linesearch_steps=cfg.attack.lbfgs_linesearch_steps)
 
 
 class Outcome(NamedTuple):
@@ -73,44 +73,43 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
   current = {'problem': problem}
   chunk_jit = jax.jit(chunk_fn(cfg, loss_fn, optimizer, constraint))
   chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)  # noqa: E731
-  ckpt_defaults = checkpoint.DEFAULTS
   checkpointer = checkpoint.RunCheckpointer(
       workdir, cfg.to_dict(), keys=keys,
-      every_seconds=cfg.get('checkpoint_every_seconds', ckpt_defaults['checkpoint_every_seconds']),
-      every_steps=cfg.get('checkpoint_every_steps', ckpt_defaults['checkpoint_every_steps']),
-      keep=cfg.get('checkpoint_keep', ckpt_defaults['checkpoint_keep']))
+      every_seconds=cfg.run.checkpoint_every_seconds,
+      every_steps=cfg.run.checkpoint_every_steps,
+      keep=cfg.run.checkpoint_keep)
   if resume is None:
-    resume = bool(cfg.get('resume', False)) and bool(checkpoint.saved_steps(workdir))
+    resume = bool(cfg.run.resume) and bool(checkpoint.saved_steps(workdir))
   if resume and refiner is not None:
-    raise ExperimentError('resume: a run with sample splitting changes its problem between '
+    raise ExperimentError('run.resume: a run with sample splitting changes its problem between '
                           'chunks and cannot be resumed; accepted: split \'none\'')
   reseeder = None
-  if cfg.get('reseed_every', 0):
+  if cfg.attack.reseed.every:
     if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
-      raise ExperimentError('reseed_every: re-seeding needs the optimised variables to be one '
+      raise ExperimentError('attack.reseed.every: re-seeding needs the optimised variables to be one '
                             '(n_candidates, k) array; accepted here: 0')
     reseeder = refine.Reseeder(
-        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x5EED), loss_fn, problem,
-        constraint, optimizer, every=cfg.reseed_every,
-        threshold=cfg.get('reseed_threshold', 0.95),
-        n_proposals=cfg.get('reseed_proposals', 64))
+        jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x5EED), loss_fn, problem,
+        constraint, optimizer, every=cfg.attack.reseed.every,
+        threshold=cfg.attack.reseed.threshold,
+        n_proposals=cfg.attack.reseed.proposals)
   escalator = None
-  if (cfg.get('escalate', 'off') == 'auto' and refiner is None
+  if (cfg.attack.escalate.mode == 'auto' and refiner is None
       and len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
     # 'auto': one candidate set, no sample splitting (restarts and splitting are their own
     # escalations).
     escalator = escalate.Escalator(
-        jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0xE5C), loss_fn, problem,
-        constraint, optimizer, tol=cfg.tol, every=cfg.get('escalate_every', 500),
-        window=cfg.get('escalate_window', 3000),
-        trial_steps=cfg.get('escalate_trial_steps', 500),
-        restart_after=cfg.get('escalate_restart_after', 0),
-        restart_steps=cfg.get('escalate_restart_steps', 3000), max_steps=cfg.max_steps,
-        accept_ratio=cfg.get('escalate_accept_ratio', 0.5))
+        jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0xE5C), loss_fn, problem,
+        constraint, optimizer, tol=cfg.attack.tol, every=cfg.attack.escalate.every,
+        window=cfg.attack.escalate.window,
+        trial_steps=cfg.attack.escalate.trial_steps,
+        restart_after=cfg.attack.escalate.restart_after,
+        restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
+        accept_ratio=cfg.attack.escalate.accept_ratio)
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
-    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.max_steps
+    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.attack.max_steps
     if grew:
       state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
     if reseeder is not None:
@@ -142,11 +141,11 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
     logging.info('step %7d  loss %.3e%s  (%.0fs)', int(s.step), float(s.loss), err,
                  time.time() - t0)
 
-  progress = optimize.ProgressLogger(log_progress, cfg.log_every_seconds)
+  progress = optimize.ProgressLogger(log_progress, cfg.run.log_every_seconds)
 
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
-    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps
+    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.attack.max_steps
     aux = {}
     if reseeder is not None:
       aux['reseed'] = reseeder.state_dict()
@@ -154,7 +153,7 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
       aux['escalate'] = escalator.state_dict()
     checkpointer(s, history, stopped, aux=aux or None)
     progress(s)
-    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.max_steps:
+    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.attack.max_steps:
       return None
     out = refiner(s.x, current['problem'], int(s.step), history)
     if out is None:
@@ -172,7 +171,7 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
     wrapped = chunk
     chunk = lambda s, stop: escalator(wrapped(s, stop))  # noqa: E731
 
-  state = optimize.drive(state, chunk, max_steps=cfg.max_steps, chunk_steps=cfg.chunk_steps,
+  state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps, chunk_steps=cfg.run.chunk_steps,
                          on_chunk=on_chunk)
   checkpointer.close()
   progress(state, force=True)

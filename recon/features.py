@@ -138,7 +138,7 @@ def get_activation(name: str) -> Callable[[Array], Array]:
   """Returns the elementwise activation called `name`."""
   if name not in ACTIVATIONS:
     raise UnknownNameError(
-        f'activation: unknown name {name!r}; accepted: {", ".join(sorted(ACTIVATIONS))}')
+        f'victim.activation: unknown name {name!r}; accepted: {", ".join(sorted(ACTIVATIONS))}')
   return ACTIVATIONS[name]
 
 
@@ -272,7 +272,7 @@ def _box_muller_blocks(key: Array, rows: Array, d: int, dtype) -> tuple[Array, A
 
 def check_weight_rng(rng: str) -> str:
   if rng not in WEIGHT_RNGS:
-    raise ValueError(f'weight_rng: unknown generator {rng!r}; accepted: {", ".join(WEIGHT_RNGS)}')
+    raise ValueError(f'victim.weight_rng: unknown generator {rng!r}; accepted: {", ".join(WEIGHT_RNGS)}')
   return rng
 
 

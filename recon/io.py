@@ -94,3 +94,14 @@ def write_npz_compressed(path: str, **arrays: np.ndarray) -> None:
 
 def write_bytes(path: str, data: bytes) -> None:
   _atomic_write(path, lambda f: f.write(data))
+
+
+def flatten(config: Any, prefix: str = '') -> dict:
+  """{dotted path: value} of a nested ConfigDict or dict (sections are walked, not values)."""
+  out = {}
+  for name, value in config.items():
+    if hasattr(value, 'items'):
+      out.update(flatten(value, f'{prefix}{name}.'))
+    else:
+      out[prefix + name] = value
+  return out

@@ -1,4 +1,4 @@
-"""Command line: python -m recon.main --config=configs/X.py [--workdir=DIR] [--config.f=v].
+"""Command line: python -m recon.main --config=configs/X.py [--workdir=DIR] [--config.a.b=v].
 
 A thin absl app: parse, validate, hand over to the sweep or the pipeline registry
 (`recon.pipelines.run`) through `execute`. Every
@@ -13,13 +13,12 @@ failure is one line on stderr ('error: ...'), and the exit status says which
   130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
   1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
 
-Paths (--config=, --workdir=, model_checkpoint, data_dir) may be relative: they are
+Paths (--config=, --workdir=, victim.checkpoint, data.dir) may be relative: they are
 resolved once against the working directory. A config file in a `configs/` folder
-loads from any working directory (its `from configs import common` finds that folder).
+loads from any working directory (its `from configs import base` finds that folder).
 """
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import os
 import re
@@ -35,7 +34,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, distributed, errors, host
+from recon import compile_cache, distributed, errors, host, io
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -59,7 +58,7 @@ def _fail(message: str) -> None:
 
 def main(argv):
   if len(argv) > 1:
-    _fail(f'unexpected arguments {argv[1:]}; use --config.FIELD=VALUE')
+    _fail(f'unexpected arguments {argv[1:]}; use --config.SECTION.FIELD=VALUE')
   config = _CONFIG.value
   if config is None:
     _fail('--config: missing; accepted: a path to a config file such as configs/rf_synthetic.py')
@@ -68,15 +67,24 @@ def main(argv):
   except ValueError as e:
     _fail(str(e))
   try:  # several processes / hosts: before any JAX computation (recon/distributed.py)
-    multi = distributed.initialize(config)
+    multi = distributed.initialize(_distributed_flag(config))
   except ValueError as e:
     _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
   workdir = _WORKDIR.value
   if multi:  # process i > 0 writes WORKDIR.process<i>
     workdir = distributed.process_workdir(os.path.abspath(os.path.expanduser(
-        workdir or default_workdir(config.get('name', 'run')))))
+        workdir or default_workdir(config.name))))
   sys.exit(execute(config, workdir))
+
+
+def _distributed_flag(config: Any) -> bool:
+  """config.run.distributed, read before validation (an invalid config is refused later,
+  by `execute`, in one line: until then it runs as one process)."""
+  try:
+    return config.run.distributed is True
+  except (AttributeError, KeyError):
+    return False
 
 
 def check_workdir(workdir: str) -> None:
@@ -132,7 +140,6 @@ def settle_workdir(workdir: str, existed: bool, before: Dict[str, Any], reason: 
     return 'removed'
   if after == before or reason is None:
     return 'untouched'
-  from recon import io  # pylint: disable=import-outside-toplevel
   summary = {'status': 'failed', 'reason': reason,
              'config': config.to_dict() if hasattr(config, 'to_dict') else config,
              'failed_at': time.strftime('%Y-%m-%dT%H:%M:%S')}
@@ -147,7 +154,7 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   status = m.get('status')
   stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
              'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
-  line = f'optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
+  line = f'attack.optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
   rung = m.get('polish') or {}
   if rung.get('kept'):
     line += (f'; precision rung: float64 loss {rung["loss_after"]:.1e}, '
@@ -182,12 +189,13 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
       config_lib.resolve_paths(config)
     workdir = os.path.abspath(os.path.expanduser(
-        workdir or default_workdir(config.get('name', 'run'))))
+        workdir or default_workdir(config.name)))
     check_workdir(workdir)
-    if not config.get('sweep'):
+    swept = bool(config_lib.sweep_axes(config.get('sweep')))
+    if not swept:
       memory.check(config)
     from recon import precision  # pylint: disable=import-outside-toplevel
-    precision.apply_matmul_precision(config.get('matmul_precision'))  # sweeps too
+    precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
   except errors.ReconError as e:
     _say(str(e))
     return e.exit_code
@@ -195,7 +203,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   before = _files_under(workdir)
   previous = _install_sigint(checkpoint.on_sigint)
   try:
-    if config.get('sweep'):
+    if swept:
       sweep.run(config, workdir)
       return errors.EXIT_OK
     summary = pipelines.run(config, workdir)
@@ -215,9 +223,8 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     first = (str(e).strip().splitlines() or [''])[0][:300]
     reason = f'{type(e).__name__}: {first}'
     if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
-      reason = f'out of memory ({reason}); accepted: a smaller n_candidates / p / n'
+      reason = f'out of memory ({reason}); accepted: a smaller attack.n_candidates / victim.p / data.n'
     state = settle_workdir(workdir, existed, before, reason, config)
-    from recon import io  # pylint: disable=import-outside-toplevel
     if state == 'marked':
       where = os.path.join(workdir, 'traceback.txt')
     else:  # a workdir the run did not write to stays as it was
@@ -284,14 +291,14 @@ def config_import_root(path: str) -> Optional[str]:
 
 def add_config_import_root(path: Optional[str]) -> None:
   """Puts the config file's import root first on sys.path, so that shipped configs (which
-  `from configs import common`) load from any working directory."""
+  `from configs import base`) load from any working directory."""
   root = config_import_root(path) if path else None
   if root is not None and root not in sys.path:
     sys.path.insert(0, root)
 
 
 def _config_overrides(argv):
-  """(field, value) of every --config.FIELD=VALUE argument."""
+  """(dotted path, value) of every --config.PATH=VALUE argument."""
   out = []
   for arg in argv:
     m = re.match(r'--config\.([^=]+)=(.*)$', arg)
@@ -301,7 +308,7 @@ def _config_overrides(argv):
 
 
 def config_file_fields(path: Optional[str]) -> Optional[list]:
-  """The field names the config file defines (None when it cannot be loaded)."""
+  """The dotted field paths the config file defines (None when it cannot be loaded)."""
   if not path:
     return None
   file, _, arg = path.partition(':')
@@ -311,49 +318,32 @@ def config_file_fields(path: Optional[str]) -> Optional[list]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     config = module.get_config(arg) if arg else module.get_config()
-    return sorted(config.keys())
+    return sorted(io.flatten(config))
   except Exception:  # pylint: disable=broad-except
     return None
-
-
-def _near(field: str, names) -> str:
-  close = difflib.get_close_matches(field.split('.')[0], list(names), n=3, cutoff=0.5)
-  return f'did you mean {", ".join(close)}?' if close else ''
 
 
 def _parse_flags(argv):
   """absl flag parsing whose errors are one line on stderr and exit status 2.
 
-  An override of an unknown field names the closest fields of THIS config file; one with
-  a value of the wrong type is reported like a validator error (field, value, accepted).
+  An override of an unknown field names the closest paths of THIS config file (or of
+  configs/base.py's fields when the file cannot be loaded); one with a value of the wrong
+  type is reported like a validator error (path, value, accepted).
   """
   try:
     return flags.FLAGS(argv)
   except Exception as e:  # pylint: disable=broad-except
     message = str(e).splitlines()[0] if str(e) else type(e).__name__
-    full = str(e)
     own = config_file_fields(_config_path(argv))
+    known = own if own is not None else list(config_lib.FIELDS)
     for field, value in _config_overrides(argv):
-      spec = config_lib.SCHEMA.get(field)
-      if spec is None and own is not None and field not in own:
-        hint = _near(field, own)
-        _fail(f'config.{field}: unknown field' + (f' ({hint})' if hint else '') +
-              '; accepted: a field this config defines')
-      if spec is None and own is None:
-        hint = _near(field, config_lib.SCHEMA)
-        _fail(f'config.{field}: unknown field' + (f' ({hint})' if hint else ''))
+      if field not in known:
+        near = [k for k in known if k.startswith('sweep.') == field.startswith('sweep.')]
+        _fail(f'config.{field}: unknown field{config_lib.near_names(field, near)}; '
+              'accepted: a field configs/base.py defines')
+      spec = config_lib.FIELDS.get(field)
       if spec is not None and f'--config.{field}=' in message:
         _fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
-    for field, _ in _config_overrides(argv):
-      # ml_collections reports a field the file does not define as a KeyError whose text is
-      # a quoted repr ("'n_classes'\nDid you mean ..."), so look for the bare name.
-      if (own is not None and field not in own) or (
-          own is None and re.search(r"(?<![\w.])" + re.escape(field) + r"(?!\w)", full)):
-        hint = re.search(r'Did you mean "([^"]+)"', full)
-        near = f'did you mean {hint.group(1)}?' if hint else _near(field, own or [])
-        _fail(f'config.{field}: not a field of this config file; accepted: the fields it '
-              'defines' + (f' ({near})' if near else
-                           ' (add the field to the config file to override it)'))
     _fail(message)
 
 

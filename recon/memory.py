@@ -21,14 +21,14 @@ from recon.errors import ExperimentError
 
 
 def _itemsize(config: Any) -> int:
-  return 8 if config.get('dtype', 'float32') == 'float64' else 4
+  return 8 if config.run.dtype == 'float64' else 4
 
 
 def n_candidates(config: Any) -> int:
-  m = config.get('n_candidates')
+  m = config.attack.n_candidates
   if m is None:
-    m = 2 * config.n if config.get('model') == 'homogeneous_mlp' else config.n
-  return int(m) * int(config.get('n_restarts', 1) or 1)
+    m = 2 * config.data.n if config.victim.name == 'homogeneous_mlp' else config.data.n
+  return int(m) * int(config.attack.restarts or 1)
 
 
 def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int) -> int:
@@ -43,28 +43,28 @@ def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: i
 
 def estimate_bytes(config: Any) -> int:
   """Rough peak bytes of the dominant arrays of one run of `config` (see the module doc)."""
-  n, d, m = int(config.n), int(config.d), n_candidates(config)
+  n, d, m = int(config.data.n), int(config.data.d), n_candidates(config)
   itemsize = _itemsize(config)
-  model = config.get('model')
+  model = config.victim.name
   if model == 'random_features':
-    p = int(config.p)
+    p = int(config.victim.p)
     if _lean(config, itemsize):
-      p = min(p, int(config.get('feature_chunk', 4096)))
+      p = min(p, int(config.victim.feature_chunk))
     return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
-  width = int(config.get('width', 0) or 0)
-  depth = int(config.get('depth', 1) or 1)
+  width = int(config.victim.width or 0)
+  depth = int(config.victim.depth or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
               + 2 * width * width * depth)
   return int(per_item * itemsize)
 
 
 def _lean(config: Any, itemsize: int) -> bool:
-  mode = config.get('feature_mode', 'auto')
-  if mode == 'lean' or config.get('feature_shards', 1) > 1:
+  mode = config.victim.feature_mode
+  if mode == 'lean' or config.victim.feature_shards > 1:
     return True
   if mode == 'dense':
     return False
-  return config.p * config.d * itemsize / 2 ** 20 > config.get('feature_memory_budget_mb', 1024.0)
+  return config.victim.p * config.data.d * itemsize / 2 ** 20 > config.victim.feature_memory_budget_mb
 
 
 def available_bytes(device: Any = None) -> Tuple[Optional[int], str]:
@@ -104,8 +104,8 @@ def check(config: Any, available: Optional[int] = None, where: str = '') -> int:
   if available is not None and need > available:
     raise ExperimentError(
         f'memory: this run needs about {need / 2 ** 30:.3g} GB (n_candidates '
-        f'{n_candidates(config)}, n {config.n}, d {config.d}'
-        + (f', p {config.p}' if config.get('model') == 'random_features' else '')
+        f'{n_candidates(config)}, n {config.data.n}, d {config.data.d}'
+        + (f', p {config.victim.p}' if config.victim.name == 'random_features' else '')
         + f') but the device has {available / 2 ** 30:.3g} GB ({where or "available"}); '
         'accepted: a smaller n_candidates / p / n, or a larger device')
   return need

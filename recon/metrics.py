@@ -217,7 +217,7 @@ def ssim_pairs(a: np.ndarray, b: np.ndarray, image_shape,
   import dm_pix  # pylint: disable=import-outside-toplevel  (JAX; only image runs need it)
   size = ssim_filter_size(image_shape) if filter_size is None else int(filter_size)
   if size > min(image_shape[0], image_shape[1]):
-    raise ValueError(f'ssim_filter_size: {size} exceeds the image side '
+    raise ValueError(f'run.ssim_filter_size: {size} exceeds the image side '
                      f'{min(image_shape[0], image_shape[1])}')
   ia = minmax_images(a, image_shape).astype(np.float32)
   ib = minmax_images(b, image_shape).astype(np.float32)

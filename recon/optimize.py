@@ -62,15 +62,15 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
                           max_linesearch_steps=linesearch_steps, initial_guess_strategy='one'))
     return LineSearchTransformation(opt.init, opt.update)
   if schedule not in SCHEDULES:
-    raise ValueError(f'lr_schedule: unknown name {schedule!r}; accepted: {", ".join(SCHEDULES)}')
+    raise ValueError(f'attack.schedule: unknown name {schedule!r}; accepted: {", ".join(SCHEDULES)}')
   if name not in ('sgd', 'adam'):
-    raise ValueError(f'optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
+    raise ValueError(f'attack.optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
   base = optax.sgd if name == 'sgd' else (
       lambda learning_rate, momentum: optax.adam(learning_rate, b1=momentum))
   if schedule == 'constant':
     return optax.inject_hyperparams(base)(learning_rate=lr, momentum=momentum)
   if not decay_steps:
-    raise ValueError('lr_decay_steps: required (>= 1) for the cosine schedule')
+    raise ValueError('attack.decay_steps: required (>= 1) for the cosine schedule')
   unit = optax.cosine_decay_schedule(1.0, decay_steps, alpha=final_ratio)
 
   def scheduled(learning_rate, momentum):

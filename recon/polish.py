@@ -42,7 +42,7 @@ attacker's view (feature map, theta) and blind signals:
 
 The polished set is kept only if its float64 loss is below that of the input set; the
 certificate is then evaluated on it with the float64 loss against
-max(polish_tol, 4 x `rounding_floor`): theta itself was summed in float32, so no set reaches a
+max(attack.polish.tol, 4 x `rounding_floor`): theta itself was summed in float32, so no set reaches a
 loss below (eps S)^2, S = sum_i |alpha_i| ||phi_i|| / ||theta|| (1e-14 for well-spread
 samples, 1e-12 .. 1e-11 for samples in a 4-dim subspace of R^64, where alpha cancels).
 Ground truth is never used.
@@ -62,7 +62,7 @@ from recon import certificate, symmetry
 
 Array = jax.Array
 MODES = ('auto', 'off')
-FLOOR_MARGIN = 4.0  # the polished set is judged against max(polish_tol, 4 x rounding floor)
+FLOOR_MARGIN = 4.0  # the polished set is judged against max(attack.polish.tol, 4 x rounding floor)
 
 
 class Features64:
@@ -302,8 +302,8 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       max_free_share: float = 0.25, sign_sweeps: int = 2,
                       restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """The certificate of x_hat; when it fails, the Jacobian test was computable and
-  counting holds (p >= m (d + 1)), `mode` 'auto' polishes (`polish`) and certifies the polished
-  set in float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
+  counting holds (p >= m (d + 1)), `mode` 'auto' polishes (`attack.polish.mode`) and certifies the polished
+  set in float64 against `attack.polish.tol` -- if at most max(1, max_free_share m) rows are free
   (`row_within` false): the rung is for a row or two float32 cannot resolve, not for a run
   that failed wholesale. Returns (x_hat, certificate, polish info)."""
   x_hat = np.asarray(x_hat)
@@ -313,7 +313,7 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                              duplicate_threshold=duplicate_threshold, restart_sets=restart_sets)
   ev = cert['evidence']
   if mode not in MODES:
-    raise ValueError(f'polish: unknown mode {mode!r}; accepted: {", ".join(MODES)}')
+    raise ValueError(f'attack.polish.mode: unknown mode {mode!r}; accepted: {", ".join(MODES)}')
   if (mode == 'off' or cert['candidates_certified'] or not ev['counting']
       or ev.get('jacobian') != 'computed' or 'row_within' not in ev):
     return x_hat, cert, {'applied': False}
@@ -364,19 +364,19 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
 
 def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, theta,
                         restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
-  """`certify_or_polish` with the run's config (tol, activation, recovered_threshold, the
-  polish_* fields; no `polish` field: off; n known unless `attacker_knows_n` is False);
-  candidates on the sphere of radius sqrt(d), the polish key derived from the seed."""
+  """`certify_or_polish` with the run's config (tol, activation, run.recovered_threshold, the
+  attack.polish fields; n known unless attack.knows_n is False); candidates on the sphere of
+  radius sqrt(d), the polish key derived from the seed."""
   return certify_or_polish(
-      final_loss=final_loss, tol=cfg.tol, x_hat=x_hat, p=int(cfg.p),
-      activation=cfg.get('activation'),
-      n_known=int(cfg.n) if cfg.get('attacker_knows_n', True) else None,
+      final_loss=final_loss, tol=cfg.attack.tol, x_hat=x_hat, p=int(cfg.victim.p),
+      activation=cfg.victim.activation,
+      n_known=int(cfg.data.n) if cfg.attack.knows_n else None,
       feature_fn=feature_fn, theta=theta,
-      duplicate_threshold=cfg.recovered_threshold, mode=cfg.get('polish', 'off'),
-      polish_tol=cfg.get('polish_tol', 1e-12),
-      key=jax.random.fold_in(jax.random.PRNGKey(cfg.get('seed', 0)), 0x9011),
-      radius=float(np.sqrt(cfg.d)), starts=cfg.get('polish_starts', 32),
-      row_steps=cfg.get('polish_row_steps', 1000), lr=cfg.get('lr', 0.05),
-      lm_iters=cfg.get('polish_lm_iters', 20),
-      max_free_share=cfg.get('polish_max_free_share', 0.25),
-      sign_sweeps=cfg.get('polish_sign_sweeps', 2), restart_sets=restart_sets)
+      duplicate_threshold=cfg.run.recovered_threshold, mode=cfg.attack.polish.mode,
+      polish_tol=cfg.attack.polish.tol,
+      key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x9011),
+      radius=float(np.sqrt(cfg.data.d)), starts=cfg.attack.polish.starts,
+      row_steps=cfg.attack.polish.row_steps, lr=cfg.attack.lr,
+      lm_iters=cfg.attack.polish.lm_iters,
+      max_free_share=cfg.attack.polish.max_free_share,
+      sign_sweeps=cfg.attack.polish.sign_sweeps, restart_sets=restart_sets)

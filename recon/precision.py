@@ -131,7 +131,7 @@ def check_victim(train_mse: float, y: Any, n: int, p: int, dtype: str = 'float32
 def check_matmul_precision(value: Optional[str]) -> str:
   value = DEFAULT_MATMUL_PRECISION if value is None else value
   if value not in MATMUL_PRECISIONS:
-    raise ValueError(f'matmul_precision: unknown value {value!r}; accepted: '
+    raise ValueError(f'run.matmul_precision: unknown value {value!r}; accepted: '
                      f'{", ".join(MATMUL_PRECISIONS)}')
   return value
 
@@ -140,7 +140,7 @@ def apply_matmul_precision(value: Optional[str]) -> str:
   """Sets jax_default_matmul_precision for every program compiled after this call.
 
   'default' clears it (the backend's own choice). Returns the applied name (recorded in
-  summary.json as config.matmul_precision and metrics.matmul_precision).
+  summary.json as config.run.matmul_precision and metrics.matmul_precision).
   """
   value = check_matmul_precision(value)
   jax.config.update('jax_default_matmul_precision', None if value == 'default' else value)

@@ -26,11 +26,11 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
                            certify_theta: Optional[Array] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: optimise `loss_fn(x, problem)` from x0, score, write.
 
-  `feature_fn(x) -> (rows, p)` (optional) gives `feature_residual`; `gram_fn(x) -> (m, m)`
+  `feature_fn(x) -> (rows, p)` (optional) gives `victim.feature_residual`; `gram_fn(x) -> (m, m)`
   (optional) gives `gram_condition` of the final candidates (warns when the solve loses
   precision). `decode(params)` (optional) maps the optimised variables (e.g. subspace
   coordinates, or a pytree with free coefficients) to input-space candidates for the
-  metrics; default identity. `cfg.reseed_every > 0` re-seeds collapsed candidates
+  metrics; default identity. `cfg.attack.reseed.every > 0` re-seeds collapsed candidates
   (`recon.refine`; the optimised variables must be one (m, k) array). Writes
   summary.json (config, metrics, threat model, loss history, data description),
   reconstruction.npz (true rows, matched candidates, all candidates), loss_curve.png
@@ -40,8 +40,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   chunks; the optimiser state is then reset (its `summary()` goes into the metrics).
 
   Checkpoints the state (and `keys`) to WORKDIR/checkpoints/ every
-  checkpoint_every_steps / checkpoint_every_seconds and when the run stops;
-  `resume` (default: config.resume and a checkpoint exists) restarts from the
+  run.checkpoint_every_steps / run.checkpoint_every_seconds and when the run stops;
+  `run.resume` (default: config.run.resume and a checkpoint exists) restarts from the
   latest one, history included. With `x_true=None` (no ground truth, e.g. a
   model checkpoint without its training set) only the blind metrics are
   reported (loss, steps, status), only the loss curve is drawn, and the summary

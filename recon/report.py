@@ -94,11 +94,11 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
 
 
 def check_ssim_filter(cfg: ml_collections.ConfigDict, meta: Dict[str, Any]) -> None:
-  """One-line refusal of an ssim_filter_size larger than the images (before compute)."""
+  """One-line refusal of a run.ssim_filter_size larger than the images (before compute)."""
   image_shape = meta.get('image_shape')
-  ssim_filter = cfg.get('ssim_filter_size', None)
+  ssim_filter = cfg.run.ssim_filter_size
   if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
-    raise ExperimentError(f'config.ssim_filter_size: invalid value {ssim_filter} for images of '
+    raise ExperimentError(f'config.run.ssim_filter_size: invalid value {ssim_filter} for images of '
                           f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
                           f'1..{min(image_shape[:2])}')
 
@@ -116,7 +116,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   state, problem, history = outcome.state, outcome.problem, outcome.history
   reseeder = outcome.reseeder
   image_shape = meta.get('image_shape')
-  ssim_filter = cfg.get('ssim_filter_size', None)
+  ssim_filter = cfg.run.ssim_filter_size
   decode = decode if decode is not None else (lambda params: params)
   has_truth = x_true is not None
   x_true_np = np.asarray(x_true) if has_truth else None
@@ -124,15 +124,15 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
 
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  sign_invariant = symmetry.sign_invariant(cfg.get('activation'))
+  sign_invariant = symmetry.sign_invariant(cfg.victim.activation)
   cert = polished = None
   if certify_theta is not None:
     # The certificate; when it fails, the precision rung may polish x_hat (recon/polish.py).
     x_hat, cert, polished = polish.certify_from_config(
         cfg, final_loss=final_loss, x_hat=x_hat, feature_fn=feature_fn, theta=certify_theta,
-        restart_sets=decode.sets_at_tol(cfg.tol) if hasattr(decode, 'sets_at_tol') else None)
+        restart_sets=decode.sets_at_tol(cfg.attack.tol) if hasattr(decode, 'sets_at_tol') else None)
   if has_truth:
-    result = score(x_true_np, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
+    result = score(x_true_np, x_hat, threshold=cfg.run.recovered_threshold, final_loss=final_loss,
                    steps=int(state.step), status=int(state.status),
                    phi_true=None if feature_fn is None else feature_fn(x_true),
                    phi_hat=None if feature_fn is None else feature_fn(
@@ -144,7 +144,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     if image_shape is not None:
       result.update(metrics.image_metrics(
           x_true_np, x_hat, image_shape,
-          threshold=cfg.get('ssim_threshold', metrics.SSIM_THRESHOLD), filter_size=ssim_filter,
+          threshold=cfg.run.ssim_threshold, filter_size=ssim_filter,
           sign_invariant=sign_invariant))
   else:
     result = {'projection_loss': final_loss, 'final_loss': final_loss,
@@ -153,7 +153,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   if gram_fn is not None:
     result['gram_condition'] = projection.check_condition(
         np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
-        cfg.get('jitter', projection.DEFAULT_JITTER))
+        cfg.attack.jitter)
   if cert is not None:
     result['certified'] = cert['certified']
     result['candidates_certified'] = cert['candidates_certified']
@@ -163,7 +163,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     if has_truth and 'row_pinned' in cert['evidence']:
       for name in ('pinned', 'within'):
         result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
-            x_true_np, x_hat, cert['evidence'][f'row_{name}'], cfg.recovered_threshold,
+            x_true_np, x_hat, cert['evidence'][f'row_{name}'], cfg.run.recovered_threshold,
             sign_invariant)
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   if outcome.escalator is not None:

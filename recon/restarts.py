@@ -22,33 +22,33 @@ from recon.errors import ExperimentError
 Array = jax.Array
 LossFn = Callable[[Array, Any], Array]
 
-# config.model values whose pipeline optimises one (m, d) candidate array and so can stack
+# config.victim.name values whose pipeline optimises one (m, d) candidate array and so can stack
 # K of them: the random-features model and the networks reconstructed from their head.
 RESTART_MODELS = ('random_features', 'two_layer', 'resnet', 'vit', 'random_features_gd')
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
-  """Refuses `n_restarts > 1` where the restarts would not be independent runs (before any
+  """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
   output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
   splitting, feature sharding, a subspace search or a pipeline outside `RESTART_MODELS`.
   Escalation (recon/escalate.py) is off with K > 1: the restarts are the escalation."""
-  k = cfg.get('n_restarts', 1)
+  k = cfg.attack.restarts
   if k == 1:
     return
   conflicts = []
-  if cfg.get('model') not in RESTART_MODELS or cfg.get('subspace', 'none') != 'none':
-    conflicts.append(f"model {cfg.get('model')!r}, subspace {cfg.get('subspace', 'none')!r}")
-  if cfg.get('optimizer') == 'lbfgs':
+  if cfg.victim.name not in RESTART_MODELS or cfg.attack.subspace != 'none':
+    conflicts.append(f"model {cfg.victim.name!r}, subspace {cfg.attack.subspace!r}")
+  if cfg.attack.optimizer == 'lbfgs':
     conflicts.append("optimizer 'lbfgs'")
-  if cfg.get('reseed_every', 0):
-    conflicts.append(f"reseed_every {cfg.get('reseed_every')}")
-  if cfg.get('split', 'none') != 'none':
-    conflicts.append(f"split {cfg.get('split')!r}")
-  if cfg.get('feature_shards', 1) > 1:
-    conflicts.append(f"feature_shards {cfg.get('feature_shards')}")
+  if cfg.attack.reseed.every:
+    conflicts.append(f"reseed_every {cfg.attack.reseed.every}")
+  if cfg.attack.split.mode != 'none':
+    conflicts.append(f"split {cfg.attack.split.mode!r}")
+  if cfg.victim.feature_shards > 1:
+    conflicts.append(f"feature_shards {cfg.victim.feature_shards}")
   if conflicts:
     raise ExperimentError(
-        f"n_restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: n_restarts "
+        f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: attack.restarts "
         f"1, or model in {', '.join(RESTART_MODELS)} (subspace 'none') with optimizer 'sgd' or "
         "'adam', reseed_every 0, split 'none' and feature_shards 1")
 
@@ -56,9 +56,9 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
 def with_restarts(cfg: ml_collections.ConfigDict, loss_fn: LossFn, problem: Any, key: Array,
                   init_fn: Callable[[Array], Array]) -> Tuple[LossFn, Array, Any]:
   """(loss_fn, x0, decode) of an attack: one candidate set init_fn(key) when
-  cfg.n_restarts == 1 (decode None), else `n_restarts` stacked ones (value min_k L(X_k),
+  cfg.attack.restarts == 1 (decode None), else `attack.restarts` stacked ones (value min_k L(X_k),
   decode the block of lowest blind loss, `BestRestart`)."""
-  n_restarts = cfg.get('n_restarts', 1)
+  n_restarts = cfg.attack.restarts
   if n_restarts == 1:
     return loss_fn, init_fn(key), None
   return (stacked_loss(loss_fn), init_restarts(key, n_restarts, init_fn),
@@ -69,7 +69,7 @@ def init_restarts(key: Array, n_restarts: int, init_fn: Callable[[Array], Array]
   """(K, m, d) starting points: block 0 is init_fn(key) (the single run's start), block k
   init_fn(fold_in(key, k))."""
   if n_restarts < 1:
-    raise ValueError(f'n_restarts: {n_restarts} is not >= 1')
+    raise ValueError(f'attack.restarts: {n_restarts} is not >= 1')
   blocks = [init_fn(key)] + [init_fn(jax.random.fold_in(key, k)) for k in range(1, n_restarts)]
   return jnp.stack(blocks)
 

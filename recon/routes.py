@@ -17,25 +17,24 @@ NETWORKS = 'networks'
 
 
 def uses_subspace_pipeline(cfg: ml_collections.ConfigDict) -> bool:
-  """True for a config with a `subspace` field and model two_layer, or any subspace / free alpha.
+  """True for attack.objective 'unified', or any subspace / free alpha.
 
-  A two_layer config without the `subspace` field (configs/two_layer.py) runs the
-  generic network pipeline (recon/pipelines/networks.py) instead.
+  configs/two_layer_subspace.py sets the objective; configs/two_layer.py (objective
+  'projection') runs the generic network pipeline (recon/pipelines/networks.py) instead.
   """
-  return ((cfg.model == 'two_layer' and cfg.get('subspace') is not None)
-          or cfg.get('subspace', 'none') != 'none'
-          or cfg.get('alpha_mode', 'closed_form') != 'closed_form')
+  return (cfg.attack.objective == 'unified' or cfg.attack.subspace != 'none'
+          or cfg.attack.alpha_mode != 'closed_form')
 
 
 def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
   """The name of the pipeline that runs `cfg` (a resolved config); one-line error if none."""
   if uses_subspace_pipeline(cfg):
     return SUBSPACE
-  if cfg.model == 'random_features':
+  if cfg.victim.name == 'random_features':
     return RANDOM_FEATURES
-  if cfg.model == 'homogeneous_mlp':
+  if cfg.victim.name == 'homogeneous_mlp':
     return KKT
-  if cfg.model in config_lib.NETWORK_MODELS:
+  if cfg.victim.name in config_lib.NETWORK_MODELS:
     return NETWORKS
-  raise ExperimentError(f'model: unknown name {cfg.model!r}; accepted: '
+  raise ExperimentError(f'victim.name: unknown name {cfg.victim.name!r}; accepted: '
                         f'{", ".join(config_lib.MODELS)}')

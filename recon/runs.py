@@ -41,21 +41,26 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   """Applies the workdir rules before compute; returns True when resuming.
 
   A workdir holding a run (summary.json, checkpoints or a saved model) is refused
-  unless resume=True (continue from its latest checkpoint; the config must agree
-  in every result-changing field) or overwrite=True (its outputs are replaced).
+  unless run.resume=True (continue from its latest checkpoint; the config must agree
+  in every result-changing field) or run.overwrite=True (its outputs are replaced).
   """
-  resume, overwrite = cfg.get('resume', False), cfg.get('overwrite', False)
+  resume, overwrite = cfg.run.resume, cfg.run.overwrite
   if resume and overwrite:
-    raise ExperimentError('resume, overwrite: both True; accepted: at most one of them')
+    raise ExperimentError('run.resume, run.overwrite: both True; accepted: at most one of them')
   held = [name for name in ('summary.json', 'checkpoints', 'model')
           if os.path.exists(os.path.join(workdir, name))]
   steps = checkpoint.saved_steps(workdir)
   if resume and steps:
     saved = checkpoint.read_config(workdir)
+    if saved and not isinstance(saved.get('attack'), dict):
+      raise ExperimentError(
+          f'run.resume: {workdir} was checkpointed by an older recon whose config had no sections '
+          '(data, victim, attack, run); it cannot be resumed; accepted: a fresh --workdir, or '
+          '--config.run.overwrite=True to replace it')
     diff = checkpoint.config_differences(saved, cfg.to_dict())
     if diff:
       raise ExperimentError(
-          f'resume: the config differs from the checkpointed run in {", ".join(diff)}; '
+          f'run.resume: the config differs from the checkpointed run in {", ".join(diff)}; '
           'restore those values, or choose another --workdir')
     logging.info('resuming %s from step %d', workdir, steps[-1])
     return True
@@ -64,10 +69,10 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   if held and not overwrite and not (resume and 'summary.json' not in held):
     what = ', '.join(held)
     kind, hint = (('a finished', '') if 'summary.json' in held else
-                  ('an unfinished', 'pass --config.resume=True to continue it, '))
+                  ('an unfinished', 'pass --config.run.resume=True to continue it, '))
     raise ExperimentError(
         f'workdir: {workdir} already holds {kind} run ({what}); {hint}choose another '
-        '--workdir or pass --config.overwrite=True to replace it')
+        '--workdir or pass --config.run.overwrite=True to replace it')
   if overwrite:
     for name in ('checkpoints', 'model'):
       shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
@@ -81,5 +86,5 @@ def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json')
   if os.path.exists(done) and not overwrite:
     raise ExperimentError(
         f'workdir: {workdir} already holds a finished run ({marker}); choose another '
-        '--workdir or pass --config.overwrite=True')
+        '--workdir or pass --config.run.overwrite=True')
   os.makedirs(workdir, exist_ok=True)

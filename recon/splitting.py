@@ -76,12 +76,12 @@ class SplitConfig(NamedTuple):
 def check_config(cfg: SplitConfig, activation: Optional[str] = None) -> None:
   """One-line errors for a bad split budget or an activation without curvature."""
   if cfg.mode not in MODES:
-    raise SplitError(f'split: unknown mode {cfg.mode!r}; accepted: {", ".join(MODES)}')
+    raise SplitError(f'attack.split.mode: unknown mode {cfg.mode!r}; accepted: {", ".join(MODES)}')
   if cfg.budget < 0:
-    raise SplitError(f'split_budget: invalid value {cfg.budget!r}; accepted: int >= 0')
+    raise SplitError(f'attack.split.budget: invalid value {cfg.budget!r}; accepted: int >= 0')
   if cfg.mode != 'none' and activation is not None and not features.has_second_derivative(
       activation):
-    raise SplitError(f'activation: {activation!r} has no second derivative (piecewise linear), '
+    raise SplitError(f'victim.activation: {activation!r} has no second derivative (piecewise linear), '
                      'which sample splitting needs; accepted: a smooth activation such as '
                      "'relu_smooth', 'cubic', 'relu_tanh'")
 

@@ -52,7 +52,7 @@ def choose_k(s: np.ndarray, noise_floor: float = DEFAULT_NOISE_FLOOR) -> int:
   floor = noise_floor * s[0]
   r = int(np.sum(s > floor))
   if r == 0:
-    raise SubspaceError('subspace: dW1 is zero (the first layer did not train); '
+    raise SubspaceError('attack.subspace: dW1 is zero (the first layer did not train); '
                         'accepted: a model whose first layer trains')
   nxt = np.maximum(np.append(s[1:], 0.0)[:r], floor)
   return int(np.argmax(s[:r] / nxt)) + 1
@@ -81,20 +81,20 @@ def estimate_subspace(delta_w1: Array, k: Optional[int] = None,
   chex.assert_rank(delta_w1, 2)
   d = delta_w1.shape[1]
   if k is not None and k > d:
-    raise SubspaceError(f'subspace_dim: {k} exceeds the input dimension d={d}; '
+    raise SubspaceError(f'attack.subspace_dim: {k} exceeds the input dimension d={d}; '
                         f'accepted: 1..{d} or None (automatic)')
   dw = np.asarray(delta_w1)
   if not np.all(np.isfinite(dw)):
-    raise SubspaceError('subspace: dW1 = W1_trained - W1_init is not finite (diverged '
+    raise SubspaceError('attack.subspace: dW1 = W1_trained - W1_init is not finite (diverged '
                         'training?); accepted: a finite weight change')
   _, s, vt = np.linalg.svd(dw.astype(np.float64), full_matrices=False)
   if not (np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
-    raise SubspaceError('subspace: the SVD of dW1 is not finite; accepted: a finite weight change')
+    raise SubspaceError('attack.subspace: the SVD of dW1 is not finite; accepted: a finite weight change')
   rank = effective_rank(s, dw.shape, dw.dtype, noise_floor)
   if k is None:
     k = choose_k(s, noise_floor)
   elif k > rank:
-    raise SubspaceError(f'subspace_dim: {k} exceeds rank(dW1)={rank} (singular values above '
+    raise SubspaceError(f'attack.subspace_dim: {k} exceeds rank(dW1)={rank} (singular values above '
                         f'{noise_floor:g} x the largest); accepted: 1..{rank} or None (automatic)')
   return {'basis': vt[:k].T.astype(dw.dtype), 'k': int(k), 'singular_values': s,
           'rank': rank}

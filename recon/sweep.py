@@ -1,8 +1,9 @@
 """Vectorised sweeps: a grid of random-features runs as one jit(vmap(...)) program.
 
-The grid is the product of the axes in `config.sweep` (tuples of values). Points
-that differ only in vectorised axes (`p` or `p_over_dn`, `seed`, `lr`, `momentum`)
-form one group and run as ONE compiled call, batched along a leading grid axis:
+The grid is the product of the axes in `config.sweep` (a tuple of values per swept
+field, by its section path: `sweep.victim.p`, `sweep.seed`, `sweep.attack.lr`; records
+name an axis by its last name). Points that differ only in vectorised axes
+(`victim.p` or `victim.p_over_dn`, `seed`, `attack.lr`, `attack.momentum`) form one group and run as ONE compiled call, batched along a leading grid axis:
 
   * width: every model is padded to the group's largest width P with a 0/1 feature
     mask m (phi(x) = sigma(V x) * m). Row i of V is drawn from fold_in(key, i), so
@@ -12,7 +13,7 @@ form one group and run as ONE compiled call, batched along a leading grid axis:
   * lr, momentum: hyperparameters of `optax.inject_hyperparams`, held in the
     optimiser state, so they batch like any other state.
 
-Static axes (`activation`, `n_candidates`, `dtype`, `n`, `d`, ...) change shapes or
+Static axes (`victim.activation`, `attack.n_candidates`, `run.dtype`, `data.n`, ...) change shapes or
 code: one compiled group per combination, run one after another. With several
 devices the grid axis is sharded over a 1-D mesh (`NamedSharding`, the grid padded
 to a multiple of the device count). Outputs: DIR/sweep.json (one record per grid
@@ -44,7 +45,6 @@ from recon import (data, driver, escalate, features, io, memory, metrics, optimi
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
-DEFAULT_MEMORY_BUDGET_GB = 8.0
 GRID_AXIS = 'grid'
 
 
@@ -64,41 +64,49 @@ class Group:
 
   @property
   def p_total(self) -> int:
-    return max(pt.cfg.p for pt in self.points)
+    return max(pt.cfg.victim.p for pt in self.points)
+
+
+def axis_name(path: str) -> str:
+  """The name of a sweep axis in records and sweep.json: its field's last name ('p', 'lr')."""
+  return path.rsplit('.', 1)[-1]
 
 
 def _width(cfg: ml_collections.ConfigDict, p_over_dn: float) -> int:
-  return max(1, int(round(p_over_dn * cfg.d * cfg.n)))
+  return max(1, int(round(p_over_dn * cfg.data.d * cfg.data.n)))
 
 
 def expand(config: ml_collections.ConfigDict) -> List[Group]:
   """The grid of `config.sweep` as groups of resolved single-run configs (validates all)."""
   config_lib.validate(config)
-  axes = {k: tuple(v) for k, v in config.sweep.items()}
+  axes = {path: tuple(v) for path, v in config_lib.sweep_axes(config.sweep).items()}
+  names = {path: axis_name(path) for path in axes}
   base = config.to_dict()
   base.pop('sweep')
-  static_names = [a for a in axes if a in config_lib.SWEEP_STATIC]
+  static_names = [names[a] for a in axes if a in config_lib.SWEEP_STATIC]
   groups: Dict[Tuple, Group] = {}
   for index, values in enumerate(itertools.product(*axes.values())):
-    coords = dict(zip(axes, values))
-    fields = dict(base)
-    fields.update({k: v for k, v in coords.items() if k != 'p_over_dn'})
-    cfg = ml_collections.ConfigDict(fields)
+    coords = {names[path]: v for path, v in zip(axes, values)}
+    cfg = ml_collections.ConfigDict(base)
+    for path, value in zip(axes, values):
+      if path != 'victim.p_over_dn':
+        config_lib.set_path(cfg, path, value)
     if 'p_over_dn' in coords:
-      cfg.p = _width(cfg, coords['p_over_dn'])
+      cfg.victim.p = _width(cfg, coords['p_over_dn'])
     cfg = victims.resolve(cfg)
     subspace_pipeline.check(cfg)
-    if (cfg.model != 'random_features' or cfg.get('subspace', 'none') not in ('none', 'known')
-        or cfg.get('alpha_mode', 'closed_form') != 'closed_form'):
+    if (cfg.victim.name != 'random_features' or cfg.attack.subspace not in ('none', 'known')
+        or cfg.attack.alpha_mode != 'closed_form'):
       raise config_lib.ConfigError(
-          f'config.model: sweeps run the random-features pipeline only (got model '
-          f'{cfg.model!r}, subspace {cfg.get("subspace", "none")!r}, alpha_mode '
-          f'{cfg.get("alpha_mode", "closed_form")!r}); accepted: model \'random_features\' '
+          f'config.victim.name: sweeps run the random-features pipeline only (got model '
+          f'{cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
+          f'{cfg.attack.alpha_mode!r}); accepted: model \'random_features\' '
           "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
-    for field, allowed in (('optimizer', ('sgd', 'adam')), ('feature_mode', ('auto', 'dense')),
-                           ('feature_shards', 1), ('reseed_every', 0), ('split', ('none',)),
-                           ('n_restarts', 1)):
-      value = cfg.get(field, allowed if not isinstance(allowed, tuple) else allowed[0])
+    for field, allowed in (('attack.optimizer', ('sgd', 'adam')),
+                           ('victim.feature_mode', ('auto', 'dense')),
+                           ('victim.feature_shards', 1), ('attack.reseed.every', 0),
+                           ('attack.split.mode', ('none',)), ('attack.restarts', 1)):
+      value = config_lib.get_path(cfg, field)
       ok = value in allowed if isinstance(allowed, tuple) else value == allowed
       if not ok:
         raise config_lib.ConfigError(
@@ -113,18 +121,18 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
 def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
                  n_devices: int) -> None:
   """One-line ConfigError if any padded group would exceed the memory budget."""
-  budget_gb = config.get('sweep_memory_budget_gb', DEFAULT_MEMORY_BUDGET_GB)
+  budget_gb = config.run.sweep_memory_budget_gb
   for g in groups:
     cfg = g.points[0].cfg
     batch = _padded_size(len(g.points), n_devices)
-    need = memory.point_bytes(n=cfg.n, d=cfg.d, m=cfg.n_candidates, p_total=g.p_total,
-                          batch=batch, itemsize=8 if cfg.dtype == 'float64' else 4)
+    need = memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates, p_total=g.p_total,
+                          batch=batch, itemsize=8 if cfg.run.dtype == 'float64' else 4)
     if need > budget_gb * 2 ** 30:
       raise config_lib.ConfigError(
-          f'config.sweep_memory_budget_gb: the padded sweep group {g.static or "(all)"} '
-          f'({batch} points x p={g.p_total}, n={cfg.n}, d={cfg.d}) needs about '
+          f'config.run.sweep_memory_budget_gb: the padded sweep group {g.static or "(all)"} '
+          f'({batch} points x p={g.p_total}, n={cfg.data.n}, d={cfg.data.d}) needs about '
           f'{need / 2 ** 30:.3g} GB > budget {budget_gb:g} GB; accepted: a smaller grid '
-          'or a larger config.sweep_memory_budget_gb')
+          'or a larger config.run.sweep_memory_budget_gb')
 
 
 def _padded_size(size: int, n_devices: int) -> int:
@@ -142,18 +150,18 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
   x = U z: phi(V U z) is a random-features model with weights V U, so the attack is the
   same loss with problem['v'] := V U (the fit used V on the true x).
   """
-  problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.activation,
-                                        mask=mask, rng=cfg.get('weight_rng', 'threefry'))
+  problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.victim.activation,
+                                        mask=mask, rng=cfg.victim.weight_rng)
   train_mse = problem.pop('train_mse')
-  dim = cfg.d
+  dim = cfg.data.d
   if basis is not None:
     problem['v_data'] = problem['v']
     problem['v'] = problem['v'] @ basis
     dim = basis.shape[1]
-  x0 = driver.init_candidates(keys['init'], cfg.n_candidates, dim, dtype)
+  x0 = driver.init_candidates(keys['init'], cfg.attack.n_candidates, dim, dtype)
   optimizer = driver.make_optimizer(cfg, lr, momentum)
   state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
-                              optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+                              optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
   return problem, state, train_mse
 
 
@@ -179,27 +187,27 @@ def prepare_group(group: Group, devices=None) -> Program:
   """Stacks the group's inputs on the grid axis (sharded over `devices`), fits every
   padded model and initialises every run in one jit(vmap(...)) call."""
   cfg = group.points[0].cfg  # static fields are shared by the group
-  dtype = runs.set_dtype(cfg.dtype)
+  dtype = runs.set_dtype(cfg.run.dtype)
   devices = list(devices if devices is not None else jax.devices())
   size = len(group.points)
   points = group.points + [group.points[-1]] * (_padded_size(size, len(devices)) - size)
   p_total = group.p_total
 
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
-  loaded = [data.load(pt.cfg, k['data'], dtype) for pt, k in zip(points, keys)]
-  known = cfg.get('subspace', 'none') == 'known'
+  loaded = [data.load(pt.cfg.data, k['data'], dtype) for pt, k in zip(points, keys)]
+  known = cfg.attack.subspace == 'known'
   inputs = (_stack(keys), jnp.stack([a for a, _, _ in loaded]),
             jnp.stack([b for _, b, _ in loaded]),
-            jnp.stack([features.feature_mask(pt.cfg.p, p_total, dtype) for pt in points]),
-            jnp.asarray([pt.cfg.lr for pt in points], dtype),
-            jnp.asarray([pt.cfg.momentum for pt in points], dtype),
+            jnp.stack([features.feature_mask(pt.cfg.victim.p, p_total, dtype) for pt in points]),
+            jnp.asarray([pt.cfg.attack.lr for pt in points], dtype),
+            jnp.asarray([pt.cfg.attack.momentum for pt in points], dtype),
             jnp.stack([jnp.asarray(m['basis'], dtype) for _, _, m in loaded]) if known else None)
   mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
   batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
   inputs = jax.device_put(inputs, batched)
 
   loss_fn = rf_pipeline.rf_loss_fn(cfg)
-  constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
+  constraint = optimize.sphere_constraint(float(np.sqrt(cfg.data.d)))
   # lr and momentum are read from the (batched) optimiser state; these are placeholders.
   optimizer = driver.make_optimizer(cfg)
   setup = jax.jit(jax.vmap(functools.partial(_setup_point, cfg=cfg, p_total=p_total,
@@ -208,17 +216,17 @@ def prepare_group(group: Group, devices=None) -> Program:
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
   problems, state, train_mse = setup(*inputs)
   escalator = None
-  if cfg.get('escalate', 'off') == 'auto':
+  if cfg.attack.escalate.mode == 'auto':
     # Per point: the single run's key, so a point escalates like the run it stands for.
     esc_keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(pt.cfg.seed), 0xE5C)
                           for pt in points])
     escalator = escalate.Escalator(
-        esc_keys, loss_fn, problems, constraint, optimizer, tol=cfg.tol,
-        every=cfg.get('escalate_every', 500), window=cfg.get('escalate_window', 3000),
-        trial_steps=cfg.get('escalate_trial_steps', 500),
-        restart_after=cfg.get('escalate_restart_after', 0),
-        restart_steps=cfg.get('escalate_restart_steps', 3000), max_steps=cfg.max_steps,
-        accept_ratio=cfg.get('escalate_accept_ratio', 0.5), batched=True)
+        esc_keys, loss_fn, problems, constraint, optimizer, tol=cfg.attack.tol,
+        every=cfg.attack.escalate.every, window=cfg.attack.escalate.window,
+        trial_steps=cfg.attack.escalate.trial_steps,
+        restart_after=cfg.attack.escalate.restart_after,
+        restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
+        accept_ratio=cfg.attack.escalate.accept_ratio, batched=True)
     escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
@@ -252,8 +260,8 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
   chunk = prog.chunk
   if prog.escalator is not None:
     chunk = lambda s, stop: prog.escalator(prog.chunk(s, stop))  # noqa: E731
-  state = optimize.drive(prog.state, chunk, max_steps=cfg.max_steps,
-                         chunk_steps=cfg.chunk_steps, on_chunk=progress)
+  state = optimize.drive(prog.state, chunk, max_steps=cfg.attack.max_steps,
+                         chunk_steps=cfg.run.chunk_steps, on_chunk=progress)
   progress(state, force=True)
   out = {'x_true': prog.x_true, 'x_hat': state.x,
          'v': prog.problems.get('v_data', prog.problems['v']), 'v_search': prog.problems['v'],
@@ -277,23 +285,24 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   its blind certificate (`recon.certificate`, as a single run's summary.json carries), and
   its input-space candidates (polished by the precision rung where it applied)."""
   cfg = pt.cfg
-  v = out['v'][i][:cfg.p]  # the unpadded model's V
-  v_search = out['v_search'][i][:cfg.p]  # V, or V U in a known subspace's coordinates
+  v = out['v'][i][:cfg.victim.p]  # the unpadded model's V
+  v_search = out['v_search'][i][:cfg.victim.p]  # V, or V U in a known subspace's coordinates
   x_true, z_hat = out['x_true'][i], out['x_hat'][i]
   final_loss = float(out['final_loss'][i])
   # The certificate; when it fails, the precision rung may polish the candidates.
   z_hat, cert, polished = polish.certify_from_config(
       cfg, final_loss=final_loss, x_hat=z_hat,
       feature_fn=lambda z: features.rf_features(jnp.asarray(v_search), z,
-                                                features.exact_forward(cfg.activation)),
-      theta=out['theta'][i][:cfg.p])
+                                                features.exact_forward(cfg.victim.activation)),
+      theta=out['theta'][i][:cfg.victim.p])
   x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
   result = report.score(
-      x_true, x_hat, threshold=cfg.recovered_threshold, final_loss=final_loss,
+      x_true, x_hat, threshold=cfg.run.recovered_threshold, final_loss=final_loss,
       steps=int(out['steps'][i]), status=int(out['status'][i]),
-      phi_true=features.rf_features(v, x_true, cfg.activation),
-      phi_hat=features.rf_features(v, x_hat, cfg.activation), theta=out['theta'][i][:cfg.p],
-      sign_invariant=symmetry.sign_invariant(cfg.activation))
+      phi_true=features.rf_features(v, x_true, cfg.victim.activation),
+      phi_hat=features.rf_features(v, x_hat, cfg.victim.activation),
+      theta=out['theta'][i][:cfg.victim.p],
+      sign_invariant=symmetry.sign_invariant(cfg.victim.activation))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
   result['certified'] = cert['certified']
   result['candidates_certified'] = cert['candidates_certified']
@@ -303,17 +312,17 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   if 'row_pinned' in cert['evidence']:
     for name in ('pinned', 'within'):
       result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
-          x_true, x_hat, cert['evidence'][f'row_{name}'], cfg.recovered_threshold,
-          symmetry.sign_invariant(cfg.activation))
+          x_true, x_hat, cert['evidence'][f'row_{name}'], cfg.run.recovered_threshold,
+          symmetry.sign_invariant(cfg.victim.activation))
   if 'escalations_tried' in out:
     result['escalations_tried'] = int(out['escalations_tried'][i])
     result['escalations_accepted'] = int(out['escalations_accepted'][i])
     result['escalation_restarts'] = int(out['escalation_restarts'][i])
     result['escalation_restarts_kept'] = int(out['escalation_restarts_kept'][i])
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
-  record.update({'seed': cfg.seed, 'activation': cfg.activation, 'lr': cfg.lr,
-                 'momentum': cfg.momentum, 'optimizer': cfg.optimizer, 'dtype': cfg.dtype,
-                 'subspace': cfg.get('subspace', 'none')})
+  record.update({'seed': cfg.seed, 'activation': cfg.victim.activation, 'lr': cfg.attack.lr,
+                 'momentum': cfg.attack.momentum, 'optimizer': cfg.attack.optimizer, 'dtype': cfg.run.dtype,
+                 'subspace': cfg.attack.subspace})
   record.update(result)
   return record, x_hat
 
@@ -340,7 +349,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   groups = expand(config)
   devices = list(devices if devices is not None else jax.devices())
   check_memory(config, groups, len(devices))
-  runs.prepare_workdir(workdir, config.get('overwrite', False), marker='sweep.json')
+  runs.prepare_workdir(workdir, config.run.overwrite, marker='sweep.json')
   n_points = sum(len(g.points) for g in groups)
   logging.info('sweep: %d points in %d compiled group(s) on %d %s device(s)', n_points,
                len(groups), len(devices), devices[0].platform)
@@ -349,7 +358,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   arrays = {}
   for gi, g in enumerate(groups):
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
-    out = run_group(g, devices=devices, log_every_seconds=config.get('log_every_seconds', 5.0),
+    out = run_group(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
                     label=label)
     for i, pt in enumerate(g.points):
       rec, x_hat = _record(pt, out, i)
@@ -366,7 +375,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   records.sort(key=lambda r: r['index'])
   result = {
       'config': config.to_dict(),
-      'axes': {k: list(v) for k, v in config.sweep.items()},
+      'axes': {axis_name(k): list(v) for k, v in config_lib.sweep_axes(config.sweep).items()},
       'records': records,
       'groups': group_info,
       'device': f'{len(devices)} x {devices[0].platform}',

@@ -27,47 +27,49 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
-import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
-from configs import rf_phase_transition  # noqa: E402
+from configs import base, rf_phase_transition  # noqa: E402
 from recon import compile_cache, data, driver, host, io, optimize, pipelines, runs, sweep  # noqa: E402
+from recon import config as config_lib  # noqa: E402
 from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 
 GRIDS = {
-    'seeds': {'p': (800,), 'seed': tuple(range(8))},
-    'widths': {'p': (100, 200, 400, 800), 'seed': (0, 1)},
+    'seeds': {'victim.p': (800,), 'seed': tuple(range(8))},
+    'widths': {'victim.p': (100, 200, 400, 800), 'seed': (0, 1)},
 }
 TINY_GRIDS = {  # --tiny: one K = 2 grid with padding (a smoke test, not a benchmark)
-    'widths': {'p': (40, 80), 'seed': (0,)},
+    'widths': {'victim.p': (40, 80), 'seed': (0,)},
 }
 
 
 def grid_config(axes, steps):
   c = rf_phase_transition.get_config()
-  c.activation = 'relu_tanh'
-  c.max_steps = steps
-  c.chunk_steps = steps
-  c.tol = 0.0  # no early stop: every point runs exactly `steps` steps
-  c.log_every_seconds = 1e9
-  c.overwrite = True
-  c.sweep = ml_collections.ConfigDict(axes)
+  c.victim.activation = 'relu_tanh'
+  c.attack.max_steps = steps
+  c.run.chunk_steps = steps
+  c.attack.tol = 0.0  # no early stop: every point runs exactly `steps` steps
+  c.run.log_every_seconds = 1e9
+  c.run.overwrite = True
+  c.sweep = base.sweep()
+  for path, values in axes.items():
+    config_lib.set_path(c.sweep, path, values)
   return c
 
 
 def single_program(cfg):
   """The single-run path of recon.pipelines, as a (state, chunk) pair."""
-  dtype = runs.set_dtype(cfg.dtype)
+  dtype = runs.set_dtype(cfg.run.dtype)
   keys = runs.split_keys(cfg.seed)
-  x, y, _ = data.load(cfg, keys['data'], dtype)
-  problem = jax.jit(functools.partial(rf_pipeline.make_rf_problem, p_total=cfg.p,
-                                      activation=cfg.activation))(keys, x, y)
+  x, y, _ = data.load(cfg.data, keys['data'], dtype)
+  problem = jax.jit(functools.partial(rf_pipeline.make_rf_problem, p_total=cfg.victim.p,
+                                      activation=cfg.victim.activation))(keys, x, y)
   problem.pop('train_mse')
   loss_fn = rf_pipeline.rf_loss_fn(cfg)
-  optimizer = optimize.make_optimizer(cfg.optimizer, cfg.lr, cfg.momentum)
-  constraint = optimize.sphere_constraint(float(np.sqrt(cfg.d)))
-  state = optimize.init_state(driver.init_candidates(keys['init'], cfg.n_candidates, cfg.d,
+  optimizer = optimize.make_optimizer(cfg.attack.optimizer, cfg.attack.lr, cfg.attack.momentum)
+  constraint = optimize.sphere_constraint(float(np.sqrt(cfg.data.d)))
+  state = optimize.init_state(driver.init_candidates(keys['init'], cfg.attack.n_candidates, cfg.data.d,
                                                          dtype), optimizer, loss_fn, problem,
                               constraint)
   chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
@@ -106,7 +108,7 @@ def bench(name, axes, steps, repeats, tmp):
     e2e_single += time.time() - t0
   row = {
       'grid': name, 'axes': {a: list(v) for a, v in axes.items()}, 'k': k, 'steps': steps,
-      'widths': [pt.cfg.p for pt in group.points], 'padded_width': group.p_total,
+      'widths': [pt.cfg.victim.p for pt in group.points], 'padded_width': group.p_total,
       'steady': {
           'batched_seconds': batched, 'single_seconds': singles,
           'single_mean_seconds': float(np.mean(singles)),

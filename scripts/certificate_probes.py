@@ -33,7 +33,6 @@ from typing import Any, Dict, List
 from absl import app, flags, logging
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from configs import rf_synthetic
@@ -57,11 +56,11 @@ FLAGS = flags.FLAGS
 def sweep_config(activation: str, n: int, d: int, p: int, m: int, seeds) -> Any:
   """The shipped random-features attack at one point, its seeds as one vectorised sweep."""
   c = rf_synthetic.get_config()
-  c.update(dict(n=n, d=d, p=p, activation=activation, max_steps=MAX_STEPS,
-                log_every_seconds=1e9, checkpoint_every_seconds=0.0))
-  with c.unlocked():
-    c.n_candidates = m
-    c.sweep = ml_collections.ConfigDict({'seed': tuple(seeds)})
+  c.update_from_flattened_dict({
+      'data.n': n, 'data.d': d, 'victim.p': p, 'victim.activation': activation,
+      'attack.max_steps': MAX_STEPS, 'attack.n_candidates': m,
+      'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0})
+  c.sweep.seed = tuple(seeds)
   return c
 
 

@@ -51,19 +51,19 @@ def layer_fits(apply_vec, params, theta, target, x, y) -> dict:
 def diagnose(dataset: str, n: int, seed: int, workroot: str, overrides: dict) -> dict:
   t0 = time.time()
   c = kkt_trained.make_config('haim', dataset, n, seed, overrides)
-  victim_dir = os.path.join(workroot, f'victim_{dataset}_n{n}_w{c.width}_s{seed}')
+  victim_dir = os.path.join(workroot, f'victim_{dataset}_n{n}_w{c.victim.width}_s{seed}')
   if not os.path.isdir(os.path.join(victim_dir, 'model')):
     raise SystemExit(f'{victim_dir}: no saved victim; run scripts.kkt_trained on seed {seed} '
                      'first')
   dtype = jnp.float32
   model = victims.load_model(victim_dir)
-  net, params0, params, _ = pk._loaded_victim(c, model, c.d, 1, dtype)  # pylint: disable=protected-access
+  net, params0, params, _ = pk._loaded_victim(c, model, c.data.d, 1, dtype)  # pylint: disable=protected-access
   keys = pk.runs.split_keys(c.seed)
   x, y, _ = pk.load_images(c, keys['data'], dtype)
   theta, apply_vec = kkt.flatten_model(net.apply, params)
   theta0 = kkt.flatten_model(net.apply, params0)[0]
-  row = {'dataset': dataset, 'n': n, 'width': c.width, 'seed': seed,
-         'train_steps': c.train_steps, 'train_lr': c.train_lr}
+  row = {'dataset': dataset, 'n': n, 'width': c.victim.width, 'seed': seed,
+         'train_steps': c.victim.train.max_steps, 'train_lr': c.victim.train.lr}
   for tname, target in (('theta', theta), ('delta', theta - theta0)):
     row[tname] = layer_fits(apply_vec, params, theta, target, x, y)
   row['wall_seconds'] = time.time() - t0

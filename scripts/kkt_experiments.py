@@ -30,6 +30,7 @@ from absl import logging  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from recon import compile_cache, data, host, io, metrics, reconstruct, runs, victims  # noqa: E402
+from recon import config as config_lib  # noqa: E402
 from recon.pipelines import kkt as ke  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
 
@@ -40,37 +41,37 @@ TINY = False  # --tiny: a smoke test (few training and attack steps, fewer varia
 def shrink(c):
   """--tiny: few victim-training and attack steps (the config otherwise unchanged)."""
   if TINY:
-    for field, most in (('train_steps', 100), ('train_stationary_steps', 100),
-                        ('max_steps', 20), ('chunk_steps', 10), ('split_every', 10)):
-      if field in c and c[field] is not None:
-        c[field] = min(c[field], most)
+    for path, most in (('victim.train.max_steps', 100), ('victim.train.stationary_steps', 100),
+                       ('attack.max_steps', 20), ('run.chunk_steps', 10),
+                       ('attack.split.every', 10)):
+      config_lib.set_path(c, path, min(config_lib.get_path(c, path), most))
   return c
 
 
-def base_config(**kw):
+def base_config(overrides):
+  """configs/kkt_synthetic.py with `overrides` ({field path: value}), resolved."""
   c = kkt_synthetic.get_config()
-  c.overwrite = True
-  c.log_every_seconds = 1e9
-  for k, v in kw.items():
-    setattr(c, k, v)
+  c.run.overwrite = True
+  c.run.log_every_seconds = 1e9
+  c.update_from_flattened_dict(overrides)
   return victims.resolve(shrink(c))
 
 
 def synthetic(cfg, kind):
   keys = runs.split_keys(cfg.seed)
   k_x, k_y = jax.random.split(keys['data'])
-  x = data.sphere_rows(k_x, cfg.n, cfg.d, jnp.float64)
-  return x, ke.balanced_labels(k_y, cfg.n, kind, cfg.n_classes, jnp.float64), keys
+  x = data.sphere_rows(k_x, cfg.data.n, cfg.data.d, jnp.float64)
+  return x, ke.balanced_labels(k_y, cfg.data.n, kind, cfg.data.num_classes, jnp.float64), keys
 
 
 def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
   radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
-  a = ke.build_attack(cfg, net, p0, p, kind, cfg.n_classes, x.shape[1], radius, keys['init'],
+  a = ke.build_attack(cfg, net, p0, p, kind, cfg.data.num_classes, x.shape[1], radius, keys['init'],
                       jnp.float64, planted=(x, y, duals))
   if x0 is not None:
     a['x0'] = dict(a['x0'], x=x0) if isinstance(a['x0'], dict) else x0
   refiner = None
-  if cfg.split != 'none':
+  if cfg.attack.split.mode != 'none':
     from recon import splitting  # pylint: disable=import-outside-toplevel
     refiner = splitting.Splitter(splitting.config_from(cfg), a['split_model'], a['loss_fn'],
                                  a['constraint'])
@@ -82,9 +83,9 @@ def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
 
 VICTIMS = {
     # name: (config overrides, KKT target)
-    'planted': (dict(train_polish=False, train_weight_decay=0.0), 'planted'),
-    'weight_decay': (dict(train_polish=False, train_weight_decay=1e-3), 'theta'),
-    'max_margin': (dict(train_polish=True, train_weight_decay=0.0), 'theta'),
+    'planted': ({'victim.train.polish': False, 'victim.train.weight_decay': 0.0}, 'planted'),
+    'weight_decay': ({'victim.train.polish': False, 'victim.train.weight_decay': 1e-3}, 'theta'),
+    'max_margin': ({'victim.train.polish': True, 'victim.train.weight_decay': 0.0}, 'theta'),
 }
 VICTIM_NAMES = {'planted': 'planted oracle (exact KKT at GD weights)',
                 'weight_decay': 'weight-decay exact stationary point',
@@ -103,14 +104,13 @@ def identifiability(restarts=3, noise_level=0.03):
   for act in ('cubic',) if TINY else ('cubic', 'quadratic'):
     for victim, (overrides, target) in list(VICTIMS.items())[:1 if TINY else None]:
       c = kkt_identifiability.get_config()
-      c.overwrite = True
-      c.log_every_seconds = 1e9
-      c.activation = act
-      c.kkt_target = target
-      c.max_steps = 600
-      c.chunk_steps = 200
-      for k, v in overrides.items():
-        setattr(c, k, v)
+      c.run.overwrite = True
+      c.run.log_every_seconds = 1e9
+      c.victim.activation = act
+      c.attack.kkt_target = target
+      c.attack.max_steps = 600
+      c.run.chunk_steps = 200
+      c.update_from_flattened_dict(overrides)
       cfg = victims.resolve(shrink(c))
       x, y, keys = synthetic(cfg, 'binary')
       net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
@@ -119,7 +119,7 @@ def identifiability(restarts=3, noise_level=0.03):
       for n_hat in (n, 2 * n):
         cfg_n = copy.deepcopy(cfg)
         with cfg_n.unlocked():
-          cfg_n.n_candidates = n_hat
+          cfg_n.attack.n_candidates = n_hat
         noise = jax.random.normal(jax.random.PRNGKey(5), (n_hat, d), jnp.float64)
         inits = [('truth+3% noise', jnp.tile(x, (n_hat // n, 1)) + noise_level * noise)]
         inits += [(f'random r{r}', jax.random.normal(jax.random.PRNGKey(1000 + r), (n_hat, d),
@@ -178,14 +178,10 @@ def identifiability(restarts=3, noise_level=0.03):
 
 
 ABLATION = (  # (name, config overrides): which ingredient makes the planted cubic case exact
-    ('Adam lr 0.01, duals optimised, unweighted', dict(
-        optimizer='adam', lr=0.01, lambda_solve='optimize', residual_weights='none')),
-    ('L-BFGS, duals optimised, gradient-RMS weights', dict(
-        optimizer='lbfgs', lr=1.0, lambda_solve='optimize', residual_weights='gradient_rms')),
-    ('L-BFGS, duals eliminated, unweighted', dict(
-        optimizer='lbfgs', lr=1.0, lambda_solve='eliminate', residual_weights='none')),
-    ('L-BFGS, duals eliminated, gradient-RMS weights', dict(
-        optimizer='lbfgs', lr=1.0, lambda_solve='eliminate', residual_weights='gradient_rms')),
+    ('Adam lr 0.01, duals optimised, unweighted', {'attack.optimizer': 'adam', 'attack.lr': 0.01, 'attack.lambda_solve': 'optimize', 'attack.residual_weights': 'none'}),
+    ('L-BFGS, duals optimised, gradient-RMS weights', {'attack.optimizer': 'lbfgs', 'attack.lr': 1.0, 'attack.lambda_solve': 'optimize', 'attack.residual_weights': 'gradient_rms'}),
+    ('L-BFGS, duals eliminated, unweighted', {'attack.optimizer': 'lbfgs', 'attack.lr': 1.0, 'attack.lambda_solve': 'eliminate', 'attack.residual_weights': 'none'}),
+    ('L-BFGS, duals eliminated, gradient-RMS weights', {'attack.optimizer': 'lbfgs', 'attack.lr': 1.0, 'attack.lambda_solve': 'eliminate', 'attack.residual_weights': 'gradient_rms'}),
 )
 
 
@@ -194,10 +190,10 @@ def identifiability_ablation(max_steps=1500):
   from configs import kkt_identifiability  # pylint: disable=import-outside-toplevel
   rows = []
   c = kkt_identifiability.get_config()
-  c.overwrite = True
-  c.log_every_seconds = 1e9
-  c.max_steps = max_steps
-  c.chunk_steps = 250
+  c.run.overwrite = True
+  c.run.log_every_seconds = 1e9
+  c.attack.max_steps = max_steps
+  c.run.chunk_steps = 250
   cfg = victims.resolve(shrink(c))
   x, y, keys = synthetic(cfg, 'binary')
   net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
@@ -210,9 +206,7 @@ def identifiability_ablation(max_steps=1500):
            ('random r2', jax.random.normal(jax.random.PRNGKey(1002), x.shape, jnp.float64)))
   for name, overrides in ABLATION:
     cv = copy.deepcopy(cfg)
-    with cv.unlocked():
-      for k, v in overrides.items():
-        setattr(cv, k, v)
+    cv.update_from_flattened_dict(overrides)
     for init, x0 in inits:
       t = time.time()
       m = attack(cv, net, p0, p, x, y, duals, keys, 'binary', f'{OUT}/runs/kkt_id_ablation', x0)
@@ -237,10 +231,13 @@ def splitting_comparison(seeds=(0, 1, 2)):
     seeds = seeds[:1]
   for objective, classes in methods:
     for seed in seeds:
-      cfg = base_config(objective=objective, n_classes=classes, activation='cubic', d=6, n=6,
-                        width=24, train_steps=5000, train_polish=False, kkt_target='planted'
-                        if objective != 'projection' else 'theta', max_steps=6000, seed=seed,
-                        split_every=2000, split_budget=6, split_max_per_round=2)
+      cfg = base_config({
+          'attack.objective': objective, 'data.num_classes': classes,
+          'victim.activation': 'cubic', 'data.d': 6, 'data.n': 6, 'victim.width': 24,
+          'victim.train.max_steps': 5000, 'victim.train.polish': False,
+          'attack.kkt_target': 'planted' if objective != 'projection' else 'theta',
+          'attack.max_steps': 6000, 'seed': seed, 'attack.split.every': 2000,
+          'attack.split.budget': 6, 'attack.split.max_per_round': 2})
       kind = 'multiclass' if objective == 'kkt_multiclass' else 'binary'
       x, y, keys = synthetic(cfg, kind)
       net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
@@ -248,7 +245,7 @@ def splitting_comparison(seeds=(0, 1, 2)):
       for split in ('none', 'every'):
         c = copy.deepcopy(cfg)
         with c.unlocked():
-          c.split = split
+          c.attack.split.mode = split
         t = time.time()
         m = attack(c, net, p0, p, x, y, duals, keys, kind, f'{OUT}/runs/kkt_split')
         sp = m.get('splitting', {})
@@ -297,8 +294,10 @@ def digits(n=10):
   x, y = jnp.asarray(x), jnp.asarray(y)
   rows = {}
   for act, target in (('cubic', 'planted'), ('cubic', 'theta')):
-    cfg = base_config(activation=act, d=64, n=n, width=64, train_steps=5000, train_lr=0.05,
-                      train_polish=False, kkt_target=target, max_steps=15000, n_candidates=n)
+    cfg = base_config({
+        'victim.activation': act, 'data.d': 64, 'data.n': n, 'victim.width': 64,
+        'victim.train.max_steps': 5000, 'victim.train.lr': 0.05, 'victim.train.polish': False,
+        'attack.kkt_target': target, 'attack.max_steps': 15000, 'attack.n_candidates': n})
     keys = runs.split_keys(0)
     net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
     duals = info.pop('duals')

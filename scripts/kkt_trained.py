@@ -3,7 +3,7 @@
 Victim and attack: configs/kkt_haim.py (bias-free relu MLP D-1000-1000-1, GD on the logistic
 loss; Haim et al.'s attack). Methods:
   haim        binary KKT loss ||theta - sum_i lambda_i y_i grad f(x_i)||^2, lambda >= lambda_min
-  haim+split  the same with sample splitting every `split_every` steps (Lanczos on HVPs)
+  haim+split  the same with sample splitting every `attack.split.every` steps (Lanczos on HVPs)
   loo         Loo et al.'s ||theta_T - theta_0 - sum_i lambda_i grad f(x_i)||^2, free-sign lambda
   loo+split   the same with sample splitting
 One victim per (dataset, n, width, seed), trained by the first method that needs it and loaded
@@ -33,6 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import jax  # noqa: E402
 
 from configs import kkt_haim  # noqa: E402
+from recon import config as config_lib  # noqa: E402
 from recon import data, io, metrics, pipelines  # noqa: E402
 
 METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
@@ -46,9 +47,10 @@ ROW_KEYS = ('method', 'dataset', 'n', 'width', 'seed', 'frac_ssim_0_5', 'frac_ss
 def split_overrides(m: int, every: int) -> dict:
   """Sample splitting roughly as the authors run it: every K steps, Lanczos (20 steps) on
   HVPs, up to 30% of the candidates per round (growth rate 0.3), at most doubling m."""
-  return dict(split='every', split_every=every, split_budget=m,
-              split_max_per_round=max(1, math.ceil(0.3 * m)), split_eig_method='lanczos',
-              split_lanczos_steps=20, split_eig_tol=1e-9)
+  return {'attack.split.mode': 'every', 'attack.split.every': every, 'attack.split.budget': m,
+          'attack.split.max_per_round': max(1, math.ceil(0.3 * m)),
+          'attack.split.eig_method': 'lanczos', 'attack.split.lanczos_steps': 20,
+          'attack.split.eig_tol': 1e-9}
 
 
 def method_overrides(method: str, m: int, every: int) -> dict:
@@ -58,7 +60,8 @@ def method_overrides(method: str, m: int, every: int) -> dict:
   if method.startswith('loo'):  # free-sign duals on the weight change (Loo et al. 2023)
     # With theta_T - theta_0 every layer's equations hold at a held-out victim's truth
     # (results/kkt_diagnose.md, target 'delta'), so no layer is left out.
-    out.update(objective='kkt_general', kkt_target='delta', lambda_min=0.0, kkt_layers='all')
+    out.update({'attack.objective': 'kkt_general', 'attack.kkt_target': 'delta',
+                'attack.lambda_min': 0.0, 'attack.kkt_layers': 'all'})
   if method.endswith('+split'):
     out.update(split_overrides(m, every))
   return out
@@ -66,17 +69,15 @@ def method_overrides(method: str, m: int, every: int) -> dict:
 
 def make_config(method: str, dataset: str, n: int, seed: int, overrides: dict):
   c = kkt_haim.get_config()
-  c.dataset, c.n, c.seed = dataset, n, seed
+  c.data.name, c.data.n, c.seed = dataset, n, seed
   if dataset == 'lfw_faces':
-    c.classes, c.binary_rule = (0, 1), 'classes'
-  c.overwrite = True
-  c.log_every_seconds = 1e9
-  for k, v in overrides.items():
-    setattr(c, k, v)
-  c.d = math.prod(data.image_shape(c))
-  m = c.n_candidates or 2 * c.n
-  for k, v in method_overrides(method, m, c.split_every).items():
-    setattr(c, k, v)
+    c.data.classes, c.data.binary_rule = (0, 1), 'classes'
+  c.run.overwrite = True
+  c.run.log_every_seconds = 1e9
+  c.update_from_flattened_dict(overrides)
+  c.data.d = math.prod(data.image_shape(c.data))
+  m = c.attack.n_candidates or 2 * c.data.n
+  c.update_from_flattened_dict(method_overrides(method, m, c.attack.split.every))
   return c
 
 
@@ -97,13 +98,13 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
   """Runs one (method, victim) and returns its results row (plus arrays for the grid)."""
   t0 = time.time()
   c = make_config(method, dataset, n, seed, overrides)
-  tag = f'{dataset}_n{n}_w{c.width}_s{seed}'
+  tag = f'{dataset}_n{n}_w{c.victim.width}_s{seed}'
   victim_dir = os.path.join(workroot, 'victim_' + tag)
   workdir = os.path.join(workroot, method.replace('+', '_') + '_' + tag)
   if os.path.isdir(os.path.join(victim_dir, 'model')):
-    c.model_checkpoint = victim_dir
+    c.victim.checkpoint = victim_dir
   summary = pipelines.run(c, workdir)
-  if c.get('model_checkpoint') is None:  # first run on this victim: keep it for the others
+  if c.victim.checkpoint is None:  # first run on this victim: keep it for the others
     os.makedirs(victim_dir, exist_ok=True)
     import shutil  # pylint: disable=import-outside-toplevel
     shutil.copytree(os.path.join(workdir, 'model'), os.path.join(victim_dir, 'model'),
@@ -117,10 +118,10 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
     # A run whose data fields differ from the victim's (loo: objective kkt_general) gets no
     # ground truth from the checkpoint: score it against the victim's own training set.
     rec['x_true'] = victim_truth(workroot, tag)
-  shape = data.image_shape(c)
+  shape = data.image_shape(c.data)
   ev = metrics.nearest_candidate_ssim(rec['x_true'], rec['x_candidates'], shape)
   mm = summary['metrics']
-  row = {'method': method, 'dataset': dataset, 'n': n, 'width': c.width, 'seed': seed,
+  row = {'method': method, 'dataset': dataset, 'n': n, 'width': c.victim.width, 'seed': seed,
          'frac_ssim_0_5': ev['frac_ssim_0_5'], 'frac_ssim_0_4': ev['frac_ssim_0_4'],
          'ssim_median': ev['ssim_median'], 'ssim_mean': ev['ssim_mean'],
          'n_distinct_nearest': ev['n_distinct_nearest'],
@@ -129,11 +130,12 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
          'n_candidates_final': int(rec['x_candidates'].shape[0]),
          'n_splits': (mm.get('splitting') or {}).get('n_splits', 0),
          'wall_seconds': time.time() - t0, 'device': str(jax.devices()[0].device_kind),
-         'config': {k: c.get(k) for k in ('lr', 'optimizer', 'max_steps', 'candidate_init_scale',
-                                          'lambda_min', 'attack_alpha', 'first_init_scale',
-                                          'train_lr', 'train_steps', 'dtype', 'split_every',
-                                          'kkt_layers', 'candidate_subspace', 'lr_schedule',
-                                          'lr_decay_steps')}}
+         'config': {k: config_lib.get_path(c, k) for k in (
+             'attack.lr', 'attack.optimizer', 'attack.max_steps', 'attack.candidate_init_scale',
+             'attack.lambda_min', 'attack.act_alpha', 'victim.first_init_scale',
+             'victim.train.lr', 'victim.train.max_steps', 'run.dtype', 'attack.split.every',
+             'attack.kkt_layers', 'attack.candidate_subspace', 'attack.schedule',
+             'attack.decay_steps')}}
   row['_arrays'] = {'x_true': rec['x_true'], 'x_best': rec['x_candidates'][ev['nearest']],
                     'ssim': ev['ssim'], 'shape': shape}
   return row
@@ -145,12 +147,12 @@ def run_unseen(dataset: str, n: int, seed: int, overrides: dict) -> dict:
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   t0 = time.time()
   c = make_config('haim', dataset, 3 * n, seed, overrides)
-  x, _, meta = data.load(c, jax.random.PRNGKey(seed), jnp.float64)
+  x, _, meta = data.load(c.data, jax.random.PRNGKey(seed), jnp.float64)
   pix = data.to_pixels(np.asarray(x), meta)
   perm = np.random.default_rng(seed).permutation(len(pix))
   tr, cand = pix[perm[:n]], pix[perm[n:]]
   mean = tr.mean()
-  shape = data.image_shape(c)
+  shape = data.image_shape(c.data)
   ev = metrics.nearest_candidate_ssim(tr - mean, cand - mean, shape)
   return {'method': 'unseen', 'dataset': dataset, 'n': n, 'width': 0, 'seed': seed,
           'frac_ssim_0_5': ev['frac_ssim_0_5'], 'frac_ssim_0_4': ev['frac_ssim_0_4'],
@@ -239,7 +241,7 @@ def main(argv=None) -> int:
   ap.add_argument('--out', default='results/kkt_trained')
   ap.add_argument('--workroot', default='/tmp/recon_kkt_trained')
   ap.add_argument('--set', action='append', default=[],
-                  help='config override KEY=VALUE (python literal), e.g. --set max_steps=200')
+                  help='config override PATH=VALUE (python literal), e.g. --set attack.max_steps=200')
   args = ap.parse_args(argv)
   overrides = {}
   for kv in args.set:

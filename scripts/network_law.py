@@ -64,7 +64,10 @@ VICTIMS = ('two_layer_mse', 'two_layer_logistic', 'two_layer_ce', 'resnet', 'vit
            'vit_zero_head', 'rf')
 VITS = ('vit', 'vit_zero_head')
 # Per-kind victim fields (the architecture, not the attack): the zero-initialised head.
-VICTIM_FIELDS = {'vit_zero_head': {'head_init': 'zeros'}}
+VICTIM_FIELDS = {'vit_zero_head': {'victim.head_init': 'zeros'}}
+# Attack settings are recorded (results/network_law.json) under these names; their config paths.
+SETTING_PATHS = {'lr': 'attack.lr', 'jacobian_at': 'attack.jacobian_at',
+                 'lr_schedule': 'attack.schedule', 'n_restarts': 'attack.restarts'}
 # Candidate sets optimised at once per run in the calibration's first stage (recon/restarts.py;
 # the lowest projection loss is the answer, escalation is off); its second stage also tries
 # one set with escalation (`attack_grid`).
@@ -193,39 +196,37 @@ def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
   width = max(1, int(round(ratio * dn / p_per_width(victim, dataset))))
   if victim == 'rf':
     cfg = rf_cfg.get_config()
-    cfg.p = width
+    cfg.victim.p = width
   else:
     module = {'resnet': resnet_cfg, 'vit': vit_cfg, 'vit_zero_head': vit_cfg}.get(
         victim, two_layer_cfg)
     cfg = module.get_config()
-    cfg.width = width
-    cfg.num_classes = num_classes(victim, dataset)
-    cfg.loss = {'two_layer_logistic': 'logistic', 'two_layer_ce': 'cross_entropy'}.get(
+    cfg.victim.width = width
+    cfg.data.num_classes = num_classes(victim, dataset)
+    cfg.victim.train.loss = {'two_layer_logistic': 'logistic', 'two_layer_ce': 'cross_entropy'}.get(
         victim, 'mse')
-    cfg.image_shape = (side, side, 1)
+    cfg.data.image_shape = (side, side, 1)
     if victim in VITS:
-      cfg.patch_size, cfg.num_heads = vit_patch(dataset), 1
-    for k, v in VICTIM_FIELDS.get(victim, {}).items():
-      cfg[k] = v
-    if cfg.loss != 'mse':  # logistic / cross-entropy never reach 0: stop at 1e-2
-      cfg.train_tol, cfg.train_momentum, cfg.train_max_steps = 1e-2, 0.9, 20000
-    cfg.attacker_knows_init = True
-    cfg.attacker_knows_n = True
-  cfg.dataset = dataset
-  cfg.image_size = side
-  cfg.d = d
-  cfg.n = n
-  cfg.classes = classes_for(victim, dataset)
-  cfg.grayscale = False
-  cfg.preprocess = 'sphere'
-  cfg.label_noise = 0.0
+      cfg.victim.patch_size, cfg.victim.num_heads = vit_patch(dataset), 1
+    cfg.update_from_flattened_dict(VICTIM_FIELDS.get(victim, {}))
+    if cfg.victim.train.loss != 'mse':  # logistic / cross-entropy never reach 0: stop at 1e-2
+      cfg.victim.train.tol, cfg.victim.train.momentum, cfg.victim.train.max_steps = 1e-2, 0.9, 20000
+    cfg.attack.knows_init = True
+    cfg.attack.knows_n = True
+  cfg.data.name = dataset
+  cfg.data.image_size = side
+  cfg.data.d = d
+  cfg.data.n = n
+  cfg.data.classes = classes_for(victim, dataset)
+  cfg.data.grayscale = False
+  cfg.data.preprocess = 'sphere'
+  cfg.data.label_noise = 0.0
   cfg.seed = seed
-  cfg.optimizer, cfg.momentum, cfg.max_steps, cfg.tol = 'adam', 0.9, max_steps, 1e-7
-  # The configs' escalation fields (common.add_escalation) with their defaults; off: none.
-  cfg.escalate = 'auto' if escalate else 'off'
-  for k, v in setting.items():
-    cfg[k] = v
-  cfg.overwrite, cfg.log_every_seconds, cfg.checkpoint_every_seconds = True, 1e9, 0.0
+  cfg.attack.optimizer, cfg.attack.momentum, cfg.attack.max_steps, cfg.attack.tol = 'adam', 0.9, max_steps, 1e-7
+  # The configs' escalation fields (configs/base.py) with their defaults; off: none.
+  cfg.attack.escalate.mode = 'auto' if escalate else 'off'
+  cfg.update_from_flattened_dict({SETTING_PATHS[k]: v for k, v in setting.items()})
+  cfg.run.overwrite, cfg.run.log_every_seconds, cfg.run.checkpoint_every_seconds = True, 1e9, 0.0
   return cfg, width
 
 
@@ -234,10 +235,12 @@ def device_name() -> str:
 
 
 def escalation_of(cfg) -> Dict[str, Any]:
-  """The escalation fields of a run's config (recorded with every point)."""
-  return {k: cfg[k] for k in ('escalate', 'escalate_every', 'escalate_window',
-                              'escalate_trial_steps', 'escalate_restart_after',
-                              'escalate_restart_steps')}
+  """The escalation fields of a run's config (recorded with every point, by their names
+  in results/network_law.json)."""
+  e = cfg.attack.escalate
+  return {'escalate': e.mode, 'escalate_every': e.every, 'escalate_window': e.window,
+          'escalate_trial_steps': e.trial_steps, 'escalate_restart_after': e.restart_after,
+          'escalate_restart_steps': e.restart_steps}
 
 
 def best_of(setting: Dict[str, Any], members: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -271,13 +274,13 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
     arrays = np.load(os.path.join(workdir, 'reconstruction.npz'))
     x_true, x_matched = arrays['x_true'], arrays['x_matched']
   m = summary['metrics']
-  d = cfg.d
+  d = cfg.data.d
   p_l = m.get('p_L', m.get('p'))
   train_loss = m.get('train_final_loss', m.get('train_mse'))
   return {
       'victim': victim, 'loss': {'rf': 'min-norm least squares'}.get(
-          victim, cfg.get('loss')), 'dataset': dataset, 'n': n, 'd': d, 'width': width,
-      'num_classes': cfg.get('num_classes', 1), 'head_init': cfg.get('head_init'),
+          victim, cfg.victim.train.loss), 'dataset': dataset, 'n': n, 'd': d, 'width': width,
+      'num_classes': cfg.data.num_classes, 'head_init': cfg.victim.head_init,
       'p_L': int(p_l),
       'p_L_over_dn': p_l / (d * n), 'ratio_target': ratio, 'seed': seed,
       'train_loss': train_loss, 'train_reached_tol': m.get('train_reached_tol'),
@@ -289,11 +292,11 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
       'jacobian_at': m.get('jacobian_at', 'n/a (fixed features)'),
       'attacker_knows_init': (None if victim == 'rf'
                               else summary['threat_model'].get('attacker_knows_init')),
-      'attack': {'optimizer': cfg.optimizer, 'lr': cfg.lr,
-                 'lr_schedule': cfg.get('lr_schedule', 'constant'), 'max_steps': cfg.max_steps,
-                 'n_candidates': cfg.get('n_candidates') or n,
-                 'n_restarts': cfg.get('n_restarts', 1), **escalation_of(cfg)},
-      'escalate': cfg.escalate,
+      'attack': {'optimizer': cfg.attack.optimizer, 'lr': cfg.attack.lr,
+                 'lr_schedule': cfg.attack.schedule, 'max_steps': cfg.attack.max_steps,
+                 'n_candidates': cfg.attack.n_candidates or n,
+                 'n_restarts': cfg.attack.restarts, **escalation_of(cfg)},
+      'escalate': cfg.attack.escalate.mode,
       **{k: m.get(k, 0) for k in ('escalations_tried', 'escalations_accepted',
                                   'escalation_restarts', 'escalation_restarts_kept')},
       'restart_losses': (m.get('restarts') or {}).get('losses'),
@@ -311,7 +314,7 @@ def shadow_seeds(victim, dataset, n, victim_seeds, count: int = 1) -> Dict[str, 
 
   def indices(seed):
     keys = runs.split_keys(seed)
-    _, _, meta = data.load(cfg, keys['data'])
+    _, _, meta = data.load(cfg.data, keys['data'])
     return set(int(i) for i in np.asarray(meta['indices']))
 
   taken = set().union(*(indices(s) for s in victim_seeds))

@@ -42,9 +42,9 @@ def main(argv):
     runs = io.read_json(_OUT.value + '.json')['runs']
   for name in _ONLY.value:
     cfg = CONFIGS[name].get_config()
-    cfg.overwrite, cfg.log_every_seconds = True, 1e9
+    cfg.run.overwrite, cfg.run.log_every_seconds = True, 1e9
     if _TINY.value:
-      cfg.train_max_steps, cfg.max_steps = 50, 30
+      cfg.victim.train.max_steps, cfg.attack.max_steps = 50, 30
     with tempfile.TemporaryDirectory() as workdir:
       summary = pipelines.run(cfg, workdir)
     runs[name] = {k: summary['metrics'].get(k) for k in KEEP}

@@ -34,7 +34,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 from absl import app, flags, logging
-import ml_collections
 import numpy as np
 
 from configs import rf_synthetic
@@ -58,19 +57,28 @@ FLAGS = flags.FLAGS
 
 
 def paper_overrides(activation: str) -> Dict[str, Any]:
-  """Config fields that turn the shipped attack into the reference's (lr set separately)."""
-  return {'optimizer': 'sgd', 'momentum': 0.9, 'lr_schedule': 'constant', 'tol': TOL,
-          'escalate': 'off', 'polish': 'off', 'reseed_every': 0, 'n_restarts': 1,
-          'activation': LEAKY.get(activation, activation)}
+  """Config fields (dotted paths) that turn the shipped attack into the reference's (the lr
+  is set separately)."""
+  return {'attack.optimizer': 'sgd', 'attack.momentum': 0.9, 'attack.schedule': 'constant',
+          'attack.tol': TOL, 'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
+          'attack.reseed.every': 0, 'attack.restarts': 1,
+          'victim.activation': LEAKY.get(activation, activation)}
 
 
 def paper_config(activation: str, n: int, d: int, p: int, max_steps: int,
                  axes: Dict[str, tuple]) -> Any:
+  """The port at (n, d, p), `axes` (e.g. {'seed': (0, 1)}, {'attack.lr': (...)}) swept."""
   c = rf_synthetic.get_config()
-  c.update(dict(n=n, d=d, p=p, max_steps=max_steps, log_every_seconds=1e9,
-                checkpoint_every_seconds=0.0, **paper_overrides(activation)))
-  with c.unlocked():
-    c.sweep = ml_collections.ConfigDict(axes)
+  c.update_from_flattened_dict({
+      'data.n': n, 'data.d': d, 'victim.p': p, 'attack.max_steps': max_steps,
+      'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0,
+      **paper_overrides(activation)})
+  for path, values in axes.items():
+    section, _, name = path.rpartition('.')
+    target = c.sweep
+    for part in filter(None, section.split('.')):
+      target = target[part]
+    target[name] = tuple(values)
   return c
 
 
@@ -85,7 +93,7 @@ def _sweep(c) -> Dict[str, Any]:
 def calibrate(activation: str, n: int, d: int, p: int, steps: int, lrs=LRS,
               seeds=SHADOW_SEEDS) -> Dict[str, Any]:
   """The blind lr: lowest median final projection loss over the shadow seeds."""
-  out = _sweep(paper_config(activation, n, d, p, steps, {'lr': tuple(lrs),
+  out = _sweep(paper_config(activation, n, d, p, steps, {'attack.lr': tuple(lrs),
                                                          'seed': tuple(seeds)}))
   losses: Dict[float, List[float]] = {}
   for r in out['records']:
@@ -101,7 +109,7 @@ def calibrate(activation: str, n: int, d: int, p: int, steps: int, lrs=LRS,
 def launch(n: int, d: int, p: int, lr: float, seeds, steps: int) -> Dict[str, Any]:
   """The reference's launch problem, relu, at the reference's lr, the reported seeds."""
   c = paper_config('relu', n, d, p, steps, {'seed': tuple(seeds)})
-  c.lr = lr
+  c.attack.lr = lr
   out = _sweep(c)
   per_seed = [dict(seed=int(r['seed']), frac_recovered=float(r['frac_recovered']),
                    n_recovered=int(round(r['frac_recovered'] * n)),

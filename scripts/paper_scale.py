@@ -77,30 +77,32 @@ def add_record(path: str, record) -> None:
 
 
 def build_config(args, activation: str, point: str):
+  from recon import config as config_lib  # pylint: disable=import-outside-toplevel
   c = rf_cifar.get_config()
-  c.dataset = args.dataset
+  c.data.name = args.dataset
   if args.data_dir:
-    c.data_dir = args.data_dir
+    c.data.dir = args.data_dir
   if args.classes:
-    c.classes = tuple(int(s) for s in args.classes.split(','))
-  c.image_size = args.image_size
-  c.n = args.n
-  c.p = p_of(point, args.n, c.d)
-  c.activation = activation
+    c.data.classes = tuple(int(s) for s in args.classes.split(','))
+  c.data.image_size = args.image_size
+  c.data.n = args.n
+  c.victim.p = p_of(point, args.n, c.data.d)
+  c.victim.activation = activation
   c.seed = args.seed
-  c.overwrite = True
-  c.matmul_precision = args.matmul_precision
+  c.run.overwrite = True
+  c.run.matmul_precision = args.matmul_precision
   if activation == 'relu_tanh':
-    c.lr = 0.05  # docs/width_precision_data_notes.md: relu_tanh at 8x8 converged with 0.05
+    c.attack.lr = 0.05  # docs/width_precision_data_notes.md: relu_tanh at 8x8 converged with 0.05
   if args.max_steps:
-    c.max_steps = c.lr_decay_steps = args.max_steps
+    c.attack.max_steps = c.attack.decay_steps = args.max_steps
   for item in args.set or ():
-    field, _, value = item.partition('=')
-    old = c[field]
+    path, _, value = item.partition('=')
+    old = config_lib.get_path(c, path)
     if isinstance(old, bool):
-      c[field] = value.lower() in ('1', 'true', 'yes')
-    else:
-      c[field] = type(old)(value) if old is not None else value
+      value = value.lower() in ('1', 'true', 'yes')
+    elif old is not None:
+      value = type(old)(value)
+    config_lib.set_path(c, path, value)
   return c
 
 
@@ -119,18 +121,18 @@ def run_point(args, activation: str, point: str):
   wall = time.time() - t0
   m = summary['metrics']
   dev = jax.devices()[0]
-  full = c.n == FULL['n'] and c.image_size == FULL['image_size']
+  full = c.data.n == FULL['n'] and c.data.image_size == FULL['image_size']
   record = {
-      'dataset': c.dataset, 'n': c.n, 'd': c.d, 'p': c.p, 'p_over_dn': c.p / (c.d * c.n),
+      'dataset': c.data.name, 'n': c.data.n, 'd': c.data.d, 'p': c.victim.p, 'p_over_dn': c.victim.p / (c.data.d * c.data.n),
       'activation': activation, 'train_mse': m.get('train_mse'),
       'recon_error': m.get('recon_error'), 'dist_abs': m.get('dist_abs'),
       'frac_recovered': m.get('frac_recovered'), 'ssim_mean': m.get('ssim_mean'),
       'certified': m.get('certified'), 'steps': m.get('steps'), 'wall_seconds': round(wall, 1),
       'device': dev.platform, 'device_kind': dev.device_kind, 'n_devices': jax.device_count(),
       'point': point, 'seed': c.seed, 'scale': 'full' if full else 'reduced',
-      'image_size': c.image_size, 'matmul_precision': c.matmul_precision,
-      'memory_lean': m.get('memory_lean'), 'weight_rng': c.weight_rng,
-      'feature_mode': c.feature_mode, 'lr': c.lr, 'max_steps': c.max_steps,
+      'image_size': c.data.image_size, 'matmul_precision': c.run.matmul_precision,
+      'memory_lean': m.get('memory_lean'), 'weight_rng': c.victim.weight_rng,
+      'feature_mode': c.victim.feature_mode, 'lr': c.attack.lr, 'max_steps': c.attack.max_steps,
       'status': m.get('status'), 'final_loss': m.get('final_loss'), 'jax': jax.__version__,
       'workdir': workdir, 'date': time.strftime('%Y-%m-%dT%H:%M:%S')}
   add_record(args.out + '.json', record)
@@ -138,7 +140,7 @@ def run_point(args, activation: str, point: str):
   if os.path.exists(grid):  # kept next to the json: the run dirs are not committed
     os.makedirs(os.path.join(args.out + '_grids'), exist_ok=True)
     shutil.copyfile(grid, os.path.join(args.out + '_grids', f'{activation}_{point.replace("/", "_")}.png'))
-  print(f'{activation:9s} p={point:5s} ({c.p}) recon_error {record["recon_error"]:.4f} '
+  print(f'{activation:9s} p={point:5s} ({c.victim.p}) recon_error {record["recon_error"]:.4f} '
         f'frac_recovered {record["frac_recovered"]:.2f} train_mse {record["train_mse"]:.2e} '
         f'steps {record["steps"]} {wall:.0f} s on {dev.device_kind}', flush=True)
   return record
@@ -247,7 +249,8 @@ def main(argv=None):
   ap.add_argument('--max_steps', type=int, default=None,
                   help='cap max_steps (and the cosine decay); default: the config\'s 30000')
   ap.add_argument('--matmul_precision', default='highest', choices=('highest', 'high', 'default'))
-  ap.add_argument('--set', action='append', help='FIELD=VALUE on the config (repeatable)')
+  ap.add_argument('--set', action='append',
+                  help='PATH=VALUE on the config, e.g. attack.lr=0.02 (repeatable)')
   ap.add_argument('--out', default=None, help='path stem; default results/paper_scale (full '
                   'size) or results/paper_scale_reduced (any other n, image_size)')
   ap.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'paper_scale'),

@@ -30,8 +30,9 @@ import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
-from configs import rf_phase_transition  # noqa: E402
+from configs import base, rf_phase_transition  # noqa: E402
 from recon import compile_cache, host, io, metrics, sweep  # noqa: E402
+from recon import config as config_lib  # noqa: E402
 
 RESULTS = 'results'  # --out_dir
 RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')
@@ -48,18 +49,18 @@ LAW_FIELDS = ('train_mse', 'recon_error', 'dist_abs', 'frac_recovered')
 
 def base_config() -> ml_collections.ConfigDict:
   c = rf_phase_transition.get_config()
-  c.overwrite = True
+  c.run.overwrite = True
   if TINY:
-    c.n, c.d = 4, 4
+    c.data.n, c.data.d = 4, 4
   return c
 
 
 def run_sweep(c: ml_collections.ConfigDict, name: str):
   if TINY:
-    c.max_steps = min(c.max_steps, 30)
-    for axis in list(c.sweep.keys()):
-      if axis != 'n_candidates':  # the ncand report needs n/2, n and 2n
-        c.sweep[axis] = tuple(c.sweep[axis])[:2]
+    c.attack.max_steps = min(c.attack.max_steps, 30)
+    for axis, values in config_lib.sweep_axes(c.sweep).items():
+      if axis != 'attack.n_candidates':  # the ncand report needs n/2, n and 2n
+        config_lib.set_path(c.sweep, axis, tuple(values)[:2])
   t0 = time.time()
   result = sweep.run(c, os.path.join(RUNS, name))
   return result, time.time() - t0
@@ -89,20 +90,20 @@ def aggregate(records, keys, fields):
 
 
 def setup_text(c, seconds):
-  return {'n': c.n, 'd': c.d, 'dn': c.d * c.n, 'optimizer': c.optimizer, 'lr': c.lr,
-          'momentum': c.momentum, 'max_steps': c.max_steps, 'tol': c.tol, 'dtype': c.dtype,
+  return {'n': c.data.n, 'd': c.data.d, 'dn': c.data.d * c.data.n, 'optimizer': c.attack.optimizer, 'lr': c.attack.lr,
+          'momentum': c.attack.momentum, 'max_steps': c.attack.max_steps, 'tol': c.attack.tol, 'dtype': c.run.dtype,
           'wall_seconds': round(seconds, 1), 'machine': '2 CPU cores, shared with other jobs'}
 
 
 def stage_lr():
   c = base_config()
-  c.sweep.p_over_dn = (2.0, 8.0)
-  c.sweep.lr = (0.5, 2.0, 5.0, 20.0)
-  c.max_steps = 4000
+  c.sweep.victim.p_over_dn = (2.0, 8.0)
+  c.sweep.attack.lr = (0.5, 2.0, 5.0, 20.0)
+  c.attack.max_steps = 4000
   result, seconds = run_sweep(c, 'lr')
   rows = aggregate(result['records'], ('activation', 'p_over_dn', 'lr'),
                    ('recon_error', 'frac_recovered', 'projection_loss'))
-  setup = dict(setup_text(c, seconds), lr=list(c.sweep.lr))
+  setup = dict(setup_text(c, seconds), lr=list(c.sweep.attack.lr))
   io.write_json(os.path.join(RESULTS, 'phase_transition_lr.json'), {
       'what': 'lr grid for SGD momentum 0.9 on the phase-transition problem; mean/std over '
               'seeds', 'setup': setup, 'rows': rows,
@@ -128,19 +129,19 @@ def plot_curve(rows, c, path):
                       label=f'{act} (min-max over {rs[0][field]["n"]} seeds)')
   for ax in axes:
     ax.set_xscale('log')
-    ax.axvline(1.0 / c.d, color='gray', ls='--', lw=1)
+    ax.axvline(1.0 / c.data.d, color='gray', ls='--', lw=1)
     ax.axvline(1.0, color='black', ls='--', lw=1)
     ax.set_xlabel('p / (d n)')
     ax.grid(alpha=0.3, which='both')
-  axes[0].text(1.0 / c.d, 1.02, ' p = n', transform=axes[0].get_xaxis_transform(), fontsize=8)
+  axes[0].text(1.0 / c.data.d, 1.02, ' p = n', transform=axes[0].get_xaxis_transform(), fontsize=8)
   axes[0].text(1.0, 1.02, ' p = dn', transform=axes[0].get_xaxis_transform(), fontsize=8)
   axes[0].set_ylabel('recon_error (sign-invariant, Hungarian)')
   axes[0].set_ylim(0, None)
   axes[1].set_yscale('log')
   axes[1].set_ylabel('train MSE of the random-features fit')
   axes[0].legend(fontsize=7)
-  fig.suptitle(f'Random features, synthetic sphere data: n={c.n}, d={c.d}, SGD momentum '
-               f'{c.momentum} lr {c.lr:g}, {c.max_steps} steps', fontsize=10)
+  fig.suptitle(f'Random features, synthetic sphere data: n={c.data.n}, d={c.data.d}, SGD momentum '
+               f'{c.attack.momentum} lr {c.attack.lr:g}, {c.attack.max_steps} steps', fontsize=10)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
@@ -170,14 +171,14 @@ def fmt(s):
 
 def stage_law():
   c = base_config()
-  c.sweep.p_over_dn = (1.0 / c.d, 1.0, 10.0)
+  c.sweep.victim.p_over_dn = (1.0 / c.data.d, 1.0, 10.0)
   c.sweep.seed = (0, 1, 2, 3, 4)
   result, seconds = run_sweep(c, 'law')
   rows = aggregate(result['records'], ('activation', 'p_over_dn'), LAW_FIELDS)
-  names = {1.0 / c.d: 'p = n', 1.0: 'p = dn', 10.0: 'p = 10dn'}
+  names = {1.0 / c.data.d: 'p = n', 1.0: 'p = dn', 10.0: 'p = 10dn'}
   for r in rows:
     r['regime'] = names[r['p_over_dn']]
-    r['p'] = int(round(r['p_over_dn'] * c.d * c.n))
+    r['p'] = int(round(r['p_over_dn'] * c.data.d * c.data.n))
     r['paper'] = PAPER[r['regime']]
   io.write_json(os.path.join(RESULTS, 'law_table.json'), {
       'what': "the paper's table (p = n, dn, 10 dn) at CPU scale; mean ± std over seeds",
@@ -185,8 +186,8 @@ def stage_law():
   lines = [
       '# The law of reconstruction at CPU scale',
       '',
-      f'Random features on synthetic sphere data, n = {c.n}, d = {c.d} (dn = {c.d * c.n}), '
-      f'SGD momentum {c.momentum}, lr {c.lr:g}, at most {c.max_steps} steps, '
+      f'Random features on synthetic sphere data, n = {c.data.n}, d = {c.data.d} (dn = {c.data.d * c.data.n}), '
+      f'SGD momentum {c.attack.momentum}, lr {c.attack.lr:g}, at most {c.attack.max_steps} steps, '
       f'{len(c.sweep.seed)} seeds (mean ± std). One sweep, {len(result["records"])} runs, '
       f'{seconds:.0f} s on 2 shared CPU cores. Regenerate: '
       '`python scripts/phase_transition.py --stages=law`.',
@@ -234,12 +235,11 @@ def candidate_report(record, x_true, x_hat, threshold):
 
 def stage_ncand(reuse=False):
   c = base_config()
-  c.sweep = ml_collections.ConfigDict({
-      'n_candidates': (c.n // 2, c.n, 2 * c.n),
-      'activation': ('relu_tanh',),
-      'p_over_dn': (10.0,),
-      'seed': (0, 1, 2),
-  })
+  c.sweep = base.sweep()
+  c.sweep.attack.n_candidates = (c.data.n // 2, c.data.n, 2 * c.data.n)
+  c.sweep.victim.activation = ('relu_tanh',)
+  c.sweep.victim.p_over_dn = (10.0,)
+  c.sweep.seed = (0, 1, 2)
   if reuse:  # re-score a finished run without running it again
     result = io.read_json(os.path.join(RUNS, 'ncand', 'sweep.json'))
     seconds = result['wall_seconds']
@@ -249,7 +249,7 @@ def stage_ncand(reuse=False):
   records = slim(result['records'])
   for r in records:
     r.update(candidate_report(r, arrays[f'x_true_{r["index"]}'], arrays[f'x_hat_{r["index"]}'],
-                              c.recovered_threshold))
+                              c.run.recovered_threshold))
   fields = ('recon_error', 'frac_recovered', 'n_recovered', 'n_duplicates',
             'n_uncovered_samples', 'samples_covered', 'candidates_far_from_every_sample',
             'projection_loss')
@@ -260,11 +260,11 @@ def stage_ncand(reuse=False):
   lines = [
       '# Reconstruction with the wrong number of candidates (n̂ ≠ n)',
       '',
-      f'relu+tanh random features, n = {c.n}, d = {c.d}, p = 10·dn = {10 * c.d * c.n}, '
-      f'SGD momentum {c.momentum} lr {c.lr:g}, {c.max_steps} steps, seeds '
+      f'relu+tanh random features, n = {c.data.n}, d = {c.data.d}, p = 10·dn = {10 * c.data.d * c.data.n}, '
+      f'SGD momentum {c.attack.momentum} lr {c.attack.lr:g}, {c.attack.max_steps} steps, seeds '
       f'{list(c.sweep.seed)}; {seconds:.0f} s on 2 shared CPU cores. Regenerate: '
       '`python scripts/phase_transition.py --stages=ncand`. A candidate is "near" a sample '
-      f'when its sign-invariant relative distance is < {c.recovered_threshold}.',
+      f'when its sign-invariant relative distance is < {c.run.recovered_threshold}.',
       '',
       '| n̂ | seed | recon_error | recovered (of n) | samples with a near candidate | '
       'duplicates | candidates far from every sample | candidates closer to a pair '
@@ -275,7 +275,7 @@ def stage_ncand(reuse=False):
   for r in sorted(records, key=lambda r: (r['n_candidates'], r['seed'])):
     lines.append(
         f"| {r['n_candidates']} | {r['seed']} | {r['recon_error']:.3f} | "
-        f"{r['n_recovered']}/{c.n} | {r['samples_covered']} | {r['n_duplicates']} | "
+        f"{r['n_recovered']}/{c.data.n} | {r['samples_covered']} | {r['n_duplicates']} | "
         f"{r['candidates_far_from_every_sample']} | "
         f"{r['candidates_closer_to_a_pair_midpoint']} | {r['projection_loss']:.2e} | "
         + ', '.join(f'{a:.2f} ({b:.2f})' for a, b in zip(r['candidate_nearest_distance'],
@@ -283,21 +283,21 @@ def stage_ncand(reuse=False):
         + ' |')
   by = {r['n_candidates']: [q for q in records if q['n_candidates'] == r['n_candidates']]
         for r in records}
-  lo, hi = by.get(c.n // 2, []), by.get(2 * c.n, [])
+  lo, hi = by.get(c.data.n // 2, []), by.get(2 * c.data.n, [])
   if lo and hi:
     near_lo = [v for q in lo for v in q['candidate_nearest_distance']]
-    extra_hi = [v for q in hi for v in q['candidate_nearest_distance'][c.n:]]
+    extra_hi = [v for q in hi for v in q['candidate_nearest_distance'][c.data.n:]]
     lines += ['', '## What happened', '',
-              f'* n̂ = n/2 = {c.n // 2}: no sample is recovered (recovered '
-              f"{sum(q['n_recovered'] for q in lo)} of {c.n * len(lo)} over the seeds), the "
+              f'* n̂ = n/2 = {c.data.n // 2}: no sample is recovered (recovered '
+              f"{sum(q['n_recovered'] for q in lo)} of {c.data.n * len(lo)} over the seeds), the "
               f"loss stalls at {min(q['projection_loss'] for q in lo):.1e}–"
               f"{max(q['projection_loss'] for q in lo):.1e}. Every candidate sits "
               f'{min(near_lo):.2f}–{max(near_lo):.2f} from its nearest sample: a compromise '
               'between samples (merged samples in the paper\'s words), though not at a pair '
               'midpoint (x_i ± x_j normalised is farther away for every candidate).',
-              f'* n̂ = 2n = {2 * c.n}: all n samples are recovered exactly (recovered '
-              f"{sum(q['n_recovered'] for q in hi)} of {c.n * len(hi)}) and the loss reaches "
-              f"the tolerance. The {c.n} extra candidates are NOT duplicates here "
+              f'* n̂ = 2n = {2 * c.data.n}: all n samples are recovered exactly (recovered '
+              f"{sum(q['n_recovered'] for q in hi)} of {c.data.n * len(hi)}) and the loss reaches "
+              f"the tolerance. The {c.data.n} extra candidates are NOT duplicates here "
               f"(n_duplicates = {sum(q['n_duplicates'] for q in hi)}): they end "
               f'{min(extra_hi):.2f}–{max(extra_hi):.2f} from every sample, because once n '
               'candidates span the true feature subspace the loss is zero wherever the '
@@ -305,8 +305,8 @@ def stage_ncand(reuse=False):
               'samples plus duplicates; with our initialisation and lr the surplus '
               'candidates stay where the optimisation left them instead.',
               f'* n̂ = n (the control): recovered '
-              f"{sum(q['n_recovered'] for q in by.get(c.n, []))} of "
-              f'{c.n * len(by.get(c.n, []))}.']
+              f"{sum(q['n_recovered'] for q in by.get(c.data.n, []))} of "
+              f'{c.data.n * len(by.get(c.data.n, []))}.']
   lines.append('')
   io.write_text(os.path.join(RESULTS, 'n_candidates.md'), '\n'.join(lines))
   print('\n'.join(lines))

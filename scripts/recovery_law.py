@@ -39,7 +39,6 @@ import time
 from typing import Any, Dict, List
 
 from absl import app, flags, logging
-import ml_collections
 import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -59,7 +58,7 @@ PRESETS = {
 FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
-    'previous': {'escalate': 'off', 'polish': 'off'},
+    'previous': {'attack.escalate.mode': 'off', 'attack.polish.mode': 'off'},
     'paper': {},  # paper_baseline.paper_overrides(activation) and the calibrated lr
 }
 PAPER_BUDGET_FACTOR = 10  # the paper's port gets this many times the default's steps
@@ -98,27 +97,25 @@ def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List
 def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
   """The point's sweep config: its seeds as one vectorised call (`recon.sweep`)."""
   c = rf_synthetic.get_config()
-  c.update(dict(n=pt['n'], d=pt['d'], p=pt['p'], activation=pt['activation'],
-                max_steps=max_steps, log_every_seconds=1e9, checkpoint_every_seconds=0.0))
-  c.update(METHODS[pt['method']])
+  c.update_from_flattened_dict({
+      'data.n': pt['n'], 'data.d': pt['d'], 'victim.p': pt['p'],
+      'victim.activation': pt['activation'], 'attack.max_steps': max_steps,
+      'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0,
+      **METHODS[pt['method']]})
   if pt['method'] == 'paper':
     lr = paper_baseline.calibrated_lr(PAPER_CALIBRATION, pt['activation'], pt['n'], pt['d'])
     if lr is None:
       raise ValueError(f'method paper: no blind lr for {pt["activation"]} n={pt["n"]} '
-                       f'd={pt["d"]} in '
-                       f'{PAPER_CALIBRATION}; run python -m scripts.paper_baseline first')
-    c.update(dict(paper_baseline.paper_overrides(pt['activation']), lr=lr))
-  with c.unlocked():
-    if pt['k'] is not None:
-      c.dataset = 'synthetic_subspace'
-      c.planted_dim = pt['k']
-      c.subspace = 'known' if pt['search'] == 'subspace' else 'none'
-      c.subspace_dim = None
-      c.subspace_noise_floor = 1e-3
-      c.gradient_at = 'trained'
-      c.alpha_mode = 'closed_form'
-    first = pt.get('first_seed', 0)
-    c.sweep = ml_collections.ConfigDict({'seed': tuple(range(first, first + seeds))})
+                       f'd={pt["d"]} in {PAPER_CALIBRATION}; run python -m '
+                       'scripts.paper_baseline first')
+    c.update_from_flattened_dict({**paper_baseline.paper_overrides(pt['activation']),
+                                  'attack.lr': lr})
+  if pt['k'] is not None:
+    c.data.name = 'synthetic_subspace'
+    c.data.planted_dim = pt['k']
+    c.attack.subspace = 'known' if pt['search'] == 'subspace' else 'none'
+  first = pt.get('first_seed', 0)
+  c.sweep.seed = tuple(range(first, first + seeds))
   return c
 
 

@@ -47,9 +47,9 @@ def main(argv=None) -> None:
   for seed in seeds:
     config = rf_digits.get_config()
     config.seed = seed
-    config.overwrite = True
+    config.run.overwrite = True
     if args.tiny:
-      config.n, config.p, config.max_steps = 4, 256, 30
+      config.data.n, config.victim.p, config.attack.max_steps = 4, 256, 30
     workdir = os.path.join(args.runs, f'rf_digits-seed{seed}')
     summary = pipelines.run(config, workdir)
     rows.append({'seed': seed, **{k: summary['metrics'][k] for k in COLUMNS[1:]}})

@@ -64,13 +64,13 @@ def main(argv=None) -> None:
   results = {}
   for mode in ('none', 'estimated'):
     cfg = mod.get_config()
-    cfg.name, cfg.n, cfg.subspace, cfg.max_steps, cfg.overwrite = ('digits', N, mode, max_steps,
+    cfg.name, cfg.data.n, cfg.attack.subspace, cfg.attack.max_steps, cfg.run.overwrite = ('digits', N, mode, max_steps,
                                                                    True)
     if args.tiny:
-      cfg.width, cfg.train_max_steps = 48, 50
-    cfg.dataset = 'synthetic_sphere'  # not loaded: the rows are passed in below
+      cfg.victim.width, cfg.victim.train.max_steps = 48, 50
+    cfg.data.name = 'synthetic_sphere'  # not loaded: the rows are passed in below
     cfg = victims.resolve(cfg)
-    cfg.dataset = 'digits[:6] (scripts/subspace_digits.py)'  # for summary.json only
+    cfg.data.name = 'digits[:6] (scripts/subspace_digits.py)'  # for summary.json only
     workdir = os.path.join(OUT, 'runs', 'subspace_digits', mode)
     os.makedirs(workdir, exist_ok=True)
     summary = subspace_pipeline.run_two_layer_on(
@@ -83,8 +83,8 @@ def main(argv=None) -> None:
     print(mode, results[mode], flush=True)
     results[mode]['x_matched'] = np.load(os.path.join(workdir, 'reconstruction.npz'))['x_matched']
   io.write_json(os.path.join(OUT, 'subspace_digits.json'),
-                {'setup': {'n': N, 'd': 64, 'width': cfg.width, 'train_lr': cfg.train_lr,
-                           'gradient_at': cfg.gradient_at, 'n_candidates': cfg.n_candidates},
+                {'setup': {'n': N, 'd': 64, 'width': cfg.victim.width, 'train_lr': cfg.victim.train.lr,
+                           'gradient_at': cfg.attack.gradient_at, 'n_candidates': cfg.attack.n_candidates},
                  'runs': {k: {kk: vv for kk, vv in v.items() if kk != 'x_matched'}
                           for k, v in results.items()}})
   fig, axes = plt.subplots(3, N, figsize=(1.3 * N, 4.4))
@@ -97,7 +97,7 @@ def main(argv=None) -> None:
       axes[r, j].set_xticks([])
       axes[r, j].set_yticks([])
     axes[r, 0].set_ylabel(label, fontsize=8)
-  fig.suptitle(f'digits, n={N}, width {cfg.width}: reconstruction from dW2', fontsize=9)
+  fig.suptitle(f'digits, n={N}, width {cfg.victim.width}: reconstruction from dW2', fontsize=9)
   fig.tight_layout()
   fig.savefig(os.path.join(OUT, 'subspace_digits.png'), dpi=110)
 

@@ -52,14 +52,14 @@ def main(argv=None) -> None:
     P_OVER_KN, SEEDS, MAX_STEPS = (1, 8), (0,), 30
   logging.set_verbosity(logging.WARNING)
   base = load_config('configs/rf_subspace.py')
-  k, n, d = base.planted_dim, base.n, base.d
+  k, n, d = base.data.planted_dim, base.data.n, base.data.d
   rows = []
   for ratio in P_OVER_KN:
     p = int(round(ratio * k * n))
     for mode in MODES:
       for seed in SEEDS:
         cfg = load_config('configs/rf_subspace.py')
-        cfg.p, cfg.subspace, cfg.seed, cfg.max_steps, cfg.overwrite = p, mode, seed, MAX_STEPS, True
+        cfg.victim.p, cfg.attack.subspace, cfg.seed, cfg.attack.max_steps, cfg.run.overwrite = p, mode, seed, MAX_STEPS, True
         m = pipelines.run(cfg, os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}'))
         m = m['metrics']
         row = {'subspace': mode, 'p': p, 'seed': seed, 'p_over_kn': p / (k * n),
@@ -69,9 +69,9 @@ def main(argv=None) -> None:
         rows.append(row)
         print(row, flush=True)
   io.write_json(os.path.join(OUT, 'subspace_rf_width.json'),
-                {'setup': {'n': n, 'd': d, 'k': k, 'activation': base.activation,
-                           'n_candidates': base.n_candidates, 'optimizer': base.optimizer,
-                           'lr': base.lr, 'max_steps': MAX_STEPS, 'seeds': list(SEEDS)},
+                {'setup': {'n': n, 'd': d, 'k': k, 'activation': base.victim.activation,
+                           'n_candidates': base.attack.n_candidates, 'optimizer': base.attack.optimizer,
+                           'lr': base.attack.lr, 'max_steps': MAX_STEPS, 'seeds': list(SEEDS)},
                  'rows': rows})
   buf = _io.StringIO()
   writer = csv.DictWriter(buf, fieldnames=list(rows[0]))

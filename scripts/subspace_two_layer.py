@@ -44,16 +44,20 @@ KEYS = ('recon_error', 'frac_recovered', 'final_loss', 'steps', 'train_final_los
         'subspace_residual_true', 'singular_values_top')
 
 
+# The fields the parts vary (recorded under these names in the results), and their paths.
+FIELDS = {'width': 'victim.width', 'subspace': 'attack.subspace', 'seed': 'seed',
+          'weight_decay': 'victim.train.weight_decay', 'subspace_dim': 'attack.subspace_dim'}
+
+
 def load_config(**fields):
   spec = importlib.util.spec_from_file_location('cfg', 'configs/two_layer_subspace.py')
   mod = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(mod)
   cfg = mod.get_config()
-  cfg.max_steps, cfg.overwrite = MAX_STEPS, True
+  cfg.attack.max_steps, cfg.run.overwrite = MAX_STEPS, True
   if TRAIN_MAX_STEPS is not None:
-    cfg.train_max_steps = TRAIN_MAX_STEPS
-  for k, v in fields.items():
-    setattr(cfg, k, v)
+    cfg.victim.train.max_steps = TRAIN_MAX_STEPS
+  cfg.update_from_flattened_dict({FIELDS[k]: v for k, v in fields.items()})
   return cfg
 
 
@@ -62,9 +66,9 @@ def run(part: str, **fields):
   tag = '-'.join(f'{k}{v}' for k, v in fields.items())
   m = pipelines.run(cfg, os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}'))
   m = m['metrics']
-  row = {'part': part, 'width': cfg.width, 'seed': cfg.seed, 'subspace': cfg.subspace,
-         'weight_decay': cfg.weight_decay, 'p_over_kn': cfg.width / (cfg.planted_dim * cfg.n),
-         'p_over_dn': cfg.width / (cfg.d * cfg.n)}
+  row = {'part': part, 'width': cfg.victim.width, 'seed': cfg.seed, 'subspace': cfg.attack.subspace,
+         'weight_decay': cfg.victim.train.weight_decay, 'p_over_kn': cfg.victim.width / (cfg.data.planted_dim * cfg.data.n),
+         'p_over_dn': cfg.victim.width / (cfg.data.d * cfg.data.n)}
   row.update({k: m.get(k) for k in KEYS})
   print({k: v for k, v in row.items() if k != 'singular_values_top'}, flush=True)
   return row
@@ -93,11 +97,11 @@ def main(argv=None) -> None:
     rows.append(run('B', weight_decay=wd, subspace='estimated', subspace_dim=4))
   base = load_config()
   io.write_json(os.path.join(OUT, 'subspace_two_layer.json'),
-                {'setup': {'n': base.n, 'd': base.d, 'k': base.planted_dim,
-                           'activation': base.activation, 'train_lr': base.train_lr,
-                           'train_tol': base.train_tol, 'train_max_steps': base.train_max_steps,
-                           'gradient_at': base.gradient_at, 'n_candidates': base.n_candidates,
-                           'lr': base.lr, 'max_steps': MAX_STEPS},
+                {'setup': {'n': base.data.n, 'd': base.data.d, 'k': base.data.planted_dim,
+                           'activation': base.victim.activation, 'train_lr': base.victim.train.lr,
+                           'train_tol': base.victim.train.tol, 'train_max_steps': base.victim.train.max_steps,
+                           'gradient_at': base.attack.gradient_at, 'n_candidates': base.attack.n_candidates,
+                           'lr': base.attack.lr, 'max_steps': MAX_STEPS},
                  'rows': rows})
   flat = [{k: v for k, v in r.items() if k != 'singular_values_top'} for r in rows]
   buf = _io.StringIO()

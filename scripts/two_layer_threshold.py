@@ -36,7 +36,7 @@ _TINY = flags.DEFINE_bool('tiny', False, 'Smoke test: n=3, d=4, 50 training step
 def _config():
   cfg = two_layer.get_config()
   if _TINY.value:
-    cfg.n, cfg.d, cfg.train_max_steps = 3, 4, 50
+    cfg.data.n, cfg.data.d, cfg.victim.train.max_steps = 3, 4, 50
   return cfg
 
 KEEP = ('recon_error', 'recon_error_median', 'frac_recovered', 'dist_abs', 'projection_loss',
@@ -49,14 +49,14 @@ def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
   base = _config()
-  dn = base.d * base.n
+  dn = base.data.d * base.data.n
   rows = []
   for ratio in [float(r) for r in _RATIOS.value]:
-    width = max(1, int(round(ratio * dn / base.num_classes)))
+    width = max(1, int(round(ratio * dn / base.data.num_classes)))
     for seed in range(_SEEDS.value):
       cfg = _config()
-      cfg.width, cfg.seed, cfg.max_steps, cfg.overwrite = width, seed, _MAX_STEPS.value, True
-      cfg.log_every_seconds = 1e9
+      cfg.victim.width, cfg.seed, cfg.attack.max_steps, cfg.run.overwrite = width, seed, _MAX_STEPS.value, True
+      cfg.run.log_every_seconds = 1e9
       with tempfile.TemporaryDirectory() as workdir:
         summary = pipelines.run(cfg, workdir)
       m = summary['metrics']
@@ -71,8 +71,10 @@ def main(argv):
       'description': 'two-layer net W2 sigma(W1 x) trained by full-batch GD, reconstructed from '
                      'vec(W2(T) - W2(0)) with the last-layer Jacobian features',
       'command': 'python -m scripts.two_layer_threshold',
-      'setting': {k: base[k] for k in ('n', 'd', 'num_classes', 'activation', 'loss',
-                                        'train_tol', 'optimizer', 'lr', 'momentum')},
+      'setting': {'n': base.data.n, 'd': base.data.d, 'num_classes': base.data.num_classes,
+                  'activation': base.victim.activation, 'loss': base.victim.train.loss,
+                  'train_tol': base.victim.train.tol, 'optimizer': base.attack.optimizer,
+                  'lr': base.attack.lr, 'momentum': base.attack.momentum},
       'max_steps': _MAX_STEPS.value, 'seeds': _SEEDS.value, 'dn': dn, 'runs': rows,
   }
   os.makedirs(os.path.dirname(_OUT.value) or '.', exist_ok=True)
@@ -89,7 +91,7 @@ def main(argv):
   ax.set_yscale('log')
   ax.set_xlabel(r'$p^{(L)} / (d n)$')
   ax.set_ylabel('recon_error (sign-invariant, relative)')
-  ax.set_title(f'Two-layer net, n={base.n}, d={base.d}, C={base.num_classes}')
+  ax.set_title(f'Two-layer net, n={base.data.n}, d={base.data.d}, C={base.data.num_classes}')
   ax.legend()
   fig.tight_layout()
   fig.savefig(_OUT.value + '.png', dpi=110)

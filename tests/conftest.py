@@ -38,7 +38,7 @@ def _restore_x64():
 
 @pytest.fixture(autouse=True)
 def _restore_matmul_precision():
-  """A run sets jax_default_matmul_precision process-wide (config.matmul_precision)."""
+  """A run sets jax_default_matmul_precision process-wide (config.run.matmul_precision)."""
   before = jax.config.jax_default_matmul_precision
   yield
   if jax.config.jax_default_matmul_precision != before:

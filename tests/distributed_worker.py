@@ -36,7 +36,7 @@ def problem_and_x():
 
 def main():
   out, residual = sys.argv[1], sys.argv[2]
-  assert distributed.initialize(None), 'JAX_COORDINATOR_ADDRESS etc. must be set'
+  assert distributed.initialize(False), 'JAX_COORDINATOR_ADDRESS etc. must be set'
   import jax  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
 

@@ -129,22 +129,23 @@ def test_without_a_feature_map_a_wider_margin_is_required():
   assert cert['certified'] and cert['evidence']['jacobian'].startswith('not computed')
 
 
-def _rf_run(tmp_path, name, **fields):
+def _rf_run(tmp_path, name, overrides):
   from configs import rf_synthetic
   from recon import pipelines
   c = rf_synthetic.get_config()
-  c.update(dict(n=5, d=5, max_steps=6000, log_every_seconds=1e9, checkpoint_every_seconds=0.0,
-                **fields))
+  c.update_from_flattened_dict({'data.n': 5, 'data.d': 5, 'attack.max_steps': 6000,
+                                'run.log_every_seconds': 1e9,
+                                'run.checkpoint_every_seconds': 0.0, **overrides})
   return pipelines.run(c, str(tmp_path / name))['metrics']
 
 
 @pytest.mark.slow  # two full runs to convergence (~15 CPU-s); certify() is unit-tested above
 def test_a_run_records_its_certificate_and_never_certifies_below_the_threshold(tmp_path):
-  above = _rf_run(tmp_path, 'above', p=250)
+  above = _rf_run(tmp_path, 'above', {'victim.p': 250})
   assert above['certified'] and above['frac_recovered'] == 1.0
   assert above['certificate']['pin_radius'] < 0.1 and above['certificate']['reasons'] == []
   assert above['sign_invariant'] is False  # relu_tanh: errors are signed
-  below = _rf_run(tmp_path, 'below', p=12)  # p < d n: zero-loss points are not isolated
+  below = _rf_run(tmp_path, 'below', {'victim.p': 12})  # p < d n: zero-loss points are not isolated
   assert below['certified'] is False and not below['certificate']['counting']
 
 

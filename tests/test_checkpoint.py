@@ -25,15 +25,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RF = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
 
 # Tiny problem; tol=0 so every run takes exactly max_steps steps.
-TINY = dict(n=4, d=4, p=64, lr=2.0, tol=0.0, chunk_steps=50, log_every_seconds=1000.0,
-            checkpoint_every_seconds=0.0)
+TINY = {'data.n': 4, 'data.d': 4, 'victim.p': 64, 'attack.lr': 2.0, 'attack.tol': 0.0,
+        'run.chunk_steps': 50, 'run.log_every_seconds': 1000.0,
+        'run.checkpoint_every_seconds': 0.0}
 
 
-def tiny_config(**overrides):
+def tiny_config(overrides=None):
+  """configs/rf_synthetic.py with TINY, 400 steps and `overrides` ({field path: value})."""
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
   cfg = rf_synthetic.get_config()
-  for k, v in {**TINY, 'max_steps': 400, **overrides}.items():
-    cfg[k] = v
+  cfg.update_from_flattened_dict({**TINY, 'attack.max_steps': 400, **(overrides or {})})
   return cfg
 
 
@@ -72,23 +73,32 @@ def snapshot(workdir):
 def unbroken(tmp_path_factory):
   """One uninterrupted in-process run: 400 steps, checkpoints every 100."""
   workdir = str(tmp_path_factory.mktemp('unbroken'))
-  pipelines.run(tiny_config(checkpoint_every_steps=100), workdir)
+  pipelines.run(tiny_config({'run.checkpoint_every_steps': 100}), workdir)
   return workdir
+
+
+def _changed(config_dict, overrides):
+  c = ml_collections.ConfigDict(config_dict)
+  c.update_from_flattened_dict(overrides)
+  return c.to_dict()
 
 
 def test_config_differences_rule():
   saved = tiny_config().to_dict()
-  same = dict(saved, log_every_seconds=1.0, chunk_steps=7, checkpoint_keep=5, resume=True,
-              checkpoint_every_steps=3, checkpoint_every_seconds=9.0, max_steps=10**6, name='x')
+  same = _changed(saved, {'run.log_every_seconds': 1.0, 'run.chunk_steps': 7,
+                          'run.checkpoint_keep': 5, 'run.resume': True,
+                          'run.checkpoint_every_steps': 3, 'run.checkpoint_every_seconds': 9.0,
+                          'attack.max_steps': 10**6, 'name': 'x'})
   assert checkpoint.config_differences(saved, same) == []
-  diff = checkpoint.config_differences(saved, dict(saved, lr=1.0, seed=3, max_steps=10))
-  assert [d.split(' ')[0] for d in diff] == ['lr', 'max_steps', 'seed']
+  diff = checkpoint.config_differences(
+      saved, _changed(saved, {'attack.lr': 1.0, 'seed': 3, 'attack.max_steps': 10}))
+  assert [d.split(' ')[0] for d in diff] == ['attack.lr', 'attack.max_steps', 'seed']
   assert checkpoint.config_differences(saved, dict(saved, extra=1)) == ['extra (None -> 1)']
 
 
 def test_checkpoints_written_and_pruned(unbroken):
   assert checkpoint.saved_steps(unbroken) == [300, 400]  # checkpoint_keep = 2
-  assert checkpoint.read_config(unbroken)['max_steps'] == 400
+  assert checkpoint.read_config(unbroken)['attack']['max_steps'] == 400
   assert os.path.isfile(os.path.join(unbroken, 'model', 'model.json'))
 
 
@@ -96,9 +106,9 @@ def test_checkpoints_written_and_pruned(unbroken):
 def test_resume_with_more_steps_is_bit_for_bit(unbroken, tmp_path):
   """200 steps, then resume to 400 (max_steps may grow): same outputs as 400 in one go."""
   workdir = str(tmp_path / 'split')
-  first = pipelines.run(tiny_config(max_steps=200), workdir)
+  first = pipelines.run(tiny_config({'attack.max_steps': 200}), workdir)
   assert first['metrics']['steps'] == 200
-  summary = pipelines.run(tiny_config(resume=True, chunk_steps=100), workdir)
+  summary = pipelines.run(tiny_config({'run.resume': True, 'run.chunk_steps': 100}), workdir)
   assert summary['resumed_from_step'] == 200
   assert summary['history']['step'][-1] == 400
   # chunk_steps changed on resume: candidates identical, history sampled differently.
@@ -117,7 +127,7 @@ def test_resume_after_crash_is_bit_for_bit(unbroken, tmp_path):
   os.remove(os.path.join(workdir, 'reconstruction.npz'))
   # An unfinished orbax save (as SIGKILL mid-save leaves it) must be ignored.
   os.makedirs(os.path.join(workdir, 'checkpoints', '350.orbax-checkpoint-tmp-1'))
-  summary = pipelines.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
+  summary = pipelines.run(tiny_config({'run.checkpoint_every_steps': 100, 'run.resume': True}), workdir)
   assert summary['resumed_from_step'] == 300
   assert_same_outputs(unbroken, workdir)
 
@@ -127,11 +137,11 @@ def test_second_run_into_a_workdir_is_refused(unbroken, tmp_path):
   shutil.copytree(unbroken, workdir)
   before = snapshot(workdir)
   with pytest.raises(errors.ExperimentError, match='already holds a finished run') as err:
-    pipelines.run(tiny_config(checkpoint_every_steps=100), workdir)
+    pipelines.run(tiny_config({'run.checkpoint_every_steps': 100}), workdir)
   assert '\n' not in str(err.value)
   assert snapshot(workdir) == before
   # overwrite=True replaces it (same config: same outputs).
-  pipelines.run(tiny_config(checkpoint_every_steps=100, overwrite=True), workdir)
+  pipelines.run(tiny_config({'run.checkpoint_every_steps': 100, 'run.overwrite': True}), workdir)
   assert_same_outputs(unbroken, workdir)
 
 
@@ -144,19 +154,19 @@ def test_unfinished_run_is_refused_without_resume(unbroken, tmp_path):
 
 
 @pytest.mark.parametrize('overrides,named', [
-    (dict(lr=5.0, seed=1), 'lr (2.0 -> 5.0), seed (0 -> 1)'),
-    (dict(max_steps=300), 'max_steps (400 -> 300)'),
-    (dict(activation='tanh'), "activation ('relu_tanh' -> 'tanh')"),
+    ({'attack.lr': 5.0, 'seed': 1}, 'attack.lr (2.0 -> 5.0), seed (0 -> 1)'),
+    ({'attack.max_steps': 300}, 'attack.max_steps (400 -> 300)'),
+    ({'victim.activation': 'tanh'}, "victim.activation ('relu_tanh' -> 'tanh')"),
 ])
 def test_resume_with_a_different_config_is_refused(unbroken, tmp_path, overrides, named):
   workdir = str(tmp_path / 'mismatch')
   shutil.copytree(unbroken, workdir)
   before = snapshot(workdir)
   with pytest.raises(errors.ExperimentError) as err:
-    pipelines.run(tiny_config(resume=True, **overrides), workdir)
+    pipelines.run(tiny_config({'run.resume': True, **overrides}), workdir)
   message = str(err.value)
   assert '\n' not in message
-  assert message.startswith('resume: the config differs from the checkpointed run in ' + named)
+  assert message.startswith('run.resume: the config differs from the checkpointed run in ' + named)
   assert snapshot(workdir) == before
 
 
@@ -166,21 +176,21 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
   os.makedirs(os.path.join(workdir, 'checkpoints', '100.orbax-checkpoint-tmp-7'))
   shutil.copytree(os.path.join(unbroken, 'model'), os.path.join(workdir, 'model'))
   with pytest.raises(errors.ExperimentError, match='already holds an unfinished run'):
-    pipelines.run(tiny_config(checkpoint_every_steps=100), workdir)
-  summary = pipelines.run(tiny_config(checkpoint_every_steps=100, resume=True), workdir)
+    pipelines.run(tiny_config({'run.checkpoint_every_steps': 100}), workdir)
+  summary = pipelines.run(tiny_config({'run.checkpoint_every_steps': 100, 'run.resume': True}), workdir)
   assert summary['resumed_from_step'] is None
   assert_same_outputs(unbroken, workdir)
 
 
 # Blind re-seeding (recon/refine.py) keeps host-side state (key, schedule, counters): it
 # rides in the checkpoint, so a resumed run re-seeds exactly like an unbroken one.
-RESEED = dict(n_candidates=8, reseed_every=50, reseed_threshold=0.3, checkpoint_every_steps=100)
+RESEED = {'attack.n_candidates': 8, 'attack.reseed.every': 50, 'attack.reseed.threshold': 0.3, 'run.checkpoint_every_steps': 100}
 
 
 @pytest.fixture(scope='module')
 def unbroken_reseeding(tmp_path_factory):
   workdir = str(tmp_path_factory.mktemp('unbroken_reseeding'))
-  summary = pipelines.run(tiny_config(**RESEED), workdir)
+  summary = pipelines.run(tiny_config(RESEED), workdir)
   return workdir, summary
 
 
@@ -200,7 +210,7 @@ def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tm
   shutil.rmtree(os.path.join(workdir, 'checkpoints', '400'))
   for name in ('summary.json', 'reconstruction.npz'):
     os.remove(os.path.join(workdir, name))
-  resumed = pipelines.run(tiny_config(resume=True, **RESEED), workdir)
+  resumed = pipelines.run(tiny_config({'run.resume': True, **RESEED}), workdir)
   assert resumed['resumed_from_step'] == 300
   assert_same_outputs(unbroken, workdir)
 
@@ -210,7 +220,7 @@ def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding,
   unbroken, _ = unbroken_reseeding
   workdir = str(tmp_path / 'split')
   pipelines.run(tiny_config(**dict(RESEED, max_steps=250)), workdir)
-  resumed = pipelines.run(tiny_config(resume=True, **RESEED), workdir)
+  resumed = pipelines.run(tiny_config({'run.resume': True, **RESEED}), workdir)
   assert resumed['resumed_from_step'] == 250
   assert_same_outputs(unbroken, workdir)
 
@@ -282,8 +292,8 @@ def test_two_layer_model_round_trip(tmp_path):
   np.testing.assert_array_equal(out, module.apply({'params': trained}, x))
   # A random-features config cannot attack a TwoLayer: refused in one line, before compute.
   with pytest.raises(errors.ExperimentError, match="model: 'random_features' but "
-                     'model_checkpoint .* holds a TwoLayer'):
-    pipelines.run(tiny_config(model_checkpoint=path), str(tmp_path / 'w'))
+                     'victim.checkpoint .* holds a TwoLayer'):
+    pipelines.run(tiny_config({'victim.checkpoint': path}), str(tmp_path / 'w'))
   assert not os.path.exists(tmp_path / 'w')
 
 
@@ -298,16 +308,16 @@ def test_random_features_model_with_explicit_v(unbroken, tmp_path):
 
 
 def test_bad_model_checkpoint_is_refused(tmp_path):
-  with pytest.raises(errors.ExperimentError, match='model_checkpoint: no model.json'):
-    pipelines.run(tiny_config(model_checkpoint=str(tmp_path)), str(tmp_path / 'w'))
+  with pytest.raises(errors.ExperimentError, match='victim.checkpoint: no model.json'):
+    pipelines.run(tiny_config({'victim.checkpoint': str(tmp_path)}), str(tmp_path / 'w'))
 
 
 def test_reconstruct_from_model_checkpoint(unbroken, tmp_path):
   """Attacking the saved model gives the unbroken run's outputs; the checkpoint's p, d win."""
   workdir = str(tmp_path / 'from_model')
-  summary = pipelines.run(tiny_config(model_checkpoint=unbroken, p=999, d=7,
-                                       checkpoint_every_steps=100), workdir)
-  assert (summary['config']['p'], summary['config']['d']) == (64, 4)
+  summary = pipelines.run(tiny_config({'victim.checkpoint': unbroken, 'victim.p': 999,
+                                       'data.d': 7, 'run.checkpoint_every_steps': 100}), workdir)
+  assert (summary['config']['victim']['p'], summary['config']['data']['d']) == (64, 4)
   assert_same_outputs(unbroken, workdir)
 
 
@@ -317,7 +327,7 @@ def test_reconstruct_without_ground_truth(unbroken, tmp_path):
   path = str(tmp_path / 'blind_model')
   model_ckpt.save(path, model)
   workdir = str(tmp_path / 'blind')
-  summary = pipelines.run(tiny_config(model_checkpoint=path), workdir)
+  summary = pipelines.run(tiny_config({'victim.checkpoint': path}), workdir)
   m = summary['metrics']
   assert m['ground_truth'] is False and 'recon_error' not in m
   assert m['steps'] == 400 and m['n_candidates'] == 4
@@ -377,18 +387,16 @@ def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
   """Subspace pipeline, free alpha, Adam (a pytree state): 40 + resume to 60 == 60 at once."""
   from configs import rf_subspace  # pylint: disable=import-outside-toplevel
 
-  def cfg(**overrides):
+  def cfg(overrides=None):
     c = rf_subspace.get_config()
-    c.update(dict(alpha_mode='joint', optimizer='adam', lr=0.01, max_steps=60, chunk_steps=20,
-                  log_every_seconds=1000.0))
-    for k, v in overrides.items():
-      c[k] = v  # fields this config file lacks (resume, ...) take their defaults otherwise
+    c.update_from_flattened_dict({'attack.alpha_mode': 'joint', 'attack.optimizer': 'adam', 'attack.lr': 0.01, 'attack.max_steps': 60, 'run.chunk_steps': 20, 'run.log_every_seconds': 1000.0})
+    c.update_from_flattened_dict(overrides or {})
     return c
 
   whole, split = str(tmp_path / 'whole'), str(tmp_path / 'split')
   pipelines.run(cfg(), whole)
-  pipelines.run(cfg(max_steps=40), split)
-  summary = pipelines.run(cfg(resume=True), split)
+  pipelines.run(cfg({'attack.max_steps': 40}), split)
+  summary = pipelines.run(cfg({'run.resume': True}), split)
   assert summary['resumed_from_step'] == 40
   assert_same_outputs(whole, split)
 
@@ -405,7 +413,7 @@ def test_restoring_a_state_of_another_layout_is_one_line(tmp_path):
   assert ck(sgd._replace(step=jnp.asarray(1, sgd.step.dtype)), [(1, 1.0)], stopped=True)
   ck.close()
   reader = checkpoint.RunCheckpointer(str(tmp_path), {'seed': 0})
-  with pytest.raises(errors.ExperimentError, match=r'^resume: the checkpoint at step 1 .* '
+  with pytest.raises(errors.ExperimentError, match=r'^run.resume: the checkpoint at step 1 .* '
                      r'another layout') as e:
     reader.restore(adam)
   assert '\n' not in str(e.value)

@@ -1,20 +1,26 @@
-"""The one validator: every config in configs/ validates; bad values fail in one line, early."""
+"""The one validator: every config in configs/ validates; bad values fail in one line, early.
+
+Defaults live in configs/base.py only: every job starts from it, defines no field it lacks,
+and recon/ reads no field with a fallback default (`cfg.get(name, default)`).
+"""
 import glob
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
 import ml_collections
 import pytest
 
+from configs import base
 from recon import config as config_lib
+from recon import io
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Every experiment config (configs/common.py holds shared helpers, not a config).
-CONFIGS = sorted(f for f in glob.glob(os.path.join(ROOT, 'configs', '*.py'))
-                 if os.path.basename(f) != 'common.py')
+CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', '*.py')))
+JOBS = [f for f in CONFIGS if os.path.basename(f) != 'base.py']
 RF = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
 
 
@@ -34,53 +40,158 @@ def test_every_config_loads_and_validates(path):
   cfg = load_config(path)
   assert isinstance(cfg, ml_collections.ConfigDict)
   config_lib.validate(cfg)
-  unknown = [f for f in cfg if f not in config_lib.SCHEMA and f != 'sweep']
+
+
+def test_base_defines_every_field_once():
+  """configs/base.py holds a default for exactly the fields the schema knows."""
+  fields = io.flatten({k: v for k, v in base.get_config().items() if k != 'sweep'})
+  assert sorted(fields) == sorted(config_lib.FIELDS)
+  axes = io.flatten(base.sweep())
+  assert sorted(axes) == sorted(config_lib.SWEEP_VECTORISED + config_lib.SWEEP_STATIC)
+  assert all(v is None for v in axes.values())
+
+
+@pytest.mark.parametrize('path', JOBS, ids=os.path.basename)
+def test_every_job_starts_from_base(path):
+  """A job is base.get_config() plus overrides: the same fields, nothing new."""
+  text = open(path).read()
+  assert 'base.get_config()' in text
+  assert 'ConfigDict(' not in text, 'a job adds no section or field of its own'
+  assert sorted(io.flatten(load_config(path))) == sorted(io.flatten(base.get_config()))
+
+
+def _recon_sources():
+  for path in glob.glob(os.path.join(ROOT, 'recon', '**', '*.py'), recursive=True):
+    yield os.path.relpath(path, ROOT), open(path).read()
+
+
+def test_recon_reads_no_field_with_a_fallback_default():
+  """0 `cfg.get(name, default)` in recon/: every default comes from configs/base.py."""
+  found = [f'{path}: {m.group(0)}' for path, text in _recon_sources()
+           for m in re.finditer(r"\b(?:cfg|config|c)\.get\(\s*'[^']*'\s*,", text)]
+  assert not found
+
+
+def test_every_field_recon_reads_has_a_default_in_base():
+  """Each `cfg.<section>.<field>` read in recon/ is a field (or section) of configs/base.py."""
+  known = set(config_lib.FIELDS)
+  for path in config_lib.FIELDS:
+    parts = path.split('.')
+    known.update('.'.join(parts[:i]) for i in range(1, len(parts)))
+  pattern = r'\b(?:cfg|config)\.((?:data|victim|attack|run)(?:\.[a-z_0-9]+)*)'
+  read = {(path, m.group(1)) for path, text in _recon_sources()
+          for m in re.finditer(pattern, text)}
+  assert read
+  # A trailing method (cfg.attack.to_dict, cfg.victim.get_ref) is not a field.
+  unknown = sorted(f'{path}: {field}' for path, field in read
+                   if field not in known and field.rsplit('.', 1)[0] not in known)
   assert not unknown
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=os.path.basename)
 def test_every_field_of_every_config_is_checked(path):
-  """A value no spec accepts, put in any field, is caught and the field is named."""
+  """A value no spec accepts, put in any field, is caught and its full path is named."""
   cfg = load_config(path)
-  for field in cfg:
-    if field == 'sweep':
-      continue
+  for field in config_lib.FIELDS:
     bad = ml_collections.ConfigDict(cfg.to_dict())
     with bad.ignore_type():
-      bad[field] = {1, 2}  # a set: no spec accepts it
-    with pytest.raises(config_lib.ConfigError, match=rf'^config\.{field}: invalid value'):
+      config_lib.set_path(bad, field, {1, 2})  # a set: no spec accepts it
+    with pytest.raises(config_lib.ConfigError,
+                       match=rf'^config\.{re.escape(field)}: invalid value'):
       config_lib.validate(bad)
+
+
+@pytest.mark.parametrize('field,message', [
+    ('data.nn', 'config.data.nn: unknown field (did you mean data.n?)'),
+    ('attack.escalate.windw', 'config.attack.escalate.windw: unknown field (did you mean '
+                              'attack.escalate.window?)'),
+    ('victim.activaton', 'config.victim.activaton: unknown field (did you mean '
+                         'victim.activation'),
+    ('attack.n_candidate', 'config.attack.n_candidate: unknown field (did you mean '
+                           'attack.n_candidates'),
+])
+def test_unknown_fields_name_the_closest_paths(field, message):
+  cfg = load_config(RF)
+  *parents, leaf = field.split('.')
+  section = config_lib.get_path(cfg, '.'.join(parents))
+  with section.unlocked():
+    section[leaf] = 1
+  with pytest.raises(config_lib.ConfigError) as err:
+    config_lib.validate(cfg)
+  assert str(err.value).startswith(message)
+  assert str(err.value).endswith('accepted: a field configs/base.py defines')
+
+
+def test_flat_names_suggest_their_section():
+  """A field name from before the sections (n, lr) finds its path."""
+  assert config_lib.near_names('n', config_lib.FIELDS) == ' (did you mean data.n?)'
+  assert 'attack.lr' in config_lib.near_names('lr', config_lib.FIELDS)
+
+
+def test_missing_field_and_flat_config_are_refused():
+  cfg = load_config(RF)
+  with cfg.attack.unlocked():
+    del cfg.attack['tol']
+  with pytest.raises(config_lib.ConfigError, match=r'^config\.attack\.tol: missing; accepted: '
+                     'a config that starts from configs/base.py'):
+    config_lib.validate(cfg)
+  flat = ml_collections.ConfigDict({'name': 'old', 'n': 3, 'data': 'x'})
+  with pytest.raises(config_lib.ConfigError, match=r'^config: not in sections'):
+    config_lib.validate(flat)
+
+
+def test_sweep_axes_are_section_paths():
+  cfg = load_config(os.path.join(ROOT, 'configs', 'rf_phase_transition.py'))
+  assert sorted(config_lib.sweep_axes(cfg.sweep)) == ['seed', 'victim.activation',
+                                                       'victim.p_over_dn']
+  cfg.sweep.victim.p = (8, 16)
+  with pytest.raises(config_lib.ConfigError, match=r'^config\.sweep\.victim\.p_over_dn: both'):
+    config_lib.validate(cfg)
+  cfg.sweep.victim.p = None
+  cfg.sweep.attack.lr = (0.0,)
+  with pytest.raises(config_lib.ConfigError,
+                     match=r'^config\.sweep\.attack\.lr: invalid value 0\.0; accepted: float > 0'):
+    config_lib.validate(cfg)
+  cfg.sweep.attack.lr = None
+  with cfg.sweep.attack.unlocked():
+    cfg.sweep.attack.beta = (1.0,)
+  with pytest.raises(config_lib.ConfigError, match=r'^config\.sweep\.attack\.beta: unknown '
+                     'sweep axis'):
+    config_lib.validate(cfg)
 
 
 # (override, expected one-line error). Sizes, names, learning rate, types, unknown fields.
 BAD = [
-    ('n=0', "config.n: invalid value 0; accepted: int >= 1"),
-    ('d=-3', "config.d: invalid value -3; accepted: int >= 1"),
-    ('p=0', "config.p: invalid value 0; accepted: int >= 1"),
-    ('n_candidates=0', "config.n_candidates: invalid value 0; accepted: int >= 1 (or None)"),
-    ('max_steps=0', "config.max_steps: invalid value 0; accepted: int >= 1"),
-    ('chunk_steps=-1', "config.chunk_steps: invalid value -1; accepted: int >= 1"),
-    ('checkpoint_keep=0', "config.checkpoint_keep: invalid value 0; accepted: int >= 1"),
-    ('checkpoint_every_steps=-5',
-     "config.checkpoint_every_steps: invalid value -5; accepted: int >= 0"),
-    ('checkpoint_every_seconds=-1',
-     "config.checkpoint_every_seconds: invalid value -1.0; accepted: float >= 0"),
-    ('lr=-0.1', "config.lr: invalid value -0.1; accepted: float > 0"),
-    ('lr=0', "config.lr: invalid value 0.0; accepted: float > 0"),
-    ('momentum=1.5', "config.momentum: invalid value 1.5; accepted: float >= 0 and <= 0.999999"),
-    ('tol=-1', "config.tol: invalid value -1.0; accepted: float >= 0"),
+    ('data.n=0', "config.data.n: invalid value 0; accepted: int >= 1"),
+    ('data.d=-3', "config.data.d: invalid value -3; accepted: int >= 1"),
+    ('victim.p=0', "config.victim.p: invalid value 0; accepted: int >= 1"),
+    ('attack.n_candidates=0', "config.attack.n_candidates: invalid value 0; accepted: int >= 1 (or None)"),
+    ('attack.max_steps=0', "config.attack.max_steps: invalid value 0; accepted: int >= 1"),
+    ('run.chunk_steps=-1', "config.run.chunk_steps: invalid value -1; accepted: int >= 1"),
+    ('run.checkpoint_keep=0', "config.run.checkpoint_keep: invalid value 0; accepted: int >= 1"),
+    ('run.checkpoint_every_steps=-5',
+     "config.run.checkpoint_every_steps: invalid value -5; accepted: int >= 0"),
+    ('run.checkpoint_every_seconds=-1',
+     "config.run.checkpoint_every_seconds: invalid value -1.0; accepted: float >= 0"),
+    ('attack.lr=-0.1', "config.attack.lr: invalid value -0.1; accepted: float > 0"),
+    ('attack.lr=0', "config.attack.lr: invalid value 0.0; accepted: float > 0"),
+    ('attack.momentum=1.5', "config.attack.momentum: invalid value 1.5; accepted: float >= 0 and <= 0.999999"),
+    ('attack.tol=-1', "config.attack.tol: invalid value -1.0; accepted: float >= 0"),
     ('seed=-1', "config.seed: invalid value -1; accepted: int >= 0"),
-    ('label_noise=-0.5', "config.label_noise: invalid value -0.5; accepted: float >= 0"),
-    ('activation=bogus', "config.activation: invalid value 'bogus'; accepted: one of 'cubic', "),
-    ('optimizer=bfgs', "config.optimizer: invalid value 'bfgs'; accepted: one of 'sgd', 'adam', 'lbfgs'"),
-    ('dataset=cifar100', "config.dataset: invalid value 'cifar100'; accepted: one of "),
-    ('model=vgg', "config.model: invalid value 'vgg'; accepted: one of "),
-    ('dtype=float16', "config.dtype: invalid value 'float16'; accepted: one of 'float32', "),
-    ('n=abc', "config.n: invalid value 'abc'; accepted: int >= 1"),
-    ('n=1.5', "config.n: invalid value '1.5'; accepted: int >= 1"),
-    ('lr=fast', "config.lr: invalid value 'fast'; accepted: float > 0"),
-    ('overwrite=maybe', "config.overwrite: invalid value 'maybe'; accepted: bool"),
-    ('nn=10', "config.nn: unknown field (did you mean n?); accepted: a field this config defines"),
+    ('data.label_noise=-0.5', "config.data.label_noise: invalid value -0.5; accepted: float >= 0"),
+    ('victim.activation=bogus', "config.victim.activation: invalid value 'bogus'; accepted: one of 'cubic', "),
+    ('attack.optimizer=bfgs', "config.attack.optimizer: invalid value 'bfgs'; accepted: one of 'sgd', 'adam', 'lbfgs'"),
+    ('data.name=cifar100', "config.data.name: invalid value 'cifar100'; accepted: one of "),
+    ('victim.name=vgg', "config.victim.name: invalid value 'vgg'; accepted: one of "),
+    ('run.dtype=float16', "config.run.dtype: invalid value 'float16'; accepted: one of 'float32', "),
+    ('data.n=abc', "config.data.n: invalid value 'abc'; accepted: int >= 1"),
+    ('data.n=1.5', "config.data.n: invalid value '1.5'; accepted: int >= 1"),
+    ('attack.lr=fast', "config.attack.lr: invalid value 'fast'; accepted: float > 0"),
+    ('run.overwrite=maybe', "config.run.overwrite: invalid value 'maybe'; accepted: bool"),
+    ('data.nn=10', "config.data.nn: unknown field (did you mean data.n?); accepted: a field "
+                   'configs/base.py defines'),
+    ('n=10', 'config.n: unknown field (did you mean data.n?); accepted: a field configs/base.py '
+             'defines'),
 ]
 
 
@@ -100,8 +211,10 @@ def test_validator_table(override, expected):
   """The same table through `validate` directly (values as a config file would hold them)."""
   field, value = _python_value(override)
   cfg = load_config(RF)
-  with cfg.ignore_type():
-    cfg[field] = value
+  *parents, leaf = field.split('.')
+  section = config_lib.get_path(cfg, '.'.join(parents)) if parents else cfg
+  with section.ignore_type(), section.unlocked():
+    section[leaf] = value
   with pytest.raises(config_lib.ConfigError) as err:
     config_lib.validate(cfg)
   message = str(err.value)
@@ -115,14 +228,15 @@ def test_validator_table(override, expected):
 # the kinds of error tests/test_main.py does not already run through the CLI (wrong types,
 # unknown fields, the new fields); the table above covers the rest in-process.
 CLI_CASES = [b for b in BAD if b[0] in (
-    'n=abc', 'lr=fast', 'overwrite=maybe', 'nn=10', 'checkpoint_keep=0')] + [
-    ('resume=True --config.overwrite=True',
-     'resume, overwrite: both True; accepted: at most one of them'),
-    ('model_checkpoint=/nonexistent/model', "model_checkpoint: no model.json in '/nonexistent"),
+    'data.n=abc', 'attack.lr=fast', 'run.overwrite=maybe', 'data.nn=10', 'n=10',
+    'run.checkpoint_keep=0')] + [
+    ('run.resume=True --config.run.overwrite=True',
+     'run.resume, run.overwrite: both True; accepted: at most one of them'),
+    ('victim.checkpoint=/nonexistent/model', "victim.checkpoint: no model.json in '/nonexistent"),
 ]
 
 
-@pytest.mark.slow  # 8 CLI subprocesses (test_validator_table covers the values in-process)
+@pytest.mark.slow  # 10 CLI subprocesses (test_validator_table covers the values in-process)
 def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
   workdir = tmp_path / 'existing'
   workdir.mkdir()
@@ -133,15 +247,15 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
         '--config.' + o for o in override.split(' --config.')]
     procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=subprocess_env(JAX_PLATFORMS='cpu')))
-  # A schema field the config file does not define cannot be overridden.
+  # A config file that does not start from configs/base.py has no run.resume to override.
   bare = tmp_path / 'bare.py'
   bare.write_text('import ml_collections\n\ndef get_config():\n'
                   '  return ml_collections.ConfigDict({"name": "bare", "n": 3})\n')
   procs.append(subprocess.Popen(
       [sys.executable, '-m', 'recon.main', f'--config={bare}', f'--workdir={workdir}',
-       '--config.resume=True'], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+       '--config.run.resume=True'], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
       text=True, env=subprocess_env(JAX_PLATFORMS='cpu')))
-  cases = CLI_CASES + [('resume=True', 'config.resume: not a field of this config file')]
+  cases = CLI_CASES + [('run.resume=True', 'config.run.resume: unknown field')]
   for (override, expected), proc in zip(cases, procs):
     out, err = proc.communicate(timeout=300)
     lines = err.strip().splitlines()

@@ -12,16 +12,18 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from configs import base
 from recon import data, errors
 
 KEY = jax.random.PRNGKey(0)
 
 
-def cfg(**kw):
-  base = dict(dataset='digits', data_dir=None, classes=(0, 1), image_size=None,
-              grayscale=False, preprocess='sphere', n=6, d=64, label_noise=0.0)
-  base.update(kw)
-  return ml_collections.ConfigDict(base)
+def cfg(overrides=None):
+  """The data section of configs/base.py with digits 8x8 and `overrides` ({path: value})."""
+  c = base.get_config()
+  c.update_from_flattened_dict({'data.name': 'digits', 'data.classes': (0, 1), 'data.n': 6,
+                                'data.d': 64, 'data.label_noise': 0.0, **(overrides or {})})
+  return c.data
 
 
 def one_line_error(fn, *parts):
@@ -38,13 +40,13 @@ def one_line_error(fn, *parts):
 
 
 def test_synthetic_sphere_unchanged_interface():
-  x, y, meta = data.load(cfg(dataset='synthetic_sphere', n=5, d=7, label_noise=0.5), KEY)
+  x, y, meta = data.load(cfg({'data.name': 'synthetic_sphere', 'data.n': 5, 'data.d': 7, 'data.label_noise': 0.5}), KEY)
   assert x.shape == (5, 7) and y.shape == (5,) and meta['image_shape'] is None
   np.testing.assert_allclose(np.linalg.norm(x, axis=1), np.sqrt(7), rtol=1e-5)
 
 
 def test_synthetic_subspace_rows_on_sphere_inside_basis():
-  c = cfg(dataset='synthetic_subspace', n=6, d=12, planted_dim=3, label_noise=0.5)
+  c = cfg({'data.name': 'synthetic_subspace', 'data.n': 6, 'data.d': 12, 'data.planted_dim': 3, 'data.label_noise': 0.5})
   x, y, meta = data.load(c, KEY, jnp.float32)
   b = np.asarray(meta['basis'])
   assert x.shape == (6, 12) and x.dtype == jnp.float32 and y.shape == (6,)
@@ -67,15 +69,14 @@ def test_synthetic_subspace_vmaps_over_keys():
 
 @pytest.mark.parametrize('k', [None, 0, 13])
 def test_synthetic_subspace_bad_dim(k):
-  one_line_error(lambda: data.load(cfg(dataset='synthetic_subspace', d=12, planted_dim=k,
-                                       label_noise=0.1), KEY), 'config.planted_dim')
+  one_line_error(lambda: data.load(cfg({'data.name': 'synthetic_subspace', 'data.d': 12, 'data.planted_dim': k, 'data.label_noise': 0.1}), KEY), 'config.data.planted_dim')
 
 
 # --- digits ----------------------------------------------------------------------------------
 
 
 def test_digits_balanced_labels_shapes_and_true_scale():
-  x, y, meta = data.load(cfg(classes=(3, 5), n=7), KEY)
+  x, y, meta = data.load(cfg({'data.classes': (3, 5), 'data.n': 7}), KEY)
   assert x.shape == (7, 64) and x.dtype == jnp.float32 and y.dtype == jnp.float32
   assert meta['image_shape'] == (8, 8, 1) and meta['class_names'] == ('3', '5')
   assert list(meta['source_labels']) == [3, 3, 3, 3, 5, 5, 5]  # 4 + 3: balanced
@@ -89,31 +90,31 @@ def test_digits_balanced_labels_shapes_and_true_scale():
 
 
 def test_digits_subset_depends_on_key_only():
-  a = data.load(cfg(n=10), KEY)[2]['indices']
-  b = data.load(cfg(n=10), KEY)[2]['indices']
-  c = data.load(cfg(n=10), jax.random.PRNGKey(5))[2]['indices']
+  a = data.load(cfg({'data.n': 10}), KEY)[2]['indices']
+  b = data.load(cfg({'data.n': 10}), KEY)[2]['indices']
+  c = data.load(cfg({'data.n': 10}), jax.random.PRNGKey(5))[2]['indices']
   np.testing.assert_array_equal(a, b)
   assert set(a) != set(c)
 
 
 def test_digits_multiclass_labels_are_positions():
-  x, y, meta = data.load(cfg(classes=(7, 2, 9), n=6), KEY)
+  x, y, meta = data.load(cfg({'data.classes': (7, 2, 9), 'data.n': 6}), KEY)
   assert y.dtype == jnp.int32
   assert list(meta['source_labels']) == [7, 7, 2, 2, 9, 9]
   assert list(np.asarray(y)) == [0, 0, 1, 1, 2, 2]
 
 
 def test_digits_all_classes_and_other_preprocessing():
-  x, _, meta = data.load(cfg(classes=None, n=20, preprocess='standardize'), KEY)
+  x, _, meta = data.load(cfg({'data.classes': None, 'data.n': 20, 'data.preprocess': 'standardize'}), KEY)
   assert sorted(set(meta['source_labels'])) == list(range(10))
   assert abs(float(x.mean())) < 1e-5 and float(x.std()) == pytest.approx(1.0, rel=1e-4)
-  x, _, meta = data.load(cfg(preprocess='none'), KEY)
+  x, _, meta = data.load(cfg({'data.preprocess': 'none'}), KEY)
   assert float(x.min()) >= 0.0 and float(x.max()) <= 1.0
   np.testing.assert_allclose(data.to_pixels(np.asarray(x), meta), np.asarray(x))
 
 
 def test_digits_downsampling_by_block_mean():
-  x, _, meta = data.load(cfg(image_size=4, d=16, preprocess='none', n=2), KEY)
+  x, _, meta = data.load(cfg({'data.image_size': 4, 'data.d': 16, 'data.preprocess': 'none', 'data.n': 2}), KEY)
   assert meta['image_shape'] == (4, 4, 1) and x.shape == (2, 16)
   full = load_digits().images[meta['indices']] / 16.0
   expected = full.reshape(2, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(2, 16)
@@ -121,11 +122,11 @@ def test_digits_downsampling_by_block_mean():
 
 
 def test_digits_config_errors():
-  one_line_error(lambda: data.load(cfg(d=10), KEY), 'config.d', 'd = 64')
-  one_line_error(lambda: data.load(cfg(image_size=3, d=9), KEY), 'config.image_size', '1, 2, 4, 8')
-  one_line_error(lambda: data.load(cfg(classes=(0, 10)), KEY), 'config.classes', '0..9')
-  one_line_error(lambda: data.load(cfg(classes=(1, 1)), KEY), 'config.classes')
-  one_line_error(lambda: data.load(cfg(n=1000), KEY), 'config.n', 'n <=')
+  one_line_error(lambda: data.load(cfg({'data.d': 10}), KEY), 'config.data.d', 'd = 64')
+  one_line_error(lambda: data.load(cfg({'data.image_size': 3, 'data.d': 9}), KEY), 'config.data.image_size', '1, 2, 4, 8')
+  one_line_error(lambda: data.load(cfg({'data.classes': (0, 10)}), KEY), 'config.data.classes', '0..9')
+  one_line_error(lambda: data.load(cfg({'data.classes': (1, 1)}), KEY), 'config.data.classes')
+  one_line_error(lambda: data.load(cfg({'data.n': 1000}), KEY), 'config.data.n', 'n <=')
 
 
 def test_data_error_is_an_experiment_error():
@@ -157,16 +158,15 @@ def write_cifar(folder, per_batch=4, protocol=2, meta=True):
   return np.concatenate(all_images), np.array(all_labels)
 
 
-def cifar_cfg(folder, **kw):
-  base = dict(dataset='cifar10', data_dir=str(folder), d=32 * 32 * 3)
-  base.update(kw)
-  return cfg(**base)
+def cifar_cfg(folder, overrides=None):
+  return cfg({'data.name': 'cifar10', 'data.dir': str(folder), 'data.d': 32 * 32 * 3,
+              **(overrides or {})})
 
 
 @pytest.mark.parametrize('protocol', [2, pickle.HIGHEST_PROTOCOL])
 def test_cifar_loads_official_layout(tmp_path, protocol):
   raw, labels = write_cifar(tmp_path, protocol=protocol)
-  x, y, meta = data.load(cifar_cfg(tmp_path, classes=(6, 9), n=4, preprocess='none'), KEY)
+  x, y, meta = data.load(cifar_cfg(tmp_path, {'data.classes': (6, 9), 'data.n': 4, 'data.preprocess': 'none'}), KEY)
   assert x.shape == (4, 3072) and meta['image_shape'] == (32, 32, 3)
   assert list(labels[meta['indices']]) == [6, 6, 9, 9] and list(np.asarray(y)) == [-1, -1, 1, 1]
   assert meta['class_names'] == ('name6', 'name9')
@@ -177,8 +177,7 @@ def test_cifar_loads_official_layout(tmp_path, protocol):
 
 def test_cifar_grayscale_downsampled_and_nested_folder(tmp_path):
   raw, _ = write_cifar(tmp_path / 'cifar-10-batches-py', meta=False)
-  c = cifar_cfg(tmp_path, classes=(1, 2, 3), n=3, grayscale=True, image_size=8, d=64,
-                preprocess='none')
+  c = cifar_cfg(tmp_path, {'data.classes': (1, 2, 3), 'data.n': 3, 'data.grayscale': True, 'data.image_size': 8, 'data.d': 64, 'data.preprocess': 'none'})
   x, y, meta = data.load(c, KEY)
   assert x.shape == (3, 64) and meta['image_shape'] == (8, 8, 1) and y.dtype == jnp.int32
   assert meta['class_names'] == ('automobile', 'bird', 'cat')  # default names without meta
@@ -189,11 +188,11 @@ def test_cifar_grayscale_downsampled_and_nested_folder(tmp_path):
 
 
 def test_cifar_missing_dir_and_files(tmp_path):
-  one_line_error(lambda: data.load(cfg(dataset='cifar10', d=3072, n=2), KEY),
-                 'config.data_dir', data.CIFAR10_PAGE)
+  one_line_error(lambda: data.load(cfg({'data.name': 'cifar10', 'data.d': 3072, 'data.n': 2}), KEY),
+                 'config.data.dir', data.CIFAR10_PAGE)
   write_cifar(tmp_path)
   os.remove(tmp_path / 'data_batch_3')
-  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY),
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, {'data.n': 2}), KEY),
                  str(tmp_path / 'data_batch_3'), 'data_batch_1', 'python version',
                  data.CIFAR10_PAGE)
 
@@ -202,14 +201,14 @@ def test_cifar_malformed_files(tmp_path):
   write_cifar(tmp_path)
   path = tmp_path / 'data_batch_2'
   path.write_bytes(b'not a pickle at all')
-  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY), 'malformed', str(path),
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, {'data.n': 2}), KEY), 'malformed', str(path),
                  data.CIFAR10_PAGE)
   with open(path, 'wb') as f:  # the wrong array shape
     pickle.dump({b'data': np.zeros((2, 100), np.uint8), b'labels': [0, 1]}, f)
-  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY), 'malformed', 'uint8[N, 3072]')
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, {'data.n': 2}), KEY), 'malformed', 'uint8[N, 3072]')
   with open(path, 'wb') as f:  # code in a "data" file is refused, not run
     pickle.dump(os.getcwd, f)
-  one_line_error(lambda: data.load(cifar_cfg(tmp_path, n=2), KEY), 'malformed', str(path))
+  one_line_error(lambda: data.load(cifar_cfg(tmp_path, {'data.n': 2}), KEY), 'malformed', str(path))
 
 
 # --- MNIST (IDX) -----------------------------------------------------------------------------
@@ -234,21 +233,20 @@ def write_mnist(folder, n=20, gz=True):
   return images, labels
 
 
-def mnist_cfg(folder, **kw):
-  base = dict(dataset='mnist', data_dir=str(folder), d=784, preprocess='none')
-  base.update(kw)
-  return cfg(**base)
+def mnist_cfg(folder, overrides=None):
+  return cfg({'data.name': 'mnist', 'data.dir': str(folder), 'data.d': 784,
+              'data.preprocess': 'none', **(overrides or {})})
 
 
 @pytest.mark.parametrize('gz', [True, False])
 def test_mnist_idx_gz_and_plain(tmp_path, gz):
   images, labels = write_mnist(tmp_path, gz=gz)
-  x, y, meta = data.load(mnist_cfg(tmp_path, classes=(4, 8), n=4), KEY)
+  x, y, meta = data.load(mnist_cfg(tmp_path, {'data.classes': (4, 8), 'data.n': 4}), KEY)
   assert x.shape == (4, 784) and meta['image_shape'] == (28, 28, 1)
   assert list(labels[meta['indices']]) == [4, 4, 8, 8] and list(np.asarray(y)) == [-1, -1, 1, 1]
   np.testing.assert_allclose(np.asarray(x), images[meta['indices']].reshape(4, -1) / 255.0,
                              atol=1e-6)
-  x, _, meta = data.load(mnist_cfg(tmp_path, n=2, image_size=7, d=49), KEY)
+  x, _, meta = data.load(mnist_cfg(tmp_path, {'data.n': 2, 'data.image_size': 7, 'data.d': 49}), KEY)
   assert x.shape == (2, 49) and meta['image_shape'] == (7, 7, 1)
 
 
@@ -259,22 +257,22 @@ def test_read_idx_roundtrip(tmp_path):
 
 
 def test_mnist_missing_and_malformed(tmp_path):
-  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'missing file',
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, {'data.n': 2}), KEY), 'missing file',
                  str(tmp_path / 'train-images-idx3-ubyte'), 'train-labels-idx1-ubyte',
                  data.MNIST_PAGE)
   write_mnist(tmp_path, gz=False)
   img = tmp_path / 'train-images-idx3-ubyte'
   good = img.read_bytes()
   img.write_bytes(b'\x00\x00\x0d\x03' + good[4:])  # float type code: not MNIST
-  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'malformed', str(img),
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, {'data.n': 2}), KEY), 'malformed', str(img),
                  data.MNIST_PAGE)
   img.write_bytes(good[:-10])  # truncated
-  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'malformed', 'header says')
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, {'data.n': 2}), KEY), 'malformed', 'header says')
   img.write_bytes(b'\x1f\x8b' + b'garbage')  # broken gzip
-  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'broken gzip')
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, {'data.n': 2}), KEY), 'broken gzip')
   img.write_bytes(good)
   (tmp_path / 'train-labels-idx1-ubyte').write_bytes(idx_bytes(np.zeros(3, np.uint8)))
-  one_line_error(lambda: data.load(mnist_cfg(tmp_path, n=2), KEY), 'malformed',
+  one_line_error(lambda: data.load(mnist_cfg(tmp_path, {'data.n': 2}), KEY), 'malformed',
                  'train-labels-idx1-ubyte', '[20]')
 
 
@@ -283,7 +281,7 @@ def test_cli_prints_one_line_for_missing_data(tmp_path, capsys):
   from configs import rf_digits  # pylint: disable=import-outside-toplevel
   from recon import main  # pylint: disable=import-outside-toplevel
   c = rf_digits.get_config()
-  c.dataset, c.data_dir, c.d = 'mnist', str(tmp_path), 784
+  c.data.name, c.data.dir, c.data.d = 'mnist', str(tmp_path), 784
   assert main.execute(c, str(tmp_path / 'run')) == 2
   err = capsys.readouterr().err
   lines = [l for l in err.splitlines() if l.startswith('error:')]

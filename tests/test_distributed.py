@@ -18,7 +18,7 @@ WORKER = os.path.join(ROOT, 'tests', 'distributed_worker.py')
 
 def test_requested_single_process_by_default():
   assert distributed.requested(None, {}) is None
-  assert distributed.requested({'distributed': False}, {}) is None
+  assert distributed.requested(False, {}) is None
 
 
 def test_requested_from_environment_and_config():
@@ -26,7 +26,7 @@ def test_requested_from_environment_and_config():
          'JAX_PROCESS_ID': '3'}
   assert distributed.requested(None, env) == {'coordinator_address': '10.0.0.1:1234',
                                               'num_processes': 4, 'process_id': 3}
-  assert distributed.requested({'distributed': True}, {}) == {}  # cluster auto-detection
+  assert distributed.requested(True, {}) == {}  # cluster auto-detection
   with pytest.raises(ValueError, match='JAX_NUM_PROCESSES'):
     distributed.requested(None, {'JAX_COORDINATOR_ADDRESS': 'h:1'})
   with pytest.raises(ValueError, match='must be in'):

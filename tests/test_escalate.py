@@ -1,11 +1,11 @@
 """Escalation on a plateau: the weakest candidate by leave-one-out loss is replaced."""
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import optax
 import pytest
 
+from configs import base
 from recon import driver, escalate, features, metrics, optimize
 from recon.models import random_features
 from recon.objectives import projection
@@ -35,7 +35,8 @@ def test_leave_one_out_finds_the_candidate_that_explains_nothing():
 
 
 def _escalator(prob, loss_fn, **kw):
-  cfg = ml_collections.ConfigDict(dict(tol=1e-9, max_steps=100000))
+  cfg = base.get_config()
+  cfg.attack.tol, cfg.attack.max_steps = 1e-9, 100000
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
   chunk = jax.jit(driver.chunk_fn(cfg, loss_fn, opt, constraint))
@@ -83,11 +84,10 @@ def test_escalation_auto_runs_end_to_end_and_reports(tmp_path):
   from configs import rf_synthetic
   from recon import pipelines
   c = rf_synthetic.get_config()
-  c.update(dict(n=4, d=4, p=160, max_steps=3000, escalate_every=200, escalate_window=400,
-                log_every_seconds=1e9, checkpoint_every_seconds=0.0))
+  c.update_from_flattened_dict({'data.n': 4, 'data.d': 4, 'victim.p': 160, 'attack.max_steps': 3000, 'attack.escalate.every': 200, 'attack.escalate.window': 400, 'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0})
   m = pipelines.run(c, str(tmp_path / 'a'))['metrics']
   assert 'escalations_tried' in m and m['escalations_accepted'] <= m['escalations_tried']
-  c.escalate = 'off'
+  c.attack.escalate.mode = 'off'
   assert 'escalations_tried' not in pipelines.run(c, str(tmp_path / 'b'))['metrics']
 
 
@@ -111,7 +111,8 @@ def test_a_batch_escalates_each_run_on_its_own():
   """Run 0 is stuck (a mirrored candidate), run 1 sits at the truth: the batched escalator
   repairs run 0 and leaves run 1 exactly as its own chunk leaves it."""
   x, prob, loss_fn = _problem()
-  cfg = ml_collections.ConfigDict(dict(tol=1e-9, max_steps=100000))
+  cfg = base.get_config()
+  cfg.attack.tol, cfg.attack.max_steps = 1e-9, 100000
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
   chunk = jax.jit(jax.vmap(driver.chunk_fn(cfg, loss_fn, opt, constraint),

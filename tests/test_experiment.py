@@ -8,12 +8,10 @@ from configs import rf_synthetic
 from recon import errors, pipelines
 
 
-def _config(**overrides):
+def _config(overrides=None):
   c = rf_synthetic.get_config()
-  c.update(dict(n=4, d=8, p=320, activation='relu_tanh', optimizer='sgd', lr=2.0,
-                lr_schedule='constant', tol=1e-7, seed=2, max_steps=4000,
-                log_every_seconds=1e9))
-  c.update(overrides)
+  c.update_from_flattened_dict({'data.n': 4, 'data.d': 8, 'victim.p': 320, 'victim.activation': 'relu_tanh', 'attack.optimizer': 'sgd', 'attack.lr': 2.0, 'attack.schedule': 'constant', 'attack.tol': 1e-7, 'seed': 2, 'attack.max_steps': 4000, 'run.log_every_seconds': 1e9})
+  c.update_from_flattened_dict(overrides or {})
   return c
 
 
@@ -32,7 +30,7 @@ def test_reconstructs_above_dn(tmp_path):
 
 @pytest.mark.slow  # ~4 CPU-s
 def test_does_not_reconstruct_at_p_equal_n(tmp_path):
-  summary = pipelines.run(_config(p=4), str(tmp_path))
+  summary = pipelines.run(_config({'victim.p': 4}), str(tmp_path))
   m = summary['metrics']
   assert m['train_mse'] < 1e-6  # labels are fitted...
   assert m['recon_error'] > 0.3  # ...but the data are not recoverable
@@ -40,18 +38,18 @@ def test_does_not_reconstruct_at_p_equal_n(tmp_path):
 
 @pytest.mark.slow  # ~7 CPU-s
 def test_more_candidates_than_samples(tmp_path):
-  summary = pipelines.run(_config(n_candidates=6, max_steps=300), str(tmp_path))
+  summary = pipelines.run(_config({'attack.n_candidates': 6, 'attack.max_steps': 300}), str(tmp_path))
   m = summary['metrics']
   assert m['n_candidates'] == 6 and m['n_unmatched_candidates'] == 2
   on_disk = json.loads((tmp_path / 'summary.json').read_text())
   assert on_disk['metrics']['n_candidates'] == 6
-  assert on_disk['config']['n_candidates'] == 6
+  assert on_disk['config']['attack']['n_candidates'] == 6
 
 
 @pytest.mark.slow  # ~10 CPU-s (compiles a run; test_main checks the refusal in-process before compute)
 def test_refuses_to_overwrite_a_finished_run(tmp_path):
-  pipelines.run(_config(max_steps=10), str(tmp_path))
+  pipelines.run(_config({'attack.max_steps': 10}), str(tmp_path))
   before = (tmp_path / 'summary.json').read_bytes()
   with pytest.raises(errors.ExperimentError, match='already holds a finished run'):
-    pipelines.run(_config(max_steps=20), str(tmp_path))
+    pipelines.run(_config({'attack.max_steps': 20}), str(tmp_path))
   assert (tmp_path / 'summary.json').read_bytes() == before

@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from recon import config as config_lib
 from recon import data
 from recon.models import homogeneous
 from recon.objectives import kkt
@@ -243,17 +244,18 @@ def test_eliminate_rejects_split_lambda_min_and_box():
   from recon import errors, victims
   from recon.pipelines import kkt as ke
   from configs import kkt_identifiability
-  for field, value, match in (('split', 'every', 'split'), ('lambda_min', 0.5, 'lambda_min'),
-                              ('prior', 'box', 'prior')):
+  for field, value, match in (('attack.split.mode', 'every', 'split'),
+                              ('attack.lambda_min', 0.5, 'lambda_min'),
+                              ('attack.prior', 'box', 'prior')):
     c = kkt_identifiability.get_config()
-    setattr(c, field, value)
-    if field == 'split':
-      c.residual_weights = 'none'
+    config_lib.set_path(c, field, value)
+    if field == 'attack.split.mode':
+      c.attack.residual_weights = 'none'
     with pytest.raises(errors.ExperimentError, match=match):
       ke.check_attack_config(victims.resolve(c))
   c = kkt_identifiability.get_config()
-  c.split = 'every'
-  c.lambda_solve = 'optimize'
+  c.attack.split.mode = 'every'
+  c.attack.lambda_solve = 'optimize'
   with pytest.raises(errors.ExperimentError, match='split'):
     ke.check_attack_config(victims.resolve(c))
 

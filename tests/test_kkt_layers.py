@@ -83,14 +83,14 @@ def test_pipeline_refuses_layer_subsets_and_subspace_without_explicit_duals():
   from recon.pipelines import kkt as pk
   c = kkt_haim.get_config()
   pk.check_attack_config(c)  # the defaults (layer subset + subspace, explicit duals) pass
-  c.lambda_solve, c.lambda_min, c.prior = 'eliminate', 0.0, 'sphere'
-  c.split = 'none'
+  c.attack.lambda_solve, c.attack.lambda_min, c.attack.prior = 'eliminate', 0.0, 'sphere'
+  c.attack.split.mode = 'none'
   with pytest.raises(errors.ExperimentError, match='kkt_layers'):
     pk.check_attack_config(c)
-  c.kkt_layers = 'all'
+  c.attack.kkt_layers = 'all'
   with pytest.raises(errors.ExperimentError, match='candidate_subspace'):
     pk.check_attack_config(c)
-  c.candidate_subspace = 'none'
+  c.attack.candidate_subspace = 'none'
   pk.check_attack_config(c)
 
 
@@ -101,9 +101,9 @@ def test_unknown_layer_name_is_one_line_experiment_error():
   from recon.pipelines import kkt as pk
   _, params, _, _ = _net_and_data()
   c = kkt_haim.get_config()
-  c.kkt_layers = 'hidden_0,bogus'
+  c.attack.kkt_layers = 'hidden_0,bogus'
   with pytest.raises(errors.ExperimentError, match="unknown layer 'bogus'") as e:
     pk.kkt_layer_mask(c, params)
   assert '\n' not in str(e.value)
-  c.kkt_layers = 'all'
+  c.attack.kkt_layers = 'all'
   assert pk.kkt_layer_mask(c, params) is None

@@ -41,7 +41,7 @@ def test_parity_labels_and_center_preprocess():
   from configs import kkt_haim
   import jax
   c = kkt_haim.get_config()
-  c.n = 20
+  c.data.n = 20
   x, y, meta = data.load(c, jax.random.PRNGKey(0))
   src = np.asarray(meta['source_labels'])
   np.testing.assert_array_equal(np.asarray(y), np.where(src % 2 == 1, 1.0, -1.0))
@@ -50,8 +50,8 @@ def test_parity_labels_and_center_preprocess():
 
 
 def _tiny(c):
-  c.n, c.width, c.train_steps, c.max_steps, c.chunk_steps = 6, 20, 100, 40, 20
-  c.overwrite, c.log_every_seconds = True, 1e9
+  c.data.n, c.victim.width, c.victim.train.max_steps, c.attack.max_steps, c.run.chunk_steps = 6, 20, 100, 40, 20
+  c.run.overwrite, c.run.log_every_seconds = True, 1e9
   return c
 
 
@@ -71,8 +71,9 @@ def test_kkt_trained_script_tiny(tmp_path):
   from scripts import kkt_trained
   out = str(tmp_path / 'res' / 'kt')
   args = ['--methods=haim,haim+split,loo', '--n=6', '--out', out, '--workroot', str(tmp_path / 'w'),
-          '--set', 'width=20', '--set', 'train_steps=100', '--set', 'max_steps=40',
-          '--set', 'chunk_steps=20', '--set', 'split_every=20']
+          '--set', 'victim.width=20', '--set', 'victim.train.max_steps=100',
+          '--set', 'attack.max_steps=40',
+          '--set', 'run.chunk_steps=20', '--set', 'attack.split.every=20']
   assert kkt_trained.main(args) == 0
   for ext in ('.json', '.md', '.png'):
     assert os.path.exists(out + ext)

@@ -18,15 +18,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWO_LAYER = os.path.join(ROOT, 'configs', 'two_layer.py')
 
 # Tiny two_layer run: trains in a few dozen steps, attacks for 100.
-TINY = dict(width=24, train_max_steps=500, max_steps=100, chunk_steps=50,
-            log_every_seconds=1000.0, checkpoint_every_seconds=0.0)
+TINY = {'victim.width': 24, 'victim.train.max_steps': 500, 'attack.max_steps': 100, 'run.chunk_steps': 50, 'run.log_every_seconds': 1000.0, 'run.checkpoint_every_seconds': 0.0}
 
 
-def two_layer_config(**overrides):
+def two_layer_config(overrides=None):
   from configs import two_layer  # pylint: disable=import-outside-toplevel
   cfg = two_layer.get_config()
-  for k, v in {**TINY, **overrides}.items():
-    cfg[k] = v
+  cfg.update_from_flattened_dict({**TINY, **(overrides or {})})
   return cfg
 
 
@@ -134,9 +132,9 @@ def test_run_saves_its_model_without_the_data(trained_run):
 def test_reconstruct_from_saved_two_layer_matches_the_training_run(trained_run, tmp_path):
   workdir, trained = trained_run
   # The checkpoint's architecture wins over the config's (width 7 -> 24).
-  summary = pipelines.run(two_layer_config(model_checkpoint=workdir, width=7),
+  summary = pipelines.run(two_layer_config({'victim.checkpoint': workdir, 'victim.width': 7}),
                            str(tmp_path / 'attack'))
-  assert summary['config']['width'] == 24
+  assert summary['config']['victim']['width'] == 24
   assert without_wall_time(summary['metrics']) == without_wall_time(trained['metrics'])
   with np.load(os.path.join(workdir, 'reconstruction.npz')) as a, np.load(
       str(tmp_path / 'attack' / 'reconstruction.npz')) as b:
@@ -151,8 +149,8 @@ def test_resume_reads_the_saved_model_instead_of_training(trained_run, tmp_path)
   shows the net was read back from WORKDIR/model, not retrained."""
   workdir, trained = trained_run
   split = str(tmp_path / 'split')
-  first = pipelines.run(two_layer_config(max_steps=50), split)
-  summary = pipelines.run(two_layer_config(resume=True), split)
+  first = pipelines.run(two_layer_config({'attack.max_steps': 50}), split)
+  summary = pipelines.run(two_layer_config({'run.resume': True}), split)
   assert summary['resumed_from_step'] == 50
   assert summary['metrics']['train_seconds'] == first['metrics']['train_seconds']
   drop = lambda m: {k: v for k, v in m.items() if k not in ('wall_seconds', 'train_seconds')}
@@ -160,21 +158,21 @@ def test_resume_reads_the_saved_model_instead_of_training(trained_run, tmp_path)
 
 
 def test_trained_params_only(trained_run, tmp_path):
-  """No initial params: attacker_knows_init=False works, the delta target is refused."""
+  """No initial params: attack.knows_init=False works, the delta target is refused."""
   workdir, _ = trained_run
   model = model_ckpt.load(workdir)
   model.initial = None
   path = str(tmp_path / 'trained_only')
   model_ckpt.save(path, model)
-  for overrides, field in [({}, 'attacker_knows_init'),
-                           (dict(attacker_knows_init=False, jacobian_at='midpoint'),
-                            'jacobian_at')]:
+  for overrides, field in [({}, 'attack.knows_init'),
+                           ({'attack.knows_init': False, 'attack.jacobian_at': 'midpoint'},
+                            'attack.jacobian_at')]:
     with pytest.raises(errors.ExperimentError) as err:
-      pipelines.run(two_layer_config(model_checkpoint=path, **overrides), str(tmp_path / 'w'))
+      pipelines.run(two_layer_config({'victim.checkpoint': path, **overrides}), str(tmp_path / 'w'))
     message = str(err.value)
     assert message.startswith(f'{field}: ') and "no initial parameters (part 'initial')" in message
     assert '\n' not in message and not os.path.exists(tmp_path / 'w')
-  summary = pipelines.run(two_layer_config(model_checkpoint=path, attacker_knows_init=False),
+  summary = pipelines.run(two_layer_config({'victim.checkpoint': path, 'attack.knows_init': False}),
                            str(tmp_path / 'ok'))
   assert summary['metrics']['ground_truth'] is True and summary['metrics']['steps'] == 100
   assert 'theta = vec(W_head(T))' in summary['threat_model']['target']
@@ -187,7 +185,7 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
   model.data, model.info = {'input_shape': [10]}, {}
   path = str(tmp_path / 'foreign')
   model_ckpt.save(path, model)
-  summary = pipelines.run(two_layer_config(model_checkpoint=path), str(tmp_path / 'blind'))
+  summary = pipelines.run(two_layer_config({'victim.checkpoint': path}), str(tmp_path / 'blind'))
   m = summary['metrics']
   assert m['ground_truth'] is False and 'recon_error' not in m
   assert m['final_loss'] == trained['metrics']['final_loss']  # same net, same start
@@ -199,14 +197,14 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
     ('resnet', {}, "model: 'two_layer' but model_checkpoint .* holds a ResNet"),
     ('no_arrays', {}, 'model_checkpoint: no arrays/ folder'),
     ('wrong_width', {}, 'model_checkpoint: trained parameters do not fit a TwoLayer'),
-    ('homogeneous', dict(kkt_target='delta'), "kkt_target: 'delta' attacks"),
+    ('homogeneous', {'attack.kkt_target': 'delta'}, "kkt_target: 'delta' attacks"),
     ('subspace', {}, 'subspace: the subspace pipeline attacks dW2'),
     ('subspace_known', {}, "subspace: 'known' needs the training data's subspace"),
 ])
 def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, config, message):
   workdir, _ = trained_run
   path = str(tmp_path / 'model')
-  cfg = two_layer_config(model_checkpoint=path, **config)
+  cfg = two_layer_config({'victim.checkpoint': path, **config})
   if setup == 'empty':
     os.makedirs(path)
   elif setup == 'resnet':
@@ -225,20 +223,20 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
   elif setup == 'homogeneous':
     from configs import kkt_synthetic  # pylint: disable=import-outside-toplevel
     cfg = kkt_synthetic.get_config()
-    cfg.update(dict(model_checkpoint=path, kkt_target='delta', dtype='float32'))
+    cfg.update_from_flattened_dict({'victim.checkpoint': path, 'attack.kkt_target': 'delta', 'run.dtype': 'float32'})
     module = homogeneous.HomogeneousMLP(widths=(40,), activation='cubic', init_scale=0.2)
     model_ckpt.save(path, model_ckpt.flax_model(module, module.init(
         jax.random.PRNGKey(0), jnp.zeros((1, 8)))['params']))  # no initial params
   elif setup in ('subspace', 'subspace_known'):
     from configs import two_layer_subspace  # pylint: disable=import-outside-toplevel
     cfg = two_layer_subspace.get_config()
-    cfg.model_checkpoint = path
+    cfg.victim.checkpoint = path
     module = networks.TwoLayer(192, 1, 'relu_tanh')
     params = module.init(jax.random.PRNGKey(0), jnp.zeros((1, 64)))['params']
     if setup == 'subspace':
       model_ckpt.save(path, model_ckpt.flax_model(module, params))  # no initial params
     else:  # initial params present, but no record of the data's subspace
-      cfg.subspace = 'known'
+      cfg.attack.subspace = 'known'
       model_ckpt.save(path, model_ckpt.flax_model(module, params, params))
   target = str(tmp_path / 'run')
   with pytest.raises(errors.ExperimentError, match=message) as err:
@@ -254,11 +252,11 @@ def test_cli_attacks_a_saved_two_layer_model(trained_run, tmp_path):
   out = str(tmp_path / 'cli')
   args = [f'--config.{k}={v}' for k, v in TINY.items()]
   cmd = [sys.executable, '-m', 'recon.main', f'--config={TWO_LAYER}', f'--workdir={out}',
-         f'--config.model_checkpoint={workdir}'] + args
+         f'--config.victim.checkpoint={workdir}'] + args
   env = subprocess_env(JAX_PLATFORMS='cpu')
   proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
   summary = json.load(open(os.path.join(out, 'summary.json')))
-  assert summary['config']['model_checkpoint'] == workdir
+  assert summary['config']['victim']['checkpoint'] == workdir
   assert without_wall_time(summary['metrics']) == without_wall_time(trained['metrics'])
   # A bad model_checkpoint on the command line: tests/test_config.py (exit 2, one line).

@@ -99,7 +99,6 @@ def test_lbfgs_runs_the_random_features_attack_end_to_end(tmp_path):
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
   from recon import pipelines  # pylint: disable=import-outside-toplevel
   cfg = rf_synthetic.get_config()
-  cfg.update(n=4, d=5, p=200, optimizer='lbfgs', lr=1.0, lr_schedule='constant',
-             max_steps=300, chunk_steps=300)
+  cfg.update_from_flattened_dict({'data.n': 4, 'data.d': 5, 'victim.p': 200, 'attack.optimizer': 'lbfgs', 'attack.lr': 1.0, 'attack.schedule': 'constant', 'attack.max_steps': 300, 'run.chunk_steps': 300})
   m = pipelines.run(cfg, str(tmp_path / 'lbfgs'))['metrics']
   assert m['final_loss'] < 1e-6 and m['recon_error'] < 0.01, m  # 1e-9, 8e-5 measured; 5 steps: 0.06

@@ -6,10 +6,15 @@ from scripts import paper_baseline as pb
 
 def test_the_port_is_the_reference_optimiser_without_rescue():
   o = pb.paper_overrides('relu')
-  assert o['activation'] == 'relu_leaky_backward' and o['tol'] == 1e-7
-  assert (o['optimizer'], o['momentum'], o['lr_schedule']) == ('sgd', 0.9, 'constant')
-  assert o['escalate'] == 'off' and o['polish'] == 'off' and o['reseed_every'] == 0
-  assert pb.paper_overrides('relu_tanh')['activation'] == 'relu_tanh_leaky_backward'
+  assert o['victim.activation'] == 'relu_leaky_backward' and o['attack.tol'] == 1e-7
+  assert (o['attack.optimizer'], o['attack.momentum'], o['attack.schedule']) == (
+      'sgd', 0.9, 'constant')
+  assert o['attack.escalate.mode'] == 'off' and o['attack.polish.mode'] == 'off'
+  assert o['attack.reseed.every'] == 0 and o['attack.restarts'] == 1
+  assert pb.paper_overrides('relu_tanh')['victim.activation'] == 'relu_tanh_leaky_backward'
+  c = pb.paper_config('relu', 3, 4, 120, 50, {'seed': (0, 1), 'attack.lr': (2.0, 5.0)})
+  assert tuple(c.sweep.seed) == (0, 1) and tuple(c.sweep.attack.lr) == (2.0, 5.0)
+  assert c.data.n == 3 and c.victim.p == 120 and c.attack.max_steps == 50
 
 
 def test_calibration_picks_the_lowest_median_loss_on_shadow_seeds_and_launch_records(tmp_path):

@@ -40,5 +40,5 @@ def test_cosine_schedule_decays_to_final_ratio():
   assert all(a >= b for a, b in zip(lrs, lrs[1:]))
   # The base lr stays a hyperparameter in the state (what sweeps batch).
   np.testing.assert_allclose(float(state.hyperparams['learning_rate']), 0.1, rtol=1e-6)
-  with pytest.raises(ValueError, match='lr_decay_steps'):
+  with pytest.raises(ValueError, match='decay_steps'):
     optimize.make_optimizer('sgd', 1.0, schedule='cosine')

@@ -24,12 +24,11 @@ two_layer, resnet, vit, rf_logistic = (_config_module(n) for n in
                                        ('two_layer', 'resnet', 'vit', 'rf_logistic'))
 
 
-def _tiny(**overrides):
+def _tiny(overrides=None):
   cfg = two_layer.get_config()
-  cfg.n, cfg.d, cfg.width, cfg.num_classes = 3, 4, 300, 2  # p_L = 600 = 50 dn (lazy)
-  cfg.max_steps, cfg.chunk_steps, cfg.log_every_seconds = 600, 300, 1e9
-  for k, v in overrides.items():
-    cfg[k] = v
+  cfg.data.n, cfg.data.d, cfg.victim.width, cfg.data.num_classes = 3, 4, 300, 2  # p_L = 600 = 50 dn (lazy)
+  cfg.attack.max_steps, cfg.run.chunk_steps, cfg.run.log_every_seconds = 600, 300, 1e9
+  cfg.update_from_flattened_dict(overrides or {})
   return cfg
 
 
@@ -49,7 +48,7 @@ def test_two_layer_above_threshold_reconstructs(tmp_path):
 
 @pytest.mark.slow  # ~10 CPU-s: compiles a two-layer run
 def test_unreached_tolerance_is_reported(tmp_path):
-  cfg = _tiny(train_max_steps=2, train_tol=1e-12, max_steps=2, attacker_knows_init=False)
+  cfg = _tiny({'victim.train.max_steps': 2, 'victim.train.tol': 1e-12, 'attack.max_steps': 2, 'attack.knows_init': False})
   summary = pipelines.run(cfg, str(tmp_path))
   m = summary['metrics']
   assert not m['train_reached_tol'] and m['train_steps'] == 2
@@ -59,32 +58,32 @@ def test_unreached_tolerance_is_reported(tmp_path):
 
 
 @pytest.mark.parametrize('make,overrides,error,needle', [
-    (two_layer.get_config, {'model': 'mlp3'}, config_lib.ConfigError, 'config.model'),
-    (two_layer.get_config, {'loss': 'hinge'}, config_lib.ConfigError, 'config.loss'),
-    (two_layer.get_config, {'last_layer': 'classifier'}, errors.ExperimentError,
+    (two_layer.get_config, {'victim.name': 'mlp3'}, config_lib.ConfigError, 'config.victim.name'),
+    (two_layer.get_config, {'victim.train.loss': 'hinge'}, config_lib.ConfigError, 'config.victim.train.loss'),
+    (two_layer.get_config, {'attack.last_layer': 'classifier'}, errors.ExperimentError,
      "no parameter collection 'classifier'"),
-    (two_layer.get_config, {'train_lr': 1e6}, errors.ExperimentError, 'non-finite'),
-    (rf_logistic.get_config, {'num_classes': 2}, errors.ExperimentError, 'num_classes'),
-    (two_layer.get_config, {'loss': 'cross_entropy', 'num_classes': 1},
+    (two_layer.get_config, {'victim.train.lr': 1e6}, errors.ExperimentError, 'non-finite'),
+    (rf_logistic.get_config, {'data.num_classes': 2}, errors.ExperimentError, 'num_classes'),
+    (two_layer.get_config, {'victim.train.loss': 'cross_entropy', 'data.num_classes': 1},
      errors.ExperimentError, 'num_classes'),
-    (resnet.get_config, {'image_shape': (4, 4, 2)}, errors.ExperimentError, 'd=16'),
-    (resnet.get_config, {'image_shape': None}, errors.ExperimentError, 'image_shape'),
-    (vit.get_config, {'image_shape': (2, 8, 1), 'patch_size': 4}, errors.ExperimentError,
+    (resnet.get_config, {'data.image_shape': (4, 4, 2)}, errors.ExperimentError, 'd=16'),
+    (resnet.get_config, {'data.image_shape': None}, errors.ExperimentError, 'image_shape'),
+    (vit.get_config, {'data.image_shape': (2, 8, 1), 'victim.patch_size': 4}, errors.ExperimentError,
      'patch_size'),
-    (vit.get_config, {'num_heads': 3}, errors.ExperimentError, 'num_heads'),
-    (two_layer.get_config, {'attacker_knows_n': False}, errors.ExperimentError,
+    (vit.get_config, {'victim.num_heads': 3}, errors.ExperimentError, 'num_heads'),
+    (two_layer.get_config, {'attack.knows_n': False}, errors.ExperimentError,
      'n_candidates'),
-    (two_layer.get_config, {'attacker_knows_init': False, 'jacobian_at': 'init_and_trained'},
+    (two_layer.get_config, {'attack.knows_init': False, 'attack.jacobian_at': 'init_and_trained'},
      errors.ExperimentError, 'jacobian_at'),
-    (vit.get_config, {'head_init': 'ones'}, config_lib.ConfigError, 'config.head_init'),
-    (two_layer.get_config, {'n_restarts': 2, 'optimizer': 'lbfgs'}, errors.ExperimentError,
+    (vit.get_config, {'victim.head_init': 'ones'}, config_lib.ConfigError, 'config.victim.head_init'),
+    (two_layer.get_config, {'attack.restarts': 2, 'attack.optimizer': 'lbfgs'}, errors.ExperimentError,
      "optimizer 'lbfgs'"),
 ])
 def test_bad_input_is_one_line_error(tmp_path, make, overrides, error, needle):
   cfg = make()
   with cfg.ignore_type():
-    for k, v in overrides.items():
-      cfg[k] = v
+    for path, value in overrides.items():
+      config_lib.set_path(cfg, path, value)
   with pytest.raises(error) as e:
     pipelines.run(cfg, str(tmp_path))
   assert needle in str(e.value) and '\n' not in str(e.value)
@@ -96,30 +95,25 @@ def test_configs_validate(make):
   config_lib.validate(make())
 
 
-ESCALATION_FIELDS = ('escalate', 'escalate_every', 'escalate_window', 'escalate_trial_steps',
-                     'escalate_restart_after', 'escalate_restart_steps')
-
-
 @pytest.mark.parametrize('make', [two_layer.get_config, resnet.get_config, vit.get_config,
                                   rf_logistic.get_config])
 def test_network_configs_escalate_on_a_plateau(make):
-  cfg = make()
-  assert all(k in cfg for k in ESCALATION_FIELDS)
-  assert cfg.escalate == 'auto'
+  assert make().attack.escalate.mode == 'auto'
 
 
 @pytest.mark.slow  # ~20 CPU-s: a two-layer run plus the escalator's programs (~10 s of compile)
 def test_network_run_escalates_and_reports_it(tmp_path):
   # The network loss at the truth is not 0, so tol=1e-12 is never reached: the loss plateaus
   # above it and the escalator tries (a trial is kept only if it halves the loss).
-  cfg = _tiny(n=2, d=4, width=80, max_steps=300, chunk_steps=50, tol=1e-12,
-              escalate_every=50, escalate_window=100, escalate_trial_steps=50,
-              escalate_restart_steps=100)
+  cfg = _tiny({'data.n': 2, 'data.d': 4, 'victim.width': 80, 'attack.max_steps': 300,
+               'run.chunk_steps': 50, 'attack.tol': 1e-12, 'attack.escalate.every': 50,
+               'attack.escalate.window': 100, 'attack.escalate.trial_steps': 50,
+               'attack.escalate.restart_steps': 100})
   m = pipelines.run(cfg, str(tmp_path))['metrics']
   assert m['escalations_tried'] >= 1, m
   for k in ('escalations_accepted', 'escalation_restarts', 'escalation_restarts_kept'):
     assert k in m
-  assert m['steps'] <= cfg.max_steps and m['projection_loss'] > 0
+  assert m['steps'] <= cfg.attack.max_steps and m['projection_loss'] > 0
 
 
 def test_feature_points_lie_on_the_straight_line(monkeypatch):
@@ -132,7 +126,7 @@ def test_feature_points_lie_on_the_straight_line(monkeypatch):
     points = pn.feature_points(name, p0, pt)
     assert len(points) == 2 and points[0] is p0 and points[1] is pt
   # Every name the config schema admits has its points (and no other name is offered).
-  assert set(pn.JACOBIAN_POINTS) == set(config_lib.SCHEMA['jacobian_at'].choices)
+  assert set(pn.JACOBIAN_POINTS) == set(config_lib.FIELDS['attack.jacobian_at'].choices)
   monkeypatch.setitem(pn.JACOBIAN_POINTS, 'quarter', (0.0, 0.25, 1.0))
   q = pn.feature_points('quarter', p0, pt)[1]
   assert jnp.allclose(q['body'], 0.5) and jnp.allclose(q['head'], 1.5)
@@ -144,7 +138,7 @@ def test_feature_points_lie_on_the_straight_line(monkeypatch):
 def test_network_restarts_report_the_blind_choice(tmp_path):
   """n_restarts=3 on a trained net: 3 candidate sets at once (escalation off), the answer
   the set of lowest projection loss, recorded in metrics['restarts']."""
-  cfg = _tiny(n_restarts=3, max_steps=300, head_init='zeros')
+  cfg = _tiny({'attack.restarts': 3, 'attack.max_steps': 300, 'victim.head_init': 'zeros'})
   summary = pipelines.run(cfg, str(tmp_path))
   m = summary['metrics']
   rs = m['restarts']

@@ -2,11 +2,11 @@
 import json
 import os
 
-import ml_collections
 import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
+from configs import base
 from recon import errors, pipelines, plots, report
 
 PNG = b'\x89PNG\r\n\x1a\n'
@@ -48,15 +48,15 @@ def test_loss_curve_writes_png_even_with_bad_values(tmp_path):
   assert_png(tmp_path / 'b.png')
 
 
-def tiny_config(**kw):
-  c = ml_collections.ConfigDict(dict(
-      name='t', model='random_features', dataset='digits', data_dir=None, classes=(0, 1),
-      image_size=4, grayscale=False, preprocess='sphere', n=4, d=16, label_noise=0.0, p=160,
-      activation='relu_tanh', n_candidates=None, optimizer='adam', lr=0.05, momentum=0.9,
-      max_steps=40, tol=1e-7, jitter=1e-6, dtype='float32', seed=0, chunk_steps=20,
-      log_every_seconds=100.0, recovered_threshold=0.1, ssim_threshold=0.7,
-      ssim_filter_size=None, overwrite=False))
-  c.update(kw)
+def tiny_config(overrides=None):
+  """Random features on four 4x4 digits, 40 Adam steps (no escalation, no polish)."""
+  c = base.get_config()
+  c.update_from_flattened_dict({
+      'name': 't', 'data.name': 'digits', 'data.n': 4, 'data.d': 16, 'data.classes': (0, 1),
+      'data.image_size': 4, 'data.label_noise': 0.0, 'victim.p': 160, 'attack.optimizer': 'adam',
+      'attack.lr': 0.05, 'attack.max_steps': 40, 'attack.escalate.mode': 'off',
+      'attack.polish.mode': 'off', 'run.chunk_steps': 20, 'run.log_every_seconds': 100.0,
+      **(overrides or {})})
   return c
 
 
@@ -76,8 +76,7 @@ def test_image_run_writes_grid_loss_curve_and_image_metrics(tmp_path):
 
 @pytest.mark.slow  # ~8 CPU-s
 def test_synthetic_run_writes_loss_curve_only(tmp_path):
-  c = tiny_config(dataset='synthetic_sphere', classes=None, image_size=None, d=5, p=100,
-                  label_noise=0.5)
+  c = tiny_config({'data.name': 'synthetic_sphere', 'data.classes': None, 'data.image_size': None, 'data.d': 5, 'victim.p': 100, 'data.label_noise': 0.5})
   summary = pipelines.run(c, str(tmp_path))
   assert 'ssim_mean' not in summary['metrics']
   assert_png(tmp_path / 'loss_curve.png')
@@ -85,8 +84,8 @@ def test_synthetic_run_writes_loss_curve_only(tmp_path):
 
 
 def test_too_large_ssim_window_is_refused_before_compute(tmp_path):
-  with pytest.raises(errors.ExperimentError, match='config.ssim_filter_size'):
-    pipelines.run(tiny_config(ssim_filter_size=5), str(tmp_path))
+  with pytest.raises(errors.ExperimentError, match='config.run.ssim_filter_size'):
+    pipelines.run(tiny_config({'run.ssim_filter_size': 5}), str(tmp_path))
   assert not os.path.exists(tmp_path / 'summary.json')
 
 

@@ -124,8 +124,8 @@ def test_held_basis_absorbs_first_order_moves_of_the_held_rows():
 
 def test_config_fields_are_validated():
   c = rf_synthetic.get_config()
-  assert c.polish == 'auto' and c.polish_tol == 1e-12
-  c.polish = 'sometimes'
+  assert c.attack.polish.mode == 'auto' and c.attack.polish.tol == 1e-12
+  c.attack.polish.mode = 'sometimes'
   with pytest.raises(config_lib.ConfigError, match='polish'):
     config_lib.validate(c)
 
@@ -169,17 +169,16 @@ def test_a_single_run_that_stops_short_is_polished_and_reports_it(tmp_path):
   c = rf_synthetic.get_config()
   # 300 steps stop well above tol with most rows free; for relu the rung still runs (sign
   # flips first), whatever the number of free rows.
-  c.update(dict(n=5, d=5, p=250, activation='relu', max_steps=300, log_every_seconds=1e9,
-                checkpoint_every_seconds=0.0))
+  c.update_from_flattened_dict({'data.n': 5, 'data.d': 5, 'victim.p': 250, 'victim.activation': 'relu', 'attack.max_steps': 300, 'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0})
   m = pipelines.run(c, str(tmp_path / 'run'))['metrics']
-  assert m['status'] == 'max_steps' and m['final_loss'] > c.tol
+  assert m['status'] == 'max_steps' and m['final_loss'] > c.attack.tol
   assert m['polish']['applied']
   if m['polish']['kept']:
     assert m['polish']['loss_after'] < m['polish']['loss_before']
   if m['certified']:
     assert m['certificate']['precision'] == 'float64 (polished)'
     assert m['frac_recovered'] == 1.0
-  c.polish = 'off'
+  c.attack.polish.mode = 'off'
   off = pipelines.run(c, str(tmp_path / 'off'))['metrics']
   assert off['polish'] == {'applied': False} and not off['certified']
 

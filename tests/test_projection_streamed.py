@@ -11,6 +11,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from configs import base
 from recon import features, pipelines, runs
 from recon.pipelines import random_features as rf_pipeline
 from recon.objectives import projection, projection_streamed
@@ -215,12 +216,12 @@ def test_lean_problem_matches_dense_problem():
 
 
 def test_lean_mode_selection_and_layout():
-  cfg = ml_collections.ConfigDict({'p': 1000, 'd': 1000, 'feature_mode': 'auto',
-                                   'feature_memory_budget_mb': 1.0, 'feature_shards': 1})
+  cfg = base.get_config()
+  cfg.victim.p, cfg.data.d, cfg.victim.feature_memory_budget_mb = 1000, 1000, 1.0
   assert rf_pipeline.use_lean_features(cfg, jnp.float32)  # 3.8 MB > 1 MB
-  cfg.feature_memory_budget_mb = 10.0
+  cfg.victim.feature_memory_budget_mb = 10.0
   assert not rf_pipeline.use_lean_features(cfg, jnp.float32)
-  cfg.feature_shards = 2
+  cfg.victim.feature_shards = 2
   assert rf_pipeline.use_lean_features(cfg, jnp.float32)
   assert rf_pipeline.lean_layout(100, 16, 2) == (13, 8)  # 2 shards x 4 chunks x 13 >= 100
   assert rf_pipeline.lean_layout(10, 64, 2) == (5, 2)
@@ -242,12 +243,12 @@ def test_check_condition_warns_on_collapse(caplog):
 
 
 def test_auto_residual_stores_preactivations_within_budget():
-  cfg = ml_collections.ConfigDict({'p': 100000, 'n_candidates': 20, 'feature_residual': 'auto',
-                                   'feature_memory_budget_mb': 10.0})
+  cfg = base.get_config()
+  cfg.victim.p, cfg.attack.n_candidates, cfg.victim.feature_memory_budget_mb = 100000, 20, 10.0
   assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'stored'  # Z: 7.6 MB
-  cfg.feature_memory_budget_mb = 5.0
+  cfg.victim.feature_memory_budget_mb = 5.0
   assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'two_pass'
-  cfg.feature_residual = 'gram'
+  cfg.victim.feature_residual = 'gram'
   assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'gram'
 
 
@@ -261,8 +262,7 @@ def test_cli_lean_run_equals_dense_run(tmp_path, rng):
   for mode in ('dense', 'lean'):
     cfg = rf_synthetic.get_config()
     with cfg.unlocked():
-      cfg.update(n=4, d=5, p=200, max_steps=300, chunk_steps=300, feature_mode=mode,
-                 feature_chunk=64, weight_rng=rng, lr_decay_steps=300)
+      cfg.update_from_flattened_dict({'data.n': 4, 'data.d': 5, 'victim.p': 200, 'attack.max_steps': 300, 'run.chunk_steps': 300, 'victim.feature_mode': mode, 'victim.feature_chunk': 64, 'victim.weight_rng': rng, 'attack.decay_steps': 300})
     s = pipelines.run(cfg, str(tmp_path / f'{mode}_{rng}'))
     out[mode] = s['metrics']
   assert out['lean']['memory_lean'] and not out['dense']['memory_lean']

@@ -23,7 +23,7 @@ def test_grid_covers_methods_activations_and_subspace_rows():
   default = [p for p in pts if p['method'] == 'default']
   c = recovery_law.config_for(dict(default[-1]), seeds=3, max_steps=10)
   assert tuple(c.sweep.seed) == (0, 1, 2)  # the seeds run as one vectorised sweep
-  assert c.subspace in ('known', 'none') and c.planted_dim == 2
+  assert c.attack.subspace in ('known', 'none') and c.data.planted_dim == 2
 
 
 def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkeypatch):
@@ -33,8 +33,10 @@ def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkey
     recovery_law.config_for(pt, seeds=2, max_steps=10)
   _calibration(tmp_path, monkeypatch, 'relu', 4, 8, 5.0)
   c = recovery_law.config_for(pt, seeds=2, max_steps=10)
-  assert (c.optimizer, c.lr, c.lr_schedule, c.tol) == ('sgd', 5.0, 'constant', 1e-7)
-  assert c.activation == 'relu_leaky_backward' and c.escalate == 'off' and c.polish == 'off'
+  a = c.attack
+  assert (a.optimizer, a.lr, a.schedule, a.tol) == ('sgd', 5.0, 'constant', 1e-7)
+  assert c.victim.activation == 'relu_leaky_backward'
+  assert a.escalate.mode == 'off' and a.polish.mode == 'off'
   # The budget: 10x the default's steps at the same point, at least --max_steps.
   default = dict(pt, method='default', median_steps=3000.0)
   assert recovery_law.paper_budget(pt, [default], 20000) == 30000
@@ -106,5 +108,5 @@ def test_the_precision_rung_column_and_summary_count_what_the_rung_did():
   assert recovery_law.polished_cell(ps, 1) == '1, 2 flipped (float64 loss 4e-05)'
   assert recovery_law.polished_cell(ps, 3) == 'none (float64 loss 1e-09)'
   assert recovery_law.polished_cell(ps, 2) == '-'
-  assert recovery_law.polished_cell(dict(seed=[0]), 0) == '-'  # older records: no column
+  assert recovery_law.polished_cell({'seed': [0]}, 0) == '-'  # older records: no column
   assert recovery_law.rung_summary([dict(records[0], method='paper')]) == []

@@ -20,20 +20,18 @@ from recon.models import checkpoint as model_ckpt
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _tiny(**fields):
+def _tiny(overrides=None):
   c = rf_synthetic.get_config()
-  c.n, c.d, c.p, c.max_steps, c.chunk_steps = 3, 4, 120, 50, 25
-  for k, v in fields.items():
-    c[k] = v
+  c.data.n, c.data.d, c.victim.p, c.attack.max_steps, c.run.chunk_steps = 3, 4, 120, 50, 25
+  c.update_from_flattened_dict(overrides or {})
   return c
 
 
-def _digits(**fields):
+def _digits(overrides=None):
   c = rf_digits.get_config()
-  c.p, c.chunk_steps, c.checkpoint_every_steps, c.checkpoint_every_seconds = 640, 50, 100, 0.0
-  c.checkpoint_keep, c.max_steps, c.log_every_seconds = 5, 600, 100.0
-  for k, v in fields.items():
-    c[k] = v
+  c.victim.p, c.run.chunk_steps, c.run.checkpoint_every_steps, c.run.checkpoint_every_seconds = 640, 50, 100, 0.0
+  c.run.checkpoint_keep, c.attack.max_steps, c.run.log_every_seconds = 5, 600, 100.0
+  c.update_from_flattened_dict(overrides or {})
   return c
 
 
@@ -52,9 +50,9 @@ def _cli(*args, cwd=ROOT, **kw):
 
 def test_shipped_config_loads_from_any_working_directory(tmp_path):
   r = _cli(f'--config={ROOT}/configs/two_layer.py', f'--workdir={tmp_path / "x"}',
-           '--config.n=0', cwd=tmp_path)
+           '--config.data.n=0', cwd=tmp_path)
   assert r.returncode == 2 and r.stderr.strip().count('\n') == 0, r.stderr
-  assert 'config.n: invalid value 0' in r.stderr  # the file loaded (no 'No module named')
+  assert 'config.data.n: invalid value 0' in r.stderr  # the file loaded (no 'No module named')
   assert main.config_import_root(f'{ROOT}/configs/rf_digits.py') == ROOT
 
 
@@ -71,44 +69,44 @@ def test_unknown_field_names_the_closest_fields_of_this_config(tmp_path, capsys)
     py_logging.getLogger('absl').setLevel(absl_level)
   err = capsys.readouterr().err
   assert e.value.code == 2 and err.strip().count('\n') == 0, err
-  assert 'config.nn: unknown field (did you mean n' in err and len(err) < 200
-  assert 'split_eps_grid' not in err and not (tmp_path / 'x').exists()
+  assert 'config.nn: unknown field (did you mean data.n' in err and len(err) < 200
+  assert 'attack.split.eps_grid' not in err and not (tmp_path / 'x').exists()
 
 
 def test_validate_unknown_field_is_short():
   c = _tiny()
-  c.lrr = 0.1
-  with pytest.raises(config_lib.ConfigError, match=r'did you mean lr') as e:
+  c.attack.lrr = 0.1
+  with pytest.raises(config_lib.ConfigError, match=r'did you mean attack\.lr') as e:
     config_lib.validate(c)
   assert len(str(e.value)) < 200
 
 
 @pytest.mark.parametrize('value', [float('inf'), float('nan'), -float('inf'), 1e39])
 def test_float_fields_refuse_non_finite_values(value):
-  with pytest.raises(config_lib.ConfigError, match='config.lr: invalid value'):
-    config_lib.validate(_tiny(lr=value))
-  assert not config_lib.SCHEMA['lr'].check(float('inf'))
+  with pytest.raises(config_lib.ConfigError, match='config.attack.lr: invalid value'):
+    config_lib.validate(_tiny({'attack.lr': value}))
+  assert not config_lib.FIELDS['attack.lr'].check(float('inf'))
 
 
 def test_large_float_is_allowed_in_float64():
-  config_lib.validate(_tiny(lr=1e39, dtype='float64'))
+  config_lib.validate(_tiny({'attack.lr': 1e39, 'run.dtype': 'float64'}))
 
 
 def test_relative_paths_resolve_once_against_the_cwd(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
-  c = _tiny(model_checkpoint='results/runs/tl', data_dir='data')
+  c = _tiny({'victim.checkpoint': 'results/runs/tl', 'data.dir': 'data'})
   config_lib.resolve_paths(c)
-  assert c.model_checkpoint == str(tmp_path / 'results' / 'runs' / 'tl')
-  assert c.data_dir == str(tmp_path / 'data')
+  assert c.victim.checkpoint == str(tmp_path / 'results' / 'runs' / 'tl')
+  assert c.data.dir == str(tmp_path / 'data')
 
 
 @pytest.mark.slow  # ~8 CPU-s
 def test_relative_model_checkpoint_runs(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   assert main.execute(_tiny(), 'first') == 0
-  assert main.execute(_tiny(model_checkpoint='first'), 'second') == 0
+  assert main.execute(_tiny({'victim.checkpoint': 'first'}), 'second') == 0
   summary = json.loads((tmp_path / 'second' / 'summary.json').read_text())
-  assert summary['config']['model_checkpoint'] == str(tmp_path / 'first')
+  assert summary['config']['victim']['checkpoint'] == str(tmp_path / 'first')
 
 
 # --- checkpoints and resume --------------------------------------------------------------
@@ -168,7 +166,7 @@ jax.tree_util.register_pytree_node(_State, lambda s: ((s.tree,), None),
 
 def test_resume_without_checkpoint_logs_step_0(tmp_path, caplog):
   with caplog.at_level(py_logging.INFO):
-    assert main.execute(_tiny(resume=True), str(tmp_path / 'w')) == 0
+    assert main.execute(_tiny({'run.resume': True}), str(tmp_path / 'w')) == 0
   assert 'no checkpoint' in caplog.text and 'starting at step 0' in caplog.text
   s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
   assert s['resumed_from_step'] is None and s['metrics']['steps'] == 50
@@ -178,10 +176,10 @@ def test_resume_without_checkpoint_logs_step_0(tmp_path, caplog):
 def test_kill9_and_truncated_newest_checkpoint_resume_bit_identical(tmp_path):
   """configs/rf_digits.py, tiny: a run killed with SIGKILL whose newest checkpoint is then
   truncated resumes from the older one and ends bit-identical to an unbroken run."""
-  args = [f'--config={ROOT}/configs/rf_digits.py', '--config.p=640', '--config.chunk_steps=50',
-          '--config.checkpoint_every_steps=100', '--config.checkpoint_every_seconds=0',
-          '--config.checkpoint_keep=5', '--config.log_every_seconds=100',
-          '--config.max_steps=600']
+  args = [f'--config={ROOT}/configs/rf_digits.py', '--config.victim.p=640', '--config.run.chunk_steps=50',
+          '--config.run.checkpoint_every_steps=100', '--config.run.checkpoint_every_seconds=0',
+          '--config.run.checkpoint_keep=5', '--config.run.log_every_seconds=100',
+          '--config.attack.max_steps=600']
   killed = tmp_path / 'killed'
   env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
   proc = subprocess.Popen([sys.executable, '-m', 'recon.main', *args, f'--workdir={killed}'],
@@ -196,7 +194,7 @@ def test_kill9_and_truncated_newest_checkpoint_resume_bit_identical(tmp_path):
   assert proc.returncode == -signal.SIGKILL, 'the run ended before it could be killed'
   assert not (killed / 'summary.json').exists()
   steps = _truncate_newest(str(killed))
-  assert main.execute(_digits(resume=True), str(killed)) == 0
+  assert main.execute(_digits({'run.resume': True}), str(killed)) == 0
   assert main.execute(_digits(), str(tmp_path / 'unbroken')) == 0
   a = json.loads((killed / 'summary.json').read_text())
   b = json.loads((tmp_path / 'unbroken' / 'summary.json').read_text())
@@ -216,8 +214,8 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_130(tmp_path):
   env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
   proc = subprocess.Popen(
       [sys.executable, '-m', 'recon.main', f'--config={ROOT}/configs/rf_digits.py',
-       '--config.p=640', '--config.chunk_steps=50', '--config.checkpoint_every_steps=100',
-       '--config.checkpoint_every_seconds=0', '--config.max_steps=1000000', f'--workdir={work}'],
+       '--config.victim.p=640', '--config.run.chunk_steps=50', '--config.run.checkpoint_every_steps=100',
+       '--config.run.checkpoint_every_seconds=0', '--config.attack.max_steps=1000000', f'--workdir={work}'],
       cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   t0 = time.time()
   while not checkpoint.saved_steps(str(work)) and proc.poll() is None:
@@ -258,7 +256,7 @@ def test_unwritable_workdir_is_refused(tmp_path, monkeypatch, capsys):
 
 
 def test_memory_estimate_refuses_before_compute(tmp_path, capsys):
-  c = _tiny(n_candidates=100000, p=6400, d=64)
+  c = _tiny({'attack.n_candidates': 100000, 'victim.p': 6400, 'data.d': 64})
   assert memory.estimate_bytes(c) > 40e9  # the m x m Gram alone is 40 GB
   assert main.execute(c, str(tmp_path / 'w')) == 2
   lines = _error_lines(capsys)
@@ -276,14 +274,14 @@ def test_garbage_model_json_is_one_line(tmp_path, capsys, content):
   (folder / 'model.json').write_bytes(content)
   with pytest.raises(model_ckpt.ModelCheckpointError, match='model.json is not readable JSON'):
     model_ckpt.read_metadata(str(folder))
-  assert main.execute(_tiny(model_checkpoint=str(folder)), str(tmp_path / 'w')) == 2
+  assert main.execute(_tiny({'victim.checkpoint': str(folder)}), str(tmp_path / 'w')) == 2
   lines = _error_lines(capsys)
   assert len(lines) == 1 and str(folder / 'model.json') in lines[0]
   assert not (tmp_path / 'w').exists()
 
 
 def test_data_error_leaves_no_workdir(tmp_path, capsys):
-  c = _digits(dataset='cifar10', data_dir=str(tmp_path / 'missing'), d=3072)
+  c = _digits({'data.name': 'cifar10', 'data.dir': str(tmp_path / 'missing'), 'data.d': 3072})
   assert main.execute(c, str(tmp_path / 'w')) == 2
   assert len(_error_lines(capsys)) == 1
   assert not (tmp_path / 'w').exists()
@@ -327,7 +325,7 @@ def test_refusal_in_an_existing_run_touches_nothing(tmp_path):
 # --- outcomes ----------------------------------------------------------------------------
 
 def test_nonfinite_loss_exits_3(tmp_path, capsys):
-  assert main.execute(_tiny(label_noise=1e38), str(tmp_path / 'w')) == 3
+  assert main.execute(_tiny({'data.label_noise': 1e38}), str(tmp_path / 'w')) == 3
   lines = _error_lines(capsys)
   assert len(lines) == 1 and 'non-finite' in lines[0]
   s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
@@ -339,7 +337,7 @@ def test_outcome_line_separates_converged_from_reconstructed():
                                         'ground_truth': True, 'frac_recovered': 0.0,
                                         'n': 4}})
   assert 'converged (loss <= tol)' in line and 'reconstructed: 0 of 4' in line
-  assert kkt_synthetic.get_config().model == 'homogeneous_mlp'
+  assert kkt_synthetic.get_config().victim.name == 'homogeneous_mlp'
   polished = main.outcome_line({'metrics': {
       'status': 'max_steps', 'steps': 20000, 'final_loss': 3e-7, 'certified': True,
       'polish': {'applied': True, 'kept': True, 'loss_after': 4.9e-14, 'rows_replaced': [4]}}})

@@ -43,7 +43,7 @@ def test_init_block_zero_is_the_single_run_start():
   assert xs.shape == (K, N, D)
   np.testing.assert_array_equal(xs[0], _init(key))
   assert float(jnp.abs(xs[1] - xs[2]).min()) > 0  # distinct starts
-  with pytest.raises(ValueError, match='n_restarts'):
+  with pytest.raises(ValueError, match='attack.restarts'):
     restarts.init_restarts(key, 0, _init)
 
 
@@ -100,16 +100,16 @@ def _cli(*args, **env):
                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=300)
 
 
-TINY = ['--config.n=3', '--config.d=4', '--config.p=120', '--config.max_steps=300',
-        '--config.lr_decay_steps=300']
+TINY = ['--config.data.n=3', '--config.data.d=4', '--config.victim.p=120', '--config.attack.max_steps=300',
+        '--config.attack.decay_steps=300']
 
 
 @pytest.mark.slow  # CLI subprocesses
 @pytest.mark.parametrize('mode', ['dense', 'lean'])
 def test_cli_restarts_report_the_blind_choice(tmp_path, mode):
   out = tmp_path / 'run'
-  r = _cli(f'--workdir={out}', *TINY, '--config.n_restarts=3', f'--config.feature_mode={mode}',
-           '--config.feature_chunk=64')
+  r = _cli(f'--workdir={out}', *TINY, '--config.attack.restarts=3', f'--config.victim.feature_mode={mode}',
+           '--config.victim.feature_chunk=64')
   assert r.returncode == 0, r.stderr
   m = json.loads((out / 'summary.json').read_text())['metrics']
   rs = m['restarts']
@@ -123,25 +123,25 @@ def test_cli_refuses_restarts_with_lbfgs_before_writing(tmp_path, capsys):
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
   from recon import main  # pylint: disable=import-outside-toplevel
   c = rf_synthetic.get_config()
-  c.n, c.d, c.p, c.max_steps, c.lr_decay_steps = 3, 4, 120, 300, 300
-  c.n_restarts, c.optimizer = 2, 'lbfgs'
+  c.data.n, c.data.d, c.victim.p, c.attack.max_steps, c.attack.decay_steps = 3, 4, 120, 300, 300
+  c.attack.restarts, c.attack.optimizer = 2, 'lbfgs'
   assert main.execute(c, str(tmp_path / 'x')) == 2
   err = capsys.readouterr().err
   assert err.strip().count('\n') == 0, err
-  assert 'n_restarts' in err and "optimizer 'lbfgs'" in err
+  assert 'attack.restarts' in err and "optimizer 'lbfgs'" in err
   assert not (tmp_path / 'x').exists()
 
 
 @pytest.mark.slow  # three CLI subprocesses
 def test_cli_restarts_resume_bit_for_bit(tmp_path):
   """A run stopped at 100 steps and resumed to 200 equals an unbroken 200-step run."""
-  common = ['--config.n=3', '--config.d=4', '--config.p=120', '--config.n_restarts=2',
-            '--config.chunk_steps=50', '--config.checkpoint_every_steps=50', '--config.tol=0.0',
-            '--config.lr_decay_steps=200']
+  common = ['--config.data.n=3', '--config.data.d=4', '--config.victim.p=120', '--config.attack.restarts=2',
+            '--config.run.chunk_steps=50', '--config.run.checkpoint_every_steps=50', '--config.attack.tol=0.0',
+            '--config.attack.decay_steps=200']
   a, b = tmp_path / 'a', tmp_path / 'b'
-  assert _cli(f'--workdir={a}', *common, '--config.max_steps=200').returncode == 0
-  assert _cli(f'--workdir={b}', *common, '--config.max_steps=100').returncode == 0
-  r = _cli(f'--workdir={b}', *common, '--config.max_steps=200', '--config.resume=True')
+  assert _cli(f'--workdir={a}', *common, '--config.attack.max_steps=200').returncode == 0
+  assert _cli(f'--workdir={b}', *common, '--config.attack.max_steps=100').returncode == 0
+  r = _cli(f'--workdir={b}', *common, '--config.attack.max_steps=200', '--config.run.resume=True')
   assert r.returncode == 0, r.stderr
   xa = np.load(a / 'reconstruction.npz')['x_candidates']
   xb = np.load(b / 'reconstruction.npz')['x_candidates']

@@ -13,7 +13,7 @@ from scripts import kkt_diagnose
 @pytest.mark.slow  # ~6 CPU-s
 def test_layer_fits_is_zero_for_a_planted_kkt_sum_and_sees_a_layer_that_is_not():
   c = kkt_haim.get_config()
-  c.width, c.d = 12, 5
+  c.victim.width, c.data.d = 12, 5
   net = pk.make_network(c, 1, jnp.float32)
   x = jax.random.normal(jax.random.PRNGKey(0), (4, 5))
   y = jnp.asarray([1.0, -1.0, 1.0, -1.0])

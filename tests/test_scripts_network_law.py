@@ -23,8 +23,8 @@ def test_widths_and_p_l_per_kind():
   assert nl.p_per_width('vit', 'digits') == 4  # 2x2 patches of a 4x4 image
   assert nl.p_per_width('vit', 'lfw_faces') == 25  # 5x5: 1x1 patches
   cfg, width = nl.make_config('two_layer_ce', 'digits', 3.0, 0, 4, 10, {'lr': 0.02})
-  assert width == 64 and cfg.num_classes == 3 and cfg.loss == 'cross_entropy'
-  assert cfg.lr == 0.02 and cfg.classes == (0, 1, 2) and cfg.d == 16
+  assert width == 64 and cfg.data.num_classes == 3 and cfg.victim.train.loss == 'cross_entropy'
+  assert cfg.attack.lr == 0.02 and cfg.data.classes == (0, 1, 2) and cfg.data.d == 16
 
 
 def test_shadow_images_are_disjoint_from_the_victims():
@@ -32,7 +32,7 @@ def test_shadow_images_are_disjoint_from_the_victims():
   cfg, _ = nl.make_config('two_layer_mse', 'digits', 1.0, 0, 4, 1, {})
 
   def idx(seed):
-    return set(int(i) for i in data.load(cfg, runs.split_keys(seed)['data'])[2]['indices'])
+    return set(int(i) for i in data.load(cfg.data, runs.split_keys(seed)['data'])[2]['indices'])
 
   assert not idx(shadow['seed']) & (idx(0) | idx(1) | idx(2))
 
@@ -42,7 +42,7 @@ def test_several_shadows_are_distinct_and_disjoint_from_the_victims():
   cfg, _ = nl.make_config('two_layer_ce', 'digits', 1.0, 0, 4, 1, {})
 
   def idx(seed):
-    return set(int(i) for i in data.load(cfg, runs.split_keys(seed)['data'])[2]['indices'])
+    return set(int(i) for i in data.load(cfg.data, runs.split_keys(seed)['data'])[2]['indices'])
 
   seeds = found['seeds']
   assert len(set(seeds)) == 3 and min(seeds) >= nl.SHADOW_SEED0
@@ -73,9 +73,10 @@ def test_zero_head_vit_is_the_vit_with_w_l0_zero_and_stacked_restarts():
   zero, w1 = nl.make_config('vit_zero_head', 'digits', 10.0, 0, 4, 10,
                             nl.attack_grid('vit_zero_head')[2])
   assert w0 == w1 == 160 and nl.p_per_width('vit_zero_head', 'lfw_faces') == 25
-  assert (base.head_init, zero.head_init) == ('fan_in', 'zeros')
-  assert (base.n_restarts, zero.n_restarts) == (1, 4)
-  assert zero.patch_size == base.patch_size and zero.num_heads == base.num_heads == 1
+  assert (base.victim.head_init, zero.victim.head_init) == ('fan_in', 'zeros')
+  assert (base.attack.restarts, zero.attack.restarts) == (1, 4)
+  assert zero.victim.patch_size == base.victim.patch_size
+  assert zero.victim.num_heads == base.victim.num_heads == 1
   grid = nl.attack_grid('vit_zero_head')
   assert [g['jacobian_at'] for g in grid[:3]] == list(nl.JACOBIAN_POINTS)
   assert all(g['n_restarts'] == 4 for g in grid[:3])

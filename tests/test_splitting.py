@@ -159,7 +159,7 @@ def test_projection_split_model_residual_matches_projection_loss():
 
 
 def test_bad_split_input_one_line():
-  with pytest.raises(splitting.SplitError, match='split_budget') as e:
+  with pytest.raises(splitting.SplitError, match='attack.split.budget') as e:
     splitting.check_config(splitting.SplitConfig(mode='every', budget=-1))
   assert '\n' not in str(e.value)
   with pytest.raises(splitting.SplitError, match='second derivative'):

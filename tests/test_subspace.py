@@ -3,10 +3,10 @@ import os
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 
+from configs import base
 from recon import config as config_lib
 from recon import data, errors, pipelines, subspace
 from recon.pipelines import subspace as subspace_pipeline
@@ -53,20 +53,22 @@ def test_planted_subspace_recovered_from_a_low_rank_weight_change():
   assert np.asarray(est['basis']).shape == (30, 4)
 
 
-def _two_layer_cfg(**kw):
-  c = ml_collections.ConfigDict(dict(
-      model='two_layer', dataset='synthetic_subspace', n=4, d=12, planted_dim=3, label_noise=0.5,
-      width=32, activation='relu_tanh', loss='mse', train_lr=1e-2, train_max_steps=3000,
-      train_tol=1e-6, weight_decay=0.0, seed=0))
-  c.update(kw)
+def _two_layer_cfg(overrides=None):
+  """A tiny two-layer net on a planted 3-dim subspace of R^12 (no escalation, no polish)."""
+  c = base.get_config()
+  c.update_from_flattened_dict({
+      'data.name': 'synthetic_subspace', 'data.n': 4, 'data.d': 12, 'data.planted_dim': 3,
+      'victim.name': 'two_layer', 'victim.width': 32, 'victim.train.lr': 0.01,
+      'victim.train.max_steps': 3000, 'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
+      **(overrides or {})})
   return c
 
 
 @pytest.mark.parametrize('weight_decay', [0.0, 0.05])
 def test_delta_w1_row_space_lies_in_the_span_of_the_data_without_weight_decay(weight_decay):
-  cfg = _two_layer_cfg(weight_decay=weight_decay)
+  cfg = _two_layer_cfg({'victim.train.weight_decay': weight_decay})
   from recon import data  # pylint: disable=import-outside-toplevel
-  x, y, _ = data.load(cfg, jax.random.PRNGKey(0))
+  x, y, _ = data.load(cfg.data, jax.random.PRNGKey(0))
   net = subspace_pipeline.train_two_layer(cfg, jax.random.PRNGKey(1), x, y)
   assert net['info']['finite'] and net['info']['steps'] > 10
   dw = np.asarray(net['w1'] - net['w1_init'], np.float64)
@@ -90,39 +92,40 @@ def test_subspace_errors_are_one_line():
     subspace.estimate_subspace(jnp.zeros((4, 3)))
 
 
-def _rf_cfg(**kw):
-  c = ml_collections.ConfigDict(dict(
-      name='t', model='random_features', dataset='synthetic_subspace', n=3, d=16, planted_dim=2,
-      label_noise=0.5, p=24, activation='relu_tanh', subspace='known', subspace_dim=None,
-      subspace_noise_floor=1e-3, gradient_at='trained', alpha_mode='closed_form',
-      n_candidates=6, optimizer='sgd', lr=20.0, momentum=0.9, max_steps=1500, tol=1e-7,
-      jitter=1e-6, dtype='float32', seed=0, chunk_steps=500, log_every_seconds=100.0,
-      recovered_threshold=0.1, overwrite=True))
-  c.update(kw)
+def _rf_cfg(overrides=None):
+  """Random features p = 24 on a known 2-dim subspace of R^16 (no escalation, no polish)."""
+  c = base.get_config()
+  c.update_from_flattened_dict({
+      'name': 't', 'data.name': 'synthetic_subspace', 'data.n': 3, 'data.d': 16,
+      'data.planted_dim': 2, 'victim.p': 24,
+      'attack.subspace': 'known', 'attack.n_candidates': 6, 'attack.lr': 20.0,
+      'attack.max_steps': 1500, 'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
+      'run.chunk_steps': 500, 'run.log_every_seconds': 100.0, 'run.overwrite': True,
+      **(overrides or {})})
   return c
 
 
 @pytest.mark.parametrize('fields, match', [
-    (dict(subspace='estimated'), 'trainable first layer'),
-    (dict(dataset='synthetic_sphere'), "'known' needs a dataset"),
-    (dict(subspace_dim=20), 'exceeds the input dimension'),
-    (dict(subspace_dim=3), "differs from the known subspace"),
-    (dict(planted_dim=17), 'config.planted_dim'),
-    (dict(subspace='none', subspace_dim=2), 'config.subspace_dim'),
+    ({'attack.subspace': 'estimated'}, 'trainable first layer'),
+    ({'data.name': 'synthetic_sphere'}, "'known' needs a dataset"),
+    ({'attack.subspace_dim': 20}, 'exceeds the input dimension'),
+    ({'attack.subspace_dim': 3}, "differs from the known subspace"),
+    ({'data.planted_dim': 17}, 'config.data.planted_dim'),
+    ({'attack.subspace': 'none', 'attack.subspace_dim': 2}, 'config.attack.subspace_dim'),
 ])
 def test_bad_subspace_configs_fail_before_compute(fields, match, tmp_path):
   with pytest.raises(config_lib.ConfigError, match=match) as e:
-    pipelines.run(_rf_cfg(**fields), str(tmp_path / 'run'))
+    pipelines.run(_rf_cfg(fields), str(tmp_path / 'run'))
   assert '\n' not in str(e.value)
   assert not (tmp_path / 'run').exists()  # nothing written, nothing computed
 
 
 def test_estimated_subspace_of_rank_deficient_change_is_a_one_line_experiment_error(tmp_path):
-  cfg = _two_layer_cfg(name='t', subspace='estimated', subspace_dim=5, subspace_noise_floor=1e-3,
-                       gradient_at='both', alpha_mode='closed_form', n_candidates=8,
-                       optimizer='sgd', lr=20.0, momentum=0.9, max_steps=10, tol=1e-7,
-                       jitter=1e-6, dtype='float32', chunk_steps=10, log_every_seconds=100.0,
-                       recovered_threshold=0.1, overwrite=True)
+  cfg = _two_layer_cfg({
+      'name': 't', 'attack.objective': 'unified', 'attack.subspace': 'estimated',
+      'attack.subspace_dim': 5, 'attack.gradient_at': 'both', 'attack.n_candidates': 8,
+      'attack.lr': 20.0, 'attack.max_steps': 10, 'run.chunk_steps': 10,
+      'run.log_every_seconds': 100.0, 'run.overwrite': True})
   with pytest.raises(errors.ExperimentError, match=r'exceeds rank\(dW1\)=[0-9]+'):
     pipelines.run(cfg, str(tmp_path / 'run'))  # n = 4 samples: rank(dW1) <= 4 < 5
 
@@ -131,7 +134,7 @@ def test_estimated_subspace_of_rank_deficient_change_is_a_one_line_experiment_er
 def test_subspace_run_reconstructs_where_the_full_space_run_does_not(tmp_path):
   # p = 24 = 4 k n (k = 2, n = 3) but only p / dn = 0.5: below the full-space threshold.
   sub = pipelines.run(_rf_cfg(), str(tmp_path / 'sub'))['metrics']
-  full = pipelines.run(_rf_cfg(subspace='none'), str(tmp_path / 'full'))['metrics']
+  full = pipelines.run(_rf_cfg({'attack.subspace': 'none'}), str(tmp_path / 'full'))['metrics']
   assert sub['recon_error'] < 0.05 and sub['frac_recovered'] == 1.0
   assert full['recon_error'] > 0.3 and full['frac_recovered'] < 1.0
   assert sub['search_dim'] == 2 and sub['p_over_kn'] == 4.0
@@ -143,8 +146,8 @@ def test_cli_rejects_estimating_a_random_features_subspace_with_one_line_and_sta
   from configs import rf_subspace  # pylint: disable=import-outside-toplevel
   from recon import main  # pylint: disable=import-outside-toplevel
   c = rf_subspace.get_config()
-  c.subspace = 'estimated'
+  c.attack.subspace = 'estimated'
   assert main.execute(c, str(tmp_path / 'run')) == 2
   lines = [l for l in capsys.readouterr().err.splitlines() if l.startswith('error:')]
-  assert len(lines) == 1 and 'config.subspace' in lines[0] and "'known'" in lines[0]
+  assert len(lines) == 1 and 'config.attack.subspace' in lines[0] and "'known'" in lines[0]
   assert not (tmp_path / 'run').exists()

@@ -10,7 +10,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from configs import rf_synthetic
+from configs import base, rf_synthetic
 from recon import config as config_lib
 from recon import errors, memory, pipelines, sweep
 from conftest import subprocess_env
@@ -18,22 +18,27 @@ from conftest import subprocess_env
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def tiny_config(**sweep_axes):
+def tiny_config(axes=None):
+  """A tiny random-features sweep over `axes` ({field path: values})."""
   c = rf_synthetic.get_config()
-  c.n, c.d, c.p, c.lr = 3, 4, 20, 2.0
-  c.optimizer, c.lr_schedule, c.tol = 'sgd', 'constant', 1e-7
-  c.max_steps, c.chunk_steps = 200, 100
-  c.log_every_seconds = 1e9
-  c.sweep = ml_collections.ConfigDict(sweep_axes or {'p': (6, 40), 'seed': (0, 1)})
+  c.data.n, c.data.d, c.victim.p, c.attack.lr = 3, 4, 20, 2.0
+  c.attack.optimizer, c.attack.schedule, c.attack.tol = 'sgd', 'constant', 1e-7
+  c.attack.max_steps, c.run.chunk_steps = 200, 100
+  c.run.log_every_seconds = 1e9
+  with c.ignore_type():  # a bad axis value is the validator's to refuse
+    for path, values in (axes or {'victim.p': (6, 40), 'seed': (0, 1)}).items():
+      config_lib.set_path(c.sweep, path, values)
   return c
 
 
 def single_config(c, record):
-  fields = c.to_dict()
-  fields.pop('sweep')
-  fields.update(p=record['p'], seed=record['seed'], lr=record['lr'],
-                activation=record['activation'], n_candidates=record['n_candidates'])
-  return ml_collections.ConfigDict(fields)
+  """The single run of a sweep's record (the sweep's axes cleared)."""
+  single = ml_collections.ConfigDict(c.to_dict())
+  single.sweep = base.sweep()
+  single.update_from_flattened_dict({
+      'victim.p': record['p'], 'seed': record['seed'], 'attack.lr': record['lr'],
+      'victim.activation': record['activation'], 'attack.n_candidates': record['n_candidates']})
+  return single
 
 
 # Batched vs unbatched and 2 devices vs 1, in float64 (jax_enable_x64 is process-wide,
@@ -50,7 +55,7 @@ _SUBPROCESS = textwrap.dedent('''
     out = {'n_devices': len(jax.devices())}
     tmp = sys.argv[1]
     c = tiny_config()
-    c.dtype = 'float64'
+    c.run.dtype = 'float64'
     one = sweep.run(c, tmp + '/one', devices=jax.devices()[:1])
     two = sweep.run(c, tmp + '/two')
     x_one = np.load(tmp + '/one/sweep.npz'); x_two = np.load(tmp + '/two/sweep.npz')
@@ -71,7 +76,7 @@ _SUBPROCESS = textwrap.dedent('''
               'feature_residual', 'projection_loss', 'train_mse', 'steps', 'status', 'p')}})
     # An odd grid (3 points) is padded to 4 for 2 devices; its seeds 0, 1 are points of
     # the 1-device grid above (same widths, same padded width 40).
-    c3 = tiny_config(p=(40,), seed=(0, 1, 2))
+    c3 = tiny_config({'victim.p': (40,), 'seed': (0, 1, 2)})
     c3.dtype = 'float64'
     odd = sweep.run(c3, tmp + '/odd')
     ref = {r['seed']: r for r in one['records'] if r['p'] == 40}
@@ -125,8 +130,8 @@ def test_sharded_equals_unsharded(two_device_run):
 @pytest.fixture(scope='module')
 def float32_sweep(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('float32')
-  c = tiny_config(p_over_dn=(0.5, 2.0), seed=(1,), activation=('relu', 'relu_tanh'))
-  c.max_steps = 50
+  c = tiny_config({'victim.p_over_dn': (0.5, 2.0), 'seed': (1,), 'victim.activation': ('relu', 'relu_tanh')})
+  c.attack.max_steps = 50
   return c, tmp, sweep.run(c, str(tmp / 'sweep'))
 
 
@@ -172,15 +177,15 @@ def test_outputs_written(float32_sweep):
 
 
 @pytest.mark.parametrize('axes, field, message', [
-    ({'width': (10,)}, 'config.sweep.width', 'unknown sweep axis'),
+    ({'victim.width': (10,)}, 'config.sweep.victim.width', 'unknown sweep axis'),
     ({'seed': ()}, 'config.sweep.seed', 'empty axis'),
-    ({'lr': (1.0, -2.0)}, 'config.sweep.lr', 'invalid value -2.0'),
-    ({'activation': ('relu', 'nope')}, 'config.sweep.activation', 'invalid value'),
-    ({'p': (10,), 'p_over_dn': (1.0,)}, 'config.sweep.p_over_dn', 'both'),
+    ({'attack.lr': (1.0, -2.0)}, 'config.sweep.attack.lr', 'invalid value -2.0'),
+    ({'victim.activation': ('relu', 'nope')}, 'config.sweep.victim.activation', 'invalid value'),
+    ({'victim.p': (10,), 'victim.p_over_dn': (1.0,)}, 'config.sweep.victim.p_over_dn', 'both'),
     ({'seed': 3}, 'config.sweep.seed', 'non-empty tuple'),
 ])
 def test_bad_axes_are_one_line_errors(tmp_path, axes, field, message):
-  c = tiny_config(**axes)
+  c = tiny_config(axes)
   with pytest.raises(config_lib.ConfigError) as e:
     sweep.run(c, str(tmp_path / 'run'))
   text = str(e.value)
@@ -189,19 +194,19 @@ def test_bad_axes_are_one_line_errors(tmp_path, axes, field, message):
 
 
 def test_other_pipelines_are_refused(tmp_path):
-  c = tiny_config(seed=(0, 1))
+  c = tiny_config({'seed': (0, 1)})
   with c.unlocked():
-    c.dataset, c.planted_dim, c.subspace = 'synthetic_subspace', 2, 'known'
-    c.alpha_mode, c.gradient_at = 'joint', 'trained'
-  with pytest.raises(config_lib.ConfigError, match='^config.model: sweeps run the '
+    c.data.name, c.data.planted_dim, c.attack.subspace = 'synthetic_subspace', 2, 'known'
+    c.attack.alpha_mode, c.attack.gradient_at = 'joint', 'trained'
+  with pytest.raises(config_lib.ConfigError, match='^config.victim.name: sweeps run the '
                      'random-features pipeline only'):
     sweep.run(c, str(tmp_path / 'run'))
 
 
 def test_memory_budget(tmp_path):
-  c = tiny_config(p=(10, 10 ** 6), seed=(0, 1))
-  c.sweep_memory_budget_gb = 0.1
-  with pytest.raises(config_lib.ConfigError, match=r'^config.sweep_memory_budget_gb: .* GB > '
+  c = tiny_config({'victim.p': (10, 10 ** 6), 'seed': (0, 1)})
+  c.run.sweep_memory_budget_gb = 0.1
+  with pytest.raises(config_lib.ConfigError, match=r'^config.run.sweep_memory_budget_gb: .* GB > '
                      r'budget 0.1 GB') as e:
     sweep.run(c, str(tmp_path / 'run'))
   assert '\n' not in str(e.value)
@@ -227,16 +232,16 @@ def test_main_cli_bad_axis(tmp_path, capsys):
 def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
   # lr is batched in the optimiser state and the cosine multiplies the update, so a sweep
   # over lr under a schedule is the single runs, point for point (float64).
-  c = tiny_config(lr=(0.02, 0.05))
-  c.optimizer, c.lr_schedule, c.lr_decay_steps, c.dtype = 'adam', 'cosine', 150, 'float64'
+  c = tiny_config({'attack.lr': (0.02, 0.05)})
+  c.attack.optimizer, c.attack.schedule, c.attack.decay_steps, c.run.dtype = 'adam', 'cosine', 150, 'float64'
   out = sweep.run(c, str(tmp_path / 'sweep'))
   xb = np.load(tmp_path / 'sweep' / 'sweep.npz')
   assert len(out['records']) == 2
   for r in out['records']:
-    fields = c.to_dict()
-    fields.pop('sweep')
-    fields.update(lr=r['lr'])
-    s = pipelines.run(ml_collections.ConfigDict(fields), str(tmp_path / f"single{r['index']}"))
+    single = ml_collections.ConfigDict(c.to_dict())
+    single.sweep = base.sweep()
+    single.attack.lr = r['lr']
+    s = pipelines.run(single, str(tmp_path / f"single{r['index']}"))
     xs = np.load(tmp_path / f"single{r['index']}" / 'reconstruction.npz')['x_candidates']
     np.testing.assert_allclose(xs, xb[f"x_hat_{r['index']}"], atol=1e-10)
     assert s['metrics']['steps'] == r['steps']
@@ -245,24 +250,24 @@ def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
 
 
 def test_lbfgs_is_refused_in_sweeps(tmp_path):
-  c = tiny_config(lr=(0.5, 1.0))
-  c.optimizer = 'lbfgs'
-  with pytest.raises(config_lib.ConfigError, match="^config.optimizer: 'lbfgs' is not supported"):
+  c = tiny_config({'attack.lr': (0.5, 1.0)})
+  c.attack.optimizer = 'lbfgs'
+  with pytest.raises(config_lib.ConfigError, match="^config.attack.optimizer: 'lbfgs' is not supported"):
     sweep.run(c, str(tmp_path / 'x'))
 
 
 def test_splitting_is_refused_in_sweeps(tmp_path):
-  c = tiny_config(lr=(0.5, 1.0))
-  c.split = 'plateau'
-  with pytest.raises(config_lib.ConfigError, match="^config.split: 'plateau' is not supported"):
+  c = tiny_config({'attack.lr': (0.5, 1.0)})
+  c.attack.split.mode = 'plateau'
+  with pytest.raises(config_lib.ConfigError, match="^config.attack.split.mode: 'plateau' is not supported"):
     sweep.run(c, str(tmp_path / 'x'))
   assert not (tmp_path / 'x').exists()
 
 
 def test_restarts_are_refused_in_sweeps(tmp_path):
-  c = tiny_config(lr=(0.5, 1.0))
-  c.n_restarts = 2
-  with pytest.raises(config_lib.ConfigError, match="^config.n_restarts: 2 is not supported"):
+  c = tiny_config({'attack.lr': (0.5, 1.0)})
+  c.attack.restarts = 2
+  with pytest.raises(config_lib.ConfigError, match="^config.attack.restarts: 2 is not supported"):
     sweep.run(c, str(tmp_path / 'x'))
 
 
@@ -271,13 +276,13 @@ def test_known_subspace_points_escalate_and_carry_a_certificate(tmp_path):
   """subspace='known': candidates are coordinates in the planted basis (x_hat in its span);
   stuck points escalate (batched) and every record carries the blind certificate, never
   true on a missed row."""
-  c = tiny_config(seed=(0, 1, 2), p=(4, 90))
+  c = tiny_config({'seed': (0, 1, 2), 'victim.p': (4, 90)})
   with c.unlocked():
-    c.dataset, c.planted_dim, c.subspace = 'synthetic_subspace', 3, 'known'
-    c.alpha_mode, c.gradient_at, c.subspace_noise_floor = 'closed_form', 'trained', 1e-3
-  c.d, c.optimizer, c.lr, c.lr_schedule, c.max_steps = 8, 'adam', 0.05, 'cosine', 3000
-  c.lr_decay_steps = 3000
-  c.escalate_every, c.escalate_window, c.escalate_trial_steps = 200, 400, 300
+    c.data.name, c.data.planted_dim, c.attack.subspace = 'synthetic_subspace', 3, 'known'
+    c.attack.alpha_mode, c.attack.gradient_at, c.attack.subspace_noise_floor = 'closed_form', 'trained', 1e-3
+  c.data.d, c.attack.optimizer, c.attack.lr, c.attack.schedule, c.attack.max_steps = 8, 'adam', 0.05, 'cosine', 3000
+  c.attack.decay_steps = 3000
+  c.attack.escalate.every, c.attack.escalate.window, c.attack.escalate.trial_steps = 200, 400, 300
   out = sweep.run(c, str(tmp_path / 'run'))
   arrays = np.load(tmp_path / 'run' / 'sweep.npz')
   for r in out['records']:

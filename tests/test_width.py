@@ -87,7 +87,7 @@ def test_interpolation_report_threshold():
 
 def _tiny(tmp_path, **overrides):
   c = rf_synthetic.get_config()
-  c.n, c.d, c.p, c.max_steps, c.chunk_steps = 3, 4, 120, 20, 10
+  c.data.n, c.data.d, c.victim.p, c.attack.max_steps, c.run.chunk_steps = 3, 4, 120, 20, 10
   c.update(overrides)
   return pipelines.run(c, str(tmp_path / 'run'))
 
@@ -95,8 +95,8 @@ def _tiny(tmp_path, **overrides):
 @pytest.mark.slow  # 8-10 CPU-s a case
 @pytest.mark.parametrize('value,expected', [('high', 'HIGH'), ('default', 'DEFAULT')])
 def test_matmul_precision_reaches_the_compiled_programs(tmp_path, value, expected):
-  summary = _tiny(tmp_path, matmul_precision=value)
-  assert summary['config']['matmul_precision'] == value
+  summary = _tiny(tmp_path, {'run.matmul_precision': value})
+  assert summary['config']['run']['matmul_precision'] == value
   assert summary['metrics']['matmul_precision'] == value
   assert summary['metrics']['victim_interpolates'] is True
   # The run left the policy in force: a program lowered now (the run's loss) carries it.
@@ -110,12 +110,12 @@ def test_matmul_precision_reaches_the_compiled_programs(tmp_path, value, expecte
 
 
 def test_matmul_precision_default_is_highest_and_bad_value_is_one_line():
-  assert rf_synthetic.get_config().matmul_precision == 'highest'
+  assert rf_synthetic.get_config().run.matmul_precision == 'highest'
   c = rf_synthetic.get_config()
-  c.matmul_precision = 'tf32'
+  c.run.matmul_precision = 'tf32'
   with pytest.raises(config_lib.ConfigError) as e:
     config_lib.validate(c)
-  assert str(e.value) == ("config.matmul_precision: invalid value 'tf32'; accepted: one of "
+  assert str(e.value) == ("config.run.matmul_precision: invalid value 'tf32'; accepted: one of "
                           "'highest', 'high', 'default'")
   assert '\n' not in str(e.value)
 
@@ -123,11 +123,11 @@ def test_matmul_precision_default_is_highest_and_bad_value_is_one_line():
 def test_every_config_has_matmul_precision():
   import importlib  # pylint: disable=import-outside-toplevel
   root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs')
-  names = [f[:-3] for f in os.listdir(root) if f.endswith('.py') and f != 'common.py'
+  names = [f[:-3] for f in os.listdir(root) if f.endswith('.py')
            and not f.startswith('_')]
   for name in names:
     cfg = importlib.import_module(f'configs.{name}').get_config()
-    assert cfg.get('matmul_precision') == 'highest', name
+    assert cfg.run.matmul_precision == 'highest', name
 
 
 @pytest.mark.slow  # ~7 CPU-s
@@ -136,7 +136,7 @@ def test_a_victim_that_does_not_interpolate_is_recorded(tmp_path, monkeypatch):
   fit = random_features.min_norm_solution
   monkeypatch.setattr(random_features, 'min_norm_solution',
                       lambda phi, y, n_features=None: 0.5 * fit(phi, y, n_features))
-  m = _tiny(tmp_path, p=123, max_steps=10)['metrics']
+  m = _tiny(tmp_path, {'victim.p': 123, 'attack.max_steps': 10})['metrics']
   assert m['victim_interpolates'] is False
   assert m['train_mse_over_var_y'] > 1e-2 and m['interpolation_tol'] == 1e-6
 

@@ -1,31 +1,31 @@
-"""Data sets: one interface, `load(config, key, dtype) -> (X, y, meta)`.
+"""Data sets: one interface, `load(config.data, key, dtype) -> (X, y, meta)`.
 
 X is (n, d) with every sample flattened (images in (H, W, C) order), y is (n,),
-and `meta` describes what came back (`image_shape` is (H, W, C) for image data,
-None otherwise). Data sets (`config.dataset`):
+and `meta` describes what came back (`data.image_shape` is (H, W, C) for image data,
+None otherwise). Data sets (`data.name`; every function takes the config's `data` section):
 
   synthetic_sphere    rows uniform on the sphere of radius sqrt(d) (the law-of-
                       reconstruction paper's); y = <x, g> + eps, g ~ N(0, I/d),
-                      eps ~ N(0, label_noise^2).
+                      eps ~ N(0, data.label_noise^2).
   synthetic_subspace  the same, but rows on the sqrt(d)-sphere inside a random
-                      k-dimensional subspace (k = config.planted_dim);
+                      k-dimensional subspace (k = data.planted_dim);
                       meta['basis'] is its orthonormal basis B (d x k), x = B z.
   digits              scikit-learn's bundled 8x8 digits (1797 images, no download).
-  cifar10             the official "python version" batch files in config.data_dir.
-  mnist               the official IDX files (gzipped or not) in config.data_dir.
+  cifar10             the official "python version" batch files in data.dir.
+  mnist               the official IDX files (gzipped or not) in data.dir.
   lfw_faces           scikit-image's bundled LFW subset (200 greyscale 25x25 crops, 100
                       faces then 100 non-faces); labels +1 face, -1 non-face; d = 625.
   photo_patches       32x32x3 patches at seeded random positions of six bundled colour
                       photographs (recon/data/bundled.py); labels +1 for the first three
                       photographs, -1 for the others; d = 3072 (the CIFAR-10 shape).
 
-Image data: `classes` picks (lfw_faces: 0 non-face, 1 face; photo_patches: photo index) the classes (None: all ten), n samples balanced over
+Image data: `data.classes` picks (lfw_faces: 0 non-face, 1 face; photo_patches: photo index) the classes (None: all ten), n samples balanced over
 them (counts differ by at most one), each class's subset drawn by the data key.
 Labels: one class -> +1; two classes (a, b) -> -1 for a, +1 for b (a regression
 target for the random-features model); three or more -> the class's position in
-`classes` (int32); `binary_rule='parity'` instead labels +1 odd, -1 even digits. Pixels are scaled to [0, 1], then optionally converted to
+`data.classes` (int32); `binary_rule='parity'` instead labels +1 odd, -1 even digits. Pixels are scaled to [0, 1], then optionally converted to
 grayscale (ITU-R BT.601 luma) and downsampled by block averaging to
-`image_size` (a divisor of the native size). Preprocessing (`preprocess`):
+`data.image_size` (a divisor of the native size). Preprocessing (`data.preprocess`):
   'sphere'       x <- (x - mean) / std with the subset's global mean and std,
                  then every row rescaled to norm sqrt(d) (the random-features
                  theory's sphere); the per-row norms before rescaling are kept
@@ -65,14 +65,14 @@ Array = jax.Array
 
 def load_images(config: Any, key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
   """Image data set -> (rows (n, H*W*C) float64, labels, meta) on the host."""
-  name = config.dataset
+  name = config.name
   shape = image_shape(config)
   d = math.prod(shape)
-  if config.get('d', d) != d:
-    raise DataError(f'config.d: {config.d} does not match {name} images of shape '
+  if config.d != d:
+    raise DataError(f'config.data.d: {config.d} does not match {name} images of shape '
                     f'{shape[0]}x{shape[1]}x{shape[2]}; accepted: d = {d}')
   classes = _classes(config, NATIVE[name][1])
-  data_dir = config.get('data_dir', None)
+  data_dir = config.dir
   if name == 'photo_patches':
     return _load_patches(config, key, shape, classes)
   if name == 'digits':
@@ -84,7 +84,7 @@ def load_images(config: Any, key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[s
   else:
     if data_dir is None:
       expected = (_cifar_expected if name == 'cifar10' else _mnist_expected)('data_dir')
-      raise DataError(f'config.data_dir: required for dataset {name!r}; accepted: a folder '
+      raise DataError(f'config.data.dir: required for dataset {name!r}; accepted: a folder '
                       f'path; {expected}')
     data_dir = os.path.expanduser(data_dir)
     if name == 'cifar10':
@@ -101,17 +101,17 @@ def load_images(config: Any, key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[s
 def _finish(config: Any, pix: np.ndarray, source_labels: np.ndarray, idx, shape, classes,
             names, data_dir) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
   """Greyscale, resize and preprocess pixels (N, H, W, C) in [0, 1]; label; describe."""
-  if config.get('grayscale', False):
+  if config.grayscale:
     pix = to_grayscale(pix)
   if shape[0] != pix.shape[1]:
     pix = downsample(pix, shape[0])
   x, stats = preprocess(pix.reshape(len(pix), math.prod(shape)),
-                        config.get('preprocess', 'sphere'))
-  if config.dataset == 'photo_patches':
+                        config.preprocess)
+  if config.name == 'photo_patches':
     y, label_rule = photo_labels(source_labels), PHOTO_LABEL_RULE
   else:
-    y, label_rule = _labels(source_labels, classes, config.get('binary_rule', 'classes'))
-  meta = {'name': config.dataset, 'image_shape': shape, 'classes': classes,
+    y, label_rule = _labels(source_labels, classes, config.binary_rule)
+  meta = {'name': config.name, 'image_shape': shape, 'classes': classes,
           'class_names': tuple(names[c] for c in classes), 'labels': label_rule,
           'indices': idx, 'source_labels': source_labels, 'pixel_range': PIXEL_RANGE,
           'data_dir': data_dir, **stats}
@@ -119,10 +119,10 @@ def _finish(config: Any, pix: np.ndarray, source_labels: np.ndarray, idx, shape,
 
 
 def _load_patches(config: Any, key: Array, shape, classes):
-  """photo_patches: n patches balanced over the photographs in `classes` (module docstring)."""
+  """photo_patches: n patches balanced over the photographs in `data.classes` (module docstring)."""
   counts = class_counts(config.n, len(classes))
   if max(counts) > PATCHES_PER_PHOTO:
-    raise DataError(f'config.n: {config.n} patches need {max(counts)} per photograph, more than '
+    raise DataError(f'config.data.n: {config.n} patches need {max(counts)} per photograph, more than '
                     f'{PATCHES_PER_PHOTO}; accepted: n <= {PATCHES_PER_PHOTO * len(classes)} '
                     f'for classes {tuple(classes)}')
   patches, source, corners = cut_patches(key, classes, counts)
@@ -131,16 +131,16 @@ def _load_patches(config: Any, key: Array, shape, classes):
 
 
 def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict[str, Any]]:
-  """Returns (X (n, d), y (n,), meta) for `config.dataset` (see the module docstring)."""
-  name = config.dataset
+  """Returns (X (n, d), y (n,), meta) for `config.name` (see the module docstring)."""
+  name = config.name
   if name == 'synthetic_sphere':
     x, y = synthetic_sphere(key, config.n, config.d, config.label_noise, dtype)
     return x, y, {'name': name, 'image_shape': None, 'preprocess': None,
                   'row_norms': np.full(config.n, np.sqrt(config.d))}
   if name == 'synthetic_subspace':
-    k = config.get('planted_dim', None)
+    k = config.planted_dim
     if k is None or not 1 <= k <= config.d:
-      raise DataError(f'config.planted_dim: invalid value {k!r} for synthetic_subspace; '
+      raise DataError(f'config.data.planted_dim: invalid value {k!r} for synthetic_subspace; '
                       f'accepted: an int in 1..d = {config.d}')
     x, y, basis = synthetic_subspace(key, config.n, config.d, k, config.label_noise, dtype)
     return x, y, {'name': name, 'image_shape': None, 'preprocess': None, 'basis': basis,
@@ -149,7 +149,7 @@ def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict
     x, y, meta = load_images(config, key)
     y = jnp.asarray(y, jnp.int32 if y.dtype.kind == 'i' else dtype)
     return jnp.asarray(x, dtype), y, meta
-  raise DataError(f'config.dataset: unknown name {name!r}; accepted: {", ".join(DATASETS)}')
+  raise DataError(f'config.data.name: unknown name {name!r}; accepted: {", ".join(DATASETS)}')
 
 
 def describe(meta: Dict[str, Any]) -> Dict[str, Any]:

@@ -14,23 +14,23 @@ Array = jax.Array
 
 def image_shape(config: Any) -> Tuple[int, int, int]:
   """(H, W, C) that `config` gives for an image data set, checked without reading files."""
-  (h, w, c), _ = NATIVE[config.dataset]
-  size = config.get('image_size', None)
+  (h, w, c), _ = NATIVE[config.name]
+  size = config.image_size
   if size is not None:
     accepted = [s for s in range(1, h + 1) if h % s == 0 and w % s == 0]
     if size not in accepted:
-      raise DataError(f'config.image_size: invalid value {size!r} for {config.dataset} '
+      raise DataError(f'config.data.image_size: invalid value {size!r} for {config.name} '
                       f'({h}x{w}); accepted: None (native) or one of '
                       f'{", ".join(map(str, accepted))}')
     h = w = size
-  if config.get('grayscale', False):
+  if config.grayscale:
     c = 1
   return (h, w, c)
 
 
 def input_dim(config: Any) -> int:
   """d of the flattened rows `load(config, ...)` returns."""
-  if config.dataset in NATIVE:
+  if config.name in NATIVE:
     return math.prod(image_shape(config))
   return int(config.d)
 
@@ -42,16 +42,16 @@ def class_counts(n: int, num_classes: int) -> List[int]:
 
 def select_balanced(key: Array, labels: np.ndarray, classes: Sequence[int],
                     n: int) -> np.ndarray:
-  """Indices of n samples balanced over `classes`, each class's subset drawn with the key.
+  """Indices of n samples balanced over `data.classes`, each class's subset drawn with the key.
 
-  Grouped by class in the order of `classes`; within a class in source order.
+  Grouped by class in the order of `data.classes`; within a class in source order.
   """
   out = []
   smallest = min(int(np.sum(labels == c)) for c in classes)
   for i, (c, count) in enumerate(zip(classes, class_counts(n, len(classes)))):
     pool = np.flatnonzero(labels == c)
     if count > len(pool):
-      raise DataError(f'config.n: {n} samples need {count} of class {c}, which has only '
+      raise DataError(f'config.data.n: {n} samples need {count} of class {c}, which has only '
                       f'{len(pool)}; accepted: n <= {smallest * len(classes)} for classes '
                       f'{tuple(classes)}')
     perm = np.asarray(jax.random.permutation(jax.random.fold_in(key, i), len(pool)))
@@ -94,7 +94,7 @@ def preprocess(x: np.ndarray, mode: str) -> Tuple[np.ndarray, Dict[str, Any]]:
 
 def to_pixels(x: np.ndarray, meta: Dict[str, Any],
               row_norms: Optional[np.ndarray] = None) -> np.ndarray:
-  """Undoes `preprocess`: rows -> pixel values (the source's [0, 1] scale).
+  """Undoes `data.preprocess`: rows -> pixel values (the source's [0, 1] scale).
 
   'sphere' rows are rescaled to `row_norms` (default meta['row_norms'], the true
   rows' norms; pass a candidate's matched sample's norm to show it at true scale).
@@ -110,30 +110,30 @@ def to_pixels(x: np.ndarray, meta: Dict[str, Any],
 
 
 def _classes(config: Any, num_classes: int) -> Tuple[int, ...]:
-  classes = config.get('classes', None)
+  classes = config.classes
   if classes is None:
     return tuple(range(num_classes))
   ok = (isinstance(classes, (tuple, list)) and len(classes) > 0
         and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < num_classes
                 for c in classes) and len(set(classes)) == len(classes))
   if not ok:
-    raise DataError(f'config.classes: invalid value {classes!r} for {config.dataset}; accepted: '
+    raise DataError(f'config.data.classes: invalid value {classes!r} for {config.name}; accepted: '
                     f'None (all) or a tuple of distinct ints in 0..{num_classes - 1}, e.g. (0, 1)')
   return tuple(classes)
 
 
 def _labels(source_labels: np.ndarray, classes: Tuple[int, ...],
             binary_rule: str = 'classes') -> Tuple[np.ndarray, str]:
-  """Labels by the module docstring's rule, and that rule in words; binary_rule 'parity':
+  """Labels by the module docstring's rule, and that rule in words; data.binary_rule 'parity':
   +1 for an odd source label, -1 for an even one (digit / MNIST odd vs even)."""
   if binary_rule == 'parity':
     return np.where(np.asarray(source_labels) % 2 == 1, 1.0, -1.0), '+1 odd, -1 even (parity)'
   if binary_rule != 'classes':
-    raise DataError(f"config.binary_rule: unknown name {binary_rule!r}; accepted: 'classes', "
+    raise DataError(f"config.data.binary_rule: unknown name {binary_rule!r}; accepted: 'classes', "
                     "'parity'")
   position = np.array([classes.index(int(c)) for c in source_labels], np.int32)
   if len(classes) == 1:
     return np.ones(len(source_labels)), 'all +1 (one class)'
   if len(classes) == 2:
     return 2.0 * position - 1.0, f'-1 for class {classes[0]}, +1 for class {classes[1]}'
-  return position, 'position of the class in config.classes (int32)'
+  return position, 'position of the class in data.classes (int32)'

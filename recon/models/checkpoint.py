@@ -160,13 +160,13 @@ def check_params(model: 'ModelCheckpoint', sample: Any) -> None:
     got = jax.tree.map(lambda a: tuple(np.shape(a)), tree)
     if got != want:
       raise ModelCheckpointError(
-          f'model_checkpoint: {part} parameters do not fit a {model.architecture} with '
+          f'victim.checkpoint: {part} parameters do not fit a {model.architecture} with '
           f'hparams {model.hparams} on inputs of shape {tuple(sample.shape[1:])}; accepted: '
           'the tree and shapes the module initialises')
   for name, tree in shapes.items():
     if name != 'params' and name not in model.collections():
       raise ModelCheckpointError(
-          f"model_checkpoint: extras['collections'] lacks {name!r}, which a "
+          f"victim.checkpoint: extras['collections'] lacks {name!r}, which a "
           f'{model.architecture} needs; accepted: the module\'s variable collections')
 
 
@@ -232,30 +232,30 @@ def read_metadata(path: str) -> Dict[str, Any]:
   folder = model_dir(path)
   file = os.path.join(folder, 'model.json')
   if not os.path.isfile(file):
-    raise ModelCheckpointError(f'model_checkpoint: no model.json in {path!r} or {folder!r}; '
+    raise ModelCheckpointError(f'victim.checkpoint: no model.json in {path!r} or {folder!r}; '
                                'accepted: a model folder written by recon (see docs)')
   try:
     with open(file, encoding='utf-8') as f:
       meta = json.load(f)
   except (OSError, UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
     first = (str(e).splitlines() or [''])[0][:120]
-    raise ModelCheckpointError(f'model_checkpoint: {file} is not readable JSON '
+    raise ModelCheckpointError(f'victim.checkpoint: {file} is not readable JSON '
                                f'({type(e).__name__}: {first}); accepted: the model.json of '
                                f'a {FORMAT} model folder written by recon') from None
   if not isinstance(meta, dict):
-    raise ModelCheckpointError(f'model_checkpoint: {file} holds a JSON {type(meta).__name__}, '
+    raise ModelCheckpointError(f'victim.checkpoint: {file} holds a JSON {type(meta).__name__}, '
                                f'not an object; accepted: a {FORMAT} model.json')
   if meta.get('format') != FORMAT or meta.get('kind') not in KINDS:
-    raise ModelCheckpointError(f'model_checkpoint: {file} is not a {FORMAT} model '
+    raise ModelCheckpointError(f'victim.checkpoint: {file} is not a {FORMAT} model '
                                f'(format {meta.get("format")!r}, kind {meta.get("kind")!r})')
   missing = [k for k in ('hparams', 'parts') if not isinstance(meta.get(k), (dict, list))]
   if missing or 'trained' not in meta['parts']:
-    raise ModelCheckpointError(f'model_checkpoint: {file} lacks '
+    raise ModelCheckpointError(f'victim.checkpoint: {file} lacks '
                                f'{", ".join(missing) or "the trained parameters"}; accepted: '
                                f'a {FORMAT} model.json with hparams and parts incl. trained')
   if meta['kind'] == 'flax' and meta.get('architecture') not in ARCHITECTURES:
     raise ModelCheckpointError(
-        f'model_checkpoint: architecture {meta.get("architecture")!r} unknown; accepted: '
+        f'victim.checkpoint: architecture {meta.get("architecture")!r} unknown; accepted: '
         f'{", ".join(sorted(ARCHITECTURES))}')
   return meta
 
@@ -266,13 +266,13 @@ def load(path: str) -> ModelCheckpoint:
   meta = read_metadata(path)
   arrays = os.path.join(model_dir(path), 'arrays')
   if not os.path.isdir(arrays):
-    raise ModelCheckpointError(f'model_checkpoint: no arrays/ folder next to model.json in '
+    raise ModelCheckpointError(f'victim.checkpoint: no arrays/ folder next to model.json in '
                                f'{model_dir(path)!r}; accepted: a folder written by save()')
   try:
     tree = ocp.StandardCheckpointer().restore(arrays)
   except Exception as e:  # pylint: disable=broad-except
     first = (str(e).splitlines() or [''])[0][:200]
-    raise ModelCheckpointError(f'model_checkpoint: cannot read {arrays!r} '
+    raise ModelCheckpointError(f'victim.checkpoint: cannot read {arrays!r} '
                                f'({type(e).__name__}: {first})') from None
   tree = _arrays(tree)
   return ModelCheckpoint(kind=meta['kind'], hparams=meta['hparams'], architecture=meta.get(

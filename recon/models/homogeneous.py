@@ -217,7 +217,7 @@ def train_stationary(apply_fn: Callable[[Any, Array], Array], params: Any, x: Ar
   """
   from jax.flatten_util import ravel_pytree  # pylint: disable=import-outside-toplevel
   if not weight_decay > 0:
-    raise ValueError(f'train_weight_decay: invalid value {weight_decay!r} for an exact '
+    raise ValueError(f'victim.train.weight_decay: invalid value {weight_decay!r} for an exact '
                      'stationary point; accepted: float > 0')
   theta0, unravel = ravel_pytree(params)
 

@@ -30,7 +30,7 @@ HEAD_INITS = {'fan_in': fan_in_normal, 'zeros': nn.initializers.zeros}
 
 def _head(out_dim: int, h, init: str = 'fan_in'):
   if init not in HEAD_INITS:
-    raise ValueError(f'head_init: unknown {init!r}; accepted: {", ".join(HEAD_INITS)}')
+    raise ValueError(f'victim.head_init: unknown {init!r}; accepted: {", ".join(HEAD_INITS)}')
   return nn.Dense(out_dim, use_bias=False, kernel_init=HEAD_INITS[init], name='head')(h)
 
 
@@ -40,7 +40,7 @@ def _pool(name: str, h):
     return jnp.mean(h.reshape(h.shape[0], -1, h.shape[-1]), axis=1)
   if name == 'flatten':
     return h.reshape(h.shape[0], -1)
-  raise ValueError(f'pool: unknown name {name!r}; accepted: {", ".join(POOLS)}')
+  raise ValueError(f'victim.pool: unknown name {name!r}; accepted: {", ".join(POOLS)}')
 
 
 class TwoLayer(nn.Module):
@@ -165,8 +165,8 @@ def check_image_shape(image_shape: Sequence[int], patch_size: int | None = None)
   """Raises ValueError (one line) unless image_shape is (H, W, channels) [divisible by patch]."""
   if (not isinstance(image_shape, (tuple, list)) or len(image_shape) != 3
       or not all(isinstance(s, int) and s >= 1 for s in image_shape)):
-    raise ValueError(f'image_shape: invalid value {image_shape!r}; accepted: (height, width, '
+    raise ValueError(f'data.image_shape: invalid value {image_shape!r}; accepted: (height, width, '
                      'channels), three positive ints')
   if patch_size is not None and (image_shape[0] % patch_size or image_shape[1] % patch_size):
-    raise ValueError(f'patch_size: {patch_size} does not divide image_shape {tuple(image_shape)}; '
+    raise ValueError(f'victim.patch_size: {patch_size} does not divide image_shape {tuple(image_shape)}; '
                      'accepted: a divisor of height and width')

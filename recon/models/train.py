@@ -31,12 +31,12 @@ class TrainingSetupError(ValueError):
 def check_loss(name: str, num_outputs: int) -> None:
   """logistic needs one output, cross_entropy at least two, mse any number."""
   if name not in LOSSES:
-    raise TrainingSetupError(f'loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
+    raise TrainingSetupError(f'victim.train.loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
   if name == 'logistic' and num_outputs != 1:
-    raise TrainingSetupError(f'num_classes: loss \'logistic\' is binary and needs num_classes=1, '
+    raise TrainingSetupError(f'data.num_classes: loss \'logistic\' is binary and needs data.num_classes=1, '
                              f'got {num_outputs}; accepted: 1 (or loss=cross_entropy)')
   if name == 'cross_entropy' and num_outputs < 2:
-    raise TrainingSetupError(f'num_classes: loss \'cross_entropy\' needs num_classes >= 2, got '
+    raise TrainingSetupError(f'data.num_classes: loss \'cross_entropy\' needs num_classes >= 2, got '
                              f'{num_outputs}; accepted: >= 2 (or loss=logistic / mse)')
 
 
@@ -115,7 +115,7 @@ def loss_value(name: str, outputs: Array, targets: Array) -> Array:
     return jnp.mean(jax.nn.softplus(-targets.reshape(-1) * outputs.reshape(-1)))
   if name == 'cross_entropy':
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(outputs, targets))
-  raise ValueError(f'loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
+  raise ValueError(f'victim.train.loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
 
 
 def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, targets: Array, *,

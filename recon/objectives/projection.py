@@ -110,5 +110,5 @@ def check_condition(gram: np.ndarray, jitter: float = DEFAULT_JITTER,
   if cond * unit > warn_error:
     logging.warning('Gram solve: condition number %.3g in %s loses precision (expected '
                     'relative error of alpha ~ %.1g); candidates may have collapsed, or use '
-                    "--config.dtype=float64", cond, gram.dtype, cond * unit)
+                    "--config.run.dtype=float64", cond, gram.dtype, cond * unit)
   return cond

@@ -43,6 +43,6 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   if pipeline is networks:
     networks.check_config(cfg)
   resuming = runs.prepare_run_workdir(workdir, cfg)
-  dtype = runs.set_dtype(cfg.dtype)
-  precision.apply_matmul_precision(cfg.get('matmul_precision'))  # every program of the run
+  dtype = runs.set_dtype(cfg.run.dtype)
+  precision.apply_matmul_precision(cfg.run.matmul_precision)  # every program of the run
   return pipeline.run(cfg, workdir, dtype, resuming=resuming)

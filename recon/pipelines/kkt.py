@@ -3,8 +3,8 @@
 
 The victim is a bias-free MLP (`recon.models.homogeneous`) trained by full-batch GD
 on the logistic (binary) or cross-entropy (multiclass) loss, optionally polished to
-the nearby exact KKT point of the max-margin problem (`train_polish`). The attacker
-knows theta (and theta_0 when `kkt_target='delta'`), the architecture, n_candidates
+the nearby exact KKT point of the max-margin problem (`victim.train.polish`). The attacker
+knows theta (and theta_0 when `kkt_target='delta'`), the architecture, attack.n_candidates
 and the candidate labels' balance; it fits x_hat (and duals) with the shared tail
 `recon.reconstruct.reconstruct_and_report`.
 """
@@ -30,13 +30,13 @@ OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 
 def task(cfg) -> Tuple[str, int, str]:
-  """(label kind, model outputs, training loss) from objective and n_classes."""
-  if cfg.objective == 'kkt_binary' and cfg.n_classes != 2:
+  """(label kind, model outputs, training loss) from objective and data.num_classes."""
+  if cfg.attack.objective == 'kkt_binary' and cfg.data.num_classes != 2:
     raise errors.ExperimentError(
-        f'n_classes: {cfg.n_classes} with objective kkt_binary; accepted: 2 '
+        f'data.num_classes: {cfg.data.num_classes} with objective kkt_binary; accepted: 2 '
         '(or objective kkt_multiclass)')
-  if cfg.objective == 'kkt_multiclass' or cfg.n_classes > 2:
-    return 'multiclass', cfg.n_classes, 'cross_entropy'
+  if cfg.attack.objective == 'kkt_multiclass' or cfg.data.num_classes > 2:
+    return 'multiclass', cfg.data.num_classes, 'cross_entropy'
   return 'binary', 1, 'logistic'
 
 
@@ -54,60 +54,60 @@ def check_training_labels(labels, kind: str, n_classes: int) -> None:
 
 
 def attack_activation(cfg) -> Tuple[str, Optional[float]]:
-  """(activation, alpha) the attacker differentiates: `cfg.attack_activation` when set (e.g.
-  'relu_smooth': relu forward, sigmoid(attack_alpha z) backward, Haim et al.), else the victim's."""
-  name = cfg.get('attack_activation', None)
+  """(activation, alpha) the attacker differentiates: `cfg.attack.activation` when set (e.g.
+  'relu_smooth': relu forward, sigmoid(attack.act_alpha z) backward, Haim et al.), else the victim's."""
+  name = cfg.attack.activation
   if not name:
-    return cfg.activation, cfg.act_alpha
-  return name, cfg.get('attack_alpha', None) or cfg.act_alpha
+    return cfg.victim.activation, cfg.victim.act_alpha
+  return name, cfg.attack.act_alpha or cfg.victim.act_alpha
 
 
 def check_attack_config(cfg) -> None:
   """One-line errors raised before any compute."""
   try:
-    kkt.check_lambda_min(cfg.lambda_min)
+    kkt.check_lambda_min(cfg.attack.lambda_min)
     splitting.check_config(splitting.config_from(cfg), attack_activation(cfg)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
-  if cfg.get('lambda_solve', 'optimize') == 'eliminate' and cfg.objective != 'projection':
-    if cfg.split != 'none':
-      raise errors.ExperimentError("split: sample splitting needs explicit duals; accepted "
+  if cfg.attack.lambda_solve == 'eliminate' and cfg.attack.objective != 'projection':
+    if cfg.attack.split.mode != 'none':
+      raise errors.ExperimentError("attack.split.mode: sample splitting needs explicit duals; accepted "
                                        "with lambda_solve 'eliminate': 'none'")
-    if cfg.lambda_min > 0:
-      raise errors.ExperimentError(f'lambda_min: {cfg.lambda_min} with lambda_solve '
+    if cfg.attack.lambda_min > 0:
+      raise errors.ExperimentError(f'attack.lambda_min: {cfg.attack.lambda_min} with lambda_solve '
                                        "'eliminate' (free-sign duals); accepted: 0.0")
-    if cfg.prior == 'box':
-      raise errors.ExperimentError("prior: 'box' with lambda_solve 'eliminate'; accepted: "
+    if cfg.attack.prior == 'box':
+      raise errors.ExperimentError("attack.prior: 'box' with lambda_solve 'eliminate'; accepted: "
                                        "'sphere', 'none'")
-  if cfg.get('kkt_layers', 'all') not in (None, '', 'all') and (
-      cfg.objective == 'projection' or cfg.get('lambda_solve', 'optimize') == 'eliminate'):
-    raise errors.ExperimentError(f"kkt_layers: {cfg.kkt_layers!r} with objective "
-                                     f"{cfg.objective!r} / lambda_solve "
-                                     f"{cfg.get('lambda_solve', 'optimize')!r}; accepted: 'all' "
+  if cfg.attack.kkt_layers not in (None, '', 'all') and (
+      cfg.attack.objective == 'projection' or cfg.attack.lambda_solve == 'eliminate'):
+    raise errors.ExperimentError(f"attack.kkt_layers: {cfg.attack.kkt_layers!r} with objective "
+                                     f"{cfg.attack.objective!r} / lambda_solve "
+                                     f"{cfg.attack.lambda_solve!r}; accepted: 'all' "
                                      "(a layer subset needs explicit duals)")
-  if cfg.get('candidate_subspace', 'none') != 'none' and (
-      cfg.objective == 'projection' or cfg.get('lambda_solve', 'optimize') == 'eliminate'):
-    raise errors.ExperimentError(f"candidate_subspace: {cfg.candidate_subspace!r} with "
-                                     f"objective {cfg.objective!r} / lambda_solve "
-                                     f"{cfg.get('lambda_solve', 'optimize')!r}; accepted: 'none'")
-  if cfg.get('residual_weights', 'none') != 'none' and cfg.split != 'none':
-    raise errors.ExperimentError("split: sample splitting uses the unweighted residual; "
+  if cfg.attack.candidate_subspace != 'none' and (
+      cfg.attack.objective == 'projection' or cfg.attack.lambda_solve == 'eliminate'):
+    raise errors.ExperimentError(f"attack.candidate_subspace: {cfg.attack.candidate_subspace!r} with "
+                                     f"objective {cfg.attack.objective!r} / lambda_solve "
+                                     f"{cfg.attack.lambda_solve!r}; accepted: 'none'")
+  if cfg.attack.residual_weights != 'none' and cfg.attack.split.mode != 'none':
+    raise errors.ExperimentError("attack.split.mode: sample splitting uses the unweighted residual; "
                                      "accepted with residual_weights 'gradient_rms': 'none'")
-  if cfg.get('train_weight_decay', 0.0) > 0 and cfg.train_polish:
-    raise errors.ExperimentError('train_polish: True with train_weight_decay > 0 (an exact '
+  if cfg.victim.train.weight_decay > 0 and cfg.victim.train.polish:
+    raise errors.ExperimentError('victim.train.polish: True with train_weight_decay > 0 (an exact '
                                      'stationary point already); accepted: False')
-  if cfg.objective == 'projection' and cfg.prior == 'box':
-    raise errors.ExperimentError("prior: 'box' with objective projection; accepted: "
+  if cfg.attack.objective == 'projection' and cfg.attack.prior == 'box':
+    raise errors.ExperimentError("attack.prior: 'box' with objective projection; accepted: "
                                      "'sphere', 'none'")
 
 
 def make_network(cfg, out_dim: int, dtype, activation: Optional[str] = None,
                  alpha: Optional[float] = None) -> homogeneous.HomogeneousMLP:
-  """The victim's architecture; `activation`/`alpha` override the config's (same parameters)."""
+  """The victim's architecture; `victim.activation`/`alpha` override the config's (same parameters)."""
   return homogeneous.HomogeneousMLP(
-      widths=(cfg.width,) * cfg.depth, out_dim=out_dim,
-      activation=activation or cfg.activation,
-      alpha=cfg.act_alpha if alpha is None else alpha, first_init_scale=cfg.first_init_scale, init_scale=cfg.init_scale,
+      widths=(cfg.victim.width,) * cfg.victim.depth, out_dim=out_dim,
+      activation=activation or cfg.victim.activation,
+      alpha=cfg.victim.act_alpha if alpha is None else alpha, first_init_scale=cfg.victim.first_init_scale, init_scale=cfg.victim.init_scale,
       param_dtype=dtype)
 
 
@@ -117,15 +117,15 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
   net = make_network(cfg, out_dim, x.dtype)
   params0 = net.init(key, x)
   targets = labels if kind == 'binary' else labels.astype(jnp.int32)
-  wd = cfg.get('train_weight_decay', 0.0)
+  wd = cfg.victim.train.weight_decay
   if wd > 0:  # exact stationary point of loss + wd/2 ||theta||^2 (L-BFGS)
     params, info = homogeneous.train_stationary(
         net.apply, params0, x, targets, loss=loss, weight_decay=wd,
-        max_steps=cfg.get('train_stationary_steps', 20000))
+        max_steps=cfg.victim.train.stationary_steps)
   else:
     params, info = homogeneous.train_with_duals(net.apply, params0, x, targets, loss=loss,
-                                                 lr=cfg.train_lr, steps=cfg.train_steps)
-  degree = homogeneous.degree_in_params(cfg.activation, cfg.depth)
+                                                 lr=cfg.victim.train.lr, steps=cfg.victim.train.max_steps)
+  degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
   out = {'train_loss': info['final_loss'], 'train_steps': info['steps'],
          'normalized_margin_gd': homogeneous.normalized_margin(net.apply, params, x, targets,
                                                                 kind, degree),
@@ -133,14 +133,14 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
   if wd > 0:
     out['train_grad_norm'] = info['grad_norm']
   if not info['finite']:
-    raise errors.ExperimentError('train_lr: training diverged (non-finite loss); '
+    raise errors.ExperimentError('victim.train.lr: training diverged (non-finite loss); '
                                      'accepted: a smaller train_lr')
-  if cfg.train_polish:
+  if cfg.victim.train.polish:
     params, pinfo = homogeneous.polish_max_margin(net.apply, params, x, targets, kind)
     out.update({'polish_' + k: v for k, v in pinfo.items() if k != 'degree'})
   out['normalized_margin'] = homogeneous.normalized_margin(net.apply, params, x, targets, kind,
                                                            degree)
-  if cfg.depth == 1:
+  if cfg.victim.depth == 1:
     kernel = params['params']['hidden_0']['kernel']
     out['neuron_gram_rank'], out['neuron_gram_dim'] = homogeneous.neuron_gram_rank(kernel)
     out['neuron_gram_rank_span_x'], out['neuron_gram_dim_span_x'] = (
@@ -161,9 +161,9 @@ def planted_target(theta, apply_vec, x_true, labels, duals, kind: str) -> Array:
 
 
 def kkt_layer_mask(cfg, params) -> Optional[Array]:
-  """`cfg.kkt_layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
+  """`cfg.attack.kkt_layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
   layer names ('hidden_0,head'): only those layers' equations enter the fit (None for 'all')."""
-  spec = cfg.get('kkt_layers', 'all')
+  spec = cfg.attack.kkt_layers
   if spec in (None, '', 'all'):
     return None
   names = [s.strip() for s in str(spec).split(',') if s.strip()]
@@ -176,38 +176,38 @@ def kkt_layer_mask(cfg, params) -> Optional[Array]:
 def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, radius: float,
                  key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None
                  ) -> Dict[str, Any]:
-  """Objective, initial state, constraint, split model for `cfg.objective`."""
+  """Objective, initial state, constraint, split model for `cfg.attack.objective`."""
   theta, apply_vec = kkt.flatten_model(net.apply, params)
-  if cfg.kkt_target == 'planted':
+  if cfg.attack.kkt_target == 'planted':
     target = planted_target(theta, apply_vec, *planted, kind)
-  elif cfg.kkt_target == 'delta':
+  elif cfg.attack.kkt_target == 'delta':
     target = theta - kkt.flatten_model(net.apply, params0)[0]
   else:
     target = theta
-  m = cfg.n_candidates
+  m = cfg.attack.n_candidates
   k_x, k_lam = jax.random.split(key)
-  x0 = cfg.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
-  if cfg.prior == 'sphere':
+  x0 = cfg.attack.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
+  if cfg.attack.prior == 'sphere':
     x0 = optimize.sphere_constraint(radius)(x0)
   out_dim = 1 if kind == 'binary' else n_classes
 
-  if cfg.objective == 'projection':
+  if cfg.attack.objective == 'projection':
     def feature_one(xj, prob):
       return jax.jacrev(lambda th: apply_vec(th, xj[None])[0])(prob['theta_eval'])  # (C, P)
 
     def loss_fn(x, prob):
       phi = jax.vmap(lambda xj: feature_one(xj, prob))(x).reshape(-1, theta.shape[0])
-      return projection.projection_loss(phi, prob['theta'], cfg.jitter)
+      return projection.projection_loss(phi, prob['theta'], cfg.attack.jitter)
 
-    constraint = (optimize.sphere_constraint(radius) if cfg.prior == 'sphere' else (lambda z: z))
+    constraint = (optimize.sphere_constraint(radius) if cfg.attack.prior == 'sphere' else (lambda z: z))
     problem = {'theta': target, 'theta_eval': theta}
     return {'loss_fn': loss_fn, 'x0': x0, 'constraint': constraint, 'problem': problem,
             'decode': None,
-            'split_model': splitting.projection_split_model(feature_one, cfg.jitter),
+            'split_model': splitting.projection_split_model(feature_one, cfg.attack.jitter),
             'feature_fn': None}
 
   kkt_kind = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass',
-              'kkt_general': 'general'}[cfg.objective]
+              'kkt_general': 'general'}[cfg.attack.objective]
   labels = kkt.balanced_labels(m, kkt_kind, n_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
@@ -215,19 +215,19 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   if mask is not None:  # only these layers' KKT equations (docs/kkt.md, "Trained networks")
     problem['mask'] = mask
     problem['target'] = target * mask
-  if cfg.get('residual_weights', 'none') == 'gradient_rms':
+  if cfg.attack.residual_weights == 'gradient_rms':
     problem['weights'] = kkt.residual_weights(theta, apply_vec, d, radius,
                                               jax.random.fold_in(key, 0x3E16))
-  if cfg.get('lambda_solve', 'optimize') == 'eliminate':
+  if cfg.attack.lambda_solve == 'eliminate':
     # Variable projection: the duals are solved for in closed form inside the loss; the
     # sphere prior is a reparametrisation (no projection step: L-BFGS-friendly).
-    r = radius if cfg.prior == 'sphere' else None
+    r = radius if cfg.attack.prior == 'sphere' else None
     loss_fn = lambda state, prob: kkt.eliminated_loss(  # noqa: E731
         state, prob, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim, radius=r)
     decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
     return {'loss_fn': loss_fn, 'x0': {'x': x0}, 'constraint': lambda z: z,
             'problem': problem, 'decode': decode, 'split_model': None, 'feature_fn': None}
-  if cfg.lambda_init == 'lstsq':
+  if cfg.attack.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
                             kind=kkt_kind, n_classes=out_dim, mask=mask)
   else:
@@ -238,17 +238,17 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
       n_classes=out_dim, mask=mask))),
                           jnp.finfo(dtype).tiny)
   problem['lam_scale'] = lam_scale
-  lam0 = lam0 / lam_scale if cfg.lambda_init == 'lstsq' else lam0
+  lam0 = lam0 / lam_scale if cfg.attack.lambda_init == 'lstsq' else lam0
   if kkt_kind != 'general':
-    lam0 = jnp.maximum(lam0, cfg.lambda_min)
-  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=cfg.lambda_min,
-              lambda_constraint=cfg.lambda_constraint, lambda_weight=cfg.lambda_weight,
-              prior=cfg.prior, prior_bound=cfg.prior_bound, prior_weight=cfg.prior_weight)
+    lam0 = jnp.maximum(lam0, cfg.attack.lambda_min)
+  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=cfg.attack.lambda_min,
+              lambda_constraint=cfg.attack.lambda_constraint, lambda_weight=cfg.attack.lambda_weight,
+              prior=cfg.attack.prior, prior_bound=cfg.attack.prior_bound, prior_weight=cfg.attack.prior_weight)
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
-  constraint = kkt.make_constraint(kkt_kind, cfg.prior, radius, cfg.lambda_min,
-                                   cfg.lambda_constraint)
-  if cfg.get('candidate_subspace', 'none') == 'first_layer':
-    rank = cfg.get('candidate_subspace_rank', None) or cfg.n
+  constraint = kkt.make_constraint(kkt_kind, cfg.attack.prior, radius, cfg.attack.lambda_min,
+                                   cfg.attack.lambda_constraint)
+  if cfg.attack.candidate_subspace == 'first_layer':
+    rank = cfg.attack.candidate_subspace_rank or cfg.data.n
     basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
     constraint = kkt.subspace_constraint(constraint, basis.astype(dtype))
     x0 = (x0 @ basis) @ basis.T
@@ -264,7 +264,7 @@ def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
   """(net, params0 or None, params, train info) of a saved HomogeneousMLP."""
   if model.hparams.get('out_dim') != out_dim:
     raise errors.ExperimentError(
-        f'n_classes: objective {cfg.objective!r} with n_classes={cfg.n_classes} needs '
+        f'data.num_classes: objective {cfg.attack.objective!r} with data.num_classes={cfg.data.num_classes} needs '
         f'{out_dim} output(s), but the model checkpoint has out_dim='
         f'{model.hparams.get("out_dim")}; accepted: n_classes / objective matching the model')
   victims.check_flax_params(model, jnp.zeros((1, d), dtype))
@@ -277,14 +277,14 @@ def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
 def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array],
                 labels: Optional[Array], meta: Dict[str, Any], dtype, t0: Optional[float] = None,
                 *, model=None, source: Optional[str] = None) -> Dict[str, Any]:
-  """Train the victim on (x, labels) (or take `model`, a saved HomogeneousMLP read from
+  """Train the victim on (x, labels) (or take `victim.name`, a saved HomogeneousMLP read from
   `source`; x may then be None: blind metrics), save it to WORKDIR/model, attack it, report
   (used by `run` and by scripts)."""
   t0 = time.time() if t0 is None else t0
   check_attack_config(cfg)
   kind, out_dim, _ = task(cfg)
   if labels is not None:
-    check_training_labels(labels, kind, cfg.n_classes)
+    check_training_labels(labels, kind, cfg.data.num_classes)
   keys = runs.split_keys(cfg.seed)
   if model is None:
     net, params0, params, train_info = train_victim(cfg, x, labels, keys['model'])
@@ -295,27 +295,27 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
         n=int(x.shape[0]), info={'train': jax.device_get(train_info)},
         data_description=victims.data_description(cfg, x, None, meta))
   else:
-    planted = None  # check_model_checkpoint refused kkt_target='planted'
+    planted = None  # check_model_checkpoint refused attack.kkt_target='planted'
     net, params0, params, train_info = _loaded_victim(
-        cfg, model, cfg.d if x is None else x.shape[1], out_dim, dtype)
+        cfg, model, cfg.data.d if x is None else x.shape[1], out_dim, dtype)
   victims.keep_model(workdir, model, source)
-  logging.info('%s %s: %s', 'loaded' if source else 'trained', cfg.activation, train_info)
+  logging.info('%s %s: %s', 'loaded' if source else 'trained', cfg.victim.activation, train_info)
   if x is not None:
     radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
   elif (model.data or {}).get('row_norm') is not None:
     radius = float(model.data['row_norm'])
   else:
-    radius = float(np.sqrt(cfg.d))
+    radius = float(np.sqrt(cfg.data.d))
     logging.warning('the model records no row norm of its data (data.row_norm): the sphere '
                     'prior uses sqrt(d) = %.3g', radius)
-  d = cfg.d if x is None else x.shape[1]
+  d = cfg.data.d if x is None else x.shape[1]
   act, alpha = attack_activation(cfg)
-  if (act, alpha) != (cfg.activation, cfg.act_alpha):  # same parameters, other backward pass
+  if (act, alpha) != (cfg.victim.activation, cfg.victim.act_alpha):  # same parameters, other backward pass
     net = make_network(cfg, out_dim, dtype, act, alpha)
-  attack = build_attack(cfg, net, params0, params, kind, cfg.n_classes, d, radius,
+  attack = build_attack(cfg, net, params0, params, kind, cfg.data.num_classes, d, radius,
                         keys['init'], dtype, planted=planted)
   refiner = None
-  if cfg.split != 'none':
+  if cfg.attack.split.mode != 'none':
     refiner = splitting.Splitter(splitting.config_from(cfg), attack['split_model'],
                                  attack['loss_fn'], attack['constraint'])
   return reconstruct.reconstruct_and_report(
@@ -323,27 +323,27 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
       loss_fn=attack['loss_fn'], x0=attack['x0'], constraint=attack['constraint'],
       feature_fn=attack['feature_fn'], t0=t0, decode=attack['decode'],
       refiner=refiner, keys=keys,
-      extra_metrics=dict(train_info, objective=cfg.objective,
+      extra_metrics=dict(train_info, objective=cfg.attack.objective,
                          n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),
       threat_model={'known': ['theta (trained parameters)', 'architecture and activation',
                               'n_candidates and the class balance', 'row norm (sphere prior)']
-                             + (['theta_0'] if cfg.kkt_target == 'delta' else [])
+                             + (['theta_0'] if cfg.attack.kkt_target == 'delta' else [])
                              + (['ORACLE: target planted from the true data and training '
                                  'duals (identifiability study, not an attack)']
-                                if cfg.kkt_target == 'planted' else []),
+                                if cfg.attack.kkt_target == 'planted' else []),
                     'unknown': ['X (training inputs)', 'which label each input has']})
 
 
 def load_images(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
   """An image data set as (x, binary +-1 labels, meta); refuses labels that are not +-1."""
   try:
-    x, labels, meta = data.load(cfg, key, dtype)
+    x, labels, meta = data.load(cfg.data, key, dtype)
   except data.DataError as e:
     raise errors.ExperimentError(str(e)) from None
   kind, _, _ = task(cfg)
   if kind == 'binary' and not np.all(np.isin(np.asarray(labels), (-1, 1))):
     raise errors.ExperimentError(
-        f'classes: {cfg.get("classes")!r} gives labels {meta.get("labels")!r}; the binary KKT '
+        f'data.classes: {cfg.data.classes!r} gives labels {meta.get("labels")!r}; the binary KKT '
         "attack needs two classes or binary_rule 'parity'")
   return x, jnp.asarray(labels, dtype), meta
 
@@ -351,26 +351,26 @@ def load_images(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
         resuming: bool = False) -> Dict[str, Any]:
   """Synthetic sphere data with balanced random class labels (the regression targets are
-  unused), or an image data set (`recon.data`; binary labels by `classes` / `binary_rule`,
-  e.g. digits odd vs even); the victim is trained, or loaded (model_checkpoint, or
+  unused), or an image data set (`recon.data`; binary labels by `data.classes` / `data.binary_rule`,
+  e.g. digits odd vs even); the victim is trained, or loaded (victim.checkpoint, or
   WORKDIR/model when resuming)."""
   t0 = time.time()
   check_attack_config(cfg)
   kind, _, _ = task(cfg)
   keys = runs.split_keys(cfg.seed)
-  if cfg.dataset != 'synthetic_sphere' and cfg.dataset not in data.NATIVE:
+  if cfg.data.name != 'synthetic_sphere' and cfg.data.name not in data.NATIVE:
     raise errors.ExperimentError(
-        f'dataset: {cfg.dataset!r} with model homogeneous_mlp; accepted: '
+        f'data.name: {cfg.data.name!r} with model homogeneous_mlp; accepted: '
         f"'synthetic_sphere', {', '.join(repr(k) for k in sorted(data.NATIVE))}")
 
   def load():
-    if cfg.dataset != 'synthetic_sphere':
+    if cfg.data.name != 'synthetic_sphere':
       return load_images(cfg, keys['data'], dtype)
     k_x, k_y = jax.random.split(keys['data'])
-    x = data.sphere_rows(k_x, cfg.n, cfg.d, dtype)
-    labels = balanced_labels(k_y, cfg.n, kind, cfg.n_classes, dtype)
+    x = data.sphere_rows(k_x, cfg.data.n, cfg.data.d, dtype)
+    labels = balanced_labels(k_y, cfg.data.n, kind, cfg.data.num_classes, dtype)
     meta = {'name': 'synthetic_sphere', 'image_shape': None,
-            'row_norms': np.full(cfg.n, np.sqrt(cfg.d))}
+            'row_norms': np.full(cfg.data.n, np.sqrt(cfg.data.d))}
     return x, labels, meta
 
   source = victims.model_source(cfg, workdir, resuming)

@@ -8,9 +8,9 @@ rows) -> the shared projection loss ||P_perp theta||^2 / ||theta||^2 ->
 
 Threat model (explicit fields): the attacker always knows every trained weight
 (the layers below the head define the features) and the architecture; it knows
-W_L(0) iff `attacker_knows_init` (otherwise the target is theta = vec(W_L(T)),
-whose random initial part is not in the span) and n iff `attacker_knows_n`
-(otherwise `n_candidates` must be given). Labels are never used by the attack.
+W_L(0) iff `attack.knows_init` (otherwise the target is theta = vec(W_L(T)),
+whose random initial part is not in the span) and n iff `attack.knows_n`
+(otherwise `attack.n_candidates` must be given). Labels are never used by the attack.
 
 `jacobian_at='trained'` (the paper's) evaluates the features at the trained
 weights only; `'init_and_trained'` stacks the rows at W(0) and W(T), whose span
@@ -44,76 +44,75 @@ def _fail(message: str):
 
 def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str, Any]] = None,
                         d: Optional[int] = None) -> Optional[Tuple[int, ...]]:
-  """The NHWC image shape of an input row: meta['image_shape'], else config.image_shape.
+  """The NHWC image shape of an input row: meta['image_shape'], else config.data.image_shape.
 
-  Must hold d entries (d: the loaded rows' length, else config.d).
+  Must hold d entries (d: the loaded rows' length, else config.data.d).
   """
-  d = cfg.d if d is None else d
-  shape = (meta or {}).get('image_shape') or cfg.get('image_shape')
+  d = cfg.data.d if d is None else d
+  shape = (meta or {}).get('image_shape') or cfg.data.image_shape
   if shape is None:
-    if cfg.model in IMAGE_MODELS:
-      _fail(f'image_shape: required for model {cfg.model!r} with dataset {cfg.dataset!r}; '
+    if cfg.victim.name in IMAGE_MODELS:
+      _fail(f'data.image_shape: required for model {cfg.victim.name!r} with dataset {cfg.data.name!r}; '
             'accepted: (height, width, channels) with height*width*channels = d')
     return None
   shape = tuple(shape)
   try:
-    networks.check_image_shape(shape, cfg.get('patch_size') if cfg.model == 'vit' else None)
+    networks.check_image_shape(shape, cfg.victim.patch_size if cfg.victim.name == 'vit' else None)
   except ValueError as e:
     _fail(str(e))
   if math.prod(shape) != d:
-    _fail(f'image_shape: {shape} has {math.prod(shape)} entries but d={d}; accepted: '
+    _fail(f'data.image_shape: {shape} has {math.prod(shape)} entries but d={d}; accepted: '
           'height*width*channels = d')
   return shape
 
 
-# config.model -> the Flax module it names, built from the config's fields.
+# config.victim.name -> the Flax module it names, built from the config's fields.
 BUILDERS = {
     'two_layer': lambda cfg, c, act: networks.TwoLayer(
-        cfg.width, c, act, head_init=cfg.get('head_init', 'fan_in')),
+        cfg.victim.width, c, act, head_init=cfg.victim.head_init),
     'random_features_gd': lambda cfg, c, act: networks.RandomFeatures(
-        cfg.width, c, act, head_init=cfg.get('head_init', 'fan_in')),
-    'resnet': lambda cfg, c, act: networks.ResNet(cfg.width, c, cfg.get('depth', 2), act,
-                                                  cfg.get('pool', 'flatten'),
-                                                  head_init=cfg.get('head_init', 'fan_in')),
-    'vit': lambda cfg, c, act: networks.ViT(cfg.width, c, cfg.get('depth', 2),
-                                            cfg.get('patch_size', 2), cfg.get('num_heads', 2),
-                                            act, cfg.get('pool', 'mean'),
-                                            head_init=cfg.get('head_init', 'fan_in')),
+        cfg.victim.width, c, act, head_init=cfg.victim.head_init),
+    'resnet': lambda cfg, c, act: networks.ResNet(cfg.victim.width, c, cfg.victim.depth, act,
+                                                  cfg.victim.pool,
+                                                  head_init=cfg.victim.head_init),
+    'vit': lambda cfg, c, act: networks.ViT(cfg.victim.width, c, cfg.victim.depth,
+                                            cfg.victim.patch_size, cfg.victim.num_heads,
+                                            act, cfg.victim.pool,
+                                            head_init=cfg.victim.head_init),
 }
 
 
 def build_model(cfg: ml_collections.ConfigDict):
-  """The Flax module named by config.model (`BUILDERS`)."""
-  builder = BUILDERS.get(cfg.model)
+  """The Flax module named by config.victim.name (`BUILDERS`)."""
+  builder = BUILDERS.get(cfg.victim.name)
   if builder is None:
-    _fail(f'model: unknown network {cfg.model!r}; accepted: two_layer, resnet, vit, '
+    _fail(f'victim.name: unknown network {cfg.victim.name!r}; accepted: two_layer, resnet, vit, '
           'random_features_gd')
-  return builder(cfg, cfg.get('num_classes', 1), cfg.get('activation', 'relu'))
+  return builder(cfg, cfg.data.num_classes, cfg.victim.activation)
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
   """Cross-field checks (before any compute); one-line ExperimentError on failure."""
   try:
-    if not cfg.get('model_checkpoint'):  # a saved model is not trained here
-      train.check_loss(cfg.loss, cfg.get('num_classes', 1))
+    if not cfg.victim.checkpoint:  # a saved model is not trained here
+      train.check_loss(cfg.victim.train.loss, cfg.data.num_classes)
   except train.TrainingSetupError as e:
     _fail(str(e))
-  if not cfg.get('attacker_knows_n', True) and cfg.get('n_candidates') is None:
-    _fail('n_candidates: required when attacker_knows_n=False (the attacker must guess n); '
+  if not cfg.attack.knows_n and cfg.attack.n_candidates is None:
+    _fail('attack.n_candidates: required when attack.knows_n=False (the attacker must guess n); '
           'accepted: int >= 1')
-  if cfg.get('jacobian_at', 'trained') != 'trained' and not cfg.get(
-      'attacker_knows_init', True):
-    _fail(f"jacobian_at: {cfg.jacobian_at!r} needs the initial weights; accepted: 'trained' "
-          'when attacker_knows_init=False')
-  if cfg.dataset == 'synthetic_sphere':
+  if cfg.attack.jacobian_at != 'trained' and not cfg.attack.knows_init:
+    _fail(f"attack.jacobian_at: {cfg.attack.jacobian_at!r} needs the initial weights; accepted: 'trained' "
+          'when attack.knows_init=False')
+  if cfg.data.name == 'synthetic_sphere':
     network_image_shape(cfg)
-  if cfg.model == 'vit' and cfg.get('num_heads'):
-    if cfg.width % cfg.num_heads:
-      _fail(f'num_heads: {cfg.num_heads} does not divide width={cfg.width}; accepted: a divisor '
+  if cfg.victim.name == 'vit' and cfg.victim.num_heads:
+    if cfg.victim.width % cfg.victim.num_heads:
+      _fail(f'victim.num_heads: {cfg.victim.num_heads} does not divide width={cfg.victim.width}; accepted: a divisor '
             'of width')
 
 
-# jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
+# attack.jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
 # head-Jacobian rows are the features; 'midpoint' averages its two points, the others stack.
 # (Straight-line interior points, e.g. (0, 0.5, 1) stacked, are supported by
 # `feature_points`; recon/config.py admits only these three names.)
@@ -125,7 +124,7 @@ def feature_points(jacobian_at: str, params0, params_t):
   'trained', else a tuple of W(s) = W(0) + s (W(T) - W(0)) for every layer."""
   points = JACOBIAN_POINTS.get(jacobian_at)
   if points is None:
-    _fail(f'jacobian_at: unknown {jacobian_at!r}; accepted: {", ".join(JACOBIAN_POINTS)}')
+    _fail(f'attack.jacobian_at: unknown {jacobian_at!r}; accepted: {", ".join(JACOBIAN_POINTS)}')
   if points == (1.0,):
     return params_t
   at = lambda s: params_t if s == 1.0 else params0 if s == 0.0 else jax.tree.map(  # noqa: E731
@@ -146,14 +145,14 @@ def make_apply(model, input_shape, others: Dict[str, Any]):
 
 def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
                   meta: Dict[str, Any], dtype):
-  """Trains config.model on the full batch; a ModelCheckpoint (initial and trained params,
+  """Trains config.victim.name on the full batch; a ModelCheckpoint (initial and trained params,
   other collections, training info and the data description; not the data)."""
   n, d = x_true.shape
   image_shape = network_image_shape(cfg, meta, d)
-  input_shape = image_shape if cfg.model in IMAGE_MODELS else None
+  input_shape = image_shape if cfg.victim.name in IMAGE_MODELS else None
   model = build_model(cfg)
-  layer = cfg.get('last_layer', 'head')
-  c = cfg.get('num_classes', 1)
+  layer = cfg.attack.last_layer
+  c = cfg.data.num_classes
 
   # Shapes only (no compute) to catch a missing layer before training.
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
@@ -169,33 +168,33 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   apply = make_apply(model, input_shape, others)
   p_l = parameter_gradients.layer_size(params0, layer)
 
-  targets = train.make_targets(cfg.loss, y, c, dtype)
-  lr = cfg.get('train_lr')
+  targets = train.make_targets(cfg.victim.train.loss, y, c, dtype)
+  lr = cfg.victim.train.lr
   lr_source = 'config'
   if lr is None:
     lr = train.auto_learning_rate(apply, params0, x_true)
     lr_source = 'auto: 1 / lambda_max(J^T J / n) at init'
-  momentum = cfg.get('train_momentum', 0.0)
+  momentum = cfg.victim.train.momentum
   logging.info('training %s (width %d, p_L %d = %.3g dn) on %s with lr %.3g (%s), momentum %g',
-               cfg.model, cfg.width, p_l, p_l / (d * n), cfg.loss, lr, lr_source, momentum)
+               cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), cfg.victim.train.loss, lr, lr_source, momentum)
   t_train = time.time()
-  params_t, info = train.train(apply, params0, x_true, targets, loss=cfg.loss,
+  params_t, info = train.train(apply, params0, x_true, targets, loss=cfg.victim.train.loss,
                                optimizer=train.make_optimizer(lr, momentum),
-                               max_steps=cfg.train_max_steps, tol=cfg.train_tol)
+                               max_steps=cfg.victim.train.max_steps, tol=cfg.victim.train.tol)
   train_seconds = time.time() - t_train
   if not info['finite']:
-    _fail(f'training: the {cfg.loss} loss became non-finite after {info["steps"]} steps at '
-          f'train_lr={lr:.3g}; accepted: a smaller --config.train_lr')
-  train_note = (f'reached train_tol={cfg.train_tol:g} after {info["steps"]} steps'
+    _fail(f'training: the {cfg.victim.train.loss} loss became non-finite after {info["steps"]} steps at '
+          f'victim.train.lr={lr:.3g}; accepted: a smaller --config.victim.train.lr')
+  train_note = (f'reached victim.train.tol={cfg.victim.train.tol:g} after {info["steps"]} steps'
                 if info['reached_tol'] else
-                f'did NOT reach train_tol={cfg.train_tol:g}: final loss {info["final_loss"]:.3g} '
-                f'after the step budget train_max_steps={cfg.train_max_steps}')
+                f'did NOT reach victim.train.tol={cfg.victim.train.tol:g}: final loss {info["final_loss"]:.3g} '
+                f'after the step budget victim.train.max_steps={cfg.victim.train.max_steps}')
   (logging.info if info['reached_tol'] else logging.warning)('training %s', train_note)
   train_info = {
-      'train_loss_name': cfg.loss, 'train_lr': float(lr), 'train_lr_source': lr_source,
+      'train_loss_name': cfg.victim.train.loss, 'train_lr': float(lr), 'train_lr_source': lr_source,
       'train_momentum': momentum, 'train_steps': info['steps'],
       'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
-      'train_tol': cfg.train_tol, 'train_note': train_note, 'train_seconds': train_seconds}
+      'train_tol': cfg.victim.train.tol, 'train_note': train_note, 'train_seconds': train_seconds}
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},
@@ -204,14 +203,14 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
         resuming: bool = False) -> Dict[str, Any]:
-  """Trains the network on the full batch (or loads it: model_checkpoint, or WORKDIR/model
+  """Trains the network on the full batch (or loads it: victim.checkpoint, or WORKDIR/model
   when resuming), saves it to WORKDIR/model, then reconstructs its training set."""
   t0 = time.time()
   check_config(cfg)
   keys = runs.split_keys(cfg.seed)
 
   def load_data():
-    x, y, meta = data.load(cfg, keys['data'], dtype)
+    x, y, meta = data.load(cfg.data, keys['data'], dtype)
     return x.reshape(x.shape[0], -1), y, meta
 
   source = victims.model_source(cfg, workdir, resuming)
@@ -230,25 +229,25 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
 
 def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
            meta: Dict[str, Any], keys: Dict[str, Any], dtype, t0: float) -> Dict[str, Any]:
-  """Reconstructs the training set of a saved (or just trained) network `model`.
+  """Reconstructs the training set of a saved (or just trained) network `victim.name`.
 
-  Needs model.trained; model.initial too when attacker_knows_init or jacobian_at !=
+  Needs model.trained; model.initial too when attack.knows_init or attack.jacobian_at !=
   'trained' (`recon.victims.check_model_checkpoint` has refused the rest). x_true=None:
   blind metrics only.
   """
   desc = model.data or {}
-  d = cfg.d if x_true is None else x_true.shape[1]
+  d = cfg.data.d if x_true is None else x_true.shape[1]
   if desc.get('input_shape') and math.prod(desc['input_shape']) != d:
-    _fail(f'model_checkpoint: the model was trained on inputs of shape '
+    _fail(f'victim.checkpoint: the model was trained on inputs of shape '
           f'{tuple(desc["input_shape"])} but the data rows have d={d}; accepted: data of that '
           'shape')
   image_shape = network_image_shape(cfg, meta, d)
-  input_shape = image_shape if cfg.model in IMAGE_MODELS else None
+  input_shape = image_shape if cfg.victim.name in IMAGE_MODELS else None
   module = model.module()
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
   victims.check_flax_params(model, sample)
-  layer = cfg.get('last_layer', 'head')
+  layer = cfg.attack.last_layer
   try:
     parameter_gradients.check_layer(model.trained, layer)
   except parameter_gradients.UnknownLayerError as e:
@@ -258,34 +257,34 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   others = cast(model.collections())
   apply = make_apply(module, input_shape, others)
   p_l = parameter_gradients.layer_size(params_t, layer)
-  c = cfg.get('num_classes', 1)
-  n = cfg.n
+  c = cfg.data.num_classes
+  n = cfg.data.n
 
-  knows_init = cfg.get('attacker_knows_init', True)
+  knows_init = cfg.attack.knows_init
   theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
-  jacobian_at = cfg.get('jacobian_at', 'trained')
+  jacobian_at = cfg.attack.jacobian_at
   feature_params = feature_points(jacobian_at, params0, params_t)
   average = jacobian_at == 'midpoint'
   problem = {'params': feature_params, 'theta': theta}
   loss_fn = lambda xh, prob: parameter_gradients.jacobian_projection_loss(
-      xh, prob, apply_fn=apply, layer=layer, jitter=cfg.jitter, average=average)
+      xh, prob, apply_fn=apply, layer=layer, jitter=cfg.attack.jitter, average=average)
   feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
                                                                layer=layer, average=average)
   attack_loss, x0, decode = restarts.with_restarts(
       cfg, loss_fn, problem, keys['init'],
-      lambda k: driver.init_candidates(k, cfg.n_candidates, d, dtype))
+      lambda k: driver.init_candidates(k, cfg.attack.n_candidates, d, dtype))
 
   known = ['architecture', 'all trained weights (the features below the head)',
            'the attacked layer ' + repr(layer)]
   unknown = ['X (training inputs)', 'y (labels: never used by the attack)',
              'the training hyper-parameters']
   (known if knows_init else unknown).append(f'initial weights W_{layer}(0)')
-  (known if cfg.get('attacker_knows_n', True) else unknown).append('n (number of samples)')
+  (known if cfg.attack.knows_n else unknown).append('n (number of samples)')
   target = (f'theta = vec(W_{layer}(T) - W_{layer}(0))' if knows_init else
             f'theta = vec(W_{layer}(T)) (initial weights unknown: their random part is not in '
             'the span of the features, so the attack is expected to degrade)')
   extra = {
-      'model': cfg.model, 'width': cfg.width, 'num_classes': c, 'p_L': p_l,
+      'model': cfg.victim.name, 'width': cfg.victim.width, 'num_classes': c, 'p_L': p_l,
       'p_L_over_dn': p_l / (d * n), 'n_params_total': int(sum(
           np.size(l) for l in jax.tree.leaves(params_t))),
       **(model.info.get('train') or {}),
@@ -311,4 +310,4 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
                                    'trained': 'trained weights (n_candidates * num_classes '
                                    'rows)'}[jacobian_at],
                     'attacker_knows_init': knows_init,
-                    'attacker_knows_n': cfg.get('attacker_knows_n', True)})
+                    'attacker_knows_n': cfg.attack.knows_n})

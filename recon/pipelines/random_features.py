@@ -60,24 +60,24 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
 
 def lean_residual(cfg: ml_collections.ConfigDict, dtype) -> str:
   """The streamed loss's residual mode; 'auto': 'stored' (keeps Z, m x p, 2 regenerations of V
-  per step) when m*p*itemsize fits feature_memory_budget_mb, else 'two_pass' (3 per step)."""
-  mode = cfg.get('feature_residual', 'two_pass')
+  per step) when m*p*itemsize fits victim.feature_memory_budget_mb, else 'two_pass' (3 per step)."""
+  mode = cfg.victim.feature_residual
   if mode != 'auto':
     return mode
-  megabytes = cfg.n_candidates * cfg.p * jnp.dtype(dtype).itemsize / 2 ** 20
-  return 'stored' if megabytes <= cfg.get('feature_memory_budget_mb', 1024.0) else 'two_pass'
+  megabytes = cfg.attack.n_candidates * cfg.victim.p * jnp.dtype(dtype).itemsize / 2 ** 20
+  return 'stored' if megabytes <= cfg.victim.feature_memory_budget_mb else 'two_pass'
 
 
 def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
-  """True when V must not be materialised: feature_mode 'lean', feature_shards > 1, or
-  'auto' with p*d*itemsize above feature_memory_budget_mb."""
-  mode = cfg.get('feature_mode', 'auto')
-  if mode == 'lean' or cfg.get('feature_shards', 1) > 1:
+  """True when V must not be materialised: victim.feature_mode 'lean', victim.feature_shards > 1, or
+  'auto' with p*d*itemsize above victim.feature_memory_budget_mb."""
+  mode = cfg.victim.feature_mode
+  if mode == 'lean' or cfg.victim.feature_shards > 1:
     return True
   if mode == 'dense':
     return False
-  megabytes = cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20
-  return megabytes > cfg.get('feature_memory_budget_mb', 1024.0)
+  megabytes = cfg.victim.p * cfg.data.d * jnp.dtype(dtype).itemsize / 2 ** 20
+  return megabytes > cfg.victim.feature_memory_budget_mb
 
 
 def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
@@ -129,13 +129,13 @@ def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
 
 def rf_loss_fn(cfg: ml_collections.ConfigDict):
   """`loss(x_hat, problem)` of the random-features pipeline for this config."""
-  return functools.partial(rf_loss, activation=cfg.activation, jitter=cfg.jitter)
+  return functools.partial(rf_loss, activation=cfg.victim.activation, jitter=cfg.attack.jitter)
 
 
 def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
   """The random-features numbers every report carries next to the reconstruction metrics."""
-  return {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
-          'p_over_n': cfg.p / cfg.n}
+  return {'train_mse': train_mse, 'p': cfg.victim.p, 'p_over_dn': cfg.victim.p / (cfg.data.d * cfg.data.n),
+          'p_over_n': cfg.victim.p / cfg.data.n}
 
 
 RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta* (trained)',
@@ -144,8 +144,8 @@ RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta*
 
 
 def _init_fn(cfg: ml_collections.ConfigDict, dtype):
-  """key -> one (n_candidates, d) starting set (`driver.init_candidates`)."""
-  return lambda k: driver.init_candidates(k, cfg.n_candidates, cfg.d, dtype)
+  """key -> one (attack.n_candidates, d) starting set (`driver.init_candidates`)."""
+  return lambda k: driver.init_candidates(k, cfg.attack.n_candidates, cfg.data.d, dtype)
 
 
 # V from its key; one compiled function for training and for attacking a saved model,
@@ -168,7 +168,7 @@ def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
     v = _random_weights(jnp.asarray(extras['v_key']), p, d, dtype,
                         model.hparams.get('weight_rng', 'threefry'))
   else:
-    raise ExperimentError("model_checkpoint: a random_features model needs extras 'v_key' "
+    raise ExperimentError("victim.checkpoint: a random_features model needs extras 'v_key' "
                           "or 'v'; accepted: see docs/reliability.md, \"Random features\"")
   return {'v': v, 'mask': jnp.ones((p,), dtype),
           'theta': jnp.asarray(model.trained['theta'], dtype)}
@@ -184,76 +184,77 @@ def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array
 def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array],
                           dtype) -> Tuple[model_ckpt.ModelCheckpoint, Dict[str, Any]]:
   """Loads the data and fits theta* = Phi^+ y; (the model with its training set, data meta)."""
-  x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  rng = cfg.get('weight_rng', 'threefry')
-  v = _random_weights(keys['model'], cfg.p, cfg.d, dtype, rng)
-  theta, train_mse = _fit_rf(v, x_true, y, cfg.activation)
+  x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
+  rng = cfg.victim.weight_rng
+  v = _random_weights(keys['model'], cfg.victim.p, cfg.data.d, dtype, rng)
+  theta, train_mse = _fit_rf(v, x_true, y, cfg.victim.activation)
   train_mse = float(train_mse)
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
-               cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+               cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n), train_mse)
   return model_ckpt.ModelCheckpoint(
-      kind='random_features', hparams={'p': cfg.p, 'd': cfg.d, 'activation': cfg.activation,
+      kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d, 'activation': cfg.victim.activation,
                                        'weight_rng': rng},
       trained={'theta': theta}, extras={'v_key': keys['model']},
-      truth={'x': x_true, 'y': y}, n=cfg.n,
-      info={'train_mse': train_mse, 'dataset': cfg.dataset, 'seed': cfg.seed}), meta
+      truth={'x': x_true, 'y': y}, n=cfg.data.n,
+      info={'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}), meta
 
 
 def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
   """The sample-splitting refiner of the random-features pipeline (None when split='none')."""
-  if cfg.get('split', 'none') == 'none':
+  if cfg.attack.split.mode == 'none':
     return None
-  if lean or cfg.get('reseed_every', 0):
+  if lean or cfg.attack.reseed.every:
     raise ExperimentError(
-        f"split: {cfg.split!r} needs dense features and no re-seeding (got feature mode "
-        f"{'lean' if lean else 'dense'}, reseed_every {cfg.get('reseed_every', 0)}); accepted: "
+        f"attack.split.mode: {cfg.attack.split.mode!r} needs dense features and no re-seeding (got feature mode "
+        f"{'lean' if lean else 'dense'}, reseed_every {cfg.attack.reseed.every}); accepted: "
         "split 'none', or feature_mode 'dense' with reseed_every 0")
   split_cfg = splitting.config_from(cfg)
   try:
-    splitting.check_config(split_cfg, cfg.activation)
+    splitting.check_config(split_cfg, cfg.victim.activation)
   except splitting.SplitError as e:
     raise ExperimentError(str(e)) from None
-  feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.activation,
+  feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.victim.activation,
                                                       prob['mask'])[0]
-  return splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one, cfg.jitter),
-                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.d))))
+  return splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one, cfg.attack.jitter),
+                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
 
 
 def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                              resuming: bool = False) -> Dict[str, Any]:
   """Memory-lean random features: V is regenerated chunk by chunk from its key, never stored."""
   t0 = time.time()
-  if cfg.get('model_checkpoint'):
-    raise ExperimentError('model_checkpoint: attacking a saved model uses dense features; '
+  if cfg.victim.checkpoint:
+    raise ExperimentError('victim.checkpoint: attacking a saved model uses dense features; '
                           "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
   _rf_splitter(cfg, lean=True)  # refuses splitting here
   keys = runs.split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg, keys['data'], dtype)
-  shards = cfg.get('feature_shards', 1)
+  x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
+  shards = cfg.victim.feature_shards
   try:
     mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
   except ValueError as e:
     raise ExperimentError(str(e)) from None
-  chunk, n_chunks = lean_layout(cfg.p, cfg.get('feature_chunk', 4096), shards)
-  rng = cfg.get('weight_rng', 'threefry')
+  chunk, n_chunks = lean_layout(cfg.victim.p, cfg.victim.feature_chunk, shards)
+  rng = cfg.victim.weight_rng
   problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
-      k, x, y, p=cfg.p, activation=cfg.activation, chunk=chunk,
+      k, x, y, p=cfg.victim.p, activation=cfg.victim.activation, chunk=chunk,
       n_chunks=n_chunks, rng=rng))(keys, x_true, y)
   residual = lean_residual(cfg, dtype)
-  loss_fn = rf_lean_loss(activation=cfg.activation, chunk=chunk, jitter=cfg.jitter,
+  loss_fn = rf_lean_loss(activation=cfg.victim.activation, chunk=chunk, jitter=cfg.attack.jitter,
                          residual=residual, mesh=mesh, rng=rng)
   feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731  (exact derivatives)
-      problem['key'], x, features.exact_forward(cfg.activation), cfg.p, chunk, rng=rng)[:, :cfg.p]
+      problem['key'], x, features.exact_forward(cfg.victim.activation), cfg.victim.p, chunk,
+      rng=rng)[:, :cfg.victim.p]
   gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
-      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.activation, cfg.p,
+      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.victim.activation, cfg.victim.p,
                                                    rng),
       x, n_chunks, problem['key']))
   logging.info('memory-lean features: V (%.0f MB, %s) regenerated in %d chunks of %d rows on '
-               '%d device(s); residual %s', cfg.p * cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20,
+               '%d device(s); residual %s', cfg.victim.p * cfg.data.d * jnp.dtype(dtype).itemsize / 2 ** 20,
                rng, n_chunks, chunk, shards, residual)
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
-               cfg.n, cfg.d, cfg.p, cfg.p / (cfg.d * cfg.n), train_mse)
+               cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n), train_mse)
   # Across processes (recon/distributed.py) the attack's inputs become global arrays,
   # replicated over the mesh (every process computed the same ones from the seed).
   problem = distributed.replicate(problem, mesh)
@@ -262,22 +263,22 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   x0 = distributed.replicate(x0, mesh)
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
-      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
-                         **precision.check_victim(train_mse, y, cfg.n, cfg.p, cfg.dtype)),
+                         **precision.check_victim(train_mse, y, cfg.data.n, cfg.victim.p, cfg.run.dtype)),
       threat_model=RF_THREAT_MODEL, decode=decode,
-      certify_theta=problem['theta'].reshape(-1)[:cfg.p])
+      certify_theta=problem['theta'].reshape(-1)[:cfg.victim.p])
 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                         resuming: bool = False) -> Dict[str, Any]:
   """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*).
 
-  The model comes from `model_checkpoint` if set, from WORKDIR/model when
+  The model comes from `victim.checkpoint` if set, from WORKDIR/model when
   resuming, else it is trained; it is saved to WORKDIR/model before the attack,
   and the attack always reads it back from that saved form (V from its key).
-  Above the feature memory budget (or with feature_mode='lean' / feature_shards > 1)
+  Above the feature memory budget (or with victim.feature_mode='lean' / victim.feature_shards > 1)
   the memory-lean path runs instead (`run_lean`).
   """
   if use_lean_features(cfg, dtype):
@@ -288,13 +289,13 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   if resuming and os.path.isdir(own):
     source = own
   else:
-    source = cfg.get('model_checkpoint') or None
+    source = cfg.victim.checkpoint or None
   if source:
     model = model_ckpt.load(source)
     logging.info('loaded the random-features model from %s', source)
     # Our own saved model: the data description (image shape, pixel scale) comes from the
     # config's data set; a foreign model brings none.
-    meta = data.load(cfg, keys['data'], dtype)[2] if source == own else {}
+    meta = data.load(cfg.data, keys['data'], dtype)[2] if source == own else {}
   else:
     model, meta = train_random_features(cfg, keys, dtype)
   if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
@@ -304,19 +305,19 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
   y = truth.get('y')
   feature_fn = lambda x: features.rf_features(problem['v'], x,  # noqa: E731
-                                               features.exact_forward(cfg.activation))
+                                               features.exact_forward(cfg.victim.activation))
   gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
   loss_fn, x0, decode = restarts.with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
                                                _init_fn(cfg, dtype))
-  extra = {'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n), 'p_over_n': cfg.p / cfg.n,
+  extra = {'p': cfg.victim.p, 'p_over_dn': cfg.victim.p / (cfg.data.d * cfg.data.n), 'p_over_n': cfg.victim.p / cfg.data.n,
            'memory_lean': False}
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
     if y is not None:  # warn and record when a p >= n victim does not interpolate
-      extra.update(precision.check_victim(extra['train_mse'], y, cfg.n, cfg.p, cfg.dtype))
+      extra.update(precision.check_victim(extra['train_mse'], y, cfg.data.n, cfg.victim.p, cfg.run.dtype))
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
-      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.d))),
+      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
       threat_model=RF_THREAT_MODEL, decode=decode, certify_theta=problem['theta'])

@@ -40,43 +40,42 @@ def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
 
 def check(cfg: ml_collections.ConfigDict) -> None:
   """Cross-field checks before any compute; one-line ConfigError naming the field."""
-  mode = cfg.get('subspace', 'none')
-  if cfg.dataset == 'synthetic_subspace':
-    k = cfg.get('planted_dim')
-    if k is None or k > cfg.d:
+  mode = cfg.attack.subspace
+  if cfg.data.name == 'synthetic_subspace':
+    k = cfg.data.planted_dim
+    if k is None or k > cfg.data.d:
       raise config_lib.ConfigError(
-          f'config.planted_dim: invalid value {k!r} for dataset synthetic_subspace with '
-          f'd={cfg.d}; accepted: int 1..{cfg.d}')
-  if mode == 'estimated' and cfg.model == 'random_features':
+          f'config.data.planted_dim: invalid value {k!r} for dataset synthetic_subspace with '
+          f'd={cfg.data.d}; accepted: int 1..{cfg.data.d}')
+  if mode == 'estimated' and cfg.victim.name == 'random_features':
     raise config_lib.ConfigError(
-        "config.subspace: 'estimated' needs a trainable first layer, and random_features' "
+        "config.attack.subspace: 'estimated' needs a trainable first layer, and random_features' "
         "first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
-  if mode == 'known' and cfg.dataset != 'synthetic_subspace':
+  if mode == 'known' and cfg.data.name != 'synthetic_subspace':
     raise config_lib.ConfigError(
-        f"config.subspace: 'known' needs a dataset with a known subspace, not "
-        f"{cfg.dataset!r}; accepted: dataset 'synthetic_subspace', or subspace 'none'/'estimated'")
-  k = cfg.get('subspace_dim')
+        f"config.attack.subspace: 'known' needs a dataset with a known subspace, not "
+        f"{cfg.data.name!r}; accepted: dataset 'synthetic_subspace', or subspace 'none'/'estimated'")
+  k = cfg.attack.subspace_dim
   if k is not None:
     if mode == 'none':
       raise config_lib.ConfigError(
-          "config.subspace_dim: set but config.subspace is 'none'; accepted: None, or "
+          "config.attack.subspace_dim: set but config.attack.subspace is 'none'; accepted: None, or "
           "subspace 'known'/'estimated'")
-    if k > cfg.d:
+    if k > cfg.data.d:
       raise config_lib.ConfigError(
-          f'config.subspace_dim: {k} exceeds the input dimension d={cfg.d}; accepted: '
-          f'1..{cfg.d} or None (automatic)')
-    if mode == 'known' and k != cfg.get('planted_dim'):
+          f'config.attack.subspace_dim: {k} exceeds the input dimension d={cfg.data.d}; accepted: '
+          f'1..{cfg.data.d} or None (automatic)')
+    if mode == 'known' and k != cfg.data.planted_dim:
       raise config_lib.ConfigError(
-          f"config.subspace_dim: {k} differs from the known subspace's dimension "
-          f"planted_dim={cfg.get('planted_dim')}; accepted: None or {cfg.get('planted_dim')}")
-  if cfg.model == 'two_layer' and uses_this_pipeline(cfg):
-    for name in ('width', 'loss', 'train_lr', 'train_max_steps', 'train_tol'):
-      if cfg.get(name) is None:
-        raise config_lib.ConfigError(f'config.{name}: missing; model two_layer needs width, '
-                                     'loss, train_lr, train_max_steps, train_tol')
-    if cfg.loss not in ('mse', 'logistic'):
+          f"config.attack.subspace_dim: {k} differs from the known subspace's dimension "
+          f"data.planted_dim={cfg.data.planted_dim}; accepted: None or {cfg.data.planted_dim}")
+  if cfg.victim.name == 'two_layer' and uses_this_pipeline(cfg):
+    if cfg.victim.train.lr is None:
+      raise config_lib.ConfigError('config.victim.train.lr: None; accepted: a GD step > 0 (the '
+                                   'subspace pipeline does not pick one)')
+    if cfg.victim.train.loss not in ('mse', 'logistic'):
       raise config_lib.ConfigError(
-          f"config.loss: invalid value {cfg.loss!r} for the subspace pipeline (one output); "
+          f"config.victim.train.loss: invalid value {cfg.victim.train.loss!r} for the subspace pipeline (one output); "
           "accepted: 'mse', 'logistic'")
 
 
@@ -113,15 +112,15 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
     problem['basis'] = jnp.asarray(basis, dtype)
   dim = d if basis is None else basis.shape[1]
   sphere = optimize.sphere_constraint(float(np.sqrt(d)))  # ||U z|| = ||z||: U orthonormal
-  x0 = sphere(jax.random.normal(keys['init'], (cfg.n_candidates, dim), dtype))
-  init = unified.init_candidates(x0, problem, alpha_mode=cfg.alpha_mode, feature_fn=feature_fn,
-                                 gradient_at=gradient_at, jitter=cfg.jitter)
-  constraint = sphere if cfg.alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
+  x0 = sphere(jax.random.normal(keys['init'], (cfg.attack.n_candidates, dim), dtype))
+  init = unified.init_candidates(x0, problem, alpha_mode=cfg.attack.alpha_mode, feature_fn=feature_fn,
+                                 gradient_at=gradient_at, jitter=cfg.attack.jitter)
+  constraint = sphere if cfg.attack.alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
   loss_fn = lambda c, prob: unified.candidate_loss(c, prob, feature_fn=feature_fn,
-                                                   gradient_at=gradient_at, jitter=cfg.jitter)
+                                                   gradient_at=gradient_at, jitter=cfg.attack.jitter)
   decode = lambda c: unified.candidate_x(c, problem)
   report_features = lambda x: feature_fn(x, problem['weights_trained'])
-  extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=cfg.alpha_mode)
+  extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=cfg.attack.alpha_mode)
   return reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=init,
       constraint=constraint, feature_fn=report_features, t0=t0, extra_metrics=extra,
@@ -131,7 +130,7 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
         resuming: bool = False) -> Dict[str, Any]:
   """Dispatch on cfg.model (the config has passed `check`)."""
-  if cfg.model == 'random_features':
+  if cfg.victim.name == 'random_features':
     return run_random_features(cfg, workdir, dtype)
   return run_two_layer(cfg, workdir, dtype, resuming=resuming)
 
@@ -140,26 +139,26 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   """theta* = Phi^+ y; reconstruct inside the known subspace (or R^d) from (V, theta*)."""
   t0 = time.time()
   keys = runs.split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg, keys['data'], dtype)
+  x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
   prob = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
-      k, x, y, p_total=cfg.p, activation=cfg.activation,
-      rng=cfg.get('weight_rng', 'threefry')))(keys, x_true, y)
+      k, x, y, p_total=cfg.victim.p, activation=cfg.victim.activation,
+      rng=cfg.victim.weight_rng))(keys, x_true, y)
   train_mse = float(prob['train_mse'])
   problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
-  basis = None if cfg.subspace == 'none' else np.asarray(meta['basis'])
-  k = cfg.d if basis is None else basis.shape[1]
+  basis = None if cfg.attack.subspace == 'none' else np.asarray(meta['basis'])
+  k = cfg.data.d if basis is None else basis.shape[1]
   logging.info('random features: n=%d d=%d k=%d p=%d (p/kn=%.3g, p/dn=%.3g) train_mse=%.3g',
-               cfg.n, cfg.d, k, cfg.p, cfg.p / (k * cfg.n), cfg.p / (cfg.d * cfg.n), train_mse)
+               cfg.data.n, cfg.data.d, k, cfg.victim.p, cfg.victim.p / (k * cfg.data.n), cfg.victim.p / (cfg.data.d * cfg.data.n), train_mse)
   true_basis = meta.get('basis')
-  extra = {'train_mse': train_mse, 'p': cfg.p, 'p_over_dn': cfg.p / (cfg.d * cfg.n),
-           'p_over_n': cfg.p / cfg.n, 'subspace': cfg.subspace, 'subspace_k': int(k)}
+  extra = {'train_mse': train_mse, 'p': cfg.victim.p, 'p_over_dn': cfg.victim.p / (cfg.data.d * cfg.data.n),
+           'p_over_n': cfg.victim.p / cfg.data.n, 'subspace': cfg.attack.subspace, 'subspace_k': int(k)}
   if true_basis is not None:
-    extra['p_over_kn'] = cfg.p / (true_basis.shape[1] * cfg.n)
+    extra['p_over_kn'] = cfg.victim.p / (true_basis.shape[1] * cfg.data.n)
   extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
                               np.asarray(x_true)))
   return _reconstruct(
       cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
-      feature_fn=_first_layer_features(cfg.activation, 1), gradient_at='trained', basis=basis,
+      feature_fn=_first_layer_features(cfg.victim.activation, 1), gradient_at='trained', basis=basis,
       extra=extra, t0=t0,
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
                               'n_candidates', 'activation'] +
@@ -173,15 +172,15 @@ def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
 
   Returns {'params0', 'params', 'info', 'w1_init', 'w1' (width x d)}.
   """
-  net = networks.TwoLayer(width=cfg.width, out_dim=1, activation=cfg.activation)
+  net = networks.TwoLayer(width=cfg.victim.width, out_dim=1, activation=cfg.victim.activation)
   params0 = net.init(key, x[:1])
-  targets = y.reshape(-1, 1) if cfg.loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
-  opt = optax.sgd(cfg.train_lr)
-  if cfg.weight_decay > 0:
-    opt = optax.chain(optax.add_decayed_weights(cfg.weight_decay), opt)
-  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=cfg.loss,
-                             optimizer=opt, max_steps=cfg.train_max_steps, tol=cfg.train_tol,
-                             chunk_steps=min(cfg.train_max_steps, 2000))
+  targets = y.reshape(-1, 1) if cfg.victim.train.loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
+  opt = optax.sgd(cfg.victim.train.lr)
+  if cfg.victim.train.weight_decay > 0:
+    opt = optax.chain(optax.add_decayed_weights(cfg.victim.train.weight_decay), opt)
+  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=cfg.victim.train.loss,
+                             optimizer=opt, max_steps=cfg.victim.train.max_steps, tol=cfg.victim.train.tol,
+                             chunk_steps=min(cfg.victim.train.max_steps, 2000))
   return {'params0': params0, 'params': params, 'info': info,
           'w1_init': params0['params']['hidden']['kernel'].T,
           'w1': params['params']['hidden']['kernel'].T}
@@ -189,11 +188,11 @@ def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
 
 def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                   resuming: bool = False) -> Dict[str, Any]:
-  """Train W2 sigma(W1 x) by GD (or load it: model_checkpoint, or WORKDIR/model when
+  """Train W2 sigma(W1 x) by GD (or load it: victim.checkpoint, or WORKDIR/model when
   resuming); estimate U from dW1; reconstruct from dW2 inside span(U)."""
   t0 = time.time()
   keys = runs.split_keys(cfg.seed)
-  load = lambda: data.load(cfg, keys['data'], dtype)  # noqa: E731
+  load = lambda: data.load(cfg.data, keys['data'], dtype)  # noqa: E731
   source = victims.model_source(cfg, workdir, resuming)
   if not source:
     x_true, y, meta = load()
@@ -223,7 +222,7 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
 
   meta['basis'] (optional) is the true subspace, for principal angles and
-  subspace='known'. `model` (a saved TwoLayer, read from `source`) replaces
+  subspace='known'. `victim.name` (a saved TwoLayer, read from `source`) replaces
   training; x_true may then be None (blind metrics). The model is saved to
   WORKDIR/model (initial and trained params, training info, data description).
   """
@@ -231,60 +230,60 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   if model is None:
     net = train_two_layer(cfg, keys['model'], x_true, y)
     model = model_ckpt.flax_model(
-        networks.TwoLayer(width=cfg.width, out_dim=1, activation=cfg.activation),
+        networks.TwoLayer(width=cfg.victim.width, out_dim=1, activation=cfg.victim.activation),
         jax.device_get(net['params']['params']), jax.device_get(net['params0']['params']),
         n=int(x_true.shape[0]), info={'train': jax.device_get(net['info'])},
         data_description=victims.data_description(cfg, x_true, None, meta))
   else:
     dtype = dtype if x_true is None else x_true.dtype
-    net = _net_from_model(model, cfg.d if x_true is None else x_true.shape[1], dtype)
+    net = _net_from_model(model, cfg.data.d if x_true is None else x_true.shape[1], dtype)
   victims.keep_model(workdir, model, source)
   info = net['info']
   if not info['finite']:
     raise errors.ExperimentError(
-        f'train_lr: training diverged at lr={cfg.train_lr} (loss not finite); accepted: a '
+        f'victim.train.lr: training diverged at lr={cfg.victim.train.lr} (loss not finite); accepted: a '
         'smaller train_lr')
   delta_w1 = net['w1'] - net['w1_init']
   delta_w2 = (net['params']['params']['head']['kernel']
               - net['params0']['params']['head']['kernel'])
   true_basis = meta.get('basis')
   est = None
-  if cfg.subspace == 'estimated':
+  if cfg.attack.subspace == 'estimated':
     try:
-      est = subspace_lib.estimate_subspace(delta_w1, cfg.subspace_dim, cfg.subspace_noise_floor)
+      est = subspace_lib.estimate_subspace(delta_w1, cfg.attack.subspace_dim, cfg.attack.subspace_noise_floor)
     except subspace_lib.SubspaceError as e:
       raise errors.ExperimentError(str(e)) from None
     basis = est['basis']
-  elif cfg.subspace == 'known':
+  elif cfg.attack.subspace == 'known':
     if true_basis is None:
       raise errors.ExperimentError(
-          "subspace: 'known' needs the training data's subspace, which the model checkpoint "
+          "attack.subspace: 'known' needs the training data's subspace, which the model checkpoint "
           "does not record; accepted: 'estimated', 'none'")
     basis = np.asarray(true_basis)
   else:
     basis = None
-  k = cfg.d if basis is None else basis.shape[1]
+  k = cfg.data.d if basis is None else basis.shape[1]
   logging.info('two-layer net: width=%d, GD %s steps, train loss %s, weight_decay %g; '
-               'search dim %d (subspace %s)', cfg.width, info['steps'], info['final_loss'],
-               cfg.weight_decay, k, cfg.subspace)
+               'search dim %d (subspace %s)', cfg.victim.width, info['steps'], info['final_loss'],
+               cfg.victim.train.weight_decay, k, cfg.attack.subspace)
   problem = {'weights_trained': net['w1'], 'weights_initial': net['w1_init'],
              'target': delta_w2.reshape(-1)}
   extra = {'train_steps_taken': info['steps'], 'train_final_loss': info['final_loss'],
-           'train_reached_tol': info['reached_tol'], 'width': cfg.width, 'p': cfg.width,
-           'p_over_dn': cfg.width / (cfg.d * cfg.n), 'weight_decay': cfg.weight_decay,
-           'subspace': cfg.subspace, 'subspace_k': int(k),
+           'train_reached_tol': info['reached_tol'], 'width': cfg.victim.width, 'p': cfg.victim.width,
+           'p_over_dn': cfg.victim.width / (cfg.data.d * cfg.data.n), 'weight_decay': cfg.victim.train.weight_decay,
+           'subspace': cfg.attack.subspace, 'subspace_k': int(k),
            'delta_w1_rel': float(jnp.linalg.norm(delta_w1) / jnp.linalg.norm(net['w1_init']))}
   if true_basis is not None:
-    extra['p_over_kn'] = cfg.width / (true_basis.shape[1] * cfg.n)
+    extra['p_over_kn'] = cfg.victim.width / (true_basis.shape[1] * cfg.data.n)
   if est is not None:
     s = est['singular_values']
     extra['singular_values_top'] = (s[:12] / s[0]).tolist()
     extra['delta_w1_rank'] = est['rank']
-    extra['auto_k'] = subspace_lib.choose_k(s, cfg.subspace_noise_floor)
-  # Quality of the estimate: measured on the full-space run too (top planted_dim
+    extra['auto_k'] = subspace_lib.choose_k(s, cfg.attack.subspace_noise_floor)
+  # Quality of the estimate: measured on the full-space run too (top data.planted_dim
   # directions of dW1), so a full-space run reports how good the estimate would be.
   if basis is None and true_basis is not None:
-    probe = subspace_lib.estimate_subspace(delta_w1, None, cfg.subspace_noise_floor)
+    probe = subspace_lib.estimate_subspace(delta_w1, None, cfg.attack.subspace_noise_floor)
     extra['estimated_k'] = probe['k']
     extra.update({f'estimate_{a}': b for a, b in _angle_metrics(
         probe['basis'], np.asarray(true_basis), np.asarray(x_true)).items()})
@@ -292,9 +291,9 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
                               None if x_true is None else np.asarray(x_true)))
   return _reconstruct(
       cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
-      feature_fn=_first_layer_features(cfg.activation, 1), gradient_at=cfg.gradient_at,
+      feature_fn=_first_layer_features(cfg.victim.activation, 1), gradient_at=cfg.attack.gradient_at,
       basis=basis, extra=extra, t0=t0,
       threat_model={'known': ['W1, W2 at initialisation and after training', 'n_candidates',
                               'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)', 'the data subspace'
-                                if cfg.subspace != 'known' else '(subspace given)']})
+                                if cfg.attack.subspace != 'known' else '(subspace given)']})

@@ -1,0 +1,268 @@
+"""Every default of every job, once, in sections (recon/config.py validates them).
+
+A job is `configs/<job>.py`: `c = base.get_config()`, then only what differs
+(`c.victim.name = 'resnet'`, `c.data.n = 4`, ...). The sections are what the
+command line names: `--config.data.n=8`, `--config.victim.p=400`,
+`--config.attack.lr=0.1`, `--config.seed=3`, sweep axes `--config.sweep.victim.p='(8, 16)'`.
+
+  data    the training set: which, how many, its shape, labels, preprocessing
+  victim  the model the attacker holds: architecture, width, activation, its training
+          (`victim.train`), or a saved one (`victim.checkpoint`)
+  attack  the objective, the optimiser and its rescue steps (restarts, reseed,
+          escalate, polish, split)
+  run     precision, checkpoints, resume / overwrite, logging, the report's thresholds
+  seed, name, sweep
+"""
+import ml_collections
+
+placeholder = ml_collections.config_dict.placeholder
+
+
+def data() -> ml_collections.ConfigDict:
+  """The training set (recon/data): synthetic_sphere 10 x 10, labels with noise 0.5."""
+  c = ml_collections.ConfigDict()
+  c.name = 'synthetic_sphere'  # recon.data.DATASETS
+  c.dir = placeholder(str)  # a folder of downloaded files (cifar10, ...); None: the default cache
+  c.n = 10
+  c.d = 10
+  c.classes = placeholder(tuple)  # the classes kept (None: the data set's own choice)
+  # Classes of the labels: 1 = one scalar target; the KKT attacks need >= 2 (2: binary +-1).
+  c.num_classes = 1
+  c.image_size = placeholder(int)  # images resized to this side (None: native)
+  c.image_shape = placeholder(tuple)  # NHWC shape of a row for conv / ViT victims (None: flat)
+  c.grayscale = False
+  c.preprocess = 'sphere'  # rows on the sqrt(d)-sphere; recon.data.PREPROCESS
+  c.label_noise = 0.5  # synthetic labels: y = noise * N(0, 1)
+  c.planted_dim = placeholder(int)  # synthetic_subspace: the dimension k of its subspace
+  c.binary_rule = 'classes'  # KKT binary labels from two classes, or 'parity' of the class
+  return c
+
+
+def victim() -> ml_collections.ConfigDict:
+  """The model under attack: random features p = 1000, relu+tanh; the GD trainer's defaults."""
+  c = ml_collections.ConfigDict()
+  c.name = 'random_features'  # recon.config.MODELS
+  c.p = 1000  # random features: the number of features
+  c.width = 250  # trained networks: hidden width
+  c.depth = 1  # hidden layers / blocks
+  c.activation = 'relu_tanh'  # recon.features.ACTIVATIONS
+  c.act_alpha = 50.0  # backward sigmoid(alpha z) of 'relu_smooth'
+  c.init_scale = 0.2  # homogeneous MLP: initial weight scale (hidden layers)
+  c.first_init_scale = 1.0  # homogeneous MLP: initial weight scale of the first layer
+  c.num_heads = 2  # ViT
+  c.patch_size = 2  # ViT
+  c.pool = 'mean'  # ResNet / ViT: 'mean' or 'flatten' the tokens / pixels before the head
+  c.head_init = 'fan_in'  # 'zeros': W_L(0) = 0 (the original ViT's convention)
+  # Random features: V is regenerated chunk by chunk from its key (never stored) when p*d
+  # exceeds the budget, or always with feature_mode='lean' / feature_shards > 1.
+  c.feature_mode = 'auto'  # auto | dense | lean
+  c.feature_memory_budget_mb = 1024.0
+  c.feature_chunk = 4096
+  c.feature_residual = 'auto'  # auto | two_pass | gram | stored (docs/performance.md)
+  c.feature_shards = 1
+  # Generator of V: 'threefry' (jax.random, per-row fold_in), 'hash' (counter-based hash +
+  # erfinv) or 'hash_box_muller' (counter hash + Box-Muller: same distribution, the cheapest
+  # to regenerate; use it for lean runs).
+  c.weight_rng = 'threefry'
+  # A saved model (recon.model/1 folder, or a run's workdir) to attack instead of training one.
+  c.checkpoint = placeholder(str)
+  # Training of GD-trained victims (networks, homogeneous MLPs, the subspace two-layer net).
+  t = c.train = ml_collections.ConfigDict()
+  t.loss = 'mse'  # recon.models.train.LOSSES
+  t.lr = placeholder(float)  # None: 1 / lambda_max(J^T J / n) at init
+  t.momentum = 0.0
+  t.max_steps = 20000  # homogeneous MLPs run all of them; networks stop early at tol
+  t.tol = 1e-6
+  t.weight_decay = 0.0  # homogeneous MLPs: > 0 ends at the exact stationary point (L-BFGS)
+  t.stationary_steps = 20000  # the L-BFGS steps of that stationary point
+  t.polish = False  # homogeneous MLPs: SLSQP to the exact KKT point of the max-margin problem
+  return c
+
+
+def attack() -> ml_collections.ConfigDict:
+  """The objective, the optimiser and its rescue steps (each with its defaults)."""
+  c = ml_collections.ConfigDict()
+  c.objective = 'projection'  # recon.config.OBJECTIVES
+  c.n_candidates = placeholder(int)  # None: n (2n for the KKT attacks)
+  c.optimizer = 'sgd'  # recon.optimize.OPTIMIZERS
+  c.lr = 5.0
+  c.momentum = 0.9  # SGD's momentum, Adam's b1
+  c.schedule = 'constant'  # 'cosine': lr -> lr * final_ratio over decay_steps
+  c.decay_steps = placeholder(int)  # None: max_steps
+  c.final_ratio = 0.05
+  c.max_steps = 20000
+  c.tol = 1e-7  # stop when the loss is below
+  c.jitter = 1e-6  # ridge of the projection's Gram solve
+  c.lbfgs_memory = 10  # optimizer 'lbfgs'
+  c.lbfgs_linesearch_steps = 20
+  # Trained networks: which parameters are read and what the attacker knows.
+  c.last_layer = 'head'
+  c.jacobian_at = 'trained'  # or 'init_and_trained' / 'midpoint' (need knows_init)
+  c.knows_init = True
+  c.knows_n = True
+  # Subspace-aware reconstruction (objective 'unified'; docs/subspace.md).
+  c.subspace = 'none'  # 'none' | 'known' | 'estimated' (from dW1)
+  c.subspace_dim = placeholder(int)  # None: automatic (largest gap) / the known basis' k
+  c.subspace_noise_floor = 1e-3
+  c.gradient_at = 'trained'  # 'trained' | 'initial' | 'both' (W1 moves during training)
+  c.alpha_mode = 'closed_form'  # or 'joint' (free alpha, warm-started at its optimum)
+  # KKT attacks on homogeneous MLPs (docs/kkt.md).
+  c.activation = placeholder(str)  # the attacker's activation (None: the victim's)
+  c.act_alpha = placeholder(float)  # its backward alpha (None: the victim's)
+  c.kkt_target = 'theta'  # theta | delta (= theta_T - theta_0) | planted
+  c.kkt_layers = 'all'  # or comma-separated layer names (recon.objectives.kkt)
+  c.candidate_subspace = 'none'  # 'first_layer': candidates in the span of W1's rows
+  c.candidate_subspace_rank = placeholder(int)  # None: n
+  c.candidate_init_scale = 1.0
+  c.lambda_min = 0.0
+  c.lambda_constraint = 'projection'  # projection (clip) | penalty (lambda_weight relu(.)^2)
+  c.lambda_weight = 5.0
+  c.lambda_init = 'lstsq'  # or 'uniform'
+  c.lambda_solve = 'optimize'  # 'eliminate': variable projection
+  c.prior = 'sphere'  # sphere (radius = median data norm) | box (penalty) | none
+  c.prior_bound = 1.0
+  c.prior_weight = 1.0
+  c.residual_weights = 'none'  # or 'gradient_rms'
+  # Restarts chosen by the blind loss (recon/restarts.py): K candidate sets optimised at
+  # once (vmapped), the one with the lowest loss wins; 1 = one candidate set.
+  c.restarts = 1
+  # Blind re-seeding of candidates that collapsed onto one another (recon/refine.py).
+  c.reseed = ml_collections.ConfigDict()
+  c.reseed.every = 0  # 0: off
+  c.reseed.threshold = 0.95
+  c.reseed.proposals = 64
+  c.escalate = escalate()
+  c.polish = polish()
+  c.split = split()
+  return c
+
+
+def escalate() -> ml_collections.ConfigDict:
+  """Escalation on a loss plateau (recon/escalate.py; docs/random_features.md#escalation).
+
+  On a plateau above tol the weakest candidate (leave-one-out loss) is replaced by its
+  mirror image or a random proposal, kept if a short trial halves the loss; after
+  `restart_after` rejected replacements in a row a whole new candidate set is tried for
+  `restart_steps` and kept if its loss is lower. 'auto': on for one candidate set; 'off'.
+
+  window 1500 and restart_after 1 were chosen over 3000 and 2 by the certified rate (a blind
+  signal) of 20-seed sweeps at n = d = 8: relu p = 16 dn 0.95 vs 0.75, p = 4 dn 0.85 vs 0.55;
+  relu+tanh p = 4 dn 0.95 vs 1.0 (scripts/recovery_law.py; docs/random_features.md).
+  """
+  c = ml_collections.ConfigDict()
+  c.mode = 'auto'  # 'auto' | 'off'
+  c.every = 500
+  c.window = 1500
+  c.trial_steps = 500
+  c.restart_after = 1  # 0: never restart the whole set
+  c.restart_steps = 3000
+  c.accept_ratio = 0.5  # a trial is kept if it brings the loss below this x L
+  return c
+
+
+def polish() -> ml_collections.ConfigDict:
+  """The precision rung (recon/polish.py; docs/random_features.md#escalation).
+
+  When the certificate fails with p >= m d, the rows it leaves free are re-searched in
+  float64 one at a time (the others held to first order) and the set is polished by
+  Gauss-Newton; the polished set is certified in float64 against tol. 'auto': on where
+  the certificate is computed.
+
+  tol 1e-12: the float64 loss at the true rows of a float32 victim is 1e-14 .. 2e-14
+  (the rounding of theta; n = 8, d in {8, 16}, 5 seeds), so 1e-12 leaves a 50x margin; where
+  theta's coefficients cancel (data in a low-dim subspace) its rounding floor is higher, and
+  the tolerance is raised to 4x its blind estimate (`recon.polish.rounding_floor`).
+  """
+  c = ml_collections.ConfigDict()
+  c.mode = 'auto'  # 'auto' | 'off'
+  c.tol = 1e-12
+  c.starts = 32  # starts per re-searched row: the row, its mirror image, 30 random
+  c.row_steps = 1000
+  c.lm_iters = 20
+  # Polish only when at most this share of the rows (at least one) is free: the rung is for
+  # a row or two that float32 cannot resolve (the misses had 1 or 2 of 8), not a failed run.
+  c.max_free_share = 0.25
+  # relu: passes of greedy sign flips (x_j := -x_j, kept if the float64 loss falls) first;
+  # 0 = none. Measured: 3 of 6 relu runs with data in a 4-dim subspace of R^64 (8 kn) that
+  # ended with candidates at mirror images reach the float64 floor.
+  c.sign_sweeps = 2
+  return c
+
+
+def split() -> ml_collections.ConfigDict:
+  """Sample splitting (recon/splitting.py; docs/kkt.md, "Sample splitting"), off."""
+  c = ml_collections.ConfigDict()
+  c.mode = 'none'  # none | every | plateau
+  c.every = 2000
+  c.plateau_window = 1000
+  c.plateau_tol = 1e-3
+  c.budget = 8
+  c.max_per_round = 2
+  c.eig_tol = 1e-9
+  c.eig_method = 'auto'
+  c.dense_max_dim = 64
+  c.lanczos_steps = 20
+  c.eps_min = 1e-3
+  c.eps_max = 0.3
+  c.eps_grid = 16
+  c.merge_tol = 1e-3
+  c.require_decrease = True
+  return c
+
+
+def run() -> ml_collections.ConfigDict:
+  """Precision, checkpoints and logging (docs/reliability.md), the report's thresholds."""
+  c = ml_collections.ConfigDict()
+  c.dtype = 'float32'  # 'float64': slower, for ill-conditioned solves
+  # jax_default_matmul_precision for every compiled program: 'highest' (full float32; GPUs
+  # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
+  c.matmul_precision = 'highest'
+  # True: jax.distributed.initialize() at start-up (cluster auto-detection); the environment
+  # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same (recon/distributed.py).
+  c.distributed = False
+  c.chunk_steps = 200  # steps per compiled call (progress / checkpoints between)
+  c.log_every_seconds = 10.0
+  c.overwrite = False  # True: replace a finished run in the same workdir
+  c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
+  c.checkpoint_every_seconds = 60.0  # 0: off
+  c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
+  c.checkpoint_keep = 2
+  c.sweep_memory_budget_gb = 8.0  # a sweep group's estimated peak (recon/sweep.py)
+  c.recovered_threshold = 0.1  # relative distance that counts as recovered
+  c.ssim_threshold = 0.7  # images: recovered = matched and SSIM above this
+  c.ssim_filter_size = placeholder(int)  # None: the largest that fits the image (<= 11)
+  return c
+
+
+def sweep() -> ml_collections.ConfigDict:
+  """Sweep axes (recon/sweep.py): a tuple of values per swept field, None = not swept.
+
+  Vectorised axes share one compiled program (widths padded to the largest p, lr and
+  momentum in the optimiser state, seeds as a batch of keys); static axes change shapes
+  or code and loop outside, one compiled group per value. `victim.p_over_dn` sweeps
+  p = p_over_dn * d * n.
+  """
+  c = ml_collections.ConfigDict()
+  c.seed = placeholder(tuple)
+  c.data = ml_collections.ConfigDict(
+      {k: placeholder(tuple) for k in ('n', 'd', 'label_noise')})
+  c.victim = ml_collections.ConfigDict(
+      {k: placeholder(tuple) for k in ('p', 'p_over_dn', 'activation')})
+  c.attack = ml_collections.ConfigDict(
+      {k: placeholder(tuple) for k in ('lr', 'momentum', 'n_candidates', 'optimizer', 'jitter',
+                                       'tol', 'max_steps')})
+  c.run = ml_collections.ConfigDict({'dtype': placeholder(tuple)})
+  return c
+
+
+def get_config() -> ml_collections.ConfigDict:
+  """The defaults: random features on synthetic sphere data (configs/rf_synthetic.py's job)."""
+  c = ml_collections.ConfigDict()
+  c.name = 'run'
+  c.seed = 0  # the key tree of a run: data, model, candidate initialisation
+  c.data = data()
+  c.victim = victim()
+  c.attack = attack()
+  c.run = run()
+  c.sweep = sweep()
+  return c
