@@ -218,7 +218,8 @@ def run() -> ml_collections.ConfigDict:
   # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
   c.matmul_precision = 'highest'
   # True: jax.distributed.initialize() at start-up (cluster auto-detection); the environment
-  # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same (recon/distributed.py).
+  # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same
+  # (recon/distributed.py).
   c.distributed = False
   c.chunk_steps = 200  # steps per compiled call (progress / checkpoints between)
   c.log_every_seconds = 10.0
@@ -230,7 +231,7 @@ def run() -> ml_collections.ConfigDict:
   c.sweep_memory_budget_gb = 8.0  # a sweep group's estimated peak (recon/sweep.py)
   c.recovered_threshold = 0.1  # relative distance that counts as recovered
   c.ssim_threshold = 0.7  # images: recovered = matched and SSIM above this
-  c.ssim_filter_size = placeholder(int)  # None: the largest that fits the image (<= 11)
+  c.ssim_filter_size = placeholder(int)  # None: 11 for sides >= 16 pixels, else 3
   return c
 
 

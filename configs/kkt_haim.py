@@ -27,9 +27,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.data.num_classes = 2
   c.data.binary_rule = 'parity'  # digits odd (+1) vs even (-1); 'classes' for lfw_faces (0, 1)
 
+  # Victim: D-1000-1000-1, relu, no biases.
   c.victim.name = 'homogeneous_mlp'
   c.victim.activation = 'relu'
-  # Victim: D-1000-1000-1, relu, no biases.
   c.victim.width = 1000
   c.victim.depth = 2
   c.victim.train.lr = 0.05
@@ -37,14 +37,14 @@ def get_config() -> ml_collections.ConfigDict:
   c.victim.first_init_scale = 0.001
   c.victim.train.max_steps = 6000
 
+  # Attack (Haim et al.).
+  c.attack.objective = 'kkt_binary'
   c.attack.optimizer = 'adam'
   c.attack.lr = 0.01
   c.attack.max_steps = 3000
   c.attack.tol = 1e-12
   c.attack.escalate.mode = 'off'
   c.attack.polish.mode = 'off'
-  c.attack.objective = 'kkt_binary'
-  # Attack (Haim et al.).
   c.attack.activation = 'relu_smooth'
   c.attack.act_alpha = 50.0
   # Only the KKT equations of the first layer and the head: the middle layer keeps its

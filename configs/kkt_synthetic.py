@@ -18,19 +18,19 @@ def get_config() -> ml_collections.ConfigDict:
   c.data.d = 8
   c.data.num_classes = 2
 
+  # Victim: bias-free MLP, GD on the logistic / cross-entropy loss.
   c.victim.name = 'homogeneous_mlp'
   c.victim.activation = 'cubic'
-  # Victim: bias-free MLP, GD on the logistic / cross-entropy loss.
   c.victim.width = 40
   c.victim.train.lr = 0.2
   c.victim.train.polish = True  # SLSQP to the exact KKT point of the max-margin problem
 
+  c.attack.objective = 'kkt_binary'  # projection | kkt_binary | kkt_multiclass | kkt_general
   c.attack.optimizer = 'adam'
   c.attack.lr = 0.01
   c.attack.tol = 1e-12
   c.attack.escalate.mode = 'off'
   c.attack.polish.mode = 'off'
-  c.attack.objective = 'kkt_binary'  # projection | kkt_binary | kkt_multiclass | kkt_general
 
   c.run.dtype = 'float64'
   c.run.chunk_steps = 500

@@ -20,8 +20,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.data.num_classes = 2
   c.data.image_shape = (4, 4, 1)  # NHWC rows; a dataset's own meta['image_shape'] wins
 
-  c.victim.name = 'resnet'
   # Model and its training.
+  c.victim.name = 'resnet'
   c.victim.width = 20
   c.victim.depth = 2
   c.victim.train.max_steps = 5000

@@ -2,11 +2,12 @@
 
 Default data: `photo_patches` (32x32x3 patches of six colour photographs bundled with
 scikit-image / scikit-learn, labels +1/-1 by photograph; no download). Real CIFAR-10, same
-code: --config.dataset=cifar10 --config.data_dir=DIR (the python-version batches) and
---config.classes='(0, 1)' for +-1 labels. d and p follow --config.image_size and --config.n
-(p = 10 d n); a CPU-sized run: --config.image_size=8 --config.n=10 (d = 192, p = 19,200),
-best with --config.n_restarts=4 --config.reseed_every=0 (measured: docs/data.md, "Showcase: faces
-and photo patches").
+code: --config.data.name=cifar10 --config.data.dir=DIR (the python-version batches) and
+--config.data.classes='(0, 1)' for +-1 labels. d and p follow --config.data.image_size and
+--config.data.n (p = 10 d n); a CPU-sized run: --config.data.image_size=8
+--config.data.n=10 (d = 192, p = 19,200), best with --config.attack.restarts=4
+--config.attack.reseed.every=0 (measured: docs/data.md, "Showcase: faces and photo
+patches").
 
 At full size V (p x d) is 37.7 GB in float32: feature_mode 'auto' regenerates it chunk by
 chunk from its key (weight_rng 'hash_box_muller', the cheapest generator to regenerate),
@@ -23,7 +24,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.name = 'rf_cifar'
 
   # Data.
-  c.data.name = 'photo_patches'  # or 'cifar10' with data_dir
+  c.data.name = 'photo_patches'  # or 'cifar10' with data.dir
   c.data.image_size = 32  # a divisor of 32
   c.data.n = 100
   c.data.d = c.data.get_ref('image_size') * c.data.get_ref('image_size') * 3
@@ -38,7 +39,7 @@ def get_config() -> ml_collections.ConfigDict:
   # Chosen by the blind final projection loss (relu, 8x8, n=10, seed 0, 30k steps): 9.7e-6 at
   # lr 0.02 against 1.7e-5 at 0.05.
   c.attack.lr = 0.02
-  c.attack.schedule = 'cosine'  # lr -> lr * lr_final_ratio over lr_decay_steps
+  c.attack.schedule = 'cosine'  # lr -> lr * final_ratio over decay_steps
   c.attack.decay_steps = 30000
   c.attack.max_steps = 30000
   # Blind re-seeding of candidates that collapsed onto one another (0 = off), and restarts.

@@ -1,9 +1,9 @@
 """Random features on real faces: scikit-image's bundled LFW crops, face vs non-face.
 
 n=20 greyscale crops (10 faces +1, 10 non-faces -1) of scikit-image's `lfw_subset()`,
-block-averaged 25x25 -> 5x5 by default (d = 25; --config.image_size=25 for the native
+block-averaged 25x25 -> 5x5 by default (d = 25; --config.data.image_size=25 for the native
 d = 625), standardised and projected to the sqrt(d)-sphere; p = 10 * d * n relu+tanh
-features (p follows --config.n and --config.image_size). No download; CPU-friendly.
+features (p follows --config.data.n and --config.data.image_size). No download; CPU-friendly.
 """
 import ml_collections
 
@@ -26,7 +26,7 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.attack.optimizer = 'adam'
   c.attack.lr = 0.05  # candidates have norm sqrt(d)
-  c.attack.schedule = 'cosine'  # lr -> lr * lr_final_ratio over lr_decay_steps
+  c.attack.schedule = 'cosine'  # lr -> lr * final_ratio over decay_steps
   c.attack.decay_steps = 20000
   # Blind re-seeding of candidates that collapsed onto one another (0 = off), and restarts.
   c.attack.reseed.every = 2000  # 0: off; without it 3-4 of 20 faces stay collapsed (measured)

@@ -18,8 +18,8 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.data.n = 5
 
-  c.victim.name = 'random_features_gd'
   # Model and its training.
+  c.victim.name = 'random_features_gd'
   c.victim.width = 500
   c.victim.train.loss = 'logistic'
   c.victim.train.momentum = 0.9

@@ -18,9 +18,6 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.victim.p = 800  # overridden by the sweep's p_over_dn axis
 
-  # The paper's optimiser (base: momentum SGD, lr 5 constant); sweeps batch lr, so no lr
-  # schedule.
-
   c.run.chunk_steps = 500
   c.run.log_every_seconds = 5.0
   c.run.sweep_memory_budget_gb = 4.0

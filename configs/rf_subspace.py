@@ -2,7 +2,7 @@
 
 n=6 samples in a planted k=4 dimensional subspace of R^64, p = 96 = 4 k n features
 (p/dn = 0.25: far below the full-space threshold p ~ dn), relu+tanh. The attack
-searches x_hat = U z with the subspace U given; set --config.subspace=none for the
+searches x_hat = U z with the subspace U given; set --config.attack.subspace=none for the
 full-space baseline (which fails at this width). About 10 s on 2 CPU cores.
 """
 import ml_collections
@@ -22,9 +22,9 @@ def get_config() -> ml_collections.ConfigDict:
 
   # Model.
   c.victim.p = 96
-  c.victim.feature_residual = 'two_pass'
 
-  c.attack.n_candidates = 12  # 2n: spare candidates avoid two-onto-one collapse (see docs/subspace.md, "Results")
+  # 2n: spare candidates avoid two-onto-one collapse (see docs/subspace.md, "Results").
+  c.attack.n_candidates = 12
   c.attack.lr = 20.0
   c.attack.max_steps = 5000
   c.attack.escalate.mode = 'off'

@@ -2,7 +2,7 @@
 
 n=5 samples on the sqrt(d)-sphere in d=10 dimensions, 2 classes (MSE to one-hot
 targets), width 250: p_L = width * C = 500 = 10 * d * n, well above the
-threshold p_L ~ dn. train_lr=None picks 1 / lambda_max(J^T J / n) at init (about
+threshold p_L ~ dn. victim.train.lr=None picks 1 / lambda_max(J^T J / n) at init (about
 2.5 / width here; the stable GD step shrinks like 1/width in the standard
 parametrisation -- the reference used 1e-5 at width 122880). About a minute on CPU.
 """

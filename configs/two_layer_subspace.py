@@ -4,8 +4,8 @@ f(x) = W2 relu_tanh(W1 x), width 192, trained by full-batch GD (MSE, lr 5e-3, no
 weight decay) on n=6 samples in a planted k=4 dimensional subspace of R^64. The
 attack reads U = top right singular vectors of dW1 = W1_T - W1_0 (k chosen by the
 largest singular-value gap) and reconstructs from dW2 = W2_T - W2_0 inside span(U).
-Override --config.subspace=none for the full-space baseline, --config.weight_decay
-to see the estimate degrade. About half a minute on 2 CPU cores.
+Override --config.attack.subspace=none for the full-space baseline,
+--config.victim.train.weight_decay to see the estimate degrade. About half a minute on 2 CPU cores.
 """
 import ml_collections
 
@@ -22,11 +22,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.data.d = 64
   c.data.planted_dim = 4
 
-  c.victim.name = 'two_layer'
   # Model and its training (full-batch GD).
+  c.victim.name = 'two_layer'
   c.victim.width = 192
   c.victim.train.lr = 0.005
-  c.victim.feature_residual = 'two_pass'
 
   c.attack.n_candidates = 12  # 2n
   c.attack.lr = 20.0

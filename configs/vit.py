@@ -24,9 +24,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.data.num_classes = 2
   c.data.image_shape = (4, 4, 1)  # NHWC rows; a dataset's own meta['image_shape'] wins
 
+  # Model and its training.
   c.victim.name = 'vit'
   c.victim.activation = 'gelu'
-  # Model and its training.
   c.victim.width = 80
   c.victim.depth = 2
   c.victim.train.max_steps = 5000

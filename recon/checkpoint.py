@@ -205,7 +205,8 @@ class RunCheckpointer:
       if 'tree structures do not match' not in str(e):
         raise
       raise ExperimentError(
-          f'run.resume: the checkpoint at step {step} in {self._workdir}/checkpoints holds a state of another '
+          f'run.resume: the checkpoint at step {step} in {self._workdir}/checkpoints holds a state '
+          f'of another '
           'layout (written by another recon version, or with another optimizer / '
           'attack.schedule); accepted: resume with the version and config that wrote it, or start '
           'afresh with run.overwrite=True') from None

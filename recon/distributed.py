@@ -6,9 +6,10 @@ A run spans several processes (hosts, or several processes on one host) when eit
   * the environment sets JAX_COORDINATOR_ADDRESS (host:port of process 0) together with
     JAX_NUM_PROCESSES and JAX_PROCESS_ID (this process's index); optional
     JAX_LOCAL_DEVICE_IDS (comma-separated, read by JAX itself).
-`recon.main` calls `initialize(config.run.distributed)` right after parsing, before any array exists.
-Afterwards `jax.devices()` lists every process's devices: `victim.feature_shards` may be up to
-`jax.device_count()` (the feature axis of the memory-lean loss is sharded over the global
+`recon.main` calls `initialize(config.run.distributed)` right after parsing, before any array
+exists.
+Afterwards `jax.devices()` lists every process's devices: `victim.feature_shards` may be up
+to `jax.device_count()` (the feature axis of the memory-lean loss is sharded over the global
 devices, `recon.objectives.projection_streamed.feature_mesh`) and a sweep's grid axis is
 sharded over all of them. Every process runs the same program on the same inputs (the
 data, V's key and the candidates follow from the seed); process 0 writes WORKDIR, process i

@@ -41,12 +41,11 @@ def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
 def make_optimizer(cfg: ml_collections.ConfigDict, lr=None, momentum=None):
   """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
   `lr`/`momentum` override the config's (a sweep passes traced per-point values)."""
+  a = cfg.attack
   return optimize.make_optimizer(
-      cfg.attack.optimizer, cfg.attack.lr if lr is None else lr, cfg.attack.momentum if momentum is None else momentum,
-      schedule=cfg.attack.schedule,
-      decay_steps=cfg.attack.decay_steps or cfg.attack.max_steps,
-      final_ratio=cfg.attack.final_ratio, memory_size=cfg.attack.lbfgs_memory,
-      linesearch_steps=cfg.attack.lbfgs_linesearch_steps)
+      a.optimizer, a.lr if lr is None else lr, a.momentum if momentum is None else momentum,
+      schedule=a.schedule, decay_steps=a.decay_steps or a.max_steps, final_ratio=a.final_ratio,
+      memory_size=a.lbfgs_memory, linesearch_steps=a.lbfgs_linesearch_steps)
 
 
 class Outcome(NamedTuple):
@@ -86,8 +85,8 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
   reseeder = None
   if cfg.attack.reseed.every:
     if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
-      raise ExperimentError('attack.reseed.every: re-seeding needs the optimised variables to be one '
-                            '(n_candidates, k) array; accepted here: 0')
+      raise ExperimentError('attack.reseed.every: re-seeding needs the optimised variables to be '
+                            'one (n_candidates, k) array; accepted here: 0')
     reseeder = refine.Reseeder(
         jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x5EED), loss_fn, problem,
         constraint, optimizer, every=cfg.attack.reseed.every,
@@ -171,8 +170,8 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
     wrapped = chunk
     chunk = lambda s, stop: escalator(wrapped(s, stop))  # noqa: E731
 
-  state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps, chunk_steps=cfg.run.chunk_steps,
-                         on_chunk=on_chunk)
+  state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps,
+                         chunk_steps=cfg.run.chunk_steps, on_chunk=on_chunk)
   checkpointer.close()
   progress(state, force=True)
   return Outcome(state=state, problem=current['problem'], history=history,

@@ -272,7 +272,8 @@ def _box_muller_blocks(key: Array, rows: Array, d: int, dtype) -> tuple[Array, A
 
 def check_weight_rng(rng: str) -> str:
   if rng not in WEIGHT_RNGS:
-    raise ValueError(f'victim.weight_rng: unknown generator {rng!r}; accepted: {", ".join(WEIGHT_RNGS)}')
+    raise ValueError(f'victim.weight_rng: unknown generator {rng!r}; accepted: '
+                     f'{", ".join(WEIGHT_RNGS)}')
   return rng
 
 

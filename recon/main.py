@@ -154,7 +154,7 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   status = m.get('status')
   stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
              'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
-  line = f'attack.optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
+  line = f'optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
   rung = m.get('polish') or {}
   if rung.get('kept'):
     line += (f'; precision rung: float64 loss {rung["loss_after"]:.1e}, '
@@ -223,7 +223,8 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     first = (str(e).strip().splitlines() or [''])[0][:300]
     reason = f'{type(e).__name__}: {first}'
     if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
-      reason = f'out of memory ({reason}); accepted: a smaller attack.n_candidates / victim.p / data.n'
+      reason = (f'out of memory ({reason}); accepted: a smaller attack.n_candidates / victim.p / '
+                'data.n')
     state = settle_workdir(workdir, existed, before, reason, config)
     if state == 'marked':
       where = os.path.join(workdir, 'traceback.txt')

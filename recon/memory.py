@@ -64,7 +64,8 @@ def _lean(config: Any, itemsize: int) -> bool:
     return True
   if mode == 'dense':
     return False
-  return config.victim.p * config.data.d * itemsize / 2 ** 20 > config.victim.feature_memory_budget_mb
+  megabytes = config.victim.p * config.data.d * itemsize / 2 ** 20
+  return megabytes > config.victim.feature_memory_budget_mb
 
 
 def available_bytes(device: Any = None) -> Tuple[Optional[int], str]:

@@ -62,7 +62,8 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
                           max_linesearch_steps=linesearch_steps, initial_guess_strategy='one'))
     return LineSearchTransformation(opt.init, opt.update)
   if schedule not in SCHEDULES:
-    raise ValueError(f'attack.schedule: unknown name {schedule!r}; accepted: {", ".join(SCHEDULES)}')
+    raise ValueError(f'attack.schedule: unknown name {schedule!r}; accepted: '
+                     f'{", ".join(SCHEDULES)}')
   if name not in ('sgd', 'adam'):
     raise ValueError(f'attack.optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
   base = optax.sgd if name == 'sgd' else (

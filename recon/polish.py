@@ -42,8 +42,8 @@ attacker's view (feature map, theta) and blind signals:
 
 The polished set is kept only if its float64 loss is below that of the input set; the
 certificate is then evaluated on it with the float64 loss against
-max(attack.polish.tol, 4 x `rounding_floor`): theta itself was summed in float32, so no set reaches a
-loss below (eps S)^2, S = sum_i |alpha_i| ||phi_i|| / ||theta|| (1e-14 for well-spread
+max(attack.polish.tol, 4 x `rounding_floor`): theta itself was summed in float32, so no set
+reaches a loss below (eps S)^2, S = sum_i |alpha_i| ||phi_i|| / ||theta|| (1e-14 for well-spread
 samples, 1e-12 .. 1e-11 for samples in a 4-dim subspace of R^64, where alpha cancels).
 Ground truth is never used.
 """
@@ -302,8 +302,8 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       max_free_share: float = 0.25, sign_sweeps: int = 2,
                       restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """The certificate of x_hat; when it fails, the Jacobian test was computable and
-  counting holds (p >= m (d + 1)), `mode` 'auto' polishes (`attack.polish.mode`) and certifies the polished
-  set in float64 against `attack.polish.tol` -- if at most max(1, max_free_share m) rows are free
+  counting holds (p >= m (d + 1)), `mode` 'auto' polishes and certifies the polished set in
+  float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
   (`row_within` false): the rung is for a row or two float32 cannot resolve, not for a run
   that failed wholesale. Returns (x_hat, certificate, polish info)."""
   x_hat = np.asarray(x_hat)

@@ -48,7 +48,8 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
     conflicts.append(f"feature_shards {cfg.victim.feature_shards}")
   if conflicts:
     raise ExperimentError(
-        f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: attack.restarts "
+        f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: "
+        f"attack.restarts "
         f"1, or model in {', '.join(RESTART_MODELS)} (subspace 'none') with optimizer 'sgd' or "
         "'adam', reseed_every 0, split 'none' and feature_shards 1")
 

@@ -81,8 +81,8 @@ def check_config(cfg: SplitConfig, activation: Optional[str] = None) -> None:
     raise SplitError(f'attack.split.budget: invalid value {cfg.budget!r}; accepted: int >= 0')
   if cfg.mode != 'none' and activation is not None and not features.has_second_derivative(
       activation):
-    raise SplitError(f'victim.activation: {activation!r} has no second derivative (piecewise linear), '
-                     'which sample splitting needs; accepted: a smooth activation such as '
+    raise SplitError(f'victim.activation: {activation!r} has no second derivative (piecewise '
+                     'linear), which sample splitting needs; accepted: a smooth activation such as '
                      "'relu_smooth', 'cubic', 'relu_tanh'")
 
 
@@ -360,19 +360,6 @@ def kkt_split_model(apply_vec, kind: str) -> SplitModel:
   return SplitModel(residual=residual, contribution=contribution)
 
 
-def config_from(cfg) -> SplitConfig:
-  """SplitConfig from the flat experiment config (fields split, split_*)."""
-  get = cfg.get
-  d = SplitConfig()
-  return SplitConfig(
-      mode=get('split', 'none'), every=get('split_every', d.every),
-      plateau_window=get('split_plateau_window', d.plateau_window),
-      plateau_tol=get('split_plateau_tol', d.plateau_tol), budget=get('split_budget', d.budget),
-      max_per_round=get('split_max_per_round', d.max_per_round),
-      eig_tol=get('split_eig_tol', d.eig_tol), eig_method=get('split_eig_method', d.eig_method),
-      dense_max_dim=get('split_dense_max_dim', d.dense_max_dim),
-      lanczos_steps=get('split_lanczos_steps', d.lanczos_steps),
-      eps_min=get('split_eps_min', d.eps_min), eps_max=get('split_eps_max', d.eps_max),
-      eps_grid=get('split_eps_grid', d.eps_grid), merge_tol=get('split_merge_tol', d.merge_tol),
-      require_decrease=get('split_require_decrease', d.require_decrease),
-      seed=get('seed', 0))
+def config_from(split: Any, seed: int) -> SplitConfig:
+  """SplitConfig from the config's `attack.split` section and the run's seed."""
+  return SplitConfig(**dict(split.items()), seed=seed)

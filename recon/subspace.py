@@ -89,7 +89,8 @@ def estimate_subspace(delta_w1: Array, k: Optional[int] = None,
                         'training?); accepted: a finite weight change')
   _, s, vt = np.linalg.svd(dw.astype(np.float64), full_matrices=False)
   if not (np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
-    raise SubspaceError('attack.subspace: the SVD of dW1 is not finite; accepted: a finite weight change')
+    raise SubspaceError('attack.subspace: the SVD of dW1 is not finite; accepted: a finite weight '
+                        'change')
   rank = effective_rank(s, dw.shape, dw.dtype, noise_floor)
   if k is None:
     k = choose_k(s, noise_floor)

@@ -2,8 +2,9 @@
 
 The grid is the product of the axes in `config.sweep` (a tuple of values per swept
 field, by its section path: `sweep.victim.p`, `sweep.seed`, `sweep.attack.lr`; records
-name an axis by its last name). Points that differ only in vectorised axes
-(`victim.p` or `victim.p_over_dn`, `seed`, `attack.lr`, `attack.momentum`) form one group and run as ONE compiled call, batched along a leading grid axis:
+name an axis by its last name). Points that differ only in vectorised axes (`victim.p` or
+`victim.p_over_dn`, `seed`, `attack.lr`, `attack.momentum`) form one group and run as ONE
+compiled call, batched along a leading grid axis:
 
   * width: every model is padded to the group's largest width P with a 0/1 feature
     mask m (phi(x) = sigma(V x) * m). Row i of V is drawn from fold_in(key, i), so
@@ -13,8 +14,8 @@ name an axis by its last name). Points that differ only in vectorised axes
   * lr, momentum: hyperparameters of `optax.inject_hyperparams`, held in the
     optimiser state, so they batch like any other state.
 
-Static axes (`victim.activation`, `attack.n_candidates`, `run.dtype`, `data.n`, ...) change shapes or
-code: one compiled group per combination, run one after another. With several
+Static axes (`victim.activation`, `attack.n_candidates`, `run.dtype`, `data.n`, ...) change
+shapes or code: one compiled group per combination, run one after another. With several
 devices the grid axis is sharded over a 1-D mesh (`NamedSharding`, the grid padded
 to a multiple of the device count). Outputs: DIR/sweep.json (one record per grid
 point: coordinates + the single run's metrics), DIR/sweep.csv (the same, flat) and
@@ -125,8 +126,9 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   for g in groups:
     cfg = g.points[0].cfg
     batch = _padded_size(len(g.points), n_devices)
-    need = memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates, p_total=g.p_total,
-                          batch=batch, itemsize=8 if cfg.run.dtype == 'float64' else 4)
+    need = memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
+                              p_total=g.p_total, batch=batch,
+                              itemsize=8 if cfg.run.dtype == 'float64' else 4)
     if need > budget_gb * 2 ** 30:
       raise config_lib.ConfigError(
           f'config.run.sweep_memory_budget_gb: the padded sweep group {g.static or "(all)"} '
@@ -150,8 +152,9 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
   x = U z: phi(V U z) is a random-features model with weights V U, so the attack is the
   same loss with problem['v'] := V U (the fit used V on the true x).
   """
-  problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total, activation=cfg.victim.activation,
-                                        mask=mask, rng=cfg.victim.weight_rng)
+  problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total,
+                                        activation=cfg.victim.activation, mask=mask,
+                                        rng=cfg.victim.weight_rng)
   train_mse = problem.pop('train_mse')
   dim = cfg.data.d
   if basis is not None:
@@ -321,8 +324,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
     result['escalation_restarts_kept'] = int(out['escalation_restarts_kept'][i])
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.victim.activation, 'lr': cfg.attack.lr,
-                 'momentum': cfg.attack.momentum, 'optimizer': cfg.attack.optimizer, 'dtype': cfg.run.dtype,
-                 'subspace': cfg.attack.subspace})
+                 'momentum': cfg.attack.momentum, 'optimizer': cfg.attack.optimizer,
+                 'dtype': cfg.run.dtype, 'subspace': cfg.attack.subspace})
   record.update(result)
   return record, x_hat
 

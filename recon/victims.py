@@ -28,7 +28,8 @@ Array = jax.Array
 
 
 def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """Validated copy with derived defaults filled in (attack.n_candidates = n, 2n for MLPs, when None).
+  """Validated copy with the one default that depends on other fields filled in:
+  attack.n_candidates None is n (2n for MLPs) when the attacker knows n.
 
   With `victim.checkpoint` set, the checkpoint's model fields replace the config's
   (see `apply_model_checkpoint`).
@@ -38,7 +39,8 @@ def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   if cfg.attack.n_candidates is None and cfg.attack.knows_n:
     with cfg.ignore_type():
       # KKT attacks use 2n candidates (Haim et al.); the projection loss on random features n.
-      cfg.attack.n_candidates = 2 * cfg.data.n if cfg.victim.name == 'homogeneous_mlp' else cfg.data.n
+      mlp = cfg.victim.name == 'homogeneous_mlp'
+      cfg.attack.n_candidates = 2 * cfg.data.n if mlp else cfg.data.n
   return cfg
 
 
@@ -90,8 +92,8 @@ def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
     if hp.get('out_dim', 1) != 1:
       raise ExperimentError(
           f'victim.checkpoint: {path} holds a TwoLayer with out_dim={hp.get("out_dim")}; the '
-          'subspace pipeline (attack.objective \'unified\') attacks one output; accepted: out_dim 1, '
-          'or attack.objective \'projection\' (configs/two_layer.py)')
+          "subspace pipeline (attack.objective 'unified') attacks one output; accepted: "
+          "out_dim 1, or attack.objective 'projection' (configs/two_layer.py)")
   if arch == 'HomogeneousMLP':
     widths = list(hp.get('widths') or [])
     if not widths or len(set(widths)) != 1:
@@ -130,8 +132,8 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
     fields = _flax_fields(cfg, meta, path)
   else:
     if cfg.victim.name not in ('random_features',):
-      raise ExperimentError(f'victim.name: {cfg.victim.name!r} but victim.checkpoint {path} holds a '
-                            "'random_features' model; accepted: model 'random_features' with "
+      raise ExperimentError(f'victim.name: {cfg.victim.name!r} but victim.checkpoint {path} '
+                            "holds a 'random_features' model; accepted: model 'random_features' with "
                             'this checkpoint')
     fields = {path: meta['hparams'][name]
               for name, path in MODEL_FIELDS['random_features'].items()}
@@ -238,7 +240,8 @@ def initial_params_needed(cfg: ml_collections.ConfigDict) -> Optional[str]:
     if cfg.attack.knows_init:
       return 'attack.knows_init: True attacks theta = W_L(T) - W_L(0)'
     if cfg.attack.jacobian_at != 'trained':
-      return f'attack.jacobian_at: {cfg.attack.jacobian_at!r} evaluates features at the initial weights'
+      return (f'attack.jacobian_at: {cfg.attack.jacobian_at!r} evaluates features at the '
+              'initial weights')
   if cfg.victim.name == 'homogeneous_mlp' and cfg.attack.kkt_target == 'delta':
     return "attack.kkt_target: 'delta' attacks theta(T) - theta(0)"
   return None
@@ -270,5 +273,5 @@ def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
   if routes.uses_subspace_pipeline(cfg) and cfg.attack.subspace == 'known':
     # A saved model records a description of its data, never the planted basis.
     raise ExperimentError(
-        "attack.subspace: 'known' needs the training data's subspace, which a model checkpoint does "
-        "not record; accepted with victim.checkpoint: 'estimated', 'none'")
+        "attack.subspace: 'known' needs the training data's subspace, which a model checkpoint "
+        "does not record; accepted with victim.checkpoint: 'estimated', 'none'")

@@ -73,7 +73,8 @@ def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
   refiner = None
   if cfg.attack.split.mode != 'none':
     from recon import splitting  # pylint: disable=import-outside-toplevel
-    refiner = splitting.Splitter(splitting.config_from(cfg), a['split_model'], a['loss_fn'],
+    refiner = splitting.Splitter(splitting.config_from(cfg.attack.split, cfg.seed),
+                                 a['split_model'], a['loss_fn'],
                                  a['constraint'])
   s = reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x, y=y, meta={}, problem=a['problem'], loss_fn=a['loss_fn'],

@@ -184,7 +184,8 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
 
 # Blind re-seeding (recon/refine.py) keeps host-side state (key, schedule, counters): it
 # rides in the checkpoint, so a resumed run re-seeds exactly like an unbroken one.
-RESEED = {'attack.n_candidates': 8, 'attack.reseed.every': 50, 'attack.reseed.threshold': 0.3, 'run.checkpoint_every_steps': 100}
+RESEED = {'attack.n_candidates': 8, 'attack.reseed.every': 50, 'attack.reseed.threshold': 0.3,
+          'run.checkpoint_every_steps': 100}
 
 
 @pytest.fixture(scope='module')
@@ -219,7 +220,7 @@ def test_resume_with_reseeding_after_crash_is_bit_for_bit(unbroken_reseeding, tm
 def test_resume_with_reseeding_and_more_steps_is_bit_for_bit(unbroken_reseeding, tmp_path):
   unbroken, _ = unbroken_reseeding
   workdir = str(tmp_path / 'split')
-  pipelines.run(tiny_config(**dict(RESEED, max_steps=250)), workdir)
+  pipelines.run(tiny_config({**RESEED, 'attack.max_steps': 250}), workdir)
   resumed = pipelines.run(tiny_config({'run.resume': True, **RESEED}), workdir)
   assert resumed['resumed_from_step'] == 250
   assert_same_outputs(unbroken, workdir)
@@ -233,7 +234,7 @@ def test_sigkill_with_reseeding_then_resume_matches_unbroken(unbroken_reseeding,
   killed = str(tmp_path / 'killed')
 
   def cli(*more):  # the fixture's config: 400 steps
-    args = dict(TINY, max_steps=400, **RESEED, **dict(o.split('=', 1) for o in more))
+    args = {**TINY, 'attack.max_steps': 400, **RESEED, **dict(o.split('=', 1) for o in more)}
     return [sys.executable, '-m', 'recon.main', f'--config={RF}', f'--workdir={killed}'] + [
         f'--config.{k}={v}' for k, v in args.items()]
 
@@ -246,7 +247,7 @@ def test_sigkill_with_reseeding_then_resume_matches_unbroken(unbroken_reseeding,
   proc.send_signal(signal.SIGKILL)
   proc.wait()
   assert not os.path.exists(os.path.join(killed, 'summary.json'))
-  _finish(_start(cli('resume=True')))
+  _finish(_start(cli('run.resume=True')))
   summary = json.load(open(os.path.join(killed, 'summary.json')))
   assert summary['resumed_from_step'] < 400
   assert_same_outputs(unbroken, killed)
@@ -291,7 +292,7 @@ def test_two_layer_model_round_trip(tmp_path):
   out = loaded.module().apply({'params': loaded.trained}, x)
   np.testing.assert_array_equal(out, module.apply({'params': trained}, x))
   # A random-features config cannot attack a TwoLayer: refused in one line, before compute.
-  with pytest.raises(errors.ExperimentError, match="model: 'random_features' but "
+  with pytest.raises(errors.ExperimentError, match="victim.name: 'random_features' but "
                      'victim.checkpoint .* holds a TwoLayer'):
     pipelines.run(tiny_config({'victim.checkpoint': path}), str(tmp_path / 'w'))
   assert not os.path.exists(tmp_path / 'w')
@@ -340,7 +341,7 @@ def test_reconstruct_without_ground_truth(unbroken, tmp_path):
 # Across processes: SIGKILL + resume, and determinism.
 
 def _cli(workdir, *overrides):
-  args = dict(TINY, max_steps=6000, **dict(o.split('=', 1) for o in overrides))
+  args = {**TINY, 'attack.max_steps': 6000, **dict(o.split('=', 1) for o in overrides)}
   return [sys.executable, '-m', 'recon.main', f'--config={RF}', f'--workdir={workdir}'] + [
       f'--config.{k}={v}' for k, v in args.items()]
 
@@ -360,7 +361,7 @@ def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_pat
   a, b, killed = (str(tmp_path / name) for name in ('a', 'b', 'killed'))
   # Two unbroken runs (no periodic checkpoints) and one checkpointing every 500 steps.
   procs = [_start(_cli(a)), _start(_cli(b)),
-           _start(_cli(killed, 'checkpoint_every_steps=500'))]
+           _start(_cli(killed, 'run.checkpoint_every_steps=500'))]
   deadline = time.time() + 300
   while not checkpoint.saved_steps(killed):
     assert procs[2].poll() is None, 'the run finished before it could be killed'
@@ -374,7 +375,7 @@ def test_sigkill_then_resume_matches_unbroken_and_runs_are_deterministic(tmp_pat
   assert steps and steps[-1] < 6000
   _finish(procs[0])
   _finish(procs[1])
-  resumed = _start(_cli(killed, 'resume=True'))
+  resumed = _start(_cli(killed, 'run.resume=True'))
   _finish(resumed)
   assert_same_outputs(a, b)  # same config and seed, two processes: identical
   assert_same_outputs(a, killed)  # killed + resumed: identical to unbroken

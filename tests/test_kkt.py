@@ -226,7 +226,7 @@ def test_weight_decay_stationary_point_satisfies_kkt_exactly():
   explained = kkt.explained(x, mu, y, theta, apply_vec=apply_vec, kind='general')
   assert float(jnp.linalg.norm(theta - explained) / jnp.linalg.norm(theta)) < 1e-9
   np.testing.assert_array_equal(np.sign(np.asarray(mu[:, 0])), np.asarray(y))  # logistic
-  with pytest.raises(ValueError, match='train_weight_decay'):
+  with pytest.raises(ValueError, match='weight_decay'):
     homogeneous.train_stationary(net.apply, p0, x, y, loss='logistic', weight_decay=0.0)
 
 

@@ -42,7 +42,7 @@ def test_parity_labels_and_center_preprocess():
   import jax
   c = kkt_haim.get_config()
   c.data.n = 20
-  x, y, meta = data.load(c, jax.random.PRNGKey(0))
+  x, y, meta = data.load(c.data, jax.random.PRNGKey(0))
   src = np.asarray(meta['source_labels'])
   np.testing.assert_array_equal(np.asarray(y), np.where(src % 2 == 1, 1.0, -1.0))
   assert abs(float(np.mean(np.asarray(x)))) < 1e-5
@@ -50,7 +50,8 @@ def test_parity_labels_and_center_preprocess():
 
 
 def _tiny(c):
-  c.data.n, c.victim.width, c.victim.train.max_steps, c.attack.max_steps, c.run.chunk_steps = 6, 20, 100, 40, 20
+  c.data.n, c.victim.width, c.victim.train.max_steps = 6, 20, 100
+  c.attack.max_steps, c.run.chunk_steps = 40, 20
   c.run.overwrite, c.run.log_every_seconds = True, 1e9
   return c
 

@@ -143,7 +143,9 @@ def test_existing_run_is_not_overwritten(tmp_path, capsys):
 def test_random_features_run_with_sample_splitting(tmp_path):
   """`split` works on the default random-features config (no config edit needed)."""
   out = tmp_path / 'run'
-  c = _tiny({'attack.max_steps': 120, 'run.chunk_steps': 30, 'attack.tol': 0.0, 'attack.split.mode': 'every', 'attack.split.every': 30, 'attack.split.budget': 2, 'attack.split.eig_tol': 0.0, 'attack.split.require_decrease': False})
+  c = _tiny({'attack.max_steps': 120, 'run.chunk_steps': 30, 'attack.tol': 0.0,
+             'attack.split.mode': 'every', 'attack.split.every': 30, 'attack.split.budget': 2,
+             'attack.split.eig_tol': 0.0, 'attack.split.require_decrease': False})
   assert main.execute(c, str(out)) == 0
   m = json.loads((out / 'summary.json').read_text())['metrics']
   assert m['splitting']['n_rounds'] >= 1
@@ -153,7 +155,8 @@ def test_random_features_run_with_sample_splitting(tmp_path):
 
 
 def test_splitting_with_lean_features_is_refused(tmp_path, capsys):
-  assert main.execute(_tiny({'attack.split.mode': 'every', 'victim.feature_mode': 'lean'}), str(tmp_path / 'x')) == 2
+  config = _tiny({'attack.split.mode': 'every', 'victim.feature_mode': 'lean'})
+  assert main.execute(config, str(tmp_path / 'x')) == 2
   lines = _error_lines(capsys)
   assert len(lines) == 1, lines
   assert 'split' in lines[0] and "feature_mode 'dense'" in lines[0]

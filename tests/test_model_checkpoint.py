@@ -1,4 +1,4 @@
-"""Saved Flax models (recon.models.checkpoint) and attacking them with model_checkpoint."""
+"""Saved Flax models (recon.models.checkpoint) and attacking them with victim.checkpoint."""
 import json
 import os
 import subprocess
@@ -18,7 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWO_LAYER = os.path.join(ROOT, 'configs', 'two_layer.py')
 
 # Tiny two_layer run: trains in a few dozen steps, attacks for 100.
-TINY = {'victim.width': 24, 'victim.train.max_steps': 500, 'attack.max_steps': 100, 'run.chunk_steps': 50, 'run.log_every_seconds': 1000.0, 'run.checkpoint_every_seconds': 0.0}
+TINY = {'victim.width': 24, 'victim.train.max_steps': 500, 'attack.max_steps': 100,
+        'run.chunk_steps': 50, 'run.log_every_seconds': 1000.0,
+        'run.checkpoint_every_seconds': 0.0}
 
 
 def two_layer_config(overrides=None):
@@ -193,10 +195,10 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
 
 @pytest.mark.slow  # up to ~6 CPU-s a case
 @pytest.mark.parametrize('setup,config,message', [
-    ('empty', {}, 'model_checkpoint: no model.json in'),
-    ('resnet', {}, "model: 'two_layer' but model_checkpoint .* holds a ResNet"),
-    ('no_arrays', {}, 'model_checkpoint: no arrays/ folder'),
-    ('wrong_width', {}, 'model_checkpoint: trained parameters do not fit a TwoLayer'),
+    ('empty', {}, 'victim.checkpoint: no model.json in'),
+    ('resnet', {}, "victim.name: 'two_layer' but victim.checkpoint .* holds a ResNet"),
+    ('no_arrays', {}, 'victim.checkpoint: no arrays/ folder'),
+    ('wrong_width', {}, 'victim.checkpoint: trained parameters do not fit a TwoLayer'),
     ('homogeneous', {'attack.kkt_target': 'delta'}, "kkt_target: 'delta' attacks"),
     ('subspace', {}, 'subspace: the subspace pipeline attacks dW2'),
     ('subspace_known', {}, "subspace: 'known' needs the training data's subspace"),
@@ -223,7 +225,8 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
   elif setup == 'homogeneous':
     from configs import kkt_synthetic  # pylint: disable=import-outside-toplevel
     cfg = kkt_synthetic.get_config()
-    cfg.update_from_flattened_dict({'victim.checkpoint': path, 'attack.kkt_target': 'delta', 'run.dtype': 'float32'})
+    cfg.update_from_flattened_dict({'victim.checkpoint': path, 'attack.kkt_target': 'delta',
+                                    'run.dtype': 'float32'})
     module = homogeneous.HomogeneousMLP(widths=(40,), activation='cubic', init_scale=0.2)
     model_ckpt.save(path, model_ckpt.flax_model(module, module.init(
         jax.random.PRNGKey(0), jnp.zeros((1, 8)))['params']))  # no initial params
@@ -259,4 +262,4 @@ def test_cli_attacks_a_saved_two_layer_model(trained_run, tmp_path):
   summary = json.load(open(os.path.join(out, 'summary.json')))
   assert summary['config']['victim']['checkpoint'] == workdir
   assert without_wall_time(summary['metrics']) == without_wall_time(trained['metrics'])
-  # A bad model_checkpoint on the command line: tests/test_config.py (exit 2, one line).
+  # A bad victim.checkpoint on the command line: tests/test_config.py (exit 2, one line).

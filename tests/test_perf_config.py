@@ -13,15 +13,16 @@ def test_default_config_validates():
 
 
 @pytest.mark.parametrize('field,value', [
-    ('feature_mode', 'sparse'), ('feature_memory_budget_mb', 0.0), ('feature_chunk', 0),
-    ('feature_residual', 'three_pass'), ('feature_shards', 0), ('reseed_every', -1),
-    ('reseed_threshold', 1.5), ('lr_schedule', 'linear'), ('lr_final_ratio', 2.0),
-    ('weight_rng', 'philox'), ('feature_residual', 'stored_twice')])
+    ('victim.feature_mode', 'sparse'), ('victim.feature_memory_budget_mb', 0.0),
+    ('victim.feature_chunk', 0), ('victim.feature_residual', 'three_pass'),
+    ('victim.feature_shards', 0), ('attack.reseed.every', -1), ('attack.reseed.threshold', 1.5),
+    ('attack.schedule', 'linear'), ('attack.final_ratio', 2.0), ('victim.weight_rng', 'philox'),
+    ('victim.feature_residual', 'stored_twice')])
 def test_bad_values_raise_one_line_config_error(field, value):
   cfg = rf_synthetic.get_config()
-  with cfg.unlocked():
-    cfg[field] = value
-  with pytest.raises(config_lib.ConfigError, match=f'config.{field}') as e:
+  with cfg.ignore_type():
+    config_lib.set_path(cfg, field, value)
+  with pytest.raises(config_lib.ConfigError, match=f'^config.{field}: invalid value') as e:
     config_lib.validate(cfg)
   assert '\n' not in str(e.value)
 

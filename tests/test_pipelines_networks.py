@@ -48,18 +48,20 @@ def test_two_layer_above_threshold_reconstructs(tmp_path):
 
 @pytest.mark.slow  # ~10 CPU-s: compiles a two-layer run
 def test_unreached_tolerance_is_reported(tmp_path):
-  cfg = _tiny({'victim.train.max_steps': 2, 'victim.train.tol': 1e-12, 'attack.max_steps': 2, 'attack.knows_init': False})
+  cfg = _tiny({'victim.train.max_steps': 2, 'victim.train.tol': 1e-12, 'attack.max_steps': 2,
+               'attack.knows_init': False})
   summary = pipelines.run(cfg, str(tmp_path))
   m = summary['metrics']
   assert not m['train_reached_tol'] and m['train_steps'] == 2
   assert 'initial weights unknown' in summary['threat_model']['target']
   assert any('initial weights' in k for k in summary['threat_model']['unknown'])
-  assert 'did NOT reach train_tol' in m['train_note']
+  assert 'did NOT reach victim.train.tol' in m['train_note']
 
 
 @pytest.mark.parametrize('make,overrides,error,needle', [
     (two_layer.get_config, {'victim.name': 'mlp3'}, config_lib.ConfigError, 'config.victim.name'),
-    (two_layer.get_config, {'victim.train.loss': 'hinge'}, config_lib.ConfigError, 'config.victim.train.loss'),
+    (two_layer.get_config, {'victim.train.loss': 'hinge'}, config_lib.ConfigError,
+     'config.victim.train.loss'),
     (two_layer.get_config, {'attack.last_layer': 'classifier'}, errors.ExperimentError,
      "no parameter collection 'classifier'"),
     (two_layer.get_config, {'victim.train.lr': 1e6}, errors.ExperimentError, 'non-finite'),

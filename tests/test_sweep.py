@@ -77,7 +77,7 @@ _SUBPROCESS = textwrap.dedent('''
     # An odd grid (3 points) is padded to 4 for 2 devices; its seeds 0, 1 are points of
     # the 1-device grid above (same widths, same padded width 40).
     c3 = tiny_config({'victim.p': (40,), 'seed': (0, 1, 2)})
-    c3.dtype = 'float64'
+    c3.run.dtype = 'float64'
     odd = sweep.run(c3, tmp + '/odd')
     ref = {r['seed']: r for r in one['records'] if r['p'] == 40}
     out['odd'] = {'batch': odd['groups'][0]['batch'], 'n': len(odd['records']),
@@ -130,7 +130,8 @@ def test_sharded_equals_unsharded(two_device_run):
 @pytest.fixture(scope='module')
 def float32_sweep(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('float32')
-  c = tiny_config({'victim.p_over_dn': (0.5, 2.0), 'seed': (1,), 'victim.activation': ('relu', 'relu_tanh')})
+  c = tiny_config({'victim.p_over_dn': (0.5, 2.0), 'seed': (1,),
+                   'victim.activation': ('relu', 'relu_tanh')})
   c.attack.max_steps = 50
   return c, tmp, sweep.run(c, str(tmp / 'sweep'))
 
@@ -233,7 +234,8 @@ def test_cosine_schedule_sweep_over_lr_equals_single_runs(tmp_path):
   # lr is batched in the optimiser state and the cosine multiplies the update, so a sweep
   # over lr under a schedule is the single runs, point for point (float64).
   c = tiny_config({'attack.lr': (0.02, 0.05)})
-  c.attack.optimizer, c.attack.schedule, c.attack.decay_steps, c.run.dtype = 'adam', 'cosine', 150, 'float64'
+  c.attack.optimizer, c.attack.schedule, c.attack.decay_steps = 'adam', 'cosine', 150
+  c.run.dtype = 'float64'
   out = sweep.run(c, str(tmp_path / 'sweep'))
   xb = np.load(tmp_path / 'sweep' / 'sweep.npz')
   assert len(out['records']) == 2

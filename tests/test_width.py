@@ -85,10 +85,10 @@ def test_interpolation_report_threshold():
   assert precision.interpolation_report(0.0, np.ones(3), 3, 9)['victim_interpolates'] is True
 
 
-def _tiny(tmp_path, **overrides):
+def _tiny(tmp_path, overrides):
   c = rf_synthetic.get_config()
   c.data.n, c.data.d, c.victim.p, c.attack.max_steps, c.run.chunk_steps = 3, 4, 120, 20, 10
-  c.update(overrides)
+  c.update_from_flattened_dict(overrides)
   return pipelines.run(c, str(tmp_path / 'run'))
 
 

@@ -19,12 +19,13 @@ None otherwise). Data sets (`data.name`; every function takes the config's `data
                       photographs (recon/data/bundled.py); labels +1 for the first three
                       photographs, -1 for the others; d = 3072 (the CIFAR-10 shape).
 
-Image data: `data.classes` picks (lfw_faces: 0 non-face, 1 face; photo_patches: photo index) the classes (None: all ten), n samples balanced over
-them (counts differ by at most one), each class's subset drawn by the data key.
-Labels: one class -> +1; two classes (a, b) -> -1 for a, +1 for b (a regression
-target for the random-features model); three or more -> the class's position in
-`data.classes` (int32); `binary_rule='parity'` instead labels +1 odd, -1 even digits. Pixels are scaled to [0, 1], then optionally converted to
-grayscale (ITU-R BT.601 luma) and downsampled by block averaging to
+Image data: `data.classes` picks the classes (lfw_faces: 0 non-face, 1 face;
+photo_patches: photo index; None: all ten), n samples balanced over them (counts differ by
+at most one), each class's subset drawn by the data key. Labels: one class -> +1; two
+classes (a, b) -> -1 for a, +1 for b (a regression target for the random-features model);
+three or more -> the class's position in `data.classes` (int32); `data.binary_rule='parity'`
+instead labels +1 odd, -1 even digits. Pixels are scaled to [0, 1], then optionally
+converted to grayscale (ITU-R BT.601 luma) and downsampled by block averaging to
 `data.image_size` (a divisor of the native size). Preprocessing (`data.preprocess`):
   'sphere'       x <- (x - mean) / std with the subset's global mean and std,
                  then every row rescaled to norm sqrt(d) (the random-features
@@ -122,9 +123,9 @@ def _load_patches(config: Any, key: Array, shape, classes):
   """photo_patches: n patches balanced over the photographs in `data.classes` (module docstring)."""
   counts = class_counts(config.n, len(classes))
   if max(counts) > PATCHES_PER_PHOTO:
-    raise DataError(f'config.data.n: {config.n} patches need {max(counts)} per photograph, more than '
-                    f'{PATCHES_PER_PHOTO}; accepted: n <= {PATCHES_PER_PHOTO * len(classes)} '
-                    f'for classes {tuple(classes)}')
+    raise DataError(f'config.data.n: {config.n} patches need {max(counts)} per photograph, '
+                    f'more than {PATCHES_PER_PHOTO}; accepted: n <= '
+                    f'{PATCHES_PER_PHOTO * len(classes)} for classes {tuple(classes)}')
   patches, source, corners = cut_patches(key, classes, counts)
   return _finish(config, patches.astype(np.float64) / 255.0, source, corners, shape, classes,
                  photo_names(), None)

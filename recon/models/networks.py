@@ -168,5 +168,5 @@ def check_image_shape(image_shape: Sequence[int], patch_size: int | None = None)
     raise ValueError(f'data.image_shape: invalid value {image_shape!r}; accepted: (height, width, '
                      'channels), three positive ints')
   if patch_size is not None and (image_shape[0] % patch_size or image_shape[1] % patch_size):
-    raise ValueError(f'victim.patch_size: {patch_size} does not divide image_shape {tuple(image_shape)}; '
-                     'accepted: a divisor of height and width')
+    raise ValueError(f'victim.patch_size: {patch_size} does not divide image_shape '
+                     f'{tuple(image_shape)}; accepted: a divisor of height and width')

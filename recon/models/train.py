@@ -31,13 +31,15 @@ class TrainingSetupError(ValueError):
 def check_loss(name: str, num_outputs: int) -> None:
   """logistic needs one output, cross_entropy at least two, mse any number."""
   if name not in LOSSES:
-    raise TrainingSetupError(f'victim.train.loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
+    raise TrainingSetupError(f'victim.train.loss: unknown name {name!r}; accepted: '
+                             f'{", ".join(LOSSES)}')
   if name == 'logistic' and num_outputs != 1:
-    raise TrainingSetupError(f'data.num_classes: loss \'logistic\' is binary and needs data.num_classes=1, '
-                             f'got {num_outputs}; accepted: 1 (or loss=cross_entropy)')
+    raise TrainingSetupError(f'data.num_classes: loss \'logistic\' is binary and needs '
+                             f'data.num_classes=1, got {num_outputs}; accepted: 1 (or '
+                             'loss=cross_entropy)')
   if name == 'cross_entropy' and num_outputs < 2:
-    raise TrainingSetupError(f'data.num_classes: loss \'cross_entropy\' needs num_classes >= 2, got '
-                             f'{num_outputs}; accepted: >= 2 (or loss=logistic / mse)')
+    raise TrainingSetupError(f'data.num_classes: loss \'cross_entropy\' needs num_classes >= 2, '
+                             f'got {num_outputs}; accepted: >= 2 (or loss=logistic / mse)')
 
 
 def class_labels(y: Array, num_classes: int) -> Array:

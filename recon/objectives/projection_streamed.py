@@ -244,12 +244,12 @@ def feature_mesh(n_devices: int, axis: str = 'features') -> jax.sharding.Mesh:
   and each process's devices in it (`jax.devices()` orders them process by process)."""
   devices = jax.devices()
   if n_devices > len(devices):
-    raise ValueError(f'victim.feature_shards: {n_devices} devices requested, {len(devices)} available'
-                     f' ({jax.process_count()} process(es))')
+    raise ValueError(f'victim.feature_shards: {n_devices} devices requested, {len(devices)} '
+                     f'available ({jax.process_count()} process(es))')
   chosen = devices[:n_devices]
   if jax.process_count() > 1 and {d.process_index for d in chosen} != set(
       range(jax.process_count())):
-    raise ValueError(f'victim.feature_shards: {n_devices} of {len(devices)} devices leave a process '
-                     f'out of the mesh; accepted: {len(devices)} (every device of the '
+    raise ValueError(f'victim.feature_shards: {n_devices} of {len(devices)} devices leave a '
+                     f'process out of the mesh; accepted: {len(devices)} (every device of the '
                      f'{jax.process_count()} processes)')
   return jax.sharding.Mesh(np.array(chosen), (axis,))

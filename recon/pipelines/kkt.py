@@ -55,7 +55,8 @@ def check_training_labels(labels, kind: str, n_classes: int) -> None:
 
 def attack_activation(cfg) -> Tuple[str, Optional[float]]:
   """(activation, alpha) the attacker differentiates: `cfg.attack.activation` when set (e.g.
-  'relu_smooth': relu forward, sigmoid(attack.act_alpha z) backward, Haim et al.), else the victim's."""
+  'relu_smooth': relu forward, sigmoid(attack.act_alpha z) backward, Haim et al.), else the
+  victim's."""
   name = cfg.attack.activation
   if not name:
     return cfg.victim.activation, cfg.victim.act_alpha
@@ -66,13 +67,14 @@ def check_attack_config(cfg) -> None:
   """One-line errors raised before any compute."""
   try:
     kkt.check_lambda_min(cfg.attack.lambda_min)
-    splitting.check_config(splitting.config_from(cfg), attack_activation(cfg)[0])
+    splitting.check_config(splitting.config_from(cfg.attack.split, cfg.seed),
+                           attack_activation(cfg)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
   if cfg.attack.lambda_solve == 'eliminate' and cfg.attack.objective != 'projection':
     if cfg.attack.split.mode != 'none':
-      raise errors.ExperimentError("attack.split.mode: sample splitting needs explicit duals; accepted "
-                                       "with lambda_solve 'eliminate': 'none'")
+      raise errors.ExperimentError("attack.split.mode: sample splitting needs explicit duals; "
+                                   "accepted with lambda_solve 'eliminate': 'none'")
     if cfg.attack.lambda_min > 0:
       raise errors.ExperimentError(f'attack.lambda_min: {cfg.attack.lambda_min} with lambda_solve '
                                        "'eliminate' (free-sign duals); accepted: 0.0")
@@ -87,15 +89,15 @@ def check_attack_config(cfg) -> None:
                                      "(a layer subset needs explicit duals)")
   if cfg.attack.candidate_subspace != 'none' and (
       cfg.attack.objective == 'projection' or cfg.attack.lambda_solve == 'eliminate'):
-    raise errors.ExperimentError(f"attack.candidate_subspace: {cfg.attack.candidate_subspace!r} with "
-                                     f"objective {cfg.attack.objective!r} / lambda_solve "
+    raise errors.ExperimentError(f"attack.candidate_subspace: {cfg.attack.candidate_subspace!r} "
+                                     f"with objective {cfg.attack.objective!r} / lambda_solve "
                                      f"{cfg.attack.lambda_solve!r}; accepted: 'none'")
   if cfg.attack.residual_weights != 'none' and cfg.attack.split.mode != 'none':
-    raise errors.ExperimentError("attack.split.mode: sample splitting uses the unweighted residual; "
-                                     "accepted with residual_weights 'gradient_rms': 'none'")
+    raise errors.ExperimentError("attack.split.mode: sample splitting uses the unweighted "
+                                 "residual; accepted with residual_weights 'gradient_rms': 'none'")
   if cfg.victim.train.weight_decay > 0 and cfg.victim.train.polish:
-    raise errors.ExperimentError('victim.train.polish: True with train_weight_decay > 0 (an exact '
-                                     'stationary point already); accepted: False')
+    raise errors.ExperimentError('victim.train.polish: True with victim.train.weight_decay > 0 '
+                                 '(an exact stationary point already); accepted: False')
   if cfg.attack.objective == 'projection' and cfg.attack.prior == 'box':
     raise errors.ExperimentError("attack.prior: 'box' with objective projection; accepted: "
                                      "'sphere', 'none'")
@@ -103,11 +105,12 @@ def check_attack_config(cfg) -> None:
 
 def make_network(cfg, out_dim: int, dtype, activation: Optional[str] = None,
                  alpha: Optional[float] = None) -> homogeneous.HomogeneousMLP:
-  """The victim's architecture; `victim.activation`/`alpha` override the config's (same parameters)."""
+  """The victim's architecture; `activation`/`alpha` override the config's (same parameters)."""
   return homogeneous.HomogeneousMLP(
       widths=(cfg.victim.width,) * cfg.victim.depth, out_dim=out_dim,
       activation=activation or cfg.victim.activation,
-      alpha=cfg.victim.act_alpha if alpha is None else alpha, first_init_scale=cfg.victim.first_init_scale, init_scale=cfg.victim.init_scale,
+      alpha=cfg.victim.act_alpha if alpha is None else alpha,
+      first_init_scale=cfg.victim.first_init_scale, init_scale=cfg.victim.init_scale,
       param_dtype=dtype)
 
 
@@ -124,7 +127,8 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
         max_steps=cfg.victim.train.stationary_steps)
   else:
     params, info = homogeneous.train_with_duals(net.apply, params0, x, targets, loss=loss,
-                                                 lr=cfg.victim.train.lr, steps=cfg.victim.train.max_steps)
+                                                 lr=cfg.victim.train.lr,
+                                                 steps=cfg.victim.train.max_steps)
   degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
   out = {'train_loss': info['final_loss'], 'train_steps': info['steps'],
          'normalized_margin_gd': homogeneous.normalized_margin(net.apply, params, x, targets,
@@ -199,7 +203,8 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
       phi = jax.vmap(lambda xj: feature_one(xj, prob))(x).reshape(-1, theta.shape[0])
       return projection.projection_loss(phi, prob['theta'], cfg.attack.jitter)
 
-    constraint = (optimize.sphere_constraint(radius) if cfg.attack.prior == 'sphere' else (lambda z: z))
+    constraint = (optimize.sphere_constraint(radius) if cfg.attack.prior == 'sphere'
+                  else (lambda z: z))
     problem = {'theta': target, 'theta_eval': theta}
     return {'loss_fn': loss_fn, 'x0': x0, 'constraint': constraint, 'problem': problem,
             'decode': None,
@@ -241,9 +246,10 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   lam0 = lam0 / lam_scale if cfg.attack.lambda_init == 'lstsq' else lam0
   if kkt_kind != 'general':
     lam0 = jnp.maximum(lam0, cfg.attack.lambda_min)
-  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=cfg.attack.lambda_min,
-              lambda_constraint=cfg.attack.lambda_constraint, lambda_weight=cfg.attack.lambda_weight,
-              prior=cfg.attack.prior, prior_bound=cfg.attack.prior_bound, prior_weight=cfg.attack.prior_weight)
+  a = cfg.attack
+  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=a.lambda_min,
+              lambda_constraint=a.lambda_constraint, lambda_weight=a.lambda_weight,
+              prior=a.prior, prior_bound=a.prior_bound, prior_weight=a.prior_weight)
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
   constraint = kkt.make_constraint(kkt_kind, cfg.attack.prior, radius, cfg.attack.lambda_min,
                                    cfg.attack.lambda_constraint)
@@ -264,7 +270,8 @@ def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
   """(net, params0 or None, params, train info) of a saved HomogeneousMLP."""
   if model.hparams.get('out_dim') != out_dim:
     raise errors.ExperimentError(
-        f'data.num_classes: objective {cfg.attack.objective!r} with data.num_classes={cfg.data.num_classes} needs '
+        f'data.num_classes: objective {cfg.attack.objective!r} with '
+        f'data.num_classes={cfg.data.num_classes} needs '
         f'{out_dim} output(s), but the model checkpoint has out_dim='
         f'{model.hparams.get("out_dim")}; accepted: n_classes / objective matching the model')
   victims.check_flax_params(model, jnp.zeros((1, d), dtype))
@@ -310,13 +317,14 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
                     'prior uses sqrt(d) = %.3g', radius)
   d = cfg.data.d if x is None else x.shape[1]
   act, alpha = attack_activation(cfg)
-  if (act, alpha) != (cfg.victim.activation, cfg.victim.act_alpha):  # same parameters, other backward pass
+  if (act, alpha) != (cfg.victim.activation, cfg.victim.act_alpha):  # other backward pass
     net = make_network(cfg, out_dim, dtype, act, alpha)
   attack = build_attack(cfg, net, params0, params, kind, cfg.data.num_classes, d, radius,
                         keys['init'], dtype, planted=planted)
   refiner = None
   if cfg.attack.split.mode != 'none':
-    refiner = splitting.Splitter(splitting.config_from(cfg), attack['split_model'],
+    refiner = splitting.Splitter(splitting.config_from(cfg.attack.split, cfg.seed),
+                                 attack['split_model'],
                                  attack['loss_fn'], attack['constraint'])
   return reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x, y=labels, meta=meta, problem=attack['problem'],

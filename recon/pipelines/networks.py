@@ -52,8 +52,9 @@ def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str,
   shape = (meta or {}).get('image_shape') or cfg.data.image_shape
   if shape is None:
     if cfg.victim.name in IMAGE_MODELS:
-      _fail(f'data.image_shape: required for model {cfg.victim.name!r} with dataset {cfg.data.name!r}; '
-            'accepted: (height, width, channels) with height*width*channels = d')
+      _fail(f'data.image_shape: required for model {cfg.victim.name!r} with dataset '
+            f'{cfg.data.name!r}; accepted: (height, width, channels) with '
+            'height*width*channels = d')
     return None
   shape = tuple(shape)
   try:
@@ -102,14 +103,14 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
     _fail('attack.n_candidates: required when attack.knows_n=False (the attacker must guess n); '
           'accepted: int >= 1')
   if cfg.attack.jacobian_at != 'trained' and not cfg.attack.knows_init:
-    _fail(f"attack.jacobian_at: {cfg.attack.jacobian_at!r} needs the initial weights; accepted: 'trained' "
-          'when attack.knows_init=False')
+    _fail(f'attack.jacobian_at: {cfg.attack.jacobian_at!r} needs the initial weights; accepted: '
+          "'trained' when attack.knows_init=False")
   if cfg.data.name == 'synthetic_sphere':
     network_image_shape(cfg)
   if cfg.victim.name == 'vit' and cfg.victim.num_heads:
     if cfg.victim.width % cfg.victim.num_heads:
-      _fail(f'victim.num_heads: {cfg.victim.num_heads} does not divide width={cfg.victim.width}; accepted: a divisor '
-            'of width')
+      _fail(f'victim.num_heads: {cfg.victim.num_heads} does not divide '
+            f'victim.width={cfg.victim.width}; accepted: a divisor of the width')
 
 
 # attack.jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
@@ -174,21 +175,23 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   if lr is None:
     lr = train.auto_learning_rate(apply, params0, x_true)
     lr_source = 'auto: 1 / lambda_max(J^T J / n) at init'
-  momentum = cfg.victim.train.momentum
+  momentum, t = cfg.victim.train.momentum, cfg.victim.train
   logging.info('training %s (width %d, p_L %d = %.3g dn) on %s with lr %.3g (%s), momentum %g',
-               cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), cfg.victim.train.loss, lr, lr_source, momentum)
+               cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), t.loss, lr, lr_source,
+               momentum)
   t_train = time.time()
-  params_t, info = train.train(apply, params0, x_true, targets, loss=cfg.victim.train.loss,
+  params_t, info = train.train(apply, params0, x_true, targets, loss=t.loss,
                                optimizer=train.make_optimizer(lr, momentum),
-                               max_steps=cfg.victim.train.max_steps, tol=cfg.victim.train.tol)
+                               max_steps=t.max_steps, tol=t.tol)
   train_seconds = time.time() - t_train
   if not info['finite']:
-    _fail(f'training: the {cfg.victim.train.loss} loss became non-finite after {info["steps"]} steps at '
-          f'victim.train.lr={lr:.3g}; accepted: a smaller --config.victim.train.lr')
+    _fail(f'training: the {cfg.victim.train.loss} loss became non-finite after {info["steps"]} '
+          f'steps at victim.train.lr={lr:.3g}; accepted: a smaller --config.victim.train.lr')
   train_note = (f'reached victim.train.tol={cfg.victim.train.tol:g} after {info["steps"]} steps'
                 if info['reached_tol'] else
-                f'did NOT reach victim.train.tol={cfg.victim.train.tol:g}: final loss {info["final_loss"]:.3g} '
-                f'after the step budget victim.train.max_steps={cfg.victim.train.max_steps}')
+                f'did NOT reach victim.train.tol={cfg.victim.train.tol:g}: final loss '
+                f'{info["final_loss"]:.3g} after the step budget '
+                f'victim.train.max_steps={cfg.victim.train.max_steps}')
   (logging.info if info['reached_tol'] else logging.warning)('training %s', train_note)
   train_info = {
       'train_loss_name': cfg.victim.train.loss, 'train_lr': float(lr), 'train_lr_source': lr_source,

@@ -134,8 +134,8 @@ def rf_loss_fn(cfg: ml_collections.ConfigDict):
 
 def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
   """The random-features numbers every report carries next to the reconstruction metrics."""
-  return {'train_mse': train_mse, 'p': cfg.victim.p, 'p_over_dn': cfg.victim.p / (cfg.data.d * cfg.data.n),
-          'p_over_n': cfg.victim.p / cfg.data.n}
+  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+  return {'train_mse': train_mse, 'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n}
 
 
 RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta* (trained)',
@@ -190,10 +190,11 @@ def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array]
   theta, train_mse = _fit_rf(v, x_true, y, cfg.victim.activation)
   train_mse = float(train_mse)
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
-               cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n), train_mse)
+               cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n),
+               train_mse)
   return model_ckpt.ModelCheckpoint(
-      kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d, 'activation': cfg.victim.activation,
-                                       'weight_rng': rng},
+      kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d,
+                                       'activation': cfg.victim.activation, 'weight_rng': rng},
       trained={'theta': theta}, extras={'v_key': keys['model']},
       truth={'x': x_true, 'y': y}, n=cfg.data.n,
       info={'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}), meta
@@ -205,17 +206,19 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
     return None
   if lean or cfg.attack.reseed.every:
     raise ExperimentError(
-        f"attack.split.mode: {cfg.attack.split.mode!r} needs dense features and no re-seeding (got feature mode "
-        f"{'lean' if lean else 'dense'}, reseed_every {cfg.attack.reseed.every}); accepted: "
-        "split 'none', or feature_mode 'dense' with reseed_every 0")
-  split_cfg = splitting.config_from(cfg)
+        f"attack.split.mode: {cfg.attack.split.mode!r} needs dense features and no re-seeding "
+        f"(got feature mode {'lean' if lean else 'dense'}, attack.reseed.every "
+        f"{cfg.attack.reseed.every}); accepted: attack.split.mode 'none', or "
+        "victim.feature_mode 'dense' with attack.reseed.every 0")
+  split_cfg = splitting.config_from(cfg.attack.split, cfg.seed)
   try:
     splitting.check_config(split_cfg, cfg.victim.activation)
   except splitting.SplitError as e:
     raise ExperimentError(str(e)) from None
   feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.victim.activation,
                                                       prob['mask'])[0]
-  return splitting.Splitter(split_cfg, splitting.projection_split_model(feature_one, cfg.attack.jitter),
+  return splitting.Splitter(split_cfg,
+                            splitting.projection_split_model(feature_one, cfg.attack.jitter),
                             rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
 
 
@@ -246,15 +249,16 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       problem['key'], x, features.exact_forward(cfg.victim.activation), cfg.victim.p, chunk,
       rng=rng)[:, :cfg.victim.p]
   gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
-      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.victim.activation, cfg.victim.p,
-                                                   rng),
+      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.victim.activation,
+                                                   cfg.victim.p, rng),
       x, n_chunks, problem['key']))
+  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
   logging.info('memory-lean features: V (%.0f MB, %s) regenerated in %d chunks of %d rows on '
-               '%d device(s); residual %s', cfg.victim.p * cfg.data.d * jnp.dtype(dtype).itemsize / 2 ** 20,
+               '%d device(s); residual %s', p * d * jnp.dtype(dtype).itemsize / 2 ** 20,
                rng, n_chunks, chunk, shards, residual)
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
-               cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n), train_mse)
+               n, d, p, p / (d * n), train_mse)
   # Across processes (recon/distributed.py) the attack's inputs become global arrays,
   # replicated over the mesh (every process computed the same ones from the seed).
   problem = distributed.replicate(problem, mesh)
@@ -266,7 +270,7 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
-                         **precision.check_victim(train_mse, y, cfg.data.n, cfg.victim.p, cfg.run.dtype)),
+                         **precision.check_victim(train_mse, y, n, p, cfg.run.dtype)),
       threat_model=RF_THREAT_MODEL, decode=decode,
       certify_theta=problem['theta'].reshape(-1)[:cfg.victim.p])
 
@@ -309,12 +313,12 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
   loss_fn, x0, decode = restarts.with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
                                                _init_fn(cfg, dtype))
-  extra = {'p': cfg.victim.p, 'p_over_dn': cfg.victim.p / (cfg.data.d * cfg.data.n), 'p_over_n': cfg.victim.p / cfg.data.n,
-           'memory_lean': False}
+  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+  extra = {'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n, 'memory_lean': False}
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
     if y is not None:  # warn and record when a p >= n victim does not interpolate
-      extra.update(precision.check_victim(extra['train_mse'], y, cfg.data.n, cfg.victim.p, cfg.run.dtype))
+      extra.update(precision.check_victim(extra['train_mse'], y, n, p, cfg.run.dtype))
   return reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
       x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),

@@ -54,13 +54,14 @@ def check(cfg: ml_collections.ConfigDict) -> None:
   if mode == 'known' and cfg.data.name != 'synthetic_subspace':
     raise config_lib.ConfigError(
         f"config.attack.subspace: 'known' needs a dataset with a known subspace, not "
-        f"{cfg.data.name!r}; accepted: dataset 'synthetic_subspace', or subspace 'none'/'estimated'")
+        f"{cfg.data.name!r}; accepted: dataset 'synthetic_subspace', or subspace "
+        "'none'/'estimated'")
   k = cfg.attack.subspace_dim
   if k is not None:
     if mode == 'none':
       raise config_lib.ConfigError(
-          "config.attack.subspace_dim: set but config.attack.subspace is 'none'; accepted: None, or "
-          "subspace 'known'/'estimated'")
+          "config.attack.subspace_dim: set but config.attack.subspace is 'none'; accepted: None, "
+          "or subspace 'known'/'estimated'")
     if k > cfg.data.d:
       raise config_lib.ConfigError(
           f'config.attack.subspace_dim: {k} exceeds the input dimension d={cfg.data.d}; accepted: '
@@ -75,7 +76,8 @@ def check(cfg: ml_collections.ConfigDict) -> None:
                                    'subspace pipeline does not pick one)')
     if cfg.victim.train.loss not in ('mse', 'logistic'):
       raise config_lib.ConfigError(
-          f"config.victim.train.loss: invalid value {cfg.victim.train.loss!r} for the subspace pipeline (one output); "
+          f"config.victim.train.loss: invalid value {cfg.victim.train.loss!r} for the subspace "
+          f"pipeline (one output); "
           "accepted: 'mse', 'logistic'")
 
 
@@ -113,14 +115,15 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
   dim = d if basis is None else basis.shape[1]
   sphere = optimize.sphere_constraint(float(np.sqrt(d)))  # ||U z|| = ||z||: U orthonormal
   x0 = sphere(jax.random.normal(keys['init'], (cfg.attack.n_candidates, dim), dtype))
-  init = unified.init_candidates(x0, problem, alpha_mode=cfg.attack.alpha_mode, feature_fn=feature_fn,
-                                 gradient_at=gradient_at, jitter=cfg.attack.jitter)
-  constraint = sphere if cfg.attack.alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
+  alpha_mode, jitter = cfg.attack.alpha_mode, cfg.attack.jitter
+  init = unified.init_candidates(x0, problem, alpha_mode=alpha_mode, feature_fn=feature_fn,
+                                 gradient_at=gradient_at, jitter=jitter)
+  constraint = sphere if alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
   loss_fn = lambda c, prob: unified.candidate_loss(c, prob, feature_fn=feature_fn,
-                                                   gradient_at=gradient_at, jitter=cfg.attack.jitter)
+                                                   gradient_at=gradient_at, jitter=jitter)
   decode = lambda c: unified.candidate_x(c, problem)
   report_features = lambda x: feature_fn(x, problem['weights_trained'])
-  extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=cfg.attack.alpha_mode)
+  extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=alpha_mode)
   return reconstruct.reconstruct_and_report(
       cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=init,
       constraint=constraint, feature_fn=report_features, t0=t0, extra_metrics=extra,
@@ -146,20 +149,21 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
   train_mse = float(prob['train_mse'])
   problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
   basis = None if cfg.attack.subspace == 'none' else np.asarray(meta['basis'])
-  k = cfg.data.d if basis is None else basis.shape[1]
+  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+  k = d if basis is None else basis.shape[1]
   logging.info('random features: n=%d d=%d k=%d p=%d (p/kn=%.3g, p/dn=%.3g) train_mse=%.3g',
-               cfg.data.n, cfg.data.d, k, cfg.victim.p, cfg.victim.p / (k * cfg.data.n), cfg.victim.p / (cfg.data.d * cfg.data.n), train_mse)
+               n, d, k, p, p / (k * n), p / (d * n), train_mse)
   true_basis = meta.get('basis')
-  extra = {'train_mse': train_mse, 'p': cfg.victim.p, 'p_over_dn': cfg.victim.p / (cfg.data.d * cfg.data.n),
-           'p_over_n': cfg.victim.p / cfg.data.n, 'subspace': cfg.attack.subspace, 'subspace_k': int(k)}
+  extra = {'train_mse': train_mse, 'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n,
+           'subspace': cfg.attack.subspace, 'subspace_k': int(k)}
   if true_basis is not None:
-    extra['p_over_kn'] = cfg.victim.p / (true_basis.shape[1] * cfg.data.n)
+    extra['p_over_kn'] = p / (true_basis.shape[1] * n)
   extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
                               np.asarray(x_true)))
   return _reconstruct(
       cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
-      feature_fn=_first_layer_features(cfg.victim.activation, 1), gradient_at='trained', basis=basis,
-      extra=extra, t0=t0,
+      feature_fn=_first_layer_features(cfg.victim.activation, 1), gradient_at='trained',
+      basis=basis, extra=extra, t0=t0,
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
                               'n_candidates', 'activation'] +
                              (['the data subspace U (given)'] if basis is not None else []),
@@ -178,9 +182,10 @@ def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
   opt = optax.sgd(cfg.victim.train.lr)
   if cfg.victim.train.weight_decay > 0:
     opt = optax.chain(optax.add_decayed_weights(cfg.victim.train.weight_decay), opt)
-  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=cfg.victim.train.loss,
-                             optimizer=opt, max_steps=cfg.victim.train.max_steps, tol=cfg.victim.train.tol,
-                             chunk_steps=min(cfg.victim.train.max_steps, 2000))
+  t = cfg.victim.train
+  params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=t.loss,
+                             optimizer=opt, max_steps=t.max_steps, tol=t.tol,
+                             chunk_steps=min(t.max_steps, 2000))
   return {'params0': params0, 'params': params, 'info': info,
           'w1_init': params0['params']['hidden']['kernel'].T,
           'w1': params['params']['hidden']['kernel'].T}
@@ -241,7 +246,8 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   info = net['info']
   if not info['finite']:
     raise errors.ExperimentError(
-        f'victim.train.lr: training diverged at lr={cfg.victim.train.lr} (loss not finite); accepted: a '
+        f'victim.train.lr: training diverged at lr={cfg.victim.train.lr} (loss not finite); '
+        f'accepted: a '
         'smaller train_lr')
   delta_w1 = net['w1'] - net['w1_init']
   delta_w2 = (net['params']['params']['head']['kernel']
@@ -250,7 +256,8 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   est = None
   if cfg.attack.subspace == 'estimated':
     try:
-      est = subspace_lib.estimate_subspace(delta_w1, cfg.attack.subspace_dim, cfg.attack.subspace_noise_floor)
+      est = subspace_lib.estimate_subspace(delta_w1, cfg.attack.subspace_dim,
+                                           cfg.attack.subspace_noise_floor)
     except subspace_lib.SubspaceError as e:
       raise errors.ExperimentError(str(e)) from None
     basis = est['basis']
@@ -269,8 +276,9 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   problem = {'weights_trained': net['w1'], 'weights_initial': net['w1_init'],
              'target': delta_w2.reshape(-1)}
   extra = {'train_steps_taken': info['steps'], 'train_final_loss': info['final_loss'],
-           'train_reached_tol': info['reached_tol'], 'width': cfg.victim.width, 'p': cfg.victim.width,
-           'p_over_dn': cfg.victim.width / (cfg.data.d * cfg.data.n), 'weight_decay': cfg.victim.train.weight_decay,
+           'train_reached_tol': info['reached_tol'], 'width': cfg.victim.width,
+           'p': cfg.victim.width, 'p_over_dn': cfg.victim.width / (cfg.data.d * cfg.data.n),
+           'weight_decay': cfg.victim.train.weight_decay,
            'subspace': cfg.attack.subspace, 'subspace_k': int(k),
            'delta_w1_rel': float(jnp.linalg.norm(delta_w1) / jnp.linalg.norm(net['w1_init']))}
   if true_basis is not None:
@@ -291,8 +299,8 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
                               None if x_true is None else np.asarray(x_true)))
   return _reconstruct(
       cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
-      feature_fn=_first_layer_features(cfg.victim.activation, 1), gradient_at=cfg.attack.gradient_at,
-      basis=basis, extra=extra, t0=t0,
+      feature_fn=_first_layer_features(cfg.victim.activation, 1),
+      gradient_at=cfg.attack.gradient_at, basis=basis, extra=extra, t0=t0,
       threat_model={'known': ['W1, W2 at initialisation and after training', 'n_candidates',
                               'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)', 'the data subspace'
