@@ -794,7 +794,7 @@ claim(NET, '| ViT (flattened tokens, width {160}), 10 dn | 0 / shadow 1000 | 5.3
 claim(NET, '| ViT (flattened tokens, width 160), 10 dn | 1 / 2 | 5.9e-3 / 3.2e-2 | – | '
       '1.3e-3 / 7.0e-3 | {1.7e-4} / {2.9e-3} |',
       lambda: (net_pair('vit', 'digits', 10, 1)[1], net_pair('vit', 'digits', 10, 2)[1]))
-claim(NET, "| ViT, zero head (`head_init='zeros'`, width {160}), 10 dn | 0 / 1 / 2 | "
+claim(NET, "| ViT, zero head (`victim.head_init='zeros'`, width {160}), 10 dn | 0 / 1 / 2 | "
       '1.8e-3 / 1.1e-2 / 9.8e-3 | – | 2.3e-4 / 1.0e-3 / 8.5e-4 | {3.8e-6} / {7.4e-5} / {8.2e-5} |',
       lambda: (net_field(ZERO, 'digits', 10, 0, 'width'),
                *net(ZERO, 'digits', 10, 'projection_loss_at_truth', None)))
@@ -1413,8 +1413,8 @@ TRAINED_MEANS = [
     '| unseen | 0,1,2 | {0.107} ± {0.042} ({0.06}–{0.14}) | {0.267} ± {0.058} | {0.317} ± {0.012} |',
 ]
 TUNE_TABLE = [
-    "| `kkt_layers='hidden_0,head'`, free pixels | {0.08} | {0.24} | {0.295} | {20} | {0.0346} | {303} |",
-    "| + `candidate_subspace='first_layer'` (k = 50), constant lr | {0.26} | {0.42} | {0.346} | {27} | {0.0352} | {313} |",
+    "| `attack.kkt_layers='hidden_0,head'`, free pixels | {0.08} | {0.24} | {0.295} | {20} | {0.0346} | {303} |",
+    "| + `attack.candidate_subspace='first_layer'` (k = 50), constant lr | {0.26} | {0.42} | {0.346} | {27} | {0.0352} | {313} |",
     '| + cosine lr schedule to 5% | {0.28} | {0.42} | {0.349} | {22} | {0.0376} | {293} |',
     '| `unseen` reference (no attack) | {0.12} | {0.26} | {0.281} | {33} | – | {24} |',
 ]
