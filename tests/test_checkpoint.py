@@ -14,7 +14,7 @@ import numpy as np
 import optax
 import pytest
 
-from recon import checkpoint, errors, pipelines, report
+from recon import checkpoint, errors, pipelines, report, runs
 from recon.pipelines import random_features as rf_pipeline
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
@@ -93,6 +93,16 @@ def test_config_differences_rule():
       saved, _changed(saved, {'attack.lr': 1.0, 'seed': 3, 'attack.max_steps': 10}))
   assert [d.split(' ')[0] for d in diff] == ['attack.lr', 'attack.max_steps', 'seed']
   assert checkpoint.config_differences(saved, dict(saved, extra=1)) == ['extra (None -> 1)']
+
+
+def test_a_checkpoint_from_before_the_sections_is_refused_in_one_line(tmp_path, monkeypatch):
+  """A workdir checkpointed by a recon whose config was flat cannot be resumed: one line."""
+  monkeypatch.setattr(checkpoint, 'saved_steps', lambda workdir: [100])
+  monkeypatch.setattr(checkpoint, 'read_config', lambda workdir: {'n': 4, 'lr': 2.0})
+  with pytest.raises(errors.ExperimentError, match=r'^run\.resume: .* no sections .* a fresh '
+                     r'--workdir') as e:
+    runs.prepare_run_workdir(str(tmp_path), tiny_config({'run.resume': True}))
+  assert '\n' not in str(e.value)
 
 
 def test_checkpoints_written_and_pruned(unbroken):
