@@ -96,6 +96,16 @@ def test_config_differences_rule():
   assert checkpoint.config_differences(saved, dict(saved, extra=1)) == ['extra (None -> 1)']
 
 
+def test_a_checkpoint_from_before_the_sections_is_refused_in_one_line(tmp_path, monkeypatch):
+  """A workdir checkpointed by a recon whose config was flat cannot be resumed: one line."""
+  monkeypatch.setattr(checkpoint, 'saved_steps', lambda workdir: [100])
+  monkeypatch.setattr(checkpoint, 'read_config', lambda workdir: {'n': 4, 'lr': 2.0})
+  with pytest.raises(errors.ExperimentError, match=r'^run\.resume: .* no sections .* a fresh '
+                     r'--workdir') as e:
+    runs.prepare_run_workdir(str(tmp_path), tiny_config({'run.resume': True}))
+  assert '\n' not in str(e.value)
+
+
 def test_checkpoints_written_and_pruned(unbroken):
   assert checkpoint.saved_steps(unbroken) == [300, 400]  # checkpoint_keep = 2
   assert checkpoint.read_config(unbroken)['attack']['max_steps'] == 400

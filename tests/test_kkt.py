@@ -240,6 +240,16 @@ def test_neuron_gram_rank():
   assert homogeneous.neuron_gram_rank(w, x) == (3, 3)  # Sym^2 of the 2-dim span of x
 
 
+def test_kkt_victims_need_two_classes_or_more():
+  from recon import errors, victims
+  from recon.pipelines import kkt as ke
+  from configs import kkt_synthetic
+  c = kkt_synthetic.get_config()
+  c.data.num_classes = 1  # valid for a network's scalar output, not for the KKT labels
+  with pytest.raises(errors.ExperimentError, match=r'^data\.num_classes: 1 .* accepted: >= 2'):
+    ke.task(victims.resolve(c))
+
+
 def test_eliminate_rejects_split_lambda_min_and_box():
   from recon import errors, victims
   from recon.pipelines import kkt as ke

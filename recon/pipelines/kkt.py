@@ -31,6 +31,10 @@ OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 def task(cfg) -> Tuple[str, int, str]:
   """(label kind, model outputs, training loss) from objective and data.num_classes."""
+  if cfg.data.num_classes < 2:
+    raise errors.ExperimentError(
+        f'data.num_classes: {cfg.data.num_classes} for a homogeneous_mlp victim; accepted: >= 2 '
+        '(2: binary labels +-1)')
   if cfg.attack.objective == 'kkt_binary' and cfg.data.num_classes != 2:
     raise errors.ExperimentError(
         f'data.num_classes: {cfg.data.num_classes} with objective kkt_binary; accepted: 2 '
