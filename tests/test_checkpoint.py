@@ -456,14 +456,15 @@ def test_the_key_tree_of_a_seed_is_the_one_results_were_made_with():
 
 # Escalation (recon/escalate.py) keeps host-side state (trace of losses, counters, key) that
 # rides in the checkpoint like the re-seeder's.
-ESCALATE = dict(escalate='auto', escalate_every=50, escalate_window=100,
-                escalate_trial_steps=50, escalate_restart_after=0, checkpoint_every_steps=100)
+ESCALATE = {'attack.escalate.mode': 'auto', 'attack.escalate.every': 50,
+            'attack.escalate.window': 100, 'attack.escalate.trial_steps': 50,
+            'attack.escalate.restart_after': 0, 'run.checkpoint_every_steps': 100}
 
 
 @pytest.mark.slow  # ~25 CPU-s: the escalation programs compile for this run
 def test_resume_with_escalation_after_crash_is_bit_for_bit(tmp_path):
   unbroken = str(tmp_path / 'unbroken')
-  pipelines.run(tiny_config(**ESCALATE), unbroken)
+  pipelines.run(tiny_config(ESCALATE), unbroken)
   # An escalation was tried before the crash point: a resumed run that forgot it differs.
   assert _saved_aux(unbroken, 300)['escalate']['tried'] >= 1
   workdir = str(tmp_path / 'crashed')
@@ -471,6 +472,6 @@ def test_resume_with_escalation_after_crash_is_bit_for_bit(tmp_path):
   shutil.rmtree(os.path.join(workdir, 'checkpoints', '400'))
   for name in ('summary.json', 'reconstruction.npz'):
     os.remove(os.path.join(workdir, name))
-  resumed = pipelines.run(tiny_config(resume=True, **ESCALATE), workdir)
+  resumed = pipelines.run(tiny_config({'run.resume': True, **ESCALATE}), workdir)
   assert resumed['resumed_from_step'] == 300
   assert_same_outputs(unbroken, workdir)
