@@ -21,7 +21,7 @@ placeholder = ml_collections.config_dict.placeholder
 def data() -> ml_collections.ConfigDict:
   """The training set (recon/data): synthetic_sphere 10 x 10, labels with noise 0.5."""
   c = ml_collections.ConfigDict()
-  c.name = 'synthetic_sphere'  # recon.data.DATASETS
+  c.name = 'synthetic_sphere'  # a registered data set (recon/data: recon.registry.names('dataset'))
   c.dir = placeholder(str)  # a folder of downloaded files (cifar10, ...); None: the default cache
   c.n = 10
   c.d = 10
@@ -41,7 +41,7 @@ def data() -> ml_collections.ConfigDict:
 def victim() -> ml_collections.ConfigDict:
   """The model under attack: random features p = 1000, relu+tanh; the GD trainer's defaults."""
   c = ml_collections.ConfigDict()
-  c.name = 'random_features'  # recon.config.MODELS
+  c.name = 'random_features'  # a registered victim (recon.registry.names('victim'))
   c.p = 1000  # random features: the number of features
   c.width = 250  # trained networks: hidden width
   c.depth = 1  # hidden layers / blocks
@@ -82,7 +82,7 @@ def victim() -> ml_collections.ConfigDict:
 def attack() -> ml_collections.ConfigDict:
   """The objective, the optimiser and its rescue steps (each with its defaults)."""
   c = ml_collections.ConfigDict()
-  c.objective = 'projection'  # recon.config.OBJECTIVES
+  c.objective = 'projection'  # a registered objective (recon.registry.names('objective'))
   c.n_candidates = placeholder(int)  # None: n (2n for the KKT attacks)
   c.optimizer = 'sgd'  # recon.optimize.OPTIMIZERS
   c.lr = 5.0

@@ -16,22 +16,16 @@ import math
 import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from recon import data, features, optimize, precision, splitting
+from recon import data, features, optimize, precision, registry, splitting
 from recon.io import flatten
 from recon.errors import ReconError
-from recon.models import networks, train
-from recon.objectives import kkt, projection_streamed, unified
+# The built-in victims, objectives and data sets register themselves where they are defined
+# (recon/registry.py); importing their modules here makes every built-in name known.
+from recon.models import homogeneous, networks, random_features, train  # noqa: F401
+from recon.objectives import kkt, projection, projection_streamed, unified  # noqa: F401
 
 DTYPES = ('float32', 'float64')
-MODELS = ('random_features', 'random_features_gd', 'two_layer', 'resnet', 'vit',
-          'homogeneous_mlp')
-# Models trained by GD and attacked through their last layer's parameter-Jacobian.
-NETWORK_MODELS = ('random_features_gd', 'two_layer', 'resnet', 'vit')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
-# Reconstruction objectives (`attack.objective`): 'projection' (random features, networks),
-# 'unified' (recon/pipelines/subspace.py: inside a known / estimated subspace, or the
-# full-space baseline with attack.subspace 'none'), the KKT conditions of homogeneous MLPs.
-OBJECTIVES = ('projection', 'unified', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 
 class ConfigError(ReconError, ValueError):
@@ -95,7 +89,7 @@ SCHEMA: Dict[str, Any] = {
     'name': Spec(str),
     'seed': Spec(int, low=0),
     'data': dict(
-        name=Spec(str, choices=lambda: data.DATASETS),
+        name=Spec(str, choices=lambda: registry.names('dataset')),
         dir=Spec(str, optional=True),
         n=_positive_int(),
         d=_positive_int(),
@@ -110,7 +104,7 @@ SCHEMA: Dict[str, Any] = {
         binary_rule=Spec(str, choices=('classes', 'parity')),
     ),
     'victim': dict(
-        name=Spec(str, choices=lambda: MODELS),
+        name=Spec(str, choices=lambda: registry.names('victim')),
         p=_positive_int(),
         width=_positive_int(),
         depth=_positive_int(),
@@ -142,7 +136,7 @@ SCHEMA: Dict[str, Any] = {
         ),
     ),
     'attack': dict(
-        objective=Spec(str, choices=lambda: OBJECTIVES),
+        objective=Spec(str, choices=lambda: registry.names('objective')),
         n_candidates=Spec(int, low=1, optional=True),
         optimizer=Spec(str, choices=lambda: optimize.OPTIMIZERS),
         lr=Spec(float, low=0.0, low_open=True),

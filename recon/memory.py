@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Tuple
 
+from recon import registry
 from recon.errors import ExperimentError
 
 
@@ -27,7 +28,7 @@ def _itemsize(config: Any) -> int:
 def n_candidates(config: Any) -> int:
   m = config.attack.n_candidates
   if m is None:
-    m = 2 * config.data.n if config.victim.name == 'homogeneous_mlp' else config.data.n
+    m = registry.lookup('victim', config.victim.name).candidates_per_sample * config.data.n
   return int(m) * int(config.attack.restarts or 1)
 
 
@@ -45,8 +46,7 @@ def estimate_bytes(config: Any) -> int:
   """Rough peak bytes of the dominant arrays of one run of `config` (see the module doc)."""
   n, d, m = int(config.data.n), int(config.data.d), n_candidates(config)
   itemsize = _itemsize(config)
-  model = config.victim.name
-  if model == 'random_features':
+  if registry.lookup('victim', config.victim.name).pipeline == 'random_features':
     p = int(config.victim.p)
     if _lean(config, itemsize):
       p = min(p, int(config.victim.feature_chunk))

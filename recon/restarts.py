@@ -17,26 +17,30 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from recon import registry
 from recon.errors import ExperimentError
 
 Array = jax.Array
 LossFn = Callable[[Array, Any], Array]
 
-# config.victim.name values whose pipeline optimises one (m, d) candidate array and so can stack
-# K of them: the random-features model and the networks reconstructed from their head.
-RESTART_MODELS = ('random_features', 'two_layer', 'resnet', 'vit', 'random_features_gd')
+
+
+def restartable_victims() -> Tuple[str, ...]:
+  """The registered victims whose attack optimises one (m, d) candidate array and so can
+  stack K of them (`Victim.restartable`: random features, the networks attacked by their head)."""
+  return tuple(name for name, v in registry.items('victim') if v.restartable)
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
   """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
   output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
-  splitting, feature sharding, a subspace search or a pipeline outside `RESTART_MODELS`.
+  splitting, feature sharding, a subspace search or a victim that is not restartable.
   Escalation (recon/escalate.py) is off with K > 1: the restarts are the escalation."""
   k = cfg.attack.restarts
   if k == 1:
     return
   conflicts = []
-  if cfg.victim.name not in RESTART_MODELS or cfg.attack.subspace != 'none':
+  if cfg.victim.name not in restartable_victims() or cfg.attack.subspace != 'none':
     conflicts.append(f"model {cfg.victim.name!r}, subspace {cfg.attack.subspace!r}")
   if cfg.attack.optimizer == 'lbfgs':
     conflicts.append("optimizer 'lbfgs'")
@@ -50,7 +54,7 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
     raise ExperimentError(
         f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: "
         f"attack.restarts "
-        f"1, or model in {', '.join(RESTART_MODELS)} (subspace 'none') with optimizer 'sgd' or "
+        f"1, or model in {', '.join(sorted(restartable_victims()))} (subspace 'none') with optimizer 'sgd' or "
         "'adam', reseed_every 0, split 'none' and feature_shards 1")
 
 

@@ -1,13 +1,15 @@
-"""Which pipeline a config takes, by name (no pipeline is imported here).
+"""Which pipeline runs a config: a lookup in the registry, never a list of names.
 
-The registry `recon.pipelines` maps these names to modules; the lower layers
-(`recon.victims`) ask this module, so they never import a pipeline.
+The objective's registered pipeline when it owns one (the KKT conditions, the unified
+subspace objective; a subspace search or a free alpha also take the subspace pipeline),
+else the victim's. The pipelines register their runners under these names
+(recon/pipelines); nothing here imports them, so the lower layers (`recon.victims`) can ask.
 """
 from __future__ import annotations
 
 import ml_collections
 
-from recon import config as config_lib
+from recon import registry
 from recon.errors import ExperimentError
 
 SUBSPACE = 'subspace'
@@ -22,19 +24,25 @@ def uses_subspace_pipeline(cfg: ml_collections.ConfigDict) -> bool:
   configs/two_layer_subspace.py sets the objective; configs/two_layer.py (objective
   'projection') runs the generic network pipeline (recon/pipelines/networks.py) instead.
   """
-  return (cfg.attack.objective == 'unified' or cfg.attack.subspace != 'none'
-          or cfg.attack.alpha_mode != 'closed_form')
+  return (registry.lookup('objective', cfg.attack.objective).pipeline == SUBSPACE
+          or cfg.attack.subspace != 'none' or cfg.attack.alpha_mode != 'closed_form')
+
+
+def victim_pipeline(cfg: ml_collections.ConfigDict) -> str:
+  """The pipeline that trains and attacks `victim.name` (its registration)."""
+  return registry.lookup('victim', cfg.victim.name).pipeline
 
 
 def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
-  """The name of the pipeline that runs `cfg` (a resolved config); one-line error if none."""
+  """The name of the pipeline that runs `cfg` (a resolved config); one-line error when the
+  objective does not take this victim."""
+  victim = victim_pipeline(cfg)
+  objective = registry.lookup('objective', cfg.attack.objective)
+  if victim not in objective.pipelines:
+    takes = sorted(name for name, o in registry.items('objective') if victim in o.pipelines)
+    raise ExperimentError(
+        f'attack.objective: {cfg.attack.objective!r} does not attack victim.name '
+        f'{cfg.victim.name!r}; accepted for that victim: {", ".join(takes)}')
   if uses_subspace_pipeline(cfg):
     return SUBSPACE
-  if cfg.victim.name == 'random_features':
-    return RANDOM_FEATURES
-  if cfg.victim.name == 'homogeneous_mlp':
-    return KKT
-  if cfg.victim.name in config_lib.NETWORK_MODELS:
-    return NETWORKS
-  raise ExperimentError(f'victim.name: unknown name {cfg.victim.name!r}; accepted: '
-                        f'{", ".join(config_lib.MODELS)}')
+  return objective.pipeline or victim

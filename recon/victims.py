@@ -1,8 +1,8 @@
 """The victim model: where it comes from, what a saved one fixes, what it records.
 
 `resolve` gives a run's config with a saved model's fields adopted
-(`apply_model_checkpoint`: `MODEL_FIELDS` for random features, `FLAX_MODELS` for
-Flax architectures); `model_source` / `load_model` / `keep_model` read and keep
+(`apply_model_checkpoint`: the fields each registered victim's saved model fixes,
+recon/registry.py); `model_source` / `load_model` / `keep_model` read and keep
 WORKDIR/model; `data_description` and `model_training_data` are what a saved model
 records of its training set (`DATA_FIELDS`) and how a run gets that set back for
 scoring; `check_model_checkpoint` refuses a saved model a pipeline cannot attack.
@@ -20,7 +20,7 @@ import numpy as np
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, io, routes, runs
+from recon import data, io, registry, routes, runs
 from recon.errors import ExperimentError
 from recon.models import checkpoint as model_ckpt
 
@@ -38,31 +38,11 @@ def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
   if cfg.attack.n_candidates is None and cfg.attack.knows_n:
     with cfg.ignore_type():
-      # KKT attacks use 2n candidates (Haim et al.); the projection loss on random features n.
-      mlp = cfg.victim.name == 'homogeneous_mlp'
-      cfg.attack.n_candidates = 2 * cfg.data.n if mlp else cfg.data.n
+      # KKT attacks use 2n candidates (Haim et al.); the projection loss n.
+      per_sample = registry.lookup('victim', cfg.victim.name).candidates_per_sample
+      cfg.attack.n_candidates = per_sample * cfg.data.n
   return cfg
 
-
-# Model fields a model checkpoint fixes (they replace the config's values): {hparam: path}.
-MODEL_FIELDS = {'random_features': {'p': 'victim.p', 'd': 'data.d',
-                                    'activation': 'victim.activation'}}
-
-# Flax architectures: (config.victim.name values that run them, {hparam: config path}). The
-# checkpoint's hparams replace those config fields (logged); a config.victim.name outside the
-# tuple is refused. HomogeneousMLP's `widths` sets width and depth (all widths equal).
-_NET = {'width': 'victim.width', 'out_dim': 'data.num_classes', 'activation': 'victim.activation'}
-FLAX_MODELS = {
-    'TwoLayer': (('two_layer',), _NET),
-    'RandomFeatures': (('random_features_gd',), _NET),
-    'ResNet': (('resnet',), {**_NET, 'depth': 'victim.depth', 'pool': 'victim.pool'}),
-    'ViT': (('vit',), {**_NET, 'depth': 'victim.depth', 'patch_size': 'victim.patch_size',
-                       'num_heads': 'victim.num_heads', 'pool': 'victim.pool'}),
-    'HomogeneousMLP': (('homogeneous_mlp',), {'activation': 'victim.activation',
-                                              'alpha': 'victim.act_alpha',
-                                              'init_scale': 'victim.init_scale',
-                                              'first_init_scale': 'victim.first_init_scale'}),
-}
 
 # Config fields that determine a run's training data (data.load / the KKT labels): a
 # saved model records them (model.json's data.config, under these names: the file format
@@ -79,14 +59,15 @@ def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
                  path: str) -> Dict[str, Any]:
   """{config field: value} a Flax checkpoint fixes; one-line refusal on a wrong model."""
   arch = meta['architecture']
-  models, fields = FLAX_MODELS[arch]
+  models = registry.victims_with_architecture(arch)
   if cfg.victim.name not in models:
     raise ExperimentError(
         f'victim.name: {cfg.victim.name!r} but victim.checkpoint {path} holds a {arch} '
         f'(flax:{arch}); accepted: model {" or ".join(repr(m) for m in models)} with this '
         'checkpoint')
+  entry = registry.lookup('victim', cfg.victim.name)
   hp = meta['hparams']
-  out = {field: hp[name] for name, field in fields.items() if name in hp}
+  out = {field: hp[name] for name, field in entry.checkpoint_fields.items() if name in hp}
   if arch == 'TwoLayer' and routes.uses_subspace_pipeline(cfg):
     out.pop('data.num_classes', None)
     if hp.get('out_dim', 1) != 1:
@@ -94,19 +75,18 @@ def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
           f'victim.checkpoint: {path} holds a TwoLayer with out_dim={hp.get("out_dim")}; the '
           "subspace pipeline (attack.objective 'unified') attacks one output; accepted: "
           "out_dim 1, or attack.objective 'projection' (configs/two_layer.py)")
-  if arch == 'HomogeneousMLP':
-    widths = list(hp.get('widths') or [])
-    if not widths or len(set(widths)) != 1:
-      raise ExperimentError(f'victim.checkpoint: {path} holds a HomogeneousMLP with widths '
-                            f'{widths}; accepted: equal hidden widths (victim.width, victim.depth)')
-    out.update({'victim.width': widths[0], 'victim.depth': len(widths)})
-    if out.get('victim.act_alpha') is None:
-      out.pop('victim.act_alpha', None)
+  if entry.from_checkpoint is not None:
+    try:
+      out.update(entry.from_checkpoint(hp))
+    except registry.RegistryError as e:
+      raise ExperimentError(f'{e} ({path})') from None
+  if 'victim.act_alpha' in out and out['victim.act_alpha'] is None:
+    out.pop('victim.act_alpha')
   data_meta = meta.get('data') or {}
   shape = data_meta.get('input_shape')
   if shape:
     out['data.d'] = int(np.prod(shape))
-    if len(shape) == 3 and cfg.victim.name in ('resnet', 'vit'):
+    if len(shape) == 3 and entry.image_input:
       out['data.image_shape'] = tuple(int(s) for s in shape)
   return out
 
@@ -131,19 +111,19 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
   if meta['kind'] == 'flax':
     fields = _flax_fields(cfg, meta, path)
   else:
-    if cfg.victim.name not in ('random_features',):
+    if cfg.victim.name != meta['kind']:
       raise ExperimentError(f'victim.name: {cfg.victim.name!r} but victim.checkpoint {path} '
-                            "holds a 'random_features' model; accepted: model 'random_features' with "
-                            'this checkpoint')
-    fields = {path: meta['hparams'][name]
-              for name, path in MODEL_FIELDS['random_features'].items()}
+                            f"holds a {meta['kind']!r} model; accepted: model {meta['kind']!r} "
+                            'with this checkpoint')
+    fields = {field: meta['hparams'][name] for name, field in
+              registry.lookup('victim', meta['kind']).checkpoint_fields.items()}
   with cfg.ignore_type():
     changed = []
-    for path, value in fields.items():
-      old = config_lib.get_path(cfg, path)
+    for field, value in fields.items():
+      old = config_lib.get_path(cfg, field)
       if old != value and not (isinstance(value, tuple) and tuple(old or ()) == value):
-        changed.append(f'{path}={value!r}')
-      config_lib.set_path(cfg, path, value)
+        changed.append(f'{field}={value!r}')
+      config_lib.set_path(cfg, field, value)
     if meta.get('n') is not None:
       cfg.data.n = meta['n']
   if changed:
@@ -236,7 +216,7 @@ def initial_params_needed(cfg: ml_collections.ConfigDict) -> Optional[str]:
   if routes.uses_subspace_pipeline(cfg):
     return ('attack.subspace: the subspace pipeline attacks dW2 = W2(T) - W2(0) (and estimates the '
             'subspace from dW1, features at W1(0))')
-  if cfg.victim.name in config_lib.NETWORK_MODELS:
+  if routes.victim_pipeline(cfg) == routes.NETWORKS:
     if cfg.attack.knows_init:
       return 'attack.knows_init: True attacks theta = W_L(T) - W_L(0)'
     if cfg.attack.jacobian_at != 'trained':
@@ -245,6 +225,14 @@ def initial_params_needed(cfg: ml_collections.ConfigDict) -> Optional[str]:
   if cfg.victim.name == 'homogeneous_mlp' and cfg.attack.kkt_target == 'delta':
     return "attack.kkt_target: 'delta' attacks theta(T) - theta(0)"
   return None
+
+
+def check_victim(cfg: ml_collections.ConfigDict) -> None:
+  """The registered victim's own cross-field checks of the victim section (one line)."""
+  check = registry.lookup('victim', cfg.victim.name).check
+  message = check(cfg.victim) if check is not None else None
+  if message:
+    raise ExperimentError(message)
 
 
 def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:

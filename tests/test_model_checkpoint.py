@@ -54,7 +54,7 @@ ARCHS = {
 
 
 def test_every_architecture_is_registered():
-  assert sorted(ARCHS) == sorted(model_ckpt.ARCHITECTURES)
+  assert sorted(ARCHS) == sorted(model_ckpt.architectures())
 
 
 @pytest.mark.parametrize('name', sorted(ARCHS))

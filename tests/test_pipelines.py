@@ -1,10 +1,10 @@
-"""The registry: every shipped config goes to the pipeline that ran it before the split."""
+"""The pipelines: every shipped config goes to the pipeline that ran it before the split."""
 import importlib.util
 import os
 
 import pytest
 
-from recon import pipelines, routes
+from recon import pipelines, registry, routes
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs')
 
@@ -33,10 +33,23 @@ def test_every_config_file_is_listed():
 @pytest.mark.parametrize('name', sorted(EXPECTED))
 def test_pipeline_for_config(name):
   cfg = _config(name)
-  assert pipelines.pipeline_for(cfg) is pipelines.PIPELINES[EXPECTED[name]]
+  assert pipelines.pipeline_for(cfg) is registry.lookup('pipeline', EXPECTED[name])
   assert routes.pipeline_name(cfg) == EXPECTED[name]
 
 
-def test_every_pipeline_has_run():
-  for module in pipelines.PIPELINES.values():
-    assert callable(module.run)
+def test_every_pipeline_is_registered_with_run():
+  assert set(registry.names('pipeline')) == set(EXPECTED.values())
+  for _, pipeline in registry.items('pipeline'):
+    assert callable(pipeline.run)
+
+
+@pytest.mark.parametrize('victim,objective,accepted', [
+    ('two_layer', 'kkt_binary', 'projection, unified'),
+    ('homogeneous_mlp', 'unified', 'kkt_binary, kkt_general, kkt_multiclass, projection'),
+])
+def test_an_objective_that_does_not_take_the_victim_is_refused(victim, objective, accepted):
+  cfg = _config('base')
+  cfg.victim.name, cfg.attack.objective = victim, objective
+  with pytest.raises(Exception, match=f"^attack.objective: '{objective}' does not attack "
+                     f"victim.name '{victim}'; accepted for that victim: {accepted}$"):
+    routes.pipeline_name(cfg)

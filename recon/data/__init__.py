@@ -47,7 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 
 # The public API: every name below stays importable as recon.data.NAME.
-from recon.data.base import (CIFAR10_FILES, CIFAR10_NAMES, CIFAR10_PAGE, DATASETS, LUMA,  # noqa: F401
+from recon import registry
+from recon.data.base import (CIFAR10_FILES, CIFAR10_NAMES, CIFAR10_PAGE, LUMA,  # noqa: F401
                              MNIST_FILES, MNIST_PAGE, NATIVE, PATCH, PHOTO_POSITIVE, PHOTOS,
                              PIXEL_RANGE, PREPROCESS, DataError)
 from recon.data.bundled import (LFW_NAMES, PATCHES_PER_PHOTO, PHOTO_LABEL_RULE, cut_patches,  # noqa: F401
@@ -132,25 +133,42 @@ def _load_patches(config: Any, key: Array, shape, classes):
 
 
 def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict[str, Any]]:
-  """Returns (X (n, d), y (n,), meta) for `config.name` (see the module docstring)."""
-  name = config.name
-  if name == 'synthetic_sphere':
-    x, y = synthetic_sphere(key, config.n, config.d, config.label_noise, dtype)
-    return x, y, {'name': name, 'image_shape': None, 'preprocess': None,
-                  'row_norms': np.full(config.n, np.sqrt(config.d))}
-  if name == 'synthetic_subspace':
-    k = config.planted_dim
-    if k is None or not 1 <= k <= config.d:
-      raise DataError(f'config.data.planted_dim: invalid value {k!r} for synthetic_subspace; '
-                      f'accepted: an int in 1..d = {config.d}')
-    x, y, basis = synthetic_subspace(key, config.n, config.d, k, config.label_noise, dtype)
-    return x, y, {'name': name, 'image_shape': None, 'preprocess': None, 'basis': basis,
-                  'planted_dim': k, 'row_norms': np.full(config.n, np.sqrt(config.d))}
-  if name in NATIVE:
-    x, y, meta = load_images(config, key)
-    y = jnp.asarray(y, jnp.int32 if y.dtype.kind == 'i' else dtype)
-    return jnp.asarray(x, dtype), y, meta
-  raise DataError(f'config.data.name: unknown name {name!r}; accepted: {", ".join(DATASETS)}')
+  """Returns (X (n, d), y (n,), meta) for `config.name`: the loader registered under that
+  name (recon/registry.py; the built-in ones below, see the module docstring)."""
+  return registry.lookup('dataset', config.name)(config, key, dtype)
+
+
+def names() -> Tuple[str, ...]:
+  """The registered data set names (`data.name`)."""
+  return registry.names('dataset')
+
+
+def _load_sphere(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  x, y = synthetic_sphere(key, config.n, config.d, config.label_noise, dtype)
+  return x, y, {'name': config.name, 'image_shape': None, 'preprocess': None,
+                'row_norms': np.full(config.n, np.sqrt(config.d))}
+
+
+def _load_subspace(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  k = config.planted_dim
+  if k is None or not 1 <= k <= config.d:
+    raise DataError(f'config.data.planted_dim: invalid value {k!r} for synthetic_subspace; '
+                    f'accepted: an int in 1..d = {config.d}')
+  x, y, basis = synthetic_subspace(key, config.n, config.d, k, config.label_noise, dtype)
+  return x, y, {'name': config.name, 'image_shape': None, 'preprocess': None, 'basis': basis,
+                'planted_dim': k, 'row_norms': np.full(config.n, np.sqrt(config.d))}
+
+
+def _load_image_set(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  x, y, meta = load_images(config, key)
+  y = jnp.asarray(y, jnp.int32 if y.dtype.kind == 'i' else dtype)
+  return jnp.asarray(x, dtype), y, meta
+
+
+registry.register('dataset', 'synthetic_sphere', _load_sphere)
+registry.register('dataset', 'synthetic_subspace', _load_subspace)
+for _name in NATIVE:  # digits, cifar10, mnist, lfw_faces, photo_patches
+  registry.register('dataset', _name, _load_image_set)
 
 
 def describe(meta: Dict[str, Any]) -> Dict[str, Any]:

@@ -5,8 +5,6 @@ import numpy as np
 
 from recon.errors import ExperimentError
 
-DATASETS = ('synthetic_sphere', 'synthetic_subspace', 'digits', 'cifar10', 'mnist',
-            'lfw_faces', 'photo_patches')
 PREPROCESS = ('sphere', 'standardize', 'center', 'none')
 
 CIFAR10_PAGE = 'https://www.cs.toronto.edu/~kriz/cifar.html'

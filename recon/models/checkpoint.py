@@ -8,7 +8,8 @@ Layout of a model folder (e.g. WORKDIR/model/):
 
 `kind` is 'random_features' (trained = {'theta'}, extras = {'v_key'}; V is
 regenerated from its key, V_ij ~ N(0, 1/d)) or 'flax' (trained and initial =
-Flax params of `ARCHITECTURES[architecture](**hparams)`; extras['collections']
+Flax params of `architectures()[architecture](**hparams)`: the Flax classes of the
+registered victims, recon/registry.py; extras['collections']
 holds the module's other variable collections, e.g. RandomFeatures' fixed V).
 `initial`, `extras` and `truth` ({'x', 'y'}: the training set, when known) are
 optional; `parts` lists the ones present. `data` (optional, JSON) describes the
@@ -34,21 +35,21 @@ import orbax.checkpoint as ocp
 import jax.numpy as jnp
 
 from recon import io as recon_io
+from recon import registry
 from recon.errors import ReconError
-from recon.models import homogeneous, networks
+# The built-in architectures register themselves with their victims (recon/registry.py).
+from recon.models import homogeneous, networks  # noqa: F401  pylint: disable=unused-import
 
 FORMAT = 'recon.model/1'
 KINDS = ('random_features', 'flax')
 PARTS = ('trained', 'initial', 'extras', 'truth')
 
-# Flax architectures a checkpoint can name; hparams are the module's constructor arguments.
-ARCHITECTURES: Dict[str, Callable[..., Any]] = {
-    'TwoLayer': networks.TwoLayer,
-    'RandomFeatures': networks.RandomFeatures,
-    'ResNet': networks.ResNet,
-    'ViT': networks.ViT,
-    'HomogeneousMLP': homogeneous.HomogeneousMLP,
-}
+
+
+def architectures() -> Dict[str, Callable[..., Any]]:
+  """{class name: Flax class} a checkpoint can name: the registered victims' architectures;
+  hparams are the module's constructor arguments."""
+  return registry.architectures()
 
 
 class ModelCheckpointError(ReconError, ValueError):
@@ -64,7 +65,7 @@ class ModelCheckpoint:
   initial: Any = None
   extras: Optional[Dict[str, Any]] = None
   truth: Optional[Dict[str, Any]] = None  # {'x': (n, ...), 'y': (n, ...)} when known
-  architecture: Optional[str] = None  # flax only: a key of ARCHITECTURES
+  architecture: Optional[str] = None  # flax only: a key of architectures()
   n: Optional[int] = None  # training-set size, when known (sets n_candidates' default)
   info: Dict[str, Any] = dataclasses.field(default_factory=dict)
   data: Optional[Dict[str, Any]] = None  # description of the training set (JSON), no arrays
@@ -77,7 +78,7 @@ class ModelCheckpoint:
     if isinstance(kwargs.get('param_dtype'), str):
       kwargs['param_dtype'] = jnp.dtype(kwargs['param_dtype'])
     try:
-      return ARCHITECTURES[self.architecture](**kwargs)
+      return architectures()[self.architecture](**kwargs)
     except TypeError as e:
       raise ModelCheckpointError(f'hparams: {e} for architecture {self.architecture!r}') from None
 
@@ -114,9 +115,9 @@ def flax_hparams(module) -> Tuple[str, Dict[str, Any]]:
   only matter for `init`, never for `apply`.
   """
   name = type(module).__name__
-  if ARCHITECTURES.get(name) is not type(module):
+  if architectures().get(name) is not type(module):
     raise ModelCheckpointError(f'architecture: unknown {name!r}; accepted: '
-                               f'{", ".join(sorted(ARCHITECTURES))}')
+                               f'{", ".join(sorted(architectures()))}')
   out = {}
   for field in dataclasses.fields(module):
     if field.name in ('parent', 'name') or not field.init:
@@ -190,9 +191,9 @@ def save(path: str, model: ModelCheckpoint) -> None:
   """Writes `model` to the folder `path` (replacing an existing model there)."""
   if model.kind not in KINDS:
     raise ModelCheckpointError(f'kind: unknown {model.kind!r}; accepted: {", ".join(KINDS)}')
-  if model.kind == 'flax' and model.architecture not in ARCHITECTURES:
+  if model.kind == 'flax' and model.architecture not in architectures():
     raise ModelCheckpointError(f'architecture: unknown {model.architecture!r}; accepted: '
-                               f'{", ".join(sorted(ARCHITECTURES))}')
+                               f'{", ".join(sorted(architectures()))}')
   tree = {k: _arrays(getattr(model, k)) for k in PARTS if getattr(model, k) is not None}
   leaves = jax.tree.leaves(tree['trained'])
   meta = {
@@ -253,10 +254,10 @@ def read_metadata(path: str) -> Dict[str, Any]:
     raise ModelCheckpointError(f'victim.checkpoint: {file} lacks '
                                f'{", ".join(missing) or "the trained parameters"}; accepted: '
                                f'a {FORMAT} model.json with hparams and parts incl. trained')
-  if meta['kind'] == 'flax' and meta.get('architecture') not in ARCHITECTURES:
+  if meta['kind'] == 'flax' and meta.get('architecture') not in architectures():
     raise ModelCheckpointError(
         f'victim.checkpoint: architecture {meta.get("architecture")!r} unknown; accepted: '
-        f'{", ".join(sorted(ARCHITECTURES))}')
+        f'{", ".join(sorted(architectures()))}')
   return meta
 
 

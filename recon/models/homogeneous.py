@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from recon import features
+from recon import features, registry
 
 Array = jax.Array
 
@@ -269,3 +269,23 @@ def neuron_gram_rank(first_layer: Array, x: Optional[Array] = None,
   q = np.stack([np.outer(v, v)[iu] for v in w])
   sv = np.linalg.svd(q, compute_uv=False)
   return int(np.sum(sv > rel_tol * sv[0])), int(k * (k + 1) // 2)
+
+
+def _widths_fields(hparams) -> Dict[str, Any]:
+  """victim.width and victim.depth of a saved HomogeneousMLP (its widths all equal)."""
+  widths = list(hparams.get('widths') or [])
+  if not widths or len(set(widths)) != 1:
+    raise registry.RegistryError(
+        f'victim.checkpoint: holds a HomogeneousMLP with widths {widths}; accepted: equal '
+        'hidden widths (victim.width, victim.depth)')
+  return {'victim.width': widths[0], 'victim.depth': len(widths)}
+
+
+# The KKT pipeline's victim (recon/pipelines/kkt.py builds it with the attack's dtype);
+# Haim et al.'s attack uses 2n candidates.
+registry.register('victim', 'homogeneous_mlp', registry.Victim(
+    pipeline='kkt', architecture=HomogeneousMLP, restartable=False, candidates_per_sample=2,
+    checkpoint_fields={'activation': 'victim.activation', 'alpha': 'victim.act_alpha',
+                       'init_scale': 'victim.init_scale',
+                       'first_init_scale': 'victim.first_init_scale'},
+    from_checkpoint=_widths_fields))

@@ -17,7 +17,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from recon import features
+from recon import features, registry
 
 # W ~ N(0, 1 / fan_in) (the paper's initialisation; jax's 'normal' is untruncated).
 fan_in_normal = nn.initializers.variance_scaling(1.0, 'fan_in', 'normal')
@@ -170,3 +170,35 @@ def check_image_shape(image_shape: Sequence[int], patch_size: int | None = None)
   if patch_size is not None and (image_shape[0] % patch_size or image_shape[1] % patch_size):
     raise ValueError(f'victim.patch_size: {patch_size} does not divide image_shape '
                      f'{tuple(image_shape)}; accepted: a divisor of height and width')
+
+
+# Victims built from the `victim` section (registered once, here; recon/registry.py).
+# A saved model of each fixes these config fields ({hyper-parameter: config path}).
+_SAVED = {'width': 'victim.width', 'out_dim': 'data.num_classes',
+          'activation': 'victim.activation'}
+
+
+def _vit_check(v) -> str | None:
+  if v.num_heads and v.width % v.num_heads:
+    return (f'victim.num_heads: {v.num_heads} does not divide victim.width={v.width}; '
+            'accepted: a divisor of the width')
+  return None
+
+
+registry.register('victim', 'two_layer', registry.Victim(
+    pipeline='networks', architecture=TwoLayer, checkpoint_fields=_SAVED,
+    build=lambda v, c: TwoLayer(v.width, c, v.activation, head_init=v.head_init)))
+registry.register('victim', 'random_features_gd', registry.Victim(
+    pipeline='networks', architecture=RandomFeatures, checkpoint_fields=_SAVED,
+    build=lambda v, c: RandomFeatures(v.width, c, v.activation, head_init=v.head_init)))
+registry.register('victim', 'resnet', registry.Victim(
+    pipeline='networks', architecture=ResNet, image_input=True,
+    checkpoint_fields={**_SAVED, 'depth': 'victim.depth', 'pool': 'victim.pool'},
+    build=lambda v, c: ResNet(v.width, c, v.depth, v.activation, v.pool,
+                              head_init=v.head_init)))
+registry.register('victim', 'vit', registry.Victim(
+    pipeline='networks', architecture=ViT, image_input=True, check=_vit_check,
+    checkpoint_fields={**_SAVED, 'depth': 'victim.depth', 'patch_size': 'victim.patch_size',
+                       'num_heads': 'victim.num_heads', 'pool': 'victim.pool'},
+    build=lambda v, c: ViT(v.width, c, v.depth, v.patch_size, v.num_heads, v.activation,
+                           v.pool, head_init=v.head_init)))

@@ -10,7 +10,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from recon import precision
+from recon import precision, registry
 
 Array = jax.Array
 
@@ -43,3 +43,10 @@ def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
 def train_mse(phi: Array, theta: Array, y: Array) -> Array:
   """Mean squared error of phi(x)^T theta on the training set."""
   return jnp.mean((jnp.matmul(phi, theta, precision=precision.HIGHEST) - y) ** 2)
+
+
+# f(x) = sigma(V x)^T theta with theta* = Phi^+ y (recon/pipelines/random_features.py); a
+# saved one (kind 'random_features') fixes p, d and the activation.
+registry.register('victim', 'random_features', registry.Victim(
+    pipeline='random_features',
+    checkpoint_fields={'p': 'victim.p', 'd': 'data.d', 'activation': 'victim.activation'}))

@@ -24,6 +24,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
+from recon import registry
 from recon.models import homogeneous
 
 Array = jax.Array
@@ -311,3 +312,10 @@ def subspace_constraint(base: Callable[[Dict[str, Array]], Dict[str, Array]], ba
     state = base(state)
     return dict(state, x=(state['x'] @ basis) @ basis.T)
   return project
+
+
+# The KKT conditions of a homogeneous MLP trained toward max margin (Haim et al.; Buzaglo et
+# al.), built by the KKT pipeline (recon/pipelines/kkt.py) for each label kind.
+for _kind in KINDS:
+  registry.register('objective', f'kkt_{_kind}', registry.Objective(
+      pipeline='kkt', pipelines=('kkt',)))

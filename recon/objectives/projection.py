@@ -22,6 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from recon import registry
+
 Array = jax.Array
 
 DEFAULT_JITTER = 1e-6
@@ -112,3 +114,10 @@ def check_condition(gram: np.ndarray, jitter: float = DEFAULT_JITTER,
                     'relative error of alpha ~ %.1g); candidates may have collapsed, or use '
                     "--config.run.dtype=float64", cond, gram.dtype, cond * unit)
   return cond
+
+
+# The law's objective: one loss on the candidates' features, for every victim whose pipeline
+# builds features (sigma(V x) of random features, the head's Jacobian rows of a network, the
+# KKT pipeline's projection variant).
+registry.register('objective', 'projection', registry.Objective(
+    loss=projection_loss, pipelines=('random_features', 'networks', 'kkt')))

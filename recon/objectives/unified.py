@@ -22,6 +22,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from recon import registry
 from recon.objectives import projection
 
 Array = jax.Array
@@ -118,3 +119,9 @@ def init_candidates(x0: Array, problem: Dict[str, Any], *, alpha_mode: str,
     return {'x': x0, 'alpha': optimal_alpha(f, t, jitter)}
   raise ValueError(f'attack.alpha_mode: unknown name {alpha_mode!r}; accepted: '
                    f'{", ".join(ALPHA_MODES)}')
+
+
+# Owned by the subspace pipeline (recon/pipelines/subspace.py), which attacks a random-features
+# model or a two-layer network inside a known / estimated subspace.
+registry.register('objective', 'unified', registry.Objective(
+    pipeline='subspace', pipelines=('random_features', 'networks')))

@@ -1,36 +1,30 @@
-"""The pipelines and the registry from a config to the one that runs it.
+"""The pipelines, and the single-run entry point from a config to the one that runs it.
 
   random_features  theta* = Phi^+ y of a random-features model (projection attack)
   networks         last layer of a GD-trained Flax network (two_layer, resnet, vit, ...)
   subspace         unified objective inside a known / estimated data subspace
   kkt              KKT conditions of a homogeneous MLP trained toward max margin
 
-Each module has `run(cfg, workdir, dtype, resuming)`; `pipeline_for(cfg)` picks it
-(by `recon.routes.pipeline_name`) and `run(config, workdir)` is the single-run entry
-point behind `recon.main`: resolve the config, refuse bad input before compute,
-apply the workdir rules, hand over to the pipeline.
+Each module registers a `registry.Pipeline` (its `run(cfg, workdir, dtype, resuming)` and
+its checks) under its name; `pipeline_for(cfg)` looks up the one `recon.routes.pipeline_name`
+names, and `run(config, workdir)` is the single-run entry point behind `recon.main`:
+resolve the config, refuse bad input before compute, apply the workdir rules, hand over.
 """
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any, Dict
 
 import ml_collections
 
-from recon import precision, restarts, routes, runs, victims
-from recon.pipelines import kkt, networks, random_features, subspace
-
-PIPELINES: Dict[str, ModuleType] = {
-    routes.SUBSPACE: subspace,
-    routes.RANDOM_FEATURES: random_features,
-    routes.KKT: kkt,
-    routes.NETWORKS: networks,
-}
+from recon import precision, registry, restarts, routes, runs, victims
+# Importing the pipelines registers them (and, through them, every built-in victim,
+# objective and data set).
+from recon.pipelines import kkt, networks, random_features, subspace  # noqa: F401  pylint: disable=unused-import
 
 
-def pipeline_for(cfg: ml_collections.ConfigDict) -> ModuleType:
-  """The pipeline module that runs `cfg` (a resolved config)."""
-  return PIPELINES[routes.pipeline_name(cfg)]
+def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
+  """The registered pipeline that runs `cfg` (a resolved config)."""
+  return registry.lookup('pipeline', routes.pipeline_name(cfg))
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
@@ -40,8 +34,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   victims.check_model_checkpoint(cfg)
   restarts.check_config(cfg)
   pipeline = pipeline_for(cfg)
-  if pipeline is networks:
-    networks.check_config(cfg)
+  victims.check_victim(cfg)
+  if pipeline.check is not None:
+    pipeline.check(cfg)
   resuming = runs.prepare_run_workdir(workdir, cfg)
   dtype = runs.set_dtype(cfg.run.dtype)
   precision.apply_matmul_precision(cfg.run.matmul_precision)  # every program of the run

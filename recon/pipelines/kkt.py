@@ -19,14 +19,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, errors, optimize, reconstruct, runs, splitting, victims
+from recon import data, errors, optimize, reconstruct, registry, routes, runs, splitting, victims
 from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous
 from recon.objectives import kkt, projection
 
 Array = jax.Array
 
-OBJECTIVES = ('projection', 'kkt_binary', 'kkt_multiclass', 'kkt_general')
 
 
 def task(cfg) -> Tuple[str, int, str]:
@@ -391,3 +390,6 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   model = victims.load_model(source)
   x, labels, meta = victims.model_training_data(cfg, model, load)
   return run_on_data(cfg, workdir, x, labels, meta, dtype, t0, model=model, source=source)
+
+
+registry.register('pipeline', routes.KKT, registry.Pipeline(run=run, check=check_attack_config))

@@ -30,13 +30,10 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, driver, errors, optimize, reconstruct, restarts, runs, victims
+from recon import data, driver, errors, optimize, reconstruct, registry, restarts, routes, runs, victims
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
-
-IMAGE_MODELS = ('resnet', 'vit')
-
 
 def _fail(message: str):
   raise errors.ExperimentError(message)
@@ -50,8 +47,9 @@ def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str,
   """
   d = cfg.data.d if d is None else d
   shape = (meta or {}).get('image_shape') or cfg.data.image_shape
+  image_input = registry.lookup('victim', cfg.victim.name).image_input
   if shape is None:
-    if cfg.victim.name in IMAGE_MODELS:
+    if image_input:
       _fail(f'data.image_shape: required for model {cfg.victim.name!r} with dataset '
             f'{cfg.data.name!r}; accepted: (height, width, channels) with '
             'height*width*channels = d')
@@ -67,29 +65,18 @@ def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str,
   return shape
 
 
-# config.victim.name -> the Flax module it names, built from the config's fields.
-BUILDERS = {
-    'two_layer': lambda cfg, c, act: networks.TwoLayer(
-        cfg.victim.width, c, act, head_init=cfg.victim.head_init),
-    'random_features_gd': lambda cfg, c, act: networks.RandomFeatures(
-        cfg.victim.width, c, act, head_init=cfg.victim.head_init),
-    'resnet': lambda cfg, c, act: networks.ResNet(cfg.victim.width, c, cfg.victim.depth, act,
-                                                  cfg.victim.pool,
-                                                  head_init=cfg.victim.head_init),
-    'vit': lambda cfg, c, act: networks.ViT(cfg.victim.width, c, cfg.victim.depth,
-                                            cfg.victim.patch_size, cfg.victim.num_heads,
-                                            act, cfg.victim.pool,
-                                            head_init=cfg.victim.head_init),
-}
-
-
 def build_model(cfg: ml_collections.ConfigDict):
-  """The Flax module named by config.victim.name (`BUILDERS`)."""
-  builder = BUILDERS.get(cfg.victim.name)
-  if builder is None:
-    _fail(f'victim.name: unknown network {cfg.victim.name!r}; accepted: two_layer, resnet, vit, '
-          'random_features_gd')
-  return builder(cfg, cfg.data.num_classes, cfg.victim.activation)
+  """The Flax module of the registered victim `victim.name`, from the victim section."""
+  build = registry.lookup('victim', cfg.victim.name).build
+  if build is None:
+    _fail(f'victim.name: {cfg.victim.name!r} builds no network; accepted: '
+          f'{", ".join(n for n, v in registry.items("victim") if v.build is not None)}')
+  return build(cfg.victim, cfg.data.num_classes)
+
+
+def input_shape_of(cfg: ml_collections.ConfigDict, image_shape):
+  """The per-row input shape the module sees: the image shape for image victims, else None."""
+  return image_shape if registry.lookup('victim', cfg.victim.name).image_input else None
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
@@ -107,10 +94,6 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
           "'trained' when attack.knows_init=False")
   if cfg.data.name == 'synthetic_sphere':
     network_image_shape(cfg)
-  if cfg.victim.name == 'vit' and cfg.victim.num_heads:
-    if cfg.victim.width % cfg.victim.num_heads:
-      _fail(f'victim.num_heads: {cfg.victim.num_heads} does not divide '
-            f'victim.width={cfg.victim.width}; accepted: a divisor of the width')
 
 
 # attack.jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
@@ -150,7 +133,7 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   other collections, training info and the data description; not the data)."""
   n, d = x_true.shape
   image_shape = network_image_shape(cfg, meta, d)
-  input_shape = image_shape if cfg.victim.name in IMAGE_MODELS else None
+  input_shape = input_shape_of(cfg, image_shape)
   model = build_model(cfg)
   layer = cfg.attack.last_layer
   c = cfg.data.num_classes
@@ -245,7 +228,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
           f'{tuple(desc["input_shape"])} but the data rows have d={d}; accepted: data of that '
           'shape')
   image_shape = network_image_shape(cfg, meta, d)
-  input_shape = image_shape if cfg.victim.name in IMAGE_MODELS else None
+  input_shape = input_shape_of(cfg, image_shape)
   module = model.module()
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
@@ -269,8 +252,10 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   feature_params = feature_points(jacobian_at, params0, params_t)
   average = jacobian_at == 'midpoint'
   problem = {'params': feature_params, 'theta': theta}
-  loss_fn = lambda xh, prob: parameter_gradients.jacobian_projection_loss(
-      xh, prob, apply_fn=apply, layer=layer, jitter=cfg.attack.jitter, average=average)
+  objective = registry.lookup('objective', cfg.attack.objective).loss  # on the features
+  jitter = cfg.attack.jitter
+  loss_fn = lambda xh, prob: objective(parameter_gradients.stacked_jacobian(  # noqa: E731
+      apply, prob['params'], xh, layer=layer, average=average), prob['theta'], jitter)
   feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
                                                                layer=layer, average=average)
   attack_loss, x0, decode = restarts.with_restarts(
@@ -314,3 +299,6 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
                                    'rows)'}[jacobian_at],
                     'attacker_knows_init': knows_init,
                     'attacker_knows_n': cfg.attack.knows_n})
+
+
+registry.register('pipeline', routes.NETWORKS, registry.Pipeline(run=run, check=check_config))

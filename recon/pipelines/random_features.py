@@ -24,8 +24,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import (data, distributed, driver, features, optimize, precision, restarts, runs,
-                   splitting)
+from recon import (data, distributed, driver, features, optimize, precision, registry, restarts,
+                   routes, runs, splitting)
 from recon.errors import ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -325,3 +325,6 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
       refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
       threat_model=RF_THREAT_MODEL, decode=decode, certify_theta=problem['theta'])
+
+
+registry.register('pipeline', routes.RANDOM_FEATURES, registry.Pipeline(run=run))

@@ -23,7 +23,7 @@ import optax
 from absl import logging
 
 from recon import config as config_lib
-from recon import data, errors, features, optimize, reconstruct, routes, runs, victims
+from recon import data, errors, features, optimize, reconstruct, registry, routes, runs, victims
 from recon import subspace as subspace_lib
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
@@ -305,3 +305,6 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
                               'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)', 'the data subspace'
                                 if cfg.attack.subspace != 'known' else '(subspace given)']})
+
+
+registry.register('pipeline', routes.SUBSPACE, registry.Pipeline(run=run, check=check))

@@ -1,0 +1,165 @@
+"""Every name a config can hold, registered once beside what it names.
+
+A registry is a table per kind of thing: `kind -> {name -> entry}`. The module that
+defines a victim, an objective, a data set, an optimiser or a pipeline registers it
+where it is defined (breaching's `objective_lookup`, done as a call at the definition):
+
+    registry.register('victim', 'two_layer', registry.Victim(pipeline='networks', ...))
+
+and every other module looks it up (`lookup('victim', cfg.victim.name)`) instead of
+keeping a list of names. A new victim is one module that registers itself plus one
+config; tests/test_registry.py registers a toy victim and a toy objective from the test
+file and runs them end to end without touching a library file.
+
+Kinds and their entries:
+
+  victim     `Victim`: which pipeline trains and attacks it, the Flax module it builds
+             from the `victim` section, the hyper-parameters a saved model fixes
+  objective  `Objective`: a loss on candidate features (projection-type objectives) or
+             the pipeline that owns it (KKT, unified)
+  dataset    a loader `(data section, key, dtype) -> (X (n, d), y (n,), meta)`
+  pipeline   `Pipeline`: `run(cfg, workdir, dtype, resuming) -> summary` and its checks
+
+This module is the lowest layer of the house: it imports nothing of `recon` but the
+error type, so every module can register itself.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+
+from recon.errors import ReconError
+
+KINDS = ('victim', 'objective', 'dataset', 'pipeline')
+# The config field that names an entry of each kind (used in error messages).
+FIELD = {'victim': 'victim.name', 'objective': 'attack.objective', 'dataset': 'data.name',
+         'pipeline': 'pipeline'}
+
+_TABLES: Dict[str, Dict[str, Any]] = {kind: {} for kind in KINDS}
+
+
+class RegistryError(ReconError, ValueError):
+  """An unknown or doubly registered name; the message is one line naming the accepted ones."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Victim:
+  """What a victim name means.
+
+  pipeline            the pipeline that trains (or loads) and attacks it ('random_features',
+                      'networks', 'kkt'); a registered pipeline name
+  build               (victim section, num_classes) -> the Flax module (networks, kkt)
+  architecture        the Flax class a saved model of it holds (model.json names it by
+                      its class name); None for the random-features model (kind
+                      'random_features')
+  checkpoint_fields   {hyper-parameter: config path} a saved model fixes (its values
+                      replace the config's)
+  from_checkpoint     optional (hparams) -> {config path: value}: fields derived otherwise
+                      (HomogeneousMLP's `widths` -> victim.width, victim.depth)
+  image_input         rows are reshaped to data.image_shape before the module
+  restartable         the attack optimises one (m, d) candidate array, so
+                      attack.restarts > 1 can stack K of them
+  candidates_per_sample  attack.n_candidates defaults to this times n (Haim et al.'s
+                      KKT attack: 2n)
+  check               optional (victim section) -> an error message or None: cross-field
+                      checks of the section, before any compute
+  """
+  pipeline: str
+  build: Optional[Callable[[Any, int], Any]] = None
+  architecture: Optional[type] = None
+  checkpoint_fields: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  from_checkpoint: Optional[Callable[[Mapping[str, Any]], Dict[str, Any]]] = None
+  image_input: bool = False
+  restartable: bool = True
+  candidates_per_sample: int = 1
+  check: Optional[Callable[[Any], Optional[str]]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """What an objective name means.
+
+  loss        (features (rows, p), target (p,), jitter) -> scalar: an objective on the
+              candidates' features, applied by every pipeline in `pipelines`
+              (the projection loss ||P_perp theta||^2 / ||theta||^2 is one)
+  pipeline    the pipeline that owns the objective (its loss is built there: the KKT
+              conditions, the unified subspace objective); None: the victim's pipeline
+  pipelines   the victims' pipelines whose attack accepts `loss`
+  """
+  loss: Optional[Callable[..., Any]] = None
+  pipeline: Optional[str] = None
+  pipelines: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+  """How a pipeline runs: `run(cfg, workdir, dtype, resuming) -> summary`, and `check(cfg)`,
+  its cross-field refusals (one-line errors), called before the workdir is touched."""
+  run: Callable[..., Dict[str, Any]]
+  check: Optional[Callable[[Any], None]] = None
+
+
+def register(kind: str, name: str, entry: Any) -> Any:
+  """Adds `entry` under `name` (once: a second registration of a name is an error)."""
+  table = _table(kind)
+  if name in table and table[name] is not entry:
+    raise RegistryError(f'{kind} {name!r}: registered twice; accepted: one registration per name')
+  table[name] = entry
+  return entry
+
+
+def unregister(kind: str, name: str) -> None:
+  """Removes a name (tests that register toys clean up with it)."""
+  _table(kind).pop(name, None)
+
+
+@contextlib.contextmanager
+def registered(kind: str, name: str, entry: Any) -> Iterator[Any]:
+  """Registers `entry` for the duration of a `with` block."""
+  register(kind, name, entry)
+  try:
+    yield entry
+  finally:
+    unregister(kind, name)
+
+
+def names(kind: str) -> Tuple[str, ...]:
+  """The registered names of a kind, sorted (registration order depends on import order)."""
+  return tuple(sorted(_table(kind)))
+
+
+def lookup(kind: str, name: str) -> Any:
+  """The entry registered under `name`; a one-line RegistryError naming the config field,
+  the closest names and all accepted ones otherwise."""
+  table = _table(kind)
+  if name not in table:
+    close = difflib.get_close_matches(str(name), list(table), n=3, cutoff=0.6)
+    hint = f' (did you mean {", ".join(close)}?)' if close else ''
+    raise RegistryError(f'{FIELD[kind]}: unknown name {name!r}{hint}; accepted: '
+                        f'{", ".join(sorted(table))}')
+  return table[name]
+
+
+def items(kind: str) -> Tuple[Tuple[str, Any], ...]:
+  return tuple(_table(kind).items())
+
+
+def victims_with_architecture(architecture: str) -> Tuple[str, ...]:
+  """The victim names whose saved models hold the Flax class named `architecture`."""
+  return tuple(name for name, v in items('victim')
+               if v.architecture is not None and v.architecture.__name__ == architecture)
+
+
+def architectures() -> Dict[str, type]:
+  """{class name: Flax class} of every registered victim's architecture (what a saved
+  model's `architecture` may name)."""
+  return {v.architecture.__name__: v.architecture for _, v in items('victim')
+          if v.architecture is not None}
+
+
+def _table(kind: str) -> Dict[str, Any]:
+  if kind not in _TABLES:
+    raise RegistryError(f'registry kind {kind!r}: unknown; accepted: {", ".join(KINDS)}')
+  return _TABLES[kind]
