@@ -66,6 +66,14 @@ def victim() -> ml_collections.ConfigDict:
   c.weight_rng = 'threefry'
   # A saved model (recon.model/1 folder, or a run's workdir) to attack instead of training one.
   c.checkpoint = placeholder(str)
+  # Its format: 'recon' (a recon.model/1 folder or a run's workdir), 'orbax' (a params tree
+  # saved by orbax), 'msgpack' (flax.serialization), 'safetensors' (a PyTorch MLP's
+  # state_dict, victim 'torch_mlp'); docs/audit.md.
+  c.format = 'recon'
+  c.init_checkpoint = placeholder(str)  # the initial params, same format (attacks using W(0))
+  c.layer = placeholder(str)  # the attacked parameter collection (None: the last one, the head)
+  c.module = placeholder(str)  # victim 'flax_module': 'package.module:ClassName'
+  c.module_kwargs = placeholder(dict)  # its constructor arguments
   # Training of GD-trained victims (networks, homogeneous MLPs, the subspace two-layer net).
   t = c.train = ml_collections.ConfigDict()
   t.loss = 'mse'  # recon.models.train.LOSSES
@@ -96,7 +104,6 @@ def attack() -> ml_collections.ConfigDict:
   c.lbfgs_memory = 10  # optimizer 'lbfgs'
   c.lbfgs_linesearch_steps = 20
   # Trained networks: which parameters are read and what the attacker knows.
-  c.last_layer = 'head'
   c.jacobian_at = 'trained'  # or 'init_and_trained' / 'midpoint' (need knows_init)
   c.knows_init = True
   c.knows_n = True

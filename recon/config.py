@@ -16,16 +16,21 @@ import math
 import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
+import ml_collections
+
 from recon import data, features, optimize, precision, registry, splitting
 from recon.io import flatten
 from recon.errors import ReconError
 # The built-in victims, objectives and data sets register themselves where they are defined
 # (recon/registry.py); importing their modules here makes every built-in name known.
-from recon.models import homogeneous, networks, random_features, train  # noqa: F401
+from recon.models import foreign, homogeneous, networks, random_features, train  # noqa: F401
 from recon.objectives import kkt, projection, projection_streamed, unified  # noqa: F401
 
 DTYPES = ('float32', 'float64')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
+# Fields whose value is a dict of free keys (a user module's constructor arguments).
+DICT_FIELDS = ('victim.module_kwargs',)
+DICT_KINDS = (dict, ml_collections.ConfigDict)
 
 
 class ConfigError(ReconError, ValueError):
@@ -124,6 +129,12 @@ SCHEMA: Dict[str, Any] = {
         feature_shards=_positive_int(),
         weight_rng=Spec(str, choices=lambda: features.WEIGHT_RNGS),
         checkpoint=Spec(str, optional=True),
+        # A model saved outside recon (recon/models/foreign.py; docs/audit.md).
+        format=Spec(str, choices=lambda: foreign.FORMATS),
+        init_checkpoint=Spec(str, optional=True),
+        layer=Spec(str, optional=True),  # the attacked parameter collection; None: the last
+        module=Spec(str, optional=True),  # victim 'flax_module': 'package.module:ClassName'
+        module_kwargs=Spec(DICT_KINDS, optional=True),  # its constructor arguments (JSON values)
         train=dict(
             loss=Spec(str, choices=train.LOSSES),
             lr=Spec(float, low=0.0, low_open=True, optional=True),
@@ -149,7 +160,6 @@ SCHEMA: Dict[str, Any] = {
         jitter=Spec(float, low=0.0),
         lbfgs_memory=_positive_int(),
         lbfgs_linesearch_steps=_positive_int(),
-        last_layer=Spec(str),
         jacobian_at=Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
         knows_init=Spec(bool),
         knows_n=Spec(bool),
@@ -326,7 +336,7 @@ def validate(config: Any) -> None:
       name in config and not hasattr(config[name], 'items') for name in SECTIONS):
     raise ConfigError('config: not in sections; accepted: a config that starts from '
                       'configs/base.py (fields data.*, victim.*, attack.*, run.*, seed, name)')
-  fields = flatten({k: v for k, v in config.items() if k != 'sweep'})
+  fields = flatten({k: v for k, v in config.items() if k != 'sweep'}, leaves=DICT_FIELDS)
   for path, spec in FIELDS.items():
     if path not in fields:
       raise ConfigError(f'config.{path}: missing; accepted: a config that starts from '
@@ -384,7 +394,7 @@ def _kinds(spec: Spec) -> tuple:
 
 
 # Fields holding a path; `resolve_paths` makes them absolute against the working directory.
-PATH_FIELDS = ('victim.checkpoint', 'data.dir')
+PATH_FIELDS = ('victim.checkpoint', 'victim.init_checkpoint', 'data.dir')
 
 
 def resolve_paths(config: Any) -> None:

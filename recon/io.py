@@ -96,12 +96,13 @@ def write_bytes(path: str, data: bytes) -> None:
   _atomic_write(path, lambda f: f.write(data))
 
 
-def flatten(config: Any, prefix: str = '') -> dict:
-  """{dotted path: value} of a nested ConfigDict or dict (sections are walked, not values)."""
+def flatten(config: Any, prefix: str = '', leaves: tuple = ()) -> dict:
+  """{dotted path: value} of a nested ConfigDict or dict (sections are walked, not values;
+  the paths in `leaves` are values even when they hold a dict)."""
   out = {}
   for name, value in config.items():
-    if hasattr(value, 'items'):
-      out.update(flatten(value, f'{prefix}{name}.'))
+    if hasattr(value, 'items') and prefix + name not in leaves:
+      out.update(flatten(value, f'{prefix}{name}.', leaves))
     else:
       out[prefix + name] = value
   return out

@@ -58,7 +58,8 @@ class Victim:
                       replace the config's)
   from_checkpoint     optional (hparams) -> {config path: value}: fields derived otherwise
                       (HomogeneousMLP's `widths` -> victim.width, victim.depth)
-  image_input         rows are reshaped to data.image_shape before the module
+  image_input         rows are reshaped to data.image_shape before the module (True: it
+                      is required; None: when data.image_shape is set)
   restartable         the attack optimises one (m, d) candidate array, so
                       attack.restarts > 1 can stack K of them
   candidates_per_sample  attack.n_candidates defaults to this times n (Haim et al.'s
@@ -71,7 +72,7 @@ class Victim:
   architecture: Optional[type] = None
   checkpoint_fields: Mapping[str, str] = dataclasses.field(default_factory=dict)
   from_checkpoint: Optional[Callable[[Mapping[str, Any]], Dict[str, Any]]] = None
-  image_input: bool = False
+  image_input: Optional[bool] = False
   restartable: bool = True
   candidates_per_sample: int = 1
   check: Optional[Callable[[Any], Optional[str]]] = None

@@ -23,6 +23,7 @@ from recon import config as config_lib
 from recon import data, io, registry, routes, runs
 from recon.errors import ExperimentError
 from recon.models import checkpoint as model_ckpt
+from recon.models import foreign
 
 Array = jax.Array
 
@@ -91,6 +92,32 @@ def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
   return out
 
 
+# The victims that read models saved outside recon, and the formats each reads.
+FOREIGN = {'flax_module': foreign.FLAX_FORMATS, 'torch_mlp': ('safetensors',)}
+
+
+def check_format(cfg: ml_collections.ConfigDict) -> None:
+  """victim.format agrees with victim.name, and a model saved outside recon is given."""
+  v = cfg.victim
+  formats = FOREIGN.get(v.name, ('recon',))
+  if v.format not in formats:
+    raise ExperimentError(f'victim.format: {v.format!r} with victim.name {v.name!r}; accepted: '
+                          f'{", ".join(repr(f) for f in formats)}')
+  if v.name in FOREIGN and not v.checkpoint:
+    raise ExperimentError(f'victim.checkpoint: required for victim.name {v.name!r} (recon '
+                          'attacks your saved model; to train a module here, register it: '
+                          'docs/extending.md); accepted: a path')
+  if v.name == 'flax_module' and not v.module:
+    raise ExperimentError("victim.module: required for victim.name 'flax_module'; accepted: "
+                          "'package.module:ClassName'")
+  if v.init_checkpoint and not v.checkpoint:
+    raise ExperimentError('victim.init_checkpoint: set without victim.checkpoint; accepted: '
+                          'None, or both')
+  if v.init_checkpoint and v.name not in FOREIGN:
+    raise ExperimentError(f'victim.init_checkpoint: a recon model holds its own initial '
+                          f'parameters; accepted with victim.name {v.name!r}: None')
+
+
 def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """Reads victim.checkpoint's metadata (cheap, before compute) and adopts its model fields.
 
@@ -101,8 +128,18 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
   so the attack.n_candidates default).
   """
   path = cfg.victim.checkpoint
+  check_format(cfg)
   if not path:
     return cfg
+  if cfg.victim.format == 'safetensors':  # a PyTorch MLP fixes d
+    _, _, d = foreign.torch_mlp(foreign.read_state_dict(path), cfg.victim.activation)
+    if d != cfg.data.d:
+      logging.info('victim.checkpoint %s sets data.d=%d', path, d)
+    cfg = ml_collections.ConfigDict(cfg.to_dict())
+    cfg.data.d = d
+    return cfg
+  if cfg.victim.format != 'recon':
+    return cfg  # a Flax params tree records nothing else: the config describes the model
   try:
     meta = model_ckpt.read_metadata(path)
   except model_ckpt.ModelCheckpointError as e:
@@ -174,9 +211,46 @@ def load_model(source: str) -> model_ckpt.ModelCheckpoint:
   return model
 
 
+def load_victim(cfg: ml_collections.ConfigDict, source: str) -> model_ckpt.ModelCheckpoint:
+  """The model at `source`: a recon.model/1 folder (victim.format 'recon', or the workdir's own
+  copy when resuming), or a model saved outside recon (recon/models/foreign.py)."""
+  if cfg.victim.format == 'recon' or source != cfg.victim.checkpoint:
+    return load_model(source)
+  v = cfg.victim
+  if v.format == 'safetensors':
+    state = foreign.read_state_dict(source)
+    module, params, d = foreign.torch_mlp(state, v.activation)
+    initial = None
+    if v.init_checkpoint:
+      _, initial, _ = foreign.torch_mlp(foreign.read_state_dict(
+          v.init_checkpoint, 'victim.init_checkpoint'), v.activation, 'victim.init_checkpoint')
+    others: Dict[str, Any] = {}
+    hparams = {'widths': list(module.widths), 'activation': v.activation, 'd': d}
+  else:
+    module = foreign.build_flax_module(v)
+    params, others = foreign.read_variables(source, v.format)
+    initial = (foreign.read_params(v.init_checkpoint, v.format, 'victim.init_checkpoint')
+               if v.init_checkpoint else None)
+    hparams = dict(v.module_kwargs or {})
+  shape = tuple(cfg.data.image_shape) if cfg.data.image_shape else (cfg.data.d,)
+  sample = jnp.zeros((1,) + shape, jnp.float32)
+  foreign.check_params_fit(module, params, sample, 'victim.checkpoint')
+  if initial is not None:
+    foreign.check_params_fit(module, initial, sample, 'victim.init_checkpoint')
+  logging.info('loaded %s from %s (victim.format %r)', v.module or 'a PyTorch MLP', source,
+               v.format)
+  return model_ckpt.ModelCheckpoint(
+      kind='flax', hparams=hparams, trained=params, initial=initial,
+      extras={'collections': others} if others else None,
+      architecture=v.module or 'TorchMLP', flax_module=module,
+      info={'source': source, 'format': v.format})
+
+
 def keep_model(workdir: str, model: model_ckpt.ModelCheckpoint, source: Optional[str]) -> None:
   """Saves `victim.name` to WORKDIR/model unless it was read from there."""
   own = os.path.join(workdir, 'model')
+  if model.flax_module is not None:
+    return  # a model saved outside recon: a resume reads the auditor's file again
   if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
     model_ckpt.save(own, model)
 
@@ -199,6 +273,10 @@ def model_training_data(cfg: ml_collections.ConfigDict, model: model_ckpt.ModelC
   data meta): blind metrics only.
   """
   desc = model.data or {}
+  if model.flax_module is not None:  # a model saved outside recon: the data section is its set
+    logging.info('a model saved outside recon: its training set is the data section\'s '
+                 '(data.name %r), used for scoring only', cfg.data.name)
+    return load_fn()
   if model.truth is not None and model.truth.get('x') is not None:
     x, y, meta = model.truth['x'], model.truth.get('y'), dict(desc.get('meta') or {})
     return jnp.asarray(x, runs.set_dtype(cfg.run.dtype)), y, meta
@@ -247,8 +325,16 @@ def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
   if cfg.victim.name == 'homogeneous_mlp' and cfg.attack.kkt_target == 'planted':
     raise ExperimentError("attack.kkt_target: 'planted' is an oracle built from the training run's "
                           "duals; accepted with victim.checkpoint: 'theta', 'delta'")
-  parts = model_ckpt.read_metadata(path)['parts']
   why = initial_params_needed(cfg)
+  if cfg.victim.format != 'recon':
+    if why is not None and not cfg.victim.init_checkpoint:
+      field, reason = why.split(': ', 1)
+      raise ExperimentError(
+          f'{field}: {reason}, but victim.init_checkpoint is not set; accepted: the initial '
+          'parameters in victim.init_checkpoint, or attack.knows_init=False with '
+          "attack.jacobian_at='trained' (configs/audit.py)")
+    return
+  parts = model_ckpt.read_metadata(path)['parts']
   if 'initial' not in parts and why is not None:
     field, reason = why.split(': ', 1)
     raise ExperimentError(

@@ -62,7 +62,7 @@ def test_unreached_tolerance_is_reported(tmp_path):
     (two_layer.get_config, {'victim.name': 'mlp3'}, config_lib.ConfigError, 'config.victim.name'),
     (two_layer.get_config, {'victim.train.loss': 'hinge'}, config_lib.ConfigError,
      'config.victim.train.loss'),
-    (two_layer.get_config, {'attack.last_layer': 'classifier'}, errors.ExperimentError,
+    (two_layer.get_config, {'victim.layer': 'classifier'}, errors.ExperimentError,
      "no parameter collection 'classifier'"),
     (two_layer.get_config, {'victim.train.lr': 1e6}, errors.ExperimentError, 'non-finite'),
     (rf_logistic.get_config, {'data.num_classes': 2}, errors.ExperimentError, 'num_classes'),

@@ -15,7 +15,8 @@ from recon.objectives import projection
 
 def test_every_builtin_name_is_registered_once():
   assert set(registry.names('victim')) == {'random_features', 'random_features_gd', 'two_layer',
-                                           'resnet', 'vit', 'homogeneous_mlp'}
+                                           'resnet', 'vit', 'homogeneous_mlp', 'flax_module',
+                                           'torch_mlp'}
   assert set(registry.names('objective')) == {'projection', 'unified', 'kkt_binary',
                                               'kkt_multiclass', 'kkt_general'}
   assert {'synthetic_sphere', 'synthetic_subspace', 'digits', 'cifar10', 'mnist', 'lfw_faces',
@@ -33,7 +34,7 @@ def test_a_second_registration_of_a_name_is_refused():
 def test_an_unknown_name_is_one_line_with_the_closest_and_the_accepted():
   with pytest.raises(registry.RegistryError,
                      match=r"^victim.name: unknown name 'two_layr' \(did you mean two_layer\?\); "
-                           'accepted: homogeneous_mlp, random_features, '):
+                           'accepted: flax_module, homogeneous_mlp, random_features, '):
     registry.lookup('victim', 'two_layr')
   with pytest.raises(registry.RegistryError, match='^registry kind'):
     registry.names('optimiser')

@@ -69,11 +69,16 @@ class ModelCheckpoint:
   n: Optional[int] = None  # training-set size, when known (sets n_candidates' default)
   info: Dict[str, Any] = dataclasses.field(default_factory=dict)
   data: Optional[Dict[str, Any]] = None  # description of the training set (JSON), no arrays
+  # A model read from outside recon (recon/models/foreign.py): its module, built from the
+  # config; such a model is never written in this format.
+  flax_module: Any = None
 
   def module(self):
     """The Flax module of a 'flax' checkpoint."""
     if self.kind != 'flax':
       raise ModelCheckpointError(f'model kind {self.kind!r} has no Flax module')
+    if self.flax_module is not None:
+      return self.flax_module
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in self.hparams.items()}
     if isinstance(kwargs.get('param_dtype'), str):
       kwargs['param_dtype'] = jnp.dtype(kwargs['param_dtype'])

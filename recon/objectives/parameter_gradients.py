@@ -35,7 +35,7 @@ def check_layer(params: Any, layer: str) -> None:
   """Raises UnknownLayerError (one line, listing the collections) if params has no `layer`."""
   if layer not in params:
     raise UnknownLayerError(
-        f'attack.last_layer: no parameter collection {layer!r} in the model; accepted: '
+        f'victim.layer: no parameter collection {layer!r} in the model; accepted: '
         f'{", ".join(sorted(params))}')
 
 

@@ -24,13 +24,15 @@ import math
 import time
 from typing import Any, Dict, Optional, Tuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import data, driver, errors, optimize, reconstruct, registry, restarts, routes, runs, victims
+from recon import (data, driver, errors, optimize, reconstruct, registry, restarts, routes, runs,
+                   victims)
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
@@ -74,9 +76,32 @@ def build_model(cfg: ml_collections.ConfigDict):
   return build(cfg.victim, cfg.data.num_classes)
 
 
+def last_layer_called(module, sample) -> str:
+  """The top-level parameter collection of the last module the forward pass calls (the
+  output layer of an ordinary network): `victim.layer`'s default. Read from the call order,
+  since a params tree's keys come back sorted from every tree operation."""
+  order = []
+
+  def record(next_fun, args, kwargs, context):
+    path = context.module.scope.path if context.module.scope is not None else ()
+    if context.method_name == '__call__' and path:
+      order.append(path[0])
+    return next_fun(*args, **kwargs)
+
+  with nn.intercept_methods(record):
+    params = jax.eval_shape(module.init, jax.random.PRNGKey(0), sample)['params']
+  called = [name for name in order if name in params]
+  if not called:
+    _fail('victim.layer: the model has no parameter collection; accepted: a model with a '
+          'linear output layer')
+  return called[-1]
+
+
 def input_shape_of(cfg: ml_collections.ConfigDict, image_shape):
-  """The per-row input shape the module sees: the image shape for image victims, else None."""
-  return image_shape if registry.lookup('victim', cfg.victim.name).image_input else None
+  """The per-row input shape the module sees: the image shape for image victims (and for
+  victims that take one when data.image_shape is set), else None."""
+  image_input = registry.lookup('victim', cfg.victim.name).image_input
+  return image_shape if image_input or image_input is None else None
 
 
 def check_config(cfg: ml_collections.ConfigDict) -> None:
@@ -135,12 +160,12 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   image_shape = network_image_shape(cfg, meta, d)
   input_shape = input_shape_of(cfg, image_shape)
   model = build_model(cfg)
-  layer = cfg.attack.last_layer
   c = cfg.data.num_classes
 
   # Shapes only (no compute) to catch a missing layer before training.
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
   shapes = jax.eval_shape(model.init, keys['model'], sample)
+  layer = cfg.victim.layer or last_layer_called(model, sample)
   try:
     parameter_gradients.check_layer(shapes['params'], layer)
   except parameter_gradients.UnknownLayerError as e:
@@ -201,7 +226,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
 
   source = victims.model_source(cfg, workdir, resuming)
   if source:
-    model = victims.load_model(source)
+    model = victims.load_victim(cfg, source)
     x_true, y, meta = victims.model_training_data(cfg, model, load_data)
     if x_true is not None:
       x_true = x_true.reshape(x_true.shape[0], -1)
@@ -233,7 +258,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
   victims.check_flax_params(model, sample)
-  layer = cfg.attack.last_layer
+  layer = cfg.victim.layer or last_layer_called(module, sample)
   try:
     parameter_gradients.check_layer(model.trained, layer)
   except parameter_gradients.UnknownLayerError as e:

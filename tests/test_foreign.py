@@ -1,0 +1,219 @@
+"""Models saved outside recon (recon/models/foreign.py): the auditor's Flax module from
+orbax / msgpack params, a PyTorch MLP's state_dict from safetensors (no torch)."""
+import json
+import os
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import serialization
+from safetensors.numpy import save_file
+
+from configs import base, two_layer
+from recon import main, victims
+from recon.models import checkpoint as model_ckpt
+from recon.models import foreign
+
+
+def _state(rng, sizes, bias=True, gap=2):
+  """An nn.Sequential(Linear, act, Linear, ...) state_dict: Linear i at index gap * i."""
+  out = {}
+  for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    out[f'{gap * i}.weight'] = rng.normal(size=(fan_out, fan_in)).astype(np.float32)
+    if bias:
+      out[f'{gap * i}.bias'] = rng.normal(size=(fan_out,)).astype(np.float32)
+  return out
+
+
+@pytest.mark.parametrize('activation', foreign.TORCH_ACTIVATIONS)
+@pytest.mark.parametrize('bias', [True, False])
+def test_torch_mlp_matches_pytorch_forward_in_numpy(activation, bias, tmp_path):
+  rng = np.random.default_rng(0)
+  state = _state(rng, (7, 16, 9, 3), bias=bias)
+  path = str(tmp_path / 'mlp.safetensors')
+  save_file(state, path)
+  module, params, d = foreign.torch_mlp(foreign.read_state_dict(path), activation)
+  assert d == 7 and list(params) == ['layer_0', 'layer_2', 'layer_4']
+  x = rng.normal(size=(5, 7)).astype(np.float32)
+  got = np.asarray(module.apply({'params': params}, jnp.asarray(x)))
+  np.testing.assert_allclose(got, foreign.numpy_forward(state, activation, x), rtol=2e-5,
+                             atol=2e-5)
+
+
+@pytest.mark.parametrize('mutate,needle', [
+    (lambda s: s.update({'0.weight': s['0.weight'][:10], '0.bias': s['0.bias'][:10]}),
+     "'2.weight' has in_features 16 but the layer before outputs 10"),
+    (lambda s: s.update({'classifier.weight': s['0.weight']}), "key 'classifier.weight' is not"),
+    (lambda s: s.update({'0.bias': np.zeros(5, np.float32)}), r"'0.bias' has shape \(5,\)"),
+    (lambda s: s['2.weight'].__setitem__((0, 0), np.nan), "'2.weight' holds non-finite"),
+    (lambda s: s.pop('2.weight'), "'2.weight' missing"),
+])
+def test_torch_mlp_refusals_are_one_line(mutate, needle, tmp_path):
+  state = _state(np.random.default_rng(1), (4, 16, 1))
+  mutate(state)
+  with pytest.raises(foreign.ForeignModelError, match=needle) as e:
+    foreign.torch_mlp(state, 'relu')
+  assert '\n' not in str(e.value)
+
+
+def test_files_that_are_not_models_are_refused(tmp_path):
+  junk = tmp_path / 'junk.bin'
+  junk.write_bytes(b'\x00not a model' * 10)
+  with pytest.raises(foreign.ForeignModelError, match='is not a safetensors file'):
+    foreign.read_state_dict(str(junk))
+  with pytest.raises(foreign.ForeignModelError, match='is not a flax msgpack file'):
+    foreign.read_params(str(junk), 'msgpack')
+  with pytest.raises(foreign.ForeignModelError, match='is not a directory'):
+    foreign.read_params(str(junk), 'orbax')
+  with pytest.raises(foreign.ForeignModelError, match="activation: 'sigmoid' for torch_mlp"):
+    foreign.torch_mlp(_state(np.random.default_rng(0), (3, 4, 1)), 'sigmoid')
+
+
+USER_MODULE = '''
+import flax.linen as nn
+import jax
+
+class UserMLP(nn.Module):
+  hidden: int
+  outputs: int = 1
+
+  @nn.compact
+  def __call__(self, x):
+    x = jax.nn.relu(nn.Dense(self.hidden)(x))
+    return nn.Dense(self.outputs)(x)
+
+NOT_A_MODULE = 3
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+  (tmp_path / 'user_models.py').write_text(textwrap.dedent(USER_MODULE))
+  monkeypatch.syspath_prepend(str(tmp_path))
+  return 'user_models:UserMLP'
+
+
+def test_a_users_module_and_params_are_read_and_checked(user_module, tmp_path):
+  cfg = base.get_config()
+  cfg.victim.module, cfg.victim.module_kwargs = user_module, {'hidden': 12}
+  module = foreign.build_flax_module(cfg.victim)
+  params = module.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))['params']
+  (tmp_path / 'p.msgpack').write_bytes(serialization.to_bytes({'params': params}))
+  got = foreign.read_params(str(tmp_path / 'p.msgpack'), 'msgpack')
+  assert list(got) == ['Dense_0', 'Dense_1']
+  foreign.check_params_fit(module, got, jnp.zeros((1, 5)), 'victim.checkpoint')
+  with pytest.raises(foreign.ForeignModelError,
+                     match=r"^victim.checkpoint: parameter 'Dense_0/kernel' has shape \(5, 12\); "
+                           r'accepted: \(6, 12\)'):
+    foreign.check_params_fit(module, got, jnp.zeros((1, 6)), 'victim.checkpoint')
+  cfg.victim.module_kwargs = {'hidden': 12, 'depth': 2}
+  with pytest.raises(foreign.ForeignModelError, match="^victim.module_kwargs: .*'depth'"):
+    foreign.build_flax_module(cfg.victim)
+  for spec, needle in (('user_models', 'accepted: \'package.module:ClassName\''),
+                       ('no_such_module:X', "cannot import 'no_such_module'"),
+                       ('user_models:Nope', "has no 'Nope'"),
+                       ('user_models:NOT_A_MODULE', 'is not a flax.linen.Module subclass')):
+    with pytest.raises(foreign.ForeignModelError, match=needle):
+      foreign.import_class(spec)
+
+
+@pytest.mark.parametrize('overrides,needle', [
+    ({'victim.name': 'flax_module', 'victim.format': 'safetensors'},
+     "victim.format: 'safetensors' with victim.name 'flax_module'; accepted: 'orbax', 'msgpack'"),
+    ({'victim.name': 'torch_mlp'}, "victim.format: 'recon' with victim.name 'torch_mlp'"),
+    ({'victim.name': 'flax_module', 'victim.format': 'msgpack'},
+     "victim.checkpoint: required for victim.name 'flax_module'"),
+    ({'victim.name': 'flax_module', 'victim.format': 'msgpack', 'victim.checkpoint': '/x'},
+     "victim.module: required for victim.name 'flax_module'"),
+    ({'victim.init_checkpoint': '/x'}, 'victim.init_checkpoint: set without victim.checkpoint'),
+])
+def test_format_and_victim_must_agree(overrides, needle, tmp_path, capsys):
+  cfg = two_layer.get_config()
+  for path, value in overrides.items():
+    section, field = path.split('.')
+    cfg[section][field] = value
+  assert main.execute(cfg, str(tmp_path / 'w')) == 2
+  assert needle in capsys.readouterr().err
+  assert not (tmp_path / 'w').exists()
+
+
+def _recon_two_layer(tmp_path, activation):
+  """A two-layer net trained by recon (the reference run) and its workdir."""
+  cfg = two_layer.get_config()
+  cfg.data.n, cfg.data.d, cfg.data.num_classes = 4, 8, 1
+  cfg.victim.width, cfg.victim.activation = 320, activation
+  cfg.attack.max_steps = 1500
+  cfg.run.dtype = 'float64'
+  work = tmp_path / 'recon'
+  assert main.execute(cfg, str(work)) == 0
+  return cfg, work
+
+
+def _metrics(work):
+  return json.loads((work / 'summary.json').read_text())['metrics']
+
+
+@pytest.mark.slow
+def test_a_model_saved_outside_recon_is_attacked_like_the_same_model_trained_by_recon(tmp_path):
+  """The recon-trained TwoLayer exported as a user's Flax params (msgpack and orbax) and as a
+  PyTorch state_dict (safetensors): each attack ends where the reference run ended."""
+  cfg, work = _recon_two_layer(tmp_path, 'tanh')
+  ref = _metrics(work)
+  assert ref['frac_recovered'] >= 0.75
+  saved = model_ckpt.load(str(work / 'model'))
+  trained, initial = saved.trained, saved.initial
+  (tmp_path / 'trained.msgpack').write_bytes(serialization.to_bytes(trained))
+  (tmp_path / 'initial.msgpack').write_bytes(serialization.to_bytes({'params': initial}))
+  import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+  ocp.PyTreeCheckpointer().save(str(tmp_path / 'trained_orbax'), trained)
+  ocp.PyTreeCheckpointer().save(str(tmp_path / 'initial_orbax'), initial)
+  torch = lambda p: {'0.weight': np.asarray(p['hidden']['kernel']).T.copy(),  # noqa: E731
+                     '2.weight': np.asarray(p['head']['kernel']).T.copy()}
+  save_file(torch(trained), str(tmp_path / 'trained.safetensors'))
+  save_file(torch(initial), str(tmp_path / 'initial.safetensors'))
+
+  runs = {
+      'msgpack': dict(name='flax_module', format='msgpack', checkpoint='trained.msgpack',
+                      init_checkpoint='initial.msgpack'),
+      'orbax': dict(name='flax_module', format='orbax', checkpoint='trained_orbax',
+                    init_checkpoint='initial_orbax'),
+      'safetensors': dict(name='torch_mlp', format='safetensors',
+                          checkpoint='trained.safetensors',
+                          init_checkpoint='initial.safetensors'),
+  }
+  for label, fields in runs.items():
+    c = two_layer.get_config()
+    c.data.n, c.data.d, c.data.num_classes = 4, 8, 1
+    c.attack.max_steps, c.run.dtype = 1500, 'float64'
+    c.victim.activation = 'tanh'
+    c.victim.name, c.victim.format = fields['name'], fields['format']
+    c.victim.checkpoint = str(tmp_path / fields['checkpoint'])
+    c.victim.init_checkpoint = str(tmp_path / fields['init_checkpoint'])
+    if fields['name'] == 'flax_module':
+      c.victim.module = 'recon.models.networks:TwoLayer'
+      c.victim.module_kwargs = {'width': 320, 'out_dim': 1, 'activation': 'tanh'}
+    out = tmp_path / label
+    assert main.execute(c, str(out)) == 0, label
+    got = _metrics(out)
+    assert got['p_L'] == ref['p_L'] == 320, label  # the head, found by the call order
+    assert got['frac_recovered'] == ref['frac_recovered'], label
+    assert got['final_loss'] == pytest.approx(ref['final_loss'], rel=1e-3, abs=1e-12), label
+    assert not (out / 'model').exists()  # the auditor's file is read again on resume
+
+
+def test_a_foreign_model_without_its_init_is_refused_when_the_attack_needs_it(tmp_path, capsys):
+  state = _state(np.random.default_rng(0), (8, 32, 1), bias=False)
+  save_file(state, str(tmp_path / 'm.safetensors'))
+  c = two_layer.get_config()
+  c.data.n, c.data.num_classes = 4, 1
+  c.victim.name, c.victim.format, c.victim.activation = 'torch_mlp', 'safetensors', 'relu'
+  c.victim.checkpoint = str(tmp_path / 'm.safetensors')
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  err = capsys.readouterr().err
+  assert 'attack.knows_init: True attacks theta = W_L(T) - W_L(0), but victim.init_checkpoint ' \
+         'is not set' in err
+  resolved = victims.resolve(c)
+  assert resolved.data.d == 8  # adopted from the state_dict
+  assert os.path.basename(__file__) == 'test_foreign.py'
