@@ -92,23 +92,24 @@ def _certificate_line(metrics: Dict[str, Any]) -> str:
   return f'not certified: {reasons}'
 
 
-def _threat_rows(cfg: Dict[str, Any], threat: Dict[str, Any]) -> List[tuple]:
-  victim, attack, data = cfg.get('victim', {}), cfg.get('attack', {}), cfg.get('data', {})
-  source = (f'a saved model, {victim["checkpoint"]}' if victim.get('checkpoint') else
+def _threat_rows(job: Dict[str, Any], threat: Dict[str, Any]) -> List[tuple]:
+  """The threat model's rows from summary.json's config (`job`) and the pipeline's lists."""
+  victim, attack, data = job['victim'], job['attack'], job['data']
+  source = (f'a saved model, {victim["checkpoint"]}' if victim['checkpoint'] else
             'trained by recon on the training set below')
-  if victim.get('name') == 'random_features':
+  if victim['name'] == 'random_features':
     init = 'not used (random features: the features V are fixed and given)'
   else:
-    init = 'known (W(0) given)' if attack.get('knows_init') else 'not known'
-  rows = [('victim', f'{victim.get("name")} ({victim.get("activation")}), {source}'),
+    init = 'known (W(0) given)' if attack['knows_init'] else 'not known'
+  rows = [('victim', f'{victim["name"]} ({victim["activation"]}), {source}'),
           ('the attacker was given', ', '.join(threat.get('known', [])) or 'not recorded'),
           ('the attacker was not given', ', '.join(threat.get('unknown', [])) or 'not recorded'),
-          ('n (training set size)', 'known' if attack.get('knows_n') else
+          ('n (training set size)', 'known' if attack['knows_n'] else
            'not known (the attack guesses its number of candidates)'),
           ('initial parameters', init),
-          ('training data (scoring only)', f'{data.get("name")}'
-           + (f', {data["path"]}' if data.get('path') else '')
-           + f', n = {data.get("n")}, d = {data.get("d")}')]
+          ('training data (scoring only)', f'{data["name"]}'
+           + (f', {data["path"]}' if data['path'] else '')
+           + f', n = {data["n"]}, d = {data["d"]}')]
   return rows
 
 
@@ -127,15 +128,14 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
   `value_range`). With `truth` None (no ground truth), `candidates` (m, d) are listed alone
   with their `verdicts` (`recon.records.candidate_verdicts`)."""
   m = summary.get('metrics', {})
-  cfg = summary.get('config', {})
-  run_cfg = cfg.get('run', {})
-  threshold = run_cfg.get('recovered_threshold')
+  job = summary['config']  # the run's whole config (configs/base.py's fields)
+  threshold = job['run']['recovered_threshold']
   lo, hi = (value_range or (0.0, 1.0))
   scale = (hi - lo) if hi > lo else 1.0
   to_unit = lambda v: (np.asarray(v, np.float64) - lo) / scale  # noqa: E731
   head = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>recon audit: '
-          f'{_e(cfg.get("name", ""))}</title><style>{_STYLE}</style></head><body>',
-          f'<h1>Reconstruction audit: {_e(cfg.get("name", ""))}</h1>',
+          f'{_e(job["name"])}</title><style>{_STYLE}</style></head><body>',
+          f'<h1>Reconstruction audit: {_e(job["name"])}</h1>',
           f'<p class="note">{_e(workdir)}</p><div class="box">']
   n_cand = m.get('n_candidates')
   if records:
@@ -164,7 +164,7 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
               f'steps, loss {m.get("final_loss", float("nan")):.3g}, '
               f'{m.get("wall_seconds", float("nan")):.1f} s on {_e(summary.get("device"))}</p>')
   head.append('</div><h2>Threat model</h2>')
-  head.append(_table(_threat_rows(cfg, summary.get('threat_model') or {})))
+  head.append(_table(_threat_rows(job, summary.get('threat_model') or {})))
   body = _records_table(records, truth, candidates, image_shape, to_unit) if records else \
       _candidates_table(candidates, image_shape, verdicts)
   legend = ('<p class="note">Verdicts are blind (the certificate never sees the data): '
