@@ -117,9 +117,9 @@ def resolve_sizes(config: Any, *, trains_victim: bool) -> Dict[str, int]:
   for field, want in (('n', n), ('d', d)):
     value = config[field]
     if value is not None and value != want:
-      raise DataError(f'config.data.{field}: {value} but data.path {path} holds '
-                      f"{'records' if field == 'n' else 'rows of size'} {want} ('x' of shape "
-                      f'{list(x.shape)}); accepted: None (the file\'s) or {want}')
+      what = f'{want} records' if field == 'n' else f'rows of size {want}'
+      raise DataError(f'config.data.{field}: {value} but data.path {path} holds {what} '
+                      f"('x' of shape {list(x.shape)}); accepted: None (the file's) or {want}")
   if config.classes is not None or config.image_size is not None or config.grayscale:
     raise DataError("config.data.classes / image_size / grayscale: not applied to data.name "
                     "'file' (the file is the training set as it is); accepted: None, None, False")
