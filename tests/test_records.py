@@ -249,3 +249,24 @@ def test_sizes_and_settings_that_disagree_with_the_file(tmp_path, capsys):
     assert main.execute(_file_config(path, **overrides), str(tmp_path / 'r')) == 2, overrides
     err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
     assert len(err) == 1 and part in err[0], (overrides, err)
+
+
+def test_a_saved_models_truth_gives_way_to_the_auditors_file(tmp_path):
+  """Every pipeline that loads a saved model (networks, subspace) scores against the file."""
+  from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+  from recon import victims  # pylint: disable=import-outside-toplevel
+  np.savez(tmp_path / 'x.npz', x=_sphere_rows(3, 4, 0))
+  cfg = _file_config(tmp_path / 'x.npz')
+  model = SimpleNamespace(data={'config': {}}, truth={'x': np.zeros((3, 4)), 'y': None})
+  sentinel = (np.ones((3, 4)), None, {'name': 'file'})
+  assert victims.model_training_data(cfg, model, lambda: sentinel) is sentinel
+
+
+def test_the_kkt_attack_refuses_a_file_in_one_line(tmp_path, capsys):
+  np.savez(tmp_path / 'x.npz', x=_sphere_rows(4, 8, 0), y=np.ones(4))
+  c = _file_config(tmp_path / 'x.npz', **{'victim.name': 'homogeneous_mlp',
+                                          'attack.objective': 'kkt_binary', 'data.num_classes': 2})
+  assert main.execute(c, str(tmp_path / 'r')) == 2
+  err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+  assert len(err) == 1 and "data.name: 'file' with model homogeneous_mlp" in err[0], err
+  assert not (tmp_path / 'r').exists()
