@@ -100,8 +100,8 @@ def write_audit(workdir: str, summary: Dict[str, Any], recs, *, x_true: Optional
                 cert: Optional[Dict[str, Any]]) -> None:
   """DIR/records.json (`recon.records`; [] without ground truth) and DIR/report.html.
 
-  Images are drawn in pixel units (`data.to_pixels`; a candidate at its matched record's
-  norm) on the true images' range, as grid.png is.
+  Records are drawn in the data's own units (`data.to_pixels` undoes the preprocessing; a
+  candidate at its matched record's norm), images on the true images' range, as grid.png is.
   """
   io.write_json(os.path.join(workdir, 'records.json'), recs)
   shape = meta.get('image_shape')
@@ -110,8 +110,9 @@ def write_audit(workdir: str, summary: Dict[str, Any], recs, *, x_true: Optional
   if x_true is not None:
     truth = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
     cands = np.asarray(aligned, np.float64).reshape(len(aligned), -1)
+    if shape is not None or meta.get('preprocess') != 'sphere' or 'row_norms' in meta:
+      truth, cands = data.to_pixels(truth, meta), data.to_pixels(cands, meta)  # your units
     if shape is not None:
-      truth, cands = data.to_pixels(truth, meta), data.to_pixels(cands, meta)
       value_range = meta.get('pixel_range') or (float(truth.min()), float(truth.max()))
   else:
     cands = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
