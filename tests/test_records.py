@@ -2,13 +2,10 @@
 run on the auditor's own file through recon.main writes records.json and report.html."""
 import html.parser
 import json
-import os
-import re
-
-import numpy as np
-import pytest
 
 import jax.numpy as jnp
+import numpy as np
+import pytest
 
 from configs import rf_synthetic
 from recon import main, records, report_page, runs
