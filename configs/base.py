@@ -23,8 +23,11 @@ def data() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.name = 'synthetic_sphere'  # a registered data set (recon/data: recon.registry.names('dataset'))
   c.dir = placeholder(str)  # a folder of downloaded files (cifar10, ...); None: the default cache
-  c.n = 10
-  c.d = 10
+  # name 'file': the auditor's own training set, an .npz holding 'x' (n, d) or (n, H, W[, C])
+  # and optionally 'y' (n,) (recon/data/auditor.py; docs/audit.md)
+  c.path = placeholder(str)
+  c.n = 10  # name 'file': None = the file's length
+  c.d = 10  # name 'file': None = the file's row size
   c.classes = placeholder(tuple)  # the classes kept (None: the data set's own choice)
   # Classes of the labels: 1 = one scalar target; the KKT attacks need >= 2 (2: binary +-1).
   c.num_classes = 1

@@ -96,8 +96,9 @@ SCHEMA: Dict[str, Any] = {
     'data': dict(
         name=Spec(str, choices=lambda: registry.names('dataset')),
         dir=Spec(str, optional=True),
-        n=_positive_int(),
-        d=_positive_int(),
+        path=Spec(str, optional=True),  # data.name 'file' (recon/data/auditor.py)
+        n=Spec(int, low=1, optional=True),  # None: the file's length (data.name 'file' only)
+        d=Spec(int, low=1, optional=True),  # None: the file's row size (data.name 'file' only)
         classes=Spec((tuple, list), optional=True),  # checked against the data set by data.load
         num_classes=_positive_int(),  # the KKT attacks check >= 2
         image_size=Spec(int, low=1, optional=True),
@@ -349,6 +350,10 @@ def validate(config: Any) -> None:
       raise ConfigError(f'config.{path}: unknown field{near_names(path, FIELDS)}; accepted: '
                         'a field configs/base.py defines')
   check_float32_range(fields)
+  for path in ('data.n', 'data.d'):
+    if fields[path] is None and fields['data.name'] != 'file':
+      raise ConfigError(f"config.{path}: None is accepted only with data.name 'file' (the "
+                        "file's size); accepted: int >= 1")
   if config.get('sweep') is not None:
     validate_sweep(config['sweep'])
 
@@ -394,7 +399,7 @@ def _kinds(spec: Spec) -> tuple:
 
 
 # Fields holding a path; `resolve_paths` makes them absolute against the working directory.
-PATH_FIELDS = ('victim.checkpoint', 'victim.init_checkpoint', 'data.dir')
+PATH_FIELDS = ('victim.checkpoint', 'victim.init_checkpoint', 'data.dir', 'data.path')
 
 
 def resolve_paths(config: Any) -> None:

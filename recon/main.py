@@ -183,11 +183,13 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   Every failure prints one 'error: ...' line on stderr. See the module docstring for the
   exit statuses and what each leaves in the workdir.
   """
-  from recon import checkpoint, memory, pipelines, sweep  # pylint: disable=import-outside-toplevel
+  from recon import checkpoint, data, memory, pipelines, sweep  # pylint: disable=import-outside-toplevel
   try:
     config_lib.validate(config)
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
       config_lib.resolve_paths(config)
+      # data.name 'file': data.n / data.d None take the file's sizes (before the memory check).
+      data.resolve_file(config.data, trains_victim=not config.victim.checkpoint)
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     check_workdir(workdir)

@@ -1,9 +1,11 @@
 """Scoring a finished attack and writing its outputs.
 
 `score` (host side: Hungarian matching, feature residual, loss, status; the
-counting rules are `COUNTING_NOTE`), `write_plots` (loss curve, image grid) and
-`report`, which writes a run's summary.json, reconstruction.npz and plots from
-the optimiser's `recon.driver.Outcome`.
+counting rules are `COUNTING_NOTE`), `write_plots` (loss curve, image grid),
+`write_audit` (records.json, one entry per training record, and the self-contained
+report.html: `recon.records`, `recon.report_page`) and `report`, which writes a run's
+summary.json (last: it marks a finished run), reconstruction.npz, the plots and the
+audit from the optimiser's `recon.driver.Outcome`.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np
 from absl import logging
 
 from recon import (certificate, data, driver, io, metrics, optimize, plots, polish, precision,
-                   symmetry)
+                   records, report_page, symmetry)
 from recon.errors import ExperimentError
 from recon.objectives import projection
 
@@ -91,6 +93,33 @@ def write_plots(workdir: str, x_true: np.ndarray, aligned: np.ndarray, meta: Dic
     value_range = (value_range[0], value_range[0] + 1.0)
   plots.image_grid(os.path.join(workdir, 'grid.png'), true_px, data.to_pixels(aligned, meta),
                    shape, ssim, value_range=value_range)
+
+
+def write_audit(workdir: str, summary: Dict[str, Any], recs, *, x_true: Optional[np.ndarray],
+                aligned: Optional[np.ndarray], x_hat: np.ndarray, meta: Dict[str, Any],
+                cert: Optional[Dict[str, Any]]) -> None:
+  """DIR/records.json (`recon.records`; [] without ground truth) and DIR/report.html.
+
+  Records are drawn in the data's own units (`data.to_pixels` undoes the preprocessing; a
+  candidate at its matched record's norm), images on the true images' range, as grid.png is.
+  """
+  io.write_json(os.path.join(workdir, 'records.json'), recs)
+  shape = meta.get('image_shape')
+  shape = tuple(shape) if shape is not None else None
+  truth = cands = value_range = None
+  if x_true is not None:
+    truth = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
+    cands = np.asarray(aligned, np.float64).reshape(len(aligned), -1)
+    if shape is not None or meta.get('preprocess') != 'sphere' or 'row_norms' in meta:
+      truth, cands = data.to_pixels(truth, meta), data.to_pixels(cands, meta)  # your units
+    if shape is not None:
+      value_range = meta.get('pixel_range') or (float(truth.min()), float(truth.max()))
+  else:
+    cands = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
+  page = report_page.render(summary, recs, truth=truth, candidates=cands, image_shape=shape,
+                            value_range=value_range, workdir=workdir,
+                            verdicts=records.candidate_verdicts(cert, len(x_hat)))
+  io.write_text(os.path.join(workdir, 'report.html'), page)
 
 
 def check_ssim_filter(cfg: ml_collections.ConfigDict, meta: Dict[str, Any]) -> None:
@@ -197,6 +226,13 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   if y is not None:
     arrays['y'] = np.asarray(y)
   io.write_npz(os.path.join(workdir, 'reconstruction.npz'), **arrays)
+  recs = []
+  if has_truth:
+    recs = records.build(x_true_np, x_hat, threshold=cfg.run.recovered_threshold,
+                         sign_invariant=sign_invariant, cert=cert, image_shape=image_shape,
+                         ssim_filter=result.get('ssim_filter_size', ssim_filter))
+  write_audit(workdir, summary, recs, x_true=x_true_np, aligned=aligned if has_truth else None,
+              x_hat=x_hat, meta=meta, cert=cert)
   if has_truth:
     write_plots(workdir, x_true_np, aligned, meta, summary['history'], result, ssim_filter)
   else:

@@ -287,3 +287,44 @@ def test_cli_prints_one_line_for_missing_data(tmp_path, capsys):
   lines = [l for l in err.splitlines() if l.startswith('error:')]
   assert len(lines) == 1 and 'train-images-idx3-ubyte' in lines[0] and data.MNIST_PAGE in lines[0]
   assert 'Traceback' not in err
+
+
+# --- the auditor's own file (data.name 'file', recon/data/auditor.py) -------------------------
+
+
+def _file_cfg(path, **overrides):
+  return cfg({'data.name': 'file', 'data.path': str(path), 'data.n': None, 'data.d': None,
+              'data.classes': None, **overrides})
+
+
+def test_file_images_keep_their_shape_and_labels(tmp_path):
+  img = np.random.default_rng(0).uniform(size=(5, 4, 3, 3))
+  np.savez(tmp_path / 'img.npz', x=img, y=np.array([0, 1, 2, 1, 0]))
+  c = _file_cfg(tmp_path / 'img.npz', **{'data.preprocess': 'none'})
+  data.resolve_file(c, trains_victim=True)
+  assert (c.n, c.d) == (5, 36)
+  x, y, meta = data.load(c, KEY)
+  assert meta['image_shape'] == (4, 3, 3) and meta['name'] == 'file'
+  np.testing.assert_allclose(np.asarray(x), img.reshape(5, 36), rtol=1e-6)  # (H, W, C) order
+  assert y.dtype == jnp.int32 and list(np.asarray(y)) == [0, 1, 2, 1, 0]
+  assert data.describe(meta)['path'] == str(tmp_path / 'img.npz')
+
+
+def test_file_rows_are_preprocessed_like_any_data_set(tmp_path):
+  x0 = np.random.default_rng(1).normal(size=(3, 5)) * 7 + 2
+  np.save(tmp_path / 'rows.npy', x0)  # an .npy: 'x' alone (no labels)
+  c = _file_cfg(tmp_path / 'rows.npy')
+  x, y, meta = data.load(c, KEY)
+  assert y is None and meta['image_shape'] is None
+  np.testing.assert_allclose(np.linalg.norm(np.asarray(x), axis=1), np.sqrt(5), rtol=1e-5)
+  np.testing.assert_allclose(data.to_pixels(np.asarray(x), meta), x0, rtol=1e-5)
+  one_line_error(lambda: data.resolve_file(c, trains_victim=True), "has no 'y'", '(3,)')
+  one_line_error(lambda: data.resolve_file(c, trains_victim=False),
+                 "config.data.preprocess: 'sphere'", "accepted: 'none'")
+
+
+def test_file_settings_it_does_not_apply_are_refused(tmp_path):
+  np.savez(tmp_path / 'x.npz', x=np.ones((2, 3)), y=np.ones(2))
+  for field, value in (('data.classes', (0, 1)), ('data.image_size', 2), ('data.grayscale', True)):
+    c = _file_cfg(tmp_path / 'x.npz', **{field: value})
+    one_line_error(lambda: data.resolve_file(c, trains_victim=True), 'not applied')

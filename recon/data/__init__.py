@@ -18,6 +18,9 @@ None otherwise). Data sets (`data.name`; every function takes the config's `data
   photo_patches       32x32x3 patches at seeded random positions of six bundled colour
                       photographs (recon/data/bundled.py); labels +1 for the first three
                       photographs, -1 for the others; d = 3072 (the CIFAR-10 shape).
+  file                the auditor's own training set: `data.path`, an .npz holding 'x'
+                      (n, d) or (n, H, W[, C]) and optionally 'y' (n,) (recon/data/auditor.py);
+                      data.n / data.d None take the file's sizes (`resolve_file`).
 
 Image data: `data.classes` picks the classes (lfw_faces: 0 non-face, 1 face;
 photo_patches: photo index; None: all ten), n samples balanced over them (counts differ by
@@ -51,6 +54,7 @@ from recon import registry
 from recon.data.base import (CIFAR10_FILES, CIFAR10_NAMES, CIFAR10_PAGE, LUMA,  # noqa: F401
                              MNIST_FILES, MNIST_PAGE, NATIVE, PATCH, PHOTO_POSITIVE, PHOTOS,
                              PIXEL_RANGE, PREPROCESS, DataError)
+from recon.data import auditor
 from recon.data.bundled import (LFW_NAMES, PATCHES_PER_PHOTO, PHOTO_LABEL_RULE, cut_patches,  # noqa: F401
                                 photo_labels, photo_names, read_digits, read_lfw, read_photo)
 from recon.data.files import (_ArrayUnpickler, _cifar_expected, _cifar_folder,  # noqa: F401
@@ -165,14 +169,35 @@ def _load_image_set(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[
   return jnp.asarray(x, dtype), y, meta
 
 
+def _load_file(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  del key  # the auditor's file is the data set as it is
+  x, y, meta = auditor.load(config, preprocess)
+  if y is not None:
+    y = jnp.asarray(y, jnp.int32 if y.dtype.kind in 'iu' else dtype)
+  return jnp.asarray(x, dtype), y, meta
+
+
 registry.register('dataset', 'synthetic_sphere', _load_sphere)
 registry.register('dataset', 'synthetic_subspace', _load_subspace)
 for _name in NATIVE:  # digits, cifar10, mnist, lfw_faces, photo_patches
   registry.register('dataset', _name, _load_image_set)
+registry.register('dataset', auditor.NAME, _load_file)
+
+
+def resolve_file(config: Any, *, trains_victim: bool) -> None:
+  """data.name 'file': checks the file against the data section `config` before compute and
+  sets data.n / data.d left None to the file's sizes (in place); other data sets: nothing.
+  `trains_victim`: recon trains the victim on the file (no victim.checkpoint; needs 'y')."""
+  if config.name != auditor.NAME:
+    return
+  sizes = auditor.resolve_sizes(config, trains_victim=trains_victim)
+  for field, value in sizes.items():
+    if config[field] is None:
+      config[field] = value
 
 
 def describe(meta: Dict[str, Any]) -> Dict[str, Any]:
   """The JSON-sized part of meta (no bases or large arrays) for summary.json."""
   keys = ('name', 'image_shape', 'classes', 'class_names', 'labels', 'indices', 'preprocess',
-          'mean', 'std', 'planted_dim', 'data_dir')
+          'mean', 'std', 'planted_dim', 'data_dir', 'path')
   return {k: meta[k] for k in keys if k in meta}

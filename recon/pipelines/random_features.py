@@ -306,6 +306,9 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     model_ckpt.save(own, model)
   problem = rf_problem(model, dtype)
   truth = model.truth or {}
+  if source and cfg.data.name == data.auditor.NAME:  # the auditor's file: the truth to score
+    x_file, y_file, meta = data.load(cfg.data, keys['data'], dtype)
+    truth = {'x': x_file, 'y': y_file}
   x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
   y = truth.get('y')
   feature_fn = lambda x: features.rf_features(problem['v'], x,  # noqa: E731

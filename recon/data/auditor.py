@@ -1,0 +1,147 @@
+"""The auditor's own training set: `data.name = 'file'` reads it from `data.path`.
+
+The file is an `.npz` holding `x`, shape (n, d) (vectors) or (n, H, W[, C]) (images,
+C = 1 or 3), and optionally `y`, shape (n,) (labels); or an `.npy` holding `x` alone.
+It is read with `allow_pickle=False` (a data file never runs code), every value must be
+a finite real number, and a file that breaks a rule is refused in one line naming the
+key and the expected shape (`DataError`, exit status 2).
+
+What the file is for depends on where the victim comes from (docs/audit.md):
+  * recon trains the victim (no `victim.checkpoint`): the file is its training set, so
+    it needs `y` (random features fit theta* = Phi^+ y on it); `data.preprocess` applies
+    as for every data set ('sphere' by default: the random-features theory's rows);
+  * `victim.checkpoint` (a saved model): the file is only the truth the attack's
+    candidates are scored against, never an input to the attack; it must hold the inputs
+    exactly as the model saw them, so `data.preprocess` must be 'none', and `y` is optional.
+
+`data.n` / `data.d` None take the file's length / row size (`resolve_sizes`, before any
+compute); a number must agree with the file. Rows are flattened in (H, W, C) order, so
+`meta['image_shape']` is (H, W, C) for images (SSIM, the report's pictures), else None.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import zipfile
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from recon.data.base import DataError
+
+NAME = 'file'
+EXPECTED = ("an .npz holding 'x' of shape (n, d) or (n, H, W[, C]) with C 1 or 3, and "
+            "optionally 'y' of shape (n,); or an .npy holding 'x'")
+
+
+def _refuse(path: str, what: str) -> DataError:
+  return DataError(f'config.data.path: {path} {what}; accepted: {EXPECTED}')
+
+
+def _numeric(path: str, key: str, a: np.ndarray, shape: str) -> np.ndarray:
+  if a.dtype.kind not in 'biuf':
+    raise _refuse(path, f"has '{key}' of dtype {a.dtype} (expected real numbers, shape {shape})")
+  if a.dtype.kind == 'f' and not np.all(np.isfinite(a)):
+    bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+    raise _refuse(path, f"has {bad} non-finite value(s) in '{key}' (expected finite, shape "
+                        f'{shape})')
+  return a
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: str, stamp: Tuple[int, int]) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+  del stamp  # the cache key: a changed file is read again
+  try:
+    loaded = np.load(path, allow_pickle=False)
+  except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    why = ('holds pickled data (refused: allow_pickle=False)' if 'pickle' in str(e) else
+           f'is not a NumPy .npz / .npy file ({type(e).__name__})')
+    raise _refuse(path, why) from None
+  try:
+    if isinstance(loaded, np.ndarray):
+      x, y = loaded, None
+    else:
+      with loaded:
+        if 'x' not in loaded.files:
+          raise _refuse(path, f"has no array 'x' (keys: {', '.join(loaded.files) or 'none'})")
+        x = loaded['x']
+        y = loaded['y'] if 'y' in loaded.files else None
+  except ValueError as e:  # object arrays need pickle
+    raise _refuse(path, f'holds an object array ({str(e).splitlines()[0][:80]})') from None
+  except (OSError, zipfile.BadZipFile, EOFError) as e:
+    raise _refuse(path, f'is a damaged .npz ({type(e).__name__})') from None
+  if x.ndim not in (2, 3, 4) or x.shape[0] == 0 or 0 in x.shape:
+    raise _refuse(path, f"has 'x' of shape {list(x.shape)} (expected (n, d) or (n, H, W[, C]), "
+                        'n >= 1)')
+  if x.ndim == 4 and x.shape[3] not in (1, 3):
+    raise _refuse(path, f"has 'x' of shape {list(x.shape)} (expected (n, H, W, C) with C 1 or 3)")
+  _numeric(path, 'x', x, '(n, d) or (n, H, W[, C])')
+  n = x.shape[0]
+  if y is not None:
+    if y.shape != (n,):
+      raise _refuse(path, f"has 'y' of shape {list(y.shape)} (expected ({n},): one label per "
+                          "row of 'x')")
+    _numeric(path, 'y', y, f'({n},)')
+  x.setflags(write=False)
+  if y is not None:
+    y.setflags(write=False)
+  return x, y
+
+
+def read(path: Optional[str]) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+  """(x as stored, y or None) of the file, validated (module docstring); cached per file."""
+  if not path:
+    raise DataError(f"config.data.path: required for data.name 'file'; accepted: {EXPECTED}")
+  path = os.path.abspath(os.path.expanduser(path))
+  if not os.path.isfile(path):
+    raise _refuse(path, 'does not exist')
+  st = os.stat(path)
+  return _read(path, (st.st_mtime_ns, st.st_size))
+
+
+def image_shape(x: np.ndarray) -> Optional[Tuple[int, int, int]]:
+  """(H, W, C) of stored images, None for vectors."""
+  if x.ndim == 2:
+    return None
+  return (int(x.shape[1]), int(x.shape[2]), int(x.shape[3]) if x.ndim == 4 else 1)
+
+
+def resolve_sizes(config: Any, *, trains_victim: bool) -> Dict[str, int]:
+  """{'n', 'd'} of the file for the data section `config` (data.name 'file'), checked before
+  compute: None takes the file's size, a number must agree; `trains_victim` (recon trains the
+  victim on the file) needs 'y'; a saved model (not `trains_victim`) needs preprocess 'none'."""
+  x, y = read(config.path)
+  n, d = int(x.shape[0]), int(math.prod(x.shape[1:]))
+  path = os.path.abspath(os.path.expanduser(config.path))
+  for field, want in (('n', n), ('d', d)):
+    value = config[field]
+    if value is not None and value != want:
+      what = f'{want} records' if field == 'n' else f'rows of size {want}'
+      raise DataError(f'config.data.{field}: {value} but data.path {path} holds {what} '
+                      f"('x' of shape {list(x.shape)}); accepted: None (the file's) or {want}")
+  if config.classes is not None or config.image_size is not None or config.grayscale:
+    raise DataError("config.data.classes / image_size / grayscale: not applied to data.name "
+                    "'file' (the file is the training set as it is); accepted: None, None, False")
+  if trains_victim and y is None:
+    raise _refuse(path, "has no 'y' (recon trains the victim on the file: it needs the labels, "
+                        f'shape ({n},)); with victim.checkpoint the labels are optional')
+  if not trains_victim and config.preprocess != 'none':
+    raise DataError(f"config.data.preprocess: {config.preprocess!r} with victim.checkpoint and "
+                    "data.name 'file' (the file is the truth to score against: the inputs as "
+                    "the saved model saw them); accepted: 'none'")
+  return {'n': n, 'd': d}
+
+
+def load(config: Any, preprocess_fn) -> Tuple[np.ndarray, Optional[np.ndarray], Dict[str, Any]]:
+  """(rows (n, d) float64 preprocessed by `preprocess_fn(rows, mode)`, y or None, meta)."""
+  x, y = read(config.path)
+  n, d = int(x.shape[0]), int(math.prod(x.shape[1:]))
+  if (config.n is not None and config.n != n) or (config.d is not None and config.d != d):
+    raise DataError(f'config.data.n / d: {config.n} / {config.d} but data.path holds {n} rows '
+                    f'of size {d}; accepted: None or {n} / {d}')
+  rows, stats = preprocess_fn(x.reshape(n, d).astype(np.float64), config.preprocess)
+  meta = {'name': NAME, 'path': os.path.abspath(os.path.expanduser(config.path)),
+          'image_shape': image_shape(x), 'labels': None if y is None else 'from the file',
+          'pixel_range': None, **stats}
+  return rows, None if y is None else np.array(y), meta
