@@ -217,3 +217,42 @@ def test_a_foreign_model_without_its_init_is_refused_when_the_attack_needs_it(tm
   resolved = victims.resolve(c)
   assert resolved.data.d == 8  # adopted from the state_dict
   assert os.path.basename(__file__) == 'test_foreign.py'
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _doc_files():
+  """{file name: code} of the blocks docs/audit.md marks `<!-- file: NAME -->`."""
+  import re  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(ROOT, 'docs', 'audit.md')) as f:
+    text = f.read()
+  return dict(re.findall(r'<!-- file: (\S+) -->\n```python\n(.*?)```', text, re.S))
+
+
+@pytest.mark.slow
+def test_the_audit_pages_own_model_is_audited_as_the_page_says(tmp_path, monkeypatch):
+  """docs/audit.md's module and training script, run as written, then configs/audit.py with
+  the page's overrides: every record back with W(0), none without."""
+  import runpy  # pylint: disable=import-outside-toplevel
+  from configs import audit  # pylint: disable=import-outside-toplevel
+  files = _doc_files()
+  assert set(files) == {'my_models.py', 'train_mlp.py'}
+  for name, code in files.items():
+    (tmp_path / name).write_text(code)
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.syspath_prepend(str(tmp_path))
+  runpy.run_path(str(tmp_path / 'train_mlp.py'), run_name='__main__')
+  outcomes = {}
+  for knows_init in (True, False):
+    c = audit.get_config()
+    c.victim.module, c.victim.checkpoint = 'my_models:MLP', 'mlp.msgpack'
+    c.victim.init_checkpoint, c.attack.knows_init = 'mlp_init.msgpack', knows_init
+    c.data.path, c.data.n, c.data.d = 'train.npz', 8, 16
+    work = tmp_path / f'audit_{knows_init}'
+    assert main.execute(c, str(work)) == 0
+    outcomes[knows_init] = _metrics(work)
+    records = json.loads((work / 'records.json').read_text())
+    assert sorted(r['index'] for r in records) == list(range(8))
+  assert outcomes[True]['frac_recovered'] == 1.0 and outcomes[True]['p_L'] == 1281
+  assert outcomes[False]['frac_recovered'] == 0.0
