@@ -92,3 +92,12 @@ def test_phase_transition(tmp_path):
 def test_kkt_experiments(tmp_path, part, files):
   _script('kkt_experiments', f'--part={part}', '--tiny', f'--out_dir={tmp_path}')
   _has(tmp_path, *files)
+
+
+def test_audit_regimes(tmp_path):
+  _script('audit_regimes', '--tiny', f'--out={tmp_path}')
+  _has(tmp_path, 'audit_regimes.json', 'audit_regimes.md')
+  record = json.loads((tmp_path / 'audit_regimes.json').read_text())
+  assert record['tuning_seeds'] == [0] and record['reported_seeds'] == [100]
+  assert len(record['runs']) == 6 and record['choice']['chosen'] in ('init_trained', 'init_stacked')
+  assert all(not r['tuning'] for r in record['runs'] if r['seed'] == 100)
