@@ -37,9 +37,11 @@ from recon import io, machine, main
 from scripts.byo_mlp import MLP
 
 # (optimizer, learning rate, steps): full-batch, MSE.
+# (GD at lr 3e-2 diverges at this width: its stable step is about 1 / lambda_max(J^T J / n).)
 REGIMES = {
-    'gd_lr1e-3': ('sgd', 1e-3, 2000),   # lazy: the first layer barely moves
-    'gd_lr3e-2': ('sgd', 3e-2, 2000),   # an ordinary GD step at this width
+    'gd_lr1e-3': ('sgd', 1e-3, 2000),
+    'gd_lr3e-4': ('sgd', 3e-4, 2000),   # a smaller step: the first layer moves less
+    'gd_lr3e-3': ('sgd', 3e-3, 2000),   # near the largest stable step
     'adam_lr1e-3': ('adam', 1e-3, 2000),
 }
 ATTACKS = {
