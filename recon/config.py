@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 from recon import data, features, optimize, precision, splitting
 from recon.io import flatten
 from recon.errors import ReconError
-from recon.models import networks, train
+from recon.models import networks, privacy, train
 from recon.objectives import kkt, projection_streamed, unified
 
 DTYPES = ('float32', 'float64')
@@ -139,7 +139,17 @@ SCHEMA: Dict[str, Any] = {
             weight_decay=Spec(float, low=0.0),
             stationary_steps=_positive_int(),
             polish=Spec(bool),
+            dp=dict(
+                mode=Spec(str, choices=('off', 'on')),
+                clip=Spec(float, low=0.0, low_open=True),
+                noise_multiplier=Spec(float, low=0.0, optional=True),
+                target_epsilon=Spec(float, low=0.0, low_open=True, optional=True),
+                batch_size=Spec(int, low=1, optional=True),
+                delta=Spec(float, low=0.0, low_open=True, high=1.0),
+                accountant=Spec(str, choices=privacy.ACCOUNTANTS),
+            ),
         ),
+        release_noise=Spec(float, low=0.0),
     ),
     'attack': dict(
         objective=Spec(str, choices=lambda: OBJECTIVES),
@@ -345,8 +355,12 @@ def validate(config: Any) -> None:
       raise ConfigError(f'config.{path}: unknown field{near_names(path, FIELDS)}; accepted: '
                         'a field configs/base.py defines')
   check_float32_range(fields)
+  check_defences(fields)
   if config.get('sweep') is not None:
     validate_sweep(config['sweep'])
+    if fields['victim.release_noise'] > 0 and sweep_axes(config['sweep']):
+      raise ConfigError('config.sweep: a vectorised sweep releases theta* as fitted; accepted: '
+                        'no sweep axes with victim.release_noise > 0 (scripts/defences.py)')
 
 
 def near_names(name: str, names, n: int = 3) -> str:
@@ -368,6 +382,40 @@ def near_names(name: str, names, n: int = 3) -> str:
     close += [p for p in by_leaf[match] if p not in close]
   close = close or difflib.get_close_matches(name, names, n=n, cutoff=0.6)
   return f' (did you mean {", ".join(close[:n])}?)' if close else ''
+
+
+# The victims victim.release_noise applies to (docs/defences.md); DP: NETWORK_MODELS.
+RELEASE_NOISE_MODELS = ('random_features',) + NETWORK_MODELS
+
+
+def check_defences(fields: Dict[str, Any]) -> None:
+  """The defences (victim.train.dp, victim.release_noise) apply to the victims they name,
+  trained here (no victim.checkpoint, not the subspace pipeline); DP needs one noise source."""
+  model, noise = fields['victim.name'], fields['victim.release_noise']
+  dp_on = fields['victim.train.dp.mode'] == 'on'
+  if dp_on and model not in NETWORK_MODELS:
+    raise ConfigError(f"config.victim.train.dp.mode: 'on' for victim.name {model!r}; accepted: "
+                      f"'on' with victim.name in {', '.join(NETWORK_MODELS)}, else 'off'")
+  if noise > 0 and model not in RELEASE_NOISE_MODELS:
+    raise ConfigError(f'config.victim.release_noise: {noise!r} for victim.name {model!r}; '
+                      f'accepted: 0, or > 0 with victim.name in {", ".join(RELEASE_NOISE_MODELS)}')
+  subspace = (fields['attack.objective'] == 'unified' or fields['attack.subspace'] != 'none'
+              or fields['attack.alpha_mode'] != 'closed_form')
+  for why, field in ((subspace, 'attack.objective'), (fields['victim.checkpoint'],
+                                                       'victim.checkpoint')):
+    if (dp_on or noise > 0) and why:
+      raise ConfigError(f'config.{field}: the defences apply when recon trains the victim (not '
+                        "a saved one, not the subspace pipeline); accepted: victim.train.dp.mode "
+                        "'off' and victim.release_noise 0 there")
+  given = [f for f in ('noise_multiplier', 'target_epsilon')
+           if fields[f'victim.train.dp.{f}'] is not None]
+  if dp_on and len(given) != 1:
+    raise ConfigError(f"config.victim.train.dp: {' and '.join(given) or 'neither'} of "
+                      "noise_multiplier, target_epsilon given with mode 'on'; accepted: one")
+  batch = fields['victim.train.dp.batch_size']
+  if dp_on and batch is not None and batch > fields['data.n']:
+    raise ConfigError(f'config.victim.train.dp.batch_size: {batch} > data.n; accepted: None '
+                      '(n) or an int in 1..n')
 
 
 FLOAT32_MAX = 3.4028234663852886e38
