@@ -8,7 +8,8 @@ of the same task (`recon.data.load_held_out`), so that summary.json carries
     defences: {dp: {epsilon, delta, noise_multiplier, clip, ...} | None,
                weight_decay, release_noise, release_noise_rule},
     utility:  {train: {loss, accuracy}, held_out: {loss, accuracy, n}}
-beside the attack's recovery. With every defence off the victim is trained exactly as
+beside the attack's recovery (`utility` for every victim recon trains, defended or not).
+With every defence off the victim is trained exactly as
 before (`recon.models.train.train`, the same optimiser and keys): the defaults change nothing.
 """
 from __future__ import annotations

@@ -92,3 +92,15 @@ def test_phase_transition(tmp_path):
 def test_kkt_experiments(tmp_path, part, files):
   _script('kkt_experiments', f'--part={part}', '--tiny', f'--out_dir={tmp_path}')
   _has(tmp_path, *files)
+
+
+def test_defences(tmp_path):
+  _script('defences', '--tiny', f'--out={tmp_path / "defences"}')
+  _has(tmp_path, 'defences.json', 'defences.md', 'defences.png')
+  result = json.loads((tmp_path / 'defences.json').read_text())
+  defences = {(r['victim'], r['defence']) for r in result['records']}
+  assert ('rf_gd', 'dp') in defences and ('rf', 'release_noise') in defences
+  dp = [r for r in result['records'] if r['defence'] == 'dp']
+  assert all(r['epsilon'] == pytest.approx(8.0, rel=1e-3) for r in dp)
+  assert all(r['held_out_accuracy'] is not None for r in result['records'] if r['victim'] == 'rf_gd')
+  assert 'crossovers' in result['meta']

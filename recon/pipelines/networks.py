@@ -205,7 +205,7 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
                    mechanism['steps'], mechanism['accountant'])
     params_t = defences.release(cfg, params_t)
     train_info['defences'] = defences.describe(cfg, mechanism)
-    train_info['utility'] = defences.network_utility(cfg, apply, params_t, x_true, targets, dtype)
+  train_info['utility'] = defences.network_utility(cfg, apply, params_t, x_true, targets, dtype)
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},

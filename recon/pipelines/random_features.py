@@ -195,11 +195,9 @@ def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array]
   info = {'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}
   if defences.active(cfg):  # output perturbation of theta* (victim.release_noise)
     theta = defences.release(cfg, theta)
-    predict = lambda xs: features.rf_features(v, xs, cfg.victim.activation) @ theta  # noqa: E731
     info['defences'] = defences.describe(cfg, None)
-    info['utility'] = defences.regression_utility(predict, x_true, y, cfg, dtype)
-    logging.info('released theta* with relative noise %g: train mse %.3g', cfg.victim.release_noise,
-                 info['utility']['train']['mse'])
+  predict = lambda xs: features.rf_features(v, xs, cfg.victim.activation) @ theta  # noqa: E731
+  info['utility'] = defences.regression_utility(predict, x_true, y, cfg, dtype)
   return model_ckpt.ModelCheckpoint(
       kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d,
                                        'activation': cfg.victim.activation, 'weight_rng': rng},
