@@ -289,7 +289,8 @@ def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dic
 def _plot(cur, meta, path) -> None:
   panels = [('rf_gd', 'dp'), ('rf', 'release_noise'), ('rf_gd', 'release_noise'),
             ('rf_gd', 'weight_decay')]
-  fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8))
+  fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+  axes = axes.reshape(-1)
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
   for ax, (victim, defence) in zip(axes, panels):
     keys = sorted(k for k in cur if k[0] == victim and k[1] == defence)
@@ -326,8 +327,6 @@ def _plot(cur, meta, path) -> None:
     ax.set_ylabel('frac rows recovered (mean)')
     twin.set_ylabel('held-out accuracy', fontsize=8)
     ax.set_title(f'{victim}: {defence}', fontsize=9)
-    if defence == 'dp':
-      ax.invert_xaxis()
     handles = ax.get_legend_handles_labels()
     extra = twin.get_legend_handles_labels()
     if handles[0]:
