@@ -187,6 +187,7 @@ def test_reconstruction_bounds_of_hayes_et_al():
   bounds = [privacy.rero_bound_dp(e, delta, kappa) for e in (1, 4, 8, 16, 64)]
   assert bounds == sorted(bounds) and bounds[-1] == 1.0
   assert privacy.rero_bound_dp(float('inf'), delta, kappa) == 1.0
+  assert privacy.rero_bound_dp(1e7, delta, kappa) == 1.0  # no overflow
   assert privacy.rero_bound_gdp(0.0, kappa) == pytest.approx(kappa)
   # Full-batch DP-GD is mu-GDP with mu = sqrt(T) / sigma; the mechanism is also (eps, delta)-DP
   # at the accountant's eps, so its GDP bound cannot exceed the (eps, delta) one.

@@ -172,8 +172,9 @@ def rero_bound_dp(eps: float, delta: float, kappa: float) -> float:
   import math  # pylint: disable=import-outside-toplevel
   if not math.isfinite(eps):
     return 1.0
-  return float(min(1.0, kappa * math.exp(eps) + delta,
-                   1.0 - math.exp(-eps) * (1.0 - delta - kappa)))
+  # kappa e^eps without overflow (eps of 1e7 are measured points too).
+  grow = 0.0 if kappa <= 0 else math.exp(min(700.0, eps + math.log(kappa)))
+  return float(min(1.0, grow + delta, 1.0 - math.exp(-eps) * (1.0 - delta - kappa)))
 
 
 def rero_bound_gdp(mu: float, kappa: float) -> float:
