@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from recon import data
+from recon import data, runs
 from recon.models import privacy, train
 
 # Held-out samples drawn for a victim's utility (as many as the data set gives, at most).
@@ -72,8 +71,7 @@ def release(cfg: ml_collections.ConfigDict, params: Any) -> Any:
 
 def held_out(cfg: ml_collections.ConfigDict, dtype):
   """(x', y', how) for utility: held-out samples of the run's task (`data.load_held_out`)."""
-  key = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)[0]  # the data key (runs.split_keys)
-  x, y, how = data.load_held_out(cfg.data, key, HELD_OUT, dtype)
+  x, y, how = data.load_held_out(cfg.data, runs.split_keys(cfg.seed)['data'], HELD_OUT, dtype)
   if x is not None:
     x = x.reshape(x.shape[0], -1)
   return x, y, how
@@ -108,7 +106,3 @@ def regression_utility(predict: Callable, x, y, cfg: ml_collections.ConfigDict,
   out['held_out'] = ({'n': 0, 'source': how} if xh is None or len(xh) == 0 else
                      {**score(xh, yh), 'n': int(len(xh)), 'source': how})
   return out
-
-
-def as_array_tree(tree: Any, dtype) -> Any:
-  return jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)
