@@ -87,6 +87,23 @@ def victim() -> ml_collections.ConfigDict:
   t.weight_decay = 0.0  # homogeneous MLPs: > 0 ends at the exact stationary point (L-BFGS)
   t.stationary_steps = 20000  # the L-BFGS steps of that stationary point
   t.polish = False  # homogeneous MLPs: SLSQP to the exact KKT point of the max-margin problem
+  # Defences (recon/models/privacy.py; docs/defences.md). weight_decay above is one for the
+  # GD-trained networks too. DP-SGD of the GD-trained networks: per-example clipping to
+  # `clip`, Gaussian noise noise_multiplier * clip on the sum, Poisson batches of expected
+  # size batch_size (None: n, full-batch DP-GD), exactly max_steps steps; epsilon at `delta`
+  # from the accountant (dp_accounting). Give noise_multiplier or target_epsilon (the
+  # accountant's smallest noise multiplier that meets it), not both.
+  t.dp = ml_collections.ConfigDict()
+  t.dp.mode = 'off'  # 'off' | 'on'
+  t.dp.clip = 1.0
+  t.dp.noise_multiplier = placeholder(float)
+  t.dp.target_epsilon = placeholder(float)
+  t.dp.batch_size = placeholder(int)
+  t.dp.delta = 1e-5
+  t.dp.accountant = 'rdp'  # recon.models.privacy.ACCOUNTANTS
+  # Gaussian noise on the released trained weights (random features: on theta*, output
+  # perturbation), relative: noise norm ~ release_noise * ||W|| per array; 0: off.
+  c.release_noise = 0.0
   return c
 
 

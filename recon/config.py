@@ -10,9 +10,7 @@ value and what is accepted.
 """
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import math
 import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -20,10 +18,11 @@ import ml_collections
 
 from recon import data, features, optimize, precision, registry, splitting
 from recon.io import flatten
+from recon.spec import Spec
 from recon.errors import ReconError
 # The built-in victims, objectives and data sets register themselves where they are defined
 # (recon/registry.py); importing their modules here makes every built-in name known.
-from recon.models import foreign, homogeneous, networks, random_features, train  # noqa: F401
+from recon.models import foreign, homogeneous, networks, privacy, random_features, train  # noqa: F401
 from recon.objectives import kkt, projection, projection_streamed, unified  # noqa: F401
 
 DTYPES = ('float32', 'float64')
@@ -35,52 +34,6 @@ DICT_KINDS = (dict, ml_collections.ConfigDict)
 
 class ConfigError(ReconError, ValueError):
   """An invalid config field; the message is one line naming field and accepted values."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-  """What a field accepts: a type, optional bounds or names, and `None` if optional."""
-  kind: type | tuple
-  low: Optional[float] = None  # inclusive lower bound
-  low_open: bool = False  # True: strictly greater than `low`
-  high: Optional[float] = None  # inclusive upper bound
-  choices: Optional[Callable[[], Sequence[str]] | Sequence[str]] = None
-  optional: bool = False
-
-  def accepted(self) -> str:
-    if self.choices is not None:
-      names = self.choices() if callable(self.choices) else self.choices
-      text = 'one of ' + ', '.join(repr(c) for c in names)
-    else:
-      kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
-      text = ' or '.join(k.__name__ for k in kinds)
-      if self.low is not None:
-        text += f' {">" if self.low_open else ">="} {self.low:g}'
-      if self.high is not None:
-        text += f' and <= {self.high:g}'
-    return text + (' (or None)' if self.optional else '')
-
-  def check(self, value: Any) -> bool:
-    if value is None:
-      return self.optional
-    kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
-    if isinstance(value, bool) and bool not in kinds:
-      return False
-    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-      value = float(value)
-    if not isinstance(value, kinds):
-      return False
-    if self.choices is not None:
-      names = self.choices() if callable(self.choices) else self.choices
-      return value in names
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-      if not math.isfinite(value):  # NaN, inf (an int is always finite)
-        return False
-      if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-        return False
-      if self.high is not None and value > self.high:
-        return False
-    return True
 
 
 def _positive_int():
@@ -145,7 +98,17 @@ SCHEMA: Dict[str, Any] = {
             weight_decay=Spec(float, low=0.0),
             stationary_steps=_positive_int(),
             polish=Spec(bool),
+            dp=dict(
+                mode=Spec(str, choices=('off', 'on')),
+                clip=Spec(float, low=0.0, low_open=True),
+                noise_multiplier=Spec(float, low=0.0, optional=True),
+                target_epsilon=Spec(float, low=0.0, low_open=True, optional=True),
+                batch_size=Spec(int, low=1, optional=True),
+                delta=Spec(float, low=0.0, low_open=True, high=1.0),
+                accountant=Spec(str, choices=privacy.ACCOUNTANTS),
+            ),
         ),
+        release_noise=Spec(float, low=0.0),
     ),
     'attack': dict(
         objective=Spec(str, choices=lambda: registry.names('objective')),
@@ -354,8 +317,12 @@ def validate(config: Any) -> None:
     if fields[path] is None and fields['data.name'] != 'file':
       raise ConfigError(f"config.{path}: None is accepted only with data.name 'file' (the "
                         "file's size); accepted: int >= 1")
+  check_defences(fields)
   if config.get('sweep') is not None:
     validate_sweep(config['sweep'])
+    if fields['victim.release_noise'] > 0 and sweep_axes(config['sweep']):
+      raise ConfigError('config.sweep: a vectorised sweep releases theta* as fitted; accepted: '
+                        'no sweep axes with victim.release_noise > 0 (scripts/defences.py)')
 
 
 def near_names(name: str, names, n: int = 3) -> str:
@@ -377,6 +344,46 @@ def near_names(name: str, names, n: int = 3) -> str:
     close += [p for p in by_leaf[match] if p not in close]
   close = close or difflib.get_close_matches(name, names, n=n, cutoff=0.6)
   return f' (did you mean {", ".join(close[:n])}?)' if close else ''
+
+
+
+
+def trained_networks() -> tuple:
+  """The registered victims recon trains by GD (the networks pipeline's own architectures):
+  what victim.train.dp applies to."""
+  return tuple(n for n, v in registry.items('victim')
+               if v.pipeline == 'networks' and v.architecture is not None)
+
+
+def check_defences(fields: Dict[str, Any]) -> None:
+  """The defences (victim.train.dp, victim.release_noise) apply to the victims they name,
+  trained here (no victim.checkpoint, not the subspace pipeline); DP needs one noise source."""
+  model, noise = fields['victim.name'], fields['victim.release_noise']
+  dp_on = fields['victim.train.dp.mode'] == 'on'
+  if dp_on and model not in trained_networks():
+    raise ConfigError(f"config.victim.train.dp.mode: 'on' for victim.name {model!r}; accepted: "
+                      f"'on' with victim.name in {', '.join(trained_networks())}, else 'off'")
+  released = ('random_features',) + trained_networks()  # victim.release_noise applies to
+  if noise > 0 and model not in released:
+    raise ConfigError(f'config.victim.release_noise: {noise!r} for victim.name {model!r}; '
+                      f'accepted: 0, or > 0 with victim.name in {", ".join(released)}')
+  subspace = (fields['attack.objective'] == 'unified' or fields['attack.subspace'] != 'none'
+              or fields['attack.alpha_mode'] != 'closed_form')
+  for why, field in ((subspace, 'attack.objective'), (fields['victim.checkpoint'],
+                                                       'victim.checkpoint')):
+    if (dp_on or noise > 0) and why:
+      raise ConfigError(f'config.{field}: the defences apply when recon trains the victim (not '
+                        "a saved one, not the subspace pipeline); accepted: victim.train.dp.mode "
+                        "'off' and victim.release_noise 0 there")
+  given = [f for f in ('noise_multiplier', 'target_epsilon')
+           if fields[f'victim.train.dp.{f}'] is not None]
+  if dp_on and len(given) != 1:
+    raise ConfigError(f"config.victim.train.dp: {' and '.join(given) or 'neither'} of "
+                      "noise_multiplier, target_epsilon given with mode 'on'; accepted: one")
+  batch = fields['victim.train.dp.batch_size']
+  if dp_on and batch is not None and batch > fields['data.n']:
+    raise ConfigError(f'config.victim.train.dp.batch_size: {batch} > data.n; accepted: None '
+                      '(n) or an int in 1..n')
 
 
 FLOAT32_MAX = 3.4028234663852886e38

@@ -328,3 +328,22 @@ def test_file_settings_it_does_not_apply_are_refused(tmp_path):
   for field, value in (('data.classes', (0, 1)), ('data.image_size', 2), ('data.grayscale', True)):
     c = _file_cfg(tmp_path / 'x.npz', **{field: value})
     one_line_error(lambda: data.resolve_file(c, trains_victim=True), 'not applied')
+def test_held_out_samples_share_the_task():
+  """synthetic_sphere: fresh rows, the same direction g (noise-free labels are predicted exactly
+  by g fitted on the training set); digits: other images of the same classes."""
+  from configs import base  # pylint: disable=import-outside-toplevel
+  c = base.get_config().data
+  c.n, c.d, c.label_noise = 20, 5, 0.0
+  key = jax.random.PRNGKey(3)
+  x, y, _ = data.load(c, key)
+  xh, yh, how = data.load_held_out(c, key, 30)
+  assert xh.shape == (30, 5) and 'same g' in how
+  assert not np.any(np.all(np.isclose(np.asarray(xh)[:, None], np.asarray(x)[None]), -1))
+  g = np.linalg.lstsq(np.asarray(x, np.float64), np.asarray(y, np.float64), rcond=None)[0]
+  np.testing.assert_allclose(np.asarray(xh) @ g, np.asarray(yh), atol=1e-4)
+  c = base.get_config().data
+  c.name, c.classes, c.d, c.n = 'digits', (0, 1), 64, 10
+  xh, yh, _ = data.load_held_out(c, key, 40)
+  assert 0 < len(xh) <= 40 and set(np.asarray(yh).tolist()) <= {-1.0, 1.0}
+  c.name = 'synthetic_subspace'
+  assert data.load_held_out(c, key, 5)[0] is None

@@ -101,3 +101,15 @@ def test_audit_regimes(tmp_path):
   assert record['tuning_seeds'] == [0] and record['reported_seeds'] == [100]
   assert len(record['runs']) == 6 and record['choice']['chosen'] in ('init_trained', 'init_stacked')
   assert all(not r['tuning'] for r in record['runs'] if r['seed'] == 100)
+
+
+def test_defences(tmp_path):
+  _script('defences', '--tiny', f'--out={tmp_path / "defences"}')
+  _has(tmp_path, 'defences.json', 'defences.md', 'defences.png')
+  result = json.loads((tmp_path / 'defences.json').read_text())
+  defences = {(r['victim'], r['defence']) for r in result['records']}
+  assert ('rf_gd', 'dp') in defences and ('rf', 'release_noise') in defences
+  dp = [r for r in result['records'] if r['defence'] == 'dp']
+  assert all(r['epsilon'] == pytest.approx(8.0, rel=1e-3) for r in dp)
+  assert all(r['held_out_accuracy'] is not None for r in result['records'] if r['victim'] == 'rf_gd')
+  assert 'crossovers' in result['meta']

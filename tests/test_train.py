@@ -122,3 +122,38 @@ def test_zero_head_init_starts_at_zero_and_moves_only_the_head_first(make, shape
 def test_unknown_head_init_is_one_line_error():
   with pytest.raises(ValueError, match="head_init: unknown 'ones'; accepted: fan_in, zeros"):
     networks.TwoLayer(4, 1, head_init='ones').init(jax.random.PRNGKey(0), jnp.ones((1, 3)))
+
+
+def test_per_example_losses_average_to_the_loss():
+  out = jnp.array([[0.3, -1.0], [2.0, 0.5], [-0.2, 0.1]])
+  for name, targets in (('mse', jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])),
+                        ('cross_entropy', jnp.array([0, 1, 1]))):
+    per = train.per_example_losses(name, out, targets)
+    assert per.shape == (3,)
+    np.testing.assert_allclose(jnp.mean(per), train.loss_value(name, out, targets), rtol=1e-6)
+  assert float(train.accuracy('cross_entropy', out, jnp.array([0, 0, 1]))) == pytest.approx(1.0)
+  assert float(train.accuracy('mse', out[:, :1], jnp.array([[1.0], [1.0], [1.0]]))) == (
+      pytest.approx(2 / 3))
+
+
+def test_private_training_without_noise_or_clipping_is_gd():
+  """DP-SGD with sigma = 0, a clip no gradient reaches and q = 1 is full-batch GD, step for step."""
+  from recon.models import privacy  # pylint: disable=import-outside-toplevel
+  key = jax.random.PRNGKey(0)
+  x = jax.random.normal(key, (5, 3))
+  targets = jnp.sign(jax.random.normal(jax.random.PRNGKey(1), (5, 1)))
+  params = {'w': 0.1 * jax.random.normal(jax.random.PRNGKey(2), (3, 1))}
+  apply = lambda p, xs: jnp.tanh(xs @ p['w'])  # noqa: E731
+  opt = privacy.dp_optimizer(0.3, clip=1e6, noise_multiplier=0.0, sample_rate=1.0,
+                             key=jax.random.key(0))
+  got, info = train.train_private(apply, params, x, targets, loss='mse', optimizer=opt, steps=25,
+                                  sample_rate=1.0, key=jax.random.key(1))
+  want, _ = train.train(apply, params, x, targets, loss='mse', optimizer=train.make_optimizer(0.3),
+                        max_steps=25, tol=0.0)
+  assert info['steps'] == 25
+  np.testing.assert_allclose(got['w'], want['w'], rtol=1e-5, atol=1e-7)
+  # Weight decay is the decayed-weights term before the step.
+  wd = train.make_optimizer(0.3, weight_decay=0.1)
+  p1, _ = train.train(apply, params, x, targets, loss='mse', optimizer=wd, max_steps=1, tol=0.0)
+  g = jax.grad(lambda p: train.loss_value('mse', apply(p, x), targets))(params)['w']
+  np.testing.assert_allclose(p1['w'], params['w'] - 0.3 * (g + 0.1 * params['w']), rtol=1e-5)

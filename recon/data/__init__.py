@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -194,6 +194,34 @@ def resolve_file(config: Any, *, trains_victim: bool) -> None:
   for field, value in sizes.items():
     if config[field] is None:
       config[field] = value
+
+
+def load_held_out(config: Any, key: Array, m: int,
+                  dtype=jnp.float32) -> Tuple[Optional[Array], Optional[Array], str]:
+  """(X', y', how): m held-out samples of the task `load(config, key)` draws from, for a
+  victim's utility (never seen by training or the attack); (None, None, why) when there is
+  no such task.
+
+  synthetic_sphere: fresh rows on the sphere with the same direction g (key's split), fresh
+  label noise. Image sets: `load` with n = m on a key folded from `key` (the same classes and
+  preprocessing; images drawn twice are dropped, so m' <= m rows may come back).
+  """
+  if config.name == 'synthetic_sphere':
+    kx, kg, ke = jax.random.split(key, 3)
+    x = sphere_rows(jax.random.fold_in(kx, 1), m, config.d, dtype)
+    g = jax.random.normal(kg, (config.d,), dtype) / jnp.sqrt(jnp.asarray(config.d, dtype))
+    y = x @ g + config.label_noise * jax.random.normal(jax.random.fold_in(ke, 1), (m,), dtype)
+    return x, y, 'synthetic_sphere: fresh rows, the same g'
+  if config.name in NATIVE and config.name != 'photo_patches':
+    import ml_collections  # pylint: disable=import-outside-toplevel
+    held = ml_collections.ConfigDict(config.to_dict())
+    held.n = m
+    x, y, meta = load(held, jax.random.fold_in(key, 1), dtype)
+    _, _, train_meta = load(config, key, dtype)
+    seen = set(np.asarray(train_meta.get('indices', [])).reshape(-1).tolist())
+    keep = np.array([int(i) not in seen for i in np.asarray(meta['indices']).reshape(-1)])
+    return x[keep], y[keep], f'{config.name}: another draw of the same classes, overlap dropped'
+  return None, None, f'{config.name}: no held-out set'
 
 
 def describe(meta: Dict[str, Any]) -> Dict[str, Any]:

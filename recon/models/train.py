@@ -103,10 +103,17 @@ def auto_learning_rate(apply_fn: Callable[[Any, Array], Array], params: Any, x: 
   return 1.0 / lam
 
 
-def make_optimizer(lr: float, momentum: float = 0.0) -> optax.GradientTransformation:
+def make_optimizer(lr: float, momentum: float = 0.0,
+                   weight_decay: float = 0.0) -> optax.GradientTransformation:
   """Full-batch GD (heavy-ball when momentum > 0): every head update is a combination of
-  past head gradients, so W_L(T) - W_L(0) stays in their span (Adam's rescaling would not)."""
-  return optax.sgd(lr, momentum=momentum if momentum > 0 else None)
+  past head gradients, so W_L(T) - W_L(0) stays in their span (Adam's rescaling would not).
+
+  weight_decay > 0 adds weight_decay * W to every gradient (a defence: W_L(T) - W_L(0) then
+  holds -(1 - (1 - lr wd)^T) W_L(0) besides the span, without momentum)."""
+  sgd = optax.sgd(lr, momentum=momentum if momentum > 0 else None)
+  if weight_decay > 0:
+    return optax.chain(optax.add_decayed_weights(weight_decay), sgd)
+  return sgd
 
 
 def loss_value(name: str, outputs: Array, targets: Array) -> Array:
@@ -160,3 +167,69 @@ def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, target
   return params, {'steps': int(step), 'final_loss': final,
                   'reached_tol': bool(np.isfinite(final) and final <= tol),
                   'finite': bool(np.isfinite(final))}
+
+
+def per_example_losses(name: str, outputs: Array, targets: Array) -> Array:
+  """The loss `name` of every sample (n,): `loss_value` is their mean."""
+  return jax.vmap(lambda o, t: loss_value(name, o[None], t[None]))(outputs, targets)
+
+
+def train_private(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
+                  targets: Array, *, loss: str, optimizer: optax.GradientTransformation,
+                  steps: int, sample_rate: float, key: Array,
+                  chunk_steps: int = 1000) -> Tuple[Any, Dict[str, Any]]:
+  """DP-SGD (`recon.models.privacy.dp_optimizer`): exactly `steps` steps on per-example
+  gradients, sample i in step t's batch with probability `sample_rate` (Poisson; 1: all).
+
+  The step count is fixed (the accountant's T): no early stop at a tolerance. Returns
+  (params, info) with info = {steps, final_loss, finite}.
+  """
+  def example_loss(p, xi, ti):
+    return loss_value(loss, apply_fn(p, xi[None]), ti[None])
+
+  per_example_grads = jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))
+  n = x.shape[0]
+
+  @jax.jit
+  def chunk(carry, stop):
+    def cond(c):
+      return c[2] < stop
+
+    def body(c):
+      p, o, step, k = c
+      k, k_batch = jax.random.split(k)
+      g = per_example_grads(p, x, targets)
+      if sample_rate < 1.0:
+        drawn = jax.random.bernoulli(k_batch, sample_rate, (n,))
+        g = jax.tree.map(lambda a: a * drawn.reshape((n,) + (1,) * (a.ndim - 1)).astype(a.dtype),
+                         g)
+      updates, o = optimizer.update(g, o, p)
+      return optax.apply_updates(p, updates), o, step + 1, k
+
+    return jax.lax.while_loop(cond, body, carry)
+
+  carry = (params, optimizer.init(params), jnp.zeros((), jnp.int32), key)
+  step = 0
+  while step < steps:
+    carry = chunk(carry, jnp.asarray(min(step + chunk_steps, steps), jnp.int32))
+    step = int(carry[2])
+  params = carry[0]
+  final = float(loss_value(loss, apply_fn(params, x), targets))
+  return params, {'steps': step, 'final_loss': final, 'finite': bool(np.isfinite(final))}
+
+
+def accuracy(name: str, outputs: Array, targets: Array) -> Array:
+  """Share of samples classified right: the sign for one output (targets +-1), else argmax."""
+  if name == 'cross_entropy':
+    return jnp.mean(jnp.argmax(outputs, -1) == targets)
+  if outputs.shape[-1] == 1 or name == 'logistic':
+    return jnp.mean(jnp.sign(outputs.reshape(-1)) == jnp.sign(targets.reshape(-1)))
+  return jnp.mean(jnp.argmax(outputs, -1) == jnp.argmax(targets, -1))
+
+
+def utility(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, targets: Array,
+            loss: str) -> Dict[str, float]:
+  """{loss, accuracy} of params on (x, targets)."""
+  out = apply_fn(params, x)
+  return {'loss': float(loss_value(loss, out, targets)),
+          'accuracy': float(accuracy(loss, out, targets))}

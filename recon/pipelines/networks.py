@@ -31,8 +31,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import (data, driver, errors, optimize, reconstruct, registry, restarts, routes, runs,
-                   victims)
+from recon import (data, defences, driver, errors, optimize, reconstruct, registry, restarts,
+                   routes, runs, victims)
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
@@ -188,9 +188,8 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
                cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), t.loss, lr, lr_source,
                momentum)
   t_train = time.time()
-  params_t, info = train.train(apply, params0, x_true, targets, loss=t.loss,
-                               optimizer=train.make_optimizer(lr, momentum),
-                               max_steps=t.max_steps, tol=t.tol)
+  params_t, info, mechanism = defences.train_network_params(cfg, apply, params0, x_true,
+                                                            targets, lr)
   train_seconds = time.time() - t_train
   if not info['finite']:
     _fail(f'training: the {cfg.victim.train.loss} loss became non-finite after {info["steps"]} '
@@ -206,6 +205,15 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
       'train_momentum': momentum, 'train_steps': info['steps'],
       'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
       'train_tol': cfg.victim.train.tol, 'train_note': train_note, 'train_seconds': train_seconds}
+  if defences.active(cfg):
+    if mechanism is not None:
+      logging.info('DP-SGD: epsilon %.3g at delta %g (noise multiplier %.3g, clip %g, q %.3g, '
+                   '%d steps, %s)', mechanism['epsilon'], mechanism['delta'],
+                   mechanism['noise_multiplier'], mechanism['clip'], mechanism['sample_rate'],
+                   mechanism['steps'], mechanism['accountant'])
+    params_t = defences.release(cfg, params_t)
+    train_info['defences'] = defences.describe(cfg, mechanism)
+  train_info['utility'] = defences.network_utility(cfg, apply, params_t, x_true, targets, dtype)
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},

@@ -24,8 +24,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import (data, distributed, driver, features, optimize, precision, registry, restarts,
-                   routes, runs, splitting)
+from recon import (data, defences, distributed, driver, features, optimize, precision, registry,
+                   restarts, routes, runs, splitting)
 from recon.errors import ExperimentError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -192,12 +192,17 @@ def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array]
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n),
                train_mse)
+  info = {'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}
+  if defences.active(cfg):  # output perturbation of theta* (victim.release_noise)
+    theta = defences.release(cfg, theta)
+    info['defences'] = defences.describe(cfg, None)
+  predict = lambda xs: features.rf_features(v, xs, cfg.victim.activation) @ theta  # noqa: E731
+  info['utility'] = defences.regression_utility(predict, x_true, y, cfg, dtype)
   return model_ckpt.ModelCheckpoint(
       kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d,
                                        'activation': cfg.victim.activation, 'weight_rng': rng},
       trained={'theta': theta}, extras={'v_key': keys['model']},
-      truth={'x': x_true, 'y': y}, n=cfg.data.n,
-      info={'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}), meta
+      truth={'x': x_true, 'y': y}, n=cfg.data.n, info=info), meta
 
 
 def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
@@ -230,6 +235,10 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     raise ExperimentError('victim.checkpoint: attacking a saved model uses dense features; '
                           "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
   _rf_splitter(cfg, lean=True)  # refuses splitting here
+  if defences.active(cfg):
+    raise ExperimentError(f'victim.release_noise: {cfg.victim.release_noise} with memory-lean '
+                          "features; accepted: 0, or victim.feature_mode 'dense' (or 'auto' "
+                          'under the memory budget)')
   keys = runs.split_keys(cfg.seed)
   x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
   shards = cfg.victim.feature_shards
@@ -318,6 +327,9 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                                                _init_fn(cfg, dtype))
   p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
   extra = {'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n, 'memory_lean': False}
+  for name in ('defences', 'utility'):
+    if name in model.info:
+      extra[name] = model.info[name]
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
     if y is not None:  # warn and record when a p >= n victim does not interpolate
