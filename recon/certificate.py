@@ -54,9 +54,29 @@ small as at the truth. The certificate adds evidence that the solution found is
   * restarts:    when several candidate sets reached tol, they agree (matched relative
                  distance < duplicate_threshold).
 
-`candidates_certified` is the conjunction of the evidence that was computed; the Jacobian
-test is computed when it fits `max_jacobian_entries` (p m d), else certification falls
-back to the stricter counting margin p >= 2 m d and says so. `certified` adds m = n_known.
+`candidates_certified` is the conjunction of the evidence that was computed; `certified`
+adds m = n_known. The Jacobian test is computed whenever there is a feature map and counting
+holds, by one of three methods (`jacobian_method`, recorded as evidence; 'auto' picks):
+  * 'dense':       J formed (p m (d - 1) entries, `tangent_jacobian`), its Gram
+                   eigendecomposed. 'auto' takes it for a plain feature_fn while p m d <=
+                   `max_jacobian_entries` (2e7): no compilation per call.
+  * 'gram':        J^T J accumulated block by block over the features, J never formed
+                   (`recon.residual_jacobian`), then Cholesky + Lanczos instead of an
+                   eigendecomposition (`residual_jacobian.gram_spectrum`; the eigendecomposition
+                   when J^T J is numerically singular): the same sigma's, rank and per-row radii
+                   as 'dense' (tested to 1e-6), float64 throughout. 'auto' takes it for a
+                   feature map that gives its blocks (`features.FeatureMap`: the dense, lean
+                   and sweep pipelines) while (m (d - 1))^2 <= `max_gram_entries` (1e8), and
+                   for a plain feature_fn above the dense cap (one block). Measured
+                   (`results/certificate_scale.md`, this 2-core CPU): as fast as 'dense' at
+                   small sizes once compiled and faster at (100, 16, 6 400), with less memory;
+                   it is what runs at (100, 48, 48 000).
+  * 'matrix_free': above that, sigma_min by LOBPCG on J^T J through jvp / vjp of the
+                   feature blocks (memory O(m^2 d + m d^2 + block), the papers' CIFAR size on
+                   one GPU: docs/random_features.md); the per-row radii are then the whole
+                   set's bound (`row_radius_kind`), which never pins a row 'dense' would not.
+Only without a feature map does certification fall back to the stricter counting margin
+p >= 2 m d, and it says so.
 """
 from __future__ import annotations
 
@@ -256,8 +276,8 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
 
   `n_known`: the training set's size when the attacker knows it, else None (then only the
   candidates can be certified, never the whole set). `feature_fn`/`theta` enable the
-  Jacobian test; without them (or above `max_jacobian_entries`) the counting margin must
-  be FALLBACK_COUNTING_MARGIN.
+  Jacobian test (`jacobian_method`, `max_jacobian_entries`, `max_gram_entries`: the module
+  docstring); without them the counting margin must be FALLBACK_COUNTING_MARGIN.
   """
   x_hat = np.asarray(x_hat)
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
