@@ -118,7 +118,7 @@ def _markdown(doc: Dict[str, Any]) -> str:
 def main(argv):
   del argv
   if FLAGS.one:
-    n, d, p, method = FLAGS.one.split('x')
+    n, d, p, method = FLAGS.one.split('x', 3)
     print(json.dumps(run_one(int(n), int(d), int(p), method, FLAGS.features, FLAGS.noise,
                              FLAGS.seed, FLAGS.tol, FLAGS.attack_tol)))
     return
@@ -133,8 +133,10 @@ def main(argv):
       cmd = [sys.executable, '-m', 'scripts.certificate_scale', f'--one={size}x{method}',
              f'--features={kind}', f'--noise={FLAGS.noise}', f'--seed={FLAGS.seed}',
              f'--tol={FLAGS.tol}', f'--attack_tol={FLAGS.attack_tol}']
-      out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-      rows.append(json.loads(out.strip().splitlines()[-1]))
+      done = subprocess.run(cmd, capture_output=True, text=True)
+      if done.returncode:
+        raise RuntimeError(f'{" ".join(cmd)} failed:\n{done.stderr[-3000:]}')
+      rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
       print(json.dumps(rows[-1]), flush=True)
   doc = {'machine': machine.describe(), 'load_average': os.getloadavg(), 'seed': FLAGS.seed,
          'noise': FLAGS.noise, 'tol': FLAGS.tol, 'attack_tol': FLAGS.attack_tol,
