@@ -74,7 +74,9 @@ holds, by one of three methods (`jacobian_method`, recorded as evidence; 'auto' 
   * 'matrix_free': above that, sigma_min by LOBPCG on J^T J through jvp / vjp of the
                    feature blocks (memory O(m^2 d + m d^2 + block), the papers' CIFAR size on
                    one GPU: docs/random_features.md); the per-row radii are then the whole
-                   set's bound (`row_radius_kind`), which never pins a row 'dense' would not.
+                   set's bound (`row_radius_kind`), which never pins a row 'dense' would not;
+                   `jacobian` reads 'computed (matrix-free)' (the precision rung, which forms J,
+                   does not run on it).
 Only without a feature map does certification fall back to the stricter counting margin
 p >= 2 m d, and it says so.
 """
@@ -320,7 +322,10 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     pin = (np.sqrt(max(final_loss, tol)) * theta_norm / max(float(sv_min), 1e-300) /
            max(row_norm, 1e-300)) if m * (d - 1) else np.inf
     rank = spec['rank'](rank_rtol)
-    evidence.update(jacobian='computed', jacobian_method=method, jacobian_sigma_ratio=ratio,
+    # 'computed (matrix-free)': the precision rung (`recon.polish`), which forms J densely,
+    # runs only on a plain 'computed' (where the dense or the blocked Gram fits).
+    evidence.update(jacobian='computed' if method != 'matrix_free' else 'computed (matrix-free)',
+                    jacobian_method=method, jacobian_sigma_ratio=ratio,
                     jacobian_rank=rank, jacobian_full_rank=m * (d - 1), rank_rtol=rank_rtol,
                     pin_radius=float(pin), row_radius_kind=spec['row_radius_kind'])
     if 'eigensolver' in spec:
@@ -381,7 +386,7 @@ def verdict(cert: Dict[str, Any], m: int) -> str:
   ev = cert['evidence']
   if cert['certified']:
     extra = (f', pinned to a relative radius {ev["pin_radius"]:.1e}'
-             if ev.get('jacobian') == 'computed' else ', Jacobian not computed')
+             if str(ev.get('jacobian')).startswith('computed') else ', Jacobian not computed')
     return (f'certified: the whole training set, all {m} samples, up to '
             f'{cert["certified_up_to"]}: an isolated zero of the loss (loss '
             f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')
