@@ -431,7 +431,16 @@ def rf_feature_map(v: Array, activation: str) -> FeatureMap:
 
 def rf_feature_map_lean(key: Array, activation: str, p: int, chunk: int, dtype,
                         rng: str = 'threefry') -> FeatureMap:
-  """sigma(X V^T) with V regenerated from `key` (`rf_features_chunked`), as a `FeatureMap`."""
-  return FeatureMap(lambda x: rf_features_chunked(key, x, activation, p, chunk, rng=rng)[:, :p],
-                    RFBlock(activation, p, lean=True, dtype=jnp.dtype(dtype).name, rng=rng),
-                    key, p)
+  """sigma(X V^T) with V regenerated from `key` (`rf_features_chunked`), as a `FeatureMap`.
+  V is always the attack's, drawn in `dtype`: X in another dtype (float64 for the
+  certificate or the precision rung) multiplies V's rows cast to it, never a V drawn anew."""
+  block = RFBlock(activation, p, lean=True, dtype=jnp.dtype(dtype).name, rng=rng)
+
+  def full(x):
+    if x.dtype == jnp.dtype(dtype):
+      return rf_features_chunked(key, x, activation, p, chunk, rng=rng)[:, :p]
+    cols = jax.lax.map(lambda c: block(key, x, c * chunk, chunk),
+                       jnp.arange(n_feature_chunks(p, chunk), dtype=jnp.int32))
+    return jnp.moveaxis(cols, 0, 1).reshape(x.shape[0], -1)[:, :p]
+
+  return FeatureMap(full, block, key, p)

@@ -37,9 +37,13 @@ def test_a_feature_maps_blocks_are_its_columns_zero_past_p():
     cols = jnp.concatenate([fmap.block(x, s, 30) for s in range(0, 120, 30)], axis=1)
     np.testing.assert_allclose(cols[:, :100], fmap(x), atol=1e-5)
     assert float(jnp.abs(cols[:, 100:]).max()) == 0.0
-  # The lean map regenerates the same V as the dense one drawn from the key.
+  # The lean map regenerates the same V as the dense one drawn from the key, also when X is
+  # float64 (V drawn in the attack's dtype, then cast: not a float64 draw).
   lean = features.rf_feature_map_lean(key, 'relu', 100, 32, jnp.float32)
   np.testing.assert_allclose(lean(x), features.rf_feature_map(v, 'relu')(x), atol=1e-5)
+  with jax.enable_x64(True):
+    x64 = jnp.asarray(x, jnp.float64)
+    np.testing.assert_allclose(lean(x64), features.rf_feature_map(v, 'relu')(x64), atol=1e-5)
 
 
 @pytest.mark.parametrize('blocked', [True, False])
