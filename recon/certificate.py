@@ -230,8 +230,7 @@ def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[s
   """The residual Jacobian's spectrum by `method` ('dense' | 'gram' | 'matrix_free', see the
   module docstring): sigma_min, sigma_max, rank(rtol) -> int, row_scales ((m,),
   `row_pin_scales`), row_radius_kind ('exact' | 'upper bound (whole set)'), feature_gram
-  (G = Phi_hat Phi_hat^T, or None), and for 'matrix_free' the eigensolver's record; or
-  sigma_min None and a `failure`."""
+  (G = Phi_hat Phi_hat^T, or None), and for 'matrix_free' the eigensolver's record."""
   m, d = len(x_hat), int(np.prod(np.shape(x_hat)[1:]))
   if method not in METHODS[1:]:
     raise ValueError(f'jacobian_method: unknown method {method!r}; accepted: {", ".join(METHODS)}')
@@ -312,7 +311,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
   if feature_fn is not None and theta is not None and evidence['counting']:
     spec = jacobian_spectrum(feature_fn, x_hat, theta, method)
     gram = spec.get('feature_gram')
-  if spec is not None and spec['sigma_min'] is not None:
+  if spec is not None:
     sv_min, sv_max = spec['sigma_min'], spec['sigma_max']
     ratio = float(sv_min / sv_max) if sv_max > 0 else 0.0
     row_norm = float(np.median(np.linalg.norm(x_hat.reshape(m, -1), axis=1)))
