@@ -92,3 +92,12 @@ def test_phase_transition(tmp_path):
 def test_kkt_experiments(tmp_path, part, files):
   _script('kkt_experiments', f'--part={part}', '--tiny', f'--out_dir={tmp_path}')
   _has(tmp_path, *files)
+
+
+def test_certificate_scale(tmp_path):
+  _script('certificate_scale', '--sizes=6x5x300:auto+dense:dense+lean', f'--out={tmp_path / "c"}')
+  _has(tmp_path, 'c.json', 'c.md')
+  rows = json.loads((tmp_path / 'c.json').read_text())['rows']
+  assert [(r['method_used'], r['features']) for r in rows] == [
+      ('gram', 'dense'), ('dense', 'dense'), ('gram', 'lean'), ('dense', 'lean')]
+  assert all(r['certified'] for r in rows)
