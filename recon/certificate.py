@@ -54,9 +54,31 @@ small as at the truth. The certificate adds evidence that the solution found is
   * restarts:    when several candidate sets reached tol, they agree (matched relative
                  distance < duplicate_threshold).
 
-`candidates_certified` is the conjunction of the evidence that was computed; the Jacobian
-test is computed when it fits `max_jacobian_entries` (p m d), else certification falls
-back to the stricter counting margin p >= 2 m d and says so. `certified` adds m = n_known.
+`candidates_certified` is the conjunction of the evidence that was computed; `certified`
+adds m = n_known. The Jacobian test is computed whenever there is a feature map and counting
+holds, by one of three methods (`jacobian_method`, recorded as evidence; 'auto' picks):
+  * 'dense':       J formed (p m (d - 1) entries, `tangent_jacobian`), its Gram
+                   eigendecomposed. 'auto' takes it for a plain feature_fn while p m d <=
+                   `max_jacobian_entries` (2e7): no compilation per call.
+  * 'gram':        J^T J accumulated block by block over the features, J never formed
+                   (`recon.residual_jacobian`), then Cholesky + Lanczos instead of an
+                   eigendecomposition (`residual_jacobian.gram_spectrum`; the eigendecomposition
+                   when J^T J is numerically singular): the same sigma's, rank and per-row radii
+                   as 'dense' (tested to 1e-6), float64 throughout. 'auto' takes it for a
+                   feature map that gives its blocks (`features.FeatureMap`: the dense, lean
+                   and sweep pipelines) while (m (d - 1))^2 <= `max_gram_entries` (1e8), and
+                   for a plain feature_fn above the dense cap (one block). Measured
+                   (`results/certificate_scale.md`, this 2-core CPU): as fast as 'dense' at
+                   small sizes once compiled and faster at (100, 16, 6 400), with less memory;
+                   it is what runs at (100, 48, 48 000).
+  * 'matrix_free': above that, sigma_min by LOBPCG on J^T J through jvp / vjp of the
+                   feature blocks (memory O(m^2 d + m d^2 + block), the papers' CIFAR size on
+                   one GPU: docs/random_features.md); the per-row radii are then the whole
+                   set's bound (`row_radius_kind`), which never pins a row 'dense' would not;
+                   `jacobian` reads 'computed (matrix-free)' (the precision rung, which forms J,
+                   does not run on it).
+Only without a feature map does certification fall back to the stricter counting margin
+p >= 2 m d, and it says so.
 """
 from __future__ import annotations
 
@@ -66,18 +88,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import metrics, symmetry
+from recon import metrics, residual_jacobian, symmetry
 
 RANK_RTOL = 1e-3
 MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
+MAX_GRAM_ENTRIES = 10 ** 8
 FALLBACK_COUNTING_MARGIN = 2.0
-
-
-def tangent_bases(x_hat) -> np.ndarray:
-  """(m, d, d - 1): an orthonormal basis of each row's tangent space (the last d - 1 left
-  singular vectors of x_i)."""
-  flat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  return np.stack([np.linalg.svd(row[:, None], full_matrices=True)[0][:, 1:] for row in flat])
+METHODS = ('auto', 'dense', 'gram', 'matrix_free')
+tangent_bases = residual_jacobian.tangent_bases
 
 
 def tangent_jacobian(feature_fn: Callable, x_hat, theta, return_bases: bool = False):
@@ -126,11 +144,14 @@ def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
   pin radius; a direction of (numerically) zero curvature makes s_i huge for the rows it
   moves and leaves the others pinned.
   """
-  gram = tangent.T @ tangent
-  lam, vec = np.linalg.eigh(gram)
+  return row_pin_scales_from_eigh(*np.linalg.eigh(tangent.T @ tangent), m)
+
+
+def row_pin_scales_from_eigh(lam: np.ndarray, vec: np.ndarray, m: int) -> np.ndarray:
+  """`row_pin_scales` from the eigendecomposition (lam, vec) of J^T J."""
   floor = max(float(lam[-1]), 1e-300) * np.finfo(np.float64).eps
   inv = 1.0 / np.maximum(lam, floor)
-  k = tangent.shape[1] // m
+  k = vec.shape[0] // m
   scales = np.empty(m)
   for i in range(m):
     v = vec[i * k:(i + 1) * k]  # (k, md): row i's part of every eigenvector
@@ -139,17 +160,18 @@ def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
   return scales
 
 
-def _radii(tangent: np.ndarray, x_hat, theta_norm: float, loss: float, tol: float) -> np.ndarray:
+def _radii(scales: np.ndarray, x_hat, theta_norm: float, loss: float, tol: float) -> np.ndarray:
   m = len(x_hat)
   norms = np.maximum(np.linalg.norm(np.asarray(x_hat, np.float64).reshape(m, -1), axis=1), 1e-300)
-  return np.sqrt(max(loss, tol)) * theta_norm * row_pin_scales(tangent, m) / norms
+  return np.sqrt(max(loss, tol)) * theta_norm * scales / norms
 
 
 def row_radii(feature_fn: Callable, x_hat, theta, loss: float, tol: float) -> np.ndarray:
   """(m,) relative pin radius of every row at this loss (`row_pin_scales`; the certificate's
   `row_pin_radius`)."""
   tangent = tangent_jacobian(feature_fn, x_hat, theta)
-  return _radii(tangent, x_hat, float(np.linalg.norm(np.asarray(theta, np.float64))), loss, tol)
+  return _radii(row_pin_scales(tangent, len(x_hat)), x_hat,
+                float(np.linalg.norm(np.asarray(theta, np.float64))), loss, tol)
 
 
 def _pair_distances(x_hat, sign_invariant: bool) -> np.ndarray:
@@ -188,7 +210,12 @@ def unseen_share(phi_hat, loss: float, tol: float) -> float:
   sqrt(max(loss, tol)) / min_i kappa_i (see the module docstring); 1 when the candidates'
   features are (numerically) dependent."""
   phi = np.asarray(phi_hat, np.float64).reshape(len(phi_hat), -1)
-  gram = phi @ phi.T
+  return unseen_share_from_gram(phi @ phi.T, loss, tol)
+
+
+def unseen_share_from_gram(gram: np.ndarray, loss: float, tol: float) -> float:
+  """`unseen_share` from G = Phi_hat Phi_hat^T (m x m)."""
+  gram = np.asarray(gram, np.float64)
   try:
     inv_diag = np.diag(np.linalg.inv(gram))
   except np.linalg.LinAlgError:
@@ -199,18 +226,59 @@ def unseen_share(phi_hat, loss: float, tol: float) -> float:
   return float(min(1.0, np.sqrt(max(loss, tol)) / np.sqrt(max(float(kappa2.min()), 1e-300))))
 
 
+def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[str, Any]:
+  """The residual Jacobian's spectrum by `method` ('dense' | 'gram' | 'matrix_free', see the
+  module docstring): sigma_min, sigma_max, rank(rtol) -> int, row_scales ((m,),
+  `row_pin_scales`), row_radius_kind ('exact' | 'upper bound (whole set)'), feature_gram
+  (G = Phi_hat Phi_hat^T, or None), and for 'matrix_free' the eigensolver's record."""
+  m, d = len(x_hat), int(np.prod(np.shape(x_hat)[1:]))
+  if method not in METHODS[1:]:
+    raise ValueError(f'jacobian_method: unknown method {method!r}; accepted: {", ".join(METHODS)}')
+  out: Dict[str, Any] = {'feature_gram': None, 'row_radius_kind': 'exact'}
+  if method == 'dense':
+    tangent = tangent_jacobian(feature_fn, x_hat, theta)
+    lam, vec = np.linalg.eigh(tangent.T @ tangent)
+  else:
+    with jax.enable_x64(True):
+      st = residual_jacobian.stats(feature_fn, x_hat, theta)
+      out['feature_gram'] = st.gram
+      if method == 'gram':
+        h = residual_jacobian.tangent_gram(st)
+        fast = residual_jacobian.gram_spectrum(h, m)
+        if fast is not None:
+          out.update(fast)
+          return out
+        lam, vec = np.linalg.eigh(h)
+      else:
+        lo, hi, info = residual_jacobian.smallest_singular_value(st)
+        ritz = np.asarray(info['ritz'])
+        out.update(sigma_min=lo, sigma_max=hi, row_scales=np.full(m, 1.0 / max(lo, 1e-300)),
+                   row_radius_kind='upper bound (whole set)', eigensolver=info,
+                   rank=lambda rtol: int(m * (d - 1) - np.sum(
+                       np.sqrt(np.clip(ritz, 0.0, None)) <= rtol * hi)))
+        return out
+  sv = np.sqrt(np.clip(lam[::-1], 0.0, None))
+  out.update(sigma_min=float(sv[-1]) if sv.size else 0.0,
+             sigma_max=float(sv[0]) if sv.size else 0.0,
+             rank=lambda rtol: int(np.sum(sv > rtol * sv[0])) if sv.size else 0,
+             row_scales=row_pin_scales_from_eigh(lam, vec, m) if sv.size else np.zeros(m))
+  return out
+
+
 def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optional[str],
             n_known: Optional[int], feature_fn: Optional[Callable] = None, theta=None,
             duplicate_threshold: float = metrics.RECOVERED_THRESHOLD,
             restart_sets: Optional[Sequence[np.ndarray]] = None,
             rank_rtol: float = RANK_RTOL,
-            max_jacobian_entries: int = MAX_JACOBIAN_ENTRIES) -> Dict[str, Any]:
+            max_jacobian_entries: int = MAX_JACOBIAN_ENTRIES,
+            max_gram_entries: int = MAX_GRAM_ENTRIES,
+            jacobian_method: str = 'auto') -> Dict[str, Any]:
   """The certificate and its evidence (a JSON-able dict); see the module docstring.
 
   `n_known`: the training set's size when the attacker knows it, else None (then only the
   candidates can be certified, never the whole set). `feature_fn`/`theta` enable the
-  Jacobian test; without them (or above `max_jacobian_entries`) the counting margin must
-  be FALLBACK_COUNTING_MARGIN.
+  Jacobian test (`jacobian_method`, `max_jacobian_entries`, `max_gram_entries`: the module
+  docstring); without them the counting margin must be FALLBACK_COUNTING_MARGIN.
   """
   x_hat = np.asarray(x_hat)
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
@@ -233,25 +301,38 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
   if evidence['duplicate_pairs']:
     reasons.append(f'{evidence["duplicate_pairs"]} near-duplicate candidate pair(s)')
   entries = int(p) * m * d
-  if (feature_fn is not None and theta is not None and entries <= max_jacobian_entries
-      and evidence['counting']):
-    tangent = tangent_jacobian(feature_fn, x_hat, theta)
-    sv = np.sqrt(np.clip(np.linalg.eigvalsh(tangent.T @ tangent)[::-1], 0.0, None))
-    ratio = float(sv[-1] / sv[0]) if sv.size and sv[0] > 0 else 0.0
+  method = jacobian_method
+  if method == 'auto':
+    blocked = hasattr(feature_fn, 'block_fn')
+    method = ('dense' if not blocked and entries <= max_jacobian_entries else
+              'gram' if (m * (d - 1)) ** 2 <= max_gram_entries else 'matrix_free')
+  gram = None
+  spec = None
+  if feature_fn is not None and theta is not None and evidence['counting']:
+    spec = jacobian_spectrum(feature_fn, x_hat, theta, method)
+    gram = spec.get('feature_gram')
+  if spec is not None:
+    sv_min, sv_max = spec['sigma_min'], spec['sigma_max']
+    ratio = float(sv_min / sv_max) if sv_max > 0 else 0.0
     row_norm = float(np.median(np.linalg.norm(x_hat.reshape(m, -1), axis=1)))
     theta_norm = float(np.linalg.norm(np.asarray(theta, np.float64)))
     # Linearised: moving the candidates by dx raises the loss by ||J dx||^2 / ||theta||^2, so
     # every X within this (relative) radius has a loss <= max(loss, tol).
-    pin = (np.sqrt(max(final_loss, tol)) * theta_norm / max(float(sv[-1]), 1e-300) /
-           max(row_norm, 1e-300)) if sv.size else np.inf
-    evidence.update(jacobian='computed', jacobian_sigma_ratio=ratio,
-                    jacobian_rank=int(np.sum(sv > rank_rtol * sv[0])) if sv.size else 0,
-                    jacobian_full_rank=m * (d - 1), rank_rtol=rank_rtol,
-                    pin_radius=float(pin))
-    if sv.size:
+    pin = (np.sqrt(max(final_loss, tol)) * theta_norm / max(float(sv_min), 1e-300) /
+           max(row_norm, 1e-300)) if m * (d - 1) else np.inf
+    rank = spec['rank'](rank_rtol)
+    # 'computed (matrix-free)': the precision rung (`recon.polish`), which forms J densely,
+    # runs only on a plain 'computed' (where the dense or the blocked Gram fits).
+    evidence.update(jacobian='computed' if method != 'matrix_free' else 'computed (matrix-free)',
+                    jacobian_method=method, jacobian_sigma_ratio=ratio,
+                    jacobian_rank=rank, jacobian_full_rank=m * (d - 1), rank_rtol=rank_rtol,
+                    pin_radius=float(pin), row_radius_kind=spec['row_radius_kind'])
+    if 'eigensolver' in spec:
+      evidence['eigensolver'] = spec['eigensolver']
+    if m * (d - 1):
       # Per row: the radius within which candidate i can move (others compensating) at
       # this loss; pinned = below the threshold and not half of a near-duplicate pair.
-      radii = _radii(tangent, x_hat, theta_norm, final_loss, tol)
+      radii = _radii(spec['row_scales'], x_hat, theta_norm, final_loss, tol)
       in_pair = duplicate_rows(x_hat, duplicate_threshold, sign_invariant)
       within = (radii < duplicate_threshold) & ~in_pair
       # Pinned needs the loss at tol: above it X_hat may sit in a wrong basin, where the
@@ -267,8 +348,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
                      f'{evidence["jacobian_rank"]} of {m * (d - 1)}, sigma ratio {ratio:.1e})')
   else:
     why = ('no feature map' if feature_fn is None or theta is None else
-           'counting failed' if not evidence['counting'] else
-           f'p m d = {entries} > {max_jacobian_entries}')
+           'counting failed')
     evidence['jacobian'] = f'not computed ({why})'
     if evidence['counting'] and p < FALLBACK_COUNTING_MARGIN * m * d:
       reasons.append(f'without the Jacobian test p must be >= {FALLBACK_COUNTING_MARGIN:g} m d')
@@ -278,7 +358,9 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
                                                 sign_invariant)
     if not evidence['restarts_agree']:
       reasons.append('candidate sets of independent restarts disagree')
-  if feature_fn is not None and int(p) * m <= max_jacobian_entries:
+  if gram is not None:
+    evidence['unseen_share'] = unseen_share_from_gram(gram, final_loss, tol)
+  elif feature_fn is not None and int(p) * m <= max_jacobian_entries:
     evidence['unseen_share'] = unseen_share(feature_fn(jnp.asarray(x_hat)), final_loss, tol)
   candidates_ok = not reasons
   if n_known is None:
@@ -303,7 +385,7 @@ def verdict(cert: Dict[str, Any], m: int) -> str:
   ev = cert['evidence']
   if cert['certified']:
     extra = (f', pinned to a relative radius {ev["pin_radius"]:.1e}'
-             if ev.get('jacobian') == 'computed' else ', Jacobian not computed')
+             if str(ev.get('jacobian')).startswith('computed') else ', Jacobian not computed')
     return (f'certified: the whole training set, all {m} samples, up to '
             f'{cert["certified_up_to"]}: an isolated zero of the loss (loss '
             f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')

@@ -17,6 +17,7 @@ concatenated, by the memory-lean path (the cheapest of the three to regenerate).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable, Dict
 
@@ -379,3 +380,67 @@ def rf_features_chunked(key: Array, x: Array, activation: str, p: int, chunk: in
   cols = jax.lax.map(lambda c: rf_feature_chunk(key, x, c, chunk, activation, p, rng),
                      jnp.arange(n_chunks, dtype=jnp.uint32))  # (n_chunks, n, chunk)
   return jnp.moveaxis(cols, 0, 1).reshape(x.shape[0], n_chunks * chunk)
+
+
+
+class FeatureMap:
+  """phi(X) (m x p) that also gives any column block without forming the rest:
+  `block_fn(params, x, start, count)` = phi(X)[:, start:start + count], zero past p (`start`
+  may be traced, `count` is static; `block_fn` hashable, `params` a pytree of arrays, so a
+  compiled consumer takes them as arguments and is reused across maps of one kind). The
+  certificate's Jacobian tests walk the features block by block
+  (`recon.residual_jacobian`); everything else calls the map as a function."""
+
+  def __init__(self, full_fn: Callable[[Array], Array], block_fn: Callable, params, p: int):
+    self._full, self.block_fn, self.params, self.p = full_fn, block_fn, params, int(p)
+
+  def __call__(self, x: Array) -> Array:
+    return self._full(x)
+
+  def block(self, x: Array, start, count: int) -> Array:
+    return self.block_fn(self.params, x, start, count)
+
+
+@dataclasses.dataclass(frozen=True)
+class RFBlock:
+  """The block function of `rf_feature_map` (params = V) or, with `lean`, of
+  `rf_feature_map_lean` (params = the key; V's rows regenerated in `dtype`, the attack's V
+  bit for bit). Multiplies in the dtype of X; zero past p."""
+  activation: str
+  p: int
+  lean: bool = False
+  dtype: str = 'float32'
+  rng: str = 'threefry'
+
+  def __call__(self, params, x: Array, start, count: int) -> Array:
+    rows = jnp.asarray(start, jnp.int32) + jnp.arange(count, dtype=jnp.int32)
+    if self.lean:
+      v_rows = random_weight_rows(params, jnp.asarray(start, jnp.uint32), count, x.shape[1],
+                                  jnp.dtype(self.dtype), self.rng)
+    else:
+      v_rows = jnp.take(params, rows, axis=0, mode='fill', fill_value=0)
+    z = x @ v_rows.astype(x.dtype).T
+    return get_activation(self.activation)(z) * (rows < self.p).astype(x.dtype)
+
+
+def rf_feature_map(v: Array, activation: str) -> FeatureMap:
+  """sigma(X V^T) for a materialised V (p x d), as a `FeatureMap` (blocks slice V)."""
+  return FeatureMap(lambda x: rf_features(v, x, activation), RFBlock(activation, v.shape[0]),
+                    v, v.shape[0])
+
+
+def rf_feature_map_lean(key: Array, activation: str, p: int, chunk: int, dtype,
+                        rng: str = 'threefry') -> FeatureMap:
+  """sigma(X V^T) with V regenerated from `key` (`rf_features_chunked`), as a `FeatureMap`.
+  V is always the attack's, drawn in `dtype`: X in another dtype (float64 for the
+  certificate or the precision rung) multiplies V's rows cast to it, never a V drawn anew."""
+  block = RFBlock(activation, p, lean=True, dtype=jnp.dtype(dtype).name, rng=rng)
+
+  def full(x):
+    if x.dtype == jnp.dtype(dtype):
+      return rf_features_chunked(key, x, activation, p, chunk, rng=rng)[:, :p]
+    cols = jax.lax.map(lambda c: block(key, x, c * chunk, chunk),
+                       jnp.arange(n_feature_chunks(p, chunk), dtype=jnp.int32))
+    return jnp.moveaxis(cols, 0, 1).reshape(x.shape[0], -1)[:, :p]
+
+  return FeatureMap(full, block, key, p)

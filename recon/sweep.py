@@ -295,8 +295,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   # The certificate; when it fails, the precision rung may polish the candidates.
   z_hat, cert, polished = polish.certify_from_config(
       cfg, final_loss=final_loss, x_hat=z_hat,
-      feature_fn=lambda z: features.rf_features(jnp.asarray(v_search), z,
-                                                features.exact_forward(cfg.victim.activation)),
+      feature_fn=features.rf_feature_map(jnp.asarray(v_search),
+                                         features.exact_forward(cfg.victim.activation)),
       theta=out['theta'][i][:cfg.victim.p])
   x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
   result = report.score(

@@ -105,6 +105,16 @@ MUTATIONS: Tuple[Mutation, ...] = (
              "if evidence['counting'] and p < FALLBACK_COUNTING_MARGIN * m * d:",
              "if evidence['counting'] and p < m * d:", CERT,
              'without the Jacobian test, the 2 m d margin dropped'),
+    # --- recon/residual_jacobian.py: the certificate's Jacobian without forming it ---
+    Mutation('rj_projection_dropped', 'recon/residual_jacobian.py',
+             'return dc * alpha[None, :, None] - (phi.T @ c).reshape(count, m, -1)',
+             'return dc * alpha[None, :, None]', ('tests/test_residual_jacobian.py',),
+             "the blocked Jacobian not projected off the candidates' span"),
+    Mutation('rj_row_blocks_transposed', 'recon/residual_jacobian.py',
+             'l_inv[:, i * k:(i + 1) * k].T @ l_inv[:, i * k:(i + 1) * k]',
+             'l_inv[i * k:(i + 1) * k] @ l_inv[i * k:(i + 1) * k].T',
+             ('tests/test_residual_jacobian.py',),
+             "the rows' radii from rows, not columns, of L^-1 (the Cholesky spectrum)"),
     # --- recon/symmetry.py: which activations are sign-blind ---
     Mutation('sym_min_to_max', 'recon/symmetry.py',
              "if min(mass['odd_nonlinear'], mass['even_nonlinear']) >= NONLINEAR_RTOL:",

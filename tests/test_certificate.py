@@ -293,17 +293,22 @@ def test_a_row_whose_own_radius_is_above_the_threshold_is_not_pinned():
 
 
 def test_without_the_jacobian_test_counting_alone_is_not_enough():
-  """p = m (d + 1) passes counting; without the pin test (no feature map, or a Jacobian
-  above max_jacobian_entries) the certificate asks for p >= 2 m d, and that check alone
-  refuses."""
+  """p = m (d + 1) passes counting; without the pin test (no feature map) the certificate
+  asks for p >= 2 m d, and that check alone refuses. Above the dense Jacobian's size the pin
+  test is still computed (block by block, `recon.residual_jacobian`), never the fallback."""
   p = N * (D + 1)
   x, theta, ff, loss = _problem(p)
-  for kw in ({}, dict(feature_fn=ff, theta=theta, max_jacobian_entries=0)):
-    cert = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
-                               n_known=N, **kw)
-    assert cert['evidence']['counting'] and cert['evidence']['jacobian'].startswith('not')
-    assert not cert['certified'] and len(cert['reasons']) == 1
-    assert 'without the Jacobian test' in cert['reasons'][0]
+  cert = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
+                             n_known=N)
+  assert cert['evidence']['counting'] and cert['evidence']['jacobian'].startswith('not')
+  assert not cert['certified'] and len(cert['reasons']) == 1
+  assert 'without the Jacobian test' in cert['reasons'][0]
+  cert = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',
+                             n_known=N, feature_fn=ff, theta=theta, max_jacobian_entries=0)
+  ev = cert['evidence']
+  assert ev['jacobian'] == 'computed' and ev['jacobian_method'] == 'gram'
+  assert not any('without the Jacobian test' in r for r in cert['reasons'])
+  assert 'unseen_share' in ev
 
 
 def test_the_unseen_share_is_the_loss_resolution_over_the_most_entangled_candidate():

@@ -113,3 +113,12 @@ def test_defences(tmp_path):
   assert all(r['epsilon'] == pytest.approx(8.0, rel=1e-3) for r in dp)
   assert all(r['held_out_accuracy'] is not None for r in result['records'] if r['victim'] == 'rf_gd')
   assert 'crossovers' in result['meta']
+
+
+def test_certificate_scale(tmp_path):
+  _script('certificate_scale', '--sizes=6x5x300:auto+dense:dense+lean', f'--out={tmp_path / "c"}')
+  _has(tmp_path, 'c.json', 'c.md')
+  rows = json.loads((tmp_path / 'c.json').read_text())['rows']
+  assert [(r['method_used'], r['features']) for r in rows] == [
+      ('gram', 'dense'), ('dense', 'dense'), ('gram', 'lean'), ('dense', 'lean')]
+  assert all(r['certified'] for r in rows)

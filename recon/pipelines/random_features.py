@@ -254,9 +254,9 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   residual = lean_residual(cfg, dtype)
   loss_fn = rf_lean_loss(activation=cfg.victim.activation, chunk=chunk, jitter=cfg.attack.jitter,
                          residual=residual, mesh=mesh, rng=rng)
-  feature_fn = lambda x: features.rf_features_chunked(  # noqa: E731  (exact derivatives)
-      problem['key'], x, features.exact_forward(cfg.victim.activation), cfg.victim.p, chunk,
-      rng=rng)[:, :cfg.victim.p]
+  feature_fn = features.rf_feature_map_lean(  # exact derivatives; blocks for the certificate
+      problem['key'], features.exact_forward(cfg.victim.activation), cfg.victim.p, chunk,
+      dtype, rng)
   gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
       lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.victim.activation,
                                                    cfg.victim.p, rng),
@@ -320,8 +320,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     truth = {'x': x_file, 'y': y_file}
   x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
   y = truth.get('y')
-  feature_fn = lambda x: features.rf_features(problem['v'], x,  # noqa: E731
-                                               features.exact_forward(cfg.victim.activation))
+  feature_fn = features.rf_feature_map(problem['v'],
+                                       features.exact_forward(cfg.victim.activation))
   gram_fn = jax.jit(lambda x: (lambda f: f @ f.T)(feature_fn(x)))
   loss_fn, x0, decode = restarts.with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
                                                _init_fn(cfg, dtype))
