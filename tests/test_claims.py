@@ -2510,3 +2510,39 @@ CERT_SCALE = [
           lambda: all(r['certified'] and r['rows_pinned'] == r['n']
                       for r in load('certificate_scale.json')['rows'])),
 ]
+
+
+# --- docs/audit.md (results/audit_regimes.json) ------------------------------------------------
+
+AUD = 'docs/audit.md'
+
+
+def regime_cell(regime, attack):
+  return load('audit_regimes.json')['table'][regime][attack]
+
+
+claim(AUD, 'W(0) known, features at W(T) | W(0) known, W(0) and W(T) stacked | W(0) unknown |',
+      lambda: sorted(load('audit_regimes.json')['attacks']) == ['init_stacked', 'init_trained',
+                                                                 'no_init'])
+claim(AUD, '| GD, lr 3e-4 / 1e-3 / 3e-3 | {13}% | **{3}/3 seeds, every record** (each step) | '
+      '{2}/3, {3}/3, {2}/3 | {0}/3 |',
+      lambda: (100 * load('audit_regimes.json')['first_layer_moved']['gd_lr1e-3'],
+               min(regime_cell(g, 'init_trained')['recovered_all']
+                   for g in ('gd_lr3e-4', 'gd_lr1e-3', 'gd_lr3e-3')),
+               regime_cell('gd_lr3e-4', 'init_stacked')['recovered_all'],
+               regime_cell('gd_lr1e-3', 'init_stacked')['recovered_all'],
+               regime_cell('gd_lr3e-3', 'init_stacked')['recovered_all'],
+               max(regime_cell(g, 'no_init')['recovered_all']
+                   for g in ('gd_lr3e-4', 'gd_lr1e-3', 'gd_lr3e-3'))),
+      tol=(0.5, None, None, None, None, None))
+claim(AUD, '| Adam, lr 1e-3 | {10}% | {0}/3 (mean {0.00} of the records) | {0}/3 | {0}/3 |',
+      lambda: (100 * load('audit_regimes.json')['first_layer_moved']['adam_lr1e-3'],
+               regime_cell('adam_lr1e-3', 'init_trained')['recovered_all'],
+               regime_cell('adam_lr1e-3', 'init_trained')['mean_frac_recovered'],
+               regime_cell('adam_lr1e-3', 'init_stacked')['recovered_all'],
+               regime_cell('adam_lr1e-3', 'no_init')['recovered_all']),
+      tol=(0.5, None, None, None, None))
+claim(AUD, 'the stacked features win (loss {9.8e-8} against {9.6e-6})',
+      lambda: (load('audit_regimes.json')['choice']['median_final_loss']['init_stacked'],
+               load('audit_regimes.json')['choice']['median_final_loss']['init_trained']),
+      tol=(0.05e-8, 0.05e-6))
