@@ -36,6 +36,19 @@ attacker's view (feature map, theta) and blind signals:
      easily as one carrying half. Adam on l_i from the current row, its mirror image -x_i
      and `starts` - 2 random points on the sphere, vmapped, `row_steps` steps; the best
      start replaces row i if, after step 3 lets every row re-adjust, L is lower.
+     The free rows are searched together, all from the same X (`row_search_batch`: one
+     compiled function vmapped over the rows, `row_batch` rows per pass, a progress line
+     after each pass): the held basis of row i is the span of every row's features and
+     Jacobians with row i's columns zeroed (the same span as `held_basis` of the others),
+     and row i's random starts are drawn with the key the one-row search would use. Then
+     the found rows replace theirs at once and step 3 runs once; if L is not lower, each
+     row is judged alone in turn (replace, step 3, kept if L falls: the one-row rule).
+     Rows searched from the same X all see the same r_0, so two of them can find the same
+     missing sample (the one with the larger share): only the best of a group of found
+     rows within relative distance `threshold` of each other (or of a mirror image) is
+     placed (`_distinct`), and the rows still free at the new loss (`free_rows_at`) are
+     searched again, in rounds, while L falls (at most one round per free row: the
+     sequential search's worst case, in which each round places one row).
   3. Joint Gauss-Newton (Levenberg-Marquardt) on r(X) in the spheres' tangent spaces
      (the variable-projection Jacobian of `recon.certificate.tangent_jacobian`), with
      the rows re-normalised after each step; a step is kept only if L falls.
@@ -166,12 +179,115 @@ def row_search(feature_fn: Callable, theta, x, i: int, key: Array, *, starts: in
   return np.asarray(z[best]), float(values[best])
 
 
+ROW_BATCH_BYTES = 1.5e9  # memory for one vmapped pass of the row search (the bases dominate)
+
+
+def row_batch_size(p: int, m: int, d: int, budget: float = ROW_BATCH_BYTES) -> int:
+  """Rows per vmapped search pass: each holds a p x m (d + 1) float64 basis and its SVD's
+  work arrays (~4 copies)."""
+  return max(1, int(budget // (4 * 8 * p * m * (d + 1))))
+
+
+def _row_search_batch_fn(feature_fn: Callable, *, starts: int, steps: int, lr: float,
+                         radius: float, rtol: float = 1e-10) -> Callable:
+  """jit(vmap) over rows of `row_search` (same starts, steps and objective); call under
+  `jax.enable_x64`. Signature (theta, x, feats (m, p), jac (m, p, d), rows (k,), keys (k,))."""
+  opt = optax.adam(optax.cosine_decay_schedule(lr, max(steps, 1), alpha=0.05))
+  n_random = max(starts - 2, 0)
+
+  def one(theta, x, feats, jac, i, key):
+    m, d = x.shape
+    keep = (jnp.arange(m) != i).astype(x.dtype)
+    cols = jnp.concatenate([(feats * keep[:, None]).T,
+                            jnp.transpose(jac * keep[:, None, None], (1, 0, 2))
+                            .reshape(feats.shape[1], -1)], axis=1)
+    u, sv, _ = jnp.linalg.svd(cols, full_matrices=False)
+    q = u * (sv > rtol * sv[0])[None, :]  # the held basis; cut columns zeroed
+    r0 = theta - q @ (q.T @ theta)
+    r0 = r0 / jnp.maximum(jnp.linalg.norm(r0), 1e-300)
+
+    def ell(z):
+      f = jnp.asarray(feature_fn(z[None]), jnp.float64)[0]
+      f = f - q @ (q.T @ f)
+      c = f @ r0
+      return 1.0 - c ** 2 / jnp.maximum(f @ f, 1e-300)
+
+    z0 = jnp.concatenate([x[i][None], -x[i][None],
+                          jax.random.normal(key, (n_random, d), jnp.float64)])
+    z0 = _project(z0, radius)
+    grad = jax.vmap(jax.value_and_grad(ell))
+
+    def body(carry, _):
+      z, state = carry
+      _, g = grad(z)
+      upd, state = opt.update(g, state, z)
+      return (_project(z + upd, radius), state), None
+
+    (z, _), _ = jax.lax.scan(body, (z0, opt.init(z0)), None, length=steps)
+    values = jax.vmap(ell)(z)
+    values = jnp.where(jnp.isfinite(values), values, jnp.inf)
+    best = jnp.argmin(values)
+    return z[best], values[best]
+
+  return jax.jit(jax.vmap(one, in_axes=(None, None, None, None, 0, 0)))
+
+
+def _distinct(rows: np.ndarray, values: np.ndarray, threshold: float) -> list:
+  """Indices of the found rows to place, best (lowest l_i) first, skipping any within relative
+  distance `threshold` of an already taken one or of its mirror image (two slots that found
+  the same sample: the other slot is searched again in the next round)."""
+  taken = []
+  for n in np.argsort(values, kind='stable'):
+    z = rows[n]
+    scale = max(float(np.linalg.norm(z)), 1e-300)
+    if all(min(np.linalg.norm(z - rows[t]), np.linalg.norm(z + rows[t])) >= threshold * scale
+           for t in taken):
+      taken.append(int(n))
+  return sorted(taken)
+
+
+def row_search_batch(feature_fn: Callable, theta, x, rows: Sequence[int], key: Array, *,
+                     starts: int, steps: int, lr: float, radius: float,
+                     row_batch: Optional[int] = None, t0: Optional[float] = None
+                     ) -> Tuple[np.ndarray, np.ndarray]:
+  """`row_search` for every row in `rows`, all with the others held at the same X, vmapped
+  over rows (`row_batch` per pass; default `row_batch_size`); row rows[n] draws its random
+  starts with fold_in(key, n), as the one-row search of the n-th row would. Returns (rows
+  (k, d), l_i (k,)). Logs a progress line after each pass. Call under `jax.enable_x64`."""
+  t0 = time.time() if t0 is None else t0
+  x = jnp.asarray(x, jnp.float64)
+  m, d = x.shape
+  theta = jnp.asarray(theta, jnp.float64).reshape(-1)
+  feats = jnp.asarray(feature_fn(x), jnp.float64)
+  jac = jnp.asarray(feature_fn.row_jacobian(x) if hasattr(feature_fn, 'row_jacobian') else
+                    jax.vmap(jax.jacfwd(lambda z: feature_fn(z[None])[0]))(x), jnp.float64)
+  batch = row_batch or row_batch_size(int(feats.shape[1]), m, d)
+  fn = _row_search_batch_fn(feature_fn, starts=starts, steps=steps, lr=lr, radius=radius)
+  rows = [int(i) for i in rows]
+  found, values = [], []
+  for start in range(0, len(rows), batch):
+    part = rows[start:start + batch]
+    keys = jnp.stack([jax.random.fold_in(key, n) for n in range(start, start + len(part))])
+    z, v = fn(theta, x, feats, jac, jnp.asarray(part), keys)
+    found.append(np.asarray(z))
+    values.append(np.asarray(v))
+    logging.info('precision rung: rows re-searched %d of %d (vmapped, %d per pass), best '
+                 'unexplained share %.2e (%.0fs)', start + len(part), len(rows), batch,
+                 float(np.min(values[-1])), time.time() - t0)
+  return np.concatenate(found), np.concatenate(values)
+
+
+GN_LOG_SECONDS = 10.0  # a Gauss-Newton progress line at most this often
+
+
 def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
                  tol: float) -> Tuple[np.ndarray, float, int]:
   """Levenberg-Marquardt on r(X) in the tangent spaces (step 3); returns (X, L, steps kept).
+  Logs a progress line (steps, loss, seconds) at most every `GN_LOG_SECONDS`.
 
   Call under `jax.enable_x64`.
   """
+  t0 = last = time.time()
   x = np.asarray(x, np.float64)
   m, d = x.shape
   theta64 = np.asarray(theta, np.float64).reshape(-1)
@@ -200,6 +316,10 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
         x, loss, improved = moved, new, True
         mu = max(mu / 3.0, 1e-300)
         kept += 1
+        if time.time() - last >= GN_LOG_SECONDS:
+          last = time.time()
+          logging.info('precision rung: Gauss-Newton step %d, float64 loss %.2e (%.0fs)', kept,
+                       loss, last - t0)
         break
       mu *= 4.0
     if not improved:
@@ -244,7 +364,8 @@ def free_rows_at(feature_fn: Callable, theta, x, loss: float, tol: float,
 def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key: Array,
            radius: float, tol: float, starts: int = 32, row_steps: int = 1000,
            lr: float = 0.05, lm_iters: int = 20, sign_sweeps: int = 0, max_free: int = 0,
-           threshold: float = 0.1) -> Tuple[np.ndarray, Dict[str, Any]]:
+           threshold: float = 0.1, row_batch: Optional[int] = None
+           ) -> Tuple[np.ndarray, Dict[str, Any]]:
   """Steps 0-3 of the module docstring; returns (X (float64), info). The input set is
   returned unchanged when the polish does not lower the float64 loss.
 
@@ -268,26 +389,53 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
                    len(set(flipped)), loss, time.time() - t0)
     searched = free_rows if (free_rows and (not max_free or len(free_rows) <= max_free)) else []
     replaced = []
-    for n, i in enumerate(searched):
-      row, _ = row_search(feature_fn, theta, x, int(i), jax.random.fold_in(key, n),
-                          starts=starts, steps=row_steps, lr=lr, radius=radius)
+    pending, rounds = list(searched), 0
+    while pending and loss > tol and rounds < len(searched):
+      # Round 0 draws with `key` (the one-row search's keys); later rounds with fresh keys.
+      round_key = key if rounds == 0 else jax.random.fold_in(key, 0x7A11 + rounds)
+      found, values = row_search_batch(feature_fn, theta, x, pending, round_key,
+                                       starts=starts, steps=row_steps, lr=lr, radius=radius,
+                                       row_batch=row_batch, t0=t0)
+      take = _distinct(found, values, threshold)
+      rows = [pending[n] for n in take]
       trial = x.copy()
-      trial[int(i)] = row
-      # The held rows had compensated for the wrong row: let them move back before judging.
-      trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters, radius=radius,
-                                       tol=tol)
+      trial[rows] = found[take]
+      # The held rows had compensated for the wrong rows: let them move back before judging.
+      trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters,
+                                       radius=radius, tol=tol)
+      logging.info('precision rung: round %d, rows %s re-searched together: float64 loss '
+                   '%.2e, %s (%.0fs)', rounds + 1, rows, new,
+                   'kept' if new < loss else 'not kept', time.time() - t0)
+      before_round = loss
       if new < loss:
         x, loss = trial, new
-        replaced.append(int(i))
+        replaced += [i for i in rows if i not in replaced]
         kept += steps
-      logging.info('precision rung: row %d re-searched (%d of %d): float64 loss %.2e, %s '
-                   '(%.0fs)', int(i), n + 1, len(searched), new,
-                   'replaced' if replaced and replaced[-1] == int(i) else 'kept', time.time() - t0)
+      else:  # one at a time, each judged alone (the one-row rule)
+        for n, i in zip(take, rows):
+          trial = x.copy()
+          trial[i] = found[n]
+          trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters,
+                                           radius=radius, tol=tol)
+          if new < loss:
+            x, loss = trial, new
+            replaced += [i] if i not in replaced else []
+            kept += steps
+          logging.info('precision rung: row %d alone: float64 loss %.2e, %s (%.0fs)', i, new,
+                       'replaced' if new <= loss else 'kept', time.time() - t0)
+      rounds += 1
+      if not loss < before_round or loss <= tol:
+        break
+      # Rows searched together can chase the same missing sample: re-search what is still free.
+      pending = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+      if max_free and len(pending) > max_free:
+        break
     x, loss, steps = gauss_newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
     kept += steps
   improved = loss < before
   info = {'applied': True, 'loss_before': before, 'loss_after': loss if improved else before,
           'rows_flipped': flipped, 'rows_searched': searched, 'rows_replaced': replaced,
+          'search_rounds': rounds,
           'gauss_newton_steps': kept, 'kept': bool(improved),
           'seconds': time.time() - t0}
   return (x if improved else x0), info
