@@ -32,14 +32,15 @@ Detection and repair use only the candidates and the loss, never the ground trut
             median D while wrong rows sit at 0.005 .. 0.5 median D). Hence the cap, and the
             trials below judge every replacement by the loss. The weakest candidate
             (argmin D_j) is always in W; |W| = 1 is the former rule;
-  trials:   all rows of W replaced together, each by its mirror image -x_j ('mirror'), or
-            each by the best of `n_proposals` random points for its slot, the others held
-            (`refine.best_replacement`, vmapped over the rows of W: 'random'); and, when
-            |W| > 1, 'chosen': each row of W whose better proposal (mirror or random, by the
-            loss with that row alone replaced) beats it on the spot (that loss below L) takes
-            it, the weakest always, the others stay; and the weakest alone by its mirror and
-            by its random proposal (the one-row trials, so a round never does worse than the
-            one-row rule). All trials start from the same state, each runs `trial_steps`. The rows of W have their
+  trials:   for every row of W, its mirror image -x_j and the best of `n_proposals` random
+            points for its slot, the others held (`refine.best_replacement`, vmapped over the
+            rows of W), with the loss of each with that row alone replaced. Trials: the
+            weakest alone by its mirror ('mirror') and by its random proposal ('random') --
+            the one-row rule, so a round never does worse than it -- and, when |W| > 1,
+            'chosen': every row of W whose better proposal beats it on the spot (that loss
+            below L) takes it, the weakest always, the others stay. Three trials, not two, per
+            plateau with several weak rows; all start from the same state and run
+            `trial_steps` each. The rows of W have their
             optimiser state zeroed (`reset_rows`), the rest of
             the state is kept, so the other candidates keep their moments and the
             learning-rate schedule keeps its place (a fresh state would restart a cosine
@@ -59,11 +60,14 @@ own trace, schedule and counters, the flagged runs' trials are computed together
 not flagged simply advance by the trial's steps) and each flagged run keeps its best
 trial or its own state independently of the others.
 
-Its state (traces of checked losses, last escalation, key, counters) is `state_dict()`,
+`summary()` reports the rounds tried and kept and `escalation_seconds`, the wall time spent in
+rounds (a resumed run counts from its resume). Its state (traces of checked losses, last
+escalation, key, counters) is `state_dict()`,
 saved with the run's checkpoints, so a resumed run escalates exactly as an unbroken one.
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, List, Optional, Tuple
 
 import jax
@@ -186,6 +190,7 @@ class Escalator:
     self.rejected_in_row = [0] * size
     self.restarts_per_run = [0] * size
     self.restarts_kept_per_run = [0] * size
+    self.seconds = 0.0  # wall time in escalation rounds (LOO, proposals, trials); not saved
     self.chunk = None  # the compiled chunk (of one run, or of the batch), set before the run
     self._loo = jax.jit(jax.vmap(lambda x, prob: leave_one_out_losses(x, loss_fn, prob)))
     def proposals(key, x, idx, prob):
@@ -250,7 +255,8 @@ class Escalator:
   def summary(self) -> dict:
     return {'escalations_tried': self.tried, 'escalations_accepted': self.accepted,
             'escalation_restarts': int(sum(self.restarts_per_run)),
-            'escalation_restarts_kept': int(sum(self.restarts_kept_per_run))}
+            'escalation_restarts_kept': int(sum(self.restarts_kept_per_run)),
+            'escalation_seconds': round(float(self.seconds), 3)}
 
   def _plateau(self, b: int, step: int, loss: float) -> bool:
     if not loss > self._tol or step - self._last[b] < self._window:
@@ -294,6 +300,7 @@ class Escalator:
     flagged = self._flagged(steps, np.asarray(status), losses)
     if not flagged:
       return None if not self._batched else state
+    t0 = time.time()
     for b in flagged:
       self._last[b] = int(steps[b])
     restart = [b for b in flagged
@@ -303,6 +310,8 @@ class Escalator:
       state = self._replace_weakest(state, chunk, single, steps, losses)
     if restart:
       state = self._restart(state, chunk, restart, steps, losses)
+    jax.block_until_ready(state)
+    self.seconds += time.time() - t0
     return state
 
   def _keys_for(self, flag: np.ndarray) -> Array:
@@ -358,17 +367,15 @@ class Escalator:
       rows = jnp.asarray(rows[:, :m])
       return jnp.where(rows[..., None], full[:, :m], x), reset_rows(state.opt_state, x, rows)
     stop = jnp.asarray(int(np.max(steps[flag])) + self._trial_steps, jnp.int32)
-    sets = [('mirror', z_mirror, valid), ('random', z_rand, valid)]
+    first = np.arange(k)[None, :] == 0  # the weakest (slot 0) of every run
+    sets = [('mirror', z_mirror, first & valid), ('random', z_rand, first & valid)]
     several = count > 1
-    if several.any():  # the joint choice, and the weakest alone (the one-row rule) as a fallback
-      first = (np.arange(k)[None, :] == 0) & several[:, None]
-      sets += [('chosen', z_chosen, chosen & several[:, None]),
-               ('mirror (weakest only)', z_mirror, first),
-               ('random (weakest only)', z_rand, first)]
+    if several.any():  # the weak rows together, each by its proposal that beats it on the spot
+      sets.append(('chosen', z_chosen, chosen & several[:, None]))
     trials = [(name, *self._trial(state, chunk, *placed(z, slots), stop))
               for name, z, slots in sets]
     trial_loss = np.stack([t[2] for t in trials])  # (trials, B)
-    trial_loss[2:, ~several] = np.inf  # a run with one weak row has only the first two
+    trial_loss[2:, ~several] = np.inf  # a run with one weak row has only the one-row trials
     best = np.argmin(trial_loss, axis=0)  # (B,) the best trial per run
     # Runs not flagged advanced through the trial chunk unchanged (all trials alike).
     out = trials[0][1]
@@ -378,10 +385,7 @@ class Escalator:
     for b in flagged:
       new = float(trial_loss[best[b], b])
       name = trials[best[b]][0]
-      slots = {'chosen': chosen[b]}.get(name, valid[b])
-      which = [int(i) for i in idx[b][slots]]
-      if 'weakest only' in name:
-        which = which[:1]
+      which = [int(i) for i in idx[b][chosen[b] if name == 'chosen' else first[0] & valid[b]]]
       if new < self._accept_ratio * float(losses[b]):
         self.accepted_per_run[b] += 1
         self.rejected_in_row[b] = 0
