@@ -108,9 +108,10 @@ def record(label: str, seed: int, workdir: str, log_path: str, commit: str) -> D
       m = json.load(f)['metrics']
   else:  # stopped before the end (e.g. killed in the rung): what the log shows
     m = partial_metrics(text)
+    plateau = r'escalate.py:\d+\] step \d+: loss plateau'
     m.update({k: len(re.findall(p, text)) for k, p in (
-        ('escalations_tried', r'escalate.py:\d+\] step \d+: loss plateau.*(?:replaced|did not help)'),
-        ('escalations_accepted', r'escalate.py:\d+\] step \d+: loss plateau.*replaced by'),
+        ('escalations_tried', plateau + r'.*(?:replaced|did not help)'),
+        ('escalations_accepted', plateau + r'.*replaced by'),
         ('escalation_restarts', r'new candidate set'))})
   polish = m.get('polish') or {}
   rec = {
@@ -138,7 +139,52 @@ def record(label: str, seed: int, workdir: str, log_path: str, commit: str) -> D
   return rec
 
 
-def render(records: List[Dict[str, Any]]) -> str:
+def bench_rung(rows: int, steps: int, starts: int = 32, seed: int = 0) -> Dict[str, Any]:
+  """CPU and wall seconds of the rung's row search for `rows` rows at n = 100, d = 16,
+  p = 6400 (relu+tanh; the cost does not depend on where the rows are), with the code on the
+  path: recon.row_search.row_search_batch (vmapped) if present, else the one-row
+  recon.polish.row_search in a loop (the code before). Compiled by a first call, timed on the
+  second."""
+  import resource  # pylint: disable=import-outside-toplevel
+  import time  # pylint: disable=import-outside-toplevel
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from recon import features, polish  # pylint: disable=import-outside-toplevel
+  try:
+    from recon import row_search  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    row_search = None
+  kx, kv, ka = jax.random.split(jax.random.PRNGKey(seed), 3)
+  x = jax.random.normal(kx, (N, D))
+  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(D)
+  v = features.random_weights(kv, P, D)
+  theta = np.asarray(jax.random.normal(ka, (N,)) @ features.rf_features(v, x, ACTIVATION))
+  free = list(range(rows))
+  radius = float(np.sqrt(D))
+  with jax.enable_x64(True):
+    ff = polish.Features64(lambda z: features.rf_features(v, z, ACTIVATION))
+    x64 = np.asarray(x, np.float64)
+    def once():
+      if row_search is not None:
+        out = row_search.row_search_batch(ff, theta, x64, free, jax.random.PRNGKey(1),
+                                          starts=starts, steps=steps, lr=0.05, radius=radius)
+      else:
+        out = [polish.row_search(ff, theta, x64, i, jax.random.PRNGKey(1), starts=starts,
+                                 steps=steps, lr=0.05, radius=radius) for i in free]
+      jax.block_until_ready(jax.tree.leaves(out))
+    once()
+    cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.time()
+    once()
+    cpu1, wall1 = resource.getrusage(resource.RUSAGE_SELF), time.time()
+  return {'code': 'vmapped (row_search_batch)' if row_search is not None else
+                  'one row at a time (polish.row_search)',
+          'rows': rows, 'steps': steps, 'starts': starts, 'n': N, 'd': D, 'p': P,
+          'cpu_seconds': round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
+          'wall_seconds': round(wall1 - wall0, 1), 'machine': machine.describe()}
+
+
+def render(records: List[Dict[str, Any]], bench: List[Dict[str, Any]] = ()) -> str:
   lines = [
       '# Rescue at n = 100 (issue 30, item 1)', '',
       f'`configs/rf_synthetic.py`, n = {N}, d = {D}, p = 4 dn = {P}, {ACTIVATION}, tuning seeds '
@@ -170,6 +216,16 @@ def render(records: List[Dict[str, Any]]) -> str:
   lines += ['', 'For reference, the issue\'s own measurement of "before" (seed 5, a less loaded '
             'moment of this machine): 20 000 steps in 201 s, the rung 1 367 s for its 5 rows '
             'one at a time (2 replaced), 26.7 min in all, 100/100 rows, not certified.']
+  if bench:
+    lines += ['', '## The rung\'s row search alone (`--bench_rung`)', '',
+              'Same sizes, random rows (the cost does not depend on where they are), compiled '
+              'first, the second call timed; the two codes ran back to back on the same '
+              'machine.', '',
+              '| label | code | rows | Adam steps | starts | CPU s | wall s |',
+              '|---|---|---|---|---|---|---|']
+    for b in bench:
+      lines.append(f"| {b['label']} | {b['code']} | {b['rows']} | {b['steps']} | "
+                   f"{b['starts']} | {b['cpu_seconds']} | {b['wall_seconds']} |")
   machines = sorted({r['machine'] for r in records})
   lines += ['', 'Machine: ' + '; '.join(machines) + '.', '',
             'Commits: ' + '; '.join(sorted({f"{r['label']} {r['commit']}" for r in records}))
@@ -179,9 +235,15 @@ def render(records: List[Dict[str, Any]]) -> str:
 
 def write(records: List[Dict[str, Any]], out: str) -> None:
   records = sorted(records, key=lambda r: (r['seed'], r['label'] != 'before', r['label']))
-  io.write_json(out + '.json', {'records': records})
+  try:
+    with open(out + '.json') as f:
+      saved = json.load(f)
+  except FileNotFoundError:
+    saved = {}
+  saved['records'] = records
+  io.write_json(out + '.json', saved)
   with open(out + '.md', 'w') as f:
-    f.write(render(records))
+    f.write(render(records, saved.get('rung_bench', [])))
 
 
 def main(argv):
@@ -192,6 +254,19 @@ def main(argv):
       records = json.load(f)['records']
   except FileNotFoundError:
     records = []
+  if FLAGS.bench_rung:
+    rec = bench_rung(FLAGS.bench_rows, FLAGS.bench_steps)
+    rec['label'] = FLAGS.label
+    print(json.dumps(rec))
+    try:
+      with open(out + '.json') as f:
+        saved = json.load(f)
+    except FileNotFoundError:
+      saved = {'records': records}
+    saved['rung_bench'] = [b for b in saved.get('rung_bench', []) if b['label'] != rec['label']]
+    saved['rung_bench'].append(rec)
+    io.write_json(out + '.json', saved)
+    return
   if not FLAGS.render_only:
     workdir, log_path, commit = FLAGS.workdir, FLAGS.log, FLAGS.commit
     if FLAGS.run:
@@ -218,4 +293,7 @@ if __name__ == '__main__':
   flags.DEFINE_string('commit', None, 'The commit of the code that ran.')
   flags.DEFINE_string('out', 'results/rescue_scale', 'Output path without suffix.')
   flags.DEFINE_bool('render_only', False, 'Only re-render the md from the JSON.')
+  flags.DEFINE_bool('bench_rung', False, 'Time the rung\'s row search alone (bench_rung()).')
+  flags.DEFINE_integer('bench_rows', 4, 'Rows searched by --bench_rung.')
+  flags.DEFINE_integer('bench_steps', 100, 'Adam steps per row in --bench_rung.')
   app.run(main)
