@@ -87,9 +87,14 @@ def partial_metrics(text: str) -> Dict[str, Any]:
   stamps = [t for t in (_seconds(line) for line in text.splitlines()) if t is not None]
   first = next((_seconds(line) for line in text.splitlines() if 'precision rung' in line
                 and _seconds(line) is not None), None)
-  rung = None if first is None else round(stamps[-1] - first, 1)
   start = stamps[0] if stamps else 0.0
-  return {'wall_seconds': (stamps[-1] - start) if stamps else 0.0,
+  end = stamps[-1] if stamps else 0.0
+  elapsed = re.search(r'Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)', text)
+  if elapsed and stamps:  # /usr/bin/time's wall clock ends the run (start-up before the first line)
+    parts = [float(v) for v in elapsed.group(1).split(':')]
+    end = max(end, start + sum(v * 60 ** k for k, v in enumerate(reversed(parts))))
+  rung = None if first is None else round(end - first, 1)
+  return {'wall_seconds': end - start,
           'steps': int(steps[-1][0]) if steps else 0,
           'final_loss': float(steps[-1][1]) if steps else float('nan'),
           'frac_recovered': int(within[-1][0]) / int(within[-1][1]) if within else 0.0,
