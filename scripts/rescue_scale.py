@@ -218,6 +218,13 @@ def render(records: List[Dict[str, Any]], bench: List[Dict[str, Any]] = ()) -> s
         f"{r['rows_within']}/{r['n']} | {'yes' if r['certified'] else 'no'} | "
         f"{r['escalations_tried']} ({r['escalations_accepted']}) | {esc_s} | {rung} | {rows} | "
         f"{r['final_loss']:.2e} |")
+  lines += ['', 'Seed 5 (2026-11-27): the after run took the same path as the before run -- at '
+            'each plateau the leave-one-out rule flagged one candidate only (the argmin: the '
+            'stuck rows of this run are near misses whose gains look like right rows\' gains), '
+            'so the same 7 rounds, the same 20 000 steps and the same 95/100 rows; both were '
+            'then stopped by hand in the rung on the loaded machine (before: 1 of its 5 rows '
+            'done after 1 612 s; after: its first vmapped pass of 4 rows not done after 502 s). '
+            'The escalation seconds differ by the machine\'s load, not by the work.']
   lines += ['', 'For reference, the issue\'s own measurement of "before" (seed 5, a less loaded '
             'moment of this machine): 20 000 steps in 201 s, the rung 1 367 s for its 5 rows '
             'one at a time (2 replaced), 26.7 min in all, 100/100 rows, not certified.']
@@ -225,7 +232,9 @@ def render(records: List[Dict[str, Any]], bench: List[Dict[str, Any]] = ()) -> s
     lines += ['', '## The rung\'s row search alone (`--bench_rung`)', '',
               'Same sizes, random rows (the cost does not depend on where they are), compiled '
               'first, the second call timed; the two codes ran back to back on the same '
-              'machine.', '',
+              'machine (before: main at 7940083; after: this branch with l(z) from one product '
+              'Q^T phi). At 50 steps the per-row SVD of the held basis (~7e10 flops) is a large '
+              'part of both; at the default 1000 steps the halved product dominates.', '',
               '| label | code | rows | Adam steps | starts | CPU s | wall s |',
               '|---|---|---|---|---|---|---|']
     for b in bench:
