@@ -184,6 +184,10 @@ def escalate() -> ml_collections.ConfigDict:
   c.restart_after = 1  # 0: never restart the whole set
   c.restart_steps = 3000
   c.accept_ratio = 0.5  # a trial is kept if it brings the loss below this x L
+  # Weak candidates, replaced together: leave-one-out gain L_{-j} - L at most weak_ratio x the
+  # median gain (the weakest always), at most max(1, max_weak_share x m) (recon/escalate.py).
+  c.weak_ratio = 0.25
+  c.max_weak_share = 0.25
   return c
 
 

@@ -167,6 +167,8 @@ SCHEMA: Dict[str, Any] = {
             restart_after=Spec(int, low=0),  # 0: never restart the whole set
             restart_steps=_positive_int(),
             accept_ratio=Spec(float, low=0.0, low_open=True, high=1.0),
+            weak_ratio=Spec(float, low=0.0),
+            max_weak_share=Spec(float, low=0.0, high=1.0),
         ),
         polish=dict(
             mode=Spec(str, choices=('auto', 'off')),

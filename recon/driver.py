@@ -104,7 +104,9 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
         trial_steps=cfg.attack.escalate.trial_steps,
         restart_after=cfg.attack.escalate.restart_after,
         restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
-        accept_ratio=cfg.attack.escalate.accept_ratio)
+        accept_ratio=cfg.attack.escalate.accept_ratio,
+        weak_ratio=cfg.attack.escalate.weak_ratio,
+        max_weak_share=cfg.attack.escalate.max_weak_share)
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)

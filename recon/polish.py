@@ -36,6 +36,19 @@ attacker's view (feature map, theta) and blind signals:
      easily as one carrying half. Adam on l_i from the current row, its mirror image -x_i
      and `starts` - 2 random points on the sphere, vmapped, `row_steps` steps; the best
      start replaces row i if, after step 3 lets every row re-adjust, L is lower.
+     The free rows are searched together, all from the same X (`recon.row_search`: one
+     compiled function vmapped over the rows, `row_batch` rows per pass, a progress line
+     after each pass): the held basis of row i is the span of every row's features and
+     Jacobians with row i's columns zeroed (the same span as `held_basis` of the others),
+     and row i's random starts are drawn with the key the one-row search would use. Then
+     the found rows replace theirs at once and step 3 runs once; if L is not lower, each
+     row is judged alone in turn (replace, step 3, kept if L falls: the one-row rule).
+     Rows searched from the same X all see the same r_0, so two of them can find the same
+     missing sample (the one with the larger share): only the best of a group of found
+     rows within relative distance `threshold` of each other (or of a mirror image) is
+     placed (`row_search.distinct`), and the rows still free at the new loss
+     (`free_rows_at`) are searched again, in rounds, while L falls (at most one round per
+     free row: the sequential search's worst case, in which each round places one row).
   3. Joint Gauss-Newton (Levenberg-Marquardt) on r(X) in the spheres' tangent spaces
      (the variable-projection Jacobian of `recon.certificate.tangent_jacobian`), with
      the rows re-normalised after each step; a step is kept only if L falls.
@@ -58,7 +71,8 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import certificate, symmetry
+from recon import certificate, row_search, symmetry
+from recon.row_search import held_basis, project as _project  # noqa: F401 (held_basis: API)
 
 Array = jax.Array
 MODES = ('auto', 'off')
@@ -93,22 +107,6 @@ def loss64(feature_fn: Callable, x, theta) -> float:
   return float(jnp.sum(r ** 2) / jnp.sum(theta ** 2))
 
 
-def _project(z: Array, radius: float) -> Array:
-  return z * (radius / jnp.maximum(jnp.linalg.norm(z, axis=-1, keepdims=True), 1e-300))
-
-
-def held_basis(feature_fn: Callable, others: Array, rtol: float = 1e-10) -> Array:
-  """(p, r) orthonormal basis of span{phi(x_k), d phi(x_k) / d x_k : k held}: the held rows'
-  features and every first-order move of them (so a residual they could absorb by moving
-  a little is not mistaken for the searched row's share). SVD, rank cut at rtol."""
-  feats = jnp.asarray(feature_fn(others), jnp.float64)  # (k, p)
-  jac = jax.vmap(jax.jacfwd(lambda z: feature_fn(z[None])[0]))(others)  # (k, p, d)
-  cols = jnp.concatenate([feats.T, jnp.transpose(jnp.asarray(jac, jnp.float64), (1, 0, 2))
-                          .reshape(feats.shape[1], -1)], axis=1)
-  u, s, _ = jnp.linalg.svd(cols, full_matrices=False)
-  return u[:, np.asarray(s > rtol * s[0])]
-
-
 def rounding_floor(feature_fn: Callable, x, theta) -> float:
   """The loss theta's own rounding leaves at any exact solution, estimated blind:
   (eps S)^2 with S = sum_i |alpha_i| ||phi(x_i)|| / ||theta||, alpha theta's coefficients on
@@ -126,52 +124,17 @@ def rounding_floor(feature_fn: Callable, x, theta) -> float:
   return (eps * spread) ** 2
 
 
-def row_search(feature_fn: Callable, theta, x, i: int, key: Array, *, starts: int,
-               steps: int, lr: float, radius: float) -> Tuple[np.ndarray, float]:
-  """The best row for slot i with the others held (step 2 of the module docstring).
-
-  Returns (row (d,), l_i of that row); call under `jax.enable_x64`.
-  """
-  x = jnp.asarray(x, jnp.float64)
-  m, d = x.shape
-  theta = jnp.asarray(theta, jnp.float64).reshape(-1)
-  others = jnp.concatenate([x[:i], x[i + 1:]])
-  q = held_basis(feature_fn, others)
-  r0 = theta - q @ (q.T @ theta)
-  r0 = r0 / jnp.maximum(jnp.linalg.norm(r0), 1e-300)
-
-  def ell(z):
-    f = jnp.asarray(feature_fn(z[None]), jnp.float64)[0]
-    f = f - q @ (q.T @ f)
-    c = f @ r0
-    return 1.0 - c ** 2 / jnp.maximum(f @ f, 1e-300)
-
-  n_random = max(starts - 2, 0)
-  z0 = jnp.concatenate([x[i][None], -x[i][None],
-                        jax.random.normal(key, (n_random, d), jnp.float64)])
-  z0 = _project(z0, radius)
-  opt = optax.adam(optax.cosine_decay_schedule(lr, max(steps, 1), alpha=0.05))
-  grad = jax.vmap(jax.value_and_grad(ell))
-
-  def body(carry, _):
-    z, state = carry
-    _, g = grad(z)
-    upd, state = opt.update(g, state, z)
-    return (_project(z + upd, radius), state), None
-
-  (z, _), _ = jax.lax.scan(body, (z0, opt.init(z0)), None, length=steps)
-  values = jax.vmap(ell)(z)
-  values = jnp.where(jnp.isfinite(values), values, jnp.inf)
-  best = int(jnp.argmin(values))
-  return np.asarray(z[best]), float(values[best])
+GN_LOG_SECONDS = 10.0  # a Gauss-Newton progress line at most this often
 
 
 def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
                  tol: float) -> Tuple[np.ndarray, float, int]:
   """Levenberg-Marquardt on r(X) in the tangent spaces (step 3); returns (X, L, steps kept).
+  Logs a progress line (steps, loss, seconds) at most every `GN_LOG_SECONDS`.
 
   Call under `jax.enable_x64`.
   """
+  t0 = last = time.time()
   x = np.asarray(x, np.float64)
   m, d = x.shape
   theta64 = np.asarray(theta, np.float64).reshape(-1)
@@ -200,6 +163,10 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
         x, loss, improved = moved, new, True
         mu = max(mu / 3.0, 1e-300)
         kept += 1
+        if time.time() - last >= GN_LOG_SECONDS:
+          last = time.time()
+          logging.info('precision rung: Gauss-Newton step %d, float64 loss %.2e (%.0fs)', kept,
+                       loss, last - t0)
         break
       mu *= 4.0
     if not improved:
@@ -244,7 +211,8 @@ def free_rows_at(feature_fn: Callable, theta, x, loss: float, tol: float,
 def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key: Array,
            radius: float, tol: float, starts: int = 32, row_steps: int = 1000,
            lr: float = 0.05, lm_iters: int = 20, sign_sweeps: int = 0, max_free: int = 0,
-           threshold: float = 0.1) -> Tuple[np.ndarray, Dict[str, Any]]:
+           threshold: float = 0.1, row_batch: Optional[int] = None
+           ) -> Tuple[np.ndarray, Dict[str, Any]]:
   """Steps 0-3 of the module docstring; returns (X (float64), info). The input set is
   returned unchanged when the polish does not lower the float64 loss.
 
@@ -268,26 +236,53 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
                    len(set(flipped)), loss, time.time() - t0)
     searched = free_rows if (free_rows and (not max_free or len(free_rows) <= max_free)) else []
     replaced = []
-    for n, i in enumerate(searched):
-      row, _ = row_search(feature_fn, theta, x, int(i), jax.random.fold_in(key, n),
-                          starts=starts, steps=row_steps, lr=lr, radius=radius)
+    pending, rounds = list(searched), 0
+    while pending and loss > tol and rounds < len(searched):
+      # Round 0 draws with `key` (the one-row search's keys); later rounds with fresh keys.
+      round_key = key if rounds == 0 else jax.random.fold_in(key, 0x7A11 + rounds)
+      found, values = row_search.row_search_batch(feature_fn, theta, x, pending, round_key,
+                                       starts=starts, steps=row_steps, lr=lr, radius=radius,
+                                       row_batch=row_batch, t0=t0)
+      take = row_search.distinct(found, values, threshold)
+      rows = [pending[n] for n in take]
       trial = x.copy()
-      trial[int(i)] = row
-      # The held rows had compensated for the wrong row: let them move back before judging.
-      trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters, radius=radius,
-                                       tol=tol)
+      trial[rows] = found[take]
+      # The held rows had compensated for the wrong rows: let them move back before judging.
+      trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters,
+                                       radius=radius, tol=tol)
+      logging.info('precision rung: round %d, rows %s re-searched together: float64 loss '
+                   '%.2e, %s (%.0fs)', rounds + 1, rows, new,
+                   'kept' if new < loss else 'not kept', time.time() - t0)
+      before_round = loss
       if new < loss:
         x, loss = trial, new
-        replaced.append(int(i))
+        replaced += [i for i in rows if i not in replaced]
         kept += steps
-      logging.info('precision rung: row %d re-searched (%d of %d): float64 loss %.2e, %s '
-                   '(%.0fs)', int(i), n + 1, len(searched), new,
-                   'replaced' if replaced and replaced[-1] == int(i) else 'kept', time.time() - t0)
+      else:  # one at a time, each judged alone (the one-row rule)
+        for n, i in zip(take, rows):
+          trial = x.copy()
+          trial[i] = found[n]
+          trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters,
+                                           radius=radius, tol=tol)
+          if new < loss:
+            x, loss = trial, new
+            replaced += [i] if i not in replaced else []
+            kept += steps
+          logging.info('precision rung: row %d alone: float64 loss %.2e, %s (%.0fs)', i, new,
+                       'replaced' if new <= loss else 'kept', time.time() - t0)
+      rounds += 1
+      if not loss < before_round or loss <= tol:
+        break
+      # Rows searched together can chase the same missing sample: re-search what is still free.
+      pending = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+      if max_free and len(pending) > max_free:
+        break
     x, loss, steps = gauss_newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
     kept += steps
   improved = loss < before
   info = {'applied': True, 'loss_before': before, 'loss_after': loss if improved else before,
           'rows_flipped': flipped, 'rows_searched': searched, 'rows_replaced': replaced,
+          'search_rounds': rounds,
           'gauss_newton_steps': kept, 'kept': bool(improved),
           'seconds': time.time() - t0}
   return (x if improved else x0), info

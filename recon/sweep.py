@@ -229,7 +229,9 @@ def prepare_group(group: Group, devices=None) -> Program:
         trial_steps=cfg.attack.escalate.trial_steps,
         restart_after=cfg.attack.escalate.restart_after,
         restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
-        accept_ratio=cfg.attack.escalate.accept_ratio, batched=True)
+        accept_ratio=cfg.attack.escalate.accept_ratio, batched=True,
+        weak_ratio=cfg.attack.escalate.weak_ratio,
+        max_weak_share=cfg.attack.escalate.max_weak_share)
     escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),

@@ -168,9 +168,9 @@ MUTATIONS: Tuple[Mutation, ...] = (
              'the eigenvalue cut-off scaled by p (the issue-17 bug)'),
     # --- recon/escalate.py ---
     Mutation('esc_argmax', 'recon/escalate.py',
-             'j = jnp.argmin(self._loo(x, self._problem), axis=1)',
-             'j = jnp.argmax(self._loo(x, self._problem), axis=1)', ('tests/test_escalate.py',),
-             'escalation replaces the strongest candidate'),
+             'rank = jnp.argsort(jnp.argsort(gain, axis=-1), axis=-1)',
+             'rank = jnp.argsort(jnp.argsort(-gain, axis=-1), axis=-1)', ('tests/test_escalate.py',),
+             'escalation replaces the strongest candidates'),
     Mutation('esc_accept_any', 'recon/escalate.py',
              'if new < self._accept_ratio * float(losses[b]):', 'if new < float(losses[b]):',
              ('tests/test_escalate.py',),

@@ -262,3 +262,59 @@ def test_a_new_candidate_set_is_kept_only_if_its_loss_is_lower(factor, kept):
   assert esc.summary()['escalation_restarts'] == 1
   assert esc.summary()['escalation_restarts_kept'] == kept
   assert bool(np.any(np.asarray(out.x) != np.asarray(state.x))) == bool(kept)
+
+
+def test_weak_rows_are_those_far_below_the_typical_gain_capped_and_the_weakest_always():
+  loss = jnp.asarray([1.0, 1.0])
+  gains = jnp.asarray([[5.0, 0.1, 4.0, 0.2, 3.0, 6.0, 0.0, 4.5],   # three far below the median
+                       [5.0, 4.0, 3.0, 6.0, 4.5, 5.5, 3.5, 4.2]])  # none: only the weakest
+  weak = np.asarray(escalate.weak_rows(loss[:, None] + gains, loss, ratio=0.25, max_weak=3))
+  assert np.flatnonzero(weak[0]).tolist() == [1, 3, 6]
+  assert np.flatnonzero(weak[1]).tolist() == [2]
+  capped = np.asarray(escalate.weak_rows(loss[:, None] + gains, loss, ratio=0.25, max_weak=2))
+  assert np.flatnonzero(capped[0]).tolist() == [1, 6]  # the two smallest gains
+
+
+K_BAD = (2, 5, 9)
+
+
+def _planted_k(n=12, d=32, p=8000, seed=0):
+  """n samples with balanced shares of theta (|a_i| ||phi_i|| equal), tanh features, and the
+  candidates right except K_BAD, which sit at random points (they explain nothing)."""
+  kx, kv, ky, kz = jax.random.split(jax.random.PRNGKey(seed), 4)
+  x = jax.random.normal(kx, (n, d))
+  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(d)
+  v = features.random_weights(kv, p, d)
+  phi = features.rf_features(v, x, 'tanh')
+  theta = (jnp.sign(jax.random.normal(ky, (n,))) / jnp.linalg.norm(phi, axis=1)) @ phi
+  loss_fn = lambda z, prob: projection.projection_loss(  # noqa: E731
+      features.rf_features(prob['v'], z, 'tanh'), prob['theta'])
+  z = jax.random.normal(kz, (len(K_BAD), d))
+  xh = x.at[jnp.asarray(K_BAD)].set(z / jnp.linalg.norm(z, axis=1, keepdims=True) * jnp.sqrt(d))
+  return x, xh, {'v': v, 'theta': theta}, loss_fn
+
+
+@pytest.mark.slow  # ~30 CPU-s (p = 8000: the proposal pass evaluates 3 x 64 candidate sets)
+def test_all_corrupted_candidates_are_flagged_and_replaced_in_one_round():
+  """k = 3 corrupted rows of 12: the one-pass leave-one-out flags exactly those three (none
+  of the right ones), and one escalation round replaces all three together."""
+  x, xh, prob, loss_fn = _planted_k()
+  loss = loss_fn(xh, prob)
+  loo = escalate.leave_one_out_losses(xh, loss_fn, prob, batch_size=5)  # batches: 5, 5, 2
+  one_by_one = [loss_fn(xh.at[j].set(xh[(j + 1) % len(xh)]), prob) for j in range(len(xh))]
+  np.testing.assert_allclose(np.asarray(loo), np.asarray(one_by_one), rtol=1e-5)
+  weak = np.asarray(escalate.weak_rows(loo, loss, ratio=0.25, max_weak=3))
+  assert np.flatnonzero(weak).tolist() == list(K_BAD)
+  d = xh.shape[1]
+  opt = optimize.make_optimizer('adam', 0.01, 0.9)
+  constraint = optimize.sphere_constraint(float(np.sqrt(d)))
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
+                           every=100, window=100, accept_ratio=1e9, restart_after=0)
+  esc.chunk = lambda s, stop: s  # the trial changes nothing: only the replacements show
+  state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
+  for step in (100, 200):
+    out = esc(state._replace(step=jnp.asarray(step, state.step.dtype)))
+  assert esc.tried == 1 and esc.accepted == 1
+  changed = np.flatnonzero(np.abs(np.asarray(out.x) - np.asarray(xh)).max(axis=1) > 1e-6)
+  assert changed.tolist() == list(K_BAD)
+  assert float(out.loss) < float(loss)
