@@ -73,9 +73,12 @@ def test_unknown_weight_rng_is_refused():
 
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
 def test_first_rows_do_not_depend_on_width(rng):
+  # Bit for bit on JAX 0.10; JAX 0.12's XLA CPU contracts some multiply-adds into FMAs for one
+  # array shape and not another (erf_inv of a 7x5 vs a 30x5 array): a few float32 roundings of
+  # the entries' O(1/sqrt(d)) scale, where a wrong row would differ by O(1/sqrt(d)).
   key = jax.random.PRNGKey(3)
-  np.testing.assert_array_equal(_random_weights(key, 7, 5, rng=rng),
-                                _random_weights(key, 30, 5, rng=rng)[:7])
+  np.testing.assert_allclose(_random_weights(key, 7, 5, rng=rng),
+                             _random_weights(key, 30, 5, rng=rng)[:7], rtol=0, atol=1e-6)
 
 
 def test_mask_zeroes_padding_only():

@@ -49,13 +49,15 @@ def _loss(chunk, residual='two_pass', **kw):
 
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
 def test_weight_rows_equal_dense_rows(rng):
-  # Bit-identical when both are compiled (eager and jit may differ by 1 ulp in the 1/sqrt(d)).
+  # Both compiled (eager and jit may differ by 1 ulp in the 1/sqrt(d)): bit-identical on JAX
+  # 0.10; JAX 0.12's XLA CPU fuses multiply-adds into FMAs for some array shapes only, so a
+  # 13-row block and a 50-row V differ by a few float32 roundings of the entries' scale.
   key = jax.random.PRNGKey(3)
   v = jax.jit(lambda k: features.random_weights(k, 50, 7, rng=rng))(key)
   # Traced start (inside jit), as in the compiled loss.
   rows = jax.jit(lambda k, s: features.random_weight_rows(k, s, 13, 7, rng=rng))
-  np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(20))), np.asarray(v[20:33]))
-  np.testing.assert_array_equal(np.asarray(rows(key, jnp.uint32(37))), np.asarray(v[37:50]))
+  np.testing.assert_allclose(rows(key, jnp.uint32(20)), v[20:33], rtol=0, atol=1e-6)
+  np.testing.assert_allclose(rows(key, jnp.uint32(37)), v[37:50], rtol=0, atol=1e-6)
 
 
 @pytest.mark.slow  # up to ~6 CPU-s a case
