@@ -1,6 +1,7 @@
 """Issue #18: every failure one line with a documented exit status, nothing half-made, and
 resume that always works (recon.main.execute, recon.checkpoint, recon.config, recon.io)."""
 import json
+import re
 import logging as py_logging
 import os
 import signal
@@ -361,3 +362,83 @@ def test_exit_codes_are_documented():
   assert errors.NonFiniteError.exit_code == 3 and errors.Interrupted.exit_code == 130
   assert issubclass(config_lib.ConfigError, errors.ReconError)
   assert issubclass(model_ckpt.ModelCheckpointError, errors.ReconError)
+
+
+# --- issue #33: reliability under attack ---------------------------------------------------
+
+def _small(overrides=None):
+  """Issue #33's S: rf_synthetic with n 4, d 8, p 320, 50 steps."""
+  c = rf_synthetic.get_config()
+  c.data.n, c.data.d, c.victim.p, c.attack.max_steps, c.run.chunk_steps = 4, 8, 320, 50, 25
+  c.update_from_flattened_dict(overrides or {})
+  return c
+
+
+@pytest.fixture(scope='module')
+def finished_run(tmp_path_factory):
+  """One finished S run (its model/ is what row 1's variants edit)."""
+  w = tmp_path_factory.mktemp('finished') / 'S'
+  assert main.execute(_small(), str(w)) == 0
+  return w
+
+
+def _edited_json(src, dst, edit):
+  import shutil  # pylint: disable=import-outside-toplevel
+  shutil.copytree(src / 'model', dst)
+  meta = json.loads((dst / 'model.json').read_text())
+  edit(meta)
+  (dst / 'model.json').write_text(json.dumps(meta))
+  return dst
+
+
+@pytest.mark.parametrize('edit,key', [
+    (lambda m: m['hparams'].update(p=321), "trained['theta']"),
+    (lambda m: m['hparams'].update(d=9), "truth['x']"),
+    (lambda m: m['hparams'].update(activation='nope'), 'hparams.activation'),
+    (lambda m: m['hparams'].update(p='abc'), 'hparams.p'),
+    (lambda m: m['hparams'].update(p=-5), 'hparams.p'),
+    (lambda m: m.update(n='ten'), ': n is'),
+    (lambda m: m.update(n=5), "truth['x']"),
+    (lambda m: m.update(hparams=[1, 2]), 'lacks hparams'),
+    (lambda m: m.update(parts=['trained', 'weights']), 'parts'),
+])
+def test_edited_model_json_is_refused_before_compute(finished_run, tmp_path, capsys, edit, key):
+  """Row 1: model.json keys, types and shapes are checked before use; nothing is written."""
+  folder = _edited_json(finished_run, tmp_path / 'm', edit)
+  before = main._files_under(str(folder))
+  capsys.readouterr()
+  assert main.execute(_small({'victim.checkpoint': str(folder)}), str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and key in lines[0] and 'accepted:' in lines[0], lines
+  assert not (tmp_path / 'w').exists() and main._files_under(str(folder)) == before
+
+
+def _saved_rf(folder, theta, extras, truth=None, p=320, d=8, n=4):
+  model_ckpt.save(str(folder), model_ckpt.ModelCheckpoint(
+      kind='random_features', hparams={'p': p, 'd': d, 'activation': 'relu_tanh'},
+      trained=theta, extras=extras, truth=truth, n=n))
+  return folder
+
+
+@pytest.mark.parametrize('trained,extras,key', [
+    ({'theta': np.ones(320, np.float32)}, {'v': np.ones((300, 8), np.float32)}, "extras['v']"),
+    ({'theta': np.ones((17, 3), np.float32)}, {'v_key': np.zeros(2, np.uint32)},
+     "trained['theta']"),
+    ({'theta': np.full(320, np.nan, np.float32)}, {'v_key': np.zeros(2, np.uint32)},
+     "trained['theta'] is non-finite"),
+    ({'w': np.ones(320, np.float32)}, {'v_key': np.zeros(2, np.uint32)}, 'missing theta'),
+    ({'theta': np.ones(320, np.float32)}, {'v': np.full((320, 8), np.inf, np.float32)},
+     "extras['v'] is non-finite"),
+])
+def test_saved_arrays_of_the_wrong_shape_or_nan_are_refused(tmp_path, capsys, trained, extras,
+                                                            key):
+  """Row 1: the arrays' shapes and values are checked when the model is loaded, before any
+  compute and before the model is copied into the workdir."""
+  folder = _saved_rf(tmp_path / 'm', trained, extras)
+  with pytest.raises(model_ckpt.ModelCheckpointError, match=re.escape(key)):
+    model_ckpt.load(str(folder))
+  capsys.readouterr()
+  assert main.execute(_small({'victim.checkpoint': str(folder)}), str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and key in lines[0] and 'accepted:' in lines[0], lines
+  assert not (tmp_path / 'w').exists()
