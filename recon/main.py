@@ -34,7 +34,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, distributed, errors, host, io
+from recon import compile_cache, distributed, errors, host, io, runs, workdir_lock
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -114,9 +114,13 @@ def check_workdir(workdir: str) -> None:
 
 
 def _files_under(folder: str) -> Dict[str, Any]:
-  """{relative path: (size, mtime_ns)} of every file under folder ({} if absent)."""
+  """{relative path: (size, mtime_ns)} of every output file under folder ({} if absent; the
+  lock and an overwrite's set-aside outputs are not outputs)."""
   out = {}
-  for root, _, names in os.walk(folder):
+  for root, dirs, names in os.walk(folder):
+    if root == folder:
+      dirs[:] = [d for d in dirs if d not in runs.KEEP]
+      names = [n for n in names if n not in runs.KEEP]
     for name in names:
       path = os.path.join(root, name)
       try:
@@ -201,12 +205,20 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     return e.exit_code
   existed = os.path.exists(workdir)
   before = _files_under(workdir)
+  try:
+    lock = workdir_lock.acquire(workdir)  # one run per workdir (recon/workdir_lock.py)
+  except errors.ReconError as e:
+    _say(str(e))
+    return e.exit_code
   previous = _install_sigint(checkpoint.on_sigint)
   try:
-    if swept:
-      sweep.run(config, workdir)
-      return errors.EXIT_OK
-    summary = pipelines.run(config, workdir)
+    try:
+      if swept:
+        sweep.run(config, workdir)
+        return errors.EXIT_OK
+      summary = pipelines.run(config, workdir)
+    finally:
+      runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
   except errors.Interrupted as e:
     settle_workdir(workdir, existed, before, None)
     _say(str(e))
@@ -237,6 +249,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   finally:
     checkpoint.reset_interrupt()
     _install_sigint(previous)
+    lock.release()
   logging.info('%s', outcome_line(summary))
   if (summary.get('metrics') or {}).get('status') == 'nonfinite':
     _say(f'the loss or its gradient became non-finite at step {summary["metrics"].get("steps")}; '

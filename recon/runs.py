@@ -2,6 +2,12 @@
 
 `prepare_run_workdir` applies the resume / overwrite rules of a single run,
 `prepare_workdir` the simpler rule of a sweep (refuse a finished one).
+
+Overwrite never deletes before the run has shown it can start: the old outputs are moved
+into WORKDIR/.replaced/ (summary.json first, so that the folder never looks finished with
+another config's outputs), and `finish_replace` (called when the run ends, and at the start of
+the next run on that workdir after a kill) deletes them once the new run has written
+anything, or moves them back when it wrote nothing (a refusal before compute).
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import checkpoint
+from recon import checkpoint, workdir_lock
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -47,6 +53,9 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   resume, overwrite = cfg.run.resume, cfg.run.overwrite
   if resume and overwrite:
     raise ExperimentError('run.resume, run.overwrite: both True; accepted: at most one of them')
+  finish_replace(workdir)  # left by a run killed while it replaced this workdir
+  if overwrite:
+    check_model_outside(cfg.victim.checkpoint, workdir)
   held = [name for name in ('summary.json', 'checkpoints', 'model')
           if os.path.exists(os.path.join(workdir, name))]
   steps = checkpoint.saved_steps(workdir)
@@ -73,11 +82,58 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
     raise ExperimentError(
         f'workdir: {workdir} already holds {kind} run ({what}); {hint}choose another '
         '--workdir or pass --config.run.overwrite=True to replace it')
-  if overwrite:
-    for name in ('checkpoints', 'model'):
-      shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
   os.makedirs(workdir, exist_ok=True)
+  if overwrite:
+    set_aside(workdir)
   return False
+
+
+REPLACED = '.replaced'
+KEEP = (REPLACED, workdir_lock.NAME)  # not outputs of a run
+
+
+def check_model_outside(model_path, workdir: str) -> None:
+  """Refuses to overwrite a workdir that holds the model the run is asked to attack."""
+  if not model_path:
+    return
+  model, work = os.path.realpath(model_path), os.path.realpath(workdir)
+  if model == work or model.startswith(work + os.sep):
+    raise ExperimentError(
+        f'victim.checkpoint: {model_path} lies inside the workdir {workdir} that '
+        'run.overwrite=True would replace; accepted: a model outside the workdir (copy it '
+        'first), or another --workdir')
+
+
+def outputs(workdir: str):
+  """The entries of workdir that belong to a run (everything but the lock and .replaced)."""
+  if not os.path.isdir(workdir):
+    return []
+  return sorted(e for e in os.listdir(workdir) if e not in KEEP)
+
+
+def set_aside(workdir: str) -> None:
+  """Moves a run's outputs into WORKDIR/.replaced/, summary.json first (each a rename)."""
+  names = outputs(workdir)
+  if not names:
+    return
+  trash = os.path.join(workdir, REPLACED)
+  os.makedirs(trash, exist_ok=True)
+  for name in sorted(names, key=lambda e: e != 'summary.json'):
+    os.replace(os.path.join(workdir, name), os.path.join(trash, name))
+
+
+def finish_replace(workdir: str) -> None:
+  """Ends an overwrite: deletes WORKDIR/.replaced when the workdir holds new outputs, else
+  moves the old outputs back (the new run wrote nothing)."""
+  trash = os.path.join(workdir, REPLACED)
+  if not os.path.isdir(trash):
+    return
+  if outputs(workdir):
+    shutil.rmtree(trash, ignore_errors=True)
+    return
+  for name in os.listdir(trash):
+    os.replace(os.path.join(trash, name), os.path.join(workdir, name))
+  os.rmdir(trash)
 
 
 def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:

@@ -442,3 +442,107 @@ def test_saved_arrays_of_the_wrong_shape_or_nan_are_refused(tmp_path, capsys, tr
   lines = _error_lines(capsys)
   assert len(lines) == 1 and key in lines[0] and 'accepted:' in lines[0], lines
   assert not (tmp_path / 'w').exists()
+
+
+def _listing(folder):
+  return sorted(os.path.relpath(os.path.join(r, f), folder)
+                for r, _, fs in os.walk(folder) for f in fs)
+
+
+def _copy_run(src, dst):
+  import shutil  # pylint: disable=import-outside-toplevel
+  shutil.copytree(src, dst)
+  return dst
+
+
+def test_overwrite_validates_before_removing_anything(finished_run, tmp_path, capsys):
+  """Row 5: an overwrite refused (here: its data) leaves the finished run as it was."""
+  w = _copy_run(finished_run, tmp_path / 'W')
+  before = main._files_under(str(w))
+  c = _small({'run.overwrite': True, 'data.name': 'mnist', 'data.dir': str(tmp_path / 'none'),
+              'data.d': 784})
+  capsys.readouterr()
+  assert main.execute(c, str(w)) == 2
+  assert len(_error_lines(capsys)) == 1
+  assert main._files_under(str(w)) == before
+  assert sorted(os.listdir(w)) == sorted(os.listdir(finished_run))
+
+
+def test_attacking_a_model_inside_the_workdir_it_would_overwrite_is_refused(
+    finished_run, tmp_path, capsys):
+  """Row 5: victim.checkpoint=W with run.overwrite=True into W is refused; W keeps its model."""
+  w = _copy_run(finished_run, tmp_path / 'W')
+  before = main._files_under(str(w))
+  capsys.readouterr()
+  for model in (w, w / 'model'):
+    assert main.execute(_small({'run.overwrite': True, 'victim.checkpoint': str(model)}),
+                        str(w)) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 2 and all('lies inside the workdir' in l for l in lines), lines
+  assert main._files_under(str(w)) == before
+
+
+def test_overwrite_replaces_every_old_output(finished_run, tmp_path, monkeypatch):
+  """Row 6: outputs always belong to one config: an overwrite with a new seed that is
+  killed after its first checkpoint leaves no old summary.json; one that finishes leaves
+  only its own files."""
+  w = _copy_run(finished_run, tmp_path / 'W')
+  (w / 'stale.png').write_text('old')
+  real = checkpoint.RunCheckpointer.__call__
+
+  def killed(self, *a, **k):  # the first checkpoint is written, then the process "dies"
+    out = real(self, *a, **k)
+    if self.saves:
+      raise SystemExit(137)
+    return out
+
+  monkeypatch.setattr(checkpoint.RunCheckpointer, '__call__', killed)
+  with pytest.raises(SystemExit):
+    main.execute(_small({'run.overwrite': True, 'seed': 1}), str(w))
+  monkeypatch.undo()
+  assert not (w / 'summary.json').exists() and not (w / 'stale.png').exists()
+  assert checkpoint.read_config(str(w))['seed'] == 1
+  # The next run (resume) finishes the seed-1 run and clears what was set aside.
+  assert main.execute(_small({'run.resume': True, 'seed': 1}), str(w)) == 0
+  assert json.loads((w / 'summary.json').read_text())['config']['seed'] == 1
+  assert not (w / '.replaced').exists() and not (w / 'stale.png').exists()
+  assert main.execute(_small({'run.overwrite': True, 'seed': 2}), str(w)) == 0
+  assert json.loads((w / 'summary.json').read_text())['config']['seed'] == 2
+  assert sorted(os.listdir(w)) == sorted(os.listdir(finished_run))
+
+
+def test_a_second_run_on_a_locked_workdir_is_refused(tmp_path, capsys):
+  """Row 4: one run per workdir; the second is refused at once, naming the owner's pid."""
+  from recon import workdir_lock  # pylint: disable=import-outside-toplevel
+  w = tmp_path / 'w'
+  lock = workdir_lock.acquire(str(w))
+  try:
+    capsys.readouterr()
+    assert main.execute(_small(), str(w)) == 2
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and f'in use by pid {os.getpid()}' in lines[0], lines
+    assert os.listdir(w) == ['.lock']
+  finally:
+    lock.release()
+  assert os.listdir(w) == []
+
+
+def test_a_lock_held_by_another_process_refuses_and_a_dead_ones_is_taken_over(tmp_path, capsys):
+  """Row 4: a live process's lock refuses; once it is killed (SIGKILL: its .lock file stays,
+  naming a dead pid) the next run takes the workdir over and finishes."""
+  w = tmp_path / 'w'
+  code = ('import sys, time; from recon import workdir_lock; '
+          f'workdir_lock.acquire({str(w)!r}); print("locked", flush=True); time.sleep(60)')
+  holder = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, stdout=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=ROOT), text=True)
+  try:
+    assert holder.stdout.readline().strip() == 'locked'
+    capsys.readouterr()
+    assert main.execute(_small(), str(w)) == 2
+    assert f'in use by pid {holder.pid}' in _error_lines(capsys)[0]
+  finally:
+    holder.kill()
+    holder.wait()
+  assert (w / '.lock').read_text().strip() == str(holder.pid)  # stale: its owner is dead
+  assert main.execute(_small(), str(w)) == 0
+  assert not (w / '.lock').exists()
