@@ -11,6 +11,7 @@ failure is one line on stderr ('error: ...'), and the exit status says which
        after compute started, WORKDIR/summary.json says `status: failed` and `reason`
   3    stopped on non-finite values; the outputs hold the last finite state
   130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
+  143  terminated (SIGTERM), handled as Ctrl-C (recon/signals.py)
   1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
 
 Paths (--config=, --workdir=, victim.checkpoint, data.dir) may be relative: they are
@@ -23,7 +24,6 @@ import importlib.util
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -34,7 +34,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, distributed, errors, host, io, runs, workdir_lock
+from recon import compile_cache, distributed, errors, host, io, runs, signals, workdir_lock
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -71,6 +71,7 @@ def main(argv):
   except ValueError as e:
     _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
+  signals.start_watchdog()  # a second Ctrl-C / SIGTERM stops within seconds (recon/signals.py)
   workdir = _WORKDIR.value
   if multi:  # process i > 0 writes WORKDIR.process<i>
     workdir = distributed.process_workdir(os.path.abspath(os.path.expanduser(
@@ -210,7 +211,9 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   except errors.ReconError as e:
     _say(str(e))
     return e.exit_code
-  previous = _install_sigint(checkpoint.on_sigint)
+  previous = signals.install(checkpoint.on_sigint)  # SIGINT and SIGTERM
+  signals.set_stop_line(lambda: checkpoint.interrupted_line(workdir),
+                        checkpoint.graceful_stop_pending)
   try:
     try:
       if swept:
@@ -221,12 +224,12 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
       runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
   except errors.Interrupted as e:
     settle_workdir(workdir, existed, before, None)
-    _say(str(e))
+    signals.say_once(str(e))
     return e.exit_code
   except KeyboardInterrupt:
     settle_workdir(workdir, existed, before, None)
-    _say('interrupted before the first checkpoint of this run; nothing to resume from')
-    return errors.EXIT_INTERRUPTED
+    signals.say_once(checkpoint.interrupted_line(workdir))
+    return signals.exit_code()
   except errors.ReconError as e:
     settle_workdir(workdir, existed, before, str(e), config)
     _say(str(e))
@@ -248,7 +251,8 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     return errors.EXIT_INTERNAL
   finally:
     checkpoint.reset_interrupt()
-    _install_sigint(previous)
+    signals.restore(previous)
+    signals.set_stop_line(None)
     lock.release()
   logging.info('%s', outcome_line(summary))
   if (summary.get('metrics') or {}).get('status') == 'nonfinite':
@@ -264,14 +268,6 @@ class _nullcontext:  # pylint: disable=invalid-name
 
   def __exit__(self, *exc):
     return False
-
-
-def _install_sigint(handler):
-  """Installs `handler` for SIGINT (main thread only); returns the previous one."""
-  try:
-    return signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
-  except ValueError:  # not the main thread
-    return None
 
 
 def _config_path(argv) -> Optional[str]:

@@ -546,3 +546,104 @@ def test_a_lock_held_by_another_process_refuses_and_a_dead_ones_is_taken_over(tm
   assert (w / '.lock').read_text().strip() == str(holder.pid)  # stale: its owner is dead
   assert main.execute(_small(), str(w)) == 0
   assert not (w / '.lock').exists()
+
+
+def test_sigterm_is_handled_like_sigint(tmp_path, monkeypatch, capsys):
+  """Row 8: SIGTERM (preemption) writes a checkpoint at the end of the chunk, one line,
+  exit status 143; the run then resumes."""
+  real = checkpoint.RunCheckpointer.__call__
+
+  def preempted(self, state, *a, **k):
+    if int(state.step) == 25:
+      os.kill(os.getpid(), signal.SIGTERM)
+    return real(self, state, *a, **k)
+
+  monkeypatch.setattr(checkpoint.RunCheckpointer, '__call__', preempted)
+  w = tmp_path / 'w'
+  before = signal.getsignal(signal.SIGTERM)
+  capsys.readouterr()
+  assert main.execute(_small(), str(w)) == errors.EXIT_TERMINATED == 143
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'interrupted at step 25' in lines[0], lines
+  assert checkpoint.saved_steps(str(w)) == [25] and not (w / 'summary.json').exists()
+  assert signal.getsignal(signal.SIGTERM) == before  # the run's handler is removed
+  monkeypatch.undo()
+  assert main.execute(_small({'run.resume': True}), str(w)) == 0
+
+
+def test_a_second_signal_during_a_checkpoint_waits_for_it(tmp_path, monkeypatch, capsys):
+  """Row 9: two quick SIGINTs: the second arrives while the checkpoint is written; the save
+  completes, the line names its step, and the checkpoint restores."""
+  import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+  real_save = ocp.CheckpointManager.save
+  sent = []
+
+  def save(self, step, *a, **k):
+    if not sent:
+      sent.append(step)
+      os.kill(os.getpid(), signal.SIGINT)  # first: a checkpoint at the end of the chunk
+      time.sleep(0.05)
+      os.kill(os.getpid(), signal.SIGINT)  # second: 50 ms later, inside the save
+      time.sleep(0.05)
+    return real_save(self, step, *a, **k)
+
+  monkeypatch.setattr(ocp.CheckpointManager, 'save', save)
+  c = _small({'run.checkpoint_every_steps': 25, 'run.checkpoint_every_seconds': 0.0})
+  w = tmp_path / 'w'
+  capsys.readouterr()
+  assert main.execute(c, str(w)) == 130
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'interrupted' in lines[0] and 'nothing to resume' not in lines[0]
+  steps = checkpoint.saved_steps(str(w))
+  assert steps and f'step {steps[-1]}' in lines[0], (lines, steps)
+  monkeypatch.undo()
+  assert main.execute(_small({'run.resume': True, 'run.checkpoint_every_steps': 25,
+                              'run.checkpoint_every_seconds': 0.0}), str(w)) == 0
+
+
+def test_interrupt_line_names_the_newest_checkpoint(tmp_path, monkeypatch, capsys):
+  """Row 9: a KeyboardInterrupt after a checkpoint exists says where to resume from."""
+  from recon import pipelines  # pylint: disable=import-outside-toplevel
+
+  def run(c, w):
+    ck = checkpoint.RunCheckpointer(w, {'a': 1}, every_seconds=0, every_steps=1)
+    ck(_State({'x': jnp.zeros(2), 'step': jnp.asarray(7)}), [(7, 0.5)], False)
+    ck.close()
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(pipelines, 'run', run)
+  capsys.readouterr()
+  assert main.execute(_small(), str(tmp_path / 'w')) == 130
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'newest checkpoint is step 7' in lines[0], lines
+
+
+def test_a_second_ctrl_c_stops_a_long_xla_call_within_seconds(tmp_path):
+  """Row 17: the main thread blocked in one long compiled computation (a victim fit) does not
+  run Python's signal handlers; the CLI's watchdog (recon.signals) ends the process within
+  seconds of the second Ctrl-C, with one line and exit status 130."""
+  code = """if True:
+    import jax, jax.numpy as jnp
+    from recon import checkpoint, signals
+    signals.install(checkpoint.on_sigint)
+    signals.start_watchdog(grace=1.0)
+    signals.set_stop_line(lambda: checkpoint.interrupted_line('%s'), checkpoint.graceful_stop_pending)
+    forever = jax.jit(lambda x: jax.lax.while_loop(lambda v: v == v, lambda v: v * 1.0000001, x))
+    forever(jnp.float32(1.0)).block_until_ready()
+    print('finished')
+  """ % str(tmp_path)
+  proc = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, text=True,
+                          env=dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  time.sleep(5)  # imports, compile, inside the loop
+  proc.send_signal(signal.SIGINT)
+  time.sleep(0.2)
+  proc.send_signal(signal.SIGINT)
+  try:
+    out, err = proc.communicate(timeout=60)  # without the watchdog: never (an endless loop)
+  finally:
+    proc.kill()
+  assert proc.returncode == 130 and 'finished' not in out, (proc.returncode, err)
+  lines = [l for l in err.splitlines() if l.startswith('error:') or 'Traceback' in l]
+  assert lines == ['error: interrupted before the first checkpoint of this run; nothing to '
+                   'resume from'], err
