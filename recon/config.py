@@ -58,7 +58,7 @@ class Spec:
       if self.low is not None:
         text += f' {">" if self.low_open else ">="} {self.low:g}'
       if self.high is not None:
-        text += f' and <= {self.high:g}'
+        text += f' and <= {self.high if isinstance(self.high, int) else format(self.high, "g")}'
     return text + (' (or None)' if self.optional else '')
 
   def check(self, value: Any) -> bool:
@@ -88,12 +88,16 @@ def _positive_int():
   return Spec(int, low=1)
 
 
+STEPS_MAX = 2 ** 31 - 1  # step counters are int32 on the device
+SEED_MAX = 2 ** 32 - 1  # jax.random.PRNGKey keeps a seed's low 32 bits: larger ones would wrap
+
+
 
 # The sections of a config (configs/base.py holds every default): a Spec per field, a dict
 # per sub-section. Dotted paths (`data.n`, `attack.escalate.window`) are the interface.
 SCHEMA: Dict[str, Any] = {
     'name': Spec(str),
-    'seed': Spec(int, low=0),
+    'seed': Spec(int, low=0, high=SEED_MAX),
     'data': dict(
         name=Spec(str, choices=lambda: data.DATASETS),
         dir=Spec(str, optional=True),
@@ -134,7 +138,7 @@ SCHEMA: Dict[str, Any] = {
             loss=Spec(str, choices=train.LOSSES),
             lr=Spec(float, low=0.0, low_open=True, optional=True),
             momentum=Spec(float, low=0.0, high=0.999999),
-            max_steps=_positive_int(),
+            max_steps=Spec(int, low=1, high=STEPS_MAX),
             tol=Spec(float, low=0.0),
             weight_decay=Spec(float, low=0.0),
             stationary_steps=_positive_int(),
@@ -148,9 +152,9 @@ SCHEMA: Dict[str, Any] = {
         lr=Spec(float, low=0.0, low_open=True),
         momentum=Spec(float, low=0.0, high=0.999999),
         schedule=Spec(str, choices=lambda: optimize.SCHEDULES),
-        decay_steps=Spec(int, low=1, optional=True),
+        decay_steps=Spec(int, low=1, high=STEPS_MAX, optional=True),
         final_ratio=Spec(float, low=0.0, high=1.0),
-        max_steps=_positive_int(),
+        max_steps=Spec(int, low=1, high=STEPS_MAX),
         tol=Spec(float, low=0.0),
         jitter=Spec(float, low=0.0),
         lbfgs_memory=_positive_int(),

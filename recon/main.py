@@ -60,7 +60,7 @@ def main(argv):
   if len(argv) > 1:
     _fail(f'unexpected arguments {argv[1:]}; use --config.SECTION.FIELD=VALUE')
   config = _CONFIG.value
-  if config is None:
+  if config is None and _config_path(sys.argv) is None:
     _fail('--config: missing; accepted: a path to a config file such as configs/rf_synthetic.py')
   try:
     host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/host.py)
@@ -88,30 +88,7 @@ def _distributed_flag(config: Any) -> bool:
     return False
 
 
-def check_workdir(workdir: str) -> None:
-  """One-line ExperimentError unless `workdir` is (or can be created as) a writable folder.
-
-  Creates nothing: probes the workdir, or its nearest existing ancestor, with a temporary
-  file (os.access alone is wrong for root and read-only file systems).
-  """
-  probe = workdir
-  while not os.path.exists(probe):
-    parent = os.path.dirname(probe)
-    if parent == probe:
-      break
-    probe = parent
-  if not os.path.isdir(probe):
-    what = 'is a file' if probe == workdir else f'cannot be created: {probe} is a file'
-    raise errors.ExperimentError(f'workdir: {workdir} {what}; accepted: a folder path '
-                                 '(existing or creatable) you can write to')
-  try:
-    with tempfile.TemporaryFile(dir=probe):
-      pass
-  except OSError as e:
-    where = '' if probe == workdir else f' (its existing parent {probe} is not writable)'
-    raise errors.ExperimentError(f'workdir: {workdir} is not writable{where}: '
-                                 f'{e.strerror or type(e).__name__}; accepted: a folder path '
-                                 'you can write to') from None
+check_workdir = runs.check_workdir  # (recon/runs.py)
 
 
 def _files_under(folder: str) -> Dict[str, Any]:
@@ -190,6 +167,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   """
   from recon import checkpoint, memory, pipelines, sweep  # pylint: disable=import-outside-toplevel
   try:
+    runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     config_lib.validate(config)
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
       config_lib.resolve_paths(config)

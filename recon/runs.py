@@ -12,8 +12,10 @@ anything, or moves them back when it wrote nothing (a refusal before compute).
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from typing import Dict
+import tempfile
+from typing import Any, Dict
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +24,7 @@ import numpy as np
 from absl import logging
 
 from recon import checkpoint, workdir_lock
-from recon.errors import ExperimentError
+from recon.errors import ExperimentError, ReconError
 
 Array = jax.Array
 
@@ -41,6 +43,53 @@ def split_keys(seed_or_key) -> Dict[str, Array]:
   key = jax.random.PRNGKey(seed_or_key) if np.ndim(seed_or_key) == 0 else seed_or_key
   k_data, k_model, k_init = jax.random.split(key, 3)
   return {'data': k_data, 'model': k_model, 'init': k_init}
+
+
+NAME_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9._+=-]{0,127}')
+
+
+def check_config_object(config: Any) -> None:
+  """One line unless `config` is a ConfigDict (what get_config() must return) whose `name`
+  is a file-name-safe word (the default workdir results/runs/<name>-<time> stays there)."""
+  if not isinstance(config, ml_collections.ConfigDict):
+    got = 'None' if config is None else type(config).__name__
+    raise ReconError(f'--config: get_config() must return a ConfigDict, got {got}; accepted: '
+                     'a config file whose get_config() starts from configs/base.py')
+  name = config.name if 'name' in config else None  # a missing name: config.validate
+  if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
+    raise ReconError(f'config.name: invalid value {name!r}; accepted: a file name of letters, '
+                     "digits and . _ + = - (not starting with '.', at most 128 characters)")
+
+
+def check_workdir(workdir: str) -> None:
+  """One-line ExperimentError unless `workdir` is (or can be created as) a writable folder.
+
+  Creates nothing: probes the workdir, or its nearest existing ancestor, with a temporary
+  file (os.access alone is wrong for root and read-only file systems). A symbolic link whose
+  target is missing (on the path or the workdir itself) is refused.
+  """
+  probe = workdir
+  while not os.path.exists(probe):
+    if os.path.islink(probe):
+      raise ExperimentError(f'workdir: {workdir}: {probe} is a symbolic link to the missing '
+                            f'{os.readlink(probe)!r}; accepted: a folder path (existing or '
+                            'creatable) you can write to')
+    parent = os.path.dirname(probe)
+    if parent == probe:
+      break
+    probe = parent
+  if not os.path.isdir(probe):
+    what = 'is a file' if probe == workdir else f'cannot be created: {probe} is a file'
+    raise ExperimentError(f'workdir: {workdir} {what}; accepted: a folder path '
+                          '(existing or creatable) you can write to')
+  try:
+    with tempfile.TemporaryFile(dir=probe):
+      pass
+  except OSError as e:
+    where = '' if probe == workdir else f' (its existing parent {probe} is not writable)'
+    raise ExperimentError(f'workdir: {workdir} is not writable{where}: '
+                          f'{e.strerror or type(e).__name__}; accepted: a folder path '
+                          'you can write to') from None
 
 
 def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:

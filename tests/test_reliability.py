@@ -647,3 +647,106 @@ def test_a_second_ctrl_c_stops_a_long_xla_call_within_seconds(tmp_path):
   lines = [l for l in err.splitlines() if l.startswith('error:') or 'Traceback' in l]
   assert lines == ['error: interrupted before the first checkpoint of this run; nothing to '
                    'resume from'], err
+
+
+@pytest.mark.parametrize('value,got', [({'a': 1}, 'dict'), (None, 'None')])
+def test_get_config_must_return_a_config_dict(tmp_path, capsys, value, got):
+  """Row 11: a config file whose get_config() returns a dict or None: one line."""
+  capsys.readouterr()
+  assert main.execute(value, str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert lines == [f'error: --config: get_config() must return a ConfigDict, got {got}; '
+                   'accepted: a config file whose get_config() starts from configs/base.py']
+  assert not (tmp_path / 'w').exists()
+
+
+def test_cli_get_config_returning_none_is_one_line(tmp_path):
+  """Row 11 through the CLI (the flags library's 'missing' would be false: the file exists)."""
+  folder = tmp_path / 'configs'
+  folder.mkdir()
+  (folder / 'none.py').write_text('def get_config():\n  return None\n')
+  r = _cli(f'--config={folder / "none.py"}', f'--workdir={tmp_path / "w"}')
+  lines = [l for l in r.stderr.splitlines() if l.startswith('error:') or 'Traceback' in l]
+  assert r.returncode == 2 and len(lines) == 1 and 'got None' in lines[0], r.stderr
+
+
+@pytest.mark.parametrize('field,value', [
+    ('seed', 18446744073709551616), ('seed', 4294967296), ('seed', -1),
+    ('attack.max_steps', 99999999999), ('attack.decay_steps', 2 ** 31),
+    ('victim.train.max_steps', 2 ** 40)])
+def test_out_of_range_integers_are_refused_before_compute(tmp_path, capsys, field, value):
+  """Rows 12-13: a seed beyond the 32 bits the key derivation keeps (4294967296 would give
+  seed 0's outputs) and step counts beyond int32 are refused in one line, before compute."""
+  capsys.readouterr()
+  assert main.execute(_small({field: value}), str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and f'config.{field}: invalid value' in lines[0], lines
+  assert 'and <= ' in lines[0] or value < 0
+  assert not (tmp_path / 'w').exists()
+  assert config_lib.FIELDS['seed'].check(2 ** 32 - 1)
+
+
+def test_dangling_symlink_workdir_is_refused(tmp_path, capsys):
+  """Row 12: --workdir a symbolic link to a missing folder (or below one): one line."""
+  (tmp_path / 'link').symlink_to(tmp_path / 'gone')
+  capsys.readouterr()
+  assert main.execute(_small(), str(tmp_path / 'link')) == 2
+  assert main.execute(_small(), str(tmp_path / 'link' / 'sub')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 2 and all('is a symbolic link to the missing' in l for l in lines), lines
+  assert not (tmp_path / 'gone').exists()
+
+
+def _idx(dims, body=b'', declared=None):
+  import struct  # pylint: disable=import-outside-toplevel
+  shape = declared if declared is not None else dims
+  return b'\x00\x00\x08' + bytes([len(shape)]) + struct.pack('>' + 'I' * len(shape), *shape) + body
+
+
+def test_idx_header_with_255_dimensions_is_one_line(tmp_path):
+  """Row 12: an MNIST IDX header declaring 255 dimensions is malformed data (exit 2)."""
+  from recon.data import files  # pylint: disable=import-outside-toplevel
+  path = tmp_path / 'train-images-idx3-ubyte'
+  path.write_bytes(_idx([1] * 255, b'\x00'))
+  with pytest.raises(errors.ReconError, match='declares 255 dimensions; accepted: at most 4'):
+    files.read_idx(str(path))
+
+
+def test_gzip_bomb_is_refused_from_its_header(tmp_path, monkeypatch):
+  """Row 15: the header's declared size is checked before decompressing, and decompression
+  stops at the declared size: a small gzip that expands far beyond it is never expanded."""
+  import gzip  # pylint: disable=import-outside-toplevel
+  from recon.data import files  # pylint: disable=import-outside-toplevel
+  big = tmp_path / 'big.gz'  # declares 60000 x 28 x 28 x 1000 bytes
+  big.write_bytes(gzip.compress(_idx([60000, 28, 28, 1000], b'\x00' * 1000)))
+  with pytest.raises(errors.ReconError, match='accepted: at most'):
+    files.read_idx(str(big))
+  reads = []
+  real = gzip.GzipFile.read
+
+  def counted(self, size=-1):
+    reads.append(size)
+    return real(self, size)
+
+  monkeypatch.setattr(gzip.GzipFile, 'read', counted)
+  bomb = tmp_path / 'bomb.gz'  # declares 4 bytes, expands to 64 MB
+  with gzip.open(bomb, 'wb') as f:
+    f.write(_idx([4], b'\x00' * 4))
+    for _ in range(64):
+      f.write(b'\x00' * 2 ** 20)
+  assert os.path.getsize(bomb) < 200_000
+  with pytest.raises(errors.ReconError, match='file holds more than 4'):
+    files.read_idx(str(bomb))
+  assert -1 not in reads and max(reads) <= 5
+
+
+@pytest.mark.parametrize('name', ['../../../../tmp/x', 'a/b', '.hidden', '', 'x' * 200])
+def test_names_are_file_name_safe(tmp_path, capsys, monkeypatch, name):
+  """Row 16: config.name builds the default workdir results/runs/<name>-<time>: a name with a
+  path separator, '..' or a leading '.' is refused, so the run stays under results/runs/."""
+  monkeypatch.chdir(tmp_path)
+  capsys.readouterr()
+  assert main.execute(_small({'name': name})) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'config.name: invalid value' in lines[0], lines
+  assert os.listdir(tmp_path) == []
