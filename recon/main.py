@@ -165,7 +165,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   Every failure prints one 'error: ...' line on stderr. See the module docstring for the
   exit statuses and what each leaves in the workdir.
   """
-  from recon import checkpoint, memory, pipelines, sweep  # pylint: disable=import-outside-toplevel
+  from recon import checkpoint, pipelines, sweep  # pylint: disable=import-outside-toplevel
   try:
     runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     config_lib.validate(config)
@@ -174,9 +174,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     check_workdir(workdir)
-    swept = bool(config_lib.sweep_axes(config.get('sweep')))
-    if not swept:
-      memory.check(config)
+    swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
     from recon import precision  # pylint: disable=import-outside-toplevel
     precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
   except errors.ReconError as e:

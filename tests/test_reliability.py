@@ -750,3 +750,34 @@ def test_names_are_file_name_safe(tmp_path, capsys, monkeypatch, name):
   lines = _error_lines(capsys)
   assert len(lines) == 1 and 'config.name: invalid value' in lines[0], lines
   assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('overrides', [{'victim.p': 2_000_000_000},
+                                       {'data.n': 50, 'victim.p': 100_000_000}])
+def test_memory_estimate_counts_the_fit(tmp_path, capsys, monkeypatch, overrides):
+  """Row 2: the memory-lean path streams V and the attack's features, but the fit builds
+  the n x p features whole: p = 2e9 (and n 50, p 1e8) are refused at once, not run."""
+  monkeypatch.setattr(memory, 'host_available_bytes', lambda: 24 * 2 ** 30)
+  c = _small(overrides)
+  assert memory.estimate_bytes(c) >= 3 * c.data.n * c.victim.p * 4
+  capsys.readouterr()
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'memory: this run needs about' in lines[0], lines
+  assert not (tmp_path / 'w').exists()
+
+
+def test_memory_estimate_uses_the_saved_models_n(finished_run, tmp_path, capsys, monkeypatch):
+  """Row 2: a saved model's n (here 100000) is adopted before the estimate."""
+  monkeypatch.setattr(memory, 'host_available_bytes', lambda: 24 * 2 ** 30)
+  folder = tmp_path / 'm'
+  import shutil  # pylint: disable=import-outside-toplevel
+  shutil.copytree(finished_run / 'model', folder)
+  meta = json.loads((folder / 'model.json').read_text())
+  meta['n'] = 100000
+  (folder / 'model.json').write_text(json.dumps(meta))
+  capsys.readouterr()
+  assert main.execute(_small({'victim.checkpoint': str(folder)}), str(tmp_path / 'w')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'memory:' in lines[0] and 'n 100000' in lines[0], lines
+  assert not (tmp_path / 'w').exists()

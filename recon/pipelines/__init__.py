@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 import ml_collections
 
-from recon import precision, restarts, routes, runs, victims
+from recon import memory, precision, restarts, routes, runs, victims
 from recon.pipelines import kkt, networks, random_features, subspace
 
 PIPELINES: Dict[str, ModuleType] = {
@@ -36,6 +36,7 @@ def pipeline_for(cfg: ml_collections.ConfigDict) -> ModuleType:
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary."""
   cfg = victims.resolve(config)
+  memory.check(cfg)  # with a saved model's n, p, d adopted (recon/memory.py)
   subspace.check(cfg)
   victims.check_model_checkpoint(cfg)
   restarts.check_config(cfg)
