@@ -34,7 +34,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, distributed, errors, host, io, runs, signals, workdir_lock
+from recon import compile_cache, distributed, errors, failures, host, io, runs, signals, workdir_lock
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -76,7 +76,7 @@ def main(argv):
   if multi:  # process i > 0 writes WORKDIR.process<i>
     workdir = distributed.process_workdir(os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name))))
-  sys.exit(execute(config, workdir))
+  failures.end_process(execute(config, workdir))  # a failed run: no shutdown noise
 
 
 def _distributed_flag(config: Any) -> bool:
@@ -125,7 +125,10 @@ def settle_workdir(workdir: str, existed: bool, before: Dict[str, Any], reason: 
   summary = {'status': 'failed', 'reason': reason,
              'config': config.to_dict() if hasattr(config, 'to_dict') else config,
              'failed_at': time.strftime('%Y-%m-%dT%H:%M:%S')}
-  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  try:
+    io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  except OSError:  # a full or read-only disk: the error line says so
+    return 'untouched'
   return 'marked'
 
 
@@ -211,6 +214,11 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     _say(str(e))
     return e.exit_code
   except Exception as e:  # pylint: disable=broad-except
+    disk = failures.disk_error(e, workdir)  # full / read-only disk: one line (recon/failures.py)
+    if disk is not None:
+      settle_workdir(workdir, existed, before, disk, config)
+      _say(disk)
+      return errors.EXIT_REFUSED
     first = (str(e).strip().splitlines() or [''])[0][:300]
     reason = f'{type(e).__name__}: {first}'
     if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
@@ -337,6 +345,8 @@ class _DropOrbaxInfo:
   """Keeps orbax's per-save INFO lines out of the run log (warnings still pass)."""
 
   def filter(self, record) -> bool:
+    if failures.quiet(record):  # a full disk, logged by each of orbax's threads
+      return False
     return record.levelno > 20 or 'orbax' not in record.pathname
 
 

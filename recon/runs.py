@@ -180,9 +180,12 @@ def finish_replace(workdir: str) -> None:
   if outputs(workdir):
     shutil.rmtree(trash, ignore_errors=True)
     return
-  for name in os.listdir(trash):
-    os.replace(os.path.join(trash, name), os.path.join(workdir, name))
-  os.rmdir(trash)
+  try:
+    for name in os.listdir(trash):
+      os.replace(os.path.join(trash, name), os.path.join(workdir, name))
+    os.rmdir(trash)
+  except OSError as e:  # a read-only disk: the next run on this workdir tries again
+    logging.warning('workdir: could not move the replaced outputs back from %s (%s)', trash, e)
 
 
 def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:

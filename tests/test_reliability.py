@@ -781,3 +781,75 @@ def test_memory_estimate_uses_the_saved_models_n(finished_run, tmp_path, capsys,
   lines = _error_lines(capsys)
   assert len(lines) == 1 and 'memory:' in lines[0] and 'n 100000' in lines[0], lines
   assert not (tmp_path / 'w').exists()
+
+
+def test_full_disk_is_one_line_not_out_of_memory(tmp_path, monkeypatch, capsys):
+  """Row 3: tensorstore reports a full disk as RESOURCE_EXHAUSTED: one line naming the file,
+  exit 2, not 'out of memory', no traceback file."""
+  text = ('RESOURCE_EXHAUSTED: Error opening "zarr" driver: Error writing local file '
+          '"/w/model/arrays/manifest.ocdbt": Failed writing: "/w/model/arrays/manifest.ocdbt": '
+          "Failed to write 113 bytes to file 17: No space left on device [os_error_code='28']")
+
+  def full(*a, **k):
+    raise ValueError(text)
+
+  monkeypatch.setattr(model_ckpt, 'save', full)
+  capsys.readouterr()
+  w = tmp_path / 'w'
+  assert main.execute(_small(), str(w)) == 2
+  lines = _error_lines(capsys)
+  assert lines == ['error: workdir: no space left on device while writing '
+                   '/w/model/arrays/manifest.ocdbt; accepted: free space there (or make it '
+                   'writable), then rerun with --config.run.resume=True: the checkpoints '
+                   'written so far are intact'], lines
+  assert not list(tmp_path.rglob('traceback.txt'))
+
+
+def test_read_only_disk_is_one_line(tmp_path, monkeypatch, capsys):
+  """Row 3: a read-only file system (EROFS) while writing an output: one line naming it."""
+  import errno  # pylint: disable=import-outside-toplevel
+
+  def read_only(path, **arrays):
+    raise OSError(errno.EROFS, 'Read-only file system', path)
+
+  monkeypatch.setattr(io, 'write_npz', read_only)
+  monkeypatch.setattr(io, 'write_npz_compressed', read_only)
+  capsys.readouterr()
+  w = tmp_path / 'w'
+  assert main.execute(_small(), str(w)) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'read-only file system while writing ' + str(w) in lines[0], lines
+  assert checkpoint.saved_steps(str(w)), 'the checkpoints written before stay'
+
+
+def _mount_tmpfs(path, size):
+  r = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}', 'tmpfs', str(path)],
+                     capture_output=True)
+  return r.returncode == 0
+
+
+@pytest.mark.slow
+def test_cli_on_a_full_tmpfs_is_one_line_and_resumes_bit_identical(tmp_path):
+  """Row 3 through the CLI: a 60 kB tmpfs fills during the first checkpoint: one line, no
+  traceback; once it is grown the run resumes and ends bit-identical to an unbroken run."""
+  disk = tmp_path / 'disk'
+  disk.mkdir()
+  if os.geteuid() != 0 or not _mount_tmpfs(disk, '60k'):
+    pytest.skip('needs root and tmpfs')
+  try:
+    args = [f'--config={ROOT}/configs/rf_synthetic.py', '--config.data.n=4', '--config.data.d=8',
+            '--config.victim.p=320', '--config.attack.max_steps=50']
+    r = _cli(*args, f'--workdir={disk / "w"}')
+    assert r.returncode == 2, r.stderr
+    assert 'Traceback' not in r.stderr and r.stderr.count('error:') == 1, r.stderr
+    assert 'no space left on device while writing' in r.stderr
+    subprocess.run(['mount', '-o', 'remount,size=4m', str(disk)], check=True)
+    r = _cli(*args, f'--workdir={disk / "w"}', '--config.run.resume=True')
+    assert r.returncode == 0, r.stderr
+    r = _cli(*args, f'--workdir={tmp_path / "unbroken"}')
+    assert r.returncode == 0, r.stderr
+    a = np.load(disk / 'w' / 'reconstruction.npz')
+    b = np.load(tmp_path / 'unbroken' / 'reconstruction.npz')
+    assert a['x_candidates'].tobytes() == b['x_candidates'].tobytes()
+  finally:
+    subprocess.run(['umount', str(disk)], capture_output=True)

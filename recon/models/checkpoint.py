@@ -213,9 +213,10 @@ def save(path: str, model: ModelCheckpoint) -> None:
   tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix='.tmp')
   try:
     os.chmod(tmp, 0o777 & ~recon_io.umask())  # mkdtemp's 0700, not the user's umask
-    checkpointer = ocp.StandardCheckpointer()
-    checkpointer.save(os.path.join(tmp, 'arrays'), tree)
-    checkpointer.wait_until_finished()
+    # Synchronous (StandardCheckpointer's format without its background threads): a failed
+    # write (a full disk) raises here, once, instead of in threads that outlive the run.
+    with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+      checkpointer.save(os.path.join(tmp, 'arrays'), args=ocp.args.StandardSave(tree))
     with open(os.path.join(tmp, 'model.json'), 'w') as f:
       json.dump(meta, f, indent=2, default=_json_default)
       f.write('\n')
