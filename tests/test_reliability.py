@@ -848,8 +848,8 @@ def test_cli_on_a_full_tmpfs_is_one_line_and_resumes_bit_identical(tmp_path):
     assert r.returncode == 0, r.stderr
     r = _cli(*args, f'--workdir={tmp_path / "unbroken"}')
     assert r.returncode == 0, r.stderr
-    a = np.load(disk / 'w' / 'reconstruction.npz')
-    b = np.load(tmp_path / 'unbroken' / 'reconstruction.npz')
-    assert a['x_candidates'].tobytes() == b['x_candidates'].tobytes()
+    with np.load(disk / 'w' / 'reconstruction.npz') as a, \
+        np.load(tmp_path / 'unbroken' / 'reconstruction.npz') as b:
+      assert a['x_candidates'].tobytes() == b['x_candidates'].tobytes()
   finally:
-    subprocess.run(['umount', str(disk)], capture_output=True)
+    subprocess.run(['umount', '-l', str(disk)], capture_output=True)
