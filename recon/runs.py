@@ -103,6 +103,7 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   if resume and overwrite:
     raise ExperimentError('run.resume, run.overwrite: both True; accepted: at most one of them')
   finish_replace(workdir)  # left by a run killed while it replaced this workdir
+  remove_stale_temps(workdir)
   if overwrite:
     check_model_outside(cfg.victim.checkpoint, workdir)
   held = [name for name in ('summary.json', 'checkpoints', 'model')
@@ -153,6 +154,28 @@ def check_model_outside(model_path, workdir: str) -> None:
         'first), or another --workdir')
 
 
+def remove_stale_temps(workdir: str) -> int:
+  """Removes the temporary files and folders that atomic writes of a killed run left in the
+  workdir (`.NAME.XXXX.tmp`: recon.io's files, a saved model's folder); returns how many.
+  Only called with the workdir lock held, so no live writer owns them."""
+  if not os.path.isdir(workdir):
+    return 0
+  stale = [e for e in os.listdir(workdir) if e.startswith('.') and e.endswith('.tmp')]
+  for name in stale:
+    path = os.path.join(workdir, name)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    else:
+      try:
+        os.remove(path)
+      except OSError:
+        pass
+  if stale:
+    logging.info('workdir: removed %d temporary file(s) left by a killed run: %s', len(stale),
+                 ', '.join(sorted(stale)))
+  return len(stale)
+
+
 def outputs(workdir: str):
   """The entries of workdir that belong to a run (everything but the lock and .replaced)."""
   if not os.path.isdir(workdir):
@@ -191,6 +214,7 @@ def finish_replace(workdir: str) -> None:
 def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:
   """Refuses a workdir holding a finished run (`marker`) unless overwrite; creates it."""
   done = os.path.join(workdir, marker)
+  remove_stale_temps(workdir)
   if os.path.exists(done) and not overwrite:
     raise ExperimentError(
         f'workdir: {workdir} already holds a finished run ({marker}); choose another '

@@ -853,3 +853,17 @@ def test_cli_on_a_full_tmpfs_is_one_line_and_resumes_bit_identical(tmp_path):
       assert a['x_candidates'].tobytes() == b['x_candidates'].tobytes()
   finally:
     subprocess.run(['umount', '-l', str(disk)], capture_output=True)
+
+
+def test_resume_removes_stale_temporary_files(finished_run, tmp_path):
+  """Row 10: temporary files of atomic writes interrupted by kill -9 (zero bytes, some
+  0600) are removed when the workdir is next used."""
+  w = _copy_run(finished_run, tmp_path / 'W')
+  (w / 'summary.json').unlink()  # killed while reporting
+  for name in ('.reconstruction.npz.k3j2l1.tmp', '.summary.json.a8b7c6.tmp'):
+    (w / name).write_bytes(b'')
+    os.chmod(w / name, 0o600)
+  (w / '.model.x1y2z3.tmp').mkdir()
+  assert main.execute(_small({'run.resume': True}), str(w)) == 0
+  assert not [e for e in os.listdir(w) if e.endswith('.tmp')], os.listdir(w)
+  assert sorted(os.listdir(w)) == sorted(os.listdir(finished_run))
