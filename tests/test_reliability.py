@@ -867,3 +867,14 @@ def test_resume_removes_stale_temporary_files(finished_run, tmp_path):
   assert main.execute(_small({'run.resume': True}), str(w)) == 0
   assert not [e for e in os.listdir(w) if e.endswith('.tmp')], os.listdir(w)
   assert sorted(os.listdir(w)) == sorted(os.listdir(finished_run))
+
+
+def test_non_finite_victim_exits_3_before_the_attack(tmp_path, capsys):
+  """Row 14: labels of 1e300 in float64 overflow the fit (||theta*||^2 = inf): exit 3, one
+  line, before the attack (no LinAlgError from a certificate of NaN candidates)."""
+  capsys.readouterr()
+  w = tmp_path / 'w'
+  assert main.execute(_small({'run.dtype': 'float64', 'data.label_noise': 1e300}), str(w)) == 3
+  lines = _error_lines(capsys)
+  assert len(lines) == 1 and 'victim: the fitted theta* is not finite' in lines[0], lines
+  assert not w.exists()
