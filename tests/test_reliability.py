@@ -878,3 +878,59 @@ def test_non_finite_victim_exits_3_before_the_attack(tmp_path, capsys):
   lines = _error_lines(capsys)
   assert len(lines) == 1 and 'victim: the fitted theta* is not finite' in lines[0], lines
   assert not w.exists()
+
+
+def _untimed(obj):
+  """obj without its timings (keys holding 'seconds'), at every depth."""
+  if isinstance(obj, dict):
+    return {k: _untimed(v) for k, v in obj.items() if 'seconds' not in k}
+  if isinstance(obj, list):
+    return [_untimed(v) for v in obj]
+  return obj
+
+
+def _tiny_sweep(overrides=None):
+  from tests.test_sweep import tiny_config  # pylint: disable=import-outside-toplevel
+  c = tiny_config({'victim.p_over_dn': (0.5, 2.0), 'seed': (1,),
+                   'victim.activation': ('relu', 'relu_tanh')})  # two compiled groups
+  c.attack.max_steps = 50
+  c.update_from_flattened_dict(overrides or {})
+  return c
+
+
+@pytest.mark.slow  # ~60 s: three tiny sweeps
+def test_a_killed_sweep_resumes_from_its_finished_groups(tmp_path, monkeypatch, caplog):
+  """Row 7: a sweep killed during its second group keeps the first; resume=True runs the
+  second only and writes the unbroken sweep's outputs; a resume that finds nothing says so."""
+  from recon import sweep  # pylint: disable=import-outside-toplevel
+  real, calls = sweep.run_group, []
+
+  def second_dies(g, **k):
+    calls.append(g.static)
+    if len(calls) == 2:
+      raise SystemExit(137)
+    return real(g, **k)
+
+  monkeypatch.setattr(sweep, 'run_group', second_dies)
+  w = tmp_path / 'w'
+  with pytest.raises(SystemExit):
+    main.execute(_tiny_sweep(), str(w))
+  assert not (w / 'sweep.json').exists() and os.path.isfile(w / 'groups' / '0.json')
+  assert main.execute(_tiny_sweep(), str(w)) == 2  # a fresh start would discard group 1
+  calls.clear()
+  monkeypatch.setattr(sweep, 'run_group', lambda g, **k: (calls.append(g.static), real(g, **k))[1])
+  with caplog.at_level(py_logging.INFO):
+    assert main.execute(_tiny_sweep({'run.resume': True}), str(w)) == 0
+  assert len(calls) == 1 and '1 of 2 group(s) already finished' in caplog.text
+  assert main.execute(_tiny_sweep(), str(tmp_path / 'unbroken')) == 0
+  a = json.loads((w / 'sweep.json').read_text())
+  b = json.loads((tmp_path / 'unbroken' / 'sweep.json').read_text())
+  assert _untimed(a['records']) == _untimed(b['records'])
+  assert a['axes'] == b['axes'] and len(a['groups']) == len(b['groups']) == 2
+  with np.load(w / 'sweep.npz') as x, np.load(tmp_path / 'unbroken' / 'sweep.npz') as y:
+    assert sorted(x.files) == sorted(y.files)
+    assert all(x[k].tobytes() == y[k].tobytes() for k in x.files)
+  caplog.clear()
+  with caplog.at_level(py_logging.INFO):
+    assert main.execute(_tiny_sweep({'run.resume': True}), str(tmp_path / 'fresh')) == 0
+  assert 'run.resume found no finished group' in caplog.text
