@@ -34,7 +34,8 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, distributed, errors, failures, host, io, runs, signals, workdir_lock
+from recon import (compile_cache, distributed, errors, failures, host, io, log_filters, runs,
+                   signals, workdir_lock)
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -341,20 +342,11 @@ def _parse_flags(argv):
     _fail(message)
 
 
-class _DropOrbaxInfo:
-  """Keeps orbax's per-save INFO lines out of the run log (warnings still pass)."""
-
-  def filter(self, record) -> bool:
-    if failures.quiet(record):  # a full disk, logged by each of orbax's threads
-      return False
-    return record.levelno > 20 or 'orbax' not in record.pathname
-
-
 def run():
   _check_config_path(sys.argv)
   add_config_import_root(_config_path(sys.argv))
   logging.set_verbosity(logging.INFO)
-  logging.get_absl_handler().addFilter(_DropOrbaxInfo())
+  logging.get_absl_handler().addFilter(log_filters.RunLogFilter())  # orbax, TPU probe noise
   app.run(main, flags_parser=_parse_flags)
 
 

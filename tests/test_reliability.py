@@ -934,3 +934,21 @@ def test_a_killed_sweep_resumes_from_its_finished_groups(tmp_path, monkeypatch, 
   with caplog.at_level(py_logging.INFO):
     assert main.execute(_tiny_sweep({'run.resume': True}), str(tmp_path / 'fresh')) == 0
   assert 'run.resume found no finished group' in caplog.text
+
+
+def test_tpu_probe_noise_is_filtered_unless_a_tpu_was_asked_for(monkeypatch):
+  """Target: "Unable to initialize backend 'tpu'" (JAX probing a missing libtpu) is not shown
+  by the CLI's log, unless JAX_PLATFORMS names tpu."""
+  from recon import log_filters  # pylint: disable=import-outside-toplevel
+  record = py_logging.LogRecord(
+      'jax._src.xla_bridge', py_logging.INFO, '/site-packages/jax/_src/xla_bridge.py', 846,
+      "Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so", None, None)
+  other = py_logging.LogRecord('jax._src.xla_bridge', py_logging.INFO, 'xla_bridge.py', 1,
+                               'Unable to initialize backend \'cuda\': no GPU', None, None)
+  f = log_filters.RunLogFilter()
+  monkeypatch.delenv('JAX_PLATFORMS', raising=False)
+  assert not f.filter(record) and f.filter(other)
+  monkeypatch.setenv('JAX_PLATFORMS', 'cpu')
+  assert not f.filter(record)
+  monkeypatch.setenv('JAX_PLATFORMS', 'tpu,cpu')
+  assert f.filter(record)
