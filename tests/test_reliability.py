@@ -952,3 +952,16 @@ def test_tpu_probe_noise_is_filtered_unless_a_tpu_was_asked_for(monkeypatch):
   assert not f.filter(record)
   monkeypatch.setenv('JAX_PLATFORMS', 'tpu,cpu')
   assert f.filter(record)
+
+
+def test_every_promise_names_tests_that_exist():
+  """docs/reliability.md's promise table names tests that exist (so it cannot go stale)."""
+  doc = open(os.path.join(ROOT, 'docs', 'reliability.md')).read()
+  table = doc.split('## Every promise and the test that holds it')[1]
+  named = set(re.findall(r'`(test_\w+)`', table))
+  tests = ''.join(open(os.path.join(ROOT, 'tests', f)).read()
+                  for f in os.listdir(os.path.join(ROOT, 'tests')) if f.endswith('.py'))
+  missing = sorted(n for n in named if f'def {n}(' not in tests)
+  assert len(named) > 20 and not missing, missing
+  rows = re.findall(r'^\| (\d+) \|', table, re.M)
+  assert [int(r) for r in rows] == list(range(1, 19))
