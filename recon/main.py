@@ -20,6 +20,10 @@ loads from any working directory (its `from configs import base` finds that fold
 """
 from __future__ import annotations
 
+if __name__ == '__main__':  # Ctrl-C / SIGTERM during the imports below: one line, exit 130 / 143
+  from recon import signals as _signals
+  _signals.guard_startup()
+
 import importlib.util
 import os
 import re

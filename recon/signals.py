@@ -125,3 +125,16 @@ def start_watchdog(grace: float = 3.0) -> bool:
   threading.Thread(target=_watch, args=(r, grace), name='recon-signal-watchdog',
                    daemon=True).start()
   return True
+
+
+def _startup_stop(signum, frame) -> None:  # pylint: disable=unused-argument
+  note(signum)
+  say_once('interrupted while starting, before the run began; nothing to resume from')
+  os._exit(exit_code())  # pylint: disable=protected-access
+
+
+def guard_startup() -> None:
+  """Until `install` replaces it: SIGINT / SIGTERM while the CLI imports JAX and parses its
+  flags end the process with one line (not a KeyboardInterrupt traceback, nor a silent
+  SIGTERM death); nothing has been written then."""
+  install(_startup_stop)
