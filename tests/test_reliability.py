@@ -629,13 +629,16 @@ def test_a_second_ctrl_c_stops_a_long_xla_call_within_seconds(tmp_path):
     signals.start_watchdog(grace=1.0)
     signals.set_stop_line(lambda: checkpoint.interrupted_line('%s'), checkpoint.graceful_stop_pending)
     forever = jax.jit(lambda x: jax.lax.while_loop(lambda v: v == v, lambda v: v * 1.0000001, x))
-    forever(jnp.float32(1.0)).block_until_ready()
+    compiled = forever.lower(jnp.float32(1.0)).compile()
+    print('ready', flush=True)
+    compiled(jnp.float32(1.0)).block_until_ready()
     print('finished')
   """ % str(tmp_path)
   proc = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, text=True,
                           env=dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-  time.sleep(5)  # imports, compile, inside the loop
+  assert proc.stdout.readline().strip() == 'ready'  # imported and compiled
+  time.sleep(1)  # inside the endless loop
   proc.send_signal(signal.SIGINT)
   time.sleep(0.2)
   proc.send_signal(signal.SIGINT)
