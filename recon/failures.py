@@ -94,3 +94,21 @@ def end_process(status: int) -> None:
     except (OSError, ValueError):
       pass
   os._exit(status)  # pylint: disable=protected-access
+
+
+def _orbax_after_failure(exc_type, exc) -> bool:
+  """A RuntimeError('Event loop is closed') that tensorstore reports from a callback of a
+  write that an earlier failure (a full disk) abandoned: noise after the real error."""
+  return exc_type is RuntimeError and str(exc) == 'Event loop is closed'
+
+
+def quiet_unraisable() -> None:
+  """sys.unraisablehook without the closed-event-loop reports of abandoned tensorstore writes
+  (tensorstore's callback threads report them as unraisable, with no object, so they print as
+  a bare traceback); everything else as before."""
+  previous = sys.unraisablehook
+
+  def hook(unraisable):
+    if not _orbax_after_failure(unraisable.exc_type, unraisable.exc_value):
+      previous(unraisable)
+  sys.unraisablehook = hook

@@ -77,6 +77,7 @@ def main(argv):
     _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
   signals.start_watchdog()  # a second Ctrl-C / SIGTERM stops within seconds (recon/signals.py)
+  failures.quiet_unraisable()  # tensorstore's reports of writes a full disk abandoned
   workdir = _WORKDIR.value
   if multi:  # process i > 0 writes WORKDIR.process<i>
     workdir = distributed.process_workdir(os.path.abspath(os.path.expanduser(

@@ -221,7 +221,8 @@ def _write(args, counts, trials, lost, problems, can_mount, t0, complete: bool):
   from recon import io, machine  # pylint: disable=import-outside-toplevel
   result = {
       'machine': machine.describe(), 'complete': complete,
-      'settings': vars(args), 'seed': args.seed, 'trials': trials,
+      'settings': dict(vars(args), out=os.path.relpath(args.out, ROOT)), 'seed': args.seed,
+      'trials': trials,
       'faults_injected': sum(c['injected'] for c in counts.values()),
       'faults_survived': sum(c['survived'] for c in counts.values()),
       'by_kind': counts, 'runs_lost': lost, 'half_made_or_wrong': problems,

@@ -999,3 +999,18 @@ def test_short_soak_loses_nothing(tmp_path):
   assert result['faults_injected'] >= 4 and result['complete']
   assert result['runs_lost'] == 0 and result['half_made_or_wrong'] == []
   assert result['faults_survived'] == result['faults_injected']
+
+
+def test_abandoned_tensorstore_callbacks_are_not_reported(monkeypatch, capsys):
+  """Row 3 (found by the soak): after a full disk, tensorstore reports its abandoned writes'
+  callbacks ('Event loop is closed') as unraisable: the CLI's hook drops those only."""
+  from recon import failures  # pylint: disable=import-outside-toplevel
+  seen = []
+  monkeypatch.setattr(sys, 'unraisablehook', seen.append)
+  failures.quiet_unraisable()
+  noise = type('U', (), {'exc_type': RuntimeError,
+                         'exc_value': RuntimeError('Event loop is closed')})()
+  other = type('U', (), {'exc_type': RuntimeError, 'exc_value': RuntimeError('real')})()
+  sys.unraisablehook(noise)
+  sys.unraisablehook(other)
+  assert seen == [other]
