@@ -103,12 +103,17 @@ def _orbax_after_failure(exc_type, exc) -> bool:
 
 
 def quiet_unraisable() -> None:
-  """sys.unraisablehook without the closed-event-loop reports of abandoned tensorstore writes
-  (tensorstore's callback threads report them as unraisable, with no object, so they print as
-  a bare traceback); everything else as before."""
+  """sys.unraisablehook without two kinds of noise: the closed-event-loop reports of abandoned
+  tensorstore writes (its callback threads report them as unraisable, with no object, so they
+  print as a bare traceback), and a Ctrl-C's KeyboardInterrupt that landed in a finaliser
+  (`__del__`, a weakref callback), where Python swallows it: the CLI's watchdog
+  (recon/signals.py) then ends the run within seconds with its one line. Everything else as
+  before."""
   previous = sys.unraisablehook
 
   def hook(unraisable):
+    if unraisable.exc_type is KeyboardInterrupt:
+      return
     if not _orbax_after_failure(unraisable.exc_type, unraisable.exc_value):
       previous(unraisable)
   sys.unraisablehook = hook
