@@ -94,6 +94,16 @@ def _half_made(workdir: str, rc: int, err: str, before=None) -> List[str]:
   return bad
 
 
+def _gist(err: str) -> str:
+  """The lines of stderr that say what went wrong: error lines, and each traceback's header
+  and last line."""
+  lines = err.splitlines()
+  keep = [l for i, l in enumerate(lines) if l.startswith(('error:', 'Exception ignored'))
+          or (l and not l.startswith((' ', 'Traceback', 'I', 'W')) and i > 0
+              and lines[i - 1].startswith(' '))]
+  return ' | '.join(keep)[-600:]
+
+
 def _mount(path: str, size: str, remount: bool = False) -> bool:
   opts = f'remount,size={size}' if remount else f'size={size}'
   cmd = ['mount', '-o', opts, path] if remount else ['mount', '-t', 'tmpfs', '-o', opts,
@@ -156,7 +166,7 @@ def trial(rng: random.Random, base: str, steps: int, faults: int, waits, referen
       bad = _half_made(workdir, rc, err if kind != 'sigkill' else '', before)
       ok = rc in expected and not bad
       if not ok:
-        problems.append(f'{kind}: rc {rc}; {bad}; {err.strip()[-300:]}')
+        problems.append(f'{kind}: rc {rc}; {bad}; {_gist(err)}')
     counts[kind]['survived'] += int(ok)
   proc = _start(workdir, steps)  # finish it
   _, err = proc.communicate(timeout=900)
