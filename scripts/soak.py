@@ -76,11 +76,13 @@ def _half_made(workdir: str, rc: int, err: str, before=None) -> List[str]:
   if os.path.exists(summary) and _stamp(workdir) != before:
     try:
       with open(summary) as f:
-        status = json.load(f).get('status')
+        summary_json = json.load(f)
+      status = summary_json.get('status')
     except ValueError:
       bad.append('summary.json is not JSON')
-      status = None
-    if rc != 0 and status != 'failed':
+      status, summary_json = 'unreadable', {}
+    finished = status is None and 'metrics' in summary_json
+    if rc != 0 and status != 'failed' and not finished:
       bad.append(f'summary.json beside exit status {rc}')
   model = os.path.join(workdir, 'model', 'model.json')
   if os.path.exists(os.path.join(workdir, 'model')) and not os.path.isfile(model):
