@@ -13,9 +13,11 @@ WORKDIR/checkpoints.unreadable/<step> with one log line naming it); the step
 body does not depend on where chunks start, so a resumed run ends bit-for-bit
 where an unbroken one does (on the same device and software).
 
-SIGINT (Ctrl-C) while a checkpointer is active (`on_sigint`, installed by
-recon.main) asks for a checkpoint at the end of the running chunk, then raises
-`errors.Interrupted`; a second Ctrl-C stops at once.
+SIGINT (Ctrl-C) or SIGTERM while a checkpointer is active (`on_sigint`, installed by
+recon.main for both, recon/signals.py) asks for a checkpoint at the end of the running
+chunk, then raises `errors.Interrupted` (exit status 128 + the signal's number); a second
+signal stops at once, except while a checkpoint is being written: that save completes
+first, so the second signal never leaves a half-written checkpoint or a wrong message.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from recon import io
+from recon import io, signals
 from recon.errors import ExperimentError, Interrupted
 
 # Fields that may differ between a checkpointed run and its resumption because they do
@@ -119,18 +121,38 @@ def read_config(workdir: str) -> Optional[Dict[str, Any]]:
 
 # SIGINT handling: a checkpointer that is running asks for a save at the end of its chunk.
 _ACTIVE: 'weakref.WeakSet[RunCheckpointer]' = weakref.WeakSet()
-_INTERRUPT = {'requested': False}
+_INTERRUPT = {'requested': False, 'saving': False}
 
 
 def on_sigint(signum=None, frame=None) -> None:  # pylint: disable=unused-argument
-  """SIGINT handler: with a running checkpointer, the first Ctrl-C asks it to save and stop
-  at the end of the chunk; otherwise (or a second Ctrl-C) KeyboardInterrupt at once."""
+  """SIGINT / SIGTERM handler: with a running checkpointer, the first signal asks it to save
+  and stop at the end of the chunk; otherwise (or a second signal) KeyboardInterrupt at once,
+  unless a checkpoint is being written (it completes, then the run stops)."""
+  signals.note(signum)
   if _ACTIVE and not _INTERRUPT['requested']:
     _INTERRUPT['requested'] = True
     logging.warning('interrupt: writing a checkpoint at the end of this chunk, then stopping '
                     '(Ctrl-C again to stop at once)')
     return
+  if _INTERRUPT['saving']:
+    _INTERRUPT['requested'] = True
+    return
   raise KeyboardInterrupt
+
+
+def graceful_stop_pending() -> bool:
+  """True while a requested checkpoint is still to be written (the watchdog waits for it)."""
+  return bool(_ACTIVE) and _INTERRUPT['requested']
+
+
+def interrupted_line(workdir: str) -> str:
+  """The one line of a run stopped by a signal outside a checkpoint: where to resume from."""
+  steps = saved_steps(workdir)
+  if steps:
+    return (f'interrupted; the newest checkpoint is step {steps[-1]} in '
+            f'{checkpoint_dir(workdir)}; continue with --config.run.resume=True and the same '
+            '--workdir')
+  return 'interrupted before the first checkpoint of this run; nothing to resume from'
 
 
 def reset_interrupt() -> None:
@@ -232,9 +254,11 @@ class RunCheckpointer:
       self._save(step, state, history, aux, now)
       self.close()
       reset_interrupt()
-      raise Interrupted(f'interrupted at step {step}; checkpoint written to '
-                        f'{checkpoint_dir(self._workdir)}/{step}; continue with '
-                        '--config.run.resume=True and the same --workdir')
+      stop = Interrupted(f'interrupted at step {step}; checkpoint written to '
+                         f'{checkpoint_dir(self._workdir)}/{step}; continue with '
+                         '--config.run.resume=True and the same --workdir')
+      stop.exit_code = signals.exit_code()  # 130 (SIGINT) or 143 (SIGTERM)
+      raise stop
     if not due or step in self._manager.all_steps():
       return False
     self._save(step, state, history, aux, now)
@@ -249,9 +273,13 @@ class RunCheckpointer:
                         'loss': [float(h[1]) for h in history]}}
     if aux:
       meta['aux'] = aux
-    self._manager.save(step, args=ocp.args.Composite(
-        state=ocp.args.StandardSave({'state': state, 'keys': self._keys}),
-        meta=ocp.args.JsonSave(meta)))
+    _INTERRUPT['saving'] = True  # a signal now waits for the save (`on_sigint`)
+    try:
+      self._manager.save(step, args=ocp.args.Composite(
+          state=ocp.args.StandardSave({'state': state, 'keys': self._keys}),
+          meta=ocp.args.JsonSave(meta)))
+    finally:
+      _INTERRUPT['saving'] = False
     self._last_time, self._last_step = now, step
     self.saves += 1
 

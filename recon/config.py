@@ -40,12 +40,16 @@ def _positive_int():
   return Spec(int, low=1)
 
 
+STEPS_MAX = 2 ** 31 - 1  # step counters are int32 on the device
+SEED_MAX = 2 ** 32 - 1  # jax.random.PRNGKey keeps a seed's low 32 bits: larger ones would wrap
+
+
 
 # The sections of a config (configs/base.py holds every default): a Spec per field, a dict
 # per sub-section. Dotted paths (`data.n`, `attack.escalate.window`) are the interface.
 SCHEMA: Dict[str, Any] = {
     'name': Spec(str),
-    'seed': Spec(int, low=0),
+    'seed': Spec(int, low=0, high=SEED_MAX),
     'data': dict(
         name=Spec(str, choices=lambda: registry.names('dataset')),
         dir=Spec(str, optional=True),
@@ -93,7 +97,7 @@ SCHEMA: Dict[str, Any] = {
             loss=Spec(str, choices=train.LOSSES),
             lr=Spec(float, low=0.0, low_open=True, optional=True),
             momentum=Spec(float, low=0.0, high=0.999999),
-            max_steps=_positive_int(),
+            max_steps=Spec(int, low=1, high=STEPS_MAX),
             tol=Spec(float, low=0.0),
             weight_decay=Spec(float, low=0.0),
             stationary_steps=_positive_int(),
@@ -117,9 +121,9 @@ SCHEMA: Dict[str, Any] = {
         lr=Spec(float, low=0.0, low_open=True),
         momentum=Spec(float, low=0.0, high=0.999999),
         schedule=Spec(str, choices=lambda: optimize.SCHEDULES),
-        decay_steps=Spec(int, low=1, optional=True),
+        decay_steps=Spec(int, low=1, high=STEPS_MAX, optional=True),
         final_ratio=Spec(float, low=0.0, high=1.0),
-        max_steps=_positive_int(),
+        max_steps=Spec(int, low=1, high=STEPS_MAX),
         tol=Spec(float, low=0.0),
         jitter=Spec(float, low=0.0),
         lbfgs_memory=_positive_int(),

@@ -11,6 +11,7 @@ Exit status (docs/reliability.md, "Exit status and failures"):
        `status: failed` with the `reason`)
   3    stopped on non-finite values (loss or gradient); the outputs hold the last finite state
   130  interrupted (Ctrl-C / SIGINT); a checkpoint is written first when the run has one
+  143  terminated (SIGTERM): handled like SIGINT, exit status 128 + 15
 
 Lives at the bottom of the package so that low modules (data loaders, checkpoints) can
 raise these without importing the experiment driver.
@@ -21,6 +22,7 @@ EXIT_INTERNAL = 1
 EXIT_REFUSED = 2
 EXIT_NONFINITE = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class ReconError(Exception):

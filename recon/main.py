@@ -11,6 +11,7 @@ failure is one line on stderr ('error: ...'), and the exit status says which
        after compute started, WORKDIR/summary.json says `status: failed` and `reason`
   3    stopped on non-finite values; the outputs hold the last finite state
   130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
+  143  terminated (SIGTERM), handled as Ctrl-C (recon/signals.py)
   1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
 
 Paths (--config=, --workdir=, victim.checkpoint, data.dir) may be relative: they are
@@ -19,11 +20,14 @@ loads from any working directory (its `from configs import base` finds that fold
 """
 from __future__ import annotations
 
+if __name__ == '__main__':  # Ctrl-C / SIGTERM during the imports below: one line, exit 130 / 143
+  from recon import signals as _signals
+  _signals.guard_startup()
+
 import importlib.util
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -34,7 +38,8 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from recon import config as config_lib
-from recon import compile_cache, distributed, errors, host, io
+from recon import (compile_cache, distributed, errors, failures, host, io, log_filters, runs,
+                   signals, workdir_lock)
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -60,7 +65,7 @@ def main(argv):
   if len(argv) > 1:
     _fail(f'unexpected arguments {argv[1:]}; use --config.SECTION.FIELD=VALUE')
   config = _CONFIG.value
-  if config is None:
+  if config is None and _config_path(sys.argv) is None:
     _fail('--config: missing; accepted: a path to a config file such as configs/rf_synthetic.py')
   try:
     host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/host.py)
@@ -71,11 +76,13 @@ def main(argv):
   except ValueError as e:
     _fail(str(e))
   compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
+  signals.start_watchdog()  # a second Ctrl-C / SIGTERM stops within seconds (recon/signals.py)
+  failures.quiet_unraisable()  # tensorstore's reports of writes a full disk abandoned
   workdir = _WORKDIR.value
   if multi:  # process i > 0 writes WORKDIR.process<i>
     workdir = distributed.process_workdir(os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name))))
-  sys.exit(execute(config, workdir))
+  failures.end_process(execute(config, workdir))  # a failed run: no shutdown noise
 
 
 def _distributed_flag(config: Any) -> bool:
@@ -87,36 +94,17 @@ def _distributed_flag(config: Any) -> bool:
     return False
 
 
-def check_workdir(workdir: str) -> None:
-  """One-line ExperimentError unless `workdir` is (or can be created as) a writable folder.
-
-  Creates nothing: probes the workdir, or its nearest existing ancestor, with a temporary
-  file (os.access alone is wrong for root and read-only file systems).
-  """
-  probe = workdir
-  while not os.path.exists(probe):
-    parent = os.path.dirname(probe)
-    if parent == probe:
-      break
-    probe = parent
-  if not os.path.isdir(probe):
-    what = 'is a file' if probe == workdir else f'cannot be created: {probe} is a file'
-    raise errors.ExperimentError(f'workdir: {workdir} {what}; accepted: a folder path '
-                                 '(existing or creatable) you can write to')
-  try:
-    with tempfile.TemporaryFile(dir=probe):
-      pass
-  except OSError as e:
-    where = '' if probe == workdir else f' (its existing parent {probe} is not writable)'
-    raise errors.ExperimentError(f'workdir: {workdir} is not writable{where}: '
-                                 f'{e.strerror or type(e).__name__}; accepted: a folder path '
-                                 'you can write to') from None
+check_workdir = runs.check_workdir  # (recon/runs.py)
 
 
 def _files_under(folder: str) -> Dict[str, Any]:
-  """{relative path: (size, mtime_ns)} of every file under folder ({} if absent)."""
+  """{relative path: (size, mtime_ns)} of every output file under folder ({} if absent; the
+  lock and an overwrite's set-aside outputs are not outputs)."""
   out = {}
-  for root, _, names in os.walk(folder):
+  for root, dirs, names in os.walk(folder):
+    if root == folder:
+      dirs[:] = [d for d in dirs if d not in runs.KEEP]
+      names = [n for n in names if n not in runs.KEEP]
     for name in names:
       path = os.path.join(root, name)
       try:
@@ -143,7 +131,10 @@ def settle_workdir(workdir: str, existed: bool, before: Dict[str, Any], reason: 
   summary = {'status': 'failed', 'reason': reason,
              'config': config.to_dict() if hasattr(config, 'to_dict') else config,
              'failed_at': time.strftime('%Y-%m-%dT%H:%M:%S')}
-  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  try:
+    io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  except OSError:  # a full or read-only disk: the error line says so
+    return 'untouched'
   return 'marked'
 
 
@@ -183,8 +174,9 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
   Every failure prints one 'error: ...' line on stderr. See the module docstring for the
   exit statuses and what each leaves in the workdir.
   """
-  from recon import checkpoint, data, memory, pipelines, sweep  # pylint: disable=import-outside-toplevel
+  from recon import checkpoint, data, pipelines, sweep  # pylint: disable=import-outside-toplevel
   try:
+    runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     config_lib.validate(config)
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
       config_lib.resolve_paths(config)
@@ -193,9 +185,7 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     check_workdir(workdir)
-    swept = bool(config_lib.sweep_axes(config.get('sweep')))
-    if not swept:
-      memory.check(config)
+    swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
     from recon import precision  # pylint: disable=import-outside-toplevel
     precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
   except errors.ReconError as e:
@@ -203,25 +193,40 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     return e.exit_code
   existed = os.path.exists(workdir)
   before = _files_under(workdir)
-  previous = _install_sigint(checkpoint.on_sigint)
   try:
-    if swept:
-      sweep.run(config, workdir)
-      return errors.EXIT_OK
-    summary = pipelines.run(config, workdir)
+    lock = workdir_lock.acquire(workdir)  # one run per workdir (recon/workdir_lock.py)
+  except errors.ReconError as e:
+    _say(str(e))
+    return e.exit_code
+  previous = signals.install(checkpoint.on_sigint)  # SIGINT and SIGTERM
+  signals.set_stop_line(lambda: checkpoint.interrupted_line(workdir),
+                        checkpoint.graceful_stop_pending)
+  try:
+    try:
+      if swept:
+        sweep.run(config, workdir)
+        return errors.EXIT_OK
+      summary = pipelines.run(config, workdir)
+    finally:
+      runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
   except errors.Interrupted as e:
     settle_workdir(workdir, existed, before, None)
-    _say(str(e))
+    signals.say_once(str(e))
     return e.exit_code
   except KeyboardInterrupt:
     settle_workdir(workdir, existed, before, None)
-    _say('interrupted before the first checkpoint of this run; nothing to resume from')
-    return errors.EXIT_INTERRUPTED
+    signals.say_once(checkpoint.interrupted_line(workdir))
+    return signals.exit_code()
   except errors.ReconError as e:
     settle_workdir(workdir, existed, before, str(e), config)
     _say(str(e))
     return e.exit_code
   except Exception as e:  # pylint: disable=broad-except
+    disk = failures.disk_error(e, workdir)  # full / read-only disk: one line (recon/failures.py)
+    if disk is not None:
+      settle_workdir(workdir, existed, before, disk, config)
+      _say(disk)
+      return errors.EXIT_REFUSED
     first = (str(e).strip().splitlines() or [''])[0][:300]
     reason = f'{type(e).__name__}: {first}'
     if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
@@ -238,7 +243,9 @@ def execute(config: Any, workdir: Optional[str] = None) -> int:
     return errors.EXIT_INTERNAL
   finally:
     checkpoint.reset_interrupt()
-    _install_sigint(previous)
+    signals.restore(previous)
+    signals.set_stop_line(None)
+    lock.release()
   logging.info('%s', outcome_line(summary))
   if (summary.get('metrics') or {}).get('status') == 'nonfinite':
     _say(f'the loss or its gradient became non-finite at step {summary["metrics"].get("steps")}; '
@@ -253,14 +260,6 @@ class _nullcontext:  # pylint: disable=invalid-name
 
   def __exit__(self, *exc):
     return False
-
-
-def _install_sigint(handler):
-  """Installs `handler` for SIGINT (main thread only); returns the previous one."""
-  try:
-    return signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
-  except ValueError:  # not the main thread
-    return None
 
 
 def _config_path(argv) -> Optional[str]:
@@ -350,18 +349,11 @@ def _parse_flags(argv):
     _fail(message)
 
 
-class _DropOrbaxInfo:
-  """Keeps orbax's per-save INFO lines out of the run log (warnings still pass)."""
-
-  def filter(self, record) -> bool:
-    return record.levelno > 20 or 'orbax' not in record.pathname
-
-
 def run():
   _check_config_path(sys.argv)
   add_config_import_root(_config_path(sys.argv))
   logging.set_verbosity(logging.INFO)
-  logging.get_absl_handler().addFilter(_DropOrbaxInfo())
+  logging.get_absl_handler().addFilter(log_filters.RunLogFilter())  # orbax, TPU probe noise
   app.run(main, flags_parser=_parse_flags)
 
 

@@ -4,7 +4,8 @@
 arrays would not fit: for random features the sweep's per-point estimate
 (`point_bytes`, shared with the sweep: V p x d, the fit's n x p arrays, about 8 m x p for one
 loss-and-gradient step, the (n + m)^2 Gram matrices); for the memory-lean path the same
-with p replaced by one feature chunk (V and the features are never stored whole); for the
+with p replaced by one feature chunk (V and the attack's features are never stored whole),
+plus the fit's n x p arrays when it trains the victim (the fit builds Phi whole); for the
 other models the m x m Gram and m x d candidate arrays plus m x width activations per
 layer. It is a rough lower bound of the peak, meant to turn an out-of-memory crash
 minutes into a run into one line before it.
@@ -48,9 +49,11 @@ def estimate_bytes(config: Any) -> int:
   itemsize = _itemsize(config)
   if registry.lookup('victim', config.victim.name).pipeline == 'random_features':
     p = int(config.victim.p)
-    if _lean(config, itemsize):
-      p = min(p, int(config.victim.feature_chunk))
-    return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
+    if not _lean(config, itemsize):
+      return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
+    chunk = min(p, int(config.victim.feature_chunk))
+    fit = 0 if config.victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
+    return fit + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1, itemsize=itemsize)
   width = int(config.victim.width or 0)
   depth = int(config.victim.depth or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
@@ -98,7 +101,8 @@ def host_available_bytes() -> Optional[int]:
 
 def check(config: Any, available: Optional[int] = None, where: str = '') -> int:
   """Raises a one-line ExperimentError when the estimate exceeds the device's memory;
-  returns the estimate in bytes. `available` overrides the device query (tests)."""
+  returns the estimate in bytes. `config` is the resolved one (a saved model's n, p, d
+  adopted: `recon.victims.resolve`). `available` overrides the device query (tests)."""
   need = estimate_bytes(config)
   if available is None:
     available, where = available_bytes()

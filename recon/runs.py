@@ -2,12 +2,20 @@
 
 `prepare_run_workdir` applies the resume / overwrite rules of a single run,
 `prepare_workdir` the simpler rule of a sweep (refuse a finished one).
+
+Overwrite never deletes before the run has shown it can start: the old outputs are moved
+into WORKDIR/.replaced/ (summary.json first, so that the folder never looks finished with
+another config's outputs), and `finish_replace` (called when the run ends, and at the start of
+the next run on that workdir after a kill) deletes them once the new run has written
+anything, or moves them back when it wrote nothing (a refusal before compute).
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from typing import Dict
+import tempfile
+from typing import Any, Dict
 
 import jax
 import jax.numpy as jnp
@@ -15,8 +23,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import checkpoint
-from recon.errors import ExperimentError
+from recon import checkpoint, workdir_lock
+from recon.errors import ExperimentError, ReconError
 
 Array = jax.Array
 
@@ -37,6 +45,53 @@ def split_keys(seed_or_key) -> Dict[str, Array]:
   return {'data': k_data, 'model': k_model, 'init': k_init}
 
 
+NAME_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9._+=-]{0,127}')
+
+
+def check_config_object(config: Any) -> None:
+  """One line unless `config` is a ConfigDict (what get_config() must return) whose `name`
+  is a file-name-safe word (the default workdir results/runs/<name>-<time> stays there)."""
+  if not isinstance(config, ml_collections.ConfigDict):
+    got = 'None' if config is None else type(config).__name__
+    raise ReconError(f'--config: get_config() must return a ConfigDict, got {got}; accepted: '
+                     'a config file whose get_config() starts from configs/base.py')
+  name = config.name if 'name' in config else None  # a missing name: config.validate
+  if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
+    raise ReconError(f'config.name: invalid value {name!r}; accepted: a file name of letters, '
+                     "digits and . _ + = - (not starting with '.', at most 128 characters)")
+
+
+def check_workdir(workdir: str) -> None:
+  """One-line ExperimentError unless `workdir` is (or can be created as) a writable folder.
+
+  Creates nothing: probes the workdir, or its nearest existing ancestor, with a temporary
+  file (os.access alone is wrong for root and read-only file systems). A symbolic link whose
+  target is missing (on the path or the workdir itself) is refused.
+  """
+  probe = workdir
+  while not os.path.exists(probe):
+    if os.path.islink(probe):
+      raise ExperimentError(f'workdir: {workdir}: {probe} is a symbolic link to the missing '
+                            f'{os.readlink(probe)!r}; accepted: a folder path (existing or '
+                            'creatable) you can write to')
+    parent = os.path.dirname(probe)
+    if parent == probe:
+      break
+    probe = parent
+  if not os.path.isdir(probe):
+    what = 'is a file' if probe == workdir else f'cannot be created: {probe} is a file'
+    raise ExperimentError(f'workdir: {workdir} {what}; accepted: a folder path '
+                          '(existing or creatable) you can write to')
+  try:
+    with tempfile.TemporaryFile(dir=probe):
+      pass
+  except OSError as e:
+    where = '' if probe == workdir else f' (its existing parent {probe} is not writable)'
+    raise ExperimentError(f'workdir: {workdir} is not writable{where}: '
+                          f'{e.strerror or type(e).__name__}; accepted: a folder path '
+                          'you can write to') from None
+
+
 def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   """Applies the workdir rules before compute; returns True when resuming.
 
@@ -47,6 +102,10 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   resume, overwrite = cfg.run.resume, cfg.run.overwrite
   if resume and overwrite:
     raise ExperimentError('run.resume, run.overwrite: both True; accepted: at most one of them')
+  finish_replace(workdir)  # left by a run killed while it replaced this workdir
+  remove_stale_temps(workdir)
+  if overwrite:
+    check_model_outside(cfg.victim.checkpoint, workdir)
   held = [name for name in ('summary.json', 'checkpoints', 'model')
           if os.path.exists(os.path.join(workdir, name))]
   steps = checkpoint.saved_steps(workdir)
@@ -73,16 +132,89 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
     raise ExperimentError(
         f'workdir: {workdir} already holds {kind} run ({what}); {hint}choose another '
         '--workdir or pass --config.run.overwrite=True to replace it')
-  if overwrite:
-    for name in ('checkpoints', 'model'):
-      shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
   os.makedirs(workdir, exist_ok=True)
+  if overwrite:
+    set_aside(workdir)
   return False
+
+
+REPLACED = '.replaced'
+KEEP = (REPLACED, workdir_lock.NAME)  # not outputs of a run
+
+
+def check_model_outside(model_path, workdir: str) -> None:
+  """Refuses to overwrite a workdir that holds the model the run is asked to attack."""
+  if not model_path:
+    return
+  model, work = os.path.realpath(model_path), os.path.realpath(workdir)
+  if model == work or model.startswith(work + os.sep):
+    raise ExperimentError(
+        f'victim.checkpoint: {model_path} lies inside the workdir {workdir} that '
+        'run.overwrite=True would replace; accepted: a model outside the workdir (copy it '
+        'first), or another --workdir')
+
+
+def remove_stale_temps(workdir: str) -> int:
+  """Removes the temporary files and folders that atomic writes of a killed run left in the
+  workdir (`.NAME.XXXX.tmp`: recon.io's files, a saved model's folder); returns how many.
+  Only called with the workdir lock held, so no live writer owns them."""
+  if not os.path.isdir(workdir):
+    return 0
+  stale = [e for e in os.listdir(workdir) if e.startswith('.') and e.endswith('.tmp')]
+  for name in stale:
+    path = os.path.join(workdir, name)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    else:
+      try:
+        os.remove(path)
+      except OSError:
+        pass
+  if stale:
+    logging.info('workdir: removed %d temporary file(s) left by a killed run: %s', len(stale),
+                 ', '.join(sorted(stale)))
+  return len(stale)
+
+
+def outputs(workdir: str):
+  """The entries of workdir that belong to a run (everything but the lock and .replaced)."""
+  if not os.path.isdir(workdir):
+    return []
+  return sorted(e for e in os.listdir(workdir) if e not in KEEP)
+
+
+def set_aside(workdir: str) -> None:
+  """Moves a run's outputs into WORKDIR/.replaced/, summary.json first (each a rename)."""
+  names = outputs(workdir)
+  if not names:
+    return
+  trash = os.path.join(workdir, REPLACED)
+  os.makedirs(trash, exist_ok=True)
+  for name in sorted(names, key=lambda e: e != 'summary.json'):
+    os.replace(os.path.join(workdir, name), os.path.join(trash, name))
+
+
+def finish_replace(workdir: str) -> None:
+  """Ends an overwrite: deletes WORKDIR/.replaced when the workdir holds new outputs, else
+  moves the old outputs back (the new run wrote nothing)."""
+  trash = os.path.join(workdir, REPLACED)
+  if not os.path.isdir(trash):
+    return
+  if outputs(workdir):
+    shutil.rmtree(trash, ignore_errors=True)
+    return
+  try:
+    for name in os.listdir(trash):
+      os.replace(os.path.join(trash, name), os.path.join(workdir, name))
+    os.rmdir(trash)
+  except OSError as e:  # a read-only disk: the next run on this workdir tries again
+    logging.warning('workdir: could not move the replaced outputs back from %s (%s)', trash, e)
 
 
 def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:
   """Refuses a workdir holding a finished run (`marker`) unless overwrite; creates it."""
   done = os.path.join(workdir, marker)
+  remove_stale_temps(workdir)
   if os.path.exists(done) and not overwrite:
     raise ExperimentError(
         f'workdir: {workdir} already holds a finished run ({marker}); choose another '

@@ -30,7 +30,7 @@ class Spec:
       if self.low is not None:
         text += f' {">" if self.low_open else ">="} {self.low:g}'
       if self.high is not None:
-        text += f' and <= {self.high:g}'
+        text += f' and <= {self.high if isinstance(self.high, int) else format(self.high, "g")}'
     return text + (' (or None)' if self.optional else '')
 
   def check(self, value: Any) -> bool:

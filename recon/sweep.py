@@ -42,7 +42,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
 from recon import (data, driver, escalate, features, io, memory, metrics, optimize, polish,
-                   report, runs, symmetry, victims)
+                   report, runs, sweep_store, symmetry, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -361,22 +361,36 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   records: List[Dict[str, Any]] = []
   group_info = []
   arrays = {}
+  sweep_store.prepare(workdir, config)  # finished groups of a killed sweep (recon/sweep_store.py)
+  done = [sweep_store.load(workdir, gi, config) if config.run.resume else None
+          for gi in range(len(groups))]
+  if config.run.resume:
+    sweep_store.say_resume(workdir, sum(d is not None for d in done), len(groups))
   for gi, g in enumerate(groups):
+    if done[gi] is not None:  # finished before the sweep was stopped
+      records += done[gi]['records']
+      group_info.append(done[gi]['info'])
+      arrays.update(done[gi]['arrays'])
+      continue
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
     out = run_group(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
                     label=label)
+    mine, own_arrays = [], {}
     for i, pt in enumerate(g.points):
       rec, x_hat = _record(pt, out, i)
       rec['group'] = gi
-      records.append(rec)
-      arrays[f'x_true_{pt.index}'] = out['x_true'][i]
-      arrays[f'x_hat_{pt.index}'] = x_hat
-    group_info.append({'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
-                       'p_total': out['p_total'], 'n_shards': out['n_shards'],
-                       'setup_seconds': out['setup_seconds'],
-                       'seconds': out['seconds']})
+      mine.append(rec)
+      own_arrays[f'x_true_{pt.index}'] = out['x_true'][i]
+      own_arrays[f'x_hat_{pt.index}'] = x_hat
+    info = {'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
+            'p_total': out['p_total'], 'n_shards': out['n_shards'],
+            'setup_seconds': out['setup_seconds'], 'seconds': out['seconds']}
+    sweep_store.save(workdir, gi, config, mine, info, own_arrays)
+    records += mine
+    group_info.append(info)
+    arrays.update(own_arrays)
     logging.info('sweep %s done in %.1fs: median recon_error %.4f', label, out['seconds'],
-                 float(np.median([r['recon_error'] for r in records[-len(g.points):]])))
+                 float(np.median([r['recon_error'] for r in mine])))
   records.sort(key=lambda r: r['index'])
   result = {
       'config': config.to_dict(),

@@ -2195,6 +2195,28 @@ claim(TESTING, 'the other {12} were checks no test isolated',
                   if i != 'prec_no_kahan'))
 
 
+# --- docs/reliability.md (results/soak.json: scripts/soak.py) ----------------------------------
+
+REL = 'docs/reliability.md'
+
+
+def soak(*keys):
+  out = load('soak.json')
+  for k in keys:
+    out = out[k]
+  return out
+
+
+claim(REL, '{200} faults in {77} trials, {0} runs lost',
+      lambda: (soak('faults_injected'), soak('trials'), soak('runs_lost')))
+claim(REL, '({54} SIGKILL, {40} SIGTERM, {36} SIGINT, {48} concurrent starts, all refused or '
+      'harmless, {22} full disks)',
+      lambda: tuple(soak('by_kind', k, 'injected')
+                    for k in ('sigkill', 'sigterm', 'sigint', 'concurrent', 'disk_full')))
+claim(REL, 'Its checks flagged {10} faults',
+      lambda: soak('faults_injected') - soak('faults_survived'))
+
+
 # ----------------------------------------------------------------------------------------------
 # The tests.
 

@@ -111,31 +111,57 @@ def read_cifar10(data_dir: str) -> Tuple[np.ndarray, np.ndarray, Tuple[str, ...]
 
 
 _IDX_TYPES = {0x08: np.dtype('u1')}  # MNIST uses unsigned bytes only.
+IDX_MAX_DIMS = 4  # MNIST's files have 1 (labels) or 3 (images)
+IDX_MAX_BYTES = 2 ** 30  # MNIST's largest file holds 47 MB
 
 
 def read_idx(path: str, expected: str = '') -> np.ndarray:
-  """An IDX file (gzipped or not, told by its first bytes) -> array of its stated shape."""
+  """An IDX file (gzipped or not, told by its first bytes) -> array of its stated shape.
+
+  The header (at most IDX_MAX_DIMS dimensions, at most IDX_MAX_BYTES of data) is read and
+  checked first; a gzipped file is then decompressed as a stream, and no further than the
+  size its header declares (plus one byte, to tell a longer file), so a small file that
+  expands to gigabytes is refused without expanding it.
+  """
   expected = expected or _mnist_expected(os.path.dirname(path) or '.')
-  raw = _read_bytes(path, expected)
-  if raw[:2] == b'\x1f\x8b':
-    try:
-      raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as e:
-      raise DataError(f'malformed file {path} (broken gzip: {e}); {expected}') from None
-  if len(raw) < 4 or raw[:2] != b'\x00\x00' or raw[2] not in _IDX_TYPES or raw[3] == 0:
+  if not os.path.isfile(path):
+    raise DataError(f'missing file {path}; {expected}')
+  try:
+    with open(path, 'rb') as plain:
+      zipped = plain.read(2) == b'\x1f\x8b'
+      plain.seek(0)
+      stream = gzip.GzipFile(fileobj=plain) if zipped else plain
+      return _read_idx_stream(stream, path, expected)
+  except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+    raise DataError(f'malformed file {path} (broken gzip: {e}); {expected}') from None
+  except OSError as e:
+    raise DataError(f'cannot read {path} ({e.strerror or e}); {expected}') from None
+
+
+def _read_idx_stream(stream, path: str, expected: str) -> np.ndarray:
+  magic = stream.read(4)
+  if len(magic) < 4 or magic[:2] != b'\x00\x00' or magic[2] not in _IDX_TYPES or magic[3] == 0:
     raise DataError(f'malformed file {path} (no IDX ubyte header: first bytes '
-                    f'{raw[:4].hex() or "none"}); {expected}')
-  ndim = raw[3]
-  header = 4 + 4 * ndim
-  if len(raw) < header:
+                    f'{magic[:4].hex() or "none"}); {expected}')
+  ndim = magic[3]
+  if ndim > IDX_MAX_DIMS:
+    raise DataError(f'malformed file {path} (IDX header declares {ndim} dimensions; accepted: '
+                    f'at most {IDX_MAX_DIMS}); {expected}')
+  dims = stream.read(4 * ndim)
+  if len(dims) < 4 * ndim:
     raise DataError(f'malformed file {path} (truncated IDX header); {expected}')
-  shape = struct.unpack('>' + 'I' * ndim, raw[4:header])
-  dtype = _IDX_TYPES[raw[2]]
+  shape = struct.unpack('>' + 'I' * ndim, dims)
+  dtype = _IDX_TYPES[magic[2]]
   size = math.prod(shape) * dtype.itemsize
-  if len(raw) - header != size:
+  if size > IDX_MAX_BYTES:
+    raise DataError(f'malformed file {path} (IDX header declares {list(shape)} = {size} bytes; '
+                    f'accepted: at most {IDX_MAX_BYTES} bytes); {expected}')
+  body = stream.read(size + 1)
+  if len(body) != size:
+    held = f'more than {size}' if len(body) > size else str(len(body))
     raise DataError(f'malformed file {path} (IDX header says {list(shape)} = {size} bytes, '
-                    f'file holds {len(raw) - header}); {expected}')
-  return np.frombuffer(raw, dtype, offset=header).reshape(shape)
+                    f'file holds {held}); {expected}')
+  return np.frombuffer(body, dtype).reshape(shape)
 
 
 def _idx_path(folder: str, name: str) -> str:

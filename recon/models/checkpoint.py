@@ -34,6 +34,7 @@ import orbax.checkpoint as ocp
 
 import jax.numpy as jnp
 
+from recon import features
 from recon import io as recon_io
 from recon import registry
 from recon.errors import ReconError
@@ -218,9 +219,10 @@ def save(path: str, model: ModelCheckpoint) -> None:
   tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix='.tmp')
   try:
     os.chmod(tmp, 0o777 & ~recon_io.umask())  # mkdtemp's 0700, not the user's umask
-    checkpointer = ocp.StandardCheckpointer()
-    checkpointer.save(os.path.join(tmp, 'arrays'), tree)
-    checkpointer.wait_until_finished()
+    # Synchronous (StandardCheckpointer's format without its background threads): a failed
+    # write (a full disk) raises here, once, instead of in threads that outlive the run.
+    with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+      checkpointer.save(os.path.join(tmp, 'arrays'), args=ocp.args.StandardSave(tree))
     with open(os.path.join(tmp, 'model.json'), 'w') as f:
       json.dump(meta, f, indent=2, default=_json_default)
       f.write('\n')
@@ -254,16 +256,94 @@ def read_metadata(path: str) -> Dict[str, Any]:
   if meta.get('format') != FORMAT or meta.get('kind') not in KINDS:
     raise ModelCheckpointError(f'victim.checkpoint: {file} is not a {FORMAT} model '
                                f'(format {meta.get("format")!r}, kind {meta.get("kind")!r})')
-  missing = [k for k in ('hparams', 'parts') if not isinstance(meta.get(k), (dict, list))]
+  missing = [k for k, t in (('hparams', dict), ('parts', list)) if not isinstance(meta.get(k), t)]
   if missing or 'trained' not in meta['parts']:
     raise ModelCheckpointError(f'victim.checkpoint: {file} lacks '
                                f'{", ".join(missing) or "the trained parameters"}; accepted: '
-                               f'a {FORMAT} model.json with hparams and parts incl. trained')
+                               f'a {FORMAT} model.json with hparams (an object) and parts (a '
+                               'list incl. trained)')
   if meta['kind'] == 'flax' and meta.get('architecture') not in architectures():
     raise ModelCheckpointError(
         f'victim.checkpoint: architecture {meta.get("architecture")!r} unknown; accepted: '
         f'{", ".join(sorted(architectures()))}')
+  check_metadata(meta, file)
   return meta
+
+
+def _count(value: Any) -> bool:
+  """True for a JSON integer >= 1 (not a bool)."""
+  return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def check_metadata(meta: Dict[str, Any], file: str) -> None:
+  """One-line ModelCheckpointError unless model.json's fields have the types the code reads:
+  parts a subset of PARTS, n null or an integer >= 1; random features: hparams p, d integers
+  >= 1, activation one of `features.ACTIVATIONS`, weight_rng one of `features.WEIGHT_RNGS`."""
+  def refuse(key: str, value: Any, accepted: str):
+    raise ModelCheckpointError(f'victim.checkpoint: {file}: {key} is {value!r}; accepted: '
+                               f'{accepted}')
+  bad = [p for p in meta['parts'] if p not in PARTS]
+  if bad:
+    refuse('parts', meta['parts'], f'a list of {", ".join(PARTS)} incl. trained')
+  if meta.get('n') is not None and not _count(meta['n']):
+    refuse('n', meta['n'], 'null or an integer >= 1 (the training-set size)')
+  if meta['kind'] != 'random_features':
+    return
+  hp = meta['hparams']
+  for key in ('p', 'd'):
+    if not _count(hp.get(key)):
+      refuse(f'hparams.{key}', hp.get(key), 'an integer >= 1')
+  if hp.get('activation') not in features.ACTIVATIONS:
+    refuse('hparams.activation', hp.get('activation'),
+           ', '.join(sorted(features.ACTIVATIONS)))
+  if hp.get('weight_rng', 'threefry') not in features.WEIGHT_RNGS:
+    refuse('hparams.weight_rng', hp.get('weight_rng'), ', '.join(features.WEIGHT_RNGS))
+
+
+def _shape_of(tree: Any, key: str) -> Optional[Tuple[int, ...]]:
+  value = (tree or {}).get(key) if isinstance(tree, dict) else None
+  return None if value is None else tuple(np.shape(value))
+
+
+def check_arrays(model: 'ModelCheckpoint', where: str) -> None:
+  """One-line ModelCheckpointError unless the arrays fit model.json and are finite.
+
+  Random features: trained['theta'] of shape (p,); extras['v'] (p, d) or extras['v_key'] (a
+  PRNG key, 2 or 4 uint32 words); truth x (n, d) and y (n,) when present, n = model.json's n
+  when it records one. Every kind: every float array of trained / initial / extras / truth
+  finite (a NaN or inf parameter makes the attack meaningless). Flax trees are checked
+  against their module by `check_params` once the input shape is known."""
+  def refuse(key: str, got: Any, accepted: str):
+    raise ModelCheckpointError(f'victim.checkpoint: {where}: {key} is {got}; accepted: {accepted}')
+  if model.kind == 'random_features':
+    p, d = model.hparams['p'], model.hparams['d']
+    if not isinstance(model.trained, dict) or 'theta' not in model.trained:
+      keys = sorted(model.trained) if isinstance(model.trained, dict) else type(model.trained)
+      refuse('trained', f'missing theta (keys {keys})', f"trained['theta'] of shape ({p},)")
+    if _shape_of(model.trained, 'theta') != (p,):
+      refuse("trained['theta']", f'of shape {_shape_of(model.trained, "theta")}',
+             f'shape ({p},) (hparams.p)')
+    extras = model.extras if isinstance(model.extras, dict) else {}
+    if 'v' in extras and _shape_of(extras, 'v') != (p, d):
+      refuse("extras['v']", f'of shape {_shape_of(extras, "v")}', f'shape ({p}, {d}) (hparams p, d)')
+    if 'v' not in extras and _shape_of(extras, 'v_key') not in ((2,), (4,)):
+      refuse("extras['v_key']", f'of shape {_shape_of(extras, "v_key")}',
+             "a PRNG key of shape (2,) (or extras['v'] of shape (p, d))")
+    truth = model.truth if isinstance(model.truth, dict) else None
+    if truth is not None:
+      x_shape, y_shape = _shape_of(truth, 'x'), _shape_of(truth, 'y')
+      n = model.n if model.n is not None else (x_shape or (0,))[0]
+      if x_shape != (n, d):
+        refuse("truth['x']", f'of shape {x_shape}', f'shape ({n}, {d}) (n, hparams.d)')
+      if y_shape is None or y_shape[:1] != (n,):
+        refuse("truth['y']", f'of shape {y_shape}', f'shape ({n},) (n)')
+  for part in PARTS:
+    for path, leaf in jax.tree_util.tree_flatten_with_path(getattr(model, part))[0]:
+      a = np.asarray(leaf)
+      if np.issubdtype(a.dtype, np.inexact) and not np.all(np.isfinite(a)):
+        name = part + jax.tree_util.keystr(path)
+        refuse(name, f'non-finite ({int(np.sum(~np.isfinite(a)))} of {a.size} entries NaN/inf)',
+               'finite values')
 
 
 def load(path: str) -> ModelCheckpoint:
@@ -280,7 +360,12 @@ def load(path: str) -> ModelCheckpoint:
     first = (str(e).splitlines() or [''])[0][:200]
     raise ModelCheckpointError(f'victim.checkpoint: cannot read {arrays!r} '
                                f'({type(e).__name__}: {first})') from None
+  if not isinstance(tree, dict):
+    raise ModelCheckpointError(f'victim.checkpoint: {arrays!r} holds a {type(tree).__name__}; '
+                               f'accepted: a tree {{{", ".join(PARTS)}}} written by save()')
   tree = _arrays(tree)
-  return ModelCheckpoint(kind=meta['kind'], hparams=meta['hparams'], architecture=meta.get(
+  model = ModelCheckpoint(kind=meta['kind'], hparams=meta['hparams'], architecture=meta.get(
       'architecture'), n=meta.get('n'), info=meta.get('info') or {}, data=meta.get('data'),
-                         **{k: tree.get(k) for k in PARTS})
+                          **{k: tree.get(k) for k in PARTS})
+  check_arrays(model, arrays)
+  return model

@@ -16,7 +16,7 @@ from typing import Any, Dict
 
 import ml_collections
 
-from recon import precision, registry, restarts, routes, runs, victims
+from recon import memory, precision, registry, restarts, routes, runs, victims
 # Importing the pipelines registers them (and, through them, every built-in victim,
 # objective and data set).
 from recon.pipelines import kkt, networks, random_features, subspace  # noqa: F401  pylint: disable=unused-import
@@ -30,6 +30,7 @@ def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary."""
   cfg = victims.resolve(config)
+  memory.check(cfg)  # with a saved model's n, p, d adopted (recon/memory.py)
   subspace.check(cfg)
   victims.check_model_checkpoint(cfg)
   restarts.check_config(cfg)

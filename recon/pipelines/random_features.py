@@ -26,7 +26,7 @@ from absl import logging
 
 from recon import (data, defences, distributed, driver, features, optimize, precision, registry,
                    restarts, routes, runs, splitting)
-from recon.errors import ExperimentError
+from recon.errors import ExperimentError, NonFiniteError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
 from recon.objectives import projection, projection_streamed
@@ -174,6 +174,20 @@ def rf_problem(model: model_ckpt.ModelCheckpoint, dtype) -> Dict[str, Array]:
           'theta': jnp.asarray(model.trained['theta'], dtype)}
 
 
+def check_finite_victim(model: model_ckpt.ModelCheckpoint) -> None:
+  """NonFiniteError (exit status 3) before the attack unless theta* and ||theta*||^2 (the
+  loss's normaliser) are finite: labels near the dtype's range (e.g. data.label_noise
+  1e300 in float64) overflow the fit, and every loss would be NaN from step 0."""
+  theta = np.asarray(model.trained['theta'], np.float64)
+  with np.errstate(over='ignore', invalid='ignore'):
+    norm = float(np.sum(np.square(theta, dtype=np.float64)))
+  if not np.all(np.isfinite(theta)) or not np.isfinite(norm) or norm > np.finfo(theta.dtype).max:
+    raise NonFiniteError(
+        "victim: the fitted theta* is not finite, or its squared norm overflows (the loss's "
+        f'normaliser; ||theta*||^2 = {norm:.3g}); accepted: labels well inside the dtype\'s '
+        'range (data.label_noise, data scale)')
+
+
 @functools.partial(jax.jit, static_argnames=('activation',))
 def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array]:
   phi = features.rf_features(v, x, activation)
@@ -311,6 +325,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     meta = data.load(cfg.data, keys['data'], dtype)[2] if source == own else {}
   else:
     model, meta = train_random_features(cfg, keys, dtype)
+  check_finite_victim(model)
   if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
     model_ckpt.save(own, model)
   problem = rf_problem(model, dtype)
