@@ -39,9 +39,8 @@ def tiny_config(overrides=None):
 
 
 def comparable(summary):
-  """Everything a run produces except its wall time (and where it resumed from)."""
-  m = dict(summary['metrics'])
-  m.pop('wall_seconds')
+  """Everything a run produces except its timings (and where it resumed from)."""
+  m = {k: v for k, v in summary['metrics'].items() if not k.endswith('_seconds')}
   return {'metrics': m, 'history': summary['history']}
 
 
