@@ -77,6 +77,7 @@ def toy_loss(features, target, jitter):
   """||theta - Phi^T a||^2 / ||theta||^2 with a the ridge least-squares coefficients,
   written here with a plain solve (the library's projection loss has a custom JVP)."""
   CALLS['objective'] += 1
+  features, target = jnp.asarray(features), jnp.asarray(target)
   gram = features @ features.T + jitter * jnp.eye(features.shape[0], dtype=features.dtype)
   coef = jnp.linalg.solve(gram, features @ target)
   residual = target - features.T @ coef
