@@ -204,7 +204,8 @@ def load_held_out(config: Any, key: Array, m: int,
 
   synthetic_sphere: fresh rows on the sphere with the same direction g (key's split), fresh
   label noise. Image sets: `load` with n = m on a key folded from `key` (the same classes and
-  preprocessing; images drawn twice are dropped, so m' <= m rows may come back).
+  preprocessing; images drawn twice are dropped, so m' <= m rows may come back; a class too
+  small for m halves m until it fits).
   """
   if config.name == 'synthetic_sphere':
     kx, kg, ke = jax.random.split(key, 3)
@@ -216,7 +217,14 @@ def load_held_out(config: Any, key: Array, m: int,
     import ml_collections  # pylint: disable=import-outside-toplevel
     held = ml_collections.ConfigDict(config.to_dict())
     held.n = m
-    x, y, meta = load(held, jax.random.fold_in(key, 1), dtype)
+    while True:  # a small data set (lfw_faces: 100 per class) gives what it has
+      try:
+        x, y, meta = load(held, jax.random.fold_in(key, 1), dtype)
+        break
+      except DataError:
+        if held.n == 1:
+          return None, None, f'{config.name}: too few samples for a held-out set'
+        held.n = max(1, held.n // 2)
     _, _, train_meta = load(config, key, dtype)
     seen = set(np.asarray(train_meta.get('indices', [])).reshape(-1).tolist())
     keep = np.array([int(i) not in seen for i in np.asarray(meta['indices']).reshape(-1)])
