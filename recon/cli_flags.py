@@ -1,0 +1,112 @@
+"""The command line's flags: --config=FILE, --config.SECTION.FIELD=VALUE, --workdir.
+
+absl parsing whose every error is one line on stderr and exit status 2 (an unknown field
+names the closest paths of the config file given), and the import root that lets a config
+file in a `configs/` folder load from any working directory.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from typing import Optional
+
+from absl import flags
+
+from recon import config as config_lib
+from recon import errors, io
+from recon.execution import say_error
+
+
+def fail(message: str) -> None:
+  """One line on stderr, exit status 2."""
+  say_error(message)
+  sys.exit(errors.EXIT_REFUSED)
+
+
+def _config_path(argv) -> Optional[str]:
+  """The file of --config=FILE[:args] in argv (None if absent)."""
+  for i, arg in enumerate(argv):
+    path = None
+    if arg.startswith('--config='):
+      path = arg.split('=', 1)[1]
+    elif arg == '--config' and i + 1 < len(argv):
+      path = argv[i + 1]
+    if path is not None:
+      return path.split(':', 1)[0]
+  return None
+
+
+def _check_config_path(argv) -> None:
+  """A missing config file gets one line, not the flags library's traceback."""
+  path = _config_path(argv)
+  if path is not None and not os.path.isfile(path):
+    fail(f'--config: no such config file {path!r}; accepted: a path to a file in configs/')
+
+
+def config_import_root(path: str) -> Optional[str]:
+  """The folder that makes `import configs.X` work for the config file `path`: the parent of
+  its `configs/` folder (None for a file outside a folder named configs)."""
+  folder = os.path.dirname(os.path.abspath(path))
+  if os.path.basename(folder) != 'configs':
+    return None
+  return os.path.dirname(folder)
+
+
+def add_config_import_root(path: Optional[str]) -> None:
+  """Puts the config file's import root first on sys.path, so that shipped configs (which
+  `from configs import base`) load from any working directory."""
+  root = config_import_root(path) if path else None
+  if root is not None and root not in sys.path:
+    sys.path.insert(0, root)
+
+
+def _config_overrides(argv):
+  """(dotted path, value) of every --config.PATH=VALUE argument."""
+  out = []
+  for arg in argv:
+    m = re.match(r'--config\.([^=]+)=(.*)$', arg)
+    if m:
+      out.append((m.group(1), m.group(2)))
+  return out
+
+
+def config_file_fields(path: Optional[str]) -> Optional[list]:
+  """The dotted field paths the config file defines (None when it cannot be loaded)."""
+  if not path:
+    return None
+  file, _, arg = path.partition(':')
+  try:
+    add_config_import_root(file)
+    spec = importlib.util.spec_from_file_location('_recon_config_probe', file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config(arg) if arg else module.get_config()
+    return sorted(io.flatten(config))
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
+def _parse_flags(argv):
+  """absl flag parsing whose errors are one line on stderr and exit status 2.
+
+  An override of an unknown field names the closest paths of THIS config file (or of
+  configs/base.py's fields when the file cannot be loaded); one with a value of the wrong
+  type is reported like a validator error (path, value, accepted).
+  """
+  try:
+    return flags.FLAGS(argv)
+  except Exception as e:  # pylint: disable=broad-except
+    message = str(e).splitlines()[0] if str(e) else type(e).__name__
+    own = config_file_fields(_config_path(argv))
+    known = own if own is not None else list(config_lib.FIELDS)
+    for field, value in _config_overrides(argv):
+      if field not in known:
+        near = [k for k in known if k.startswith('sweep.') == field.startswith('sweep.')]
+        fail(f'config.{field}: unknown field{config_lib.near_names(field, near)}; '
+              'accepted: a field configs/base.py defines')
+      spec = config_lib.FIELDS.get(field)
+      if spec is not None and f'--config.{field}=' in message:
+        fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
+    fail(message)

@@ -1,0 +1,212 @@
+"""One run from a config: validate, check the workdir, lock it, run, settle, exit status.
+
+The composition root below the command line (recon/main.py) and the Python API
+(recon/api.py): `execute(config, workdir)` validates the whole config once, resolves its
+paths, refuses bad input before compute, runs the sweep or the registered pipeline
+(`recon.pipelines.run`) and returns the exit status (recon/errors.py, docs/reliability.md,
+"Exit status and failures"):
+
+  0    finished
+  2    refused input (config field, path, workdir, data, saved model, memory estimate);
+       before compute nothing is written and a workdir the run created is removed;
+       after compute started, WORKDIR/summary.json says `status: failed` and `reason`
+  3    stopped on non-finite values; the outputs hold the last finite state
+  130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
+  143  terminated (SIGTERM), handled as Ctrl-C (recon/signals.py)
+  1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
+
+Every failure is one line, given to `say` (default: 'error: ...' on stderr).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any, Callable, Dict, Optional
+
+from absl import logging
+
+from recon import config as config_lib
+from recon import errors, failures, io, runs, signals, workdir_lock
+
+
+def default_workdir(name: str) -> str:
+  return os.path.join('results', 'runs', f'{name}-{time.strftime("%Y%m%d-%H%M%S")}')
+
+
+def say_error(message: str) -> None:
+  """The one line of a failure, on stderr."""
+  print(f'error: {message}', file=sys.stderr)
+  sys.stderr.flush()
+
+
+check_workdir = runs.check_workdir  # (recon/runs.py)
+
+
+def _files_under(folder: str) -> Dict[str, Any]:
+  """{relative path: (size, mtime_ns)} of every output file under folder ({} if absent; the
+  lock and an overwrite's set-aside outputs are not outputs)."""
+  out = {}
+  for root, dirs, names in os.walk(folder):
+    if root == folder:
+      dirs[:] = [d for d in dirs if d not in runs.KEEP]
+      names = [n for n in names if n not in runs.KEEP]
+    for name in names:
+      path = os.path.join(root, name)
+      try:
+        st = os.stat(path)
+      except OSError:
+        continue
+      out[os.path.relpath(path, folder)] = (st.st_size, st.st_mtime_ns)
+  return out
+
+
+def settle_workdir(workdir: str, existed: bool, before: Dict[str, Any], reason: Optional[str],
+                   config: Any = None) -> str:
+  """After a run stopped on an error: 'removed' (a workdir this run created holds no file:
+  refused before compute), 'untouched' (nothing written), or 'marked' (compute had started:
+  summary.json gets status failed and the reason; `reason` None: leave no marker)."""
+  if not os.path.isdir(workdir):
+    return 'untouched'
+  after = _files_under(workdir)
+  if not existed and not after:
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 'removed'
+  if after == before or reason is None:
+    return 'untouched'
+  summary = {'status': 'failed', 'reason': reason,
+             'config': config.to_dict() if hasattr(config, 'to_dict') else config,
+             'failed_at': time.strftime('%Y-%m-%dT%H:%M:%S')}
+  try:
+    io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  except OSError:  # a full or read-only disk: the error line says so
+    return 'untouched'
+  return 'marked'
+
+
+def outcome_line(summary: Dict[str, Any]) -> str:
+  """The last log line of a run: how the optimiser stopped, separately from how much of the
+  training set was reconstructed (a converged run may have recovered nothing)."""
+  m = summary.get('metrics') or {}
+  status = m.get('status')
+  stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
+             'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
+  line = f'optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
+  rung = m.get('polish') or {}
+  if rung.get('kept'):
+    line += (f'; precision rung: float64 loss {rung["loss_after"]:.1e}, '
+             f'{len(rung["rows_replaced"])} row(s) replaced')
+  if m.get('ground_truth') and 'frac_recovered' in m:
+    k = int(round(m['frac_recovered'] * m.get('n', 0)))
+    line += (f'; reconstructed: {k} of {m.get("n")} training samples within '
+             f'recovered_threshold{" up to sign" if m.get("sign_invariant") else ""} '
+             f'(frac_recovered {m["frac_recovered"]:.2f})')
+  elif m.get('ground_truth') is False:
+    line += '; reconstructed: unknown (no ground truth)'
+  if m.get('certified'):
+    line += (f'; certified up to {m.get("certified_up_to")} (blind evidence: the whole set '
+             'was found)')
+  elif m.get('candidates_certified'):
+    line += ('; the candidates are certified, not the whole set (n unknown or not matched; '
+             'see the certificate)')
+  elif 'certified' in m:
+    line += '; not certified'
+  return line
+
+
+def execute(config: Any, workdir: Optional[str] = None,
+            say: Callable[[str], None] = say_error) -> int:
+  """Validates, checks paths, workdir and memory, runs; returns the exit status.
+
+  Every failure prints one 'error: ...' line on stderr. See the module docstring for the
+  exit statuses and what each leaves in the workdir.
+  """
+  from recon import checkpoint, data, pipelines, sweep  # pylint: disable=import-outside-toplevel
+  try:
+    runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
+    config_lib.validate(config)
+    with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
+      config_lib.resolve_paths(config)
+      # data.name 'file': data.n / data.d None take the file's sizes (before the memory check).
+      data.resolve_file(config.data, trains_victim=not config.victim.checkpoint)
+    workdir = os.path.abspath(os.path.expanduser(
+        workdir or default_workdir(config.name)))
+    check_workdir(workdir)
+    swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
+    from recon import precision  # pylint: disable=import-outside-toplevel
+    precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
+  except errors.ReconError as e:
+    say(str(e))
+    return e.exit_code
+  existed = os.path.exists(workdir)
+  before = _files_under(workdir)
+  try:
+    lock = workdir_lock.acquire(workdir)  # one run per workdir (recon/workdir_lock.py)
+  except errors.ReconError as e:
+    say(str(e))
+    return e.exit_code
+  previous = signals.install(checkpoint.on_sigint)  # SIGINT and SIGTERM
+  signals.set_stop_line(lambda: checkpoint.interrupted_line(workdir),
+                        checkpoint.graceful_stop_pending)
+  try:
+    try:
+      if swept:
+        sweep.run(config, workdir)
+        return errors.EXIT_OK
+      summary = pipelines.run(config, workdir)
+    finally:
+      runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
+  except errors.Interrupted as e:
+    settle_workdir(workdir, existed, before, None)
+    signals.say_once(str(e))
+    return e.exit_code
+  except KeyboardInterrupt:
+    settle_workdir(workdir, existed, before, None)
+    signals.say_once(checkpoint.interrupted_line(workdir))
+    return signals.exit_code()
+  except errors.ReconError as e:
+    settle_workdir(workdir, existed, before, str(e), config)
+    say(str(e))
+    return e.exit_code
+  except Exception as e:  # pylint: disable=broad-except
+    disk = failures.disk_error(e, workdir)  # full / read-only disk: one line (recon/failures.py)
+    if disk is not None:
+      settle_workdir(workdir, existed, before, disk, config)
+      say(disk)
+      return errors.EXIT_REFUSED
+    first = (str(e).strip().splitlines() or [''])[0][:300]
+    reason = f'{type(e).__name__}: {first}'
+    if 'RESOURCE_EXHAUSTED' in str(e) or isinstance(e, MemoryError):
+      reason = (f'out of memory ({reason}); accepted: a smaller attack.n_candidates / victim.p / '
+                'data.n')
+    state = settle_workdir(workdir, existed, before, reason, config)
+    if state == 'marked':
+      where = os.path.join(workdir, 'traceback.txt')
+    else:  # a workdir the run did not write to stays as it was
+      fd, where = tempfile.mkstemp(prefix='recon-traceback-', suffix='.txt')
+      os.close(fd)
+    io.write_text(where, traceback.format_exc())
+    say(f'internal error: {reason} (traceback in {where})')
+    return errors.EXIT_INTERNAL
+  finally:
+    checkpoint.reset_interrupt()
+    signals.restore(previous)
+    signals.set_stop_line(None)
+    lock.release()
+  logging.info('%s', outcome_line(summary))
+  if (summary.get('metrics') or {}).get('status') == 'nonfinite':
+    say(f'the loss or its gradient became non-finite at step {summary["metrics"].get("steps")}; '
+         f'the outputs in {workdir} hold the last finite state')
+    return errors.EXIT_NONFINITE
+  return errors.EXIT_OK
+
+
+class _nullcontext:  # pylint: disable=invalid-name
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    return False
