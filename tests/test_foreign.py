@@ -12,6 +12,7 @@ from flax import serialization
 from safetensors.numpy import save_file
 
 from configs import base, two_layer
+import recon
 from recon import main, victims
 from recon.models import checkpoint as model_ckpt
 from recon.models import foreign
@@ -250,7 +251,11 @@ def test_the_audit_pages_own_model_is_audited_as_the_page_says(tmp_path, monkeyp
     c.victim.init_checkpoint, c.attack.knows_init = 'mlp_init.msgpack', knows_init
     c.data.path, c.data.n, c.data.d = 'train.npz', 8, 16
     work = tmp_path / f'audit_{knows_init}'
-    assert main.execute(c, str(work)) == 0
+    if knows_init:  # docs/api.md's route: the Python API
+      result = recon.run(c, str(work))
+      assert len(result.records) == 8 and result.candidates.shape == (8, 16)
+    else:
+      assert main.execute(c, str(work)) == 0
     outcomes[knows_init] = _metrics(work)
     records = json.loads((work / 'records.json').read_text())
     assert sorted(r['index'] for r in records) == list(range(8))
