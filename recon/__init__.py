@@ -17,7 +17,8 @@ def __getattr__(name):
   if name in _API:
     from recon import api  # pylint: disable=import-outside-toplevel
     return getattr(api, name)
-  if name == 'registry':
+  if name == 'registry':  # with every built-in name registered (the pipelines import them all)
     import importlib  # pylint: disable=import-outside-toplevel
+    importlib.import_module('recon.pipelines')
     return importlib.import_module('recon.registry')
   raise AttributeError(f'module recon has no attribute {name!r}')
