@@ -309,8 +309,12 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   ev = cert['evidence']
   if mode not in MODES:
     raise ValueError(f'attack.polish.mode: unknown mode {mode!r}; accepted: {", ".join(MODES)}')
+  m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
+  # The rung's Gauss-Newton forms the residual Jacobian densely: above the dense cap it stays
+  # off, even where the certificate computed its Jacobian test block by block.
   if (mode == 'off' or cert['candidates_certified'] or not ev['counting']
-      or ev.get('jacobian') != 'computed' or 'row_within' not in ev):
+      or ev.get('jacobian') != 'computed' or 'row_within' not in ev
+      or p * m * d > certificate.MAX_JACOBIAN_ENTRIES):
     return x_hat, cert, {'applied': False}
   radii = np.asarray(ev['row_pin_radius'])
   free = [int(i) for i in np.argsort(-radii) if not ev['row_within'][i]]
