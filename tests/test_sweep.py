@@ -103,14 +103,17 @@ def two_device_run(tmp_path_factory):
 def test_batched_points_equal_single_runs(two_device_run):
   assert len(two_device_run['single']) == 4
   for point in two_device_run['single']:
-    assert point['dx'] < 1e-9, point
+    # 1e-7: the precision rung polishes these runs in float64 from inputs that differ by
+    # < 1e-9; its vmapped row search and Gauss-Newton amplify that by the Jacobian's
+    # conditioning (sigma ratio ~1e-2), measured 1.7e-8.
+    assert point['dx'] < 1e-7, point
     b, s = point['batched'], point['single']
     assert b['steps'] == s['steps'] and b['status'] == s['status'] and b['p'] == s['p']
     for k in ('recon_error', 'frac_recovered', 'dist_abs', 'feature_residual',
               'projection_loss', 'train_mse'):
-      # abs 1e-9: these runs stop short of tol and the precision rung polishes them; its
-      # Gauss-Newton steps carry the < 1e-9 differences of the inputs.
-      assert b[k] == pytest.approx(s[k], rel=1e-6, abs=1e-9), (k, point)
+      # abs 1e-7: these runs stop short of tol and the precision rung polishes them; its
+      # row search and Gauss-Newton steps carry (and amplify) the < 1e-9 input differences.
+      assert b[k] == pytest.approx(s[k], rel=1e-6, abs=1e-7), (k, point)
   # The grid is not degenerate: widths and seeds give different results.
   errors = [p['batched']['recon_error'] for p in two_device_run['single']]
   assert len(set(np.round(errors, 6))) == 4
