@@ -94,8 +94,11 @@ def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
   return out
 
 
-# The victims that read models saved outside recon, and the formats each reads.
-FOREIGN = {'flax_module': foreign.FLAX_FORMATS, 'torch_mlp': ('safetensors',)}
+# The victims that read models saved outside recon, and the formats each reads (every other
+# victim reads 'recon' only); the first two are networks whose initial params may be given too.
+FOREIGN = {'flax_module': foreign.FLAX_FORMATS, 'torch_mlp': ('safetensors',),
+           'random_features': ('recon', 'npz')}
+WITH_INIT = ('flax_module', 'torch_mlp')
 
 
 def check_format(cfg: ml_collections.ConfigDict) -> None:
@@ -105,17 +108,17 @@ def check_format(cfg: ml_collections.ConfigDict) -> None:
   if v.format not in formats:
     raise ExperimentError(f'victim.format: {v.format!r} with victim.name {v.name!r}; accepted: '
                           f'{", ".join(repr(f) for f in formats)}')
-  if v.name in FOREIGN and not v.checkpoint:
-    raise ExperimentError(f'victim.checkpoint: required for victim.name {v.name!r} (recon '
-                          'attacks your saved model; to train a module here, register it: '
-                          'docs/extending.md); accepted: a path')
+  if v.format != 'recon' and not v.checkpoint:
+    raise ExperimentError(f'victim.checkpoint: required for victim.name {v.name!r} with '
+                          f'victim.format {v.format!r} (recon attacks your saved model; to train '
+                          'a module here, register it: docs/extending.md); accepted: a path')
   if v.name == 'flax_module' and not v.module:
     raise ExperimentError("victim.module: required for victim.name 'flax_module'; accepted: "
                           "'package.module:ClassName'")
   if v.init_checkpoint and not v.checkpoint:
     raise ExperimentError('victim.init_checkpoint: set without victim.checkpoint; accepted: '
                           'None, or both')
-  if v.init_checkpoint and v.name not in FOREIGN:
+  if v.init_checkpoint and v.name not in WITH_INIT:
     raise ExperimentError(f'victim.init_checkpoint: a recon model holds its own initial '
                           f'parameters; accepted with victim.name {v.name!r}: None')
 
@@ -139,6 +142,16 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
       logging.info('victim.checkpoint %s sets data.d=%d', path, d)
     cfg = ml_collections.ConfigDict(cfg.to_dict())
     cfg.data.d = d
+    return cfg
+  if cfg.victim.format == 'npz':  # a random-features model's arrays fix p and d
+    v, _ = foreign.read_random_features(path)
+    cfg = ml_collections.ConfigDict(cfg.to_dict())
+    changed = [f'{field}={value}' for field, value in (('victim.p', v.shape[0]),
+                                                       ('data.d', v.shape[1]))
+               if config_lib.get_path(cfg, field) != value]
+    cfg.victim.p, cfg.data.d = int(v.shape[0]), int(v.shape[1])
+    if changed:
+      logging.info('victim.checkpoint %s sets %s', path, ', '.join(changed))
     return cfg
   if cfg.victim.format != 'recon':
     return cfg  # a Flax params tree records nothing else: the config describes the model
@@ -219,6 +232,16 @@ def load_victim(cfg: ml_collections.ConfigDict, source: str) -> model_ckpt.Model
   if cfg.victim.format == 'recon' or source != cfg.victim.checkpoint:
     return load_model(source)
   v = cfg.victim
+  if v.format == 'npz':
+    weights, theta = foreign.read_random_features(source)
+    logging.info('loaded a random-features model (p=%d, d=%d, activation %s) from %s',
+                 weights.shape[0], weights.shape[1], v.activation, source)
+    return model_ckpt.ModelCheckpoint(
+        kind='random_features',
+        hparams={'p': int(weights.shape[0]), 'd': int(weights.shape[1]),
+                 'activation': v.activation},
+        trained={'theta': theta}, extras={'v': weights},
+        info={'source': source, 'format': v.format})
   if v.format == 'safetensors':
     state = foreign.read_state_dict(source)
     module, params, d = foreign.torch_mlp(state, v.activation)

@@ -261,3 +261,86 @@ def test_the_audit_pages_own_model_is_audited_as_the_page_says(tmp_path, monkeyp
     assert sorted(r['index'] for r in records) == list(range(8))
   assert outcomes[True]['frac_recovered'] == 1.0 and outcomes[True]['p_L'] == 1281
   assert outcomes[False]['frac_recovered'] == 0.0
+
+
+# -- A random-features model as arrays (victim.format 'npz') ------------------------------
+
+def _rf_export(tmp_path):
+  """A recon-trained random-features run (n 4, d 8, p 320) and its model as an .npz of V and
+  theta plus its training set as the auditor's data file."""
+  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import random_features as rf  # pylint: disable=import-outside-toplevel
+  c = rf_synthetic.get_config()
+  c.data.n, c.data.d, c.victim.p, c.attack.max_steps = 4, 8, 320, 3000
+  work = tmp_path / 'recon_rf'
+  assert main.execute(c, str(work)) == 0
+  saved = model_ckpt.load(str(work / 'model'))
+  v = np.asarray(rf.rf_problem(saved, jnp.float32)['v'])
+  np.savez(tmp_path / 'rf.npz', V=v, theta=np.asarray(saved.trained['theta']))
+  np.savez(tmp_path / 'truth.npz', x=np.asarray(saved.truth['x']), y=np.asarray(saved.truth['y']))
+  return c, work
+
+
+def test_a_random_features_model_from_arrays_is_attacked_like_recons_own(tmp_path):
+  """V and theta saved by the auditor (np.savez) are the model: p and d come from V, the
+  attack ends where the same model's recon-format attack ends, and the workdir keeps a
+  recon.model/1 copy (V as given) for a resume."""
+  c, work = _rf_export(tmp_path)
+  ref = _metrics(work)
+  assert ref['frac_recovered'] == 1.0
+  c2 = rf_synthetic_config()
+  c2.victim.format, c2.victim.checkpoint = 'npz', str(tmp_path / 'rf.npz')
+  c2.victim.p = 1000  # replaced by V's shape
+  c2.data.name, c2.data.path, c2.data.preprocess = 'file', str(tmp_path / 'truth.npz'), 'none'
+  c2.data.n, c2.data.d, c2.attack.max_steps = None, None, 3000
+  out = tmp_path / 'npz'
+  assert main.execute(c2, str(out)) == 0
+  got = _metrics(out)
+  assert got['p'] == 320 and got['frac_recovered'] == ref['frac_recovered']
+  assert got['final_loss'] == pytest.approx(ref['final_loss'], rel=1e-4, abs=1e-12)
+  assert got['certified'] == ref['certified']
+  copy = model_ckpt.load(str(out / 'model'))
+  np.testing.assert_array_equal(np.asarray(copy.extras['v']),
+                                np.load(tmp_path / 'rf.npz')['V'])
+  # Rows of another size than V's columns: one line, before compute.
+  np.savez(tmp_path / 'wide.npz', x=np.ones((4, 16)))
+  c2.data.path, c2.data.d = str(tmp_path / 'wide.npz'), None
+  assert main.execute(c2, str(tmp_path / 'wide')) == 2
+
+
+def rf_synthetic_config():
+  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
+  return rf_synthetic.get_config()
+
+
+@pytest.mark.parametrize('arrays,needle', [
+    (dict(V=np.ones((6, 3)), w=np.ones(6)), "has keys V, w"),
+    (dict(V=np.ones((6, 3)), theta=np.ones(5)), r"'theta' of shape \(5,\) \(expected \(6,\)"),
+    (dict(V=np.ones(6), theta=np.ones(6)), r"'V' of shape \(6,\) \(expected \(p, d\)\)"),
+    (dict(v=np.full((6, 3), np.nan), theta=np.ones(6)), "non-finite values in 'v'"),
+    (dict(V=np.array([['a']] * 6), theta=np.ones(6)), "'V' of dtype <U1"),
+    (dict(V=np.array([[object()]] * 6, dtype=object), theta=np.ones(6)), 'holds an object array'),
+])
+def test_random_features_arrays_that_are_not_a_model_are_refused(arrays, needle, tmp_path):
+  path = tmp_path / 'bad.npz'
+  np.savez(path, **arrays)
+  with pytest.raises(foreign.ForeignModelError, match=needle) as e:
+    foreign.read_random_features(str(path))
+  assert '\n' not in str(e.value) and 'np.savez(path, V=V, theta=theta)' in str(e.value)
+
+
+def test_random_features_arrays_need_a_path_and_the_right_victim(tmp_path, capsys):
+  c = rf_synthetic_config()
+  c.victim.format = 'npz'
+  assert main.execute(c, str(tmp_path / 'a')) == 2
+  assert "victim.checkpoint: required for victim.name 'random_features' with victim.format " \
+         "'npz'" in capsys.readouterr().err
+  c = two_layer.get_config()
+  c.victim.format, c.victim.checkpoint = 'npz', str(tmp_path / 'x.npz')
+  assert main.execute(c, str(tmp_path / 'b')) == 2
+  assert "victim.format: 'npz' with victim.name 'two_layer'; accepted: 'recon'" in \
+      capsys.readouterr().err
+  (tmp_path / 'theta.npy').write_bytes(b'')
+  np.save(tmp_path / 'theta.npy', np.ones(3))
+  with pytest.raises(foreign.ForeignModelError, match='is a single .npy array'):
+    foreign.read_random_features(str(tmp_path / 'theta.npy'))

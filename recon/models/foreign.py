@@ -1,6 +1,8 @@
-"""Models saved outside recon: the auditor's own Flax module, a PyTorch MLP's state_dict.
+"""Models saved outside recon: the auditor's own Flax module, a PyTorch MLP's state_dict,
+a random-features model's arrays.
 
-Two victims are registered here:
+Two victims are registered here (the third format belongs to the built-in victim
+'random_features'):
 
   flax_module  any Flax module named by `victim.module = 'package.module:ClassName'` and
                built with `victim.module_kwargs`; its params read from `victim.checkpoint`
@@ -14,6 +16,10 @@ Two victims are registered here:
                Dense collection 'layer_i' with kernel = weight^T: the Flax forward pass is
                x -> W_k s(... s(W_0 x + b_0) ...) + b_k, PyTorch's exactly (GELU is the
                erf form, nn.GELU()'s default).
+  random_features with `victim.format` 'npz': f(x) = sigma(V x)^T theta from an .npz holding
+               'V' (p, d) (or 'v') and 'theta' (p,) (or (p, 1)); sigma is
+               `victim.activation`; p and d are read from V. V drawn anywhere, by any
+               generator: the attack and its certificate use V as given.
 
 Nothing in a model file is executed: a Flax class is imported only from the config's
 `victim.module` (code the auditor names), the arrays are read as numbers (orbax and
@@ -24,9 +30,11 @@ head of an ordinary MLP).
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
+import zipfile
 from typing import Any, Dict, Optional, Tuple
 
 import flax.linen as nn
@@ -37,7 +45,7 @@ import numpy as np
 from recon import registry
 from recon.errors import ExperimentError
 
-FORMATS = ('recon', 'orbax', 'msgpack', 'safetensors')
+FORMATS = ('recon', 'orbax', 'msgpack', 'safetensors', 'npz')
 FLAX_FORMATS = ('orbax', 'msgpack')
 TORCH_ACTIVATIONS = ('relu', 'tanh', 'gelu')
 
@@ -267,6 +275,60 @@ def numpy_forward(state: Dict[str, np.ndarray], activation: str, x: np.ndarray) 
     if i < len(indices) - 1:
       x = acts[activation](x)
   return x
+
+
+# -- A random-features model from arrays ------------------------------------------------
+
+RF_EXPECTED = ("an .npz holding 'V' of shape (p, d) and 'theta' of shape (p,), e.g. "
+               'np.savez(path, V=V, theta=theta)')
+
+
+@functools.lru_cache(maxsize=2)
+def _read_rf(path: str, stamp: Tuple[int, int], field: str) -> Tuple[np.ndarray, np.ndarray]:
+  del stamp  # the cache key: a changed file is read again
+  refuse = lambda what: ForeignModelError(  # noqa: E731
+      f'{field}: {path} {what}; accepted with victim.format \'npz\': {RF_EXPECTED}')
+  try:
+    loaded = np.load(path, allow_pickle=False)
+  except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    raise refuse('holds pickled data (refused: allow_pickle=False)' if 'pickle' in str(e)
+                 else f'is not a NumPy .npz file ({type(e).__name__})') from None
+  if isinstance(loaded, np.ndarray):
+    raise refuse('is a single .npy array')
+  try:
+    with loaded:
+      keys = set(loaded.files)
+      v_key = 'V' if 'V' in keys else 'v' if 'v' in keys else None
+      if v_key is None or 'theta' not in keys:
+        raise refuse(f"has keys {', '.join(sorted(keys)) or 'none'}")
+      v, theta = loaded[v_key], loaded['theta']
+  except ValueError as e:  # object arrays need pickle
+    raise refuse(f'holds an object array ({str(e).splitlines()[0][:80]})') from None
+  except (OSError, zipfile.BadZipFile, EOFError) as e:
+    raise refuse(f'is a damaged .npz ({type(e).__name__})') from None
+  for name, a in ((v_key, v), ('theta', theta)):
+    if a.dtype.kind not in 'fiu':
+      raise refuse(f"has '{name}' of dtype {a.dtype} (expected real numbers)")
+    if not np.all(np.isfinite(a)):
+      raise refuse(f"has non-finite values in '{name}'")
+  if v.ndim != 2 or 0 in v.shape:
+    raise refuse(f"has '{v_key}' of shape {tuple(v.shape)} (expected (p, d))")
+  if theta.ndim == 2 and theta.shape[1] == 1:
+    theta = theta[:, 0]
+  if theta.shape != (v.shape[0],):
+    raise refuse(f"has 'theta' of shape {tuple(theta.shape)} (expected ({v.shape[0]},): one "
+                 f"weight per row of '{v_key}')")
+  return v, theta
+
+
+def read_random_features(path: str,
+                         field: str = 'victim.checkpoint') -> Tuple[np.ndarray, np.ndarray]:
+  """(V (p, d), theta (p,)) of a random-features model saved as arrays; one-line refusals."""
+  if not os.path.isfile(path):
+    raise ForeignModelError(f'{field}: {path} is not a file; accepted with victim.format '
+                            f"'npz': {RF_EXPECTED}")
+  st = os.stat(path)
+  return _read_rf(os.path.abspath(path), (st.st_mtime_ns, st.st_size), field)
 
 
 def _no_training(victim, num_classes):

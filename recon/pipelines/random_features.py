@@ -25,7 +25,7 @@ import numpy as np
 from absl import logging
 
 from recon import (data, defences, distributed, driver, features, optimize, precision, registry,
-                   restarts, routes, runs, splitting)
+                   restarts, routes, runs, splitting, victims)
 from recon.errors import ExperimentError, NonFiniteError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -318,8 +318,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   else:
     source = cfg.victim.checkpoint or None
   if source:
-    model = model_ckpt.load(source)
-    logging.info('loaded the random-features model from %s', source)
+    model = victims.load_victim(cfg, source)  # recon.model/1, or an .npz (victim.format)
     # Our own saved model: the data description (image shape, pixel scale) comes from the
     # config's data set; a foreign model brings none.
     meta = data.load(cfg.data, keys['data'], dtype)[2] if source == own else {}
