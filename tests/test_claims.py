@@ -2585,17 +2585,17 @@ def nb_audit(field):
 
 claim(COLAB, "notebook's sizes (n = {8}, d = {16}, hidden width {1280}, {20 000} attack steps)",
       lambda: (nb_audit('n'), nb_audit('d'), [p - 1 for p in nb_audit('p_L')], nb_audit('steps')))
-claim(COLAB, 'the whole notebook took {64}–{68} s of wall time while other jobs held the '
-      "machine's load average at {12}–{18}",
+claim(COLAB, 'the whole notebook took {78}–{82} s of wall time while other jobs held the '
+      "machine's load average at {11}–{12}",
       lambda: (lo(nb_runs('wall_seconds')), hi(nb_runs('wall_seconds')),
                lo(nb_runs('load_average_before')), hi(nb_runs('load_average_before'))))
-claim(COLAB, 'The audit cell (one attack: one point) took {51} s of that, and it recovered '
-      '{8} of {8} records. The kernel used {21} s of CPU time.',
+claim(COLAB, 'The audit cell (one attack: one point) took {62} s of that, and it recovered '
+      '{8} of {8} records. The kernel used {23} s of CPU time.',
       lambda: (load('notebook_timing.json')['median_audit_cell_seconds'],
                lo(nb_audit('n_recovered')), hi(nb_audit('n')),
                load('notebook_timing.json')['median_kernel_cpu_seconds']))
 
 NB = 'notebooks/audit.ipynb'  # the markdown cells' lines, as the .ipynb stores them
-claim(NB, 'on two CPU cores it needs about {21} s of compute',
+claim(NB, 'on two CPU cores it needs about {23} s of compute',
       lambda: load('notebook_timing.json')['median_kernel_cpu_seconds'])
 claim(NB, 'mean distance {0.0027} (measured on', lambda: nb_audit('recon_error'))

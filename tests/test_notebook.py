@@ -90,3 +90,15 @@ def test_the_notebook_runs_and_audits_as_it_says(tmp_path):
   assert printed('records').count('uncertified') == 8
   with open(tmp_path / 'audit_mlp' / 'records.json') as f:
     assert json.load(f) == result.records
+
+
+def test_the_committed_timing_is_of_this_notebook():
+  """results/notebook_timing.json (docs/colab.md's run time) timed every tagged cell, and its
+  table renders one row per run."""
+  with open(os.path.join(ROOT, 'results', 'notebook_timing.json')) as f:
+    record = json.load(f)
+  tags = [c.metadata['tags'][0] for c in _notebook().cells if c.cell_type == 'code']
+  assert all(list(r['cell_seconds']) == tags for r in record['runs'])
+  assert all(r['audit']['frac_recovered'] == 1.0 for r in record['runs'])
+  table = notebook_timing.render(record).splitlines()
+  assert sum(line.startswith('| ') and line[2].isdigit() for line in table) == len(record['runs'])
