@@ -78,10 +78,12 @@ def execute(folder: str, notebook: str = NOTEBOOK, env: Optional[Dict[str, str]]
   return nb, wall, cpu
 
 
-def one_run(folder: str) -> Dict[str, Any]:
+def one_run(folder: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+  """One timed execution in `folder` (left there: the executed audit.ipynb, the audit's workdir
+  audit_mlp/); `env` defaults to the kernel's with the compilation cache off."""
   from recon import api  # pylint: disable=import-outside-toplevel
   load = os.getloadavg()[0]
-  nb, wall, cpu = execute(folder, env=kernel_env(RECON_COMPILATION_CACHE='off'))
+  nb, wall, cpu = execute(folder, env=env or kernel_env(RECON_COMPILATION_CACHE='off'))
   cells = {}
   for cell in nb.cells:
     tags = cell.get('metadata', {}).get('tags', [])

@@ -69,8 +69,13 @@ def test_docs_colab_shows_the_notebooks_install_cell():
 
 @pytest.mark.slow
 def test_the_notebook_runs_and_audits_as_it_says(tmp_path):
-  """Every cell in a fresh kernel (a failing cell raises here), then the workdir it wrote."""
-  nb, _, _ = notebook_timing.execute(str(tmp_path), env=subprocess_env())
+  """Every cell in a fresh kernel, as scripts/notebook_timing.py times it (a failing cell raises
+  here), then the workdir it wrote."""
+  timed = notebook_timing.one_run(str(tmp_path), env=subprocess_env())
+  nb = nbformat.read(str(tmp_path / 'audit.ipynb'), as_version=4)  # executed, with its outputs
+  assert list(timed['cell_seconds']) == [c.metadata['tags'][0] for c in nb.cells
+                                         if c.cell_type == 'code']
+  assert timed['audit']['frac_recovered'] == 1.0 and timed['kernel_cpu_seconds'] > 0
   text = '\n'.join(c.source for c in nb.cells if c.cell_type == 'markdown')
   assert 'every record comes back: each within 0.1, mean distance 0.0027' in ' '.join(text.split())
 
