@@ -37,3 +37,11 @@ def test_run_returns_what_it_wrote(tmp_path):
   again = recon.load(str(tmp_path / 'w'))
   np.testing.assert_array_equal(again.candidates, result.candidates)
   assert 'frac_recovered=1.0' in repr(result)
+
+
+def test_docs_api_shows_a_complete_audit_in_at_most_15_lines():
+  """The issue's bound; tests/test_foreign.py runs the snippet as written."""
+  from test_foreign import api_audit_snippet  # pylint: disable=import-outside-toplevel
+  block = api_audit_snippet()
+  assert len(block.strip().splitlines()) <= 15 and block.startswith('import recon\n')
+  assert "'victim.module': 'my_models:MLP'" in block and 'recon.run(cfg' in block

@@ -2568,3 +2568,34 @@ claim(AUD, 'the stacked features win (loss {9.8e-8} against {9.6e-6})',
       lambda: (load('audit_regimes.json')['choice']['median_final_loss']['init_stacked'],
                load('audit_regimes.json')['choice']['median_final_loss']['init_trained']),
       tol=(0.05e-8, 0.05e-6))
+
+
+# --- docs/colab.md (results/notebook_timing.json) ----------------------------------------------
+
+COLAB = 'docs/colab.md'
+
+
+def nb_runs(field):
+  return [r[field] for r in load('notebook_timing.json')['runs']]
+
+
+def nb_audit(field):
+  return [r['audit'][field] for r in load('notebook_timing.json')['runs']]
+
+
+claim(COLAB, "notebook's sizes (n = {8}, d = {16}, hidden width {1280}, {20 000} attack steps)",
+      lambda: (nb_audit('n'), nb_audit('d'), [p - 1 for p in nb_audit('p_L')], nb_audit('steps')))
+claim(COLAB, 'the whole notebook took {78}–{82} s of wall time while other jobs held the '
+      "machine's load average at {11}–{12}",
+      lambda: (lo(nb_runs('wall_seconds')), hi(nb_runs('wall_seconds')),
+               lo(nb_runs('load_average_before')), hi(nb_runs('load_average_before'))))
+claim(COLAB, 'The audit cell (one attack: one point) took {62} s of that, and it recovered '
+      '{8} of {8} records. The kernel used {23} s of CPU time.',
+      lambda: (load('notebook_timing.json')['median_audit_cell_seconds'],
+               lo(nb_audit('n_recovered')), hi(nb_audit('n')),
+               load('notebook_timing.json')['median_kernel_cpu_seconds']))
+
+NB = 'notebooks/audit.ipynb'  # the markdown cells' lines, as the .ipynb stores them
+claim(NB, 'on two CPU cores it needs about {23} s of compute',
+      lambda: load('notebook_timing.json')['median_kernel_cpu_seconds'])
+claim(NB, 'mean distance {0.0027} (measured on', lambda: nb_audit('recon_error'))

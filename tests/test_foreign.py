@@ -223,6 +223,14 @@ def test_a_foreign_model_without_its_init_is_refused_when_the_attack_needs_it(tm
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def api_audit_snippet():
+  """docs/api.md's complete audit of a user-defined Flax MLP (the block that calls recon.run)."""
+  import re  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(ROOT, 'docs', 'api.md')) as f:
+    (block,) = [b for b in re.findall(r'```python\n(.*?)```', f.read(), re.S) if 'recon.run' in b]
+  return block
+
+
 def _doc_files():
   """{file name: code} of the blocks docs/audit.md marks `<!-- file: NAME -->`."""
   import re  # pylint: disable=import-outside-toplevel
@@ -234,7 +242,8 @@ def _doc_files():
 @pytest.mark.slow
 def test_the_audit_pages_own_model_is_audited_as_the_page_says(tmp_path, monkeypatch):
   """docs/audit.md's module and training script, run as written, then configs/audit.py with
-  the page's overrides: every record back with W(0), none without."""
+  the page's overrides (with W(0): docs/api.md's snippet, as written): every record back with
+  W(0), none without."""
   import runpy  # pylint: disable=import-outside-toplevel
   from configs import audit  # pylint: disable=import-outside-toplevel
   files = _doc_files()
@@ -251,8 +260,16 @@ def test_the_audit_pages_own_model_is_audited_as_the_page_says(tmp_path, monkeyp
     c.victim.init_checkpoint, c.attack.knows_init = 'mlp_init.msgpack', knows_init
     c.data.path, c.data.n, c.data.d = 'train.npz', 8, 16
     work = tmp_path / f'audit_{knows_init}'
-    if knows_init:  # docs/api.md's route: the Python API
-      result = recon.run(c, str(work))
+    if knows_init:  # docs/api.md's snippet as written (the same config, through recon.run)
+      namespace = {}
+      snippet = compile(api_audit_snippet(), 'docs/api.md', 'exec')
+      exec(snippet, namespace)  # pylint: disable=exec-used
+      result, work = namespace['result'], tmp_path / 'audit_mlp'
+      assert result.workdir == str(work) and recon.load(str(work)).records == result.records
+      shown = namespace['cfg']  # the run made its paths absolute
+      assert shown.attack.knows_init and shown.victim.module == c.victim.module and all(
+          shown.victim[k] == os.path.abspath(c.victim[k])
+          for k in ('checkpoint', 'init_checkpoint'))
       assert len(result.records) == 8 and result.candidates.shape == (8, 16)
     else:
       assert main.execute(c, str(work)) == 0

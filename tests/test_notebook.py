@@ -1,0 +1,109 @@
+"""notebooks/audit.ipynb: committed clean, installs only where recon is missing, and executed top to
+bottom in a fresh Jupyter kernel (nbclient) audits as its text says: every record back with W(0)."""
+import json
+import os
+
+import nbformat
+import pytest
+
+import recon
+from conftest import subprocess_env
+from scripts import notebook_timing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOK = os.path.join(ROOT, 'notebooks', 'audit.ipynb')
+
+
+def _notebook():
+  nb = nbformat.read(NOTEBOOK, as_version=4)
+  nbformat.validate(nb)
+  return nb
+
+
+def _cell(nb, tag):
+  (cell,) = [c for c in nb.cells if tag in c.get('metadata', {}).get('tags', [])]
+  return cell
+
+
+def test_the_committed_notebook_is_valid_with_outputs_cleared():
+  nb = _notebook()
+  code = [c for c in nb.cells if c.cell_type == 'code']
+  assert [c.metadata['tags'][0] for c in code] == [
+      'install', 'model', 'train', 'audit', 'records', 'verdict', 'outputs']
+  assert all(c.outputs == [] and c.execution_count is None for c in code)
+  # No shell or magic lines but the module file: the notebook runs the same anywhere.
+  magics = [line for c in code for line in c.source.splitlines()
+            if line.lstrip().startswith(('!', '%'))]
+  assert magics == ['%%writefile my_models.py']
+
+
+def test_the_install_cell_installs_only_where_recon_is_missing(monkeypatch, tmp_path):
+  import importlib.util  # pylint: disable=import-outside-toplevel
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(sys, 'path', list(sys.path))  # the cell puts RECON_SOURCE on it
+  source = _cell(_notebook(), 'install').source
+  run = lambda: exec(compile(source, 'install', 'exec'), {})  # pylint: disable=exec-used
+  calls = []
+  monkeypatch.setattr(subprocess, 'check_call', calls.append)
+  monkeypatch.chdir(os.path.join(ROOT, 'notebooks'))
+  run()
+  assert not calls  # recon is importable here: nothing installed
+  real = importlib.util.find_spec
+  monkeypatch.setattr(importlib.util, 'find_spec',
+                      lambda name, *a: None if name == 'recon' else real(name, *a))
+  run()  # as on a machine without recon: installs the checkout the notebook sits in
+  assert calls == [[sys.executable, '-m', 'pip', 'install', '-q', '-e', '..']]
+  assert sys.path[0] == ROOT
+  monkeypatch.chdir(tmp_path)  # Colab's /content with no ./recon: one clear error
+  with pytest.raises(FileNotFoundError, match='no recon repository at .*set RECON_SOURCE'):
+    run()
+  assert len(calls) == 1
+
+
+def test_docs_colab_shows_the_notebooks_install_cell():
+  with open(os.path.join(ROOT, 'docs', 'colab.md')) as f:
+    page = f.read()
+  assert _cell(_notebook(), 'install').source in page
+
+
+@pytest.mark.slow
+def test_the_notebook_runs_and_audits_as_it_says(tmp_path):
+  """Every cell in a fresh kernel, as scripts/notebook_timing.py times it (a failing cell raises
+  here), then the workdir it wrote."""
+  timed = notebook_timing.one_run(str(tmp_path), env=subprocess_env())
+  nb = nbformat.read(str(tmp_path / 'audit.ipynb'), as_version=4)  # executed, with its outputs
+  assert list(timed['cell_seconds']) == [c.metadata['tags'][0] for c in nb.cells
+                                         if c.cell_type == 'code']
+  assert timed['audit']['frac_recovered'] == 1.0 and timed['kernel_cpu_seconds'] > 0
+  text = '\n'.join(c.source for c in nb.cells if c.cell_type == 'markdown')
+  assert 'every record comes back: each within 0.1, mean distance 0.0027' in ' '.join(text.split())
+
+  result = recon.load(str(tmp_path / 'audit_mlp'))
+  m = result.metrics
+  assert (m['n'], m['d'], m['p_L']) == (8, 16, 1281)
+  assert m['frac_recovered'] == 1.0 and round(m['recon_error'], 4) == 0.0027
+  assert sorted(r['index'] for r in result.records) == list(range(8))
+  assert all(r['recovered'] and r['distance'] < 0.1 and r['verdict'] == 'uncertified'
+             for r in result.records)
+  assert result.candidates.shape == (8, 16) and not result.certified
+  assert {'summary.json', 'records.json', 'report.html'} <= set(os.listdir(result.workdir))
+
+  printed = lambda tag: ''.join(o.get('text', '') for o in _cell(nb, tag).outputs
+                                if o.output_type == 'stream' and o.name == 'stdout')
+  assert printed('verdict').startswith('8 of 8 records recovered')
+  assert printed('records').count('uncertified') == 8
+  with open(tmp_path / 'audit_mlp' / 'records.json') as f:
+    assert json.load(f) == result.records
+
+
+def test_the_committed_timing_is_of_this_notebook():
+  """results/notebook_timing.json (docs/colab.md's run time) timed every tagged cell, and its
+  table renders one row per run."""
+  with open(os.path.join(ROOT, 'results', 'notebook_timing.json')) as f:
+    record = json.load(f)
+  tags = [c.metadata['tags'][0] for c in _notebook().cells if c.cell_type == 'code']
+  assert all(list(r['cell_seconds']) == tags for r in record['runs'])
+  assert all(r['audit']['frac_recovered'] == 1.0 for r in record['runs'])
+  table = notebook_timing.render(record).splitlines()
+  assert sum(line.startswith('| ') and line[2].isdigit() for line in table) == len(record['runs'])
