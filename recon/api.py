@@ -12,6 +12,7 @@ A sweep (`config.sweep` set) returns its sweep.json as `summary` and no candidat
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.util
 import json
@@ -86,7 +87,9 @@ def get_config(job: str = 'rf_synthetic',
 
 def run(config: Any, workdir: Optional[str] = None) -> Result:
   """Runs `config` (validated whole, once) into `workdir` (default results/runs/<name>-<time>);
-  the Result of what it wrote. Raises RunError with the CLI's one line on any refusal."""
+  the Result of what it wrote. Raises RunError with the CLI's one line on any refusal.
+  `config` itself is left as it was (the run resolves paths and sizes on a copy)."""
+  config = copy.deepcopy(config)
   workdir = os.path.abspath(os.path.expanduser(
       workdir or execution.default_workdir(getattr(config, 'name', 'run'))))
   lines: List[str] = []

@@ -149,14 +149,17 @@ def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
 
 def row_pin_scales_from_eigh(lam: np.ndarray, vec: np.ndarray, m: int) -> np.ndarray:
   """`row_pin_scales` from the eigendecomposition (lam, vec) of J^T J."""
-  floor = max(float(lam[-1]), 1e-300) * np.finfo(np.float64).eps
+  if not float(lam[-1]) > np.finfo(np.float64).tiny:  # J = 0: no row is held at all
+    return np.full(m, np.inf)
+  floor = float(lam[-1]) * np.finfo(np.float64).eps
   inv = 1.0 / np.maximum(lam, floor)
   k = vec.shape[0] // m
   scales = np.empty(m)
   for i in range(m):
     v = vec[i * k:(i + 1) * k]  # (k, md): row i's part of every eigenvector
     block = (v * inv) @ v.T
-    scales[i] = np.sqrt(max(float(np.linalg.eigvalsh(block)[-1]), 0.0))
+    scales[i] = (np.sqrt(max(float(np.linalg.eigvalsh(block)[-1]), 0.0))
+                 if np.all(np.isfinite(block)) else np.inf)
   return scales
 
 
@@ -235,8 +238,15 @@ def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[s
   if method not in METHODS[1:]:
     raise ValueError(f'jacobian_method: unknown method {method!r}; accepted: {", ".join(METHODS)}')
   out: Dict[str, Any] = {'feature_gram': None, 'row_radius_kind': 'exact'}
+  # Degenerate candidates (e.g. identical rows: a singular feature Gram) make J non-finite;
+  # then nothing is pinned: sigma_min = 0, every row radius infinite.
+  degenerate = dict(sigma_min=0.0, sigma_max=0.0, rank=lambda rtol: 0,
+                    row_scales=np.full(m, np.inf), non_finite=True)
   if method == 'dense':
     tangent = tangent_jacobian(feature_fn, x_hat, theta)
+    if not np.all(np.isfinite(tangent)):
+      out.update(degenerate)
+      return out
     lam, vec = np.linalg.eigh(tangent.T @ tangent)
   else:
     with jax.enable_x64(True):
@@ -244,6 +254,9 @@ def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[s
       out['feature_gram'] = st.gram
       if method == 'gram':
         h = residual_jacobian.tangent_gram(st)
+        if not np.all(np.isfinite(h)):
+          out.update(degenerate)
+          return out
         fast = residual_jacobian.gram_spectrum(h, m)
         if fast is not None:
           out.update(fast)
@@ -329,6 +342,9 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
                     pin_radius=float(pin), row_radius_kind=spec['row_radius_kind'])
     if 'eigensolver' in spec:
       evidence['eigensolver'] = spec['eigensolver']
+    if spec.get('non_finite'):
+      reasons.append('the residual Jacobian is not finite (degenerate candidates: a singular '
+                     'feature Gram)')
     if m * (d - 1):
       # Per row: the radius within which candidate i can move (others compensating) at
       # this loss; pinned = below the threshold and not half of a near-duplicate pair.

@@ -283,18 +283,21 @@ def gram_spectrum(h: np.ndarray, m: int, safe: float = 1e4) -> Dict[str, Any] | 
   clipping of tiny eigenvalues changes nothing); None otherwise (H numerically singular:
   then the caller takes the eigendecomposition)."""
   n = h.shape[0]
+  if not np.all(np.isfinite(h)) or not np.any(h):
+    return None  # H = 0 (degenerate data: every feature derivative vanishes) or broken
   # A fixed start vector: ARPACK's own is random, and a resumed run must certify bit for bit.
   start = np.random.default_rng(0).standard_normal(n)
-  top = scipy.sparse.linalg.eigsh(h, k=1, which='LA', return_eigenvectors=False, v0=start)
-  lam_max = float(top[0])
   try:
+    top = scipy.sparse.linalg.eigsh(h, k=1, which='LA', return_eigenvectors=False, v0=start)
+    lam_max = float(top[0])
     chol = scipy.linalg.cho_factor(h, lower=True)
-  except np.linalg.LinAlgError:
-    return None
-  inv_op = scipy.sparse.linalg.LinearOperator(
-      (n, n), matvec=lambda v: scipy.linalg.cho_solve(chol, v), dtype=np.float64)
-  inv_top = float(scipy.sparse.linalg.eigsh(inv_op, k=1, which='LA', v0=start,
-                                            return_eigenvectors=False)[0])
+    inv_op = scipy.sparse.linalg.LinearOperator(
+        (n, n), matvec=lambda v: scipy.linalg.cho_solve(chol, v), dtype=np.float64)
+    inv_top = float(scipy.sparse.linalg.eigsh(inv_op, k=1, which='LA', v0=start,
+                                              return_eigenvectors=False)[0])
+  except (np.linalg.LinAlgError, scipy.sparse.linalg.ArpackError,
+          scipy.sparse.linalg.ArpackNoConvergence):
+    return None  # numerically singular or no Lanczos convergence: the eigendecomposition
   lam_min = 1.0 / inv_top if inv_top > 0 else 0.0
   if not lam_min > safe * np.finfo(np.float64).eps * lam_max:
     return None

@@ -26,6 +26,21 @@ def test_a_refused_run_raises_the_clis_line_and_exit_status(tmp_path):
   assert e.value.exit_code == 2 and not (tmp_path / 'w').exists()
 
 
+def test_run_leaves_the_callers_config_as_it_was(tmp_path, monkeypatch):
+  """The run resolves paths and the file's sizes on its own copy: a config reused for a second
+  run (another workdir, another cwd) still says what the caller wrote."""
+  monkeypatch.chdir(tmp_path)
+  rng = np.random.default_rng(0)
+  np.savez(tmp_path / 'train.npz', x=rng.normal(size=(4, 8)), y=rng.normal(size=4))
+  c = recon.get_config('rf_synthetic', {'data.name': 'file', 'data.path': 'train.npz',
+                                        'data.n': None, 'data.d': None, 'victim.p': 64,
+                                        'attack.max_steps': 20})
+  before = c.to_dict()
+  result = recon.run(c, str(tmp_path / 'w'))
+  assert result.summary['config']['data']['path'] == str(tmp_path / 'train.npz')
+  assert c.to_dict() == before and c.data.path == 'train.npz' and c.data.n is None
+
+
 @pytest.mark.slow
 def test_run_returns_what_it_wrote(tmp_path):
   c = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 8, 'victim.p': 320,

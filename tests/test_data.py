@@ -347,3 +347,19 @@ def test_held_out_samples_share_the_task():
   assert 0 < len(xh) <= 40 and set(np.asarray(yh).tolist()) <= {-1.0, 1.0}
   c.name = 'synthetic_subspace'
   assert data.load_held_out(c, key, 5)[0] is None
+
+
+def test_sphere_refuses_rows_that_equal_the_global_mean():
+  """A constant data set has no direction after 'sphere' subtracts its mean: one line naming
+  the rows, not NaN rows that make theta* = 0 and the loss 0/0 downstream."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  pre = importlib.import_module('recon.data.preprocess')  # recon.data.preprocess is a function
+  from recon.data.base import DataError  # pylint: disable=import-outside-toplevel
+  with pytest.raises(DataError, match=r"'sphere' leaves row\(s\) 0, 1, 2 of 3 at zero") as e:
+    pre.preprocess(np.full((3, 5), 0.7), 'sphere')
+  assert '\n' not in str(e.value)
+  x = np.ones((3, 5))
+  x[1, 0] = 2.0  # rows 0 and 2 still differ from the global mean (its mean is not 1)
+  out, _ = pre.preprocess(x, 'sphere')
+  np.testing.assert_allclose(np.linalg.norm(out, axis=1), np.sqrt(5))
+  assert np.all(np.isfinite(pre.preprocess(np.full((3, 5), 0.7), 'none')[0]))

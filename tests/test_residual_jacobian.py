@@ -168,3 +168,16 @@ def _problem_f32():
   fmap = features.rf_feature_map(features.random_weights(kv, 10 * N * D, D), 'relu_tanh')
   theta = random_features.min_norm_solution(fmap(x), jax.random.normal(ky, (N,)))
   return x, theta, fmap, None
+
+
+def test_a_zero_or_singular_jacobian_pins_nothing_and_never_crashes():
+  """H = J^T J = 0 (every feature derivative vanishes): the Lanczos shortcut steps aside
+  (ARPACK refuses a start vector that H maps to zero) and the eigendecomposition's row
+  scales are infinite, not NaN."""
+  assert residual_jacobian.gram_spectrum(np.zeros((6, 6)), 2) is None
+  assert residual_jacobian.gram_spectrum(np.full((6, 6), np.nan), 2) is None
+  lam, vec = np.linalg.eigh(np.zeros((6, 6)))
+  assert np.all(np.isinf(certificate.row_pin_scales_from_eigh(lam, vec, 2)))
+  h = np.diag([1.0, 2.0, 3.0, 0.0, 0.0, 0.0])  # row 1's block is flat: only row 1 is free
+  scales = certificate.row_pin_scales_from_eigh(*np.linalg.eigh(h), 2)
+  assert np.isfinite(scales[0]) and scales[1] > 1e6

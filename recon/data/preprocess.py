@@ -88,7 +88,14 @@ def preprocess(x: np.ndarray, mode: str) -> Tuple[np.ndarray, Dict[str, Any]]:
     x = x - mean
     stats.update(mean=mean, row_norms=np.linalg.norm(x, axis=1))
   if mode == 'sphere':
-    x = x * (np.sqrt(d) / np.maximum(stats['row_norms'], 1e-12))[:, None]
+    zero = np.flatnonzero(stats['row_norms'] <= 1e-12 * max(1.0, abs(stats['mean'])))
+    if zero.size:  # a row equal to the global mean (e.g. a constant data set) has no direction
+      raise DataError(f"config.data.preprocess: 'sphere' leaves row(s) "
+                      f"{', '.join(str(int(i)) for i in zero[:5])}{' ...' if zero.size > 5 else ''}"
+                      f' of {n} at zero (equal to the global mean {stats["mean"]:.3g}): no '
+                      "direction to put on the sphere; accepted: rows that differ from their "
+                      "mean, or preprocess 'none' with rows already on the sqrt(d)-sphere")
+    x = x * (np.sqrt(d) / stats['row_norms'])[:, None]
   return x, stats
 
 
