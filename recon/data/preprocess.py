@@ -80,7 +80,7 @@ def preprocess(x: np.ndarray, mode: str) -> Tuple[np.ndarray, Dict[str, Any]]:
   stats = {'preprocess': mode, 'mean': 0.0, 'std': 1.0, 'row_norms': np.linalg.norm(x, axis=1)}
   if mode in ('sphere', 'standardize'):
     mean, std = float(x.mean()), float(x.std())
-    std = std if std > 0 else 1.0
+    std = std if std > 1e-12 * max(1.0, abs(mean)) else 1.0  # constant data: rounding only
     x = (x - mean) / std
     stats.update(mean=mean, std=std, row_norms=np.linalg.norm(x, axis=1))
   if mode == 'center':  # pixels minus the subset's global mean (Haim et al.'s mean subtraction)
@@ -88,7 +88,7 @@ def preprocess(x: np.ndarray, mode: str) -> Tuple[np.ndarray, Dict[str, Any]]:
     x = x - mean
     stats.update(mean=mean, row_norms=np.linalg.norm(x, axis=1))
   if mode == 'sphere':
-    zero = np.flatnonzero(stats['row_norms'] <= 1e-12 * max(1.0, abs(stats['mean'])))
+    zero = np.flatnonzero(stats['row_norms'] <= 1e-10 * np.sqrt(d) * max(1.0, abs(stats['mean'])))
     if zero.size:  # a row equal to the global mean (e.g. a constant data set) has no direction
       raise DataError(f"config.data.preprocess: 'sphere' leaves row(s) "
                       f"{', '.join(str(int(i)) for i in zero[:5])}{' ...' if zero.size > 5 else ''}"
