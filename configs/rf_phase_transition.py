@@ -2,8 +2,9 @@
 
 Random features on synthetic sphere data, n=8 samples in d=10 dimensions (dn=80):
 9 widths from p = n/2 to p = 16 dn, 3 seeds, relu and relu+tanh = 54 runs in two
-compiled groups (one per activation). SGD momentum 0.9, lr 5 (picked on a small lr grid,
-results/phase_transition_lr.json).
+compiled groups (one per activation). SGD momentum 0.9, lr 5 (base's; the lr stage of
+scripts/phase_transition.py re-chooses it blind on tuning seeds 1000-1002 and confirms 5:
+results/phase_transition_lr.json). The script reports seeds 100-104, never the tuning seeds.
 """
 import ml_collections
 

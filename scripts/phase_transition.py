@@ -2,11 +2,21 @@
 
 Every stage is one `recon.sweep.run` call on configs/rf_phase_transition.py (n=8, d=10):
 
-  lr:     lr grid {0.5, 2, 5, 20} at p/dn in {2, 8}   -> results/phase_transition_lr.json
-  curve:  the config's sweep (2 activations x 9 widths x 3 seeds)
+  lr:     lr grid {0.5, 2, 5, 20} at p/dn in {2, 8} on the TUNING seeds 1000-1002
+                                                       -> results/phase_transition_lr.json
+  curve:  the config's sweep (2 activations x 9 widths) x seeds 100-104
                                                        -> results/phase_transition.{json,png}
-  law:    p = n, dn, 10 dn x 5 seeds x 2 activations   -> results/law_table.{md,json}
-  ncand:  n_candidates = n/2, n, 2n at p = 10 dn       -> results/n_candidates.{md,json}
+  law:    p = n, dn, 10 dn x seeds 100-104 x 2 activations
+                                                       -> results/law_table.{md,json}
+  ncand:  n_candidates = n/2, n, 2n at p = 10 dn x seeds 100-102
+                                                       -> results/n_candidates.{md,json}
+
+The learning rate is chosen blind: the lr stage runs only on the tuning seeds, which no other
+stage reports, and picks the lr with the lowest final projection loss of the descent (before
+the float64 precision rung; the attack's own signal, never the distance to the true set): the
+mean over (activation, p/dn) of log10 of the median loss over the tuning seeds. recon_error is
+scored after the rung (records: projection_loss before it, loss_after_rung after it). The other stages run at the chosen lr (read back from
+phase_transition_lr.json) on the reported seeds; every JSON records both seed lists.
 
 Regenerate everything (run dirs go to results/runs/phase_transition/):
   python scripts/phase_transition.py
@@ -31,7 +41,7 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import base, rf_phase_transition  # noqa: E402
-from recon import compile_cache, host, io, metrics, sweep  # noqa: E402
+from recon import compile_cache, host, io, machine, metrics, sweep  # noqa: E402
 from recon import config as config_lib  # noqa: E402
 
 RESULTS = 'results'  # --out_dir
@@ -40,11 +50,16 @@ TINY = False  # --tiny: n=4, d=4, 30 steps, at most 2 values per sweep axis (a s
 KEEP = ('index', 'activation', 'p', 'p_over_dn', 'p_over_n', 'seed', 'lr', 'n_candidates',
         'recon_error', 'recon_error_median', 'frac_recovered', 'n_recovered', 'dist_abs',
         'feature_residual', 'projection_loss', 'train_mse', 'steps', 'status',
-        'n_duplicates', 'n_uncovered_samples', 'n_unmatched_candidates')
+        'n_duplicates', 'n_uncovered_samples', 'n_unmatched_candidates', 'certified')
 PAPER = {'p = n': 'train loss ~0, rho ~1.0 (label fitting only)',
          'p = dn': 'train loss ~0, rho ~0.5 (reconstruction starts)',
          'p = 10dn': 'train loss ~0, rho ~0 (full reconstruction)'}
 LAW_FIELDS = ('train_mse', 'recon_error', 'dist_abs', 'frac_recovered')
+TUNING_SEEDS = (1000, 1001, 1002)  # the lr stage only; never reported
+REPORTED_SEEDS = {'curve': (100, 101, 102, 103, 104), 'law': (100, 101, 102, 103, 104),
+                  'ncand': (100, 101, 102)}
+LR_RULE = ('lowest mean over (activation, p/dn) of log10(median final projection loss over the '
+           'tuning seeds); ties to the smaller lr')
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -67,13 +82,24 @@ def run_sweep(c: ml_collections.ConfigDict, name: str):
 
 
 def slim(records):
-  return [{k: r[k] for k in KEEP if k in r} for r in records]
+  """The kept fields; projection_loss is the descent's final loss, loss_after_rung the loss
+  after the float64 precision rung where it ran (recon_error is scored after it)."""
+  out = []
+  for r in records:
+    row = {k: r[k] for k in KEEP if k in r}
+    rung = r.get('polish') or {}
+    row['rung_applied'] = bool(rung.get('applied'))
+    if rung.get('applied'):
+      row['loss_after_rung'] = rung.get('loss_after')
+      row['rung_kept'] = bool(rung.get('kept'))
+    out.append(row)
+  return out
 
 
 def stats(values):
   v = np.asarray(values, np.float64)
   return {'mean': float(v.mean()), 'std': float(v.std()), 'min': float(v.min()),
-          'max': float(v.max()), 'n': int(v.size)}
+          'max': float(v.max()), 'median': float(np.median(v)), 'n': int(v.size)}
 
 
 def aggregate(records, keys, fields):
@@ -89,10 +115,46 @@ def aggregate(records, keys, fields):
   return rows
 
 
-def setup_text(c, seconds):
-  return {'n': c.data.n, 'd': c.data.d, 'dn': c.data.d * c.data.n, 'optimizer': c.attack.optimizer, 'lr': c.attack.lr,
-          'momentum': c.attack.momentum, 'max_steps': c.attack.max_steps, 'tol': c.attack.tol, 'dtype': c.run.dtype,
-          'wall_seconds': round(seconds, 1), 'machine': '2 CPU cores, shared with other jobs'}
+def setup_text(c, seconds, lr_source=None, tuning_seeds=TUNING_SEEDS):
+  out = {'n': c.data.n, 'd': c.data.d, 'dn': c.data.d * c.data.n,
+         'optimizer': c.attack.optimizer, 'lr': c.attack.lr, 'momentum': c.attack.momentum,
+         'max_steps': c.attack.max_steps, 'tol': c.attack.tol, 'dtype': c.run.dtype,
+         'seeds': [int(v) for v in c.sweep.seed], 'tuning_seeds': [int(v) for v in tuning_seeds],
+         'wall_seconds': round(seconds, 1), 'machine': machine.describe(),
+         'load_average_1min': round(os.getloadavg()[0], 1)}
+  if lr_source:
+    out['lr_source'] = lr_source
+  return out
+
+
+def choose_lr(rows):
+  """The blind rule (LR_RULE) over the lr stage's rows: {lr: score}, chosen lr."""
+  scores = {}
+  for r in rows:
+    scores.setdefault(r['lr'], []).append(np.log10(max(r['projection_loss']['median'], 1e-30)))
+  scores = {lr: float(np.mean(v)) for lr, v in scores.items()}
+  best = min(sorted(scores), key=lambda lr: scores[lr])
+  return scores, best
+
+
+def attack_lr(c):
+  """(lr, where it came from, tuning seeds): the lr stage's blind choice when its JSON is
+  there, else the config's lr."""
+  path = os.path.join(RESULTS, 'phase_transition_lr.json')
+  if os.path.exists(path):
+    result = io.read_json(path)
+    if result.get('chosen'):
+      return (float(result['chosen']['lr']), f"the lr stage's blind choice ({path})",
+              result['setup']['seeds'])
+  return float(c.attack.lr), 'the config (no lr stage result found)', ()
+
+
+def reported_config(stage):
+  """(config on the stage's reported seeds at the blind lr, setup_text's extra arguments)."""
+  c = base_config()
+  c.sweep.seed = REPORTED_SEEDS[stage]
+  c.attack.lr, source, tuning = attack_lr(c)
+  return c, {'lr_source': source, 'tuning_seeds': tuning}
 
 
 def stage_lr():
@@ -100,14 +162,20 @@ def stage_lr():
   c.sweep.victim.p_over_dn = (2.0, 8.0)
   c.sweep.attack.lr = (0.5, 2.0, 5.0, 20.0)
   c.attack.max_steps = 4000
+  c.sweep.seed = TUNING_SEEDS
   result, seconds = run_sweep(c, 'lr')
   rows = aggregate(result['records'], ('activation', 'p_over_dn', 'lr'),
-                   ('recon_error', 'frac_recovered', 'projection_loss'))
-  setup = dict(setup_text(c, seconds), lr=list(c.sweep.attack.lr))
+                   ('recon_error', 'frac_recovered', 'projection_loss', 'steps'))
+  scores, best = choose_lr(rows)
+  setup = dict(setup_text(c, seconds, tuning_seeds=c.sweep.seed), lr=list(c.sweep.attack.lr))
   io.write_json(os.path.join(RESULTS, 'phase_transition_lr.json'), {
-      'what': 'lr grid for SGD momentum 0.9 on the phase-transition problem; mean/std over '
-              'seeds', 'setup': setup, 'rows': rows,
-      'records': slim(result['records'])})
+      'what': 'lr grid for SGD momentum 0.9 on the phase-transition problem, on the tuning seeds '
+              'only; mean/std over seeds', 'setup': setup,
+      'chosen': {'lr': best, 'rule': LR_RULE,
+                 'scores': [{'lr': lr, 'score': v} for lr, v in sorted(scores.items())]},
+      'rows': rows, 'records': slim(result['records'])})
+  print(f'chosen lr {best:g} ({LR_RULE}); scores ' +
+        ', '.join(f'{lr:g}: {v:.2f}' for lr, v in sorted(scores.items())))
   for r in rows:
     print(f"lr {r['lr']:5g}  {r['activation']:9s} p/dn {r['p_over_dn']:3g}  recon_error "
           f"{r['recon_error']['mean']:.3f} +- {r['recon_error']['std']:.3f}  frac_recovered "
@@ -148,14 +216,15 @@ def plot_curve(rows, c, path):
 
 
 def stage_curve():
-  c = base_config()
+  c, how = reported_config('curve')
   result, seconds = run_sweep(c, 'curve')
   rows = aggregate(result['records'], ('activation', 'p_over_dn'),
                    ('recon_error', 'train_mse', 'dist_abs', 'frac_recovered',
                     'feature_residual', 'projection_loss'))
   io.write_json(os.path.join(RESULTS, 'phase_transition.json'), {
       'what': 'recon_error and train MSE against p/(dn); mean/std/min/max over seeds',
-      'setup': setup_text(c, seconds), 'axes': result['axes'], 'groups': result['groups'],
+      'setup': setup_text(c, seconds, **how), 'axes': result['axes'],
+      'groups': result['groups'],
       'rows': rows, 'records': slim(result['records'])})
   plot_curve(rows, c, os.path.join(RESULTS, 'phase_transition.png'))
   for r in rows:
@@ -170,9 +239,8 @@ def fmt(s):
 
 
 def stage_law():
-  c = base_config()
+  c, how = reported_config('law')
   c.sweep.victim.p_over_dn = (1.0 / c.data.d, 1.0, 10.0)
-  c.sweep.seed = (0, 1, 2, 3, 4)
   result, seconds = run_sweep(c, 'law')
   rows = aggregate(result['records'], ('activation', 'p_over_dn'), LAW_FIELDS)
   names = {1.0 / c.data.d: 'p = n', 1.0: 'p = dn', 10.0: 'p = 10dn'}
@@ -182,13 +250,13 @@ def stage_law():
     r['paper'] = PAPER[r['regime']]
   io.write_json(os.path.join(RESULTS, 'law_table.json'), {
       'what': "the paper's table (p = n, dn, 10 dn) at CPU scale; mean ± std over seeds",
-      'setup': setup_text(c, seconds), 'rows': rows, 'records': slim(result['records'])})
+      'setup': setup_text(c, seconds, **how), 'rows': rows, 'records': slim(result['records'])})
   lines = [
       '# The law of reconstruction at CPU scale',
       '',
       f'Random features on synthetic sphere data, n = {c.data.n}, d = {c.data.d} (dn = {c.data.d * c.data.n}), '
       f'SGD momentum {c.attack.momentum}, lr {c.attack.lr:g}, at most {c.attack.max_steps} steps, '
-      f'{len(c.sweep.seed)} seeds (mean ± std). One sweep, {len(result["records"])} runs, '
+      f'seeds {list(c.sweep.seed)} (mean ± std; lr chosen blind on seeds {list(TUNING_SEEDS)}). One sweep, {len(result["records"])} runs, '
       f'{seconds:.0f} s on 2 shared CPU cores. Regenerate: '
       '`python scripts/phase_transition.py --stages=law`.',
       '',
@@ -233,13 +301,41 @@ def candidate_report(record, x_true, x_hat, threshold):
   }
 
 
+def what_happened(c, lo, hi, control):
+  """The md's summary, each sentence stated only where the records support it."""
+  n, seeds = c.data.n, len(lo)
+  rec = lambda rs: sum(q['n_recovered'] for q in rs)  # noqa: E731
+  near_lo = [v for q in lo for v in q['candidate_nearest_distance']]
+  closer_to_pair = sum(q['candidates_closer_to_a_pair_midpoint'] for q in lo)
+  out = [f'* n̂ = n/2 = {n // 2}: recovered {rec(lo)} of {n * len(lo)} rows over the seeds; the '
+         f"loss ends at {min(q['projection_loss'] for q in lo):.1e}–"
+         f"{max(q['projection_loss'] for q in lo):.1e}. The candidates sit "
+         f'{min(near_lo):.2f}–{max(near_lo):.2f} from their nearest sample; '
+         f'{closer_to_pair} of {len(near_lo)} are closer to a normalised pair x_i ± x_j than to '
+         'any sample' + (' (compromises between samples, not pair midpoints).'
+                         if closer_to_pair == 0 else '.')]
+  extra_hi = [v for q in hi for v in sorted(q['candidate_nearest_distance'])[n:]]
+  dups = sum(q['n_duplicates'] for q in hi)
+  sentence = (f'* n̂ = 2n = {2 * n}: recovered {rec(hi)} of {n * len(hi)} rows; '
+              f'{dups} duplicate candidates. The {n} candidates farthest from the samples end '
+              f'{min(extra_hi):.2f}–{max(extra_hi):.2f} from every sample')
+  if rec(hi) == n * len(hi) and dups == 0:
+    sentence += (': once n candidates span the true feature subspace the loss is zero wherever '
+                 'the others are, so the surplus stays where the optimisation left it (the '
+                 'paper reports true samples plus duplicates).')
+  out.append(sentence + ('' if sentence.endswith('.') else '.'))
+  out.append(f'* n̂ = n (the control): recovered {rec(control)} of {n * len(control)} '
+             f'over {seeds} seeds.')
+  return out
+
+
 def stage_ncand(reuse=False):
-  c = base_config()
+  c, how = reported_config('ncand')
   c.sweep = base.sweep()
   c.sweep.attack.n_candidates = (c.data.n // 2, c.data.n, 2 * c.data.n)
   c.sweep.victim.activation = ('relu_tanh',)
   c.sweep.victim.p_over_dn = (10.0,)
-  c.sweep.seed = (0, 1, 2)
+  c.sweep.seed = REPORTED_SEEDS['ncand']
   if reuse:  # re-score a finished run without running it again
     result = io.read_json(os.path.join(RUNS, 'ncand', 'sweep.json'))
     seconds = result['wall_seconds']
@@ -256,7 +352,7 @@ def stage_ncand(reuse=False):
   rows = aggregate(records, ('n_candidates',), fields)
   io.write_json(os.path.join(RESULTS, 'n_candidates.json'), {
       'what': 'n_candidates (n_hat) = n/2, n, 2n at p = 10 dn; mean/std over seeds',
-      'setup': setup_text(c, seconds), 'rows': rows, 'records': records})
+      'setup': setup_text(c, seconds, **how), 'rows': rows, 'records': records})
   lines = [
       '# Reconstruction with the wrong number of candidates (n̂ ≠ n)',
       '',
@@ -285,28 +381,7 @@ def stage_ncand(reuse=False):
         for r in records}
   lo, hi = by.get(c.data.n // 2, []), by.get(2 * c.data.n, [])
   if lo and hi:
-    near_lo = [v for q in lo for v in q['candidate_nearest_distance']]
-    extra_hi = [v for q in hi for v in q['candidate_nearest_distance'][c.data.n:]]
-    lines += ['', '## What happened', '',
-              f'* n̂ = n/2 = {c.data.n // 2}: no sample is recovered (recovered '
-              f"{sum(q['n_recovered'] for q in lo)} of {c.data.n * len(lo)} over the seeds), the "
-              f"loss stalls at {min(q['projection_loss'] for q in lo):.1e}–"
-              f"{max(q['projection_loss'] for q in lo):.1e}. Every candidate sits "
-              f'{min(near_lo):.2f}–{max(near_lo):.2f} from its nearest sample: a compromise '
-              'between samples (merged samples in the paper\'s words), though not at a pair '
-              'midpoint (x_i ± x_j normalised is farther away for every candidate).',
-              f'* n̂ = 2n = {2 * c.data.n}: all n samples are recovered exactly (recovered '
-              f"{sum(q['n_recovered'] for q in hi)} of {c.data.n * len(hi)}) and the loss reaches "
-              f"the tolerance. The {c.data.n} extra candidates are NOT duplicates here "
-              f"(n_duplicates = {sum(q['n_duplicates'] for q in hi)}): they end "
-              f'{min(extra_hi):.2f}–{max(extra_hi):.2f} from every sample, because once n '
-              'candidates span the true feature subspace the loss is zero wherever the '
-              'others are (extra features only enlarge the span). The paper reports true '
-              'samples plus duplicates; with our initialisation and lr the surplus '
-              'candidates stay where the optimisation left them instead.',
-              f'* n̂ = n (the control): recovered '
-              f"{sum(q['n_recovered'] for q in by.get(c.data.n, []))} of "
-              f'{c.data.n * len(by.get(c.data.n, []))}.']
+    lines += ['', '## What happened', ''] + what_happened(c, lo, hi, by.get(c.data.n, []))
   lines.append('')
   io.write_text(os.path.join(RESULTS, 'n_candidates.md'), '\n'.join(lines))
   print('\n'.join(lines))
