@@ -179,9 +179,9 @@ def interpolation_report(train_mse: float, y: Any, n: int, p: int,
 
   p >= n random features interpolate generically (Phi has full row rank), so
   train_mse / var(y) > tol means the fit lost digits (or Phi is rank-deficient). tol = 1e-6:
-  a correct float32 fit sits at 1e-14..1e-10 of var(y) (rounding of theta), the issue-#17
-  failure at 0.1..0.5; 1e-6 (a relative residual of 1e-3) leaves four orders of margin on
-  each side and is where the attack's loss floor at the true data, ~ train_mse / var(y),
+  a correct float32 fit sits at 1e-19..1e-10 of var(y) (rounding of theta), the issue-#17
+  failure at 0.1..0.5, the issue-#30 one (a float32 Gram on correlated inputs) at 7.5e-5;
+  1e-6 (a relative residual of 1e-3) is where the attack's loss floor at the true data, ~ train_mse / var(y),
   starts to hide the reconstruction (1e-6 is the loss scale of a recovered run). var(y) = 0
   (one class) falls back to mean(y^2). For p < n the model is a least-squares fit and
   `victim_interpolates` is None (not expected).

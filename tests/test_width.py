@@ -86,6 +86,22 @@ def test_interpolation_report_threshold():
   assert precision.interpolation_report(0.0, np.ones(3), 3, 9)['victim_interpolates'] is True
 
 
+def test_check_victim_records_the_fits_route_and_solve_dtype_and_says_so(caplog):
+  y = np.array([1.0, -1.0, 1.0, -1.0])
+  with caplog.at_level('INFO'):
+    wide = precision.check_victim(1e-18, y, n=4, p=100, dtype='float32')
+  assert (wide['fit_route'], wide['fit_solve_dtype']) == ('gram', 'float64')
+  lines = [r.getMessage() for r in caplog.records if 'victim fit' in r.getMessage()]
+  assert len(lines) == 1 and 'float64' in lines[0] and 'float32 (run.dtype)' in lines[0]
+  caplog.clear()
+  with caplog.at_level('INFO'):
+    near = precision.check_victim(1e-18, y, n=4, p=20, dtype='float32')  # p <= 8n: the SVD
+    same = precision.check_victim(1e-18, y, n=4, p=100, dtype='float64')
+  assert (near['fit_route'], near['fit_solve_dtype']) == ('svd', 'float32')
+  assert (same['fit_route'], same['fit_solve_dtype']) == ('gram', 'float64')
+  assert not [r for r in caplog.records if 'victim fit' in r.getMessage()]
+
+
 def _tiny(tmp_path, overrides):
   c = rf_synthetic.get_config()
   c.data.n, c.data.d, c.victim.p, c.attack.max_steps, c.run.chunk_steps = 3, 4, 120, 20, 10
@@ -140,6 +156,7 @@ def test_a_victim_that_does_not_interpolate_is_recorded(tmp_path, monkeypatch):
   m = _tiny(tmp_path, {'victim.p': 123, 'attack.max_steps': 10})['metrics']
   assert m['victim_interpolates'] is False
   assert m['train_mse_over_var_y'] > 1e-2 and m['interpolation_tol'] == 1e-6
+  assert (m['fit_route'], m['fit_solve_dtype']) == ('gram', 'float64')  # p = 123 > 8 n
 
 
 def test_the_gram_fits_refinement_is_what_brings_the_residual_to_the_rounding_floor():
