@@ -15,6 +15,10 @@ Runs unchanged on CPU or GPU (the device is recorded). Three parts:
   3. ttr:    time-to-reconstruct at p = 10 dn on synthetic sphere data: wall time until
              every true sample is within 0.05 relative error (ground truth is used only
              to stop the clock, never by the optimiser), per optimiser/scheme and seed.
+  4. fit:    the victim fit of configs/rf_cifar.py (bundled photo patches, relu, float32,
+             memory-lean features; default its shipped size n = 100, 32 x 32 x 3, p = 3 072 000):
+             seconds, memory, train_mse / var(y) and theta*'s distance to a float64 solve, for
+             the default (float64 n x n solve) and for a float32 Gram solve (before issue #30).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sys
 import time
 
@@ -31,8 +36,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from configs import rf_cifar  # noqa: E402
 from recon import (compile_cache, data, driver, features, host, io, metrics, optimize,  # noqa: E402
-                   refine, restarts, runs)
+                   precision, refine, restarts, runs)
+from recon.models import random_features  # noqa: E402
 from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 from scripts import paper_baseline  # noqa: E402
 
@@ -178,6 +185,48 @@ def memory_at_scale(n, d, p, chunk):
   return out
 
 
+def victim_fit(n, image_size, p):
+  """The victim fit of configs/rf_cifar.py at (data.n, data.image_size, victim.p), as `run_lean`
+  computes it (Phi chunk by chunk from V's key, then the fit), with the default float64 n x n
+  solve and with a float32 Gram solve (`precision.min_norm_gram(solve_dtype='float32')`, the
+  route before issue #30). The features' time includes their compilation, the fits' do not."""
+  cfg = rf_cifar.get_config()
+  cfg.data.n, cfg.data.image_size, cfg.victim.p = n, image_size, p
+  d, act, rng = cfg.data.d, cfg.victim.activation, cfg.victim.weight_rng
+  keys = runs.split_keys(cfg.seed)
+  x, y, _ = data.load(cfg.data, keys['data'], jnp.float32)
+  chunk, n_chunks = rf_pipeline.lean_layout(p, cfg.victim.feature_chunk)
+  out = {'config': 'configs/rf_cifar.py', 'dataset': cfg.data.name, 'n': n, 'd': d, 'p': p,
+         'activation': act, 'weight_rng': rng, 'dtype': 'float32', 'seed': cfg.seed,
+         'lean_problem_memory': _memory(jax.jit(
+             lambda k, x, y: rf_pipeline.make_rf_problem_lean(
+                 k, x, y, p=p, activation=act, chunk=chunk, n_chunks=n_chunks, rng=rng)).lower(
+                     keys, x, y).compile())}
+  t0 = time.perf_counter()
+  phi = jax.block_until_ready(jax.jit(lambda k, x: features.rf_features_chunked(
+      k, x, act, p, chunk, n_chunks, rng)[:, :p])(keys['model'], x))
+  out['features_s'] = time.perf_counter() - t0
+  p64, y64 = np.asarray(phi, np.float64), np.asarray(y, np.float64)
+  g64 = p64 @ p64.T
+  lam, q = np.linalg.eigh(g64)
+  reference = p64.T @ (q @ ((q.T @ y64) / lam))  # float64 solve of the float32 Phi
+  out['gram_lambda_min_over_max'] = float(lam[0] / lam[-1])
+  out['eigenvalues_below_float32_cutoff'] = int(np.sum(lam < n * np.finfo(np.float32).eps * lam[-1]))
+  var = float(np.var(y64))
+  for name, solve in (('float64_solve', 'float64'), ('float32_solve', 'float32')):
+    fit = jax.jit(lambda f, t, solve=solve: precision.min_norm_gram(f, t, solve_dtype=solve))
+    out[f'{name}_memory'] = _memory(fit.lower(phi, y).compile())
+    jax.block_until_ready(fit(phi, y))  # compiled
+    t0 = time.perf_counter()
+    theta = jax.block_until_ready(fit(phi, y))
+    out[f'{name}_s'] = time.perf_counter() - t0
+    t = np.asarray(theta, np.float64)
+    out[f'{name}_train_mse_over_var_y'] = float(np.mean((p64 @ t - y64) ** 2) / var)
+    out[f'{name}_theta_rel_err'] = float(np.linalg.norm(t - reference) / np.linalg.norm(reference))
+  out['peak_rss_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+  return out
+
+
 METHODS = {
     # name: (optimizer, lr, momentum, reseed_every, lr_schedule, lr_decay_steps)
     # The reference code's optimiser ported step for step (scripts/paper_baseline.py): its lr
@@ -282,7 +331,7 @@ def time_to_reconstruct(n, d, seed, method, max_steps, chunk_steps=100, threshol
 
 
 def _table(results):
-  loads = '; '.join(f"{part}: {results[f'loadavg_{part}']}" for part in ('step', 'ttr')
+  loads = '; '.join(f"{part}: {results[f'loadavg_{part}']}" for part in ('step', 'ttr', 'fit')
                     if f'loadavg_{part}' in results)
   malloc = results.get('host_malloc', 'system')
   cores = results.get('cpu_count', 2)  # runs before cpu_count was recorded: this 2-core machine
@@ -321,6 +370,23 @@ def _table(results):
       m = r[f'{name}_memory']
       lines.append(f"| {name} | {m.get('argument_mb', float('nan')):.1f} | "
                    f"{m.get('temp_mb', float('nan')):.1f} | {m.get('total_mb', float('nan')):.1f} |")
+  if 'victim_fit' in results:
+    r = results['victim_fit']
+    lines += ['', f"Victim fit of {r['config']} ({r['dataset']}, n={r['n']}, d={r['d']}, "
+              f"p={r['p']}, {r['activation']}, {r['dtype']} features; G = Phi Phi^T has "
+              f"lambda_min / lambda_max {r['gram_lambda_min_over_max']:.2g}, "
+              f"{r['eigenvalues_below_float32_cutoff']} eigenvalues below the float32 cut-off "
+              f"n eps32 lambda_max). Features {r['features_s']:.1f} s; process peak RSS "
+              f"{r['peak_rss_mb']:.0f} MB (float64 reference solve included); the lean "
+              f"problem (features + fit) compiled: "
+              f"{r['lean_problem_memory'].get('total_mb', float('nan')):.0f} MB:", '',
+              '| n x n solve | train_mse / var(y) | theta* vs float64 solve (rel.) | fit s | '
+              'fit memory (MB, compiled) |', '|---|---|---|---|---|']
+    for name, label in (('float64_solve', 'float64 (default)'),
+                        ('float32_solve', 'float32 Gram (before issue #30)')):
+      lines.append(f"| {label} | {r[f'{name}_train_mse_over_var_y']:.2g} | "
+                   f"{r[f'{name}_theta_rel_err']:.2g} | {r[f'{name}_s']:.2f} | "
+                   f"{r[f'{name}_memory'].get('total_mb', float('nan')):.0f} |")
   merged = results.get('ttr_merged')
   merged_note = '' if not merged else (
       f" Rows of {', '.join(merged['methods'])} come from a later run (--merge_ttr, load "
@@ -385,15 +451,17 @@ def speedup_lines(results):
 DEFAULT_SIZES = '10x10x1000x4096,20x50x10000x4096,20x100x20000x4096,100x30x30000x4096'
 QUICK_SIZES = '10x10x1000x256,20x20x10000x2048'
 CIFAR_SCALE = (100, 3072, 3072000)  # the paper's CIFAR-10 scale: n = 100, d = 3072, p = 10 dn
-PARTS = ('step', 'memscale', 'ttr')
+PARTS = ('step', 'memscale', 'ttr', 'fit')
+FIT_SIZE = '100x32x3072000'  # configs/rf_cifar.py as shipped: n x image side x p
 
 
 def parse_sizes(text, n_fields, flag, default_chunk=4096):
-  """'NxDxP[xCHUNK],...' (n_fields = 4) or 'NxD,...' (n_fields = 2) -> list of int tuples.
+  """'NxDxP[xCHUNK],...' (n_fields = 4), 'NxSIDExP' (3) or 'NxD,...' (2) -> list of int tuples.
 
   Raises ValueError naming the flag and the accepted form on anything else.
   """
-  form = 'NxDxP[xCHUNK]' if n_fields == 4 else 'NxD'
+  form, example = {4: ('NxDxP[xCHUNK]', '20x50x10000x4096'), 3: ('NxSIDExP', '100x32x3072000'),
+                   2: ('NxD', '10x10')}[n_fields]
   out = []
   for item in text.split(','):
     try:
@@ -404,7 +472,7 @@ def parse_sizes(text, n_fields, flag, default_chunk=4096):
       vals = vals + (default_chunk,)
     if len(vals) != n_fields or min(vals) < 1:
       raise ValueError(f'{flag}: {item!r} is not {form} with positive integers; accepted: a '
-                       f'comma-separated list such as {"20x50x10000x4096" if n_fields == 4 else "10x10"}')
+                       f'comma-separated list such as {example}')
     out.append(vals)
   return out
 
@@ -422,6 +490,9 @@ def parse_args(argv=None):
   ap.add_argument('--memscale_size', default=None,
                   help='memscale part: NxDxP[xCHUNK], compiled only (default: the paper\'s '
                        'CIFAR-10 scale, %dx%dx%d)' % CIFAR_SCALE)
+  ap.add_argument('--fit_size', default=FIT_SIZE,
+                  help='fit part: NxSIDExP, configs/rf_cifar.py\'s data.n, data.image_size '
+                       f'(d = SIDE^2 * 3) and victim.p (default {FIT_SIZE}, as shipped)')
   ap.add_argument('--seeds', type=int, default=3)
   ap.add_argument('--methods', default=','.join(METHODS))
   ap.add_argument('--problems', default='10x10,20x20')
@@ -458,6 +529,11 @@ def parse_args(argv=None):
                        'accepted: one NxDxP[xCHUNK]')
     args.memscale_size = memscale[0]
     args.problems = parse_sizes(args.problems, 2, '--problems')
+    fit_size = parse_sizes(args.fit_size, 3, '--fit_size')
+    if len(fit_size) != 1 or 32 % fit_size[0][1]:
+      raise ValueError(f'--fit_size: {args.fit_size!r}; accepted: one NxSIDExP with SIDE a '
+                       'divisor of 32')
+    args.fit_size = fit_size[0]
   except ValueError as e:
     ap.error(str(e))
   args.parts = parts
@@ -489,11 +565,14 @@ def main(argv=None):
     # Re-run only `--parts`; the other parts' results (and their load averages) are kept.
     with open(previous) as f:
       old = json.load(f)
-    for part, key in (('step', 'step'), ('memscale', 'memory_at_scale'), ('ttr', 'ttr')):
+    for part, key in (('step', 'step'), ('memscale', 'memory_at_scale'), ('ttr', 'ttr'),
+                      ('fit', 'victim_fit')):
       if part not in parts and key in old:
         results[key] = old[key]
-        if part == 'ttr' and 'ttr_max_steps' in old:
-          results['ttr_max_steps'] = old['ttr_max_steps']
+        if part == 'ttr':
+          for extra in ('ttr_max_steps', 'ttr_merged'):
+            if extra in old:
+              results[extra] = old[extra]
         results[f'loadavg_{part}'] = old.get(f'loadavg_{part}', old.get('loadavg_start'))
     if args.merge_ttr and 'ttr' in parts:
       if old.get('ttr_max_steps', args.max_steps) != args.max_steps:
@@ -532,6 +611,10 @@ def main(argv=None):
           r = time_to_reconstruct(n, d, seed, method, budget)
           print(json.dumps(r), flush=True)
           results['ttr'].append(r)
+  if 'fit' in parts:
+    stamp('fit')
+    results['victim_fit'] = victim_fit(*args.fit_size)
+    print(json.dumps(results['victim_fit']), flush=True)
   results['loadavg_end'] = [round(x, 1) for x in os.getloadavg()]
   os.makedirs(args.out, exist_ok=True)
   io.write_json(os.path.join(args.out, 'bench.json'), results)

@@ -47,6 +47,8 @@ def test_parse_sizes_default_chunk_and_errors():
     (['--problems=10'], '--problems'),
     (['--seeds=0'], '--seeds'),
     (['--max_steps=0'], '--max_steps'),
+    (['--fit_size=10x5x400'], '--fit_size'),
+    (['--fit_size=10x4'], '--fit_size'),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, flag, capsys):
   bench = _load_bench()
@@ -69,7 +71,8 @@ def test_render_only_without_results_exits_2(tmp_path, capsys):
 @pytest.mark.slow  # three script subprocesses: the smoke test of scripts/bench.py
 def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
   out = _run('--sizes=8x4x64x32', '--memscale_size=8x4x64', '--problems=4x4',
-             '--methods=adam_lr0.05', '--seeds=1', '--max_steps=200', f'--out={tmp_path}')
+             '--methods=adam_lr0.05', '--seeds=1', '--max_steps=200', '--fit_size=12x4x400',
+             f'--out={tmp_path}')
   assert out.returncode == 0, out.stderr[-2000:]
   with open(tmp_path / 'bench.json') as f:
     res = json.load(f)
@@ -86,9 +89,13 @@ def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
   assert (ttr['method'], ttr['n'], ttr['d'], ttr['p'], ttr['seed']) == ('adam_lr0.05', 4, 4,
                                                                         160, 0)
   assert 1 <= ttr['steps'] <= 200 and res['ttr_max_steps'] == 200
+  fit = res['victim_fit']
+  assert (fit['n'], fit['d'], fit['p'], fit['dataset']) == (12, 48, 400, 'photo_patches')
+  assert fit['float64_solve_train_mse_over_var_y'] <= 1e-6 and fit['float64_solve_s'] > 0
   table = (tmp_path / 'bench.md').read_text()
   assert f"({os.cpu_count()} cores)" in table
   assert '| 8 | 4 | 64 |' in table and '| adam_lr0.05 | 4, 4, 160 | ' in table
+  assert '| float64 (default) |' in table
   assert "CIFAR-10" not in table  # the memory row is labelled with its own size
 
   # --render_only rewrites the same table from the JSON.
@@ -103,5 +110,6 @@ def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
   with open(tmp_path / 'bench.json') as f:
     again = json.load(f)
   assert again['step'] == res['step'] and again['ttr'] == res['ttr']
+  assert again['victim_fit'] == res['victim_fit']
   assert again['ttr_max_steps'] == 200  # the kept part's budget, not this run's default
   assert (again['memory_at_scale']['n'], again['memory_at_scale']['p']) == (6, 96)

@@ -2005,8 +2005,50 @@ claim(PERF, 'Peak memory of one compiled step at the paper\'s CIFAR-10 scale (n=
       'p={3072000}, V alone {36000} MB',
       lambda: tuple(load('bench.json')['memory_at_scale'][k] for k in ('n', 'd', 'p', 'v_mb')))
 claim(PERF, '1/5/15-min load averages (2 cores) when each part started: step: [{0.9}, {1.1}, {1.3}]; '
-      'ttr: [{5.4}, {5.3}, {4.9}].',
-      lambda: (*load('bench.json')['loadavg_step'], *load('bench.json')['loadavg_ttr']))
+      'ttr: [{5.4}, {5.3}, {4.9}]; fit: [{8.4}, {10.7}, {8.4}].',
+      lambda: (*load('bench.json')['loadavg_step'], *load('bench.json')['loadavg_ttr'],
+               *load('bench.json')['loadavg_fit']))
+
+
+def vfit(field, key=None):
+  """bench.json's fit part: the victim fit of configs/rf_cifar.py as shipped."""
+  value = load('bench.json')['victim_fit'][field]
+  return value if key is None else value[key]
+
+
+claim(PERF, 'Victim fit of configs/rf_cifar.py (photo_patches, n={100}, d={3072}, p={3072000}, relu, '
+      'float32 features; G = Phi Phi^T has lambda_min / lambda_max {9.5e-07}, {4} eigenvalues below '
+      'the float32 cut-off n eps32 lambda_max). Features {101.9} s; process peak RSS {4181} MB '
+      '(float64 reference solve included); the lean problem (features + fit) compiled: {2401} MB:',
+      lambda: (vfit('n'), vfit('d'), vfit('p'), vfit('gram_lambda_min_over_max'),
+               vfit('eigenvalues_below_float32_cutoff'), vfit('features_s'), vfit('peak_rss_mb'),
+               vfit('lean_problem_memory', 'total_mb')))
+for _solve, _quote in (('float64_solve', '| float64 (default) | {3.9e-19} | {2.5e-08} | {14.51} | {1278} |'),
+                       ('float32_solve', '| float32 Gram (before issue #30) | {7.5e-05} | {0.15} | '
+                                         '{7.84} | {1231} |')):
+  claim(PERF, _quote, lambda s=_solve: (vfit(f'{s}_train_mse_over_var_y'), vfit(f'{s}_theta_rel_err'),
+                                        vfit(f'{s}_s'), vfit(f'{s}_memory', 'total_mb')))
+claim(PERF, 'a float32 Gram solve left\ntrain_mse / var(y) {7.5e-5}; the float64 one {3.9e-19}, in '
+      '{14.5} s against {7.8} s on 2 shared CPU\ncores',
+      lambda: (vfit('float32_solve_train_mse_over_var_y'), vfit('float64_solve_train_mse_over_var_y'),
+               vfit('float64_solve_s'), vfit('float32_solve_s')))
+claim(RF, 'n = {100} bundled\nphoto patches, d = {3072}, p = {3072000}, relu, float32, memory-lean '
+      'features): G has\nλ_min / λ_max = {9.5e-07}',
+      lambda: (vfit('n'), vfit('d'), vfit('p'), vfit('gram_lambda_min_over_max')))
+claim(RF, 'dropped its {4} weakest eigen-directions',
+      lambda: vfit('eigenvalues_below_float32_cutoff'))
+for _solve, _quote in (('float64_solve', '| float64 (default) | {3.9e-19} | {2.5e-08} | {14.51} |'),
+                       ('float32_solve', '| float32 Gram (before) | {7.5e-05} | {0.15} | {7.84} |')):
+  claim(RF, _quote, lambda s=_solve: (vfit(f'{s}_train_mse_over_var_y'), vfit(f'{s}_theta_rel_err'),
+                                      vfit(f'{s}_s')))
+claim(RF, 'The features take {101.9} s there; the whole lean problem (features and fit, compiled) '
+      'holds\n{2401} MB, the fit alone {1278} MB',
+      lambda: (vfit('features_s'), vfit('lean_problem_memory', 'total_mb'),
+               vfit('float64_solve_memory', 'total_mb')))
+claim(RF, 'of which Φ is 1172 MB (its float64 temporaries {95} MB against\n{47} MB for the float32 '
+      'solve); the script\'s process peaked at {4181} MB',
+      lambda: (vfit('float64_solve_memory', 'temp_mb'), vfit('float32_solve_memory', 'temp_mb'),
+               vfit('peak_rss_mb')))
 claim(PERF, 'budget {20000} steps, {10}x that for the paper\'s scheme): Rows of paper_port (blind '
       'lr) come from a later run (--merge_ttr, load [{5.4}, {5.3}, {4.9}]); the others from the '
       'run with load [{0.8}, {0.8}, {1.1}].',

@@ -1,5 +1,6 @@
 """Issue #17: the min-norm fit and the projection loss are right at the papers' widths
 (p ~ 3e6) in float32; the victim interpolation check; the matmul_precision policy."""
+import functools
 import json
 import os
 import re
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import rf_synthetic
+from configs import rf_cifar, rf_synthetic
 from recon import config as config_lib
 from recon import data, features, pipelines, precision, runs
 from recon.pipelines import random_features as rf_pipeline
@@ -55,10 +56,10 @@ def test_gram_route_matches_float64_pinv_and_cutoff_does_not_depend_on_p():
   theta = np.asarray(precision.min_norm_gram(jnp.asarray(phi), jnp.asarray(y)), np.float64)
   expected = np.linalg.pinv(phi.astype(np.float64)) @ y.astype(np.float64)
   np.testing.assert_allclose(theta, expected, rtol=1e-4, atol=1e-7 * np.abs(expected).max())
-  # The compensated Gram agrees with float64 to float32 rounding.
+  # The Gram is float64 (products of float32 Phi are exact in float64).
   g = np.asarray(precision.gram(jnp.asarray(phi), chunk=512), np.float64)
   g64 = phi.astype(np.float64) @ phi.astype(np.float64).T
-  assert np.abs(g - g64).max() <= 1e-6 * np.abs(g64).max()
+  assert np.abs(g - g64).max() <= 1e-13 * np.abs(g64).max()
   # min_norm_solution takes the Gram route above SVD_MAX_RATIO * n and still interpolates.
   assert phi.shape[1] > precision.SVD_MAX_RATIO * phi.shape[0]
   t = random_features.min_norm_solution(jnp.asarray(phi), jnp.asarray(y))
@@ -83,6 +84,22 @@ def test_interpolation_report_threshold():
   assert bad['victim_interpolates'] is False and bad['train_mse_over_var_y'] == pytest.approx(0.54)
   assert precision.interpolation_report(0.5, y, n=10, p=4)['victim_interpolates'] is None
   assert precision.interpolation_report(0.0, np.ones(3), 3, 9)['victim_interpolates'] is True
+
+
+def test_check_victim_records_the_fits_route_and_solve_dtype_and_says_so(caplog):
+  y = np.array([1.0, -1.0, 1.0, -1.0])
+  with caplog.at_level('INFO'):
+    wide = precision.check_victim(1e-18, y, n=4, p=100, dtype='float32')
+  assert (wide['fit_route'], wide['fit_solve_dtype']) == ('gram', 'float64')
+  lines = [r.getMessage() for r in caplog.records if 'victim fit' in r.getMessage()]
+  assert len(lines) == 1 and 'float64' in lines[0] and 'float32 (run.dtype)' in lines[0]
+  caplog.clear()
+  with caplog.at_level('INFO'):
+    near = precision.check_victim(1e-18, y, n=4, p=20, dtype='float32')  # p <= 8n: the SVD
+    same = precision.check_victim(1e-18, y, n=4, p=100, dtype='float64')
+  assert (near['fit_route'], near['fit_solve_dtype']) == ('svd', 'float32')
+  assert (same['fit_route'], same['fit_solve_dtype']) == ('gram', 'float64')
+  assert not [r for r in caplog.records if 'victim fit' in r.getMessage()]
 
 
 def _tiny(tmp_path, overrides):
@@ -139,32 +156,93 @@ def test_a_victim_that_does_not_interpolate_is_recorded(tmp_path, monkeypatch):
   m = _tiny(tmp_path, {'victim.p': 123, 'attack.max_steps': 10})['metrics']
   assert m['victim_interpolates'] is False
   assert m['train_mse_over_var_y'] > 1e-2 and m['interpolation_tol'] == 1e-6
+  assert (m['fit_route'], m['fit_solve_dtype']) == ('gram', 'float64')  # p = 123 > 8 n
 
 
 def test_the_gram_fits_refinement_is_what_brings_the_residual_to_the_rounding_floor():
-  """Without the refinement steps the float32 Gram route leaves train_mse / var(y) ~ 1e-9
-  (n = 100, d = 16, p = 6400, relu, mildly correlated rows); with them ~ 1e-13."""
-  k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
-  x = 0.3 * jax.random.normal(k1, (1, 16)) + 0.7 * jax.random.normal(k2, (100, 16))
-  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * 4.0
-  phi = features.rf_features(features.random_weights(k3, 6400, 16), x, 'relu')
-  y = jax.random.normal(k1, (100,))
+  """float64 Phi with cond(G) = 1e12 (singular values 1 .. 1e-6): the float64 eigen-solve alone
+  leaves train_mse / var(y) ~ 1e-10 (eigh loses eps64 * cond(G)); the refinement against Phi
+  ~ 1e-20 (measured)."""
+  rng = np.random.default_rng(0)
+  u = np.linalg.qr(rng.standard_normal((20, 20)))[0]
+  w = np.linalg.qr(rng.standard_normal((2000, 20)))[0]
+  phi = (u * np.logspace(0, -6, 20)) @ w.T
+  y = rng.standard_normal(20)
 
   def residual(theta):
-    r = np.asarray(phi, np.float64) @ np.asarray(theta, np.float64) - np.asarray(y, np.float64)
-    return float(np.mean(r ** 2) / np.var(np.asarray(y, np.float64)))
+    return float(np.mean((phi @ np.asarray(theta) - y) ** 2) / np.var(y))
 
-  unrefined = residual(precision.min_norm_gram(phi, y, refine_steps=0))
-  refined = residual(precision.min_norm_gram(phi, y))
-  assert refined < 1e-12 and unrefined > 100 * refined
-  # The public fit takes the Gram route at this width and is refined too.
-  assert residual(random_features.min_norm_solution(phi, y)) < 1e-12
+  with jax.enable_x64(True):
+    unrefined = residual(precision.min_norm_gram(jnp.asarray(phi), jnp.asarray(y), refine_steps=0))
+    refined = residual(precision.min_norm_gram(jnp.asarray(phi), jnp.asarray(y)))
+    # The public fit takes the Gram route at this width and is refined too.
+    public = residual(random_features.min_norm_solution(jnp.asarray(phi), jnp.asarray(y)))
+  assert refined < 1e-17 and unrefined > 1e4 * refined and public == refined
+
+
+def _photo_patch_features(n, size, p):
+  """relu features of n bundled photo patches (size x size x 3)."""
+  c = rf_cifar.get_config()
+  c.data.n, c.data.image_size = n, size
+  keys = runs.split_keys(0)
+  x, y, _ = data.load(c.data, keys['data'], jnp.float32)
+  phi = jax.jit(lambda k, x: features.rf_features(
+      features.random_weights(k, p, x.shape[1]), x, 'relu'))(keys['model'], x)
+  return phi, y
+
+
+def test_the_fit_interpolates_correlated_photo_patches_where_a_float32_solve_does_not():
+  """Issue #30: 100 photo patches (8 x 8 x 3) are correlated: G = Phi Phi^T (p = 5000, relu)
+  has lambda_min / lambda_max 2.7e-7 while cond(Phi) is only 1.9e3. A float32 Gram solve with
+  the cut-off n eps32 lambda_max drops the weakest eigen-directions: train_mse / var(y) 9.9e-5
+  (measured). The float64 solve on the same float32 Phi: 2.4e-16, and theta* agrees with a
+  float64 solve to 2.6e-8 (float32 rounding)."""
+  phi, y = _photo_patch_features(100, 8, 5000)
+  var = float(jnp.var(y))
+  mse = jax.jit(random_features.train_mse)
+  fit = jax.jit(random_features.min_norm_solution)(phi, y)
+  assert fit.dtype == jnp.float32
+  assert float(mse(phi, fit, y)) <= 1e-12 * var
+  old = jax.jit(functools.partial(precision.min_norm_gram, solve_dtype='float32'))(phi, y)
+  assert float(mse(phi, old, y)) > 1e-6 * var
+  p64, y64 = np.asarray(phi, np.float64), np.asarray(y, np.float64)
+  expected = p64.T @ np.linalg.solve(p64 @ p64.T, y64)
+  err = np.linalg.norm(np.asarray(fit, np.float64) - expected) / np.linalg.norm(expected)
+  assert err < 1e-6
+  # Batched (as sweeps call it) the solve is float64 too.
+  batched = jax.jit(jax.vmap(random_features.min_norm_solution))(phi[None], y[None])[0]
+  np.testing.assert_array_equal(np.asarray(batched), np.asarray(fit))
+
+
+@pytest.mark.slow  # ~N s on 2 CPU cores
+def test_the_shipped_cifar_config_victim_interpolates_at_n100_d3072():
+  """configs/rf_cifar.py as shipped (photo patches, n = 100, d = 3072, p = 10 d n = 3 072 000,
+  relu, float32, memory-lean features): the fit only, as `run_lean` computes it. Before
+  issue #30 (float32 Gram solve): train_mse / var(y) 7.5e-5, the victim did not interpolate."""
+  c = rf_cifar.get_config()
+  assert (c.data.n, c.data.d, c.victim.p, c.run.dtype) == (100, 3072, 3_072_000, 'float32')
+  assert rf_pipeline.use_lean_features(c, jnp.float32)
+  keys = runs.split_keys(c.seed)
+  x, y, _ = data.load(c.data, keys['data'], jnp.float32)
+  chunk, n_chunks = rf_pipeline.lean_layout(c.victim.p, c.victim.feature_chunk)
+  prob = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem_lean(
+      k, x, y, p=c.victim.p, activation=c.victim.activation, chunk=chunk, n_chunks=n_chunks,
+      rng=c.victim.weight_rng))(keys, x, y)
+  assert prob['theta'].dtype == jnp.float32
+  report = precision.check_victim(float(prob['train_mse']), y, c.data.n, c.victim.p, c.run.dtype)
+  assert report['victim_interpolates'] is True
+  assert report['train_mse_over_var_y'] < 1e-12
+  assert (report['fit_route'], report['fit_solve_dtype']) == ('gram', 'float64')
 
 
 def test_the_compensated_gram_error_does_not_grow_with_the_number_of_chunks():
-  """4096 chunks of same-sign products: plain float32 summation drifts to ~2e-6 of G
-  (measured), the Kahan-compensated sum stays at ~3e-8."""
+  """4096 chunks of same-sign products summed in float32 (`solve_dtype` float32): plain
+  summation drifts to ~2e-6 of G (measured), the Kahan-compensated sum stays at ~3e-8. The
+  default sums float64 products (~1e-16)."""
   phi = jnp.abs(jax.random.normal(jax.random.PRNGKey(0), (4, 2 ** 18)))
   exact = np.asarray(phi, np.float64) @ np.asarray(phi, np.float64).T
-  g = np.asarray(precision.gram(phi, chunk=64), np.float64)
+  g = np.asarray(precision.gram(phi, chunk=64, solve_dtype='float32'), np.float64)
   assert np.abs(g - exact).max() / np.abs(exact).max() < 2e-7
+  g = precision.gram(phi, chunk=64)
+  assert g.dtype == jnp.float64
+  assert np.abs(np.asarray(g) - exact).max() / np.abs(exact).max() < 1e-13

@@ -20,9 +20,10 @@ def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
 
   p <= SVD_MAX_RATIO * n (near-square, where Phi may be rank-deficient or close to it):
   the thin SVD with numpy's cut-off max(n, p) * eps * s_max. Wider: the n x n Gram route
-  `recon.precision.min_norm_gram` (compensated Gram, cut-off n * eps * lambda_max set by n
-  and the dtype, iterative refinement against Phi), which stays at the rounding floor at
-  p = 3e6 in float32 where the SVD's p-dependent cut-off dropped half the spectrum.
+  `recon.precision.min_norm_gram` (Gram, eigen-solve and residuals in float64 on Phi in its
+  own dtype, cut-off set by n and the dtypes, iterative refinement against Phi), which stays
+  at the rounding floor at p = 3e6 in float32 where the SVD's p-dependent cut-off dropped
+  half the spectrum, and on correlated inputs (cond(G) ~ 1e6) where a float32 Gram did not.
   Valid for p < n, p = n and p > n. `n_features` (default p, may be traced): the number of
   non-zero-padded columns, so that a Phi padded with zero columns has the cut-off of the
   unpadded one (SVD route; the Gram route's cut-off does not depend on p).
@@ -41,8 +42,9 @@ def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
 
 
 def train_mse(phi: Array, theta: Array, y: Array) -> Array:
-  """Mean squared error of phi(x)^T theta on the training set."""
-  return jnp.mean((jnp.matmul(phi, theta, precision=precision.HIGHEST) - y) ** 2)
+  """Mean squared error of phi(x)^T theta on the training set (Phi theta summed in float64,
+  `recon.precision.train_residual`), in Phi's dtype."""
+  return precision.train_residual(phi, theta, y)
 
 
 # f(x) = sigma(V x)^T theta with theta* = Phi^+ y (recon/pipelines/random_features.py); a
