@@ -24,14 +24,9 @@ import tempfile
 import time
 from typing import Any, Dict, Optional
 
-from absl import app, flags
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(ROOT, 'notebooks', 'audit.ipynb')
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string('out', 'results', 'Folder of notebook_timing.{json,md}.')
-flags.DEFINE_integer('repeats', 2, 'How many times the notebook is executed.')
 
 
 def kernel_env(**extra: str) -> Dict[str, str]:
@@ -134,10 +129,17 @@ def render(record: Dict[str, Any]) -> str:
   return '\n'.join(lines) + '\n'
 
 
-def main_(argv):
-  del argv
-  run_all(FLAGS.out, FLAGS.repeats)
+def main(argv=None):
+  # argparse, not absl flags: tests import several scripts into one process, and absl's
+  # global flag names ('out') would collide.
+  import argparse  # pylint: disable=import-outside-toplevel
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--out', default='results', help='folder of notebook_timing.{json,md}')
+  parser.add_argument('--repeats', type=int, default=2,
+                      help='how many times the notebook is executed')
+  args = parser.parse_args(argv)
+  run_all(args.out, args.repeats)
 
 
 if __name__ == '__main__':
-  app.run(main_)
+  main()
