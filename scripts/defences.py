@@ -106,6 +106,7 @@ NET_GRID = {'dp': NET_DP, 'release_noise': (1e-2, 1e-1), 'weight_decay': (1e-2, 
 # The adaptive attack against weight decay (attack.init_in_span): its victims and strengths
 # (0: the undefended victim, attacked adaptively).
 ADAPTIVE = {'rf_gd': (0.0, 1e-2, 1e-1), 'mse_digits': (0.0, 1e-2, 1e-1)}
+ADAPTIVE_RF_RATIOS = (4,)  # rf_gd's adaptive runs: p_L = 4 dn only (the CPU budget)
 NET_SIZES = dict(n=4, ratio=10.0, seeds=5, attack_steps=4000, dp_steps=200, train_max_steps=None)
 TINY_NET_SIZES = dict(n=4, ratio=10.0, seeds=1, attack_steps=100, dp_steps=20, train_max_steps=20)
 TINY_NET_GRID = {'mse_digits': {'dp': (8.0,), 'weight_decay': (1e-1,)}}
@@ -265,7 +266,7 @@ def adaptive_rf_points(adaptive: Dict[str, tuple], sizes: Dict[str, Any]) -> Lis
   return [dict(n=sizes['n'], d=sizes['d'], victim='rf_gd', defence='weight_decay',
                strength=float(s), ratio=ratio, seed=seed, attack='adaptive')
           for s in adaptive.get('rf_gd', ()) for ratio in sizes['ratios']
-          for seed in sizes['seeds']]
+          if ratio in ADAPTIVE_RF_RATIOS for seed in sizes['seeds']]
 
 
 def write_records(path: str, records: List[Dict[str, Any]], meta: Dict[str, Any]) -> None:

@@ -228,6 +228,7 @@ def test_init_in_span_needs_a_networks_victim_with_its_init():
   config_lib.validate(_network_config(**{'attack.init_in_span': True}))
 
 
+@pytest.mark.slow
 def test_weight_decay_leaves_the_init_outside_the_span_and_init_in_span_removes_it(tmp_path):
   """Random features trained by GD with decay: theta = W(T) - W(0) = -(1 - (1 - lr wd)^T) W(0)
   + Phi(X)^T a, so the loss at the true rows is far from 0 for the plain attack and ~0 once
