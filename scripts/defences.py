@@ -70,7 +70,7 @@ FLAGS = flags.FLAGS
 GRID = {
     ('rf_gd', 'dp'): (1e7, 1e6, 1e5, 64.0, 16.0, 8.0, 4.0, 1.0),
     ('rf', 'release_noise'): (1e-3, 1e-2, 3e-2, 1e-1),
-    ('rf_gd', 'weight_decay'): (1e-2, 1e-1),
+    ('rf_gd', 'weight_decay'): (1e-2, 1e-1, 1.0),
     ('rf_gd', 'release_noise'): (1e-2, 1e-1),
 }
 # The order runs go in (all seeds and widths of a chunk together): the bracket first.
@@ -105,7 +105,7 @@ NET_DP = (1e6, 1e4, 1e3, 64.0, 16.0, 8.0, 4.0, 1.0)
 NET_GRID = {'dp': NET_DP, 'release_noise': (1e-2, 1e-1), 'weight_decay': (1e-2, 1e-1)}
 # The adaptive attack against weight decay (attack.init_in_span): its victims and strengths
 # (0: the undefended victim, attacked adaptively).
-ADAPTIVE = {'rf_gd': (0.0, 1e-2, 1e-1), 'mse_digits': (0.0, 1e-2, 1e-1)}
+ADAPTIVE = {'rf_gd': (0.0, 1e-2, 1e-1, 1.0), 'mse_digits': (0.0, 1e-2, 1e-1)}
 ADAPTIVE_RF_RATIOS = (4,)  # rf_gd's adaptive runs: p_L = 4 dn only (the CPU budget)
 NET_SIZES = dict(n=4, ratio=10.0, seeds=5, attack_steps=4000, dp_steps=200, train_max_steps=None)
 TINY_NET_SIZES = dict(n=4, ratio=10.0, seeds=1, attack_steps=100, dp_steps=20, train_max_steps=20)
