@@ -36,9 +36,11 @@ prior's success kappa = 2 n P(cap of relative radius 0.1) (n candidates, either 
 
 Sizes are kept small for a shared 2-core CPU: n = 8, d = 8, p_L in {4, 10} d n, seeds
 100-104 (no attack setting was tuned here: the attack is configs/rf_synthetic.py's; seed 7
-located the range of the DP grid). 180 runs, 25 minutes on 2 shared CPU cores.
+located the range of the DP grid). 180 runs, 25 minutes on 2 shared CPU cores; the nets and
+the adaptive attack about 10 s a run more (docs/defences.md has the counts).
 
-    python -m scripts.defences               # the grid (25 min to an hour on 2 CPU cores)
+    python -m scripts.defences               # the grid (about an hour on 2 CPU cores)
+    python -m scripts.defences --nets=mse_digits,ce_digits,mse_lfw   # the nets measured
     python -m scripts.defences --tiny --out=/tmp/defences
 """
 from __future__ import annotations
