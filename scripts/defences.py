@@ -381,8 +381,8 @@ def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dic
   cur = curves(records)
   lines = ['# Defences against the reconstruction attack', '',
            'Regenerate: `python -m scripts.defences` (resumable; `--render_only`). Per point: mean '
-           'over seeds of frac_recovered (rows within 0.1), recon_error, the projection loss at the '
-           'true rows (a diagnostic, never an attack input), the runs certified '
+           'over seeds of frac_recovered (rows within 0.1), recon_error, the projection loss at '
+           'the true rows (a diagnostic, never an attack input), the runs certified '
            '(false: certified with a row not recovered), the utility of the released victim. '
            'epsilon from the RDP accountant (dp_accounting) at delta = 1e-5. ReRo bound: Hayes '
            'et al. (2023), the most any attack recovers a row under the mechanism (GDP form; '
