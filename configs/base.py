@@ -126,6 +126,10 @@ def attack() -> ml_collections.ConfigDict:
   # Trained networks: which parameters are read and what the attacker knows.
   c.jacobian_at = 'trained'  # or 'init_and_trained' / 'midpoint' (need knows_init)
   c.knows_init = True
+  # The adaptive attack against weight decay (docs/defences.md): True adds the initial head
+  # W_L(0) to the features' span (projected out of theta and of every feature row), since
+  # GD with decay leaves -(1 - (1 - lr wd)^T) W_L(0) in W_L(T) - W_L(0). Needs knows_init.
+  c.init_in_span = False
   c.knows_n = True
   # Subspace-aware reconstruction (objective 'unified'; docs/subspace.md).
   c.subspace = 'none'  # 'none' | 'known' | 'estimated' (from dW1)

@@ -130,6 +130,7 @@ SCHEMA: Dict[str, Any] = {
         lbfgs_linesearch_steps=_positive_int(),
         jacobian_at=Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
         knows_init=Spec(bool),
+        init_in_span=Spec(bool),
         knows_n=Spec(bool),
         # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py).
         subspace=Spec(str, choices=SUBSPACE_MODES),
@@ -363,7 +364,8 @@ def trained_networks() -> tuple:
 
 def check_defences(fields: Dict[str, Any]) -> None:
   """The defences (victim.train.dp, victim.release_noise) apply to the victims they name,
-  trained here (no victim.checkpoint, not the subspace pipeline); DP needs one noise source."""
+  trained here (no victim.checkpoint, not the subspace pipeline); DP needs one noise source;
+  the adaptive attack against weight decay (attack.init_in_span) needs a network's W_L(0)."""
   model, noise = fields['victim.name'], fields['victim.release_noise']
   dp_on = fields['victim.train.dp.mode'] == 'on'
   if dp_on and model not in trained_networks():
@@ -386,6 +388,11 @@ def check_defences(fields: Dict[str, Any]) -> None:
   if dp_on and len(given) != 1:
     raise ConfigError(f"config.victim.train.dp: {' and '.join(given) or 'neither'} of "
                       "noise_multiplier, target_epsilon given with mode 'on'; accepted: one")
+  networks = tuple(n for n, v in registry.items('victim') if v.pipeline == 'networks')
+  if fields['attack.init_in_span'] and not (fields['attack.knows_init'] and model in networks):
+    raise ConfigError(f'config.attack.init_in_span: True for victim.name {model!r} with '
+                      f"attack.knows_init {fields['attack.knows_init']}; accepted: False, or True "
+                      f"with attack.knows_init=True and victim.name in {', '.join(networks)}")
   batch = fields['victim.train.dp.batch_size']
   if dp_on and batch is not None and batch > fields['data.n']:
     raise ConfigError(f'config.victim.train.dp.batch_size: {batch} > data.n; accepted: None '

@@ -12,6 +12,18 @@ attack: Adam, cosine decay, escalation; the certificate where it is computed):
   rf      random features fitted in closed form (theta* = Phi^+ y, p = ratio * d n). Defence:
             release_noise  output perturbation of theta* (relative Gaussian noise)
 
+Two-layer nets trained by GD (`NETS`: scripts/network_law.py's two_layer_mse / _ce /
+_logistic victims on digits 4x4 and lfw_faces 5x5, n = 4, p_L = 10 dn; --nets picks them),
+attacked as network_law attacks them (the stacked W(0)/W(T) Jacobian rows, or their midpoint,
+and the learning rate its shadow calibration chose: `NET_SETTINGS`), under dp (DP-SGD,
+exactly 200 full-batch steps), release_noise and weight_decay. Reported seeds: the first 5
+whose images are disjoint from network_law's shadow victims (`net_seeds`).
+
+The adaptive attack against weight decay (`ADAPTIVE`: rf_gd and mse_digits): the same attack
+with attack.init_in_span=True, which adds W_L(0) to the features' span (GD with decay leaves
+-(1 - (1 - lr wd)^T) W_L(0) in theta); its records carry attack='adaptive' and its curves are
+'weight_decay+adaptive' (strength 0 included: the undefended victim attacked adaptively).
+
 For every (victim, defence, strength, ratio, seed) one run (`recon.main.execute`, in process)
 records frac_recovered (rows within 0.1), recon_error, certified, the loss and the utility
 (train / held-out loss and accuracy for rf_gd; train / held-out MSE and sign accuracy for rf).
@@ -24,9 +36,11 @@ prior's success kappa = 2 n P(cap of relative radius 0.1) (n candidates, either 
 
 Sizes are kept small for a shared 2-core CPU: n = 8, d = 8, p_L in {4, 10} d n, seeds
 100-104 (no attack setting was tuned here: the attack is configs/rf_synthetic.py's; seed 7
-located the range of the DP grid). 180 runs, 25 minutes on 2 shared CPU cores.
+located the range of the DP grid). 180 runs, 25 minutes on 2 shared CPU cores; the nets and
+the adaptive attack about 10 s a run more (docs/defences.md has the counts).
 
-    python -m scripts.defences               # the grid (25 min to an hour on 2 CPU cores)
+    python -m scripts.defences               # the grid (about an hour on 2 CPU cores)
+    python -m scripts.defences --nets=mse_digits,ce_digits,mse_lfw   # the nets measured
     python -m scripts.defences --tiny --out=/tmp/defences
 """
 from __future__ import annotations
@@ -46,7 +60,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
-from recon import compile_cache, host, io, machine, main as recon_main
+from recon import compile_cache, data, host, io, machine, main as recon_main, runs
+from scripts import network_law
 from recon.models import privacy
 
 FLAGS = flags.FLAGS
@@ -69,17 +84,94 @@ TINY_GRID = {('rf_gd', 'dp'): (8.0,), ('rf', 'release_noise'): (1e-2,),
 SIZES = dict(n=8, d=8, ratios=(4, 10), seeds=tuple(range(100, 105)), attack_steps=5000,
              train_steps=1000)
 TINY_SIZES = dict(n=3, d=4, ratios=(4,), seeds=(100,), attack_steps=100, train_steps=20)
+# Two-layer nets trained by GD (scripts/network_law.py's victims: n = 4 images, digits 4x4 or
+# lfw_faces 5x5 on the sqrt(d)-sphere, p_L = 10 dn), attacked as network_law attacks them: the
+# Jacobian point and the attack's learning rate chosen there on shadow victims
+# (results/network_law.json 'calibration'; nothing is chosen here), Adam with escalation, a
+# 4000-step budget (network_law's for RF and the ResNet; its 12000-40000 for the nets do not
+# fit the 2-core budget of this grid, and a defended run never reaches tol). DP-SGD: exactly
+# NET_SIZES['dp_steps'] full-batch steps (the undefended nets reach their tol in 7-235).
+NETS = {  # name: (network_law victim kind, data set), in the order they run
+    'mse_digits': ('two_layer_mse', 'digits'), 'ce_digits': ('two_layer_ce', 'digits'),
+    'mse_lfw': ('two_layer_mse', 'lfw_faces'), 'logistic_digits': ('two_layer_logistic', 'digits'),
+    'ce_lfw': ('two_layer_ce', 'lfw_faces'), 'logistic_lfw': ('two_layer_logistic', 'lfw_faces')}
+# results/network_law.json calibration['<kind>/<data set>/n4']['chosen'] (shadow seeds >= 1000).
+NET_SETTINGS = {
+    'mse_digits': {'lr': 0.05, 'jacobian_at': 'init_and_trained'},
+    'ce_digits': {'lr': 0.02, 'jacobian_at': 'init_and_trained'},
+    'mse_lfw': {'lr': 0.05, 'jacobian_at': 'midpoint'},
+    'logistic_digits': {'lr': 0.02, 'jacobian_at': 'init_and_trained'},
+    'ce_lfw': {'lr': 0.05, 'jacobian_at': 'init_and_trained'},
+    'logistic_lfw': {'lr': 0.05, 'jacobian_at': 'init_and_trained'}}
+NET_DP = (1e6, 1e3, 64.0, 16.0, 8.0, 4.0, 1.0)
+NET_GRID = {'dp': NET_DP, 'release_noise': (1e-2, 1e-1), 'weight_decay': (1e-2, 1e-1)}
+# The adaptive attack against weight decay (attack.init_in_span): its victims and strengths
+# (0: the undefended victim, attacked adaptively).
+ADAPTIVE = {'rf_gd': (0.0, 1e-2, 1e-1), 'mse_digits': (0.0, 1e-2, 1e-1)}
+ADAPTIVE_RF_RATIOS = (4,)  # rf_gd's adaptive runs: p_L = 4 dn only (the CPU budget)
+NET_SIZES = dict(n=4, ratio=10.0, seeds=5, attack_steps=4000, dp_steps=200, train_max_steps=None)
+TINY_NET_SIZES = dict(n=4, ratio=10.0, seeds=1, attack_steps=100, dp_steps=20, train_max_steps=20)
+TINY_NET_GRID = {'mse_digits': {'dp': (8.0,), 'weight_decay': (1e-1,)}}
+TINY_ADAPTIVE = {'mse_digits': (1e-1,)}
 DELTA = 1e-5
 THRESHOLD = 0.1  # run.recovered_threshold
 
 
 def point_key(r: Dict[str, Any]) -> tuple:
   return (r['victim'], r['defence'], float(r['strength']), int(r['n']), int(r['d']),
-          float(r['ratio']), int(r['seed']))
+          float(r['ratio']), int(r['seed']), r.get('attack', 'default'))
 
 
-def config_for(pt: Dict[str, Any], sizes: Dict[str, Any]):
-  """The run's config: configs/rf_synthetic.py at the point's size, victim and defence."""
+def net_config(pt: Dict[str, Any], net_sizes: Dict[str, Any]):
+  """A two-layer net's config: scripts/network_law.py's victim and attack at the point."""
+  kind, dataset = NETS[pt['victim']]
+  c, _ = network_law.make_config(kind, dataset, pt['ratio'], pt['seed'], pt['n'],
+                                 net_sizes['attack_steps'], NET_SETTINGS[pt['victim']])
+  c.update_from_flattened_dict({'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0,
+                                'run.recovered_threshold': THRESHOLD})
+  if net_sizes['train_max_steps']:
+    c.victim.train.max_steps = net_sizes['train_max_steps']
+  if pt['defence'] == 'dp':
+    c.victim.train.max_steps = net_sizes['dp_steps']
+  return c
+
+
+def net_seeds(victim: str, count: int) -> List[int]:
+  """The first `count` seeds >= 0 whose images are disjoint from network_law's shadow victims
+  (the calibration's seeds >= 1000): the attack was chosen on images these never show."""
+  kind, dataset = NETS[victim]
+  cfg, _ = network_law.make_config(kind, dataset, 10.0, 0, NET_SIZES['n'], 1, {})
+
+  def indices(seed):
+    _, _, meta = data.load(cfg.data, runs.split_keys(seed)['data'])
+    return set(int(i) for i in np.asarray(meta['indices']))
+
+  shadows = network_law.shadow_seeds(kind, dataset, NET_SIZES['n'], (0, 1, 2),
+                                     network_law.shadow_count(kind))['seeds']
+  taken = set().union(*(indices(s) for s in shadows))
+  return [s for s in range(200) if not indices(s) & taken][:count]
+
+
+def config_for(pt: Dict[str, Any], sizes: Dict[str, Any],
+               net_sizes: Optional[Dict[str, Any]] = None):
+  """The run's config: configs/rf_synthetic.py at the point's size, victim and defence (a
+  two-layer net: `net_config`); attack 'adaptive': attack.init_in_span."""
+  c = (net_config(pt, net_sizes or NET_SIZES) if pt['victim'] in NETS else
+       rf_config(pt, sizes))
+  s = pt['strength']
+  if pt['defence'] == 'dp':
+    c.update_from_flattened_dict({'victim.train.dp.mode': 'on', 'victim.train.dp.delta': DELTA,
+                                  'victim.train.dp.target_epsilon': float(s)})
+  elif pt['defence'] == 'weight_decay':
+    c.victim.train.weight_decay = float(s)
+  elif pt['defence'] == 'release_noise':
+    c.victim.release_noise = float(s)
+  c.attack.init_in_span = pt.get('attack', 'default') == 'adaptive'
+  return c
+
+
+def rf_config(pt: Dict[str, Any], sizes: Dict[str, Any]):
+  """configs/rf_synthetic.py at the point's size and victim (rf or rf_gd)."""
   c = rf_synthetic.get_config()
   n, d = pt['n'], pt['d']
   width = int(pt['ratio'] * d * n)
@@ -91,22 +183,15 @@ def config_for(pt: Dict[str, Any], sizes: Dict[str, Any]):
   if pt['victim'] == 'rf_gd':
     c.update_from_flattened_dict({'victim.name': 'random_features_gd', 'victim.width': width,
                                   'victim.train.max_steps': sizes['train_steps']})
-  s = pt['strength']
-  if pt['defence'] == 'dp':
-    c.update_from_flattened_dict({'victim.train.dp.mode': 'on', 'victim.train.dp.delta': DELTA,
-                                  'victim.train.dp.target_epsilon': float(s)})
-  elif pt['defence'] == 'weight_decay':
-    c.victim.train.weight_decay = float(s)
-  elif pt['defence'] == 'release_noise':
-    c.victim.release_noise = float(s)
   return c
 
 
-def run_point(pt: Dict[str, Any], sizes: Dict[str, Any]) -> Dict[str, Any]:
+def run_point(pt: Dict[str, Any], sizes: Dict[str, Any],
+              net_sizes: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """One run; the record: the point, recovery, certificate and the victim's utility."""
   with tempfile.TemporaryDirectory() as workdir:
     t = time.time()
-    status = recon_main.execute(config_for(pt, sizes), os.path.join(workdir, 'run'))
+    status = recon_main.execute(config_for(pt, sizes, net_sizes), os.path.join(workdir, 'run'))
     seconds = time.time() - t
     if status != 0:
       raise RuntimeError(f'run {pt} exited with status {status}')
@@ -117,8 +202,10 @@ def run_point(pt: Dict[str, Any], sizes: Dict[str, Any]) -> Dict[str, Any]:
   rec = dict(pt, frac_recovered=m['frac_recovered'], recon_error=m['recon_error'],
              final_loss=m['final_loss'], certified=m.get('certified'),
              loss_at_truth=m.get('projection_loss_at_truth'), seconds=seconds,
-             steps=m['steps'], device=summary.get('device'))
-  if pt['victim'] == 'rf_gd':
+             steps=m['steps'], device=summary.get('device'),
+             train_steps=m.get('train_steps'), jacobian_at=m.get('jacobian_at'),
+             init_in_span=m.get('init_in_span'))
+  if pt['victim'] != 'rf':
     rec['train_loss'] = util.get('train', {}).get('loss', m.get('train_final_loss'))
     rec['train_accuracy'] = util.get('train', {}).get('accuracy')
     rec['held_out_loss'] = util.get('held_out', {}).get('loss')
@@ -153,6 +240,37 @@ def points(grid, sizes) -> List[Dict[str, Any]]:
   return out
 
 
+def net_points(net_grid: Dict[str, Dict[str, tuple]], adaptive: Dict[str, tuple],
+               net_sizes: Dict[str, Any], seeds_of) -> List[Dict[str, Any]]:
+  """The two-layer nets' runs, most informative first: per net its undefended victim, the
+  DP points down to epsilon 64, release noise, weight decay (and the adaptive attack), then
+  every net's epsilon below 64. seeds_of(victim) -> the reported seeds."""
+  first, later = [], []
+  for victim, grid in net_grid.items():
+    kind, dataset = NETS[victim]
+    side = network_law.image_side(dataset)
+    base = dict(victim=victim, n=net_sizes['n'], d=side * side, ratio=net_sizes['ratio'])
+    seeds = seeds_of(victim)
+    add = lambda to, **kw: to.extend(dict(base, seed=s, **kw) for s in seeds)  # noqa: E731
+    add(first, defence='none', strength=0.0)
+    for s in grid.get('dp', ()):
+      add(first if s >= 64 else later, defence='dp', strength=float(s))
+    for defence in ('release_noise', 'weight_decay'):
+      for s in grid.get(defence, ()):
+        add(first, defence=defence, strength=float(s))
+    for s in adaptive.get(victim, ()):
+      add(first, defence='weight_decay', strength=float(s), attack='adaptive')
+  return first + later
+
+
+def adaptive_rf_points(adaptive: Dict[str, tuple], sizes: Dict[str, Any]) -> List[Dict[str, Any]]:
+  """rf_gd under weight decay, attacked adaptively (attack.init_in_span)."""
+  return [dict(n=sizes['n'], d=sizes['d'], victim='rf_gd', defence='weight_decay',
+               strength=float(s), ratio=ratio, seed=seed, attack='adaptive')
+          for s in adaptive.get('rf_gd', ()) for ratio in sizes['ratios']
+          if ratio in ADAPTIVE_RF_RATIOS for seed in sizes['seeds']]
+
+
 def write_records(path: str, records: List[Dict[str, Any]], meta: Dict[str, Any]) -> None:
   io.write_text(path, '{"meta": ' + json.dumps(io.normalized(meta)) + ',\n"records": [\n'
                 + ',\n'.join(json.dumps(io.normalized(r)) for r in records) + '\n]}\n')
@@ -174,7 +292,7 @@ def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
   false certificates (certified with a row not recovered)."""
   groups: Dict[tuple, Dict[float, list]] = {}
   for r in records:
-    groups.setdefault((r['victim'], r['defence'], r['n'], r['d'], r['ratio']), {}).setdefault(
+    groups.setdefault((r['victim'], defence_of(r), r['n'], r['d'], r['ratio']), {}).setdefault(
         float(r['strength']), []).append(r)
   out = {}
   for (victim, defence, n, d, ratio), by_s in groups.items():
@@ -182,8 +300,9 @@ def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
       continue
     base = groups.get((victim, 'none', n, d, ratio), {}).get(0.0, [])
     rows = []
-    for s, rs in [(0.0, base)] + sorted(by_s.items(), key=lambda kv: kv[0] *
-                                        (-1 if defence == 'dp' else 1)):
+    shared = [] if 0.0 in by_s else [(0.0, base)]  # the adaptive attack has its own
+    for s, rs in shared + sorted(by_s.items(), key=lambda kv: kv[0] *
+                                 (-1 if defence == 'dp' else 1)):
       if not rs:
         continue
       agg = {'strength': s, 'seeds': len(rs),
@@ -194,12 +313,39 @@ def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
                                     for r in rs)}
       for name in ('frac_recovered', 'recon_error', 'train_loss', 'train_accuracy',
                    'held_out_loss', 'held_out_accuracy', 'train_mse', 'held_out_mse',
-                   'held_out_sign_accuracy', 'seconds', 'final_loss'):
+                   'held_out_sign_accuracy', 'seconds', 'final_loss', 'dp_steps',
+                   'loss_at_truth'):
         agg[name] = _mean(rs, name)
       agg['half_back_seeds'] = sum(r['frac_recovered'] >= 0.5 for r in rs)
       rows.append(agg)
     out[(victim, defence, n, d, ratio)] = rows
   return out
+
+
+def certificates(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+  """Per victim: its defended runs (strength > 0), how many were certified, how many of those
+  falsely (a row not recovered), and whether its pipeline computes a certificate at all."""
+  out = {}
+  for victim in VICTIM_ORDER:
+    rs = [r for r in records if r['victim'] == victim]
+    if not rs:
+      continue
+    defended = [r for r in rs if r['defence'] != 'none' and r['strength'] > 0]
+    out[victim] = {
+        'runs': len(rs), 'defended_runs': len(defended),
+        'certificate_computed': any(r.get('certified') is not None for r in rs),
+        'certified': sum(bool(r.get('certified')) for r in defended),
+        'false_certified': sum(bool(r.get('certified')) and r['frac_recovered'] < 1.0
+                               for r in defended)}
+  return out
+
+
+def defence_of(r: Dict[str, Any]) -> str:
+  """The curve a record belongs to: its defence, '+adaptive' under the adaptive attack."""
+  return r['defence'] + ('+adaptive' if r.get('attack', 'default') == 'adaptive' else '')
+
+
+VICTIM_ORDER = ('rf_gd', 'rf') + tuple(NETS)
 
 
 def crossover(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -235,31 +381,34 @@ def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dic
   cur = curves(records)
   lines = ['# Defences against the reconstruction attack', '',
            'Regenerate: `python -m scripts.defences` (resumable; `--render_only`). Per point: mean '
-           'over seeds of frac_recovered (rows within 0.1), recon_error, the runs certified '
+           'over seeds of frac_recovered (rows within 0.1), recon_error, the projection loss at '
+           'the true rows (a diagnostic, never an attack input), the runs certified '
            '(false: certified with a row not recovered), the utility of the released victim. '
            'epsilon from the RDP accountant (dp_accounting) at delta = 1e-5. ReRo bound: Hayes '
            'et al. (2023), the most any attack recovers a row under the mechanism (GDP form; '
            f'prior success kappa = {_fmt(kappa(meta["n"], meta["d"]))}).', '',
            '| victim | defence | p_L/dn | strength | sigma | seeds | frac rec. | '
-           'recon_error | certified (false) | ReRo bound | train loss / mse | held-out loss / '
-           'mse | held-out acc. | s / run |',
-           '|' + '---|' * 14]
+           'recon_error | loss at truth | certified (false) | ReRo bound | train loss / mse | '
+           'held-out loss / mse | held-out acc. | s / run |',
+           '|' + '---|' * 15]
   crossovers = {}
-  for key in sorted(cur, key=lambda k: (k[0] != 'rf_gd', k[1] != 'dp', k[1], k[4])):
+  for key in sorted(cur, key=lambda k: (VICTIM_ORDER.index(k[0]), k[1] != 'dp', k[1], k[4])):
     victim, defence, n, d, ratio = key
     rows = cur[key]
     for r in rows:
       bound = '-'
       if defence == 'dp':
         mu = (0.0 if not r['noise_multiplier'] else
-              math.sqrt(meta['train_steps']) / r['noise_multiplier'])
+              math.sqrt(r['dp_steps'] or meta['train_steps']) / r['noise_multiplier'])
         bound = _fmt(1.0 if r['strength'] == 0.0 else privacy.rero_bound_gdp(mu, kappa(n, d)))
-      tl = r['train_loss'] if victim == 'rf_gd' else r['train_mse']
-      hl = r['held_out_loss'] if victim == 'rf_gd' else r['held_out_mse']
-      ha = r['held_out_accuracy'] if victim == 'rf_gd' else r['held_out_sign_accuracy']
-      lines.append(f'| {victim} | {defence} | {ratio:g} | {strength_label(defence, r["strength"])}'
+      tl = r['train_loss'] if victim != 'rf' else r['train_mse']
+      hl = r['held_out_loss'] if victim != 'rf' else r['held_out_mse']
+      ha = r['held_out_accuracy'] if victim != 'rf' else r['held_out_sign_accuracy']
+      label = strength_label(defence.split('+')[0], r['strength'])
+      lines.append(f'| {victim} | {defence} | {ratio:g} | {label}'
                    f' | {_fmt(r["noise_multiplier"])} | {r["seeds"]} | '
                    f'{_fmt(r["frac_recovered"], 2)} | {_fmt(r["recon_error"])} | '
+                   f'{_fmt(r["loss_at_truth"], 2)} | '
                    f'{r["certified"]} ({r["false_certified"]}) | {bound} | {_fmt(tl)} | '
                    f'{_fmt(hl)} | {_fmt(ha, 2)} | {_fmt(r["seconds"], 2)} |')
     crossovers[f'{victim}/{defence}/{ratio:g}'] = crossover(rows)
@@ -269,54 +418,77 @@ def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dic
             'do not ("-": none measured).', '',
             '| victim / defence / p_L/dn | still recovered at | stopped at |', '|---|---|---|']
   for name, c in crossovers.items():
-    defence = name.split('/')[1]
+    defence = name.split('/')[1].split('+')[0]
     show = lambda s: '-' if s is None else strength_label(defence, s)  # noqa: E731
     lines.append(f'| {name} | {show(c["still_recovered_at"])} | {show(c["stopped_at"])} |')
   runs = len(records)
   certified = sum(bool(r.get('certified')) for r in records)
   false = sum(bool(r.get('certified')) and r['frac_recovered'] < 1.0 for r in records)
+  defended = [r for r in records if r['defence'] != 'none' and r['strength'] > 0]
+  defended_false = sum(bool(r.get('certified')) and r['frac_recovered'] < 1.0 for r in defended)
   defended_cert = sum(bool(r.get('certified')) for r in records
                       if r['defence'] == 'release_noise')
   lines += ['', f'Runs: {runs}; certified: {certified}, of which {defended_cert} on a noised '
-            f'release; false certificates: {false}.',
+            f'release; false certificates: {false} ({defended_false} among the '
+            f'{len(defended)} defended runs).',
             '', f'Sizes: n = {meta["n"]}, d = {meta["d"]}, seeds {meta["seeds"]}; attack '
             f'{meta["attack_steps"]} steps; GD victims {meta["train_steps"]} training steps '
             f'(DP: exactly that many). Machine: {meta["machine"]}.']
+  nets = meta.get('nets')
+  if nets:
+    lines += ['', f'Two-layer nets ({", ".join(nets["settings"])}): n = {nets["n"]}, p_L = '
+              f'{nets["ratio"]:g} dn, seeds {nets["seeds"]}; the attack of scripts/network_law.py '
+              f'(Jacobian point and learning rate: {nets["settings"]}), Adam, escalation, '
+              f'{nets["attack_steps"]} steps; DP-SGD {nets["dp_steps"]} full-batch steps, clip 1. '
+              f'Tuning: {nets["tuning_seeds"]}. The ReRo bound of the image nets takes the '
+              'uniform prior on the sphere (kappa at their n and d).']
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
   _plot(cur, meta, out + '.png')
   return crossovers
 
 
 def _plot(cur, meta, path) -> None:
-  panels = [('rf_gd', 'dp'), ('rf', 'release_noise'), ('rf_gd', 'release_noise'),
-            ('rf_gd', 'weight_decay')]
-  fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+  """One panel per (victim, defence): recovery (solid; the adaptive attack dashed) and the
+  held-out accuracy (dotted, right axis) against the strength; DP panels draw the bound."""
+  panels = [(v, dfn) for v in VICTIM_ORDER for dfn in ('dp', 'release_noise', 'weight_decay')
+            if any(k[0] == v and k[1] == dfn for k in cur)]
+  cols = 4
+  rows_n = max(1, math.ceil(len(panels) / cols))
+  fig, axes = plt.subplots(rows_n, cols, figsize=(3.6 * cols, 3.2 * rows_n), squeeze=False)
   axes = axes.reshape(-1)
+  for ax in axes[len(panels):]:
+    ax.axis('off')
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
   for ax, (victim, defence) in zip(axes, panels):
-    keys = sorted(k for k in cur if k[0] == victim and k[1] == defence)
+    keys = sorted((k for k in cur if k[0] == victim and k[1].split('+')[0] == defence),
+                  key=lambda k: (k[4], k[1]))
     twin = ax.twinx()
+    ratios = sorted({k[4] for k in keys})
     for i, key in enumerate(keys):
       rows = cur[key]
+      color = colors[ratios.index(key[4]) % len(colors)]
+      adaptive = key[1].endswith('+adaptive')
       if defence == 'dp':
         top = max([r['strength'] for r in rows] + [1.0]) * 4
         xs = [top if r['strength'] == 0.0 else r['strength'] for r in rows]
       else:
         low = min([r['strength'] for r in rows if r['strength'] > 0] + [1e-3]) / 4
         xs = [low if r['strength'] == 0.0 else r['strength'] for r in rows]
-      ax.plot(xs, [r['frac_recovered'] for r in rows], '-o', color=colors[i],
-              label=f'recovered, p_L = {key[4]:g} dn')
-      util = [r['held_out_accuracy'] if victim == 'rf_gd' else r['held_out_sign_accuracy']
-              for r in rows]
-      twin.plot(xs, util, ':s', ms=3, color=colors[i], alpha=0.7,
-                label=f'held-out accuracy, {key[4]:g} dn')
+      ax.plot(xs, [r['frac_recovered'] for r in rows], '--^' if adaptive else '-o', color=color,
+              label=f'recovered{" (adaptive attack)" if adaptive else ""}, p_L = {key[4]:g} dn')
+      if not adaptive:
+        util = [r['held_out_accuracy'] if victim != 'rf' else r['held_out_sign_accuracy']
+                for r in rows]
+        twin.plot(xs, util, ':s', ms=3, color=color, alpha=0.7,
+                  label=f'held-out accuracy, {key[4]:g} dn')
       if defence == 'dp':
-        ks = kappa(meta['n'], meta['d'])
+        ks = kappa(key[2], key[3])
         eps = np.geomspace(0.5, top / 4, 60)
         ax.plot(eps, [privacy.rero_bound_dp(e, DELTA, ks) for e in eps], 'k--', lw=0.9,
                 label='Hayes et al. 2023 bound, (eps, 1e-5)-DP' if i == 0 else None)
         bx = [x for x, r in zip(xs, rows) if r['strength'] > 0]
-        by = [privacy.rero_bound_gdp(math.sqrt(meta['train_steps']) / r['noise_multiplier'], ks)
+        by = [privacy.rero_bound_gdp(math.sqrt(r['dp_steps'] or meta['train_steps'])
+                                     / r['noise_multiplier'], ks)
               for r in rows if r['strength'] > 0]
         ax.plot(bx, by, 'kx', label='bound, GDP of the mechanism' if i == 0 else None)
     ax.set_xscale('log')
@@ -331,8 +503,12 @@ def _plot(cur, meta, path) -> None:
     handles = ax.get_legend_handles_labels()
     extra = twin.get_legend_handles_labels()
     if handles[0]:
-      ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=6, loc='best')
-  fig.suptitle(f'n = {meta["n"]}, d = {meta["d"]}; seeds {meta["seeds"]}', fontsize=9)
+      ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=5, loc='best')
+  nets = meta.get('nets')
+  fig.suptitle(f'random features: n = {meta["n"]}, d = {meta["d"]}, seeds {meta["seeds"]}'
+               + (f'; two-layer nets: n = {nets["n"]}, p_L = {nets["ratio"]:g} dn, seeds '
+                  f'{sorted({s for v in nets["seeds"].values() for s in v})}' if nets else ''),
+               fontsize=9)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
@@ -340,8 +516,11 @@ def _plot(cur, meta, path) -> None:
 
 def define_flags() -> None:
   flags.DEFINE_bool('tiny', False, 'A smoke-test grid (n = 3, d = 4, one seed, 100 steps).')
-  flags.DEFINE_string('out', 'results/defences', 'Output path without suffix.')
-  flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
+  # --out and --render_only are scripts/network_law's flags (imported for its victims) with
+  # the same meaning; this script's default output:
+  FLAGS.set_default('out', 'results/defences')
+  flags.DEFINE_list('nets', list(NETS), 'Two-layer nets to run (default all, in this order; '
+                    'none: --nets=).')
   flags.DEFINE_list('only', None, 'victim/defence pairs to run (e.g. rf_gd/dp); default all.')
 
 
@@ -358,27 +537,54 @@ def main(argv):
       print(f'error: --only: none of {FLAGS.only} in {", ".join("/".join(k) for k in GRID)}',
             file=sys.stderr)
       sys.exit(2)
+  net_sizes = dict(TINY_NET_SIZES if FLAGS.tiny else NET_SIZES)
+  net_grid = (TINY_NET_GRID if FLAGS.tiny else
+              {v: NET_GRID for v in NETS if v in (FLAGS.nets or ())})
+  adaptive = TINY_ADAPTIVE if FLAGS.tiny else ADAPTIVE
+  if FLAGS.only:
+    net_grid = {v: {k: s for k, s in g.items() if f'{v}/{k}' in FLAGS.only}
+                for v, g in net_grid.items()}
+    adaptive = {v: s for v, s in adaptive.items() if f'{v}/weight_decay' in FLAGS.only}
   path = FLAGS.out + '.json'
-  data = io.read_json(path) if os.path.exists(path) else {}
-  records = data.get('records', [])
+  saved = io.read_json(path) if os.path.exists(path) else {}
+  records = saved.get('records', [])
+  net_seeds_of = {}  # the reported seeds of every net run now or in the JSON
+  for r in records:
+    if r['victim'] in NETS:
+      net_seeds_of.setdefault(r['victim'], set()).add(int(r['seed']))
+  if not FLAGS.render_only:
+    net_seeds_of.update({v: net_seeds(v, net_sizes['seeds']) for v in net_grid})
+  net_seeds_of = {v: sorted(net_seeds_of[v]) for v in NETS if v in net_seeds_of}
   meta = dict(n=sizes['n'], d=sizes['d'], seeds=list(sizes['seeds']),
               attack_steps=sizes['attack_steps'], train_steps=sizes['train_steps'],
               delta=DELTA, threshold=THRESHOLD, kappa=kappa(sizes['n'], sizes['d']),
               machine=machine.describe(), tuning_seeds='none (the attack is '
               "configs/rf_synthetic.py's); seed 0 timed a run, seed 7 located the range of the "
-              'DP grid (sigma 0.02 and 0.1)')
+              'DP grid (sigma 0.02 and 0.1)',
+              nets=dict(net_sizes, seeds=net_seeds_of, settings={v: NET_SETTINGS[v]
+                                                                 for v in net_seeds_of},
+                        tuning_seeds='none here: the attack settings are network_law\'s, chosen '
+                        'on its shadow victims (seeds >= 1000, results/network_law.json '
+                        "'calibration'); the reported seeds' images are disjoint from the "
+                        "shadows'; seed 1000 (a shadow) timed a run"))
   if not FLAGS.render_only:
     done = {point_key(r) for r in records}
-    todo = [pt for pt in points(grid, sizes) if point_key(pt) not in done]
+    todo = [pt for pt in (points(grid, sizes) + adaptive_rf_points(adaptive if (
+        'rf_gd', 'weight_decay') in grid else {}, sizes) + net_points(
+            net_grid, adaptive, net_sizes, lambda v: net_seeds_of[v]))
+            if point_key(pt) not in done]
     for i, pt in enumerate(todo):
-      rec = run_point(pt, sizes)
+      rec = run_point(pt, sizes, net_sizes)
       records.append(rec)
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
       write_records(path, records, meta)  # after every run: resumable
       print(f'[{i + 1}/{len(todo)}] {pt["victim"]} {pt["defence"]} '
-            f'{pt["strength"]:g} p/dn={pt["ratio"]:g} seed {pt["seed"]}: frac '
-            f'{rec["frac_recovered"]:.2f} err {rec["recon_error"]:.3g} cert {rec["certified"]} '
-            f'({rec["seconds"]:.1f} s)', flush=True)
+            f'{pt["strength"]:g} {pt.get("attack", "default")} p/dn={pt["ratio"]:g} seed '
+            f'{pt["seed"]}: frac {rec["frac_recovered"]:.2f} err {rec["recon_error"]:.3g} cert '
+            f'{rec["certified"]} ({rec["seconds"]:.1f} s)', flush=True)
+  for r in records:  # certified with a row not recovered (the networks compute none: False)
+    r['false_certified'] = bool(r.get('certified')) and r['frac_recovered'] < 1.0
+  meta['certificates'] = certificates(records)
   meta['crossovers'] = render(records, meta, FLAGS.out)
   write_records(path, records, meta)
 

@@ -195,3 +195,51 @@ def test_reconstruction_bounds_of_hayes_et_al():
     eps = privacy.epsilon(sigma, 1.0, 1000, delta)
     gdp = privacy.rero_bound_gdp(np.sqrt(1000) / sigma, kappa)
     assert gdp <= privacy.rero_bound_dp(eps, delta, kappa) + 1e-12
+
+
+# --- The adaptive attack against weight decay (attack.init_in_span) ------------------------
+
+
+def test_removing_the_init_direction_is_one_more_free_feature_row():
+  """||P_perp[J; u] theta||^2 = ||P_perp[J'] theta'||^2 with u removed from J and theta."""
+  from recon.objectives import parameter_gradients, projection
+  k = jax.random.split(jax.random.PRNGKey(3), 3)
+  jac = jax.random.normal(k[0], (5, 40), jnp.float64 if jax.config.x64_enabled else None)
+  u = jax.random.normal(k[1], (40,), jac.dtype)
+  theta = jax.random.normal(k[2], (40,), jac.dtype) + 3.0 * u
+  jp = parameter_gradients.without_direction(jac, u)
+  tp = parameter_gradients.without_direction(theta, u)
+  np.testing.assert_allclose(np.asarray(jp @ u), 0.0, atol=1e-4)
+  np.testing.assert_allclose(float(tp @ u), 0.0, atol=1e-4)
+  resid = lambda a, t: float(jnp.sum((t - a.T @ jnp.linalg.lstsq(a.T, t)[0]) ** 2))  # noqa: E731
+  np.testing.assert_allclose(resid(jp, tp), resid(jnp.vstack([jac, u]), theta), rtol=1e-3)
+  # A target in span(J) + u is explained exactly once u is removed (the projection loss, 0).
+  target = jac.T @ jnp.arange(1.0, 6.0) - 0.7 * u
+  assert float(projection.projection_loss(jac, target, 0.0)) > 1e-2
+  assert float(projection.projection_loss(
+      jp, parameter_gradients.without_direction(target, u), 0.0)) < 1e-8
+
+
+def test_init_in_span_needs_a_networks_victim_with_its_init():
+  for overrides in ({'attack.knows_init': False}, {'victim.name': 'random_features'}):
+    cfg = _network_config(**{'attack.init_in_span': True, **overrides})
+    with pytest.raises(config_lib.ConfigError, match='config.attack.init_in_span'):
+      config_lib.validate(cfg)
+  config_lib.validate(_network_config(**{'attack.init_in_span': True}))
+
+
+@pytest.mark.slow
+def test_weight_decay_leaves_the_init_outside_the_span_and_init_in_span_removes_it(tmp_path):
+  """Random features trained by GD with decay: theta = W(T) - W(0) = -(1 - (1 - lr wd)^T) W(0)
+  + Phi(X)^T a, so the loss at the true rows is far from 0 for the plain attack and ~0 once
+  W(0) joins the span (the features are fixed: the identity is exact)."""
+  at_truth = {}
+  for adaptive in (False, True):
+    cfg = _network_config(**{'victim.train.weight_decay': 0.5, 'attack.max_steps': 5,
+                             'attack.init_in_span': adaptive})
+    assert main.execute(cfg, str(tmp_path / f'run{adaptive}')) == 0
+    m = json.loads((tmp_path / f'run{adaptive}' / 'summary.json').read_text())['metrics']
+    assert m['init_in_span'] is adaptive
+    at_truth[adaptive] = m['projection_loss_at_truth']
+  assert at_truth[False] > 1e-2, at_truth
+  assert at_truth[True] < 1e-6, at_truth

@@ -113,6 +113,18 @@ def test_defences(tmp_path):
   assert all(r['epsilon'] == pytest.approx(8.0, rel=1e-3) for r in dp)
   assert all(r['held_out_accuracy'] is not None for r in result['records'] if r['victim'] == 'rf_gd')
   assert 'crossovers' in result['meta']
+  nets = [r for r in result['records'] if r['victim'] == 'mse_digits']
+  assert {r['defence'] for r in nets} == {'none', 'dp', 'weight_decay'}
+  assert all(r['held_out_accuracy'] is not None and r['train_loss'] is not None for r in nets)
+  adaptive = [r for r in result['records'] if r.get('attack') == 'adaptive']
+  assert adaptive and all(r['init_in_span'] for r in adaptive)
+  assert all(not r['init_in_span'] for r in result['records'] if r.get('attack') is None
+             and r['victim'] != 'rf')
+  certs = result['meta']['certificates']
+  assert set(certs) >= {'rf', 'rf_gd', 'mse_digits'}
+  assert all(c['false_certified'] == 0 for c in certs.values())
+  assert all(r['false_certified'] is False for r in result['records'])
+  assert 'mse_digits/weight_decay+adaptive/10' in result['meta']['crossovers']
 
 
 def test_certificate_scale(tmp_path):

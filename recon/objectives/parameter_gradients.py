@@ -53,6 +53,20 @@ def layer_delta(params_t: Any, params_0: Any | None, layer: str) -> Array:
   return theta
 
 
+def without_direction(a: Array, u: Array) -> Array:
+  """a with the direction u removed from its last axis: a - (a u) u^T / ||u||^2.
+
+  The adaptive attack against weight decay (`attack.init_in_span`): GD with decay lambda and
+  step eta leaves W_L(T) - W_L(0) = -(1 - (1 - eta lambda)^T) W_L(0) + (a combination of the
+  features), a part outside the features' span. With u = vec(W_L(0)) added to the span,
+  ||P_perp[J; u] theta||^2 = ||P_perp[J'] theta'||^2 where J' and theta' are J and theta with
+  u removed (span[J; u] = span[J'; u], and J', theta' are orthogonal to u): removing u from
+  the target and from every feature row is the same as one more, free, feature row.
+  """
+  u = u / jnp.linalg.norm(u)
+  return a - (a @ u)[..., None] * u
+
+
 def last_layer_jacobian(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
                         input_shape: Sequence[int] | None = None) -> Array:
   """J (n*C, p_L): per-class Jacobian rows of the outputs w.r.t. vec(params[layer]).

@@ -284,13 +284,26 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   jacobian_at = cfg.attack.jacobian_at
   feature_params = feature_points(jacobian_at, params0, params_t)
   average = jacobian_at == 'midpoint'
+  # The adaptive attack against weight decay: W_L(0) joins the span (removed from theta and
+  # from every feature row, `parameter_gradients.without_direction`).
+  init_dir = (parameter_gradients.layer_vector(params0, layer) if cfg.attack.init_in_span
+              else None)
+  if init_dir is not None:
+    if not knows_init or params0 is None:
+      _fail('attack.init_in_span: True needs the initial weights; accepted: False, or True '
+            'with attack.knows_init=True')
+    theta = parameter_gradients.without_direction(theta, init_dir)
   problem = {'params': feature_params, 'theta': theta}
   objective = registry.lookup('objective', cfg.attack.objective).loss  # on the features
+
+  def features(params, xh):
+    rows = parameter_gradients.stacked_jacobian(apply, params, xh, layer=layer, average=average)
+    return rows if init_dir is None else parameter_gradients.without_direction(rows, init_dir)
+
   jitter = cfg.attack.jitter
-  loss_fn = lambda xh, prob: objective(parameter_gradients.stacked_jacobian(  # noqa: E731
-      apply, prob['params'], xh, layer=layer, average=average), prob['theta'], jitter)
-  feature_fn = lambda xh: parameter_gradients.stacked_jacobian(apply, feature_params, xh,
-                                                               layer=layer, average=average)
+  loss_fn = lambda xh, prob: objective(features(prob['params'], xh), prob['theta'],  # noqa: E731
+                                       jitter)
+  feature_fn = lambda xh: features(feature_params, xh)  # noqa: E731
   attack_loss, x0, decode = restarts.with_restarts(
       cfg, loss_fn, problem, keys['init'],
       lambda k: driver.init_candidates(k, cfg.attack.n_candidates, d, dtype))
@@ -304,13 +317,16 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   target = (f'theta = vec(W_{layer}(T) - W_{layer}(0))' if knows_init else
             f'theta = vec(W_{layer}(T)) (initial weights unknown: their random part is not in '
             'the span of the features, so the attack is expected to degrade)')
+  if init_dir is not None:
+    target += (f' with the direction of W_{layer}(0) added to the span (attack.init_in_span: '
+               'the adaptive attack against weight decay)')
   extra = {
       'model': cfg.victim.name, 'width': cfg.victim.width, 'num_classes': c, 'p_L': p_l,
       'p_L_over_dn': p_l / (d * n), 'n_params_total': int(sum(
           np.size(l) for l in jax.tree.leaves(params_t))),
       **(model.info.get('train') or {}),
       'image_shape': list(image_shape) if image_shape else None,
-      'jacobian_at': jacobian_at,
+      'jacobian_at': jacobian_at, 'init_in_span': bool(cfg.attack.init_in_span),
   }
   if x_true is not None:
     loss_at_truth = float(jax.jit(loss_fn)(x_true, problem))
