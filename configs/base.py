@@ -294,7 +294,7 @@ def leak_width() -> ml_collections.ConfigDict:
   threshold p* = c D n fitted on them, the prediction for the victim's width."""
   c = ml_collections.ConfigDict()
   c.shadow_n = (8, 16, 32)  # training-set sizes of the shadow problems
-  c.ratios = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)  # shadow widths p = ratio * D * n
+  c.ratios = (0.75, 1.0, 1.25, 1.5, 2.0, 3.0)  # shadow widths p = ratio * D * n
   c.shadow_seeds = (1000, 1001, 1002, 1003, 1004)  # never the seeds anything is reported on
   # D: 'd' (the row size), 'pca' (k, the intrinsic dimension of data.path's rows by PCA),
   # 'auto' (pca for data.name 'file', else d)

@@ -2,8 +2,8 @@
 at small n, against the threshold measured directly at that n.
 
 Per family (random features relu / relu_tanh, the two-layer MSE net of configs/two_layer.py)
-at d = 16, with the attack of configs/leak_width.py (Adam, cosine decay, escalation; polish
-off for the two-layer net) capped at --max_steps on every run alike:
+at d = 16, with the attack of configs/leak_width.py (Adam, cosine decay, escalation; the precision rung
+off unless --polish=auto) capped at --max_steps on every run alike:
 
   1. shadows: n in --shadow_n, widths p = r d n for r in --ratios, shadow seeds
      (--shadow_seeds, never reported on); the logistic fit of `recon.leak_width` gives
@@ -62,6 +62,10 @@ flags.DEFINE_integer('n_target_two_layer', 100, 'n of the direct measurement (tw
 flags.DEFINE_list('shadow_n_two_layer', None, 'Shadow n of the two-layer net (default shadow_n).')
 flags.DEFINE_integer('max_steps', 5000, 'attack.max_steps of every run (shadow and direct).')
 flags.DEFINE_integer('bootstrap', 200, 'Bootstrap resamples.')
+flags.DEFINE_enum('polish', 'off', ['off', 'auto'],
+                  'attack.polish.mode of every run: the precision rung re-searches rows one by one '
+                  'in float64 after the vectorised sweep, point by point (about a minute per '
+                  'point on 2 shared cores), so the validation runs without it.')
 flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
 flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
 flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes (tests/test_scripts.py).')
@@ -72,6 +76,7 @@ def family_config(family: str, n: int):
   c = leak_width_config.get_config()
   c.update_from_flattened_dict({**FAMILIES[family], 'data.n': n, 'data.d': FLAGS.d,
                                 'attack.max_steps': FLAGS.max_steps,
+                                'attack.polish.mode': 'off' if family == 'two_layer' else FLAGS.polish,
                                 'run.log_every_seconds': 60.0})
   return c
 
@@ -122,7 +127,8 @@ def run_family(family: str) -> Dict[str, Any]:
       'family': lw_pipeline.family(cfg), 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
       'reported_seeds': seeds, 'max_steps': FLAGS.max_steps,
-      'attack': {k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
+      'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
+                 'polish': cfg.attack.polish.mode, 'escalate': cfg.attack.escalate.mode},
       'shadow_fit': fit, 'shadow_fit_per_n': per_n,
       'p_star_pred': fit['c'] * FLAGS.d * n_target,
       'direct_ratios': bracket, 'measured_fit': measured,
