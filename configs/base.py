@@ -293,7 +293,7 @@ def leak_width() -> ml_collections.ConfigDict:
   "How wide before it leaks"): shadow problems of the victim's family at small n, the
   threshold p* = c D n fitted on them, the prediction for the victim's width."""
   c = ml_collections.ConfigDict()
-  c.shadow_n = (8, 16, 32)  # training-set sizes of the shadow problems
+  c.shadow_n = (4, 8, 16)  # training-set sizes of the shadow problems
   c.ratios = (0.75, 1.0, 1.25, 1.5, 2.0, 3.0)  # shadow widths p = ratio * D * n
   c.shadow_seeds = (1000, 1001, 1002, 1003, 1004)  # never the seeds anything is reported on
   # D: 'd' (the row size), 'pca' (k, the intrinsic dimension of data.path's rows by PCA),
@@ -301,6 +301,8 @@ def leak_width() -> ml_collections.ConfigDict:
   c.dim = 'auto'
   c.variance = 0.99  # k = the fewest principal components holding this share of the variance
   c.bootstrap = 200  # bootstrap resamples (over seeds) of the threshold fit
+  # 'trend': c(n) = exp(mu0) n^gamma fitted over the shadow sizes (needs >= 2); 'constant': one c
+  c.model = 'trend'
   return c
 
 

@@ -210,6 +210,7 @@ SCHEMA: Dict[str, Any] = {
         dim=Spec(str, choices=('auto', 'd', 'pca')),
         variance=Spec(float, low=0.0, low_open=True, high=1.0),
         bootstrap=_positive_int(),
+        model=Spec(str, choices=('trend', 'constant')),
     ),
     'run': dict(
         dtype=Spec(str, choices=DTYPES),

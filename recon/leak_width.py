@@ -26,6 +26,10 @@ its width is past the threshold:
    gap). Its uncertainty: a bootstrap over seeds (`bootstrap_threshold`: the runs of each
    (n_s, r) point resampled with replacement, the fit repeated), the 2.5 / 97.5 percentiles
    of c.
+   The constant-c law extrapolates with c fixed; the trend form (`fit_trend`)
+   lets c drift with n, logit P = beta (x - mu0 - gamma log n), c(n) = exp(mu0) n^gamma, one
+   regression on (x, log n) over every shadow, bootstrapped alike; `leak_width.model` picks
+   which one predicts (the other is reported beside it).
 3. The prediction at the auditor's (n, p): the margin p / p*, the predicted recovery
    sigma(beta (log(p / (D n)) - mu)) with its bootstrap interval, and the recovery curve
    against width with the auditor's model marked (leak_width.png).
@@ -110,6 +114,62 @@ def bootstrap_threshold(ratios: Sequence[float], success: Sequence[float],
              level=level, n_boot=n_boot, n_boot_fitted=len(cs), boot_mu=mus, boot_beta=betas,
              runs=int(len(ratios)))
   return fit
+
+
+def fit_trend(ratios: Sequence[float], ns: Sequence[int], success: Sequence[float]
+              ) -> Dict[str, float]:
+  """The threshold with a trend in n: logit P = beta (x - mu0 - gamma log n), x = log(ratio),
+  i.e. c(n) = exp(mu0) n^gamma (gamma = 0: the constant-c law). One logistic regression on
+  (x, log n); {'mu0', 'gamma', 'beta'}."""
+  from sklearn.linear_model import LogisticRegression  # pylint: disable=import-outside-toplevel
+  s = np.asarray(success, np.float64) > 0.5
+  if s.all() or not s.any():
+    raise ValueError('leak width fit: every run has the same outcome (all recovered or none); '
+                     'accepted: ratios that bracket the threshold')
+  if len(set(int(n) for n in ns)) < 2:
+    raise ValueError('leak width trend: one shadow n; accepted: >= 2 shadow sizes')
+  design = np.column_stack([np.log(np.asarray(ratios, np.float64)),
+                            np.log(np.asarray(ns, np.float64))])
+  model = LogisticRegression(C=FIT_C, max_iter=1000).fit(design, s.astype(int))
+  beta, b_n = (float(v) for v in model.coef_[0])
+  if beta <= 0:
+    raise ValueError('leak width fit: recovery does not grow with the width (slope '
+                     f'{beta:.3g} <= 0); accepted: ratios that bracket the threshold')
+  return {'mu0': -float(model.intercept_[0]) / beta, 'gamma': -b_n / beta, 'beta': beta}
+
+
+def bootstrap_trend(ratios, ns, success, groups, *, n_boot: int = 200, seed: int = 0,
+                    level: float = 0.95) -> Dict[str, Any]:
+  """`fit_trend` and its bootstrap over seeds (runs resampled within each group)."""
+  ratios, ns = np.asarray(ratios, np.float64), np.asarray(ns, np.float64)
+  success = np.asarray(success, np.float64)
+  groups = np.asarray([repr(g) for g in groups])
+  fit = fit_trend(ratios, ns, success)
+  rng = np.random.default_rng(seed)
+  members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+  boots = []
+  for _ in range(n_boot):
+    idx = np.concatenate([rng.choice(m, size=len(m), replace=True) for m in members])
+    try:
+      boots.append(fit_trend(ratios[idx], ns[idx], success[idx]))
+    except ValueError:
+      continue
+  fit.update(level=level, n_boot=n_boot, n_boot_fitted=len(boots), boot=boots)
+  return fit
+
+
+def trend_at(fit: Dict[str, Any], n: int) -> Dict[str, Any]:
+  """The constant-c form of a trend fit at n: {'c', 'mu', 'beta', 'c_ci', 'boot_mu',
+  'boot_beta'} (what `predict` takes), c = exp(mu0) n^gamma."""
+  mu = fit['mu0'] + fit['gamma'] * math.log(n)
+  out = {'c': float(math.exp(mu)), 'mu': mu, 'beta': fit['beta'], 'level': fit['level'],
+         'gamma': fit['gamma']}
+  if fit.get('boot'):
+    mus = [b['mu0'] + b['gamma'] * math.log(n) for b in fit['boot']]
+    lo, hi = (1 - fit['level']) / 2 * 100, (1 + fit['level']) / 2 * 100
+    out.update(c_ci=[float(np.exp(np.percentile(mus, lo))), float(np.exp(np.percentile(mus, hi)))],
+               boot_mu=mus, boot_beta=[b['beta'] for b in fit['boot']])
+  return out
 
 
 def recovery_probability(ratio: float, mu: float, beta: float) -> float:

@@ -60,7 +60,7 @@ flags.DEFINE_list('seeds', ['0', '1', '2', '3', '4'], 'Reported (direct) seeds.'
 flags.DEFINE_integer('n_target', 100, 'n of the direct measurement (random features).')
 flags.DEFINE_integer('n_target_two_layer', 100, 'n of the direct measurement (two-layer).')
 flags.DEFINE_list('shadow_n_two_layer', None, 'Shadow n of the two-layer net (default shadow_n).')
-flags.DEFINE_integer('max_steps', 5000, 'attack.max_steps of every run (shadow and direct).')
+flags.DEFINE_integer('max_steps', 20000, 'attack.max_steps of every run (shadow and direct).')
 flags.DEFINE_integer('bootstrap', 200, 'Bootstrap resamples.')
 flags.DEFINE_enum('polish', 'off', ['off', 'auto'],
                   'attack.polish.mode of every run: the precision rung re-searches rows one by one '
@@ -94,6 +94,28 @@ def fit_or_bound(records: List[Dict[str, Any]], seed: int) -> Dict[str, Any]:
     every = all(r['success'] for r in records)
     return {'c': None, 'bound': ('c < ' if every else 'c > ') + f'{(min if every else max)(ratios):g}',
             'why': str(e)}
+
+
+def add_trend(out: Dict[str, Any]) -> Dict[str, Any]:
+  """The trend form's prediction (c(n) = exp(mu0) n^gamma over the shadow sizes) at n_target,
+  from the shadow runs alone, and its error against the measured c."""
+  runs = out['shadow_runs']
+  try:
+    trend = leak_width.bootstrap_trend([r['ratio'] for r in runs], [r['n'] for r in runs],
+                                       [r['success'] for r in runs],
+                                       [(r['n'], r['ratio']) for r in runs],
+                                       n_boot=FLAGS.bootstrap, seed=0)
+  except ValueError as e:
+    out['trend_fit'] = {'c': None, 'why': str(e)}
+    return out
+  at = leak_width.trend_at(trend, out['n_target'])
+  out['trend_fit'] = {**{k: v for k, v in trend.items() if k != 'boot'},
+                      'c': at['c'], 'c_ci': at.get('c_ci')}
+  if out['measured_fit'].get('c'):
+    err = at['c'] / out['measured_fit']['c']
+    out.update(trend_prediction_ratio=err,
+               trend_within_target=bool(1 / TARGET_FACTOR <= err <= TARGET_FACTOR))
+  return out
 
 
 def run_family(family: str) -> Dict[str, Any]:
@@ -141,7 +163,7 @@ def run_family(family: str) -> Dict[str, Any]:
     err = fit['c'] / measured['c']
     out.update(p_star_measured=measured['c'] * FLAGS.d * n_target, prediction_ratio=err,
                within_target=bool(1 / TARGET_FACTOR <= err <= TARGET_FACTOR))
-  return out
+  return add_trend(out)
 
 
 def render(path_json: str, out_dir: str) -> None:
@@ -154,18 +176,21 @@ def render(path_json: str, out_dir: str) -> None:
            'at which half the seeds recover every row (logistic fit of per-seed success on '
            'log(p / dn); 95% bootstrap interval over seeds). Shadow seeds are never reported on; '
            'direct seeds are fresh.', '',
-           '| family | d | shadow n | c from shadows [95% CI] | n | c measured [95% CI] | '
-           'predicted / measured | within 1.5x | shadow s | direct s |',
-           '|---|---|---|---|---|---|---|---|---|---|']
+           '| family | d | shadow n | n | c, constant law [95% CI] | c, trend in n [95% CI] | '
+           'c measured at n [95% CI] | constant / measured | trend / measured | shadow s | '
+           'direct s |', '|---|---|---|---|---|---|---|---|---|---|---|']
   fmt = lambda f: (f'{f["c"]:.3g} [{f["c_ci"][0]:.3g}, {f["c_ci"][1]:.3g}]'  # noqa: E731
                    if f.get('c') and f.get('c_ci') else (f'{f["c"]:.3g}' if f.get('c')
                                                          else f.get('bound', '-')))
+  ratio = lambda v: '-' if v is None else f'{v:.2f}'  # noqa: E731
   for name, r in fams.items():
-    lines.append(f'| {r["family"]} | {r["d"]} | {r["shadow_n"]} | {fmt(r["shadow_fit"])} | '
-                 f'{r["n_target"]} | {fmt(r["measured_fit"])} | '
-                 f'{r.get("prediction_ratio", float("nan")):.3g} | '
-                 f'{"yes" if r.get("within_target") else "no"} | '
+    lines.append(f'| {r["family"]} | {r["d"]} | {r["shadow_n"]} | {r["n_target"]} | '
+                 f'{fmt(r["shadow_fit"])} | {fmt(r.get("trend_fit", {}))} | '
+                 f'{fmt(r["measured_fit"])} | {ratio(r.get("prediction_ratio"))} | '
+                 f'{ratio(r.get("trend_prediction_ratio"))} | '
                  f'{r["shadow_wall_seconds"]:.0f} | {r["direct_wall_seconds"]:.0f} |')
+  lines += ['', 'Target: predicted / measured within 1/1.5 .. 1.5. The trend form '
+            'c(n) = exp(mu0) n^gamma: gamma per family in leak_width.json (`trend_fit`).']
   lines += ['', '## Per shadow n (fit of that n alone)', '',
             '| family | n | c [95% CI] |', '|---|---|---|']
   for name, r in fams.items():
@@ -186,6 +211,8 @@ def render(path_json: str, out_dir: str) -> None:
     for p in r['shadow_points']:
       lines.append(f'| {r["family"]} | {p["n"]} | {p["ratio"]:.3g} | {len(p["seeds"])} | '
                    f'{p["recovery_rate"]:.2f} | {p["certified_rate"]:.2f} |')
+  for name, note in result.get('not_measured', {}).items():
+    lines += ['', f'## Not measured: {name}', '', note['why']]
   machines = sorted({r['machine'] for r in fams.values()})
   lines += ['', f'Machine: {"; ".join(machines)} (shared with other jobs); attack.max_steps per '
             f'run: {sorted({r["max_steps"] for r in fams.values()})}. Seconds per seed of a '

@@ -2568,3 +2568,47 @@ claim(AUD, 'the stacked features win (loss {9.8e-8} against {9.6e-6})',
       lambda: (load('audit_regimes.json')['choice']['median_final_loss']['init_stacked'],
                load('audit_regimes.json')['choice']['median_final_loss']['init_trained']),
       tol=(0.05e-8, 0.05e-6))
+
+
+# --- docs/audit.md, "How wide before it leaks" (results/leak_width.json) ------------------------
+
+
+def lw(family, *keys):
+  out = load('leak_width.json')['families'][family]
+  for k in keys:
+    out = out[k]
+  return out
+
+
+def lw_row(family):
+  """c constant [CI], c trend [CI], c measured [CI], the two ratios (results/leak_width.json)."""
+  values = []
+  for fit in ('shadow_fit', 'trend_fit', 'measured_fit'):
+    values += [lw(family, fit, 'c'), *lw(family, fit, 'c_ci')]
+  return tuple(values + [lw(family, 'prediction_ratio'), lw(family, 'trend_prediction_ratio')])
+
+
+claim(AUD, '| relu | n = 4, 8 | {1.70} [{1.53}, {1.85}] | {2.25} [{1.66}, {3.16}] | {2.72} '
+      '[{2.10}, {6.55}] | {0.62} | {0.83} |', lambda: lw_row('relu@n16'))
+claim(AUD, '| relu+tanh | n = 4, 8 | {1.53} [{1.42}, {1.70}] | {2.59} [{2.09}, {3.24}] | {2.12} '
+      '[{1.90}, {3.13}] | {0.72} | {1.22} |', lambda: lw_row('relu_tanh@n16'))
+claim(AUD, 'c grows with n ({1.53} →\n  {1.93} for relu, {1.26} → {1.90} for relu+tanh)',
+      lambda: (lw('relu@n16', 'shadow_fit_per_n', '4', 'c'),
+               lw('relu@n16', 'shadow_fit_per_n', '8', 'c'),
+               lw('relu_tanh@n16', 'shadow_fit_per_n', '4', 'c'),
+               lw('relu_tanh@n16', 'shadow_fit_per_n', '8', 'c')))
+claim(AUD, 'misses the 1.5× target for relu ({0.62}) and meets it narrowly for relu+tanh\n  '
+      '({0.72})', lambda: (lw('relu@n16', 'prediction_ratio'),
+                          lw('relu_tanh@n16', 'prediction_ratio')))
+claim(AUD, 'The trend form lands within 1.5× for both',
+      lambda: lw('relu@n16', 'trend_within_target') and lw('relu_tanh@n16', 'trend_within_target')
+      and not lw('relu@n16', 'within_target') and lw('relu_tanh@n16', 'within_target'))
+claim(AUD, 'One\n  n = 100, d = 16 run took {51} s for {6000} of its 20 000 steps',
+      lambda: (load('leak_width.json')['probes']['rf_n100']['seconds'],
+               load('leak_width.json')['probes']['rf_n100']['steps']))
+claim(AUD, 'three of them at n = 4 took {29}–{148} s each',
+      lambda: (min(load('leak_width.json')['probes']['two_layer_n4']['seconds']),
+               max(load('leak_width.json')['probes']['two_layer_n4']['seconds'])), tol=0.5)
+claim(AUD, 'fresh seeds 0–4', lambda: all(
+    set(f['reported_seeds']) == set(range(5)) and set(f['shadow_seeds']).isdisjoint(range(5))
+    for f in load('leak_width.json')['families'].values()))

@@ -70,6 +70,9 @@ def check(cfg: ml_collections.ConfigDict) -> None:
   if len(set(lw.ratios)) < 2 or len(set(lw.shadow_seeds)) < 2:
     raise ConfigError('config.leak_width.ratios / shadow_seeds: fewer than 2 distinct values; '
                       'accepted: >= 2 ratios (bracketing the threshold) and >= 2 seeds')
+  if lw.model == 'trend' and len(set(lw.shadow_n)) < 2:
+    raise ConfigError(f'config.leak_width.model: \'trend\' with one shadow size {tuple(lw.shadow_n)}; '
+                      "accepted: 'trend' with >= 2 distinct leak_width.shadow_n, or 'constant'")
   if lw.dim == 'pca' and cfg.data.name != auditor.NAME:
     raise ConfigError(f"config.leak_width.dim: 'pca' with data.name {cfg.data.name!r}; "
                       "accepted: 'pca' with data.name 'file' (the rows to estimate k from), "
@@ -197,29 +200,42 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
                                          [r['success'] for r in records],
                                          [(r['n'], r['ratio']) for r in records],
                                          n_boot=lw.bootstrap, seed=int(cfg.seed))
+    trend = None
+    if lw.model == 'trend':
+      trend = leak_width.bootstrap_trend([r['ratio'] for r in records], [r['n'] for r in records],
+                                         [r['success'] for r in records],
+                                         [(r['n'], r['ratio']) for r in records],
+                                         n_boot=lw.bootstrap, seed=int(cfg.seed))
   except ValueError as e:
     raise ConfigError(f'config.leak_width.ratios: {e}') from None
-  prediction = leak_width.predict(fit, n=int(cfg.data.n), dim=dim['D'], p=attacked_width(cfg))
+  chosen = fit if trend is None else leak_width.trend_at(trend, int(cfg.data.n))
+  prediction = leak_width.predict(chosen, n=int(cfg.data.n), dim=dim['D'], p=attacked_width(cfg))
+  prediction['model'] = lw.model
   result = {
       'family': family(cfg), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
       'ratios': list(lw.ratios), 'shadow_seeds': list(lw.shadow_seeds),
+      'model': lw.model,
       'fit': {k: v for k, v in fit.items() if k not in ('boot_mu', 'boot_beta')},
+      'fit_trend': None if trend is None else {
+          **{k: v for k, v in trend.items() if k != 'boot'},
+          'at_n': {k: v for k, v in chosen.items() if k not in ('boot_mu', 'boot_beta')}},
       'prediction': prediction, 'points': points, 'runs': records,
       'machine': machine.describe(), 'wall_seconds': time.time() - t0,
   }
   io.write_json(os.path.join(workdir, 'leak_width.json'), result)
-  leak_width.plot(os.path.join(workdir, 'leak_width.png'), points=points, fit=fit,
+  leak_width.plot(os.path.join(workdir, 'leak_width.png'), points=points, fit=chosen,
                   prediction=prediction,
                   title=f'{family(cfg)}: shadows n={list(lw.shadow_n)}, D={dim["D"]} ({dim["mode"]})')
   summary = {'status': 'finished', 'pipeline': NAME, 'config': cfg.to_dict(),
              'metrics': {'p_star': prediction['p_star'], 'margin': prediction['margin'],
                          'predicted_recovery': prediction['predicted_recovery'],
-                         'c': fit['c'], 'c_ci': fit['c_ci'], 'D': dim['D']},
+                         'c': chosen['c'], 'c_ci': chosen.get('c_ci'), 'D': dim['D'],
+                         'model': lw.model},
              'wall_seconds': time.time() - t0}
   io.write_json(os.path.join(workdir, 'summary.json'), summary)
-  ci = fit['c_ci'] or [float('nan')] * 2
+  ci = chosen.get('c_ci') or [float('nan')] * 2
   logging.info('leak width: p* = %.3g (c = %.3g, %d%% CI %.3g..%.3g); your p = %d: margin %.2f, '
-               'predicted recovery %.2f', prediction['p_star'], fit['c'], round(100 * fit['level']),
+               'predicted recovery %.2f', prediction['p_star'], chosen['c'], round(100 * fit['level']),
                ci[0], ci[1], prediction['p'], prediction['margin'],
                prediction['predicted_recovery'])
   return summary
