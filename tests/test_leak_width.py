@@ -38,6 +38,24 @@ def test_a_clean_gap_gives_a_threshold_inside_it_and_one_outcome_is_refused():
     leak_width.fit_threshold(r, r <= 1.0)
 
 
+def test_the_trend_fit_recovers_a_known_drift_of_c_with_n():
+  rng = np.random.default_rng(2)
+  ratios, ns, success = [], [], []
+  for n in (4, 8, 16):
+    c = 1.2 * n ** 0.3
+    for r in (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0):
+      prob = 1 / (1 + np.exp(-5.0 * (np.log(r) - np.log(c))))
+      ratios += [r] * 200
+      ns += [n] * 200
+      success += list(rng.random(200) < prob)
+  fit = leak_width.bootstrap_trend(ratios, ns, success, list(zip(ns, ratios)), n_boot=30)
+  assert abs(fit['gamma'] - 0.3) < 0.06 and abs(math.exp(fit['mu0']) / 1.2 - 1) < 0.15
+  at = leak_width.trend_at(fit, 64)
+  assert abs(at['c'] / (1.2 * 64 ** 0.3) - 1) < 0.15 and at['c_ci'][0] < at['c'] < at['c_ci'][1]
+  with pytest.raises(ValueError, match='one shadow n'):
+    leak_width.fit_trend([1.0, 2.0], [8, 8], [0, 1])
+
+
 def test_the_prediction_is_the_margin_to_c_D_n():
   fit = {'c': 2.0, 'mu': math.log(2.0), 'beta': 5.0, 'c_ci': [1.5, 2.5],
          'boot_mu': [math.log(1.8), math.log(2.2)], 'boot_beta': [5.0, 5.0]}
@@ -83,6 +101,7 @@ def test_the_dimension_comes_from_the_file_by_pca(tmp_path):
                                 "'synthetic_sphere'"),
     ({'leak_width.dim': 'k'}, r"^config.leak_width.dim: invalid value 'k'; accepted: one of "
                               "'auto', 'd', 'pca'"),
+    ({'leak_width.shadow_n': (8, 8)}, r"^config.leak_width.model: 'trend' with one shadow size"),
     ({'pipeline': 'nope'}, r"^config.pipeline: invalid value 'nope'; accepted: one of .*"
                            "'leak_width'"),
     ({'sweep.seed': (0, 1)}, r"^config.sweep: axes set with pipeline 'leak_width'"),
@@ -99,7 +118,7 @@ def test_a_tiny_prediction_writes_leak_width_json_and_png(tmp_path):
       'data.n': 12, 'data.d': 4, 'victim.p': 600, 'victim.activation': 'relu',
       'leak_width.shadow_n': (3,), 'leak_width.ratios': (0.25, 16.0),
       'leak_width.shadow_seeds': (1000, 1001), 'leak_width.bootstrap': 10,
-      'attack.max_steps': 1000})
+      'leak_width.model': 'constant', 'attack.max_steps': 1000})
   result = recon.run(c, str(tmp_path / 'w'))
   out = json.loads((tmp_path / 'w' / 'leak_width.json').read_text())
   assert (tmp_path / 'w' / 'leak_width.png').stat().st_size > 0
