@@ -192,10 +192,10 @@ def render(path_json: str, out_dir: str) -> None:
   lines += ['', 'Target: predicted / measured within 1/1.5 .. 1.5. The trend form '
             'c(n) = exp(mu0) n^gamma: gamma per family in leak_width.json (`trend_fit`).']
   lines += ['', '## Per shadow n (fit of that n alone)', '',
-            '| family | n | c [95% CI] |', '|---|---|---|']
+            '| family | run for n | shadow n | c [95% CI] |', '|---|---|---|---|']
   for name, r in fams.items():
     for n, f in r['shadow_fit_per_n'].items():
-      lines.append(f'| {r["family"]} | {n} | {fmt(f)} |')
+      lines.append(f'| {r["family"]} | {r["n_target"]} | {n} | {fmt(f)} |')
   lines += ['', '## Direct measurements (fresh seeds; also cited by issue #30)', '',
             '| family | n | d | p | p/dn | seeds | recovery | certified | false cert. | '
             'median s / seed | median steps |', '|---|---|---|---|---|---|---|---|---|---|---|']
@@ -205,11 +205,13 @@ def render(path_json: str, out_dir: str) -> None:
                    f'{len(p["seeds"])} ({min(p["seeds"])}-{max(p["seeds"])}) | '
                    f'{p["recovery_rate"]:.2f} | {p["certified_rate"]:.2f} | '
                    f'{p["false_certified"]} | {p["median_seconds"]:.1f} | {p["median_steps"]:.0f} |')
-  lines += ['', '## Shadow points', '', '| family | n | p/dn | seeds | recovery | certified |',
-            '|---|---|---|---|---|---|']
+  lines += ['', '## Shadow points', '',
+            '| family | run for n | n | p/dn | seeds | recovery | certified |',
+            '|---|---|---|---|---|---|---|']
   for name, r in fams.items():
     for p in r['shadow_points']:
-      lines.append(f'| {r["family"]} | {p["n"]} | {p["ratio"]:.3g} | {len(p["seeds"])} | '
+      lines.append(f'| {r["family"]} | {r["n_target"]} | {p["n"]} | {p["ratio"]:.3g} | '
+                   f'{len(p["seeds"])} | '
                    f'{p["recovery_rate"]:.2f} | {p["certified_rate"]:.2f} |')
   for name, note in result.get('not_measured', {}).items():
     lines += ['', f'## Not measured: {name}', '', note['why']]
