@@ -18,8 +18,12 @@ vectorised `recon.sweep` per n; two-layer: its pipeline per run). Results merge 
 results/leak_width.json per family (a family already there is skipped unless --redo), and
 results/leak_width.{md,png} are rendered from the JSON.
 
-    python -m scripts.leak_width --families=relu,relu_tanh
-    python -m scripts.leak_width --families=two_layer --n_target_two_layer=32
+    python -m scripts.leak_width --families=relu --shadow_n=4,8 --n_target=16
+    python -m scripts.leak_width --families=relu --shadow_n=4,8,16 --n_target=32
+
+(the runs in results/: each family and n into its own --out_dir, merged as `F@n<n>`). The
+defaults (shadows at 8, 16, 32, n = 100, the two-layer net too) are the issue's target, which
+2 shared CPU cores did not afford (docs/audit.md, "How wide before it leaks").
 """
 from __future__ import annotations
 
