@@ -11,7 +11,8 @@ command line names: `--config.data.n=8`, `--config.victim.p=400`,
   attack  the objective, the optimiser and its rescue steps (restarts, reseed,
           escalate, polish, split)
   run     precision, checkpoints, resume / overwrite, logging, the report's thresholds
-  seed, name, sweep
+  leak_width  the shadow sweep of the leak-width prediction (pipeline 'leak_width')
+  seed, name, pipeline, sweep
 """
 import ml_collections
 
@@ -291,14 +292,36 @@ def sweep() -> ml_collections.ConfigDict:
   return c
 
 
+def leak_width() -> ml_collections.ConfigDict:
+  """The leak-width prediction (pipeline 'leak_width', recon/leak_width.py; docs/audit.md,
+  "How wide before it leaks"): shadow problems of the victim's family at small n, the
+  threshold p* = c D n fitted on them, the prediction for the victim's width."""
+  c = ml_collections.ConfigDict()
+  c.shadow_n = (4, 8, 16)  # training-set sizes of the shadow problems
+  c.ratios = (0.75, 1.0, 1.25, 1.5, 2.0, 3.0)  # shadow widths p = ratio * D * n
+  c.shadow_seeds = (1000, 1001, 1002, 1003, 1004)  # never the seeds anything is reported on
+  # D: 'd' (the row size), 'pca' (k, the intrinsic dimension of data.path's rows by PCA),
+  # 'auto' (pca for data.name 'file', else d)
+  c.dim = 'auto'
+  c.variance = 0.99  # k = the fewest principal components holding this share of the variance
+  c.bootstrap = 200  # bootstrap resamples (over seeds) of the threshold fit
+  # 'trend': c(n) = exp(mu0) n^gamma fitted over the shadow sizes (needs >= 2); 'constant': one c
+  c.model = 'trend'
+  return c
+
+
 def get_config() -> ml_collections.ConfigDict:
   """The defaults: random features on synthetic sphere data (configs/rf_synthetic.py's job)."""
   c = ml_collections.ConfigDict()
   c.name = 'run'
   c.seed = 0  # the key tree of a run: data, model, candidate initialisation
+  # None: the victim's (or objective's) own pipeline; 'leak_width': predict the width at
+  # which the described model leaks instead of attacking it (configs/leak_width.py)
+  c.pipeline = placeholder(str)
   c.data = data()
   c.victim = victim()
   c.attack = attack()
   c.run = run()
   c.sweep = sweep()
+  c.leak_width = leak_width()
   return c

@@ -50,6 +50,8 @@ SEED_MAX = 2 ** 32 - 1  # jax.random.PRNGKey keeps a seed's low 32 bits: larger 
 SCHEMA: Dict[str, Any] = {
     'name': Spec(str),
     'seed': Spec(int, low=0, high=SEED_MAX),
+    # None: the victim's / objective's pipeline (recon.routes); a registered name runs that one
+    'pipeline': Spec(str, optional=True, choices=lambda: registry.names('pipeline')),
     'data': dict(
         name=Spec(str, choices=lambda: registry.names('dataset')),
         dir=Spec(str, optional=True),
@@ -202,6 +204,15 @@ SCHEMA: Dict[str, Any] = {
             require_decrease=Spec(bool),
         ),
     ),
+    'leak_width': dict(  # pipeline 'leak_width' (recon/pipelines/leak_width.py)
+        shadow_n=Spec((tuple, list)),  # ints >= 2, checked by the pipeline
+        ratios=Spec((tuple, list)),  # floats > 0
+        shadow_seeds=Spec((tuple, list)),  # ints >= 0
+        dim=Spec(str, choices=('auto', 'd', 'pca')),
+        variance=Spec(float, low=0.0, low_open=True, high=1.0),
+        bootstrap=_positive_int(),
+        model=Spec(str, choices=('trend', 'constant')),
+    ),
     'run': dict(
         dtype=Spec(str, choices=DTYPES),
         # jax_default_matmul_precision of every compiled program (recon/precision.py).
@@ -325,6 +336,9 @@ def validate(config: Any) -> None:
       raise ConfigError(f"config.{path}: None is accepted only with data.name 'file' (the "
                         "file's size); accepted: int >= 1")
   check_defences(fields)
+  if fields['pipeline'] is not None and sweep_axes(config.get('sweep')):
+    raise ConfigError(f'config.sweep: axes set with pipeline {fields["pipeline"]!r} (it runs its '
+                      'own shadow sweep, leak_width.*); accepted: no sweep axes, or pipeline None')
   if config.get('sweep') is not None:
     validate_sweep(config['sweep'])
     if fields['victim.release_noise'] > 0 and sweep_axes(config['sweep']):

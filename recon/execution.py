@@ -91,6 +91,9 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   """The last log line of a run: how the optimiser stopped, separately from how much of the
   training set was reconstructed (a converged run may have recovered nothing)."""
   m = summary.get('metrics') or {}
+  if 'p_star' in m:  # pipeline leak_width: a prediction, no attack
+    return (f'leak width: p* = {m["p_star"]:.4g}; margin p / p* = {m["margin"]:.3g}, predicted '
+            f'recovery {m["predicted_recovery"]:.2f}')
   status = m.get('status')
   stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
              'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
@@ -131,7 +134,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
       config_lib.resolve_paths(config)
       # data.name 'file': data.n / data.d None take the file's sizes (before the memory check).
-      data.resolve_file(config.data, trains_victim=not config.victim.checkpoint)
+      data.resolve_file(config.data, trains_victim=data.trains_victim(config))
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     check_workdir(workdir)

@@ -34,8 +34,12 @@ def victim_pipeline(cfg: ml_collections.ConfigDict) -> str:
 
 
 def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
-  """The name of the pipeline that runs `cfg` (a resolved config); one-line error when the
-  objective does not take this victim."""
+  """The name of the pipeline that runs `cfg` (a resolved config): `cfg.pipeline` when set
+  (leak_width), else the objective's or victim's; one-line error when the objective does not
+  take this victim."""
+  if cfg.pipeline is not None:
+    registry.lookup('pipeline', cfg.pipeline)  # one line naming the registered ones
+    return cfg.pipeline
   victim = victim_pipeline(cfg)
   objective = registry.lookup('objective', cfg.attack.objective)
   if victim not in objective.pipelines:

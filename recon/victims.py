@@ -38,7 +38,7 @@ def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   config_lib.validate(config)
   cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
   # data.name 'file': the auditor's file checked against n, d (the checkpoint's, when set).
-  data.resolve_file(cfg.data, trains_victim=not cfg.victim.checkpoint)
+  data.resolve_file(cfg.data, trains_victim=data.trains_victim(cfg))
   if cfg.attack.n_candidates is None and cfg.attack.knows_n:
     with cfg.ignore_type():
       # KKT attacks use 2n candidates (Haim et al.); the projection loss n.

@@ -2843,3 +2843,56 @@ NB = 'notebooks/audit.ipynb'  # the markdown cells' lines, as the .ipynb stores 
 claim(NB, 'on two CPU cores it needs about {23} s of compute',
       lambda: load('notebook_timing.json')['median_kernel_cpu_seconds'])
 claim(NB, 'mean distance {0.0027} (measured on', lambda: nb_audit('recon_error'))
+# --- docs/audit.md, "How wide before it leaks" (results/leak_width.json) ------------------------
+
+
+def lw(family, *keys):
+  out = load('leak_width.json')['families'][family]
+  for k in keys:
+    out = out[k]
+  return out
+
+
+def lw_row(family):
+  """c constant [CI], c trend [CI], c measured [CI], the two ratios (results/leak_width.json)."""
+  values = []
+  for fit in ('shadow_fit', 'trend_fit', 'measured_fit'):
+    values += [lw(family, fit, 'c'), *lw(family, fit, 'c_ci')]
+  return tuple(values + [lw(family, 'prediction_ratio'), lw(family, 'trend_prediction_ratio')])
+
+
+claim(AUD, '| relu | n = 4, 8 | 16 | {1.70} [{1.53}, {1.85}] | {2.25} [{1.66}, {3.16}] | {2.72} '
+      '[{2.10}, {6.55}] | {0.62} | {0.83} |', lambda: lw_row('relu@n16'))
+claim(AUD, '| relu+tanh | n = 4, 8 | 16 | {1.53} [{1.42}, {1.70}] | {2.59} [{2.09}, {3.24}] | '
+      '{2.12} [{1.90}, {3.13}] | {0.72} | {1.22} |', lambda: lw_row('relu_tanh@n16'))
+claim(AUD, '| relu+tanh | n = 4, 8, 16 | 32 | {1.64} [{1.54}, {1.75}] | {2.46} [{2.12}, {3.10}] | '
+      '{2.27} [{2.04}, {2.65}] | {0.72} | {1.09} |', lambda: lw_row('relu_tanh@n32'))
+claim(AUD, '| relu | n = 4, 8, 16 | 32 | {2.05} [{1.85}, {2.24}] | {3.83} [{2.81}, {5.19}] | > {3.07} '
+      '(no seed at {1.36}, {2.05}, {3.07}) | < {0.67} | – |',
+      lambda: (lw('relu@n32', 'shadow_fit', 'c'), *lw('relu@n32', 'shadow_fit', 'c_ci'),
+               lw('relu@n32', 'trend_fit', 'c'), *lw('relu@n32', 'trend_fit', 'c_ci'),
+               max(lw('relu@n32', 'direct_ratios')), *lw('relu@n32', 'direct_ratios'),
+               lw('relu@n32', 'shadow_fit', 'c') / max(lw('relu@n32', 'direct_ratios'))),
+      op=('=',) * 7 + ('=', '=', '=', '<'))
+claim(AUD, 'no seed at 1.36, 2.05, 3.07', lambda: all(
+    p['recovery_rate'] == 0 for p in lw('relu@n32', 'direct_points')))
+claim(AUD, 'c grows with n (1.53 → 1.93 from\n  n = 4 to 8 for relu, 1.26 → 1.90 for relu+tanh)'.replace(
+    '1.53', '{1.53}').replace('1.93', '{1.93}').replace('1.26', '{1.26}').replace('1.90', '{1.90}'),
+      lambda: (lw('relu@n16', 'shadow_fit_per_n', '4', 'c'),
+               lw('relu@n16', 'shadow_fit_per_n', '8', 'c'),
+               lw('relu_tanh@n16', 'shadow_fit_per_n', '4', 'c'),
+               lw('relu_tanh@n16', 'shadow_fit_per_n', '8', 'c')))
+claim(AUD, 'within 1.5× only for relu+tanh ({0.72} at n = 16 and at n = 32), and misses for relu ({0.62} at\n  n = 16',
+      lambda: ([lw('relu_tanh@n16', 'prediction_ratio'), lw('relu_tanh@n32', 'prediction_ratio')],
+               lw('relu@n16', 'prediction_ratio')))
+claim(AUD, 'at n = 32 it lands at {1.09} for relu+tanh',
+      lambda: lw('relu_tanh@n32', 'trend_prediction_ratio'))
+claim(AUD, 'One\n  n = 100, d = 16 run took {51} s for {6000} of its 20 000 steps',
+      lambda: (load('leak_width.json')['probes']['rf_n100']['seconds'],
+               load('leak_width.json')['probes']['rf_n100']['steps']))
+claim(AUD, 'three of them at n = 4 took {29}–{148} s each',
+      lambda: (min(load('leak_width.json')['probes']['two_layer_n4']['seconds']),
+               max(load('leak_width.json')['probes']['two_layer_n4']['seconds'])), tol=0.5)
+claim(AUD, 'fresh seeds 0–4', lambda: all(
+    set(f['reported_seeds']) == set(range(5)) and set(f['shadow_seeds']).isdisjoint(range(5))
+    for f in load('leak_width.json')['families'].values()))

@@ -21,7 +21,8 @@ def test_every_builtin_name_is_registered_once():
                                               'kkt_multiclass', 'kkt_general'}
   assert {'synthetic_sphere', 'synthetic_subspace', 'digits', 'cifar10', 'mnist', 'lfw_faces',
           'photo_patches'} <= set(registry.names('dataset'))
-  assert set(registry.names('pipeline')) == {'random_features', 'networks', 'kkt', 'subspace'}
+  assert set(registry.names('pipeline')) == {'random_features', 'networks', 'kkt', 'subspace',
+                                             'leak_width'}
 
 
 def test_a_second_registration_of_a_name_is_refused():

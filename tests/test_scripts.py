@@ -134,3 +134,11 @@ def test_certificate_scale(tmp_path):
   assert [(r['method_used'], r['features']) for r in rows] == [
       ('gram', 'dense'), ('dense', 'dense'), ('gram', 'lean'), ('dense', 'lean')]
   assert all(r['certified'] for r in rows)
+
+
+def test_leak_width(tmp_path):
+  _script('leak_width', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, 'leak_width.json', 'leak_width.md', 'leak_width.png')
+  fam = json.loads((tmp_path / 'leak_width.json').read_text())['families']['relu']
+  assert fam['n_target'] == 6 and set(fam['shadow_seeds']).isdisjoint(fam['reported_seeds'])
+  assert all(p['n'] == 6 and len(p['seeds']) == 2 for p in fam['direct_points'])

@@ -184,6 +184,12 @@ for _name in NATIVE:  # digits, cifar10, mnist, lfw_faces, photo_patches
 registry.register('dataset', auditor.NAME, _load_file)
 
 
+def trains_victim(config: Any) -> bool:
+  """True when recon trains the victim on data.path's file (so it needs 'y'): no
+  victim.checkpoint, and no named pipeline (leak_width reads the file's rows only)."""
+  return not config.victim.checkpoint and config.pipeline is None
+
+
 def resolve_file(config: Any, *, trains_victim: bool) -> None:
   """data.name 'file': checks the file against the data section `config` before compute and
   sets data.n / data.d left None to the file's sizes (in place); other data sets: nothing.

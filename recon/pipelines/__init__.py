@@ -4,6 +4,8 @@
   networks         last layer of a GD-trained Flax network (two_layer, resnet, vit, ...)
   subspace         unified objective inside a known / estimated data subspace
   kkt              KKT conditions of a homogeneous MLP trained toward max margin
+  leak_width       no attack: the width at which the described model leaks, predicted from
+                   shadow problems (named by `pipeline = 'leak_width'`)
 
 Each module registers a `registry.Pipeline` (its `run(cfg, workdir, dtype, resuming)` and
 its checks) under its name; `pipeline_for(cfg)` looks up the one `recon.routes.pipeline_name`
@@ -19,7 +21,7 @@ import ml_collections
 from recon import memory, precision, registry, restarts, routes, runs, victims
 # Importing the pipelines registers them (and, through them, every built-in victim,
 # objective and data set).
-from recon.pipelines import kkt, networks, random_features, subspace  # noqa: F401  pylint: disable=unused-import
+from recon.pipelines import kkt, leak_width, networks, random_features, subspace  # noqa: F401  pylint: disable=unused-import
 
 
 def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
@@ -30,6 +32,12 @@ def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
 def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
   """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary."""
   cfg = victims.resolve(config)
+  if cfg.pipeline is not None:  # a named pipeline (leak_width) attacks nothing: its own checks
+    pipeline = pipeline_for(cfg)
+    if pipeline.check is not None:
+      pipeline.check(cfg)
+    resuming = runs.prepare_run_workdir(workdir, cfg)
+    return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
   memory.check(cfg)  # with a saved model's n, p, d adopted (recon/memory.py)
   subspace.check(cfg)
   victims.check_model_checkpoint(cfg)

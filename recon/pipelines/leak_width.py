@@ -1,0 +1,244 @@
+"""The leak-width pipeline: shadow problems, the threshold fit, the prediction for a width.
+
+`pipeline = 'leak_width'` (configs/leak_width.py) attacks nothing. The config describes the
+auditor's model as every other job does: its family (`victim.name` 'random_features' with
+`victim.activation` relu / relu_tanh, or 'two_layer' trained with MSE), its width
+(`victim.p`, or `victim.width` for the two-layer net, whose attacked layer has
+p = width x data.num_classes parameters), its data (`data.n`, `data.d`, or `data.name='file'`
+with `data.path`: the rows give n, d and, by PCA, the intrinsic dimension k) and the attack
+(`attack.*`, used unchanged on every shadow). The shadow sweep is `leak_width.*`.
+
+Shadows: synthetic data of the auditor's shape (rows on the sqrt(d)-sphere; in a planted
+k-dim subspace of R^d when D = k < d), n_s in `leak_width.shadow_n`, widths p = r D n_s for
+r in `leak_width.ratios`, seeds `leak_width.shadow_seeds`. Random features run as one
+vectorised sweep (`recon.sweep`, one compiled group per n_s, widths x seeds vmapped) in
+WORKDIR/shadows; the two-layer net runs its pipeline once per (n_s, r, seed) in
+WORKDIR/shadows/<n>_<r>_<seed>. The fit and the prediction are `recon.leak_width`.
+
+Outputs: WORKDIR/leak_width.json (the dimension estimate, every shadow run, the rates per
+point, the fit with its bootstrap interval, the prediction), WORKDIR/leak_width.png (recovery
+against width at the auditor's n, the model marked) and summary.json.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List
+
+import ml_collections
+import numpy as np
+from absl import logging
+
+from recon import io, leak_width, machine, registry, runs, sweep, victims
+from recon.errors import ExperimentError as ConfigError  # exit status 2, one line
+from recon.data import auditor
+from recon.pipelines import networks
+
+NAME = 'leak_width'
+
+
+def attacked_width(cfg: ml_collections.ConfigDict) -> int:
+  """p of the described model: victim.p (random features) or width x classes (two-layer)."""
+  if cfg.victim.name == 'random_features':
+    return int(cfg.victim.p)
+  return int(cfg.victim.width) * int(cfg.data.num_classes)
+
+
+def check(cfg: ml_collections.ConfigDict) -> None:
+  """One-line refusals of what the prediction does not cover, before any compute."""
+  family = cfg.victim.name
+  if family not in leak_width.SUPPORTED:
+    raise ConfigError(f'config.victim.name: {family!r} with pipeline leak_width; accepted: '
+                      f'{", ".join(leak_width.SUPPORTED)}')
+  acts = leak_width.SUPPORTED[family]
+  if acts is not None and cfg.victim.activation not in acts:
+    raise ConfigError(f'config.victim.activation: {cfg.victim.activation!r} with pipeline '
+                      f'leak_width and victim {family!r}; accepted: {", ".join(acts)}')
+  if family == 'two_layer' and cfg.victim.train.loss != 'mse':
+    raise ConfigError(f'config.victim.train.loss: {cfg.victim.train.loss!r} with pipeline '
+                      "leak_width and victim 'two_layer'; accepted: 'mse'")
+  lw = cfg.leak_width
+  for field, values, ok, what in (
+      ('shadow_n', lw.shadow_n, lambda v: isinstance(v, int) and v >= 2, 'ints >= 2'),
+      ('ratios', lw.ratios, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+       and 0 < v < 1e6, 'numbers > 0'),
+      ('shadow_seeds', lw.shadow_seeds, lambda v: isinstance(v, int) and v >= 0, 'ints >= 0')):
+    if isinstance(values, bool) or not values or not all(ok(v) and not isinstance(v, bool)
+                                                         for v in values):
+      raise ConfigError(f'config.leak_width.{field}: invalid value {values!r}; accepted: a '
+                        f'non-empty tuple of {what}')
+  if len(set(lw.ratios)) < 2 or len(set(lw.shadow_seeds)) < 2:
+    raise ConfigError('config.leak_width.ratios / shadow_seeds: fewer than 2 distinct values; '
+                      'accepted: >= 2 ratios (bracketing the threshold) and >= 2 seeds')
+  if lw.model == 'trend' and len(set(lw.shadow_n)) < 2:
+    raise ConfigError(f'config.leak_width.model: \'trend\' with one shadow size {tuple(lw.shadow_n)}; '
+                      "accepted: 'trend' with >= 2 distinct leak_width.shadow_n, or 'constant'")
+  if lw.dim == 'pca' and cfg.data.name != auditor.NAME:
+    raise ConfigError(f"config.leak_width.dim: 'pca' with data.name {cfg.data.name!r}; "
+                      "accepted: 'pca' with data.name 'file' (the rows to estimate k from), "
+                      "else 'd' or 'auto'")
+
+
+def dimension(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
+  """D and how it was chosen: the row size d, or k by PCA of data.path's rows."""
+  mode = cfg.leak_width.dim
+  if mode == 'auto':
+    mode = 'pca' if cfg.data.name == auditor.NAME else 'd'
+  out: Dict[str, Any] = {'mode': mode, 'd': int(cfg.data.d)}
+  if mode == 'pca':
+    x, _ = auditor.read(cfg.data.path)
+    est = leak_width.estimate_dim(x, cfg.leak_width.variance)
+    out.update(pca=est, k=est['k'])
+    out['D'] = est['k']
+  else:
+    out['D'] = int(cfg.data.d)
+  return out
+
+
+def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_collections.ConfigDict:
+  """The auditor's config on synthetic data of the same shape (planted subspace when D < d)."""
+  c = ml_collections.ConfigDict(cfg.to_dict())
+  with c.ignore_type():
+    c.pipeline = None
+    c.data.path = None
+    c.data.name = 'synthetic_sphere'
+    c.data.preprocess = 'sphere'
+    if dim['D'] < dim['d']:
+      c.data.name = 'synthetic_subspace'
+      c.data.planted_dim = dim['D']
+    c.victim.checkpoint = None
+    c.victim.init_checkpoint = None
+    c.attack.n_candidates = None
+    c.run.overwrite = False
+    c.run.resume = False
+    c.run.checkpoint_every_seconds = 0.0
+    c.run.log_every_seconds = max(c.run.log_every_seconds, 30.0)
+  return c
+
+
+def shadow_records_rf(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, ratios, seeds,
+                      workdir: str) -> List[Dict[str, Any]]:
+  """Random-features shadows as one `recon.sweep` (one compiled group per n); per-run records."""
+  c = ml_collections.ConfigDict(base.to_dict())
+  scale = dim['D'] / dim['d']  # p = r D n = (r D / d) d n
+  with c.ignore_type():
+    c.sweep.data.n = tuple(int(n) for n in ns)
+    c.sweep.victim.p_over_dn = tuple(float(r) * scale for r in ratios)
+    c.sweep.seed = tuple(int(s) for s in seeds)
+    c.run.resume = True  # a stopped shadow sweep keeps its finished groups
+  out = sweep.run(c, workdir)
+  per_group = {i: g['seconds'] / max(1, g['n_points']) for i, g in enumerate(out['groups'])}
+  records = []
+  for r in out['records']:
+    records.append({'n': int(r['n']), 'ratio': float(r['p_over_dn']) / scale, 'p': int(r['p']),
+                    'seed': int(r['seed']), 'success': bool(r['frac_recovered'] >= 1.0),
+                    'certified': bool(r['certified']), 'frac_recovered': float(r['frac_recovered']),
+                    'steps': int(r['steps']), 'seconds': float(per_group[r['group']])})
+  return records
+
+
+def shadow_records_two_layer(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, ratios,
+                             seeds, workdir: str) -> List[Dict[str, Any]]:
+  """Two-layer shadows: the networks pipeline once per (n, ratio, seed), width rounded so
+  that width x classes = r D n."""
+  classes = int(base.data.num_classes)
+  records = []
+  for n in ns:
+    for r in ratios:
+      width = max(1, int(round(r * dim['D'] * n / classes)))
+      for seed in seeds:
+        wd = os.path.join(workdir, f'n{n}_r{r:g}_s{seed}')
+        summary_path = os.path.join(wd, 'summary.json')
+        if os.path.exists(summary_path):  # finished before a stop
+          summary = io.read_json(summary_path)
+        else:
+          c = ml_collections.ConfigDict(base.to_dict())
+          with c.ignore_type():
+            c.data.n, c.victim.width, c.seed = int(n), width, int(seed)
+          cfg = victims.resolve(c)
+          runs.prepare_run_workdir(wd, cfg)
+          summary = networks.run(cfg, wd, runs.set_dtype(cfg.run.dtype))
+        m = summary['metrics']
+        records.append({'n': int(n), 'ratio': float(r), 'p': width * classes, 'width': width,
+                        'seed': int(seed), 'success': bool(m['frac_recovered'] >= 1.0),
+                        'certified': bool(m.get('certified', False)),
+                        'frac_recovered': float(m['frac_recovered']), 'steps': int(m['steps']),
+                        'seconds': float(summary.get('wall_seconds', m.get('wall_seconds', 0.0)))})
+  return records
+
+
+def shadow_records(cfg, dim, ns, ratios, seeds, workdir: str) -> List[Dict[str, Any]]:
+  """Per-run records {'n', 'ratio', 'p', 'seed', 'success', 'certified', 'steps', 'seconds'}
+  of the family's shadows at sizes `ns`, ratios p / (D n), seeds."""
+  base = shadow_config(cfg, dim)
+  run = shadow_records_rf if cfg.victim.name == 'random_features' else shadow_records_two_layer
+  return run(base, dim, ns, ratios, seeds, workdir)
+
+
+def family(cfg: ml_collections.ConfigDict) -> str:
+  if cfg.victim.name == 'random_features':
+    return f'random_features/{cfg.victim.activation}'
+  return f'two_layer/{cfg.victim.activation}/{cfg.victim.train.loss}'
+
+
+def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = False
+        ) -> Dict[str, Any]:
+  """Shadows, fit, prediction; writes leak_width.json / .png and summary.json."""
+  del dtype, resuming
+  t0 = time.time()
+  check(cfg)
+  dim = dimension(cfg)
+  lw = cfg.leak_width
+  logging.info('leak width: %s, n=%d, D=%d (%s), width p=%d; shadows n=%s ratios=%s seeds=%s',
+               family(cfg), cfg.data.n, dim['D'], dim['mode'], attacked_width(cfg),
+               tuple(lw.shadow_n), tuple(lw.ratios), tuple(lw.shadow_seeds))
+  records = shadow_records(cfg, dim, lw.shadow_n, lw.ratios, lw.shadow_seeds,
+                           os.path.join(workdir, 'shadows'))
+  points = leak_width.rates(records)
+  try:
+    fit = leak_width.bootstrap_threshold([r['ratio'] for r in records],
+                                         [r['success'] for r in records],
+                                         [(r['n'], r['ratio']) for r in records],
+                                         n_boot=lw.bootstrap, seed=int(cfg.seed))
+    trend = None
+    if lw.model == 'trend':
+      trend = leak_width.bootstrap_trend([r['ratio'] for r in records], [r['n'] for r in records],
+                                         [r['success'] for r in records],
+                                         [(r['n'], r['ratio']) for r in records],
+                                         n_boot=lw.bootstrap, seed=int(cfg.seed))
+  except ValueError as e:
+    raise ConfigError(f'config.leak_width.ratios: {e}') from None
+  chosen = fit if trend is None else leak_width.trend_at(trend, int(cfg.data.n))
+  prediction = leak_width.predict(chosen, n=int(cfg.data.n), dim=dim['D'], p=attacked_width(cfg))
+  prediction['model'] = lw.model
+  result = {
+      'family': family(cfg), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
+      'ratios': list(lw.ratios), 'shadow_seeds': list(lw.shadow_seeds),
+      'model': lw.model,
+      'fit': {k: v for k, v in fit.items() if k not in ('boot_mu', 'boot_beta')},
+      'fit_trend': None if trend is None else {
+          **{k: v for k, v in trend.items() if k != 'boot'},
+          'at_n': {k: v for k, v in chosen.items() if k not in ('boot_mu', 'boot_beta')}},
+      'prediction': prediction, 'points': points, 'runs': records,
+      'machine': machine.describe(), 'wall_seconds': time.time() - t0,
+  }
+  io.write_json(os.path.join(workdir, 'leak_width.json'), result)
+  leak_width.plot(os.path.join(workdir, 'leak_width.png'), points=points, fit=chosen,
+                  prediction=prediction,
+                  title=f'{family(cfg)}: shadows n={list(lw.shadow_n)}, D={dim["D"]} ({dim["mode"]})')
+  summary = {'status': 'finished', 'pipeline': NAME, 'config': cfg.to_dict(),
+             'metrics': {'p_star': prediction['p_star'], 'margin': prediction['margin'],
+                         'predicted_recovery': prediction['predicted_recovery'],
+                         'c': chosen['c'], 'c_ci': chosen.get('c_ci'), 'D': dim['D'],
+                         'model': lw.model},
+             'wall_seconds': time.time() - t0}
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  ci = chosen.get('c_ci') or [float('nan')] * 2
+  logging.info('leak width: p* = %.3g (c = %.3g, %d%% CI %.3g..%.3g); your p = %d: margin %.2f, '
+               'predicted recovery %.2f', prediction['p_star'], chosen['c'], round(100 * fit['level']),
+               ci[0], ci[1], prediction['p'], prediction['margin'],
+               prediction['predicted_recovery'])
+  return summary
+
+
+registry.register('pipeline', NAME, registry.Pipeline(run=run, check=check))

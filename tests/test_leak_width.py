@@ -1,0 +1,130 @@
+"""The leak-width prediction (recon/leak_width.py, recon/pipelines/leak_width.py)."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import recon
+from recon import data, leak_width
+from recon.pipelines import leak_width as lw_pipeline
+
+
+def _synthetic_success(c, beta, ratios, per_ratio, seed=0):
+  rng = np.random.default_rng(seed)
+  r = np.repeat(ratios, per_ratio)
+  prob = 1 / (1 + np.exp(-beta * (np.log(r) - math.log(c))))
+  return r, (rng.random(len(r)) < prob).astype(float)
+
+
+def test_the_fit_recovers_a_known_threshold_and_its_interval_covers_it():
+  ratios = np.array([0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0])
+  r, s = _synthetic_success(1.7, 4.0, ratios, 300)
+  fit = leak_width.bootstrap_threshold(r, s, r, n_boot=100, seed=0)
+  assert abs(fit['c'] / 1.7 - 1) < 0.08 and 2.5 < fit['beta'] < 6
+  assert fit['c_ci'][0] < 1.7 < fit['c_ci'][1] and fit['c_ci'][1] / fit['c_ci'][0] < 1.3
+  # A threshold twice as large is found twice as large.
+  r2, s2 = _synthetic_success(3.4, 4.0, ratios * 2, 300, seed=1)
+  assert abs(leak_width.fit_threshold(r2, s2)['c'] / 3.4 - 1) < 0.08
+
+
+def test_a_clean_gap_gives_a_threshold_inside_it_and_one_outcome_is_refused():
+  r = np.repeat([0.5, 1.0, 2.0, 4.0], 5)
+  fit = leak_width.fit_threshold(r, r >= 2.0)
+  assert 1.0 < fit['c'] < 2.0
+  with pytest.raises(ValueError, match='same outcome'):
+    leak_width.fit_threshold(r, np.ones_like(r))
+  with pytest.raises(ValueError, match='does not grow'):
+    leak_width.fit_threshold(r, r <= 1.0)
+
+
+def test_the_trend_fit_recovers_a_known_drift_of_c_with_n():
+  rng = np.random.default_rng(2)
+  ratios, ns, success = [], [], []
+  for n in (4, 8, 16):
+    c = 1.2 * n ** 0.3
+    for r in (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0):
+      prob = 1 / (1 + np.exp(-5.0 * (np.log(r) - np.log(c))))
+      ratios += [r] * 200
+      ns += [n] * 200
+      success += list(rng.random(200) < prob)
+  fit = leak_width.bootstrap_trend(ratios, ns, success, list(zip(ns, ratios)), n_boot=30)
+  assert abs(fit['gamma'] - 0.3) < 0.06 and abs(math.exp(fit['mu0']) / 1.2 - 1) < 0.15
+  at = leak_width.trend_at(fit, 64)
+  assert abs(at['c'] / (1.2 * 64 ** 0.3) - 1) < 0.15 and at['c_ci'][0] < at['c'] < at['c_ci'][1]
+  with pytest.raises(ValueError, match='one shadow n'):
+    leak_width.fit_trend([1.0, 2.0], [8, 8], [0, 1])
+
+
+def test_the_prediction_is_the_margin_to_c_D_n():
+  fit = {'c': 2.0, 'mu': math.log(2.0), 'beta': 5.0, 'c_ci': [1.5, 2.5],
+         'boot_mu': [math.log(1.8), math.log(2.2)], 'boot_beta': [5.0, 5.0]}
+  out = leak_width.predict(fit, n=100, dim=16, p=6400)
+  assert out['p_star'] == pytest.approx(3200) and out['margin'] == pytest.approx(2.0)
+  assert out['predicted_recovery'] > 0.95 and out['p_star_ci'] == pytest.approx([2400, 4000])
+  assert leak_width.predict(fit, n=100, dim=16, p=1600)['predicted_recovery'] < 0.05
+  assert leak_width.recovery_probability(2.0, math.log(2.0), 5.0) == pytest.approx(0.5)
+
+
+def test_pca_finds_the_dimension_of_a_planted_subspace():
+  rng = np.random.default_rng(0)
+  basis = np.linalg.qr(rng.normal(size=(12, 3)))[0]
+  x = rng.normal(size=(40, 3)) @ basis.T + 1e-4 * rng.normal(size=(40, 12))
+  est = leak_width.estimate_dim(x, 0.99)
+  assert (est['k'], est['d'], est['n']) == (3, 12, 40)
+  assert len(est['explained_variance_ratio']) == 12 and est['cumulative'][2] > 0.99
+  assert leak_width.estimate_dim(rng.normal(size=(200, 6)), 0.99)['k'] == 6
+
+
+def test_the_dimension_comes_from_the_file_by_pca(tmp_path):
+  rng = np.random.default_rng(1)
+  x = rng.normal(size=(30, 2)) @ np.linalg.qr(rng.normal(size=(8, 2)))[0].T
+  np.savez(tmp_path / 'train.npz', x=x)  # no labels: the prediction reads the rows only
+  c = recon.get_config('leak_width', {'data.name': 'file', 'data.path': str(tmp_path / 'train.npz'),
+                                      'data.n': None, 'data.d': None})
+  assert not data.trains_victim(c)
+  data.resolve_file(c.data, trains_victim=data.trains_victim(c))
+  dim = lw_pipeline.dimension(c)
+  assert (dim['mode'], dim['D'], dim['d'], c.data.n) == ('pca', 2, 8, 30)
+
+
+@pytest.mark.parametrize('overrides, line', [
+    ({'victim.name': 'resnet'}, r"^config.victim.name: 'resnet' with pipeline leak_width; "
+                                r'accepted: random_features, two_layer'),
+    ({'victim.activation': 'tanh'}, r"^config.victim.activation: 'tanh' .*accepted: relu, "
+                                    'relu_tanh'),
+    ({'victim.name': 'two_layer', 'victim.train.loss': 'cross_entropy'},
+     r"^config.victim.train.loss: 'cross_entropy' .*accepted: 'mse'"),
+    ({'leak_width.ratios': (1.0,)}, r'^config.leak_width.ratios / shadow_seeds: fewer than 2'),
+    ({'leak_width.shadow_n': (8, 1)}, r'^config.leak_width.shadow_n: invalid value .*ints >= 2'),
+    ({'leak_width.dim': 'pca'}, r"^config.leak_width.dim: 'pca' with data.name "
+                                "'synthetic_sphere'"),
+    ({'leak_width.dim': 'k'}, r"^config.leak_width.dim: invalid value 'k'; accepted: one of "
+                              "'auto', 'd', 'pca'"),
+    ({'leak_width.shadow_n': (8, 8)}, r"^config.leak_width.model: 'trend' with one shadow size"),
+    ({'pipeline': 'nope'}, r"^config.pipeline: invalid value 'nope'; accepted: one of .*"
+                           "'leak_width'"),
+    ({'sweep.seed': (0, 1)}, r"^config.sweep: axes set with pipeline 'leak_width'"),
+])
+def test_bad_input_is_one_line_naming_the_field(tmp_path, overrides, line):
+  with pytest.raises(recon.RunError, match=line) as e:
+    recon.run(recon.get_config('leak_width', overrides), str(tmp_path / 'w'))
+  assert e.value.exit_code == 2 and not (tmp_path / 'w').exists()
+
+
+@pytest.mark.slow  # ~30 s: it compiles a sweep
+def test_a_tiny_prediction_writes_leak_width_json_and_png(tmp_path):
+  c = recon.get_config('leak_width', {
+      'data.n': 12, 'data.d': 4, 'victim.p': 600, 'victim.activation': 'relu',
+      'leak_width.shadow_n': (3,), 'leak_width.ratios': (0.25, 16.0),
+      'leak_width.shadow_seeds': (1000, 1001), 'leak_width.bootstrap': 10,
+      'leak_width.model': 'constant', 'attack.max_steps': 1000})
+  result = recon.run(c, str(tmp_path / 'w'))
+  out = json.loads((tmp_path / 'w' / 'leak_width.json').read_text())
+  assert (tmp_path / 'w' / 'leak_width.png').stat().st_size > 0
+  assert {r['seed'] for r in out['runs']} == {1000, 1001} and len(out['runs']) == 4
+  assert [p['ratio'] for p in out['points']] == [0.25, 16.0]
+  assert out['points'][0]['recovery_rate'] == 0.0 and out['points'][1]['recovery_rate'] > 0
+  pred = out['prediction']
+  assert pred['p'] == 600 and pred['p_star'] == pytest.approx(out['fit']['c'] * 4 * 12)
+  assert result.metrics['margin'] == pytest.approx(600 / pred['p_star'])
