@@ -163,8 +163,8 @@ MUTATIONS: Tuple[Mutation, ...] = (
                   'errors, 2.5e-8 to 3.8e-8 of G, with and without it, 3 seeds, 4096 chunks); '
                   'the slow 3e6-wide fits pass too'),
     Mutation('prec_cutoff_by_p', 'recon/precision.py',
-             'g_inv = _pinv_sym(gram(phi, chunk), phi.shape[0])',
-             'g_inv = _pinv_sym(gram(phi, chunk), phi.shape[1])', ('tests/test_width.py',),
+             'eigen_cutoff(phi.shape[0], phi.dtype, solve_dtype))',
+             'eigen_cutoff(phi.shape[1], phi.dtype, solve_dtype))', ('tests/test_width.py',),
              'the eigenvalue cut-off scaled by p (the issue-17 bug)'),
     # --- recon/escalate.py ---
     Mutation('esc_argmax', 'recon/escalate.py',
