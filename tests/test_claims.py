@@ -2290,8 +2290,10 @@ claim(REL, '({54} SIGKILL, {40} SIGTERM, {36} SIGINT, {48} concurrent starts, al
       'harmless, {22} full disks)',
       lambda: tuple(soak('by_kind', k, 'injected')
                     for k in ('sigkill', 'sigterm', 'sigint', 'concurrent', 'disk_full')))
-claim(REL, 'Its checks flagged {10} faults',
-      lambda: soak('faults_injected') - soak('faults_survived'))
+claim(REL, 'Its checks flagged {0} faults and recorded {0} problems',
+      lambda: (soak('faults_injected') - soak('faults_survived'),
+               len(soak('half_made_or_wrong'))))
+claim(REL, '{60} minutes): **', lambda: round(soak('seconds') / 60))
 
 
 # ----------------------------------------------------------------------------------------------
