@@ -21,6 +21,7 @@ import errno
 import logging
 import os
 import re
+import signal
 import sys
 from typing import Optional
 
@@ -84,8 +85,18 @@ def end_process(status: int) -> None:
   """Ends the CLI with `status`. A failed or interrupted run ends at once (`os._exit`, after
   flushing the log and the streams): orbax's threads of a failed save and XLA's of an
   interrupted computation would otherwise print tracebacks, or keep the process alive,
-  during interpreter shutdown. Every output is written atomically, so nothing is lost."""
+  during interpreter shutdown. Every output is written atomically, so nothing is lost.
+
+  A finished run (status 0) exits normally, ignoring SIGINT / SIGTERM from here on: at
+  shutdown Python gives the signals their default action back (its finaliser resets every
+  handler it installed, and XLA's threads can take a while to stop), so a signal then used to
+  kill a run whose outputs were all written (exit -2 / -15, no line; the soak found it)."""
   if status == 0:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+      try:
+        signal.signal(signum, signal.SIG_IGN)  # kept by the finaliser, unlike a handler
+      except ValueError:  # not the main thread (an in-process caller): nothing to guard
+        pass
     sys.exit(0)
   logging.shutdown()
   for stream in (sys.stdout, sys.stderr):

@@ -990,6 +990,25 @@ def test_a_signal_during_the_clis_imports_is_one_line():
                            'to resume from'), err
 
 
+def test_a_signal_while_a_finished_run_shuts_down_leaves_exit_status_0():
+  """Found by the soak (exit -2 / -15 after a finished run): once every output is written,
+  `failures.end_process(0)` ignores SIGINT / SIGTERM, so a signal during interpreter shutdown
+  (simulated here by an atexit callback signalling its own process) neither kills the
+  process by the default action nor turns 0 into 130 / 143."""
+  code = ('import atexit, os, signal, time\n'
+          'from recon import failures, signals\n'
+          'signals.guard_startup()\n'
+          'def late():\n'
+          '  os.kill(os.getpid(), {signum}); time.sleep(0.2)\n'
+          'atexit.register(late)\n'
+          'failures.end_process(0)\n')
+  for sig in (signal.SIGTERM, signal.SIGINT):
+    proc = subprocess.run([sys.executable, '-c', code.format(signum=int(sig))],
+                          cwd=ROOT, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0 and not proc.stderr.strip(), (sig, proc.returncode, proc.stderr)
+
+
 @pytest.mark.slow  # ~2 min: starts about ten CLI processes
 def test_short_soak_loses_nothing(tmp_path):
   """The soak (scripts/soak.py) in short: random kills, signals, concurrent starts (and a full
