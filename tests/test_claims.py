@@ -2284,6 +2284,12 @@ def soak(*keys):
   return out
 
 
+claim(REL, 'The same short soak on\nthe fixed code (`results/soak_short.json`, `--faults={60} --seed={1}`, '
+      'load ~3, {11} minutes): {60}\nfaults in {26} trials, {0} runs lost, {0} flagged.',
+      lambda: (load('soak_short.json')['settings']['faults'], load('soak_short.json')['seed'],
+               load('soak_short.json')['seconds'] / 60, load('soak_short.json')['faults_injected'],
+               load('soak_short.json')['trials'], load('soak_short.json')['runs_lost'],
+               len(load('soak_short.json')['half_made_or_wrong'])), tol=(0, 0, 0.5, 0, 0, 0, 0))
 claim(REL, '{200} faults in {77} trials, {0} runs lost',
       lambda: (soak('faults_injected'), soak('trials'), soak('runs_lost')))
 claim(REL, '({54} SIGKILL, {40} SIGTERM, {36} SIGINT, {48} concurrent starts, all refused or '
