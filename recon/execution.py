@@ -120,6 +120,20 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   return line
 
 
+def check_backend() -> None:
+  """JAX's backends start here, before anything is written: a platform that cannot start
+  (JAX_PLATFORMS=tpu on a machine without one) is one line, exit 2, not an internal error
+  from the middle of a run."""
+  import jax  # pylint: disable=import-outside-toplevel
+  try:
+    jax.devices()
+  except RuntimeError as e:
+    first = str(e).splitlines()[0][:240] if str(e) else type(e).__name__
+    raise errors.ExperimentError(
+        f"JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', '')!r}: {first}; accepted: a platform "
+        'this machine has (e.g. JAX_PLATFORMS=cpu), or JAX_PLATFORMS unset') from None
+
+
 def execute(config: Any, workdir: Optional[str] = None,
             say: Callable[[str], None] = say_error) -> int:
   """Validates, checks paths, workdir and memory, runs; returns the exit status.
@@ -138,6 +152,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     check_workdir(workdir)
+    check_backend()
     swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
     from recon import precision  # pylint: disable=import-outside-toplevel
     precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too

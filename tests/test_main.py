@@ -161,3 +161,24 @@ def test_splitting_with_lean_features_is_refused(tmp_path, capsys):
   assert len(lines) == 1, lines
   assert 'split' in lines[0] and "feature_mode 'dense'" in lines[0]
   assert not (tmp_path / 'x').exists()
+
+
+def test_a_platform_that_cannot_start_is_one_line_before_anything_is_written(tmp_path,
+                                                                            monkeypatch, capsys):
+  """JAX_PLATFORMS naming a backend the machine lacks (a TPU on a CPU box) is refused with
+  exit 2 and one line naming the variable, not an internal error from the memory check."""
+  import jax  # pylint: disable=import-outside-toplevel
+
+  def no_tpu(*args, **kwargs):
+    raise RuntimeError("Unable to initialize backend 'tpu': INTERNAL: Failed to open "
+                       'libtpu.so\nsecond line')
+
+  monkeypatch.setenv('JAX_PLATFORMS', 'tpu,cpu')
+  monkeypatch.setattr(jax, 'devices', no_tpu)
+  c = rf_synthetic.get_config()
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == ["error: JAX_PLATFORMS='tpu,cpu': Unable to initialize backend 'tpu': INTERNAL: "
+                 "Failed to open libtpu.so; accepted: a platform this machine has (e.g. "
+                 'JAX_PLATFORMS=cpu), or JAX_PLATFORMS unset']
+  assert not (tmp_path / 'w').exists()
