@@ -157,6 +157,11 @@ def attack() -> ml_collections.ConfigDict:
   c.residual_weights = 'none'  # or 'gradient_rms'
   # Restarts chosen by the blind loss (recon/restarts.py): K candidate sets optimised at
   # once (vmapped), the one with the lowest loss wins; 1 = one candidate set.
+  # The certificate's Jacobian test (recon/certificate.py): 'auto' picks dense / gram /
+  # matrix_free by size; 'off' computes none, and certification then needs the counting
+  # margin p >= 2 m d (said in the evidence) -- for the papers' CIFAR size, where the
+  # matrix-free test costs minutes of float64 passes over V (docs/random_features.md).
+  c.certify_jacobian = 'auto'
   c.restarts = 1
   # Blind re-seeding of candidates that collapsed onto one another (recon/refine.py).
   c.reseed = ml_collections.ConfigDict()

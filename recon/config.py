@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import ml_collections
 
-from recon import data, features, optimize, precision, registry, splitting
+from recon import certificate, data, features, optimize, precision, registry, splitting
 from recon.io import flatten
 from recon.spec import Spec
 from recon.errors import ReconError
@@ -160,6 +160,7 @@ SCHEMA: Dict[str, Any] = {
         # Rescue steps: restarts (recon/restarts.py), re-seeding (recon/refine.py),
         # escalation (recon/escalate.py), the precision rung (recon/polish.py), splitting
         # (recon/splitting.py).
+        certify_jacobian=Spec(str, choices=lambda: certificate.METHODS + ('off',)),
         restarts=_positive_int(),
         reseed=dict(
             every=Spec(int, low=0),

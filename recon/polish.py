@@ -295,17 +295,23 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       radius: Optional[float] = None, starts: int = 32,
                       row_steps: int = 1000, lr: float = 0.05, lm_iters: int = 20,
                       max_free_share: float = 0.25, sign_sweeps: int = 2,
-                      restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
-  """The certificate of x_hat; when it fails, the Jacobian test was computable and
+                      restart_sets=None, jacobian_method: str = 'auto'
+                      ) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
+  """The certificate of x_hat (its Jacobian test by `jacobian_method`; 'off': none, the
+  counting margin instead); when it fails, the Jacobian test was computable and
   counting holds (p >= m (d + 1)), `mode` 'auto' polishes and certifies the polished set in
   float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
   (`row_within` false): the rung is for a row or two float32 cannot resolve, not for a run
   that failed wholesale. Returns (x_hat, certificate, polish info)."""
   x_hat = np.asarray(x_hat)
+  off = jacobian_method == 'off'
   cert = certificate.certify(final_loss=final_loss, tol=tol, x_hat=x_hat, p=p,
-                             activation=activation, n_known=n_known, feature_fn=feature_fn,
-                             theta=theta,
-                             duplicate_threshold=duplicate_threshold, restart_sets=restart_sets)
+                             activation=activation, n_known=n_known,
+                             feature_fn=None if off else feature_fn, theta=theta,
+                             duplicate_threshold=duplicate_threshold, restart_sets=restart_sets,
+                             jacobian_method='auto' if off else jacobian_method)
+  if off:
+    cert['evidence']['jacobian'] = 'not computed (attack.certify_jacobian off)'
   ev = cert['evidence']
   if mode not in MODES:
     raise ValueError(f'attack.polish.mode: unknown mode {mode!r}; accepted: {", ".join(MODES)}')
@@ -378,4 +384,5 @@ def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, 
       row_steps=cfg.attack.polish.row_steps, lr=cfg.attack.lr,
       lm_iters=cfg.attack.polish.lm_iters,
       max_free_share=cfg.attack.polish.max_free_share,
-      sign_sweeps=cfg.attack.polish.sign_sweeps, restart_sets=restart_sets)
+      sign_sweeps=cfg.attack.polish.sign_sweeps, restart_sets=restart_sets,
+      jacobian_method=cfg.attack.certify_jacobian)

@@ -134,6 +134,11 @@ def run_point(args, activation: str, point: str):
       'memory_lean': m.get('memory_lean'), 'weight_rng': c.victim.weight_rng,
       'feature_mode': c.victim.feature_mode, 'lr': c.attack.lr, 'max_steps': c.attack.max_steps,
       'status': m.get('status'), 'final_loss': m.get('final_loss'), 'jax': jax.__version__,
+      'certificate_reasons': (m.get('certificate') or {}).get('reasons'),
+      'jacobian': (m.get('certificate') or {}).get('jacobian'),
+      'escalate_mode': c.attack.escalate.mode, 'escalations_tried': m.get('escalations_tried'),
+      'reseeded': m.get('reseeded'), 'n_recovered': m.get('n_recovered'),
+      'ssim_min': m.get('ssim_min'), 'recon_error_max': m.get('recon_error_max'),
       'workdir': workdir, 'date': time.strftime('%Y-%m-%dT%H:%M:%S')}
   add_record(args.out + '.json', record)
   grid = os.path.join(workdir, 'grid.png')

@@ -25,6 +25,8 @@ def _planted(p, activation='relu_tanh', seed=0, weak=3):
   ff = lambda z: features.rf_features(v, z, activation)  # noqa: E731
   alpha = jax.random.normal(ka, (N,))
   phi = ff(x)
+  if weak is None:  # no planted weak sample
+    return np.asarray(x), np.asarray(alpha @ phi), ff
   alpha = alpha.at[weak].set(TINY * jnp.linalg.norm(alpha @ phi) / jnp.linalg.norm(phi[weak]))
   theta = alpha @ phi
   return np.asarray(x), np.asarray(theta), ff
@@ -200,3 +202,27 @@ def test_a_polish_that_cannot_lower_the_loss_is_not_kept():
   assert not info['kept'] and info['loss_after'] == info['loss_before']
   np.testing.assert_array_equal(out, x)
 
+
+
+def test_jacobian_test_off_needs_the_counting_margin_and_says_so():
+  """attack.certify_jacobian 'off' (the papers' CIFAR size, where the matrix-free test costs
+  minutes): no Jacobian, no rung; the true rows certify only with p >= 2 m d, and the
+  evidence says why the test is missing."""
+  for p, certified in ((3 * N * D, True), (N * (D + 1) + 1, False)):
+    x, theta, ff = _planted(p, weak=None)
+    x_hat = np.asarray(x, np.float32)
+    loss = _loss32(ff, x_hat, theta)
+    out, cert, info = polish.certify_or_polish(
+        final_loss=loss, tol=max(loss, 1e-9), x_hat=x_hat, p=p, activation='relu_tanh',
+        n_known=N, feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD,
+        mode='auto', jacobian_method='off')
+    assert cert['evidence']['jacobian'] == 'not computed (attack.certify_jacobian off)'
+    assert 'pin_radius' not in cert['evidence'] and info == {'applied': False}
+    assert cert['certified'] is certified, (p, cert['reasons'])
+    if not certified:
+      assert any('2 m d' in r for r in cert['reasons'])
+  c = rf_synthetic.get_config()
+  assert c.attack.certify_jacobian == 'auto'
+  c.attack.certify_jacobian = 'never'
+  with pytest.raises(config_lib.ConfigError, match='certify_jacobian'):
+    config_lib.validate(c)
