@@ -101,7 +101,9 @@ class BestRestart:
   """`decode(xs) -> X_k*`, k* = argmin_k L(X_k) (blind); `summary()` for the run's metrics."""
 
   def __init__(self, loss_fn: LossFn, problem: Any):
-    self._losses = jax.jit(lambda xs: restart_losses(loss_fn, xs, problem))
+    # The problem is an argument of the compiled function, never a captured constant.
+    losses = jax.jit(lambda xs, prob: restart_losses(loss_fn, xs, prob))
+    self._losses = lambda xs: losses(xs, problem)
     self.chosen: Optional[int] = None
     self.losses: Optional[List[float]] = None
 

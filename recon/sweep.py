@@ -235,8 +235,8 @@ def prepare_group(group: Group, devices=None) -> Program:
     escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
-                 final_loss=jax.jit(lambda x: jax.vmap(loss_fn)(x, problems),
-                                    out_shardings=batched),
+                 final_loss=_bind(jax.jit(jax.vmap(loss_fn), out_shardings=batched),
+                                  problems),
                  size=size, batch=len(points), p_total=p_total, escalator=escalator,
                  basis=inputs[6])
 
@@ -283,6 +283,12 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
   out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
              p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
   return out
+
+
+def _bind(fn, problems):
+  """x -> fn(x, problems): the problems stay an argument of the compiled `fn`, never a
+  constant captured into its program."""
+  return lambda x: fn(x, problems)
 
 
 def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.ndarray]:

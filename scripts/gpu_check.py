@@ -37,6 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
+from absl import logging  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -144,11 +145,12 @@ def render(path_stem, doc):
   io.write_text(path_stem + '.md', '\n'.join(lines) + '\n')
 
 
-def step_plan(dry_run: bool, lean: bool):
+def step_plan(dry_run: bool, lean: bool, small_too: bool = True):
   """(n, d, p, path, precision) in the order they are measured (most informative first)."""
   big, small = DRY_SIZES[::-1] if dry_run else SIZES[::-1]
-  return [big + ('dense', 'highest'), big + ('dense', 'high'), small + ('dense', 'highest'),
-          small + ('dense', 'high')] + ([big + ('lean', 'highest')] if lean else [])
+  return ([big + ('dense', 'highest'), big + ('dense', 'high')]
+          + ([small + ('dense', 'highest'), small + ('dense', 'high')] if small_too else [])
+          + ([big + ('lean', 'highest')] if lean else []))
 
 
 def choose_precision(rows, big, tol: float):
@@ -166,6 +168,14 @@ def choose_precision(rows, big, tol: float):
           f"{tf.get('loss_at_truth', float('nan')):.1e} (rule <= tol/10 = {tol / 10:.0e})")
 
 
+def parse_points(text: str):
+  points = [t.strip() for t in text.split(',') if t.strip()]
+  bad = [t for t in points if t not in ('dn', '10dn')]
+  if bad:
+    raise SystemExit(f'error: --paper_points: unknown {bad}; accepted: dn, 10dn')
+  return points
+
+
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument('--dry_run', action='store_true', help='tiny sizes (CPU syntax check)')
@@ -180,6 +190,11 @@ def main(argv=None):
                   'compilation, scoring)')
   ap.add_argument('--lean', action='store_true',
                   help='also time the lean path (V regenerated) at the paper\'s size')
+  ap.add_argument('--big_only', action='store_true',
+                  help='step rows at the paper\'s p only (not p = dn)')
+  ap.add_argument('--paper_points', default='dn,10dn', help='subset of dn,10dn')
+  ap.add_argument('--assume_step_s', type=float, default=0.1,
+                  help='step time for sizing the 10 dn point when no dense row was measured')
   ap.add_argument('--parts', default='step,paper')
   ap.add_argument('--out', default='results')
   args = ap.parse_args(argv)
@@ -191,11 +206,13 @@ def main(argv=None):
   stem = os.path.join(args.out, f'gpu_check_{kind}' + ('_dry_run' if args.dry_run else ''))
   doc = io.read_json(stem + '.json') if os.path.exists(stem + '.json') else {'rows': []}
   doc.update(device=dev.platform, device_kind=dev.device_kind, jax=jax.__version__,
-             date=time.strftime('%Y-%m-%dT%H:%M:%S'), budget_s=args.budget_s)
+             date=time.strftime('%Y-%m-%dT%H:%M:%S'), budget_s=args.budget_s,
+             xla_flags=os.environ.get('XLA_FLAGS', ''))
+  logging.set_verbosity(logging.INFO)  # the pipeline's progress lines (absl) on stderr
   parts = args.parts.split(',')
   big = (DRY_SIZES if args.dry_run else SIZES)[1]
   if 'step' in parts:
-    for n, d, p, path, prec in step_plan(args.dry_run, args.lean):
+    for n, d, p, path, prec in step_plan(args.dry_run, args.lean, not args.big_only):
       if time.time() - t_start > args.budget_s * args.step_share:
         print(f'budget: skipping step row {n}x{d}x{p} {path} {prec}', flush=True)
         continue
@@ -223,16 +240,19 @@ def main(argv=None):
     size = ['--image_size=2', '--n=4'] if args.dry_run else []
     out = os.path.join(args.out, 'paper_scale_gpu' + ('_dry_run' if args.dry_run else ''))
     dense = ['--set', 'victim.feature_mode=dense']
+    wanted = parse_points(args.paper_points)
     for point, steps, extra in (('dn', args.cheap_steps, []),
                                 ('10dn', None, ['--set', 'attack.certify_jacobian=off',
                                                 '--set', 'attack.escalate.mode=off',
                                                 f'--matmul_precision={chosen}'])):
+      if point not in wanted:
+        continue
       left = args.budget_s - (time.time() - t_start)
       if steps is None:
         step_s = [r['step_s'] for r in doc['rows'] if (r['n'], r['d'], r['p']) == big and
                   r['path'] == 'dense' and r['matmul_precision'] == chosen and r.get('step_s')]
         steps = 50 if args.dry_run else (
-            int((left - args.overhead_s) / step_s[0]) if step_s else 0)
+            int((left - args.overhead_s) / (step_s[0] if step_s else args.assume_step_s)))
       if steps < 100 and not args.dry_run:
         print(f'budget: skipping point {point} ({left:.0f} s left, {steps} steps would fit)',
               flush=True)
