@@ -139,6 +139,7 @@ def run_point(args, activation: str, point: str):
       'escalate_mode': c.attack.escalate.mode, 'escalations_tried': m.get('escalations_tried'),
       'reseeded': m.get('reseeded'), 'n_recovered': m.get('n_recovered'),
       'ssim_min': m.get('ssim_min'), 'recon_error_max': m.get('recon_error_max'),
+      'xla_flags': os.environ.get('XLA_FLAGS', ''),
       'workdir': workdir, 'date': time.strftime('%Y-%m-%dT%H:%M:%S')}
   add_record(args.out + '.json', record)
   grid = os.path.join(workdir, 'grid.png')
@@ -192,6 +193,9 @@ def render(args) -> None:
         _fmt(r['frac_recovered'], '.2f'), _fmt(r['ssim_mean'], '.3f'), _fmt(r['certified']),
         f'{r["steps"]} ({r["max_steps"]})', _fmt(r['wall_seconds'], '.0f'),
         r['device_kind'], r['matmul_precision']]) + ' |')
+  notes = [f'- {r["activation"]} p={r["point"]}: {r["note"]}' for r in recs if r.get('note')]
+  if notes:
+    lines += ['', 'Notes:'] + notes
   todo = missing(doc, args)
   lines += ['', 'Missing (' + f'{args.dataset}, n={args.n}, d={args.image_size ** 2 * 3}): ' +
             (', '.join(f'{a} p={p}' for a, p in todo) or 'none')]
