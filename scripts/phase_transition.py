@@ -1,6 +1,6 @@
 """The law of reconstruction at CPU scale: phase-transition curve, law table, n_candidates != n.
 
-Every stage is one `recon.sweep.run` call on configs/rf_phase_transition.py (n=8, d=10):
+Every stage is one sweep (`recon.run`, `sweep` set) on configs/rf_phase_transition.py (n=8, d=10):
 
   lr:     lr grid {0.5, 2, 5, 20} at p/dn in {2, 8} on the TUNING seeds 1000-1002
                                                        -> results/phase_transition_lr.json

@@ -96,7 +96,7 @@ def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List
 
 
 def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
-  """The point's sweep config: its seeds as one vectorised call (`recon.sweep`)."""
+  """The point's sweep config: its seeds as one vectorised sweep (`recon.run`)."""
   c = rf_synthetic.get_config()
   c.update_from_flattened_dict({
       'data.n': pt['n'], 'data.d': pt['d'], 'victim.p': pt['p'],

@@ -60,3 +60,20 @@ def test_docs_api_shows_a_complete_audit_in_at_most_15_lines():
   block = api_audit_snippet()
   assert len(block.strip().splitlines()) <= 15 and block.startswith('import recon\n')
   assert "'victim.module': 'my_models:MLP'" in block and 'recon.run(cfg' in block
+
+
+def test_load_data_is_the_runs_training_set():
+  """recon.load_data draws with the run's data key: the rows a run of that seed trains on."""
+  from recon import data, runs  # pylint: disable=import-outside-toplevel
+  c = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 5})
+  x, y, meta = recon.load_data(c, 3)
+  x_run, y_run, _ = data.load(c.data, runs.split_keys(3)['data'])
+  assert x.shape == (4, 5) and y.shape == (4,) and isinstance(meta, dict)
+  np.testing.assert_array_equal(x, x_run)
+  np.testing.assert_array_equal(y, y_run)
+  assert not np.array_equal(x, recon.load_data(c, 4)[0])
+
+
+def test_setup_process_is_idempotent():
+  first = recon.setup_process()
+  assert recon.setup_process() == first
