@@ -103,16 +103,20 @@ def get_config(job: str = 'rf_synthetic',
   return config
 
 
-def run(config: Any, workdir: Optional[str] = None) -> Result:
+def run(config: Any, workdir: Optional[str] = None, *, nonfinite_ok: bool = False) -> Result:
   """Runs `config` (validated whole, once) into `workdir` (default results/runs/<name>-<time>);
   the Result of what it wrote. Raises RunError with the CLI's one line on any refusal.
-  `config` itself is left as it was (the run resolves paths and sizes on a copy)."""
+  `config` itself is left as it was (the run resolves paths and sizes on a copy).
+
+  A run that stopped on non-finite values (the CLI's exit status 3) raises too, unless
+  `nonfinite_ok`: then its Result (summary status 'nonfinite', the outputs of the last finite
+  state) comes back like any other, for a grid in which divergence is one of the outcomes."""
   config = copy.deepcopy(config)
   workdir = os.path.abspath(os.path.expanduser(
       workdir or execution.default_workdir(getattr(config, 'name', 'run'))))
   lines: List[str] = []
   code = execution.execute(config, workdir, say=lines.append)
-  if code != errors.EXIT_OK:
+  if code != errors.EXIT_OK and not (nonfinite_ok and code == errors.EXIT_NONFINITE):
     raise RunError(lines[-1] if lines else f'the run ended with exit status {code}', code)
   return load(workdir)
 

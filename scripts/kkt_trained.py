@@ -104,7 +104,7 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
   workdir = os.path.join(workroot, method.replace('+', '_') + '_' + tag)
   if os.path.isdir(os.path.join(victim_dir, 'model')):
     c.victim.checkpoint = victim_dir
-  summary = recon.run(c, workdir).summary
+  summary = recon.run(c, workdir, nonfinite_ok=True).summary
   if c.victim.checkpoint is None:  # first run on this victim: keep it for the others
     os.makedirs(victim_dir, exist_ok=True)
     import shutil  # pylint: disable=import-outside-toplevel

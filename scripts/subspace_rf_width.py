@@ -61,7 +61,8 @@ def main(argv=None) -> None:
       for seed in SEEDS:
         cfg = load_config('configs/rf_subspace.py')
         cfg.victim.p, cfg.attack.subspace, cfg.seed, cfg.attack.max_steps, cfg.run.overwrite = p, mode, seed, MAX_STEPS, True
-        m = recon.run(cfg, os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}')).summary
+        workdir = os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}')
+        m = recon.run(cfg, workdir, nonfinite_ok=True).summary
         m = m['metrics']
         row = {'subspace': mode, 'p': p, 'seed': seed, 'p_over_kn': p / (k * n),
                'p_over_dn': p / (d * n), 'recon_error': m['recon_error'],

@@ -65,7 +65,8 @@ def load_config(**fields):
 def run(part: str, **fields):
   cfg = load_config(**fields)
   tag = '-'.join(f'{k}{v}' for k, v in fields.items())
-  m = recon.run(cfg, os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}')).summary
+  workdir = os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}')
+  m = recon.run(cfg, workdir, nonfinite_ok=True).summary
   m = m['metrics']
   row = {'part': part, 'width': cfg.victim.width, 'seed': cfg.seed, 'subspace': cfg.attack.subspace,
          'weight_decay': cfg.victim.train.weight_decay, 'p_over_kn': cfg.victim.width / (cfg.data.planted_dim * cfg.data.n),

@@ -77,3 +77,17 @@ def test_load_data_is_the_runs_training_set():
 def test_setup_process_is_idempotent():
   first = recon.setup_process()
   assert recon.setup_process() == first
+
+
+@pytest.mark.slow  # two runs, ~13 s
+def test_a_nonfinite_run_raises_unless_nonfinite_ok(tmp_path):
+  """Exit status 3 (the loss became non-finite) is a RunError, or with nonfinite_ok the Result
+  of the last finite state (status 'nonfinite'), as a grid that expects divergence wants."""
+  c = recon.get_config('rf_synthetic', {'data.n': 3, 'data.d': 4, 'victim.p': 120,
+                                        'attack.max_steps': 50, 'run.chunk_steps': 25,
+                                        'data.label_noise': 1e38})
+  with pytest.raises(recon.RunError, match='non-finite') as e:
+    recon.run(c, str(tmp_path / 'a'))
+  assert e.value.exit_code == 3
+  result = recon.run(c, str(tmp_path / 'b'), nonfinite_ok=True)
+  assert result.metrics['status'] == 'nonfinite' and result.candidates is not None
