@@ -157,15 +157,29 @@ def leak_width_shadows(config: Any, ns: List[int], ratios: List[float], seeds: L
           'records': lw.shadow_records(cfg, dim, ns, ratios, seeds, workdir)}
 
 
+_NONFINITE = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}
+
+
+def _numbers(obj: Any) -> Any:
+  """`obj` read from JSON with the non-finite numbers recon.io wrote as 'nan' / 'inf' / '-inf'
+  (JSON has none) back as floats."""
+  if isinstance(obj, dict):
+    return {k: _numbers(v) for k, v in obj.items()}
+  if isinstance(obj, list):
+    return [_numbers(v) for v in obj]
+  return _NONFINITE.get(obj, obj) if isinstance(obj, str) else obj
+
+
 def load(workdir: str) -> Result:
-  """The Result of a finished run's workdir (or a sweep's)."""
+  """The Result of a finished run's workdir (or a sweep's); non-finite numbers, which the JSON
+  files hold as 'nan' / 'inf' strings, come back as floats."""
   name = 'summary.json' if os.path.exists(os.path.join(workdir, 'summary.json')) else 'sweep.json'
   with open(os.path.join(workdir, name)) as f:
-    summary = json.load(f)
+    summary = _numbers(json.load(f))
   records = []
   if os.path.exists(os.path.join(workdir, 'records.json')):
     with open(os.path.join(workdir, 'records.json')) as f:
-      records = json.load(f)
+      records = _numbers(json.load(f))
   candidates = None
   npz = os.path.join(workdir, 'reconstruction.npz')
   if os.path.exists(npz):

@@ -91,3 +91,13 @@ def test_a_nonfinite_run_raises_unless_nonfinite_ok(tmp_path):
   assert e.value.exit_code == 3
   result = recon.run(c, str(tmp_path / 'b'), nonfinite_ok=True)
   assert result.metrics['status'] == 'nonfinite' and result.candidates is not None
+
+
+def test_load_reads_nonfinite_numbers_back_as_floats(tmp_path):
+  from recon import io  # pylint: disable=import-outside-toplevel
+  io.write_json(str(tmp_path / 'summary.json'),
+                {'metrics': {'loss': float('nan'), 'at': [float('inf'), -float('inf'), 1.0],
+                             'status': 'nonfinite', 'name': 'inference'}})
+  m = recon.load(str(tmp_path)).metrics
+  assert np.isnan(m['loss']) and m['at'] == [float('inf'), -float('inf'), 1.0]
+  assert (m['status'], m['name']) == ('nonfinite', 'inference')
