@@ -6,11 +6,19 @@ The Python API (recon/api.py), imported on first use so that `import recon` stay
     recon.run(config, workdir)         one run (or sweep) as the CLI runs it -> recon.Result
     recon.load(workdir)                the Result of a finished run
     recon.registry                     the registered victims, objectives, data sets
+    recon.setup_process()              the command line's once-per-process setup (scripts)
+    recon.load_data(config, seed)      the training set a run of `config` at `seed` draws
+    recon.leak_width_shadows(...)      the leak-width pipeline's shadow runs, without its fit
+
+Public modules besides (recon.api.PUBLIC_MODULES, docs/api.md): recon.registry, recon.config,
+recon.data, recon.metrics, recon.io, recon.machine, recon.rero, recon.leak_width. Everything else
+is internal.
 """
 
 __version__ = '0.1.0'
 
-_API = ('run', 'load', 'get_config', 'Result', 'RunError')
+_API = ('run', 'load', 'get_config', 'Result', 'RunError', 'setup_process', 'load_data',
+        'leak_width_shadows')
 
 
 def __getattr__(name):

@@ -9,6 +9,9 @@
 checkpoints, resume and outputs) without the process: a refusal or failure raises `RunError`
 (its `exit_code` is the CLI's exit status, its message the CLI's one line) instead of exiting.
 A sweep (`config.sweep` set) returns its sweep.json as `summary` and no candidates.
+
+The public surface (docs/api.md) is `PUBLIC_NAMES` on the package `recon` plus the modules in
+`PUBLIC_MODULES`; scripts/ use nothing else (tests/test_scripts_api.py checks it).
 """
 from __future__ import annotations
 
@@ -24,6 +27,21 @@ import numpy as np
 
 from recon import config as config_lib
 from recon import errors, execution
+
+# What `import recon` offers (recon/__init__.py serves them on first use).
+PUBLIC_NAMES = ('get_config', 'run', 'load', 'Result', 'RunError', 'registry', 'setup_process',
+                'load_data', 'leak_width_shadows')
+# Modules that are public as a whole, each a small stable job of its own:
+PUBLIC_MODULES = (
+    'recon.registry',  # the registered victims, objectives, data sets, pipelines (extending)
+    'recon.config',    # the config schema: FIELDS, get_path / set_path, sweep_axes, validate
+    'recon.data',      # the data sets a config names: load, image_shape, to_pixels, ...
+    'recon.metrics',   # scoring candidates against the truth (matching, distances, SSIM)
+    'recon.io',        # atomic writes and reads of result files (json, text, npz)
+    'recon.machine',   # the one-line machine / device description a result records
+    'recon.rero',      # what DP promises against reconstruction (Hayes et al.'s bounds)
+    'recon.leak_width',  # the leak-width law: threshold fits, bootstraps, rates of shadow runs
+)
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs')
 
@@ -85,29 +103,83 @@ def get_config(job: str = 'rf_synthetic',
   return config
 
 
-def run(config: Any, workdir: Optional[str] = None) -> Result:
+def run(config: Any, workdir: Optional[str] = None, *, nonfinite_ok: bool = False) -> Result:
   """Runs `config` (validated whole, once) into `workdir` (default results/runs/<name>-<time>);
   the Result of what it wrote. Raises RunError with the CLI's one line on any refusal.
-  `config` itself is left as it was (the run resolves paths and sizes on a copy)."""
+  `config` itself is left as it was (the run resolves paths and sizes on a copy).
+
+  A run that stopped on non-finite values (the CLI's exit status 3) raises too, unless
+  `nonfinite_ok`: then its Result (summary status 'nonfinite', the outputs of the last finite
+  state) comes back like any other, for a grid in which divergence is one of the outcomes."""
   config = copy.deepcopy(config)
   workdir = os.path.abspath(os.path.expanduser(
       workdir or execution.default_workdir(getattr(config, 'name', 'run'))))
   lines: List[str] = []
   code = execution.execute(config, workdir, say=lines.append)
-  if code != errors.EXIT_OK:
+  if code != errors.EXIT_OK and not (nonfinite_ok and code == errors.EXIT_NONFINITE):
     raise RunError(lines[-1] if lines else f'the run ended with exit status {code}', code)
   return load(workdir)
 
 
+def setup_process() -> Optional[str]:
+  """What the command line does once per process before its first run, for a script that
+  calls `run` many times: keep XLA's large CPU buffers mapped between steps (recon/host.py)
+  and turn on JAX's persistent compilation cache (recon/compile_cache.py). Idempotent; returns
+  the cache folder (None when the cache is off). A bad RECON_HOST_MALLOC raises ValueError."""
+  from recon import compile_cache, host  # pylint: disable=import-outside-toplevel
+  host.keep_buffers_mapped()
+  return compile_cache.enable()
+
+
+def load_data(config: Any, seed: int, dtype: Any = None):
+  """(X (n, d), y (n,), meta): the training set a run of `config` with seed `seed` draws
+  (its data key, `recon.runs.split_keys(seed)['data']`); meta['indices'] names the images an
+  image data set picked. dtype: default float32."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  from recon import data, runs  # pylint: disable=import-outside-toplevel
+  return data.load(config.data, runs.split_keys(seed)['data'],
+                   jnp.float32 if dtype is None else dtype)
+
+
+def leak_width_shadows(config: Any, ns: List[int], ratios: List[float], seeds: List[int],
+                       workdir: str) -> Dict[str, Any]:
+  """The leak-width pipeline's shadow problems (recon/pipelines/leak_width.py) without its fit:
+  `config` (configs/leak_width.py's sections) describes the family; its shadows run at sizes
+  `ns`, widths p = r D n for r in `ratios`, seeds `seeds`, in `workdir` (a stopped call resumes
+  there). Returns {'family', 'dimension' (D and how it was chosen), 'records' (one per run:
+  n, ratio, p, seed, success, certified, frac_recovered, steps, seconds)}; the fits over the
+  records are recon.leak_width's."""
+  from recon import pipelines, victims  # pylint: disable=import-outside-toplevel
+  cfg = victims.resolve(config)
+  lw = pipelines.leak_width
+  dim = lw.dimension(cfg)
+  return {'family': lw.family(cfg), 'dimension': dim,
+          'records': lw.shadow_records(cfg, dim, ns, ratios, seeds, workdir)}
+
+
+_NONFINITE = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}
+
+
+def _numbers(obj: Any) -> Any:
+  """`obj` read from JSON with the non-finite numbers recon.io wrote as 'nan' / 'inf' / '-inf'
+  (JSON has none) back as floats."""
+  if isinstance(obj, dict):
+    return {k: _numbers(v) for k, v in obj.items()}
+  if isinstance(obj, list):
+    return [_numbers(v) for v in obj]
+  return _NONFINITE.get(obj, obj) if isinstance(obj, str) else obj
+
+
 def load(workdir: str) -> Result:
-  """The Result of a finished run's workdir (or a sweep's)."""
+  """The Result of a finished run's workdir (or a sweep's); non-finite numbers, which the JSON
+  files hold as 'nan' / 'inf' strings, come back as floats."""
   name = 'summary.json' if os.path.exists(os.path.join(workdir, 'summary.json')) else 'sweep.json'
   with open(os.path.join(workdir, name)) as f:
-    summary = json.load(f)
+    summary = _numbers(json.load(f))
   records = []
   if os.path.exists(os.path.join(workdir, 'records.json')):
     with open(os.path.join(workdir, 'records.json')) as f:
-      records = json.load(f)
+      records = _numbers(json.load(f))
   candidates = None
   npz = os.path.join(workdir, 'reconstruction.npz')
   if os.path.exists(npz):

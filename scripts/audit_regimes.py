@@ -33,7 +33,8 @@ from absl import app, flags, logging
 from flax import serialization
 
 from configs import audit
-from recon import io, machine, main
+import recon
+from recon import io, machine
 from scripts.byo_mlp import MLP
 
 # (optimizer, learning rate, steps): full-batch, MSE.
@@ -101,11 +102,10 @@ def attack(folder: str, attack_name: str, hidden: int, max_steps: int) -> Dict[s
     c.attack[field] = value
   work = os.path.join(folder, attack_name)
   t0 = time.time()
-  code = main.execute(c, work)
-  if code != 0:
-    raise RuntimeError(f'attack {attack_name} exited {code}')
-  with open(os.path.join(work, 'summary.json')) as f:
-    m = json.load(f)['metrics']
+  try:
+    m = recon.run(c, work).metrics
+  except recon.RunError as e:
+    raise RuntimeError(f'attack {attack_name} exited {e.exit_code}: {e}') from e
   return {'frac_recovered': m['frac_recovered'], 'recon_error': m['recon_error'],
           'final_loss': m['final_loss'], 'steps': m['steps'], 'p_L': m['p_L'],
           'seconds': time.time() - t0}

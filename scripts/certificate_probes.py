@@ -36,7 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from configs import rf_synthetic
-from recon import certificate, compile_cache, features, host, io, machine, metrics, sweep
+import recon
+from recon import certificate, features, io, machine, metrics
 from recon import symmetry
 from recon.models import random_features
 from recon.objectives import projection
@@ -69,7 +70,7 @@ def attack_probe(kind: str, activation: str, n: int, d: int, p: int, m: int,
   """One attack-level probe: per seed, the certificate and recovery in the matching metric."""
   with tempfile.TemporaryDirectory() as workdir:
     t = time.time()
-    out = sweep.run(sweep_config(activation, n, d, p, m, seeds), os.path.join(workdir, 's'))
+    out = recon.run(sweep_config(activation, n, d, p, m, seeds), os.path.join(workdir, 's')).summary
     seconds = time.time() - t
   per_seed = [dict(seed=r['seed'], certified=bool(r['certified']),
                    candidates_certified=bool(r['candidates_certified']),
@@ -204,8 +205,7 @@ def define_flags() -> None:
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  host.keep_buffers_mapped()
-  compile_cache.enable()
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   path = FLAGS.out + '.json'
   if FLAGS.render_only:
     doc = io.read_json(path)

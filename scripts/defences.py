@@ -24,14 +24,14 @@ with attack.init_in_span=True, which adds W_L(0) to the features' span (GD with 
 -(1 - (1 - lr wd)^T) W_L(0) in theta); its records carry attack='adaptive' and its curves are
 'weight_decay+adaptive' (strength 0 included: the undefended victim attacked adaptively).
 
-For every (victim, defence, strength, ratio, seed) one run (`recon.main.execute`, in process)
+For every (victim, defence, strength, ratio, seed) one run (`recon.run`, in process)
 records frac_recovered (rows within 0.1), recon_error, certified, the loss and the utility
 (train / held-out loss and accuracy for rf_gd; train / held-out MSE and sign accuracy for rf).
 Strength 0 (epsilon = inf) is the undefended victim, one run per (victim, ratio, seed) shared
 by its defences. Records are keyed by point and appended to results/defences.json after each
 run (a point already there is skipped: resumable); results/defences.{md,png} are re-rendered
 from the JSON (`--render_only`). The DP panel draws Hayes et al. (2023)'s upper bound on the
-probability of reconstructing a row (recon.models.privacy.rero_bound_dp / _gdp) with the
+probability of reconstructing a row (recon.rero.rero_bound_dp / _gdp) with the
 prior's success kappa = 2 n P(cap of relative radius 0.1) (n candidates, either sign).
 
 Sizes are kept small for a shared 2-core CPU: n = 8, d = 8, p_L in {4, 10} d n, seeds
@@ -60,9 +60,9 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
-from recon import compile_cache, data, host, io, machine, main as recon_main, runs
+import recon
+from recon import io, machine, rero
 from scripts import network_law
-from recon.models import privacy
 
 FLAGS = flags.FLAGS
 # Defence strengths per (victim, defence), weakest first; 0 / inf is the undefended victim.
@@ -143,7 +143,7 @@ def net_seeds(victim: str, count: int) -> List[int]:
   cfg, _ = network_law.make_config(kind, dataset, 10.0, 0, NET_SIZES['n'], 1, {})
 
   def indices(seed):
-    _, _, meta = data.load(cfg.data, runs.split_keys(seed)['data'])
+    _, _, meta = recon.load_data(cfg, seed)
     return set(int(i) for i in np.asarray(meta['indices']))
 
   shadows = network_law.shadow_seeds(kind, dataset, NET_SIZES['n'], (0, 1, 2),
@@ -191,11 +191,11 @@ def run_point(pt: Dict[str, Any], sizes: Dict[str, Any],
   """One run; the record: the point, recovery, certificate and the victim's utility."""
   with tempfile.TemporaryDirectory() as workdir:
     t = time.time()
-    status = recon_main.execute(config_for(pt, sizes, net_sizes), os.path.join(workdir, 'run'))
+    try:
+      summary = recon.run(config_for(pt, sizes, net_sizes), os.path.join(workdir, 'run')).summary
+    except recon.RunError as e:
+      raise RuntimeError(f'run {pt} exited with status {e.exit_code}: {e}') from e
     seconds = time.time() - t
-    if status != 0:
-      raise RuntimeError(f'run {pt} exited with status {status}')
-    summary = io.read_json(os.path.join(workdir, 'run', 'summary.json'))
   m = summary['metrics']
   util = m.get('utility') or {}
   dp = (m.get('defences') or {}).get('dp')
@@ -278,7 +278,7 @@ def write_records(path: str, records: List[Dict[str, Any]], meta: Dict[str, Any]
 
 def kappa(n: int, d: int) -> float:
   """The prior's success: n guesses (either sign) uniform on the sphere, one within 0.1."""
-  return min(1.0, 2 * n * privacy.cap_probability(d, THRESHOLD))
+  return min(1.0, 2 * n * rero.cap_probability(d, THRESHOLD))
 
 
 def _mean(rows, name) -> Optional[float]:
@@ -400,7 +400,7 @@ def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dic
       if defence == 'dp':
         mu = (0.0 if not r['noise_multiplier'] else
               math.sqrt(r['dp_steps'] or meta['train_steps']) / r['noise_multiplier'])
-        bound = _fmt(1.0 if r['strength'] == 0.0 else privacy.rero_bound_gdp(mu, kappa(n, d)))
+        bound = _fmt(1.0 if r['strength'] == 0.0 else rero.rero_bound_gdp(mu, kappa(n, d)))
       tl = r['train_loss'] if victim != 'rf' else r['train_mse']
       hl = r['held_out_loss'] if victim != 'rf' else r['held_out_mse']
       ha = r['held_out_accuracy'] if victim != 'rf' else r['held_out_sign_accuracy']
@@ -484,10 +484,10 @@ def _plot(cur, meta, path) -> None:
       if defence == 'dp':
         ks = kappa(key[2], key[3])
         eps = np.geomspace(0.5, top / 4, 60)
-        ax.plot(eps, [privacy.rero_bound_dp(e, DELTA, ks) for e in eps], 'k--', lw=0.9,
+        ax.plot(eps, [rero.rero_bound_dp(e, DELTA, ks) for e in eps], 'k--', lw=0.9,
                 label='Hayes et al. 2023 bound, (eps, 1e-5)-DP' if i == 0 else None)
         bx = [x for x, r in zip(xs, rows) if r['strength'] > 0]
-        by = [privacy.rero_bound_gdp(math.sqrt(r['dp_steps'] or meta['train_steps'])
+        by = [rero.rero_bound_gdp(math.sqrt(r['dp_steps'] or meta['train_steps'])
                                      / r['noise_multiplier'], ks)
               for r in rows if r['strength'] > 0]
         ax.plot(bx, by, 'kx', label='bound, GDP of the mechanism' if i == 0 else None)
@@ -527,8 +527,7 @@ def define_flags() -> None:
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  host.keep_buffers_mapped()
-  compile_cache.enable()
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   sizes = dict(TINY_SIZES if FLAGS.tiny else SIZES)
   grid = dict(TINY_GRID if FLAGS.tiny else GRID)
   if FLAGS.only:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import time
@@ -29,7 +28,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from absl import logging  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from recon import compile_cache, data, host, io, metrics, reconstruct, runs, victims  # noqa: E402
+import recon  # noqa: E402
+from recon import data, io, reconstruct, runs, victims  # noqa: E402
 from recon import config as config_lib  # noqa: E402
 from recon.pipelines import kkt as ke  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
@@ -325,8 +325,7 @@ def digits(n=10):
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   parser = argparse.ArgumentParser()
   parser.add_argument('--part', choices=('identifiability', 'id_ablation', 'splitting',
                                          'digits'),

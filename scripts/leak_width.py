@@ -13,8 +13,8 @@ off unless --polish=auto) capped at --max_steps on every run alike:
      seeds (--seeds); the same fit on them gives c_measured with its interval;
   3. the prediction error c_pred / c_measured (target: within a factor 1.5).
 
-Both stages run through `recon.pipelines.leak_width.shadow_records` (random features: one
-vectorised `recon.sweep` per n; two-layer: its pipeline per run). Results merge into
+Both stages run through `recon.leak_width_shadows`, the leak-width pipeline's shadows (random
+features: one vectorised sweep per n; two-layer: its pipeline per run). Results merge into
 results/leak_width.json per family (a family already there is skipped unless --redo), and
 results/leak_width.{md,png} are rendered from the JSON.
 
@@ -41,8 +41,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import leak_width as leak_width_config
-from recon import compile_cache, host, io, leak_width, machine
-from recon.pipelines import leak_width as lw_pipeline
+import recon
+from recon import io, leak_width, machine
 
 FAMILIES = {
     'relu': {'victim.name': 'random_features', 'victim.activation': 'relu'},
@@ -128,15 +128,15 @@ def run_family(family: str) -> Dict[str, Any]:
   n_target = FLAGS.n_target_two_layer if two_layer else FLAGS.n_target
   shadow_n = [int(n) for n in (FLAGS.shadow_n_two_layer if two_layer and FLAGS.shadow_n_two_layer
                                else FLAGS.shadow_n)]
-  cfg = lw_pipeline.victims.resolve(family_config(family, n_target))
-  dim = {'mode': 'd', 'd': FLAGS.d, 'D': FLAGS.d}
+  cfg = family_config(family, n_target)  # data.d = --d: the shadows' D is d
   tmp = tempfile.mkdtemp(prefix=f'leak_width_{family}_')
   shadow_seeds = [int(s) for s in FLAGS.shadow_seeds]
   seeds = [int(s) for s in FLAGS.seeds]
   assert not set(shadow_seeds) & set(seeds), 'shadow seeds must not be reported seeds'
   ratios = [float(r) for r in FLAGS.ratios]
-  shadows = lw_pipeline.shadow_records(cfg, dim, shadow_n, ratios, shadow_seeds,
-                                       os.path.join(tmp, 'shadows'))
+  found = recon.leak_width_shadows(cfg, shadow_n, ratios, shadow_seeds,
+                                   os.path.join(tmp, 'shadows'))
+  shadows = found['records']
   t_shadow = time.time() - t0
   fit = fit_or_bound(shadows, seed=0)
   per_n = {str(n): fit_or_bound([r for r in shadows if r['n'] == n], seed=0) for n in shadow_n}
@@ -145,12 +145,12 @@ def run_family(family: str) -> Dict[str, Any]:
     raise SystemExit(f'{family}: the shadow fit failed ({fit["bound"]}); widen --ratios')
   bracket = sorted({round(fit['c'] * b, 3) for b in BRACKET})
   t1 = time.time()
-  direct = lw_pipeline.shadow_records(cfg, dim, [n_target], bracket, seeds,
-                                      os.path.join(tmp, 'direct'))
+  direct = recon.leak_width_shadows(cfg, [n_target], bracket, seeds,
+                                    os.path.join(tmp, 'direct'))['records']
   t_direct = time.time() - t1
   measured = fit_or_bound(direct, seed=1)
   out = {
-      'family': lw_pipeline.family(cfg), 'd': FLAGS.d, 'n_target': n_target,
+      'family': found['family'], 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
       'reported_seeds': seeds, 'max_steps': FLAGS.max_steps,
       'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
@@ -255,8 +255,7 @@ def render(path_json: str, out_dir: str) -> None:
 
 def main(argv):
   del argv
-  host.keep_buffers_mapped()
-  compile_cache.enable()
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   if FLAGS.tiny:
     FLAGS.families, FLAGS.d, FLAGS.shadow_n = ['relu'], 4, ['3', '4']
     FLAGS.ratios, FLAGS.shadow_seeds, FLAGS.seeds = ['0.25', '16'], ['1000', '1001'], ['0', '1']

@@ -76,7 +76,7 @@ def execute(folder: str, notebook: str = NOTEBOOK, env: Optional[Dict[str, str]]
 def one_run(folder: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
   """One timed execution in `folder` (left there: the executed audit.ipynb, the audit's workdir
   audit_mlp/); `env` defaults to the kernel's with the compilation cache off."""
-  from recon import api  # pylint: disable=import-outside-toplevel
+  import recon  # pylint: disable=import-outside-toplevel
   load = os.getloadavg()[0]
   nb, wall, cpu = execute(folder, env=env or kernel_env(RECON_COMPILATION_CACHE='off'))
   cells = {}
@@ -84,7 +84,7 @@ def one_run(folder: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]
     tags = cell.get('metadata', {}).get('tags', [])
     if cell.cell_type == 'code' and tags:
       cells[tags[0]] = _cell_seconds(cell)
-  m = api.load(os.path.join(folder, 'audit_mlp')).metrics
+  m = recon.load(os.path.join(folder, 'audit_mlp')).metrics
   return {'load_average_before': round(load, 2), 'wall_seconds': wall, 'kernel_cpu_seconds': cpu,
           'cell_seconds': cells,
           'audit': {k: m[k] for k in ('frac_recovered', 'n_recovered', 'n', 'd', 'p_L',

@@ -37,7 +37,8 @@ from absl import app, flags, logging
 import numpy as np
 
 from configs import rf_synthetic
-from recon import compile_cache, host, io, machine, sweep
+import recon
+from recon import io, machine
 
 LEAKY = {'relu': 'relu_leaky_backward', 'relu_tanh': 'relu_tanh_leaky_backward'}
 TOL = 1e-7
@@ -85,7 +86,7 @@ def paper_config(activation: str, n: int, d: int, p: int, max_steps: int,
 def _sweep(c) -> Dict[str, Any]:
   with tempfile.TemporaryDirectory() as workdir:
     t = time.time()
-    out = sweep.run(c, os.path.join(workdir, 's'))
+    out = recon.run(c, os.path.join(workdir, 's')).summary
     out['seconds'] = time.time() - t
   return out
 
@@ -181,8 +182,7 @@ def define_flags() -> None:
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  host.keep_buffers_mapped()
-  compile_cache.enable()
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   path = FLAGS.out + '.json'
   doc = io.read_json(path) if os.path.exists(path) else {}
   if not FLAGS.render_only:

@@ -1,6 +1,6 @@
 """The law of reconstruction at CPU scale: phase-transition curve, law table, n_candidates != n.
 
-Every stage is one `recon.sweep.run` call on configs/rf_phase_transition.py (n=8, d=10):
+Every stage is one sweep (`recon.run`, `sweep` set) on configs/rf_phase_transition.py (n=8, d=10):
 
   lr:     lr grid {0.5, 2, 5, 20} at p/dn in {2, 8} on the TUNING seeds 1000-1002
                                                        -> results/phase_transition_lr.json
@@ -41,7 +41,8 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import base, rf_phase_transition  # noqa: E402
-from recon import compile_cache, host, io, machine, metrics, sweep  # noqa: E402
+import recon  # noqa: E402
+from recon import io, machine, metrics  # noqa: E402
 from recon import config as config_lib  # noqa: E402
 
 RESULTS = 'results'  # --out_dir
@@ -77,7 +78,7 @@ def run_sweep(c: ml_collections.ConfigDict, name: str):
       if axis != 'attack.n_candidates':  # the ncand report needs n/2, n and 2n
         config_lib.set_path(c.sweep, axis, tuple(values)[:2])
   t0 = time.time()
-  result = sweep.run(c, os.path.join(RUNS, name))
+  result = recon.run(c, os.path.join(RUNS, name)).summary
   return result, time.time() - t0
 
 
@@ -414,6 +415,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   main()

@@ -45,7 +45,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
-from recon import compile_cache, host, io, machine, sweep
+import recon
+from recon import io, machine
 from scripts import paper_baseline
 
 PRESETS = {
@@ -95,7 +96,7 @@ def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List
 
 
 def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
-  """The point's sweep config: its seeds as one vectorised call (`recon.sweep`)."""
+  """The point's sweep config: its seeds as one vectorised sweep (`recon.run`)."""
   c = rf_synthetic.get_config()
   c.update_from_flattened_dict({
       'data.n': pt['n'], 'data.d': pt['d'], 'victim.p': pt['p'],
@@ -175,7 +176,7 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
   """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details."""
   with tempfile.TemporaryDirectory() as workdir:
     t = time.time()
-    out = sweep.run(config_for(pt, seeds, max_steps), os.path.join(workdir, 'sweep'))
+    out = recon.run(config_for(pt, seeds, max_steps), os.path.join(workdir, 'sweep')).summary
     seconds = time.time() - t
   per_seed = compact_seeds([dict(
       seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
@@ -430,8 +431,7 @@ def define_flags() -> None:
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  host.keep_buffers_mapped()
-  compile_cache.enable()
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   path = FLAGS.out + '.json'
   records = io.read_json(path)['records'] if os.path.exists(path) else []
   for r in records:

@@ -8,7 +8,8 @@ n-dimensional) and reconstructs from dW2, against the full-space search at the s
 width. The data are not planted in a subspace: span(U) can only be span{x_i}.
 Writes results/subspace_digits.{json,png}. Uses sklearn's bundled copy (no download).
 The selection (the first image of each class 0..5) and the targets differ from recon.data's
-'digits' data set (balanced random images, +-1 labels), so this script loads them itself.
+'digits' data set (balanced random images, +-1 labels), so this script writes them to a data
+file (OUT/runs/subspace_digits/digits6.npz: 8x8 images, preprocess 'none') that each run reads.
 
 Regenerate (about 2 minutes on 2 shared CPU cores):
     python -m scripts.subspace_digits
@@ -21,7 +22,6 @@ import argparse
 import importlib.util
 import os
 
-import jax.numpy as jnp
 import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
@@ -29,8 +29,8 @@ import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 from sklearn.datasets import load_digits  # pylint: disable=wrong-import-position
 
-from recon import compile_cache, host, io, runs, victims  # pylint: disable=wrong-import-position
-from recon.pipelines import subspace as subspace_pipeline  # pylint: disable=wrong-import-position
+import recon  # pylint: disable=wrong-import-position
+from recon import io  # pylint: disable=wrong-import-position
 
 OUT = 'results'  # --out_dir
 N = 6
@@ -43,7 +43,7 @@ def digits_rows(n: int):
   x = (x - x.mean()) / x.std()
   x = x * (np.sqrt(x.shape[1]) / np.linalg.norm(x, axis=1, keepdims=True))
   y = (digits.target[idx] - (n - 1) / 2) / np.std(np.arange(n))
-  return jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
+  return x.astype(np.float32), y.astype(np.float32)
 
 
 def main(argv=None) -> None:
@@ -61,6 +61,9 @@ def main(argv=None) -> None:
   mod = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(mod)
   x, y = digits_rows(N)
+  path = os.path.join(OUT, 'runs', 'subspace_digits', f'digits{N}.npz')
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  io.write_npz(path, x=x.reshape(N, 8, 8), y=y)  # (H, W) images: the runs' pictures and SSIM
   results = {}
   for mode in ('none', 'estimated'):
     cfg = mod.get_config()
@@ -68,15 +71,11 @@ def main(argv=None) -> None:
                                                                    True)
     if args.tiny:
       cfg.victim.width, cfg.victim.train.max_steps = 48, 50
-    cfg.data.name = 'synthetic_sphere'  # not loaded: the rows are passed in below
-    cfg = victims.resolve(cfg)
-    cfg.data.name = 'digits[:6] (scripts/subspace_digits.py)'  # for summary.json only
+    cfg.data.name, cfg.data.path, cfg.data.preprocess = 'file', path, 'none'  # rows as written
+    cfg.data.planted_dim = None
     workdir = os.path.join(OUT, 'runs', 'subspace_digits', mode)
-    os.makedirs(workdir, exist_ok=True)
-    summary = subspace_pipeline.run_two_layer_on(
-        cfg, workdir, x, y, {'name': 'digits', 'image_shape': (8, 8, 1)},  # (H, W, C)
-        keys=runs.split_keys(cfg.seed))
-    m = summary['metrics']
+    result = recon.run(cfg, workdir, nonfinite_ok=True)
+    m = result.metrics
     results[mode] = {k: m.get(k) for k in (
         'recon_error', 'frac_recovered', 'final_loss', 'search_dim', 'auto_k',
         'subspace_residual_true', 'singular_values_top', 'train_final_loss', 'delta_w1_rel')}
@@ -103,6 +102,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   main()

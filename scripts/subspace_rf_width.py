@@ -25,7 +25,8 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
-from recon import compile_cache, host, io, pipelines  # pylint: disable=wrong-import-position
+import recon  # pylint: disable=wrong-import-position
+from recon import io  # pylint: disable=wrong-import-position
 
 P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)
@@ -60,7 +61,8 @@ def main(argv=None) -> None:
       for seed in SEEDS:
         cfg = load_config('configs/rf_subspace.py')
         cfg.victim.p, cfg.attack.subspace, cfg.seed, cfg.attack.max_steps, cfg.run.overwrite = p, mode, seed, MAX_STEPS, True
-        m = pipelines.run(cfg, os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}'))
+        workdir = os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}')
+        m = recon.run(cfg, workdir, nonfinite_ok=True).summary
         m = m['metrics']
         row = {'subspace': mode, 'p': p, 'seed': seed, 'p_over_kn': p / (k * n),
                'p_over_dn': p / (d * n), 'recon_error': m['recon_error'],
@@ -102,6 +104,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   main()

@@ -29,7 +29,8 @@ import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
-from recon import compile_cache, host, io, pipelines  # pylint: disable=wrong-import-position
+import recon  # pylint: disable=wrong-import-position
+from recon import io  # pylint: disable=wrong-import-position
 
 WIDTHS = (96, 192)
 SEEDS = (0, 1)
@@ -64,7 +65,8 @@ def load_config(**fields):
 def run(part: str, **fields):
   cfg = load_config(**fields)
   tag = '-'.join(f'{k}{v}' for k, v in fields.items())
-  m = pipelines.run(cfg, os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}'))
+  workdir = os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}')
+  m = recon.run(cfg, workdir, nonfinite_ok=True).summary
   m = m['metrics']
   row = {'part': part, 'width': cfg.victim.width, 'seed': cfg.seed, 'subspace': cfg.attack.subspace,
          'weight_decay': cfg.victim.train.weight_decay, 'p_over_kn': cfg.victim.width / (cfg.data.planted_dim * cfg.data.n),
@@ -150,6 +152,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   main()

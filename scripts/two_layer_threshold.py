@@ -23,7 +23,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import two_layer
-from recon import compile_cache, host, io, pipelines
+import recon
+from recon import io
 
 _RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / (d n) values.')
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')
@@ -58,7 +59,7 @@ def main(argv):
       cfg.victim.width, cfg.seed, cfg.attack.max_steps, cfg.run.overwrite = width, seed, _MAX_STEPS.value, True
       cfg.run.log_every_seconds = 1e9
       with tempfile.TemporaryDirectory() as workdir:
-        summary = pipelines.run(cfg, workdir)
+        summary = recon.run(cfg, workdir, nonfinite_ok=True).summary
       m = summary['metrics']
       row = {k: m[k] for k in KEEP}
       row['seed'] = seed
@@ -99,6 +100,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   app.run(main)

@@ -60,3 +60,44 @@ def test_docs_api_shows_a_complete_audit_in_at_most_15_lines():
   block = api_audit_snippet()
   assert len(block.strip().splitlines()) <= 15 and block.startswith('import recon\n')
   assert "'victim.module': 'my_models:MLP'" in block and 'recon.run(cfg' in block
+
+
+def test_load_data_is_the_runs_training_set():
+  """recon.load_data draws with the run's data key: the rows a run of that seed trains on."""
+  from recon import data, runs  # pylint: disable=import-outside-toplevel
+  c = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 5})
+  x, y, meta = recon.load_data(c, 3)
+  x_run, y_run, _ = data.load(c.data, runs.split_keys(3)['data'])
+  assert x.shape == (4, 5) and y.shape == (4,) and isinstance(meta, dict)
+  np.testing.assert_array_equal(x, x_run)
+  np.testing.assert_array_equal(y, y_run)
+  assert not np.array_equal(x, recon.load_data(c, 4)[0])
+
+
+def test_setup_process_is_idempotent():
+  first = recon.setup_process()
+  assert recon.setup_process() == first
+
+
+@pytest.mark.slow  # two runs, ~13 s
+def test_a_nonfinite_run_raises_unless_nonfinite_ok(tmp_path):
+  """Exit status 3 (the loss became non-finite) is a RunError, or with nonfinite_ok the Result
+  of the last finite state (status 'nonfinite'), as a grid that expects divergence wants."""
+  c = recon.get_config('rf_synthetic', {'data.n': 3, 'data.d': 4, 'victim.p': 120,
+                                        'attack.max_steps': 50, 'run.chunk_steps': 25,
+                                        'data.label_noise': 1e38})
+  with pytest.raises(recon.RunError, match='non-finite') as e:
+    recon.run(c, str(tmp_path / 'a'))
+  assert e.value.exit_code == 3
+  result = recon.run(c, str(tmp_path / 'b'), nonfinite_ok=True)
+  assert result.metrics['status'] == 'nonfinite' and result.candidates is not None
+
+
+def test_load_reads_nonfinite_numbers_back_as_floats(tmp_path):
+  from recon import io  # pylint: disable=import-outside-toplevel
+  io.write_json(str(tmp_path / 'summary.json'),
+                {'metrics': {'loss': float('nan'), 'at': [float('inf'), -float('inf'), 1.0],
+                             'status': 'nonfinite', 'name': 'inference'}})
+  m = recon.load(str(tmp_path)).metrics
+  assert np.isnan(m['loss']) and m['at'] == [float('inf'), -float('inf'), 1.0]
+  assert (m['status'], m['name']) == ('nonfinite', 'inference')

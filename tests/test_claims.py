@@ -2681,7 +2681,7 @@ claim(DEF, 'held-out accuracy is the same at ε = 10⁶ and at ε = 64\n  (`mse_
                nmean('mse_digits', 'none', 0, 'held_out_accuracy')))
 def nets_under_bound():
   """Every DP point of the two-layer nets recovers no more than Hayes et al.'s GDP bound."""
-  from recon.models import privacy  # pylint: disable=import-outside-toplevel
+  from recon import rero  # pylint: disable=import-outside-toplevel
   from scipy import stats  # pylint: disable=import-outside-toplevel
   points = {}
   for r in defence_runs(defence='dp'):
@@ -2690,7 +2690,7 @@ def nets_under_bound():
   assert points
   for rs in points.values():
     r = rs[0]
-    kappa = min(1.0, 2 * r['n'] * privacy.cap_probability(r['d'], 0.1))
+    kappa = min(1.0, 2 * r['n'] * rero.cap_probability(r['d'], 0.1))
     bound = stats.norm.cdf(stats.norm.ppf(kappa) + math.sqrt(r['dp_steps']) / r['noise_multiplier'])
     if mean([x['frac_recovered'] for x in rs]) > bound:
       return False
