@@ -4,25 +4,27 @@
     python scripts/gpu_check.py --dry_run                                  # CPU, tiny sizes
 
 1. step: the compiled reconstruction step (loss + gradient + Adam + sphere projection) at
-   (n, d, p) = (100, 3072, 3072000) and (100, 3072, 307200): feature path dense (V resident
-   on the device; skipped where V would take more than half its memory) with
-   matmul_precision 'highest' (float32) and 'high' (TF32 on NVIDIA GPUs); with --lean also
-   the lean path (V regenerated from its key, weight_rng hash_box_muller) in 'highest'. Each row also
-   records the projection loss at the true rows under that precision (the floor the attack
-   can reach: the certificate needs it below attack.tol) and the seconds to build the
-   problem (V and the fit). Every row is appended to results/gpu_check_<device>.json as
-   soon as it is measured (a row that fails, e.g. out of memory, records its error), and
-   results/gpu_check_<device>.md is re-rendered.
-2. paper: scripts/paper_scale.py's relu points in this process, dense features: p = dn
-   (max_steps --cheap_steps), then p = 10 dn with what is left of the budget
-   (max_steps = the time left after --overhead_s over the measured step time), its Jacobian
-   test off (attack.certify_jacobian 'off': at this size the matrix-free test is minutes of
-   float64 passes; certification then needs the counting margin p >= 2 m d and says so) and
-   escalation off (its proposal pass evaluates m x p features for every weak row and
-   proposal: tens of GB and minutes at this size; re-seeding stays on).
-   The 10 dn point runs in 'high' (TF32) only if that step is < 0.6x the 'highest' one and
-   its loss at the truth is <= attack.tol / 10 (a shadow problem: random sphere data, not
-   the photo patches), else in 'highest'; the rule and its inputs are recorded.
+   (n, d, p) = (100, 3072, 3072000), one row per --rows spec: 'dense:PRECISION' (V resident;
+   skipped where V would take more than half the device's memory) or
+   'leanCHUNK:PRECISION[:RESIDUAL]' (V regenerated from its key in chunks of CHUNK features,
+   weight_rng hash_box_muller); --small_rows does the same at p = dn = 307200. PRECISION is
+   run.matmul_precision ('highest': float32; 'high': TF32 on NVIDIA GPUs). Each row also
+   records the projection loss at the true rows under that path and precision (the floor the
+   attack can reach: the certificate needs it below attack.tol) and the seconds to build the
+   problem (V and the fit). Every row is appended to results/gpu_check_<device>.json as soon
+   as it is measured (a row that fails, e.g. out of memory, records its error), keyed by size,
+   path, chunk, residual, precision and XLA_FLAGS, and results/gpu_check_<device>.md is
+   re-rendered. The default rows are the lean ones: the dense step at 10 dn did not compile on
+   an H200 with XLA's autotuning on, and was slow with it off (results/gpu_check_nvidia_h200.md).
+2. paper: scripts/paper_scale.py's relu points in this process (--paper_points): p = dn with
+   dense features (max_steps --cheap_steps), then p = 10 dn with what is left of the budget
+   (max_steps = the time left after --overhead_s over the chosen row's step), by the fastest
+   measured row whose loss at the truth is <= attack.tol / 10 (a shadow problem: random sphere
+   data, not the photo patches; the rule and its inputs are recorded), its Jacobian test off
+   (attack.certify_jacobian 'off': at this size the matrix-free test is minutes of float64
+   passes; certification then needs the counting margin p >= 2 m d and says so) and
+   escalation off (its proposal pass evaluates the whole loss for every weak row and
+   proposal: minutes at this size; re-seeding stays on).
 Stops starting new work once --budget_s is spent. Results: results/paper_scale_gpu.*.
 """
 from __future__ import annotations
@@ -59,7 +61,7 @@ def device_memory_bytes():
     return None
 
 
-def step_row(n, d, p, path, prec, steps, chunk=4096):
+def step_row(n, d, p, path, prec, steps, chunk=4096, residual=None):
   """Seconds per step of one (size, path, precision), with XLA's compiled memory."""
   precision.apply_matmul_precision(prec)
   keys = runs.split_keys(0)
@@ -84,7 +86,7 @@ def step_row(n, d, p, path, prec, steps, chunk=4096):
         k, x, y, p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks, rng=RNG))(keys, x, y)
     jax.block_until_ready(prob)
     row['build_s'] = time.perf_counter() - t_build
-    residual = 'stored' if n * p * 4 <= 2 ** 30 else 'two_pass'
+    residual = residual or ('stored' if n * p * 4 <= 2 ** 30 else 'two_pass')
     row.update(chunk=chunk, residual=residual)
     loss_fn = rf.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6, residual=residual,
                               rng=RNG)
@@ -121,8 +123,10 @@ def step_row(n, d, p, path, prec, steps, chunk=4096):
 
 
 def row_key(r):
-  """A row is replaced only by a row of the same size, path, precision and XLA flags."""
-  return (r['n'], r['d'], r['p'], r['path'], r['matmul_precision'], r.get('xla_flags', ''))
+  """A row is replaced only by a row of the same size, path (chunk, residual), precision and
+  XLA flags."""
+  return (r['n'], r['d'], r['p'], r['path'], r.get('chunk'), r.get('residual'),
+          r['matmul_precision'], r.get('xla_flags', ''))
 
 
 def render(path_stem, doc):
@@ -138,7 +142,8 @@ def render(path_stem, doc):
   for r in doc['rows']:
     def f(k, spec):
       return format(r[k], spec) if isinstance(r.get(k), (int, float)) else '—'
-    note = r.get('skipped') or r.get('error', '') or r.get('residual', '')
+    note = r.get('skipped') or r.get('error', '') or ' '.join(
+        f'{k} {r[k]}' for k in ('chunk', 'residual') if r.get(k))
     lines.append(f'| {r["n"]} | {r["d"]} | {r["p"]} | {r["path"]} | {r["matmul_precision"]} | '
                  f'{r.get("xla_flags") or "—"} | '
                  f'{format(r["step_s"] * 1e3, ".3g") if "step_s" in r else "—"} | '
@@ -147,33 +152,54 @@ def render(path_stem, doc):
                  f'{note[:120]} |')
   for note in doc.get('notes', []):
     lines += ['', note]
-  if doc.get('paper_precision'):
+  if doc.get('paper_precision'):  # the first windows' rule (dense only)
     pp = doc['paper_precision']
-    lines += ['', f'Paper point precision: **{pp["chosen"]}** ({pp["why"]}).']
+    lines += ['', f'Paper point precision (window 2): **{pp["chosen"]}** ({pp["why"]}).']
+  if doc.get('paper_path'):
+    pp = doc['paper_path']
+    lines += ['', f'Paper point path: **{pp["path"]}{pp.get("chunk") or ""} '
+              f'{pp["matmul_precision"]}** ({pp["why"]}).']
   io.write_text(path_stem + '.md', '\n'.join(lines) + '\n')
 
 
-def step_plan(dry_run: bool, lean: bool, small_too: bool = True):
-  """(n, d, p, path, precision) in the order they are measured (most informative first)."""
+def parse_rows(text: str):
+  """'dense:highest,lean65536:high:stored' -> [(path, chunk, precision, residual)]."""
+  out = []
+  for spec in [t.strip() for t in text.split(',') if t.strip()]:
+    parts = spec.split(':')
+    m = re.fullmatch(r'(dense|lean)(\d*)', parts[0])
+    ok = (m and len(parts) in (2, 3) and parts[1] in precision.MATMUL_PRECISIONS
+          and (len(parts) == 2 or parts[2] in ('stored', 'two_pass', 'gram')))
+    if not ok:
+      raise SystemExit(f'error: --rows: bad spec {spec!r}; accepted: dense:PRECISION or '
+                       f'leanCHUNK:PRECISION[:stored|two_pass|gram], PRECISION in '
+                       f'{", ".join(precision.MATMUL_PRECISIONS)}')
+    path, chunk = m.group(1), int(m.group(2) or 4096)
+    out.append((path, chunk if path == 'lean' else None, parts[1],
+                parts[2] if len(parts) == 3 else None))
+  return out
+
+
+def step_plan(dry_run: bool, rows: str, small_rows: str):
+  """(n, d, p, path, chunk, precision, residual) in the order they are measured."""
   big, small = DRY_SIZES[::-1] if dry_run else SIZES[::-1]
-  return ([big + ('dense', 'highest'), big + ('dense', 'high')]
-          + ([small + ('dense', 'highest'), small + ('dense', 'high')] if small_too else [])
-          + ([big + ('lean', 'highest')] if lean else []))
+  plan = [(big, spec) for spec in parse_rows(rows)] + [(small, s) for s in parse_rows(small_rows)]
+  return [size + (path, min(chunk, size[2]) if chunk else None, prec, res)
+          for size, (path, chunk, prec, res) in plan]
 
 
-def choose_precision(rows, big, tol: float):
-  """'high' when its dense step at the paper's size is < 0.6x 'highest' and its loss at the
-  truth is <= tol / 10; else 'highest'. Returns (choice, why)."""
-  pick = {r['matmul_precision']: r for r in rows if (r['n'], r['d'], r['p']) == big
-          and r['path'] == 'dense' and r.get('step_s')}
-  hi, tf = pick.get('highest'), pick.get('high')
-  if not (hi and tf):
-    return 'highest', 'no dense step rows at this size for both precisions'
-  ratio = tf['step_s'] / hi['step_s']
-  ok = ratio < 0.6 and tf.get('loss_at_truth', 1.0) <= tol / 10
-  return ('high' if ok else 'highest',
-          f"dense step high/highest {ratio:.2f} (rule < 0.6), loss at the truth in 'high' "
-          f"{tf.get('loss_at_truth', float('nan')):.1e} (rule <= tol/10 = {tol / 10:.0e})")
+def choose_path(rows, big, tol: float):
+  """The fastest measured step at the paper's size whose loss at the truth is <= tol / 10
+  (a shadow problem: random sphere data); (row or None, why)."""
+  ok = [r for r in rows if (r['n'], r['d'], r['p']) == big and r.get('step_s')
+        and r.get('loss_at_truth', 1.0) <= tol / 10]
+  if not ok:
+    return None, f'no step row at this size with a loss at the truth <= tol/10 = {tol / 10:.0e}'
+  best = min(ok, key=lambda r: r['step_s'])
+  return best, (f"fastest of {len(ok)} rows with a loss at the truth <= tol/10 = {tol / 10:.0e}: "
+                f"{best['path']}{best.get('chunk') or ''} {best['matmul_precision']} "
+                f"{best.get('residual') or ''} ({best['step_s'] * 1e3:.3g} ms, loss at the truth "
+                f"{best['loss_at_truth']:.1e})")
 
 
 def parse_points(text: str):
@@ -196,10 +222,13 @@ def main(argv=None):
   ap.add_argument('--overhead_s', type=float, default=150.0,
                   help='seconds the 10 dn point needs beside its steps (data, V, fit, '
                   'compilation, scoring)')
-  ap.add_argument('--lean', action='store_true',
-                  help='also time the lean path (V regenerated) at the paper\'s size')
-  ap.add_argument('--big_only', action='store_true',
-                  help='step rows at the paper\'s p only (not p = dn)')
+  ap.add_argument('--rows', default=('lean4096:highest:two_pass,lean65536:high:stored,'
+                                     'lean307200:high:stored,lean307200:highest:stored'),
+                  help='step rows at the paper\'s p: dense:PRECISION or '
+                  'leanCHUNK:PRECISION[:RESIDUAL] (dense at 10 dn needs XLA autotuning off: '
+                  'results/gpu_check_nvidia_h200.md)')
+  ap.add_argument('--small_rows', default='',
+                  help='step rows at p = dn, same syntax (e.g. dense:highest,dense:high)')
   ap.add_argument('--paper_points', default='dn,10dn', help='subset of dn,10dn')
   ap.add_argument('--assume_step_s', type=float, default=0.1,
                   help='step time for sizing the 10 dn point when no dense row was measured')
@@ -220,14 +249,17 @@ def main(argv=None):
   parts = args.parts.split(',')
   big = (DRY_SIZES if args.dry_run else SIZES)[1]
   if 'step' in parts:
-    for n, d, p, path, prec in step_plan(args.dry_run, args.lean, not args.big_only):
+    for n, d, p, path, chunk, prec, residual in step_plan(args.dry_run, args.rows,
+                                                          args.small_rows):
       if time.time() - t_start > args.budget_s * args.step_share:
-        print(f'budget: skipping step row {n}x{d}x{p} {path} {prec}', flush=True)
+        print(f'budget: skipping step row {n}x{d}x{p} {path}{chunk or ""} {prec}', flush=True)
         continue
       try:
-        row = step_row(n, d, p, path, prec, steps=5 if args.dry_run else 10)
+        row = step_row(n, d, p, path, prec, steps=5 if args.dry_run else 10,
+                       chunk=chunk or 4096, residual=residual)
       except Exception as e:  # pylint: disable=broad-except
         row = {'n': n, 'd': d, 'p': p, 'path': path, 'matmul_precision': prec,
+               'chunk': chunk, 'residual': residual,
                'error': f'{type(e).__name__}: {(str(e).splitlines() or [""])[0][:300]}'}
       row.update(device_kind=dev.device_kind, date=time.strftime('%Y-%m-%dT%H:%M:%S'),
                  xla_flags=os.environ.get('XLA_FLAGS', ''))
@@ -239,33 +271,40 @@ def main(argv=None):
     precision.apply_matmul_precision('highest')
   if 'paper' in parts:
     tol = rf_cifar.get_config().attack.tol
-    chosen, why = choose_precision(doc['rows'], big, tol)
-    doc['paper_precision'] = {'chosen': chosen, 'why': why}
+    best, why = choose_path(doc['rows'], big, tol)
+    if best is None:  # the lean default, full float32
+      best = {'path': 'lean', 'chunk': 4096, 'residual': 'two_pass', 'matmul_precision': 'highest'}
+    doc['paper_path'] = {'path': best['path'], 'chunk': best.get('chunk'),
+                         'residual': best.get('residual'),
+                         'matmul_precision': best['matmul_precision'], 'why': why}
     io.write_json(stem + '.json', doc)
     render(stem, doc)
-    print(f'paper points: precision {chosen} ({why})', flush=True)
+    print(f'paper points: 10 dn by {doc["paper_path"]}', flush=True)
+    path_flags = ['--set', f'victim.feature_mode={best["path"]}',
+                  f'--matmul_precision={best["matmul_precision"]}']
+    if best['path'] == 'lean':
+      path_flags += ['--set', f'victim.feature_chunk={best["chunk"]}',
+                     '--set', f'victim.feature_residual={best["residual"]}']
     size = ['--image_size=2', '--n=4'] if args.dry_run else []
     out = os.path.join(args.out, 'paper_scale_gpu' + ('_dry_run' if args.dry_run else ''))
     dense = ['--set', 'victim.feature_mode=dense']
     wanted = parse_points(args.paper_points)
     for point, steps, extra in (('dn', args.cheap_steps, []),
                                 ('10dn', None, ['--set', 'attack.certify_jacobian=off',
-                                                '--set', 'attack.escalate.mode=off',
-                                                f'--matmul_precision={chosen}'])):
+                                                '--set', 'attack.escalate.mode=off']
+                                 + path_flags)):
       if point not in wanted:
         continue
       left = args.budget_s - (time.time() - t_start)
       if steps is None:
-        step_s = [r['step_s'] for r in doc['rows'] if (r['n'], r['d'], r['p']) == big and
-                  r['path'] == 'dense' and r['matmul_precision'] == chosen and r.get('step_s')]
         steps = 50 if args.dry_run else (
-            int((left - args.overhead_s) / (step_s[0] if step_s else args.assume_step_s)))
+            int((left - args.overhead_s) / best.get('step_s', args.assume_step_s)))
       if steps < 100 and not args.dry_run:
         print(f'budget: skipping point {point} ({left:.0f} s left, {steps} steps would fit)',
               flush=True)
         continue
       cmd = ([f'--points={point}', '--activations=relu', f'--max_steps={steps}', f'--out={out}']
-             + size + dense + extra)
+             + size + (extra if point == '10dn' else dense))
       print(f'paper point {point}: paper_scale.py {" ".join(cmd)} ({left:.0f} s left)',
             flush=True)
       t0 = time.time()
