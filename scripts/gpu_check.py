@@ -322,7 +322,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  from recon import compile_cache, host  # pylint: disable=wrong-import-position
-  host.keep_buffers_mapped()
-  compile_cache.enable()
+  import recon  # pylint: disable=wrong-import-position
+  recon.setup_process()
   main()

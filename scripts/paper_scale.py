@@ -6,7 +6,7 @@
     python scripts/paper_scale.py --image_size=8 --n=10 --max_steps=6000 \\
         --out=results/paper_scale_cpu_reduced               # the CPU-reduced table (d = 192)
 
-One `recon.pipelines.run` of configs/rf_cifar.py per (activation, p); every finished point is
+One `recon.run` of configs/rf_cifar.py per (activation, p); every finished point is
 appended to OUT.json at once (atomic write; a point run again replaces its record, the old
 one is kept under `superseded`), then OUT.md (table), OUT.png (recon_error against p/dn with
 the paper's three points) and OUT_grid_<activation>.png (truth | reconstruction at the
@@ -109,15 +109,12 @@ def build_config(args, activation: str, point: str):
 def run_point(args, activation: str, point: str):
   import jax  # pylint: disable=import-outside-toplevel
 
-  from recon import config as config_lib  # pylint: disable=import-outside-toplevel
-  from recon import pipelines  # pylint: disable=import-outside-toplevel
+  import recon  # pylint: disable=import-outside-toplevel
   c = build_config(args, activation, point)
-  config_lib.validate(c)
-  config_lib.resolve_paths(c)
   workdir = os.path.join(args.runs_dir, os.path.basename(args.out),
                          f'{activation}_{point.replace("/", "_")}_s{args.seed}')
   t0 = time.time()
-  summary = pipelines.run(c, workdir)
+  summary = recon.run(c, workdir, nonfinite_ok=True).summary
   wall = time.time() - t0
   m = summary['metrics']
   dev = jax.devices()[0]
@@ -273,9 +270,8 @@ def main(argv=None):
     args.out = os.path.join('results', 'paper_scale' if full else 'paper_scale_reduced')
   os.makedirs(os.path.dirname(args.out) or '.', exist_ok=True)
   if not args.render_only:
-    from recon import compile_cache, host  # pylint: disable=import-outside-toplevel
-    host.keep_buffers_mapped()
-    compile_cache.enable()
+    import recon  # pylint: disable=import-outside-toplevel
+    recon.setup_process()
     for act in parse_list(args.activations, ACTIVATIONS, 'activations'):
       for point in parse_list(args.points, POINTS, 'points'):
         run_point(args, act, point)

@@ -14,8 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, 'scripts')
 
-# Being edited by the lead in parallel (issue 29): they move in their own change; skipped here.
-LEAD_EDITING = ('gpu_check.py', 'paper_scale.py')
+LEAD_EDITING = ()
 
 # Scripts that measure or probe one internal piece, which no public call isolates, with the
 # internals each may reach (exactly: a new internal fails the test, and so does an entry that
@@ -34,6 +33,9 @@ INTERNAL_PROBES = {
         'recon.objectives.projection', 'recon.symmetry'}),
     'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
         'recon.certificate', 'recon.features', 'recon.models.random_features', 'recon.polish'}),
+    'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
+        'recon.driver', 'recon.optimize', 'recon.pipelines.random_features', 'recon.precision',
+        'recon.runs'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {
         'recon.features', 'recon.polish', 'recon.row_search'}),
     'kkt_diagnose.py': ("a saved KKT victim's dual Jacobian and layer mask", {
