@@ -174,6 +174,31 @@ def ttr(method, n, what):
   raise ValueError(what)
 
 
+def pipe_rows(method, n, d):
+  """bench.json's pipeline time-to-reconstruct rows (the CLI run whole) of one method and size."""
+  return select(load('bench.json')['ttr_pipeline']['rows'], method=method, n=n, d=d)
+
+
+def pipe(method, n, d, what):
+  """Those rows summarised: seeds with every row recovered, certified, median wall / CPU s."""
+  rows = pipe_rows(method, n, d)
+  if what == 'seeds':
+    return len(rows)
+  if what == 'recovered':
+    return sum(bool(r['all_recovered']) for r in rows)
+  if what == 'certified':
+    return sum(bool(r['certified']) for r in rows)
+  if what == 'stopped':
+    return sum(bool(r['stopped']) for r in rows)
+  if what == 'median_wall_s':
+    return statistics.median(r['wall_s'] for r in rows)
+  if what == 'median_cpu_s':
+    return statistics.median(r['cpu_s'] for r in rows)
+  if what == 'mean_steps':
+    return mean([r['steps'] for r in rows])
+  raise ValueError(what)
+
+
 def bench_step(n, d, p, field):
   return one(load('bench.json')['step'], n=n, d=d, p=p)[field]
 
