@@ -353,12 +353,22 @@ PIPELINE_CPU_LIMIT_S = 600.0
 PIPELINE_TIMEOUT_S = 1800.0
 # The paper's port where it is not run, and why (its cost on this 2-core CPU, or no blind lr).
 PAPER_NOT_RUN = {
-    LAUNCH: 'not re-run: 3 seeds x 40 000 steps took 1 076 s in results/paper_baseline.json '
-            '(its launch part, seeds 0-2: 14, 19, 19 of 20 rows, 0/3 certified, all at the '
-            'step budget)',
+    LAUNCH: 'launch',  # the reason is read from results/paper_baseline.json (_launch_reason)
     (100, 16, 6400): 'not run: no blind lr at this size (its calibration, 6 lrs x 3 shadow '
                      'seeds x 20 000 steps, and 3 x 200 000-step runs are hours on this CPU)',
 }
+
+
+def _launch_reason(path: str = PAPER_CALIBRATION) -> str:
+  """Why the port is not re-run at the launch problem: what it cost and found there already."""
+  launch = io.read_json(path).get('launch') if os.path.exists(path) else None
+  if not launch:
+    return f'not run: 3 x 40 000-step runs, about 18 min here (no launch part in {path})'
+  rows = ', '.join(str(s['n_recovered']) for s in launch['per_seed'])
+  certified = sum(bool(s['certified']) for s in launch['per_seed'])
+  return (f"not re-run: {len(launch['per_seed'])} seeds x {launch['max_steps']} steps took "
+          f"{launch['seconds']:.0f} s in {path} (seeds {launch['seeds']} at lr {launch['lr']:g}: "
+          f"{rows} of {launch['n']} rows, {certified}/{len(launch['per_seed'])} certified)")
 
 
 def pipeline_activation(n: int, d: int, p: int) -> str:
@@ -480,7 +490,8 @@ def pipeline_part(results, sizes, seeds, methods, max_steps, timeout_s, save,
   not_run = {}
   for n, d, p in sizes:
     if (n, d, p) in PAPER_NOT_RUN:
-      not_run[(n, d, p)] = PAPER_NOT_RUN[(n, d, p)]
+      reason = PAPER_NOT_RUN[(n, d, p)]
+      not_run[(n, d, p)] = _launch_reason() if reason == 'launch' else reason
     elif paper_baseline.calibrated_lr(PAPER_CALIBRATION, pipeline_activation(n, d, p), n,
                                       d) is None:
       not_run[(n, d, p)] = (f'not run: no blind lr for this size in {PAPER_CALIBRATION} '
@@ -564,7 +575,9 @@ def pipeline_lines(part):
            'blind lr, chosen on shadow seeds 1000-1002; constant lr, tol 1e-7, no rescue; '
            f"budget {part['paper_budget_factor']}x the default's {part['max_steps']} steps). "
            'Wall = the whole CLI process (start-up, victim fit, compilation, attack, '
-           'certificate, outputs), one run at a time; CPU = its user + system seconds; '
+           'certificate, outputs), one run at a time, compiled programs from the persistent '
+           'compilation cache (on by default) once a size has run; CPU = its user + system '
+           'seconds; '
            f"a run is stopped, and counts as failed, after {part.get('cpu_limit_s', '-')} CPU s "
            f"(5 min on both cores) or {part['timeout_s']:.0f} s wall. "
            '"recovered" = every row within 0.1 (metrics.n_recovered = n); "certified" = '
@@ -599,18 +612,23 @@ def pipeline_lines(part):
   lines += ['', f'False certificates (certified with a row not recovered): {false_cert} of '
             f'{sum(bool(r["certified"]) for r in rows)} certified runs.', '',
             'Per seed:', '',
-            '| method | n, d, p | seed | rows recovered | recon_error | certified | steps | '
-            'status | escalations (kept) | rung | wall s | CPU s | load (1 min) |',
-            '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+            '| method | n, d, p | seed | rows recovered | recon_error | certified | residual '
+            'Jacobian | steps | status | escalations (kept) | rung | wall s | CPU s | load (1 min) |',
+            '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   for r in sorted(rows, key=lambda r: ((r['n'], r['d'], r['p']), order.get(r['method'], 9),
                                        r['seed'])):
     rec = '-' if r['n_recovered'] is None else f"{r['n_recovered']}/{r['n']}"
     err = '-' if r['recon_error'] is None else f"{r['recon_error']:.2g}"
     esc = ('-' if r.get('escalations_tried') is None else
            f"{r['escalations_tried']} ({r['escalations_accepted']})")
-    rung = '-' if r['n_recovered'] is None else ('yes' if r.get('polish_applied') else 'no')
+    rung = ('yes' if r.get('polish_applied') else 'no') if r['n_recovered'] is not None else (
+        'started' if r.get('in_rung') else '-')
+    steps = r['steps'] if r['steps'] is not None else (
+        f"{r['last_logged_step']} logged (loss {r['last_logged_loss']:.1e})"
+        if r.get('last_logged_step') is not None else '-')
     lines.append(f"| {r['method']} | {r['n']}, {r['d']}, {r['p']} | {r['seed']} | {rec} | {err} | "
-                 f"{r['certified']} | {r['steps'] if r['steps'] is not None else '-'} | "
+                 f"{r['certified']} | {r.get('certificate_jacobian') or '-'} | "
+                 f"{steps} | "
                  f"{r['status']} | {esc} | {rung} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
                  f"{r['loadavg'][0]} |")
   return lines

@@ -2010,6 +2010,20 @@ def ttr_row(quote):
                       ttr(method, n, 'mean_within')])
 
 
+def pipe_row(quote):
+  """A pipeline time-to-reconstruct row: budget, seeds recovered / certified, medians, steps."""
+  method, size = _cells(quote)[:2]
+  n, d, _ = (int(x) for x in size.split(','))
+  out = [pipe_rows(method, n, d)[0]['max_steps'], pipe(method, n, d, 'recovered'),
+         pipe(method, n, d, 'seeds')]
+  if pipe(method, n, d, 'stopped'):
+    out.append(pipe(method, n, d, 'stopped'))
+  out += [pipe(method, n, d, 'certified'), pipe(method, n, d, 'seeds'),
+          pipe(method, n, d, 'median_wall_s'), pipe(method, n, d, 'median_cpu_s')]
+  steps = [r['steps'] for r in pipe_rows(method, n, d) if r['steps'] is not None]
+  return tuple(out + ([mean(steps)] if steps else []))
+
+
 for _row in STEP_TABLE:
   claim(PERF, _row, lambda q=_row: step_row(q))
 for _row in TTR_TABLE:
@@ -2088,9 +2102,10 @@ claim(PERF, '* (10, 10, 1000): adam_lr0.05+cosine20k+reseed reconstructs every s
                ttr('paper_port (blind lr)', 10, 'median_s')
                / ttr('adam_lr0.05+cosine20k+reseed', 10, 'median_s'),
                ttr('paper_port (blind lr)', 10, 'reached')))
-claim(PERF, 'On the harder (20, 20, 4000) problem\n  no scheme reconstructs every seed in 20 000 steps',
+claim(PERF, 'On the harder (20, 20, 4000) problem\n  no scheme reconstructs every seed in 20 000 steps (these are the optimisers alone: the current\n  default adds escalation and the precision rung, and recovers every seed there, below)',
       lambda: all(ttr(m, 20, 'reached') < 3
-                  for m in {r['method'] for r in load('bench.json')['ttr'] if r['n'] == 20}))
+                  for m in {r['method'] for r in load('bench.json')['ttr'] if r['n'] == 20})
+      and pipe('default', 20, 20, 'recovered') == pipe('default', 20, 20, 'seeds') == 3)
 claim(PERF, '**met at 2 of 3 sizes, borderline at the third**: {1.18}× at (20, 50, 10 000), {1.23}× '
       'at the paper\'s n = 100 (100, 30, 30 000), **{1.54}× at (20, 100, 20 000)**.',
       lambda: (bench_step(20, 50, 10000, 'dense_over_roofline'),
@@ -2128,7 +2143,7 @@ claim(PERF, 'reconstructs every seed in a median {0.32} s (with a 5000-step deca
                ttr(PAPER_PORT_METHOD, 10, 'median_s')
                / ttr('adam_lr0.05+cosine20k+reseed', 10, 'median_s')),
       op=('=',) * 6 + ('>=', '>='))
-claim(PERF, 'the default covers {19.7}/20 ({3.8} s; seeds 0 and 2 complete, in {3.8} and {2.9} s), '
+claim(PERF, 'optimiser of the default covers {19.7}/20 ({3.8} s; seeds 0 and 2 complete, in {3.8} and {2.9} s), '
       'Adam + cosine\n  20k + re-seeding the same {19.7}/20 in {4.8} s.',
       lambda: (ttr('adam_lr0.05+cosine20k', 20, 'mean_within'),
                ttr('adam_lr0.05+cosine20k', 20, 'median_s'),
