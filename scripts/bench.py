@@ -519,6 +519,14 @@ def pipeline_part(results, sizes, seeds, methods, max_steps, timeout_s, save,
         save()
 
 
+def logged_within(row):
+  """A stopped run: 'k/n', the rows its log says were within the threshold when the descent
+  ended (the certificate's line before the rung), or None."""
+  import re  # pylint: disable=import-outside-toplevel
+  found = re.findall(r'(\d+) of (\d+) candidates within the threshold', row.get('log_tail') or '')
+  return f'{found[-1][0]}/{found[-1][1]}' if found else None
+
+
 def pipeline_summary(rows):
   """Per (method, size): seeds, all rows recovered, certified, median wall / CPU, steps."""
   groups = {}
@@ -578,7 +586,7 @@ def pipeline_lines(part):
            'certificate, outputs), one run at a time, compiled programs from the persistent '
            'compilation cache (on by default) once a size has run; CPU = its user + system '
            'seconds; '
-           f"a run is stopped, and counts as failed, after {part.get('cpu_limit_s', '-')} CPU s "
+           f"a run is stopped, and counts as failed, after {part.get('cpu_limit_s', 0):.0f} CPU s "
            f"(5 min on both cores) or {part['timeout_s']:.0f} s wall. "
            '"recovered" = every row within 0.1 (metrics.n_recovered = n); "certified" = '
            f"metrics.certified. Reported seeds {part['seeds']}; activation relu_tanh "
@@ -617,7 +625,8 @@ def pipeline_lines(part):
             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   for r in sorted(rows, key=lambda r: ((r['n'], r['d'], r['p']), order.get(r['method'], 9),
                                        r['seed'])):
-    rec = '-' if r['n_recovered'] is None else f"{r['n_recovered']}/{r['n']}"
+    rec = f"{r['n_recovered']}/{r['n']}" if r['n_recovered'] is not None else (
+        f'- ({logged_within(r)} within 0.1 when the descent ended)' if logged_within(r) else '-')
     err = '-' if r['recon_error'] is None else f"{r['recon_error']:.2g}"
     esc = ('-' if r.get('escalations_tried') is None else
            f"{r['escalations_tried']} ({r['escalations_accepted']})")
