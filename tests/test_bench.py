@@ -203,3 +203,25 @@ def test_pipeline_run_reads_the_clis_summary():
   assert row['wall_s'] > 0 and row['cpu_s'] > 0 and row['max_steps'] == 2000
   assert row['false_certified'] == (row['certified'] and not row['all_recovered'])
   assert '--config=configs/rf_synthetic.py' in row['command']
+
+
+def test_pipeline_only_rerun_keeps_the_fixed_schemes_rows(tmp_path, monkeypatch):
+  bench = _load_bench()
+  old = {'device': 'cpu:0', 'platform': 'cpu', 'step': [], 'ttr_max_steps': 200,
+         'ttr': [{'method': 'adam_lr0.05', 'n': 4, 'd': 4, 'p': 160, 'seed': 0, 'reached': True,
+                  'seconds': 1.0, 'steps': 100, 'n_within': 4}],
+         'ttr_merged': {'methods': ['adam_lr0.05'], 'kept_loadavg': [1.0, 1.0, 1.0]},
+         'loadavg_ttr': [2.0, 2.0, 2.0], 'loadavg_step': [0.5, 0.5, 0.5]}
+  (tmp_path / 'bench.json').write_text(json.dumps(old))
+  monkeypatch.setattr(bench, 'pipeline_run', lambda method, n, d, p, seed, *a: _row(
+      method, n, seed, recovered=True, certified=True, wall=5.0))
+  bench.main(['--parts=ttr', '--methods=default', '--keep_other_parts',
+              '--pipeline_sizes=4x4x160', '--pipeline_seeds=0,1', f'--out={tmp_path}'])
+  with open(tmp_path / 'bench.json') as f:
+    new = json.load(f)
+  for key in ('ttr', 'ttr_max_steps', 'ttr_merged', 'loadavg_ttr', 'step', 'loadavg_step'):
+    assert new[key] == old[key], key
+  assert [(r['method'], r['seed']) for r in new['ttr_pipeline']['rows']] == [('default', 0),
+                                                                             ('default', 1)]
+  assert '| default | 4, 4, 160 | relu_tanh | Adam 0.05 cosine |' in (
+      tmp_path / 'bench.md').read_text()
