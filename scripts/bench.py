@@ -14,7 +14,13 @@ Runs unchanged on CPU or GPU (the device is recorded). Three parts:
   2. memory: XLA's compiled memory analysis (arguments + temporaries) of the step.
   3. ttr:    time-to-reconstruct at p = 10 dn on synthetic sphere data: wall time until
              every true sample is within 0.05 relative error (ground truth is used only
-             to stop the clock, never by the optimiser), per optimiser/scheme and seed.
+             to stop the clock, never by the optimiser), per optimiser/scheme and seed; and
+             methods 'default' / 'paper': the pipeline as a user runs it, one
+             `python -m recon.main --config=configs/rf_synthetic.py` process per (size, seed)
+             (the current default: escalation, the precision rung, the certificate; or the
+             paper's optimiser ported faithfully at its blind lr, 10x the steps), timed whole,
+             recovered / certified read from its summary.json (--pipeline_sizes, _seeds);
+             saved after every run and resumed with --keep_other_parts.
   4. fit:    the victim fit of configs/rf_cifar.py (bundled photo patches, relu, float32,
              memory-lean features; default its shipped size n = 100, 32 x 32 x 3, p = 3 072 000):
              seconds, memory, train_mse / var(y) and theta*'s distance to a float64 solve, for
