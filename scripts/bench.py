@@ -14,7 +14,13 @@ Runs unchanged on CPU or GPU (the device is recorded). Three parts:
   2. memory: XLA's compiled memory analysis (arguments + temporaries) of the step.
   3. ttr:    time-to-reconstruct at p = 10 dn on synthetic sphere data: wall time until
              every true sample is within 0.05 relative error (ground truth is used only
-             to stop the clock, never by the optimiser), per optimiser/scheme and seed.
+             to stop the clock, never by the optimiser), per optimiser/scheme and seed; and
+             methods 'default' / 'paper': the pipeline as a user runs it, one
+             `python -m recon.main --config=configs/rf_synthetic.py` process per (size, seed)
+             (the current default: escalation, the precision rung, the certificate; or the
+             paper's optimiser ported faithfully at its blind lr, 10x the steps), timed whole,
+             recovered / certified read from its summary.json (--pipeline_sizes, _seeds);
+             saved after every run and resumed with --keep_other_parts.
   4. fit:    the victim fit of configs/rf_cifar.py (bundled photo patches, relu, float32,
              memory-lean features; default its shipped size n = 100, 32 x 32 x 3, p = 3 072 000):
              seconds, memory, train_mse / var(y) and theta*'s distance to a float64 solve, for
@@ -29,6 +35,7 @@ import platform
 import resource
 import sys
 import time
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,9 +43,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from configs import rf_cifar  # noqa: E402
-from recon import (compile_cache, data, driver, features, host, io, metrics, optimize,  # noqa: E402
-                   precision, refine, restarts, runs)
+from configs import rf_cifar, rf_synthetic  # noqa: E402
+from recon import (compile_cache, data, driver, features, host, io, machine, metrics,  # noqa: E402
+                   optimize, precision, refine, restarts, runs)
 from recon.models import random_features  # noqa: E402
 from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 from scripts import paper_baseline  # noqa: E402
@@ -330,6 +337,318 @@ def time_to_reconstruct(n, d, seed, method, max_steps, chunk_steps=100, threshol
           'reseeded': reseeder.stats.reseeded if reseeder else 0, 'n_restarts': n_restarts}
 
 
+# --- Time-to-reconstruct of the pipeline: the current default vs the paper's port ---------------
+# Methods run as a user runs them: `python -m recon.main --config=configs/rf_synthetic.py` (a
+# child process per run: imports, the victim fit, compilation, the descent with escalation, the
+# precision rung and the certificate all inside the wall clock), the blind stop its own; the
+# ground truth is read only afterwards, from summary.json.
+PIPELINE_METHODS = ('default', 'paper')
+PIPELINE_SIZES = '10x10x1000,20x20x4000,20x100x20000,100x16x6400'
+PIPELINE_SEEDS = '300,301,302'  # reported; no tuning or shadow run used them (PIPELINE_TUNING)
+# Seeds that chose something (never reported here): the paper port's blind lr, and the rescue
+# machinery's development runs at n = 100.
+PIPELINE_TUNING = {'paper_lr_shadow_seeds (results/paper_baseline.json)': [1000, 1001, 1002],
+                   'rescue_scale_tuning_seeds (results/rescue_scale.json, n = 100)':
+                       list(range(20))}
+LAUNCH = (20, 100, 20000)  # the reference code's launch problem, relu (issue #30)
+DEFAULT_MAX_STEPS = rf_synthetic.get_config().attack.max_steps  # the default's step budget
+# A run is stopped, and counts as failed, once its process has used PIPELINE_CPU_LIMIT_S of CPU
+# (user + system: 600 s is 5 min on both cores, issue #30's target at n = 100, and unlike wall
+# time it does not grow with the other jobs on a shared machine) or PIPELINE_TIMEOUT_S of wall.
+PIPELINE_CPU_LIMIT_S = 600.0
+PIPELINE_TIMEOUT_S = 1800.0
+# The paper's port where it is not run, and why (its cost on this 2-core CPU, or no blind lr).
+PAPER_NOT_RUN = {
+    LAUNCH: 'launch',  # the reason is read from results/paper_baseline.json (_launch_reason)
+    (100, 16, 6400): 'not run: no blind lr at this size (its calibration, 6 lrs x 3 shadow '
+                     'seeds x 20 000 steps, and 3 x 200 000-step runs are hours on this CPU)',
+}
+
+
+def _launch_reason(path: str = PAPER_CALIBRATION) -> str:
+  """Why the port is not re-run at the launch problem: what it cost and found there already."""
+  launch = io.read_json(path).get('launch') if os.path.exists(path) else None
+  if not launch:
+    return f'not run: 3 x 40 000-step runs, about 18 min here (no launch part in {path})'
+  rows = ', '.join(str(s['n_recovered']) for s in launch['per_seed'])
+  certified = sum(bool(s['certified']) for s in launch['per_seed'])
+  return (f"not re-run: {len(launch['per_seed'])} seeds x {launch['max_steps']} steps took "
+          f"{launch['seconds']:.0f} s in {path} (seeds {launch['seeds']} at lr {launch['lr']:g}: "
+          f"{rows} of {launch['n']} rows, {certified}/{len(launch['per_seed'])} certified)")
+
+
+def pipeline_activation(n: int, d: int, p: int) -> str:
+  """relu at the launch problem (as the reference runs it), else configs/rf_synthetic.py's."""
+  return 'relu' if (n, d, p) == LAUNCH else ACT
+
+
+def pipeline_overrides(method: str, n: int, d: int, p: int, seed: int,
+                       max_steps: Optional[int] = None):
+  """The --config.* fields of one run: the size and seed (and attack.max_steps if given; None:
+  the config's own); for 'paper' the port's fields (scripts/paper_baseline.py), its blind lr
+  and PAPER_BUDGET_FACTOR x the default's budget."""
+  act = pipeline_activation(n, d, p)
+  out = {'data.n': n, 'data.d': d, 'victim.p': p, 'seed': seed, 'victim.activation': act}
+  budget = DEFAULT_MAX_STEPS if max_steps is None else max_steps
+  if method == 'default':
+    return out if max_steps is None else {**out, 'attack.max_steps': budget}
+  lr = 20.0 if (n, d, p) == LAUNCH else paper_baseline.calibrated_lr(PAPER_CALIBRATION, act, n, d)
+  if lr is None:
+    raise ValueError(f'paper: no blind lr for {act} n={n} d={d} in {PAPER_CALIBRATION}')
+  out.update(paper_baseline.paper_overrides(act))
+  out.update({'attack.lr': lr, 'attack.max_steps': budget * PAPER_BUDGET_FACTOR})
+  return out
+
+
+def _process_cpu_s(pid: int) -> float:
+  """User + system CPU seconds of a running process (all its threads), from /proc."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+  except (OSError, IndexError, ValueError):
+    return 0.0
+
+
+def pipeline_run(method: str, n: int, d: int, p: int, seed: int, max_steps: Optional[int],
+                 timeout_s: float = PIPELINE_TIMEOUT_S, cpu_limit_s: float = PIPELINE_CPU_LIMIT_S):
+  """One run of the CLI in a child process: wall and CPU seconds, and what summary.json says."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  import signal  # pylint: disable=import-outside-toplevel
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import tempfile  # pylint: disable=import-outside-toplevel
+  overrides = pipeline_overrides(method, n, d, p, seed, max_steps)
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  tmp = tempfile.mkdtemp(prefix='bench_ttr_')
+  workdir = os.path.join(tmp, 'run')
+  cmd = [sys.executable, '-m', 'recon.main', '--config=configs/rf_synthetic.py',
+         f'--workdir={workdir}', *[f'--config.{k}={v}' for k, v in overrides.items()]]
+  env = dict(os.environ)
+  env['PYTHONPATH'] = root + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
+  before = resource.getrusage(resource.RUSAGE_CHILDREN)
+  load = [round(x, 1) for x in os.getloadavg()]
+  t0 = time.perf_counter()
+  with open(os.path.join(tmp, 'log.txt'), 'w') as log:
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    stopped = None
+    while True:
+      try:
+        code = proc.wait(timeout=1.0)
+        break
+      except subprocess.TimeoutExpired:
+        if _process_cpu_s(proc.pid) > cpu_limit_s:
+          stopped = 'cpu'
+        elif time.perf_counter() - t0 > timeout_s:
+          stopped = 'wall'
+        if stopped:
+          os.killpg(proc.pid, signal.SIGKILL)  # the child's own process group, started above
+          code = proc.wait()
+          break
+  wall = time.perf_counter() - t0
+  after = resource.getrusage(resource.RUSAGE_CHILDREN)
+  cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+  with open(os.path.join(tmp, 'log.txt')) as f:
+    log_text = f.read()
+  tail = log_text[-1500:]
+  row = {'method': method, 'n': n, 'd': d, 'p': p, 'activation': pipeline_activation(n, d, p),
+         'victim_activation': overrides['victim.activation'], 'seed': seed,
+         'lr': overrides.get('attack.lr'),
+         'max_steps': overrides.get('attack.max_steps', DEFAULT_MAX_STEPS), 'wall_s': wall,
+         'cpu_s': cpu, 'loadavg': load, 'exit_code': code, 'stopped': bool(stopped),
+         'stopped_by': stopped,
+         'command': 'python ' + ' '.join(cmd[1:]).replace(workdir, 'WORKDIR')}
+  summary_path = os.path.join(workdir, 'summary.json')
+  if not stopped and code == 0 and os.path.exists(summary_path):
+    with open(summary_path) as f:
+      m = json.load(f)['metrics']
+    cert = m.get('certificate') or {}
+    row.update({
+        'frac_recovered': m['frac_recovered'], 'n_recovered': m['n_recovered'],
+        'all_recovered': m['n_recovered'] == n, 'recon_error': m['recon_error'],
+        'certified': bool(m['certified']), 'steps': m['steps'], 'status': m['status'],
+        'final_loss': m['final_loss'], 'run_wall_seconds': m.get('wall_seconds'),
+        'escalations_tried': m.get('escalations_tried'),
+        'escalations_accepted': m.get('escalations_accepted'),
+        'polish_applied': bool((m.get('polish') or {}).get('applied')),
+        'certificate_jacobian': cert.get('jacobian'),
+        'false_certified': bool(m['certified']) and m['n_recovered'] < n})
+  else:
+    import re  # pylint: disable=import-outside-toplevel
+    progress = re.findall(r'step\s+(\d+)\s+loss\s+([0-9.eE+-]+)', log_text)
+    row.update({'frac_recovered': None, 'n_recovered': None, 'all_recovered': False,
+                'recon_error': None, 'certified': False, 'steps': None,
+                # How far the log says it got: the last descent step and loss, and whether
+                # the precision rung had started.
+                'last_logged_step': int(progress[-1][0]) if progress else None,
+                'last_logged_loss': float(progress[-1][1]) if progress else None,
+                'in_rung': 'precision rung' in log_text,
+                'status': f'stopped ({stopped} limit)' if stopped else f'exit {code}',
+                'log_tail': tail})
+  shutil.rmtree(tmp, ignore_errors=True)
+  return row
+
+
+def pipeline_part(results, sizes, seeds, methods, max_steps, timeout_s, save,
+                  cpu_limit_s=PIPELINE_CPU_LIMIT_S):
+  """Runs (method, size, seed) rows not already in results['ttr_pipeline'], saving after each."""
+  part = results.setdefault('ttr_pipeline', {'rows': []})
+  not_run = {}
+  for n, d, p in sizes:
+    if (n, d, p) in PAPER_NOT_RUN:
+      reason = PAPER_NOT_RUN[(n, d, p)]
+      not_run[(n, d, p)] = _launch_reason() if reason == 'launch' else reason
+    elif paper_baseline.calibrated_lr(PAPER_CALIBRATION, pipeline_activation(n, d, p), n,
+                                      d) is None:
+      not_run[(n, d, p)] = (f'not run: no blind lr for this size in {PAPER_CALIBRATION} '
+                            '(python -m scripts.paper_baseline --parts=calibrate)')
+  part.update({'seeds': list(seeds), 'tuning_seeds': PIPELINE_TUNING,
+               'max_steps': DEFAULT_MAX_STEPS if max_steps is None else max_steps,
+               'paper_budget_factor': PAPER_BUDGET_FACTOR, 'timeout_s': timeout_s,
+               'cpu_limit_s': cpu_limit_s,
+               'sizes': [list(s) for s in sizes], 'machine': results.get('machine'),
+               'paper_not_run': [{'n': s[0], 'd': s[1], 'p': s[2], 'reason': r}
+                                 for s, r in not_run.items()]})
+  part.setdefault('loadavg_start', [round(x, 1) for x in os.getloadavg()])
+  done = {(r['method'], r['n'], r['d'], r['p'], r['seed']) for r in part['rows']}
+  for n, d, p in sizes:
+    for method in methods:
+      if method == 'paper' and (n, d, p) in not_run:
+        continue
+      for seed in seeds:
+        if (method, n, d, p, seed) in done:
+          continue
+        row = pipeline_run(method, n, d, p, seed, max_steps, timeout_s, cpu_limit_s)
+        print(json.dumps(row), flush=True)
+        part['rows'].append(row)
+        part['loadavg_end'] = [round(x, 1) for x in os.getloadavg()]
+        save()
+
+
+def logged_within(row):
+  """A stopped run: 'k/n', the rows its log says were within the threshold when the descent
+  ended (the certificate's line before the rung), or None."""
+  import re  # pylint: disable=import-outside-toplevel
+  found = re.findall(r'(\d+) of (\d+) candidates within the threshold', row.get('log_tail') or '')
+  return f'{found[-1][0]}/{found[-1][1]}' if found else None
+
+
+def pipeline_summary(rows):
+  """Per (method, size): seeds, all rows recovered, certified, median wall / CPU, steps."""
+  groups = {}
+  for r in rows:
+    groups.setdefault((r['method'], r['n'], r['d'], r['p']), []).append(r)
+  out = []
+  for (method, n, d, p), rs in groups.items():
+    steps = [r['steps'] for r in rs if r.get('steps') is not None]
+    out.append({'method': method, 'n': n, 'd': d, 'p': p, 'activation': rs[0]['activation'],
+                'seeds': len(rs), 'recovered': sum(bool(r['all_recovered']) for r in rs),
+                'certified': sum(bool(r['certified']) for r in rs),
+                'false_certified': sum(bool(r.get('false_certified')) for r in rs),
+                'stopped': sum(bool(r['stopped']) for r in rs),
+                'median_wall_s': float(np.median([r['wall_s'] for r in rs])),
+                'median_cpu_s': float(np.median([r['cpu_s'] for r in rs])),
+                'mean_steps': float(np.mean(steps)) if steps else None,
+                'max_steps': rs[0]['max_steps'], 'lr': rs[0]['lr']})
+  return out
+
+
+def pipeline_compare_lines(summ, not_run):
+  """Per size: the default against the paper's port (or why the port is not there)."""
+  out = []
+  by = {(s['method'], s['n'], s['d'], s['p']): s for s in summ}
+  for size in sorted({(s['n'], s['d'], s['p']) for s in summ}):
+    dflt, paper = by.get(('default', *size)), by.get(('paper', *size))
+    if dflt is None:
+      continue
+    text = (f"* ({size[0]}, {size[1]}, {size[2]}): the default recovers every row on "
+            f"{dflt['recovered']}/{dflt['seeds']} seeds and certifies {dflt['certified']}/"
+            f"{dflt['seeds']}, median wall {dflt['median_wall_s']:.1f} s")
+    if paper is not None:
+      text += (f"; the paper's port {paper['recovered']}/{paper['seeds']} and "
+               f"{paper['certified']}/{paper['seeds']}, median wall {paper['median_wall_s']:.1f} s "
+               f"({paper['max_steps']} steps budget, mean {paper['mean_steps']:.0f} taken)")
+      if dflt['recovered'] == dflt['seeds']:
+        ratio = paper['median_wall_s'] / dflt['median_wall_s']
+        text += (f": {ratio:.1f}x" if paper['recovered'] == paper['seeds'] else
+                 f": {ratio:.1f}x, a lower bound (the port recovered every row on "
+                 f"{paper['recovered']}/{paper['seeds']} seeds)")
+    elif size in not_run:
+      text += f"; the paper's port {not_run[size]}"
+    out.append(text + '.')
+  return out
+
+
+def pipeline_lines(part):
+  """The md of the pipeline's time-to-reconstruct (summary per size, then per seed)."""
+  rows = part['rows']
+  lines = ['', 'Time-to-reconstruct of the pipeline: the current default (`python -m recon.main '
+           '--config=configs/rf_synthetic.py` with data.n, data.d, victim.p, seed set: Adam + '
+           'cosine, escalation, the precision rung, the certificate) against the paper\'s '
+           'optimiser ported faithfully (`scripts/paper_baseline.py`: momentum SGD 0.9 at its '
+           'blind lr, chosen on shadow seeds 1000-1002; constant lr, tol 1e-7, no rescue; '
+           f"budget {part['paper_budget_factor']}x the default's {part['max_steps']} steps). "
+           'Wall = the whole CLI process (start-up, victim fit, compilation, attack, '
+           'certificate, outputs), one run at a time, compiled programs from the persistent '
+           'compilation cache (on by default) once a size has run; CPU = its user + system '
+           'seconds; '
+           f"a run is stopped, and counts as failed, after {part.get('cpu_limit_s', 0):.0f} CPU s "
+           f"(5 min on both cores) or {part['timeout_s']:.0f} s wall. "
+           '"recovered" = every row within 0.1 (metrics.n_recovered = n); "certified" = '
+           f"metrics.certified. Reported seeds {part['seeds']}; activation relu_tanh "
+           '(configs/rf_synthetic.py), relu at the launch problem (20, 100, 20000). '
+           f"Load (1/5/15 min, 2 cores, shared) {part.get('loadavg_start')} at the start, "
+           f"{part.get('loadavg_end')} at the end.", '',
+           '| method | n, d, p | activation | lr | step budget | seeds recovered | seeds '
+           'certified | median wall s | median CPU s | mean steps |',
+           '|---|---|---|---|---|---|---|---|---|---|']
+  order = {m: i for i, m in enumerate(PIPELINE_METHODS)}
+  summ = sorted(pipeline_summary(rows),
+                key=lambda s: ((s['n'], s['d'], s['p']), order.get(s['method'], 9)))
+  sizes = [tuple(s) for s in part.get('sizes', [])] or sorted({(s['n'], s['d'], s['p'])
+                                                               for s in summ})
+  not_run = {(r['n'], r['d'], r['p']): r['reason'] for r in part.get('paper_not_run', [])}
+  for size in sizes:
+    for s in [s for s in summ if (s['n'], s['d'], s['p']) == size]:
+      stopped = f" ({s['stopped']} stopped)" if s['stopped'] else ''
+      steps = f"{s['mean_steps']:.0f}" if s['mean_steps'] is not None else '-'
+      lines.append(f"| {s['method']} | {s['n']}, {s['d']}, {s['p']} | {s['activation']} | "
+                   f"{'Adam 0.05 cosine' if s['lr'] is None else format(s['lr'], 'g')} | "
+                   f"{s['max_steps']} | {s['recovered']}/{s['seeds']}{stopped} | "
+                   f"{s['certified']}/{s['seeds']} | {s['median_wall_s']:.1f} | "
+                   f"{s['median_cpu_s']:.1f} | {steps} |")
+    if size in not_run and not any((s['method'], s['n'], s['d'], s['p']) == ('paper', *size)
+                                   for s in summ):
+      lines.append(f"| paper | {size[0]}, {size[1]}, {size[2]} | "
+                   f"{pipeline_activation(*size)} | - | - | {not_run[size]} | - | - | - | - |")
+  lines += ['', *pipeline_compare_lines(summ, not_run)]
+  false_cert = sum(bool(r.get('false_certified')) for r in rows)
+  lines += ['', f'False certificates (certified with a row not recovered): {false_cert} of '
+            f'{sum(bool(r["certified"]) for r in rows)} certified runs.', '',
+            'Per seed:', '',
+            '| method | n, d, p | seed | rows recovered | recon_error | certified | residual '
+            'Jacobian | steps | status | escalations (kept) | rung | wall s | CPU s | load (1 min) |',
+            '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+  for r in sorted(rows, key=lambda r: ((r['n'], r['d'], r['p']), order.get(r['method'], 9),
+                                       r['seed'])):
+    rec = f"{r['n_recovered']}/{r['n']}" if r['n_recovered'] is not None else (
+        f'- ({logged_within(r)} within 0.1 when the descent ended)' if logged_within(r) else '-')
+    err = '-' if r['recon_error'] is None else f"{r['recon_error']:.2g}"
+    esc = ('-' if r.get('escalations_tried') is None else
+           f"{r['escalations_tried']} ({r['escalations_accepted']})")
+    rung = ('yes' if r.get('polish_applied') else 'no') if r['n_recovered'] is not None else (
+        'started' if r.get('in_rung') else '-')
+    steps = r['steps'] if r['steps'] is not None else (
+        f"{r['last_logged_step']} logged (loss {r['last_logged_loss']:.1e})"
+        if r.get('last_logged_step') is not None else '-')
+    lines.append(f"| {r['method']} | {r['n']}, {r['d']}, {r['p']} | {r['seed']} | {rec} | {err} | "
+                 f"{r['certified']} | {r.get('certificate_jacobian') or '-'} | "
+                 f"{steps} | "
+                 f"{r['status']} | {esc} | {rung} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
+                 f"{r['loadavg'][0]} |")
+  return lines
+
+
 def _table(results):
   loads = '; '.join(f"{part}: {results[f'loadavg_{part}']}" for part in ('step', 'ttr', 'fit')
                     if f'loadavg_{part}' in results)
@@ -410,6 +729,8 @@ def _table(results):
                  f"{np.mean([r['steps'] for r in rs]):.0f} | "
                  f"{np.mean([r['n_within'] for r in rs]):.1f}/{n} |")
   lines += ['', *speedup_lines(results)]
+  if results.get('ttr_pipeline', {}).get('rows'):
+    lines += pipeline_lines(results['ttr_pipeline'])
   return '\n'.join(lines) + '\n'
 
 
@@ -455,13 +776,13 @@ PARTS = ('step', 'memscale', 'ttr', 'fit')
 FIT_SIZE = '100x32x3072000'  # configs/rf_cifar.py as shipped: n x image side x p
 
 
-def parse_sizes(text, n_fields, flag, default_chunk=4096):
+def parse_sizes(text, n_fields, flag, default_chunk=4096, form_example=None):
   """'NxDxP[xCHUNK],...' (n_fields = 4), 'NxSIDExP' (3) or 'NxD,...' (2) -> list of int tuples.
 
   Raises ValueError naming the flag and the accepted form on anything else.
   """
   form, example = {4: ('NxDxP[xCHUNK]', '20x50x10000x4096'), 3: ('NxSIDExP', '100x32x3072000'),
-                   2: ('NxD', '10x10')}[n_fields]
+                   2: ('NxD', '10x10')}[n_fields] if form_example is None else form_example
   out = []
   for item in text.split(','):
     try:
@@ -494,7 +815,21 @@ def parse_args(argv=None):
                   help='fit part: NxSIDExP, configs/rf_cifar.py\'s data.n, data.image_size '
                        f'(d = SIDE^2 * 3) and victim.p (default {FIT_SIZE}, as shipped)')
   ap.add_argument('--seeds', type=int, default=3)
-  ap.add_argument('--methods', default=','.join(METHODS))
+  ap.add_argument('--methods', default=','.join((*METHODS, *PIPELINE_METHODS)),
+                  help='ttr methods: the fixed schemes (compile excluded, ground truth stops '
+                       f'the clock) and {", ".join(PIPELINE_METHODS)} (the CLI run whole)')
+  ap.add_argument('--pipeline_sizes', default=PIPELINE_SIZES,
+                  help=f'ttr sizes of {"/".join(PIPELINE_METHODS)}: NxDxP,... '
+                       f'(default {PIPELINE_SIZES})')
+  ap.add_argument('--pipeline_seeds', default=PIPELINE_SEEDS,
+                  help=f'their reported seeds (default {PIPELINE_SEEDS})')
+  ap.add_argument('--pipeline_max_steps', type=int, default=None,
+                  help='their attack.max_steps (default: the config\'s own, '
+                       f'{DEFAULT_MAX_STEPS}); the paper\'s port gets {PAPER_BUDGET_FACTOR}x')
+  ap.add_argument('--pipeline_timeout_s', type=float, default=PIPELINE_TIMEOUT_S,
+                  help='a pipeline run still going after this many seconds is stopped (failed)')
+  ap.add_argument('--pipeline_cpu_limit_s', type=float, default=PIPELINE_CPU_LIMIT_S,
+                  help='a pipeline run is stopped (failed) once it used this many CPU seconds')
   ap.add_argument('--problems', default='10x10,20x20')
   ap.add_argument('--max_steps', type=int, default=None,
                   help='ttr step budget (default 20000; 4000 with --quick); the paper\'s scheme '
@@ -511,9 +846,16 @@ def parse_args(argv=None):
   bad = [q for q in parts if q not in PARTS]
   if bad:
     ap.error(f'--parts: unknown part {bad[0]!r}; accepted: {", ".join(PARTS)}')
-  bad = [m for m in args.methods.split(',') if m not in METHODS]
+  bad = [m for m in args.methods.split(',') if m not in METHODS and m not in PIPELINE_METHODS]
   if bad:
-    ap.error(f'--methods: unknown method {bad[0]!r}; accepted: {", ".join(METHODS)}')
+    ap.error(f'--methods: unknown method {bad[0]!r}; accepted: '
+             f'{", ".join((*METHODS, *PIPELINE_METHODS))}')
+  if args.pipeline_max_steps is not None and args.pipeline_max_steps < 1:
+    ap.error(f'--pipeline_max_steps: {args.pipeline_max_steps}; accepted: an integer >= 1')
+  if args.pipeline_timeout_s <= 0:
+    ap.error(f'--pipeline_timeout_s: {args.pipeline_timeout_s}; accepted: a number > 0')
+  if args.pipeline_cpu_limit_s <= 0:
+    ap.error(f'--pipeline_cpu_limit_s: {args.pipeline_cpu_limit_s}; accepted: a number > 0')
   if args.seeds < 1:
     ap.error(f'--seeds: {args.seeds}; accepted: an integer >= 1')
   if args.max_steps is not None and args.max_steps < 1:
@@ -529,6 +871,16 @@ def parse_args(argv=None):
                        'accepted: one NxDxP[xCHUNK]')
     args.memscale_size = memscale[0]
     args.problems = parse_sizes(args.problems, 2, '--problems')
+    args.pipeline_sizes = [tuple(s) for s in parse_sizes(
+        args.pipeline_sizes, 3, '--pipeline_sizes', form_example=('NxDxP', '20x20x4000'))]
+    try:
+      seeds = [int(v) for v in args.pipeline_seeds.split(',')]
+    except ValueError:
+      seeds = []
+    if not seeds or min(seeds) < 0:
+      raise ValueError(f'--pipeline_seeds: {args.pipeline_seeds!r}; accepted: comma-separated '
+                       'integers >= 0, e.g. 300,301,302')
+    args.pipeline_seeds = seeds
     fit_size = parse_sizes(args.fit_size, 3, '--fit_size')
     if len(fit_size) != 1 or 32 % fit_size[0][1]:
       raise ValueError(f'--fit_size: {args.fit_size!r}; accepted: one NxSIDExP with SIDE a '
@@ -565,8 +917,18 @@ def main(argv=None):
     # Re-run only `--parts`; the other parts' results (and their load averages) are kept.
     with open(previous) as f:
       old = json.load(f)
+    if 'ttr_pipeline' in old:  # resumed: rows already measured are not run again
+      results['ttr_pipeline'] = old['ttr_pipeline']
+    fixed_rerun = [m for m in args.methods.split(',') if m in METHODS] if 'ttr' in parts else []
     for part, key in (('step', 'step'), ('memscale', 'memory_at_scale'), ('ttr', 'ttr'),
                       ('fit', 'victim_fit')):
+      if part == 'ttr' and part in parts and not fixed_rerun and key in old:
+        # Only the pipeline's methods re-run: the fixed schemes' rows stay as they were.
+        results[key] = old[key]
+        for extra in ('ttr_max_steps', 'ttr_merged', 'loadavg_ttr'):
+          if extra in old:
+            results[extra] = old[extra]
+        continue
       if part not in parts and key in old:
         results[key] = old[key]
         if part == 'ttr':
@@ -574,13 +936,13 @@ def main(argv=None):
             if extra in old:
               results[extra] = old[extra]
         results[f'loadavg_{part}'] = old.get(f'loadavg_{part}', old.get('loadavg_start'))
-    if args.merge_ttr and 'ttr' in parts:
+    if args.merge_ttr and 'ttr' in parts and fixed_rerun:
       if old.get('ttr_max_steps', args.max_steps) != args.max_steps:
         print(f"bench: --merge_ttr: --max_steps {args.max_steps} differs from the kept entries' "
               f"{old['ttr_max_steps']}; accepted: --max_steps={old['ttr_max_steps']}",
               file=sys.stderr)
         sys.exit(2)
-      rerun = set(args.methods.split(','))
+      rerun = set(fixed_rerun)
       # Rows of methods no longer in METHODS (e.g. the earlier, unfaithful paper port) go.
       results['ttr'] = [r for r in old.get('ttr', [])
                         if r['method'] not in rerun and r['method'] in METHODS]
@@ -599,13 +961,27 @@ def main(argv=None):
     results['memory_at_scale'] = memory_at_scale(*args.memscale_size)
     print(json.dumps(results['memory_at_scale']), flush=True)
   max_steps = args.max_steps
-  if 'ttr' in parts or 'ttr_max_steps' not in results:
+  fixed = [m for m in args.methods.split(',') if m in METHODS]
+  if ('ttr' in parts and fixed) or 'ttr_max_steps' not in results:
     results['ttr_max_steps'] = max_steps
-  if 'ttr' in parts:
+  pipeline = [m for m in args.methods.split(',') if m in PIPELINE_METHODS]
+  os.makedirs(args.out, exist_ok=True)
+
+  def save():
+    io.write_json(os.path.join(args.out, 'bench.json'), results)
+    with open(os.path.join(args.out, 'bench.md'), 'w') as f:
+      f.write(_table(results))
+
+  if 'ttr' in parts and pipeline:
+    results['machine'] = machine.describe()
+    pipeline_part(results, args.pipeline_sizes, args.pipeline_seeds, pipeline,
+                  args.pipeline_max_steps, args.pipeline_timeout_s, save,
+                  args.pipeline_cpu_limit_s)
+  if 'ttr' in parts and fixed:
     stamp('ttr')
     problems = args.problems[:1] if args.quick else args.problems
     for n, d in problems:
-      for method in args.methods.split(','):
+      for method in fixed:
         for seed in range(args.seeds):
           budget = max_steps * (PAPER_BUDGET_FACTOR if method == PAPER else 1)
           r = time_to_reconstruct(n, d, seed, method, budget)

@@ -113,3 +113,115 @@ def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
   assert again['victim_fit'] == res['victim_fit']
   assert again['ttr_max_steps'] == 200  # the kept part's budget, not this run's default
   assert (again['memory_at_scale']['n'], again['memory_at_scale']['p']) == (6, 96)
+
+
+def test_pipeline_overrides_default_is_the_config_and_paper_is_the_port():
+  bench = _load_bench()
+  # The default: only the size, the seed and the activation (the launch problem's relu).
+  assert bench.pipeline_overrides('default', 10, 10, 1000, 300) == {
+      'data.n': 10, 'data.d': 10, 'victim.p': 1000, 'seed': 300, 'victim.activation': 'relu_tanh'}
+  assert bench.pipeline_overrides('default', 20, 100, 20000, 301)['victim.activation'] == 'relu'
+  assert bench.pipeline_overrides('default', 4, 4, 160, 0, max_steps=50)['attack.max_steps'] == 50
+  # The paper's port: scripts/paper_baseline.py's fields, its recorded blind lr, 10x the budget.
+  paper = bench.pipeline_overrides('paper', 20, 20, 4000, 300)
+  lr = bench.paper_baseline.calibrated_lr(bench.PAPER_CALIBRATION, 'relu_tanh', 20, 20)
+  assert lr is not None and paper['attack.lr'] == lr
+  assert paper['attack.max_steps'] == bench.PAPER_BUDGET_FACTOR * bench.DEFAULT_MAX_STEPS
+  for field, value in bench.paper_baseline.paper_overrides('relu_tanh').items():
+    assert paper[field] == value
+  assert bench.pipeline_overrides('paper', 20, 100, 20000, 300)['attack.lr'] == 20.0
+  with pytest.raises(ValueError, match='no blind lr'):
+    bench.pipeline_overrides('paper', 4, 4, 160, 300)
+
+
+@pytest.mark.parametrize('argv, flag', [
+    (['--pipeline_sizes=10x10'], '--pipeline_sizes'),
+    (['--pipeline_seeds=a,b'], '--pipeline_seeds'),
+    (['--pipeline_seeds=-1'], '--pipeline_seeds'),
+    (['--pipeline_max_steps=0'], '--pipeline_max_steps'),
+    (['--pipeline_timeout_s=0'], '--pipeline_timeout_s'),
+    (['--pipeline_cpu_limit_s=-1'], '--pipeline_cpu_limit_s'),
+])
+def test_bad_pipeline_flags_exit_2_with_one_line(argv, flag, capsys):
+  bench = _load_bench()
+  with pytest.raises(SystemExit) as e:
+    bench.parse_args(argv)
+  assert e.value.code == 2
+  err = capsys.readouterr().err.strip().splitlines()[-1]
+  assert flag in err and 'accepted' in err
+
+
+def _row(method, n, seed, recovered, certified, wall, stopped=False):
+  return {'method': method, 'n': n, 'd': 4, 'p': 160, 'activation': 'relu_tanh', 'seed': seed,
+          'lr': None if method == 'default' else 5.0, 'max_steps': 20000, 'wall_s': wall,
+          'cpu_s': wall / 2, 'loadavg': [1.0, 1.0, 1.0], 'stopped': stopped,
+          'n_recovered': None if stopped else (n if recovered else n - 1),
+          'all_recovered': recovered, 'recon_error': None if stopped else 0.01,
+          'certified': certified, 'steps': None if stopped else 1000,
+          'status': 'stopped' if stopped else 'converged', 'escalations_tried': 1,
+          'escalations_accepted': 0, 'polish_applied': False,
+          'false_certified': certified and not recovered}
+
+
+def test_pipeline_part_resumes_and_the_table_counts_seeds(monkeypatch):
+  bench = _load_bench()
+  calls = []
+
+  def fake_run(method, n, d, p, seed, max_steps, timeout_s, cpu_limit_s):
+    calls.append((method, seed))
+    return _row(method, n, seed, recovered=seed != 2, certified=seed == 0, wall=10.0 + seed,
+                stopped=seed == 2)
+  monkeypatch.setattr(bench, 'pipeline_run', fake_run)
+  results = {'ttr_pipeline': {'rows': [_row('default', 4, 0, True, True, 10.0)]}}
+  saves = []
+  bench.pipeline_part(results, [(4, 4, 160)], [0, 1, 2], ['default', 'paper'], None, 60.0,
+                      lambda: saves.append(len(results['ttr_pipeline']['rows'])))
+  # Seed 0 was already measured; the paper's port has no blind lr at (4, 4): not run, with why.
+  assert calls == [('default', 1), ('default', 2)] and saves == [2, 3]
+  part = results['ttr_pipeline']
+  assert part['seeds'] == [0, 1, 2] and part['tuning_seeds'] and part['timeout_s'] == 60.0
+  (why,) = part['paper_not_run']
+  assert (why['n'], why['p']) == (4, 160) and 'no blind lr' in why['reason']
+  (summary,) = bench.pipeline_summary(part['rows'])
+  assert (summary['seeds'], summary['recovered'], summary['certified'], summary['stopped'],
+          summary['median_wall_s']) == (3, 2, 1, 1, 11.0)
+  text = '\n'.join(bench.pipeline_lines(part))
+  assert '| default | 4, 4, 160 | relu_tanh | Adam 0.05 cosine | 20000 | 2/3 (1 stopped) | 1/3 |' \
+      in text
+  assert '| paper | 4, 4, 160 | relu_tanh | - | - | not run: no blind lr' in text
+  assert 'False certificates (certified with a row not recovered): 0 of 1' in text
+
+
+@pytest.mark.slow  # one CLI run of the default at (4, 4, 160): ~15 s
+def test_pipeline_run_reads_the_clis_summary():
+  bench = _load_bench()
+  row = bench.pipeline_run('default', 4, 4, 160, 300, max_steps=2000, timeout_s=300)
+  assert row['exit_code'] == 0 and not row['stopped']
+  assert row['n_recovered'] is not None and 0 <= row['n_recovered'] <= 4
+  assert row['all_recovered'] == (row['n_recovered'] == 4)
+  assert isinstance(row['certified'], bool) and 1 <= row['steps'] <= 2000
+  assert row['wall_s'] > 0 and row['cpu_s'] > 0 and row['max_steps'] == 2000
+  assert row['false_certified'] == (row['certified'] and not row['all_recovered'])
+  assert '--config=configs/rf_synthetic.py' in row['command']
+
+
+def test_pipeline_only_rerun_keeps_the_fixed_schemes_rows(tmp_path, monkeypatch):
+  bench = _load_bench()
+  old = {'device': 'cpu:0', 'platform': 'cpu', 'step': [], 'ttr_max_steps': 200,
+         'ttr': [{'method': 'adam_lr0.05', 'n': 4, 'd': 4, 'p': 160, 'seed': 0, 'reached': True,
+                  'seconds': 1.0, 'steps': 100, 'n_within': 4}],
+         'ttr_merged': {'methods': ['adam_lr0.05'], 'kept_loadavg': [1.0, 1.0, 1.0]},
+         'loadavg_ttr': [2.0, 2.0, 2.0], 'loadavg_step': [0.5, 0.5, 0.5]}
+  (tmp_path / 'bench.json').write_text(json.dumps(old))
+  monkeypatch.setattr(bench, 'pipeline_run', lambda method, n, d, p, seed, *a: _row(
+      method, n, seed, recovered=True, certified=True, wall=5.0))
+  bench.main(['--parts=ttr', '--methods=default', '--keep_other_parts',
+              '--pipeline_sizes=4x4x160', '--pipeline_seeds=0,1', f'--out={tmp_path}'])
+  with open(tmp_path / 'bench.json') as f:
+    new = json.load(f)
+  for key in ('ttr', 'ttr_max_steps', 'ttr_merged', 'loadavg_ttr', 'step', 'loadavg_step'):
+    assert new[key] == old[key], key
+  assert [(r['method'], r['seed']) for r in new['ttr_pipeline']['rows']] == [('default', 0),
+                                                                             ('default', 1)]
+  assert '| default | 4, 4, 160 | relu_tanh | Adam 0.05 cosine |' in (
+      tmp_path / 'bench.md').read_text()
