@@ -510,14 +510,14 @@ def _plot(cur, meta, path) -> None:
   for ax in axes[len(panels):]:
     ax.axis('off')
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
+  every_ratio = sorted({k[4] for k in cur})  # one colour per width on every panel
   for ax, (victim, defence) in zip(axes, panels):
     keys = sorted((k for k in cur if k[0] == victim and k[1].split('+')[0] == defence),
                   key=lambda k: (k[4], k[1]))
     twin = ax.twinx()
-    ratios = sorted({k[4] for k in keys})
     for i, key in enumerate(keys):
       rows = cur[key]
-      color = colors[ratios.index(key[4]) % len(colors)]
+      color = colors[every_ratio.index(key[4]) % len(colors)]
       adaptive = key[1].endswith('+adaptive')
       if defence == 'dp':
         top = max([r['strength'] for r in rows] + [1.0]) * 4
