@@ -88,7 +88,7 @@ SIZES = dict(n=8, d=8, ratios=(4, 10), seeds=tuple(range(100, 105)), attack_step
              train_steps=1000)
 TINY_SIZES = dict(n=3, d=4, ratios=(4,), seeds=(100,), attack_steps=100, train_steps=20)
 # Two-layer nets trained by GD (scripts/network_law.py's victims: n = 4 images, digits 4x4 or
-# lfw_faces 5x5 on the sqrt(d)-sphere, p_L = 10 dn), attacked as network_law attacks them: the
+# lfw_faces 5x5 on the sqrt(d)-sphere, p_L in {10, 4} dn), attacked as network_law attacks them: the
 # Jacobian point and the attack's learning rate chosen there on shadow victims
 # (results/network_law.json 'calibration'; nothing is chosen here), Adam with escalation, a
 # 4000-step budget (network_law's for RF and the ResNet; its 12000-40000 for the nets do not
