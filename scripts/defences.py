@@ -13,11 +13,13 @@ attack: Adam, cosine decay, escalation; the certificate where it is computed):
             release_noise  output perturbation of theta* (relative Gaussian noise)
 
 Two-layer nets trained by GD (`NETS`: scripts/network_law.py's two_layer_mse / _ce /
-_logistic victims on digits 4x4 and lfw_faces 5x5, n = 4, p_L = 10 dn; --nets picks them),
-attacked as network_law attacks them (the stacked W(0)/W(T) Jacobian rows, or their midpoint,
-and the learning rate its shadow calibration chose: `NET_SETTINGS`), under dp (DP-SGD,
-exactly 200 full-batch steps), release_noise and weight_decay. Reported seeds: the first 5
-whose images are disjoint from network_law's shadow victims (`net_seeds`).
+_logistic victims on digits 4x4 and lfw_faces 5x5, n = 4, p_L in {10, 4} dn; --nets and
+--net_ratios pick them), attacked as network_law attacks them at every width (the stacked
+W(0)/W(T) Jacobian rows, or their midpoint, and the learning rate its shadow calibration chose
+at 10 dn: `NET_SETTINGS`), under dp (DP-SGD, exactly 200 full-batch steps), release_noise and
+weight_decay. Reported seeds: the first 5 whose images are disjoint from network_law's shadow
+victims (`net_seeds`). Net points of the default grid not yet run are listed, with the command
+that runs them, in the md's 'Not measured' (`missing`).
 
 The adaptive attack against weight decay (`ADAPTIVE`: rf_gd and mse_digits): the same attack
 with attack.init_in_span=True, which adds W_L(0) to the features' span (GD with decay leaves
@@ -40,7 +42,8 @@ located the range of the DP grid). 180 runs, 25 minutes on 2 shared CPU cores; t
 the adaptive attack about 10 s a run more (docs/defences.md has the counts).
 
     python -m scripts.defences               # the grid (about an hour on 2 CPU cores)
-    python -m scripts.defences --nets=mse_digits,ce_digits,mse_lfw   # the nets measured
+    python -m scripts.defences --nets=mse_digits,ce_digits,mse_lfw   # these nets only
+    python -m scripts.defences --nets=mse_digits --net_ratios=4       # one net at p_L = 4 dn
     python -m scripts.defences --tiny --out=/tmp/defences
 """
 from __future__ import annotations
@@ -85,7 +88,7 @@ SIZES = dict(n=8, d=8, ratios=(4, 10), seeds=tuple(range(100, 105)), attack_step
              train_steps=1000)
 TINY_SIZES = dict(n=3, d=4, ratios=(4,), seeds=(100,), attack_steps=100, train_steps=20)
 # Two-layer nets trained by GD (scripts/network_law.py's victims: n = 4 images, digits 4x4 or
-# lfw_faces 5x5 on the sqrt(d)-sphere, p_L = 10 dn), attacked as network_law attacks them: the
+# lfw_faces 5x5 on the sqrt(d)-sphere, p_L in {10, 4} dn), attacked as network_law attacks them: the
 # Jacobian point and the attack's learning rate chosen there on shadow victims
 # (results/network_law.json 'calibration'; nothing is chosen here), Adam with escalation, a
 # 4000-step budget (network_law's for RF and the ResNet; its 12000-40000 for the nets do not
@@ -103,14 +106,20 @@ NET_SETTINGS = {
     'logistic_digits': {'lr': 0.02, 'jacobian_at': 'init_and_trained'},
     'ce_lfw': {'lr': 0.05, 'jacobian_at': 'init_and_trained'},
     'logistic_lfw': {'lr': 0.05, 'jacobian_at': 'init_and_trained'}}
-NET_DP = (1e6, 1e3, 64.0, 16.0, 8.0, 4.0, 1.0)
+# 1e5 and 1e4 narrow the nets' crossover between 1e6 and 1e3 (and tell the widths apart).
+NET_DP = (1e6, 1e5, 1e4, 1e3, 64.0, 16.0, 8.0, 4.0, 1.0)
 NET_GRID = {'dp': NET_DP, 'release_noise': (1e-2, 1e-1), 'weight_decay': (1e-2, 1e-1)}
 # The adaptive attack against weight decay (attack.init_in_span): its victims and strengths
 # (0: the undefended victim, attacked adaptively).
 ADAPTIVE = {'rf_gd': (0.0, 1e-2, 1e-1), 'mse_digits': (0.0, 1e-2, 1e-1)}
 ADAPTIVE_RF_RATIOS = (4,)  # rf_gd's adaptive runs: p_L = 4 dn only (the CPU budget)
-NET_SIZES = dict(n=4, ratio=10.0, seeds=5, attack_steps=4000, dp_steps=200, train_max_steps=None)
-TINY_NET_SIZES = dict(n=4, ratio=10.0, seeds=1, attack_steps=100, dp_steps=20, train_max_steps=20)
+ADAPTIVE_NET_RATIOS = (10.0,)  # the nets' adaptive runs: p_L = 10 dn only
+# The nets' widths p_L / dn (--net_ratios picks them), widest first: the attack settings are
+# network_law's, which uses the calibration's choice (made at 10 dn) at every width.
+NET_SIZES = dict(n=4, ratios=(10.0, 4.0), seeds=5, attack_steps=4000, dp_steps=200,
+                 train_max_steps=None)
+TINY_NET_SIZES = dict(n=4, ratios=(10.0,), seeds=1, attack_steps=100, dp_steps=20,
+                      train_max_steps=20)
 TINY_NET_GRID = {'mse_digits': {'dp': (8.0,), 'weight_decay': (1e-1,)}}
 TINY_ADAPTIVE = {'mse_digits': (1e-1,)}
 DELTA = 1e-5
@@ -242,25 +251,51 @@ def points(grid, sizes) -> List[Dict[str, Any]]:
 
 def net_points(net_grid: Dict[str, Dict[str, tuple]], adaptive: Dict[str, tuple],
                net_sizes: Dict[str, Any], seeds_of) -> List[Dict[str, Any]]:
-  """The two-layer nets' runs, most informative first: per net its undefended victim, the
-  DP points down to epsilon 64, release noise, weight decay (and the adaptive attack), then
-  every net's epsilon below 64. seeds_of(victim) -> the reported seeds."""
-  first, later = [], []
-  for victim, grid in net_grid.items():
-    kind, dataset = NETS[victim]
-    side = network_law.image_side(dataset)
-    base = dict(victim=victim, n=net_sizes['n'], d=side * side, ratio=net_sizes['ratio'])
-    seeds = seeds_of(victim)
-    add = lambda to, **kw: to.extend(dict(base, seed=s, **kw) for s in seeds)  # noqa: E731
-    add(first, defence='none', strength=0.0)
-    for s in grid.get('dp', ()):
-      add(first if s >= 64 else later, defence='dp', strength=float(s))
-    for defence in ('release_noise', 'weight_decay'):
-      for s in grid.get(defence, ()):
-        add(first, defence=defence, strength=float(s))
-    for s in adaptive.get(victim, ()):
-      add(first, defence='weight_decay', strength=float(s), attack='adaptive')
-  return first + later
+  """The two-layer nets' runs, per width (net_sizes['ratios'], in that order) most informative
+  first: per net its undefended victim, the DP points down to epsilon 64, release noise,
+  weight decay (and the adaptive attack, at ADAPTIVE_NET_RATIOS), then every net's epsilon
+  below 64. seeds_of(victim) -> the reported seeds."""
+  out = []
+  for ratio in net_sizes['ratios']:
+    first, later = [], []
+    for victim, grid in net_grid.items():
+      _, dataset = NETS[victim]
+      side = network_law.image_side(dataset)
+      base = dict(victim=victim, n=net_sizes['n'], d=side * side, ratio=float(ratio))
+      seeds = seeds_of(victim)
+      add = lambda to, **kw: to.extend(dict(base, seed=s, **kw) for s in seeds)  # noqa: E731,B023
+      add(first, defence='none', strength=0.0)
+      for s in grid.get('dp', ()):
+        add(first if s >= 64 else later, defence='dp', strength=float(s))
+      for defence in ('release_noise', 'weight_decay'):
+        for s in grid.get(defence, ()):
+          add(first, defence=defence, strength=float(s))
+      if float(ratio) in ADAPTIVE_NET_RATIOS:
+        for s in adaptive.get(victim, ()):
+          add(first, defence='weight_decay', strength=float(s), attack='adaptive')
+    out += first + later
+  return out
+
+
+def missing(records: List[Dict[str, Any]], net_sizes: Dict[str, Any]) -> List[Dict[str, Any]]:
+  """The default grid's net points (every net of NETS, NET_GRID, ADAPTIVE at net_sizes'
+  widths) with fewer than net_sizes['seeds'] records, grouped per (net, width): the strengths
+  missing and the command that runs them (resumable: it runs only what is missing)."""
+  have: Dict[tuple, int] = {}
+  for r in records:
+    k = (r['victim'], float(r['ratio']), defence_of(r), float(r['strength']))
+    have[k] = have.get(k, 0) + 1
+  out: Dict[tuple, List[str]] = {}
+  for pt in net_points({v: NET_GRID for v in NETS}, ADAPTIVE, net_sizes, lambda v: [0]):
+    k = (pt['victim'], pt['ratio'], defence_of(pt), pt['strength'])
+    if have.get(k, 0) < net_sizes['seeds']:
+      label = ('none' if pt['defence'] == 'none' else
+               strength_label(pt['defence'], pt['strength'])
+               + (' (adaptive attack)' if pt.get('attack') == 'adaptive' else ''))
+      out.setdefault((pt['victim'], pt['ratio']), []).append(label)
+  return [{'victim': v, 'ratio': ratio, 'points': labels,
+           'command': f'python -m scripts.defences --nets={v} --net_ratios={ratio:g}'}
+          for (v, ratio), labels in out.items()]
 
 
 def adaptive_rf_points(adaptive: Dict[str, tuple], sizes: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -436,12 +471,28 @@ def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dic
             f'(DP: exactly that many). Machine: {meta["machine"]}.']
   nets = meta.get('nets')
   if nets:
-    lines += ['', f'Two-layer nets ({", ".join(nets["settings"])}): n = {nets["n"]}, p_L = '
-              f'{nets["ratio"]:g} dn, seeds {nets["seeds"]}; the attack of scripts/network_law.py '
+    lines += ['', f'Two-layer nets ({", ".join(nets["settings"])}): n = {nets["n"]}, p_L in '
+              f'{{{", ".join(f"{r:g}" for r in nets["ratios_measured"])}}} dn (adaptive attack: '
+              f'{", ".join(f"{r:g}" for r in ADAPTIVE_NET_RATIOS)} dn), seeds {nets["seeds"]}; '
+              'the attack of scripts/network_law.py at every width '
               f'(Jacobian point and learning rate: {nets["settings"]}), Adam, escalation, '
               f'{nets["attack_steps"]} steps; DP-SGD {nets["dp_steps"]} full-batch steps, clip 1. '
               f'Tuning: {nets["tuning_seeds"]}. The ReRo bound of the image nets takes the '
               'uniform prior on the sphere (kappa at their n and d).']
+  gaps = meta.get('missing') or []
+  if gaps:
+    lines += ['', '## Not measured', '',
+              f'Points of the default grid (every net of `NETS` at p_L in '
+              f'{{{", ".join(f"{r:g}" for r in NET_SIZES["ratios"])}}} dn, '
+              f'{NET_SIZES["seeds"]} seeds) with fewer seeds than that; each command runs only '
+              'what is missing (resumable).', '',
+              '| net | p_L/dn | points missing | command |', '|---|---|---|---|']
+    for g in gaps:
+      pts = g['points']
+      shown = ('all (' + str(len(pts)) + ' points)' if len(pts) == len(
+          net_points({g['victim']: NET_GRID}, ADAPTIVE, dict(NET_SIZES, ratios=(g['ratio'],)),
+                     lambda v: [0])) else ', '.join(pts))
+      lines.append(f'| {g["victim"]} | {g["ratio"]:g} | {shown} | `{g["command"]}` |')
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
   _plot(cur, meta, out + '.png')
   return crossovers
@@ -459,14 +510,14 @@ def _plot(cur, meta, path) -> None:
   for ax in axes[len(panels):]:
     ax.axis('off')
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
+  every_ratio = sorted({k[4] for k in cur})  # one colour per width on every panel
   for ax, (victim, defence) in zip(axes, panels):
     keys = sorted((k for k in cur if k[0] == victim and k[1].split('+')[0] == defence),
                   key=lambda k: (k[4], k[1]))
     twin = ax.twinx()
-    ratios = sorted({k[4] for k in keys})
     for i, key in enumerate(keys):
       rows = cur[key]
-      color = colors[ratios.index(key[4]) % len(colors)]
+      color = colors[every_ratio.index(key[4]) % len(colors)]
       adaptive = key[1].endswith('+adaptive')
       if defence == 'dp':
         top = max([r['strength'] for r in rows] + [1.0]) * 4
@@ -506,7 +557,8 @@ def _plot(cur, meta, path) -> None:
       ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=5, loc='best')
   nets = meta.get('nets')
   fig.suptitle(f'random features: n = {meta["n"]}, d = {meta["d"]}, seeds {meta["seeds"]}'
-               + (f'; two-layer nets: n = {nets["n"]}, p_L = {nets["ratio"]:g} dn, seeds '
+               + (f'; two-layer nets: n = {nets["n"]}, p_L in '
+                  f'{{{", ".join(f"{r:g}" for r in nets["ratios_measured"])}}} dn, seeds '
                   f'{sorted({s for v in nets["seeds"].values() for s in v})}' if nets else ''),
                fontsize=9)
   fig.tight_layout()
@@ -521,7 +573,10 @@ def define_flags() -> None:
   FLAGS.set_default('out', 'results/defences')
   flags.DEFINE_list('nets', list(NETS), 'Two-layer nets to run (default all, in this order; '
                     'none: --nets=).')
-  flags.DEFINE_list('only', None, 'victim/defence pairs to run (e.g. rf_gd/dp); default all.')
+  flags.DEFINE_list('only', None, 'victim/defence pairs to run (e.g. rf_gd/dp, mse_lfw/dp); '
+                    'default all.')
+  flags.DEFINE_list('net_ratios', None, 'Widths p_L/dn of the two-layer nets (default '
+                    f'{",".join(f"{r:g}" for r in NET_SIZES["ratios"])}).')
 
 
 def main(argv):
@@ -531,12 +586,24 @@ def main(argv):
   sizes = dict(TINY_SIZES if FLAGS.tiny else SIZES)
   grid = dict(TINY_GRID if FLAGS.tiny else GRID)
   if FLAGS.only:
+    known = ['/'.join(k) for k in GRID] + [f'{v}/{k}' for v in NETS for k in NET_GRID]
+    unknown = [o for o in FLAGS.only if o not in known]
+    if unknown:
+      print(f'error: --only: {",".join(unknown)} not among {", ".join(known)}', file=sys.stderr)
+      sys.exit(2)
     grid = {k: v for k, v in grid.items() if '/'.join(k) in FLAGS.only}
-    if not grid:
-      print(f'error: --only: none of {FLAGS.only} in {", ".join("/".join(k) for k in GRID)}',
+  net_sizes = dict(TINY_NET_SIZES if FLAGS.tiny else NET_SIZES)
+  if FLAGS.net_ratios:
+    try:
+      net_sizes['ratios'] = tuple(float(r) for r in FLAGS.net_ratios)
+    except ValueError:
+      print(f'error: --net_ratios: {",".join(FLAGS.net_ratios)} is not a list of numbers '
+            '(p_L/dn, e.g. 10,4)', file=sys.stderr)
+      sys.exit(2)
+    if any(not r > 0 for r in net_sizes['ratios']):
+      print(f'error: --net_ratios: {",".join(FLAGS.net_ratios)}: each p_L/dn must be > 0',
             file=sys.stderr)
       sys.exit(2)
-  net_sizes = dict(TINY_NET_SIZES if FLAGS.tiny else NET_SIZES)
   net_grid = (TINY_NET_GRID if FLAGS.tiny else
               {v: NET_GRID for v in NETS if v in (FLAGS.nets or ())})
   adaptive = TINY_ADAPTIVE if FLAGS.tiny else ADAPTIVE
@@ -560,8 +627,8 @@ def main(argv):
               machine=machine.describe(), tuning_seeds='none (the attack is '
               "configs/rf_synthetic.py's); seed 0 timed a run, seed 7 located the range of the "
               'DP grid (sigma 0.02 and 0.1)',
-              nets=dict(net_sizes, seeds=net_seeds_of, settings={v: NET_SETTINGS[v]
-                                                                 for v in net_seeds_of},
+              nets=dict(NET_SIZES if not FLAGS.tiny else net_sizes, seeds=net_seeds_of,
+                        settings={v: NET_SETTINGS[v] for v in net_seeds_of},
                         tuning_seeds='none here: the attack settings are network_law\'s, chosen '
                         'on its shadow victims (seeds >= 1000, results/network_law.json '
                         "'calibration'); the reported seeds' images are disjoint from the "
@@ -584,6 +651,9 @@ def main(argv):
   for r in records:  # certified with a row not recovered (the networks compute none: False)
     r['false_certified'] = bool(r.get('certified')) and r['frac_recovered'] < 1.0
   meta['certificates'] = certificates(records)
+  meta['nets']['ratios_measured'] = sorted({float(r['ratio']) for r in records
+                                           if r['victim'] in NETS}, reverse=True)
+  meta['missing'] = [] if FLAGS.tiny else missing(records, NET_SIZES)
   meta['crossovers'] = render(records, meta, FLAGS.out)
   write_records(path, records, meta)
 
