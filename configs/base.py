@@ -198,6 +198,10 @@ def escalate() -> ml_collections.ConfigDict:
   # median gain (the weakest always), at most max(1, max_weak_share x m) (recon/escalate.py).
   c.weak_ratio = 0.25
   c.max_weak_share = 0.25
+  # 'auto': one more trial per plateau of a single projection run with a feature map (random
+  # features): the rows the certificate's pin radii call stuck, re-placed by residual pursuit
+  # (recon/pursuit.py). 'off' (default): not yet measured on reported seeds.
+  c.pursuit = 'off'
   return c
 
 

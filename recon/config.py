@@ -177,6 +177,7 @@ SCHEMA: Dict[str, Any] = {
             accept_ratio=Spec(float, low=0.0, low_open=True, high=1.0),
             weak_ratio=Spec(float, low=0.0),
             max_weak_share=Spec(float, low=0.0, high=1.0),
+            pursuit=Spec(str, choices=('auto', 'off')),
         ),
         polish=dict(
             mode=Spec(str, choices=('auto', 'off')),

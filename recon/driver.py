@@ -61,7 +61,7 @@ class Outcome(NamedTuple):
 def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss_fn, x0,
              constraint, t0: float, x_true: Optional[np.ndarray] = None, decode=None,
              refiner=None, keys: Optional[Dict[str, Array]] = None,
-             resume: Optional[bool] = None) -> Outcome:
+             resume: Optional[bool] = None, pursuit=None) -> Outcome:
   """Optimises `loss_fn(x, problem)` from x0 (see `recon.reconstruct.reconstruct_and_report`).
 
   `x_true` (host array, optional) only feeds the progress log's recon_error of
@@ -106,7 +106,7 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss
         restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
         accept_ratio=cfg.attack.escalate.accept_ratio,
         weak_ratio=cfg.attack.escalate.weak_ratio,
-        max_weak_share=cfg.attack.escalate.max_weak_share)
+        max_weak_share=cfg.attack.escalate.max_weak_share, pursuit=pursuit)
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)

@@ -162,8 +162,10 @@ class Escalator:
                trial_steps: int = 500, accept_ratio: float = 0.5, n_proposals: int = 64,
                restart_after: int = 2, restart_steps: int = 3000,
                max_steps: Optional[int] = None, batched: bool = False,
-               weak_ratio: float = 0.25, max_weak_share: float = 0.25):
+               weak_ratio: float = 0.25, max_weak_share: float = 0.25,
+               pursuit: Optional[Callable[[Any, float], Any]] = None):
     self._batched = batched
+    self._pursuit = None if batched else pursuit  # recon.pursuit.Pursuit: one more trial
     # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
     # depend on the other runs of its batch.
     self._keys = key if batched else jnp.asarray(key)[None]
@@ -190,6 +192,7 @@ class Escalator:
     self.rejected_in_row = [0] * size
     self.restarts_per_run = [0] * size
     self.restarts_kept_per_run = [0] * size
+    self.pursuits_accepted = 0
     self.seconds = 0.0  # wall time in escalation rounds (LOO, proposals, trials); not saved
     self.chunk = None  # the compiled chunk (of one run, or of the batch), set before the run
     self._loo = jax.jit(jax.vmap(lambda x, prob: leave_one_out_losses(x, loss_fn, prob)))
@@ -256,7 +259,10 @@ class Escalator:
     return {'escalations_tried': self.tried, 'escalations_accepted': self.accepted,
             'escalation_restarts': int(sum(self.restarts_per_run)),
             'escalation_restarts_kept': int(sum(self.restarts_kept_per_run)),
-            'escalation_seconds': round(float(self.seconds), 3)}
+            'escalation_seconds': round(float(self.seconds), 3),
+            **({'escalation_pursuits': self._pursuit.calls,
+                'escalation_pursuits_accepted': self.pursuits_accepted}
+               if self._pursuit is not None else {})}
 
   def _plateau(self, b: int, step: int, loss: float) -> bool:
     if not loss > self._tol or step - self._last[b] < self._window:
@@ -374,8 +380,12 @@ class Escalator:
       sets.append(('chosen', z_chosen, chosen & several[:, None]))
     trials = [(name, *self._trial(state, chunk, *placed(z, slots), stop))
               for name, z, slots in sets]
+    pursued = None if self._pursuit is None else self._pursuit.batch(x, float(losses[0]))
+    if pursued is not None:  # (x (1, m, d), the re-placed rows (1, m))
+      trials.append(('pursuit', *self._trial(
+          state, chunk, pursued[0], reset_rows(state.opt_state, x, pursued[1]), stop)))
     trial_loss = np.stack([t[2] for t in trials])  # (trials, B)
-    trial_loss[2:, ~several] = np.inf  # a run with one weak row has only the one-row trials
+    trial_loss[2:len(sets), ~several] = np.inf  # one weak row: only the one-row trials
     best = np.argmin(trial_loss, axis=0)  # (B,) the best trial per run
     # Runs not flagged advanced through the trial chunk unchanged (all trials alike).
     out = trials[0][1]
@@ -385,16 +395,21 @@ class Escalator:
     for b in flagged:
       new = float(trial_loss[best[b], b])
       name = trials[best[b]][0]
-      which = [int(i) for i in idx[b][chosen[b] if name == 'chosen' else first[0] & valid[b]]]
+      which = ([int(i) for i in np.flatnonzero(pursued[1][0])] if name == 'pursuit' else
+               [int(i) for i in idx[b][chosen[b] if name == 'chosen' else first[0] & valid[b]]])
       if new < self._accept_ratio * float(losses[b]):
         self.accepted_per_run[b] += 1
         self.rejected_in_row[b] = 0
         self._next[b] = int(np.asarray(out.step)[b]) + self._every
-        logging.info('%sstep %d: loss plateau at %.2e; %d weak candidate(s) by leave-one-out '
-                     'loss %s (gain / L %s) replaced by their %s proposals: %.2e after %d trial '
-                     'steps', self._prefix(b), int(steps[b]), float(losses[b]), len(which),
-                     which, np.round(gain[b, which] / float(losses[b]), 2).tolist(),
-                     trials[best[b]][0], new, self._trial_steps)
+        self.pursuits_accepted += name == 'pursuit'
+        what = (f'{len(which)} stuck candidate(s) by pin radius {which} re-placed by residual '
+                'pursuit' if name == 'pursuit' else
+                f'{len(which)} weak candidate(s) by leave-one-out loss {which} (gain / L '
+                f'{np.round(gain[b, which] / float(losses[b]), 2).tolist()}) replaced by their '
+                f'{name} proposals')
+        logging.info('%sstep %d: loss plateau at %.2e; %s: %.2e after %d trial steps',
+                     self._prefix(b), int(steps[b]), float(losses[b]), what, new,
+                     self._trial_steps)
       else:
         keep_trial[b] = False
         self.rejected_in_row[b] += 1

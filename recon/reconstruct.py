@@ -10,6 +10,7 @@ import ml_collections
 import numpy as np
 
 from recon import driver, report
+from recon import pursuit as pursuit_lib
 
 Array = jax.Array
 
@@ -52,10 +53,16 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, *,
   t0 = time.time() if t0 is None else t0
   meta = meta or {}
   report.check_ssim_filter(cfg, meta)
+  pursuit = None
+  if (cfg.attack.escalate.pursuit == 'auto' and feature_fn is not None
+      and certify_theta is not None and np.ndim(x0) == 2):
+    pursuit = pursuit_lib.Pursuit(
+        feature_fn, certify_theta, radius=float(np.sqrt(np.shape(x0)[1])), tol=cfg.attack.tol,
+        key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x905))
   outcome = driver.optimise(
       cfg, workdir, problem=problem, loss_fn=loss_fn, x0=x0, constraint=constraint, t0=t0,
       x_true=None if x_true is None else np.asarray(x_true), decode=decode, refiner=refiner,
-      keys=keys, resume=resume)
+      keys=keys, resume=resume, pursuit=pursuit)
   return report.report(
       cfg, workdir, outcome, x_true=x_true, y=y, meta=meta, loss_fn=loss_fn, x0=x0,
       feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, extra_metrics=extra_metrics,

@@ -142,3 +142,13 @@ def test_leak_width(tmp_path):
   fam = json.loads((tmp_path / 'leak_width.json').read_text())['families']['relu']
   assert fam['n_target'] == 6 and set(fam['shadow_seeds']).isdisjoint(fam['reported_seeds'])
   assert all(p['n'] == 6 and len(p['seeds']) == 2 for p in fam['direct_points'])
+
+
+def test_pursuit_n100(tmp_path):
+  out = tmp_path / 'pursuit_n100'
+  _script('pursuit_n100', '--tiny', '--seeds=0', '--pursuit=auto', f'--out={out}',
+          f'--runs_dir={tmp_path / "runs"}')
+  _has(tmp_path, 'pursuit_n100.json', 'pursuit_n100.md')
+  doc = json.loads((tmp_path / 'pursuit_n100.json').read_text())
+  assert [(r['seed'], r['pursuit']) for r in doc['records']] == [(0, 'auto')]
+  assert 'escalation_pursuits' in doc['records'][0]
