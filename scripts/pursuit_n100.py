@@ -64,9 +64,13 @@ def render(out: str) -> None:
   if bench and '100' in doc.get('size', '(100'):
     lines += ['', 'Pursuit off (results/bench.json, the same seeds and config; a run there is '
               'stopped at 600 CPU s): ' + '; '.join(
-                  f'seed {r["seed"]}: {r.get("n_recovered")}/100 rows, certified '
-                  f'{"yes" if r.get("certified") else "no"}'
-                  f'{" (stopped)" if r.get("stopped") else ""}' for r in bench) + '.']
+                  f'seed {r["seed"]}: ' + (
+                      f'stopped in the precision rung at the CPU limit (loss '
+                      f'{r.get("last_logged_loss")} at step {r.get("last_logged_step")}), not '
+                      'certified' if r.get('stopped') else
+                      f'{r.get("n_recovered")}/100 rows, certified '
+                      f'{"yes" if r.get("certified") else "no"}, {r["wall_s"]:.0f} s')
+                  for r in bench) + '.']
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
 
 
