@@ -25,8 +25,7 @@ def __getattr__(name):
   if name in _API:
     from recon import api  # pylint: disable=import-outside-toplevel
     return getattr(api, name)
-  if name == 'registry':  # with every built-in name registered (the pipelines import them all)
+  if name == 'registry':  # its first read imports the built-ins (registry.BUILTINS)
     import importlib  # pylint: disable=import-outside-toplevel
-    importlib.import_module('recon.pipelines')
     return importlib.import_module('recon.registry')
   raise AttributeError(f'module recon has no attribute {name!r}')

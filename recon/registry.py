@@ -38,6 +38,11 @@ FIELD = {'victim': 'victim.name', 'objective': 'attack.objective', 'dataset': 'd
          'pipeline': 'pipeline'}
 
 _TABLES: Dict[str, Dict[str, Any]] = {kind: {} for kind in KINDS}
+# The modules whose import registers every built-in entry (the pipelines import every victim,
+# objective and data set module). They are imported by name on the first read of a table, not
+# here: this module stays importable first, from any module, with no import circle.
+BUILTINS = ('recon.pipelines',)
+_builtins_state = {'loaded': False}
 
 
 class RegistryError(ReconError, ValueError):
@@ -126,15 +131,26 @@ def registered(kind: str, name: str, entry: Any) -> Iterator[Any]:
     unregister(kind, name)
 
 
+def load_builtins() -> None:
+  """Imports BUILTINS once (their modules register themselves). Every read of a table calls
+  it; a read made while they are being imported sees the entries registered so far."""
+  if _builtins_state['loaded']:
+    return
+  _builtins_state['loaded'] = True
+  import importlib  # pylint: disable=import-outside-toplevel
+  for module in BUILTINS:
+    importlib.import_module(module)
+
+
 def names(kind: str) -> Tuple[str, ...]:
   """The registered names of a kind, sorted (registration order depends on import order)."""
-  return tuple(sorted(_table(kind)))
+  return tuple(sorted(_table(kind, read=True)))
 
 
 def lookup(kind: str, name: str) -> Any:
   """The entry registered under `name`; a one-line RegistryError naming the config field,
   the closest names and all accepted ones otherwise."""
-  table = _table(kind)
+  table = _table(kind, read=True)
   if name not in table:
     close = difflib.get_close_matches(str(name), list(table), n=3, cutoff=0.6)
     hint = f' (did you mean {", ".join(close)}?)' if close else ''
@@ -144,7 +160,7 @@ def lookup(kind: str, name: str) -> Any:
 
 
 def items(kind: str) -> Tuple[Tuple[str, Any], ...]:
-  return tuple(_table(kind).items())
+  return tuple(_table(kind, read=True).items())
 
 
 def victims_with_architecture(architecture: str) -> Tuple[str, ...]:
@@ -160,7 +176,9 @@ def architectures() -> Dict[str, type]:
           if v.architecture is not None}
 
 
-def _table(kind: str) -> Dict[str, Any]:
+def _table(kind: str, read: bool = False) -> Dict[str, Any]:
   if kind not in _TABLES:
     raise RegistryError(f'registry kind {kind!r}: unknown; accepted: {", ".join(KINDS)}')
+  if read:
+    load_builtins()
   return _TABLES[kind]

@@ -143,3 +143,25 @@ def test_the_check_finds_a_circle_and_a_long_module(tmp_path):
   assert lines['recon.c'] > MAX_LINES
   (pkg / 'sub' / 'b.py').write_text('X = 1\n')
   assert find_cycle(import_graph(str(pkg))) is None
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+  # The static graph above ignores imports made at run time (`recon.__getattr__`, the
+  # registry's built-ins). A user's first import may be any module: each one is imported
+  # first, with no other recon module loaded, in one subprocess (recon's modules are dropped
+  # from sys.modules between imports; jax stays).
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  code = '\n'.join([
+      'import importlib, pkgutil, sys', 'import recon',
+      "mods = sorted(m.name for m in pkgutil.walk_packages(recon.__path__, 'recon.'))",
+      'bad = []', 'for name in mods:',
+      "  for k in [k for k in sys.modules if k == 'recon' or k.startswith(('recon.', 'configs'))]:",
+      '    del sys.modules[k]',
+      '  try:', '    importlib.import_module(name)',
+      '  except Exception as e:',
+      "    bad.append(f'{name}: {type(e).__name__}: {e}')",
+      "print(len(mods)); print('\\n'.join(bad))"])
+  out = subprocess.run([sys.executable, '-c', code], cwd=os.path.dirname(ROOT), capture_output=True, text=True,
+                       timeout=300, check=True).stdout.splitlines()
+  assert int(out[0]) > 50 and out[1:] in ([], ['']), '\n'.join(out[1:])
