@@ -152,3 +152,13 @@ def test_pursuit_n100(tmp_path):
   doc = json.loads((tmp_path / 'pursuit_n100.json').read_text())
   assert [(r['seed'], r['pursuit']) for r in doc['records']] == [(0, 'auto')]
   assert 'escalation_pursuits' in doc['records'][0]
+
+
+def test_job_times(tmp_path):
+  out = tmp_path / 'job_times'
+  _script('job_times', '--jobs=rf_subspace', f'--out={out}')
+  _has(tmp_path, 'job_times.json', 'job_times.md')
+  (rec,) = json.loads((tmp_path / 'job_times.json').read_text())['records']
+  assert rec['job'] == 'rf_subspace' and rec['exit_status'] == 0 and rec['seconds'] > 1
+  assert rec['last_line'].startswith('optimizer:') and 'reconstructed' in rec['last_line']
+  assert rec['cache'].startswith('cold') and rec['machine']
