@@ -169,8 +169,11 @@ class Escalator:
     # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
     # depend on the other runs of its batch.
     self._keys = key if batched else jnp.asarray(key)[None]
-    self._problem = problem if batched else jax.tree.map(lambda a: jnp.asarray(a)[None],
-                                                         problem)
+    # A batch's problems are stacked (axis 0 per run); one run's problem is shared by the
+    # vmaps below (in_axes None), never copied with a run axis (at a dense feature map's size a
+    # copy doubles the memory the attack needs).
+    self._problem = problem
+    pa = 0 if batched else None
     self._optimizer = optimizer
     self._tol = tol
     self._every = every
@@ -183,7 +186,7 @@ class Escalator:
     self._restart_steps = restart_steps
     self._weak_ratio = weak_ratio
     self._max_weak_share = max_weak_share
-    size = jax.tree.leaves(self._problem)[0].shape[0]
+    size = jax.tree.leaves(problem)[0].shape[0] if batched else 1
     self._next = [every] * size
     self._trace: List[List[Tuple[int, float]]] = [[] for _ in range(size)]
     self._last = [-window] * size
@@ -195,7 +198,8 @@ class Escalator:
     self.pursuits_accepted = 0
     self.seconds = 0.0  # wall time in escalation rounds (LOO, proposals, trials); not saved
     self.chunk = None  # the compiled chunk (of one run, or of the batch), set before the run
-    self._loo = jax.jit(jax.vmap(lambda x, prob: leave_one_out_losses(x, loss_fn, prob)))
+    self._loo = jax.jit(jax.vmap(lambda x, prob: leave_one_out_losses(x, loss_fn, prob),
+                                 in_axes=(0, pa)))
     def proposals(key, x, idx, prob):
       """For the rows idx (K,) of one run: the best random point of each slot (the others
       held) and its loss, the mirror image and its loss. Slot 0 draws with the run's key
@@ -208,8 +212,8 @@ class Escalator:
       lm = jax.vmap(lambda j, zm: loss_fn(x.at[j].set(zm), prob))(idx, mirror)
       lm = jnp.where(jnp.isfinite(lm), lm, jnp.inf)
       return z, lz, mirror, lm
-    self._proposals = jax.jit(jax.vmap(proposals))
-    self._loss = jax.jit(jax.vmap(loss_fn))
+    self._proposals = jax.jit(jax.vmap(proposals, in_axes=(0, 0, 0, pa)))
+    self._loss = jax.jit(jax.vmap(loss_fn, in_axes=(0, pa)))
     self._constraint = constraint
     self._fresh = jax.jit(lambda keys, x: jax.vmap(
         lambda k, xi: constraint(jax.random.normal(k, xi.shape, xi.dtype)))(keys, x))

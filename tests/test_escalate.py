@@ -318,3 +318,14 @@ def test_all_corrupted_candidates_are_flagged_and_replaced_in_one_round():
   changed = np.flatnonzero(np.abs(np.asarray(out.x) - np.asarray(xh)).max(axis=1) > 1e-6)
   assert changed.tolist() == list(K_BAD)
   assert float(out.loss) < float(loss)
+
+
+def test_one_run_shares_its_problem_and_never_copies_it_with_a_run_axis():
+  # At a dense feature map's size a stacked copy of the problem (V: p x d) doubled the attack's
+  # memory; one run's vmaps take the caller's arrays as they are (in_axes None).
+  _, prob, loss_fn = _problem()
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob,
+                           optimize.sphere_constraint(float(np.sqrt(D))),
+                           optimize.make_optimizer('adam', 0.01, 0.9), tol=1e-9)
+  assert all(a is b for a, b in zip(jax.tree.leaves(esc._problem), jax.tree.leaves(prob)))
+  assert len(esc.tried_per_run) == 1
