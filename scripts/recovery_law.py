@@ -23,7 +23,9 @@ estimate it from, so the attacker is given the basis).
 Results append to results/recovery_law.json (a point already there is skipped), and
 results/recovery_law.{md,png} are re-rendered from the JSON each time (`--render_only`).
 Presets: `--preset=full` is the issue's grid (d in {8, 16, 32}, p/dn 0.25..16, 20 seeds;
-hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minutes.
+hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minutes;
+`--preset=in_n --n=N` the law in n at d = 16 (p/dn 0.5..10 with 1.25 and 1.5 near the
+threshold), drawn as one curve per n in the png's last panel.
 
     python -m scripts.recovery_law --preset=reduced
     python -m scripts.recovery_law --preset=full --methods=default --activations=relu
@@ -55,6 +57,10 @@ PRESETS = {
     'reduced': dict(n=4, ds=(8,), ratios=(0.5, 1, 2, 4, 10), seeds=5, ks=(2,), k_d=32,
                     k_ratios=(1, 4)),
     'tiny': dict(n=3, ds=(4,), ratios=(0.5, 4), seeds=2, ks=(), k_d=8, k_ratios=()),
+    # The law in n (issue #30 item 3): d = 16 around the threshold; `--n` sets n (8, 32, 100)
+    # and `--seeds` the seeds (20 below n = 100, >= 10 at n = 100).
+    'in_n': dict(n=32, ds=(16,), ratios=(0.5, 1, 1.25, 1.5, 2, 4, 10), seeds=20, ks=(),
+                 k_d=16, k_ratios=()),
 }
 FLAGS = flags.FLAGS
 METHODS = {
@@ -222,12 +228,13 @@ def seed_cell(r: Dict[str, Any]) -> str:
 
 
 def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
-  """Records grouped by (method, activation, d, k, search), each sorted by p; records on
+  """Records grouped by (method, activation, d, k, search, n), each sorted by p; records on
   other seeds than 0.. carry their first seed in the method (`default@100`)."""
   out: Dict[tuple, List[Dict[str, Any]]] = {}
   for r in records:
     method = r['method'] + (f'@{r["first_seed"]}' if r.get('first_seed') else '')
-    out.setdefault((method, r['activation'], r['d'], r['k'], r['search']), []).append(r)
+    out.setdefault((method, r['activation'], r['d'], r['k'], r['search'], r['n']),
+                   []).append(r)
   return {k: sorted(v, key=lambda r: r['p']) for k, v in out.items()}
 
 
@@ -358,43 +365,62 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
             'The smallest measured width from which on every larger measured width recovers '
             '>= 95% of seeds ("-": none does). Full space against d n; planted k-dim subspace '
             'against k n and d n.', '',
-            '| method | activation | d | k | search | p/dn at 95% | p/kn at 95% | seeds |',
-            '|---|---|---|---|---|---|---|---|']
+            '| method | activation | d | k | search | n | p/dn at 95% | p/kn at 95% | seeds |',
+            '|---|---|---|---|---|---|---|---|---|']
   for key, rows in sorted(curves(records).items(),
                           key=lambda kv: (kv[0][3] is not None, kv[0][0], kv[0][1], kv[0][2],
-                                          kv[0][3] or 0, kv[0][4])):
-    method, act, d, k, search = key
+                                          kv[0][3] or 0, kv[0][4], kv[0][5])):
+    method, act, d, k, search, n = key
     at = width_at(rows, 0.95)
     dn = '-' if at is None else f'{at["p_over_dn"]:.3g}'
     kn = '' if k is None else ('-' if at is None else f'{at["p_over_kn"]:.3g}')
-    lines.append(f'| {method} | {act} | {d} | {k or ""} | {search} | {dn} | {kn} | '
+    lines.append(f'| {method} | {act} | {d} | {k or ""} | {search} | {n} | {dn} | {kn} | '
                  f'{min(r["seeds"] for r in rows)} |')
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
   acts = sorted({r['activation'] for r in records})
   if not acts:
     return
-  fig, axes = plt.subplots(len(acts), 2, figsize=(11, 3.6 * len(acts)), squeeze=False)
+  ns = sorted({r['n'] for r in records if r['k'] is None and r['method'] == 'default'})
+  by_n = len(ns) > 1  # the law in n: a third panel, one curve per n (default method, d = 16)
+  # The d panel shows n = 8 (the issue's grid), else the smallest n measured.
+  base_n = min(ns, key=lambda n: (n != 8, n)) if ns else None
+  fig, axes = plt.subplots(len(acts), 3 if by_n else 2,
+                           figsize=(16.5 if by_n else 11, 3.6 * len(acts)), squeeze=False)
   styles = {'default': '-', 'previous': ':', 'paper': '--', OLD_PAPER: '-.'}
   colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
   for row, act in zip(axes, acts):
-    full = {k: v for k, v in curves(records).items() if k[1] == act and k[3] is None}
+    full = {k: v for k, v in curves(records).items() if k[1] == act and k[3] is None
+            and (base_n is None or k[5] == base_n)}
     ds = sorted({k[2] for k in full})
-    for (method, _, d, _, _), rows in sorted(full.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (method, _, d, _, _, _), rows in sorted(full.items(),
+                                                key=lambda kv: tuple(map(str, kv[0]))):
       row[0].plot([r['p_over_dn'] for r in rows], [r['recovery_rate'] for r in rows],
                   styles.get(method, '-'), marker='o', ms=3, color=colors[ds.index(d) % 10],
                   label=f'{method} d={d}')
     sub = {k: v for k, v in curves(records).items()
            if k[1] == act and k[3] is not None and k[0] == 'default'}
     ks = sorted({k[3] for k in sub})
-    for (_, _, d, k, search), rows in sorted(sub.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (_, _, d, k, search, _), rows in sorted(sub.items(),
+                                                key=lambda kv: tuple(map(str, kv[0]))):
       row[1].plot([r['p_over_kn'] for r in rows], [r['recovery_rate'] for r in rows],
                   '-' if search == 'subspace' else '--', marker='o', ms=3,
                   color=colors[ks.index(k) % 10], label=f'k={k} (d={d}) {search} search')
     if not sub:
       row[1].text(0.5, 0.5, 'not run', ha='center', va='center', transform=row[1].transAxes)
-    row[0].set_title(f'{act}: full space (line style: method)')
+    row[0].set_title(f'{act}: full space' + (f', n = {base_n}' if base_n else '') +
+                     ' (line style: method)')
     row[1].set_title(f'{act}: data in a k-dim subspace (default method)')
-    for ax, xl in zip(row, ('p / (d n)', 'p / (k n)')):
+    if by_n:
+      law = {k: v for k, v in curves(records).items()
+             if k[1] == act and k[3] is None and k[2] == 16 and k[0].startswith('default')}
+      for (method, _, _, _, _, n), rows in sorted(law.items(), key=lambda kv: (kv[0][5], kv[0][0])):
+        row[2].plot([r['p_over_dn'] for r in rows], [r['recovery_rate'] for r in rows],
+                    '-' if '@' in method else ':', marker='o', ms=3,
+                    color=colors[ns.index(n) % 10],
+                    label=f'n={n} ({rows[0]["seeds"]} seeds{", tuning" if "@" not in method else ""})')
+      row[2].axvline(17 / 16, color='gray', ls='-.', lw=0.8)  # counting limit p = n (d + 1)
+      row[2].set_title(f'{act}: the law in n (d = 16, default; dash-dot: p = n(d+1))')
+    for ax, xl in zip(row, ('p / (d n)', 'p / (k n)', 'p / (d n)')):
       ax.set_xscale('log')
       ax.set_ylim(-0.05, 1.05)
       ax.axhline(0.95, color='gray', ls=':', lw=0.8)
@@ -417,6 +443,7 @@ def define_flags() -> None:
   flags.DEFINE_integer('seeds', None, 'Seeds per point (default: the preset\'s).')
   flags.DEFINE_integer('first_seed', 0, 'First seed of each point (0-19 are the tuning seeds; '
                        '100: fresh seeds).')
+  flags.DEFINE_integer('n', None, 'Training-set size n (default: the preset\'s).', lower_bound=1)
   flags.DEFINE_list('ds', None, 'Full-space dimensions d (default: the preset\'s).')
   flags.DEFINE_list('ratios', None, 'Full-space widths p / dn (default: the preset\'s).')
   flags.DEFINE_bool('full_space', True, 'Run the full-space rows (k = None).')
@@ -446,6 +473,8 @@ def main(argv):
               file=sys.stderr)
         sys.exit(2)
     preset = dict(PRESETS[FLAGS.preset])
+    if FLAGS.n:
+      preset['n'] = FLAGS.n
     if FLAGS.ds:
       preset['ds'] = tuple(int(d) for d in FLAGS.ds)
     if FLAGS.ratios:
