@@ -13,7 +13,11 @@ every training image the candidate of highest NCC, SSIM after min-max rescaling.
   python -m scripts.kkt_trained --methods=haim,haim+split --seeds=0,1,2 --n=50 --dataset=lfw_faces
   python -m scripts.kkt_trained --methods=unseen --seeds=0,1,2 --n=50 --dataset=lfw_faces
 (the measured setting: ~6-7 min per (method, seed) on 2 CPU cores, plus ~2 min per victim).
-Appends rows to results/kkt_trained.json and re-renders results/kkt_trained.{md,png}.
+Appends rows to results/kkt_trained.json and re-renders results/kkt_trained.{md,png}. The JSON is
+{'rows': [...], 'seeds': {'reported', 'tuning', 'rule'}}: the reported seeds are the rows'; the
+tuning seeds (`--tuning_seeds`) are the victims any setting was chosen on or after
+(results/kkt_tune.* ran on seed 100; seeds 0-2 were reported while the methods were built, and
+are kept in results/kkt_trained_tuning_seeds.*). A file holding a bare list of rows loads too.
 """
 from __future__ import annotations
 
@@ -175,12 +179,36 @@ def save_arrays(out: str, row: dict) -> None:
   row['arrays'] = os.path.join(os.path.basename(folder), name)
 
 
-def render(out: str, rows: list) -> None:
+def load_rows(path: str) -> list:
+  """The rows of a results JSON ({'rows': [...], ...} or a bare list); [] if it is missing."""
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    got = json.load(f)
+  return got['rows'] if isinstance(got, dict) else got
+
+
+def seed_lists(rows: list, tuning: list) -> dict:
+  """The reported seeds (those of `rows`) and the tuning seeds; a reported tuning seed raises."""
+  reported = sorted({int(r['seed']) for r in rows})
+  clash = sorted(set(reported) & set(tuning))
+  if clash:
+    raise ValueError(f'--seeds: {clash} are tuning seeds ({tuning}); report fresh seeds only')
+  return {'reported': reported, 'tuning': list(tuning),
+          'rule': 'reported seeds are fresh: none was run while a setting or method was chosen '
+                  '(tuning: results/kkt_tune.* on seed 100; seeds 0-2 seen while the methods '
+                  'were built, results/kkt_trained_tuning_seeds.*)'}
+
+
+def render(out: str, rows: list, seeds: dict = None) -> None:
   """Markdown table (per row and mean +- std over seeds per setting) and the best-match grid."""
   lines = ['# KKT reconstruction from trained networks (scripts/kkt_trained.py)', '',
            'Evaluation: for every training image the candidate of highest NCC; SSIM after '
-           'per-image min-max rescaling (dm-pix, window 3 below 16 px).', '',
-           '| method | dataset | n | width | seed | frac SSIM>=0.5 | frac SSIM>=0.4 | median SSIM '
+           'per-image min-max rescaling (dm-pix, window 3 below 16 px).', '']
+  if seeds:
+    lines += [f"Seeds: reported {', '.join(map(str, seeds['reported']))}; tuning "
+              f"{', '.join(map(str, seeds['tuning']))} ({seeds['rule']}).", '']
+  lines += ['| method | dataset | n | width | seed | frac SSIM>=0.5 | frac SSIM>=0.4 | median SSIM '
            '| KKT loss | train loss | steps | m final | wall s | device |',
            '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   for r in rows:
@@ -241,6 +269,8 @@ def main(argv=None) -> int:
   ap.add_argument('--dataset', default='digits')
   ap.add_argument('--out', default='results/kkt_trained')
   ap.add_argument('--workroot', default='/tmp/recon_kkt_trained')
+  ap.add_argument('--tuning_seeds', default='0,1,2,100',
+                  help='seeds any setting was chosen on or after (recorded, never run here)')
   ap.add_argument('--set', action='append', default=[],
                   help='config override PATH=VALUE (python literal), e.g. --set attack.max_steps=200')
   args = ap.parse_args(argv)
@@ -254,7 +284,8 @@ def main(argv=None) -> int:
       overrides[k] = v
   os.makedirs(os.path.dirname(args.out) or '.', exist_ok=True)
   path = args.out + '.json'
-  rows = json.load(open(path)) if os.path.exists(path) else []
+  rows = load_rows(path)
+  tuning = sorted(int(s) for s in args.tuning_seeds.split(',') if s.strip())
   for seed in [int(s) for s in args.seeds.split(',')]:
     for method in args.methods.split(','):
       if method in BASELINES:
@@ -264,8 +295,8 @@ def main(argv=None) -> int:
       save_arrays(args.out, row)
       rows.append(row)
       print(json.dumps({k: row[k] for k in ROW_KEYS + ('kkt_loss',)}), flush=True)
-      io.write_json(path, rows)  # atomic: an interrupted run leaves the old file
-      render(args.out, rows)
+      io.write_json(path, {'rows': rows, 'seeds': seed_lists(rows, tuning)})  # atomic
+      render(args.out, rows, seed_lists(rows, tuning))
   return 0
 
 

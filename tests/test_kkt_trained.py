@@ -72,13 +72,16 @@ def test_kkt_trained_script_tiny(tmp_path):
   from scripts import kkt_trained
   out = str(tmp_path / 'res' / 'kt')
   args = ['--methods=haim,haim+split,loo', '--n=6', '--out', out, '--workroot', str(tmp_path / 'w'),
+          '--tuning_seeds=100',
           '--set', 'victim.width=20', '--set', 'victim.train.max_steps=100',
           '--set', 'attack.max_steps=40',
           '--set', 'run.chunk_steps=20', '--set', 'attack.split.every=20']
   assert kkt_trained.main(args) == 0
   for ext in ('.json', '.md', '.png'):
     assert os.path.exists(out + ext)
-  rows = json.load(open(out + '.json'))
+  got = json.load(open(out + '.json'))
+  rows = got['rows']
+  assert got['seeds']['reported'] == [0] and 0 not in got['seeds']['tuning']
   # loo's data fields differ from the victim's (objective kkt_general): it is scored against
   # the victim's own training set, recorded by the haim run.
   assert [r['method'] for r in rows] == ['haim', 'haim+split', 'loo']

@@ -152,7 +152,8 @@ def test_a_point_or_calibration_with_another_budget_is_rerun_and_replaced(tmp_pa
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMITTED = ('results/network_law', 'results/network_law_no_escalation')
+COMMITTED = ('results/network_law', 'results/network_law_no_escalation',
+             'results/network_law_tuning_seeds')
 
 
 def _json_records(path):
@@ -165,7 +166,7 @@ def _tiny_res(images=True):
   recs = _json_records(os.path.join(REPO, 'results/network_law.json'))
   picked = [copy.deepcopy(r) for r in recs
             if (r['victim'], r['dataset']) in {('rf', 'digits'), ('two_layer_mse', 'lfw_faces')}
-            and float(r['ratio_target']) == 16.0 and r['seed'] in (0, 1)][:3]
+            and float(r['ratio_target']) == 16.0 and r['seed'] in nl.SEEDS[:2]][:3]
   assert {r['dataset'] for r in picked} == {'digits', 'lfw_faces'}
   rng = np.random.default_rng(0)
   for r in picked:
@@ -255,6 +256,43 @@ def test_committed_results_keep_their_images_in_the_npz(out):
   assert all(isinstance(r.get(f), np.ndarray) and r[f].shape == (r['n'], r['d'])
              for r in res['records'] for f in nl.ARRAY_FIELDS)
   assert nl.grid_records(res)
+
+
+def test_the_reported_seeds_are_fresh_and_disjoint_from_every_shadow():
+  # The committed table reports exactly SEEDS: none of them a tuning seed, and no image of a
+  # reported victim is an image of any calibration's shadow victims (whose training sets chose
+  # the attack settings).
+  res = io.read_json(os.path.join(REPO, 'results/network_law.json'))
+  assert {r['seed'] for r in res['records']} == set(nl.SEEDS)
+  assert res['seeds']['reported'] == list(nl.SEEDS)
+  assert res['seeds']['tuning'] == list(nl.TUNING_SEEDS)
+  assert not set(nl.SEEDS) & set(nl.TUNING_SEEDS)
+  for key, cal in res['calibration'].items():
+    victim, dataset, n = key.split('/')[:3]
+    cfg, _ = nl.make_config(victim, dataset, nl.CALIBRATION_RATIO, 0, int(n[1:]), 1, {})
+
+    def idx(seed):
+      return set(int(i) for i in data.load(cfg.data, runs.split_keys(seed)['data'])[2]['indices'])
+
+    shadows = cal['shadow'].get('seeds') or [cal['shadow']['seed']]
+    taken = set().union(*(idx(s) for s in shadows))
+    assert not any(idx(s) & taken for s in nl.SEEDS), key
+  tuning = io.read_json(os.path.join(REPO, 'results/network_law_tuning_seeds.json'))
+  assert {r['seed'] for r in tuning['records']} == set(nl.TUNING_SEEDS)
+
+
+def test_render_shows_the_tuning_seeds_beside_the_fresh_ones(tmp_path):
+  out, tune = str(tmp_path / 'law'), str(tmp_path / 'tune')
+  res = _tiny_res()
+  nl.save(out + '.json', res)
+  old = copy.deepcopy(res)
+  for r in old['records']:
+    r['seed'], r['recon_error'] = r['seed'] - 100, 0.123456
+  nl.save(tune + '.json', old)
+  nl.render(out, 4, tuning=tune)
+  md = open(out + '.md').read()
+  assert 'the fresh seeds stand' in md and '| rf / digits | tuning seeds |' in md
+  assert '0.123' in md.split('## rf on digits')[0]  # in the summary, not the per-seed tables
 
 
 @pytest.mark.slow
