@@ -185,7 +185,11 @@ def load_rows(path: str) -> list:
     return []
   with open(path) as f:
     got = json.load(f)
-  return got['rows'] if isinstance(got, dict) else got
+  rows = got['rows'] if isinstance(got, dict) else got
+  # recon.io writes non-finite floats as the strings 'nan' / 'inf' / '-inf': back to floats,
+  # so that rows read back render as they were written.
+  back = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}
+  return [{k: back.get(v, v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
 
 
 def seed_lists(rows: list, tuning: list) -> dict:

@@ -90,3 +90,20 @@ def test_kkt_trained_script_tiny(tmp_path):
     for k in kkt_trained.ROW_KEYS:
       assert k in r
     assert 0.0 <= r['frac_ssim_0_5'] <= r['frac_ssim_0_4'] <= 1.0
+
+
+def test_rows_read_back_render_as_written(tmp_path):
+  # The JSON holds 'nan' for the unseen reference's losses; a second run appends to the rows
+  # read back and renders them all (this failed with "Unknown format code 'g' for str").
+  from scripts import kkt_trained
+  from recon import io
+  row = {'method': 'unseen', 'dataset': 'lfw_faces', 'n': 4, 'width': 0, 'seed': 7,
+         'frac_ssim_0_5': 0.25, 'frac_ssim_0_4': 0.5, 'ssim_median': 0.3, 'n_distinct_nearest': 3,
+         'train_loss': float('nan'), 'kkt_loss': float('nan'), 'steps': 0, 'n_candidates_final': 8,
+         'wall_seconds': 0.1, 'device': 'cpu'}
+  path = str(tmp_path / 'kt.json')
+  io.write_json(path, {'rows': [row], 'seeds': kkt_trained.seed_lists([row], [100])})
+  rows = kkt_trained.load_rows(path)
+  assert rows[0]['kkt_loss'] != rows[0]['kkt_loss']  # nan, a float again
+  kkt_trained.render(str(tmp_path / 'kt'), rows, kkt_trained.seed_lists(rows, [100]))
+  assert '| unseen | lfw_faces | 4 |' in open(str(tmp_path / 'kt.md')).read()
