@@ -28,3 +28,23 @@ def test_every_job_of_the_readme_table_is_timed_and_exists():
 def test_the_audit_job_has_the_page_s_two_files():
   files = job_times.doc_files()
   assert set(files) == {'my_models.py', 'train_mlp.py'} and 'class MLP' in files['my_models.py']
+
+
+def test_the_readme_s_times_are_the_measured_ones():
+  # Every time cell of the README's Jobs table (and the CPU shrink of rf_cifar) is
+  # results/job_times.json's wall time rounded to the second: a re-measurement that changes a
+  # time fails here until the README says it.
+  import json
+  import os
+  import re
+  with open(os.path.join(job_times.ROOT, 'results', 'job_times.json')) as f:
+    measured = {r['job']: r for r in json.load(f)['records']}
+  with open(os.path.join(job_times.ROOT, 'README.md')) as f:
+    rows = re.findall(r'^\| `(\w+)\.py` \| (.*) \| (.*) \| .* \|$', f.read(), re.M)
+  assert {job for job, _, _ in rows} == set(measured)
+  for job, what, time_cell in rows:
+    rec = measured[job]
+    assert rec['exit_status'] == 0, job
+    cell = what if job == 'rf_cifar' else time_cell
+    seconds = re.findall(r'(\d+) s\b', cell)
+    assert seconds and int(seconds[-1]) == round(rec['seconds']), (job, cell, rec['seconds'])
