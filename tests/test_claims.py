@@ -2825,28 +2825,27 @@ def fresh_at_4dn():
 
 
 FRESH = [
-    claim(RF, 'Re-run on fresh seeds\n{100}–{119} (`--first_seed=100`; d = 8 and 16, both '
+    claim(RF, 'Re-run on fresh seeds\n{100}–{119} (`--first_seed=100`; d = 8, 16 and 32, both '
           'activations, every width)',
           lambda: (min(r['seed_list'][0] for r in law_records(first_seed=100)),
                    max(r['seed_list'][1] for r in law_records(first_seed=100)))),
-    claim(RF, 'at 2dn relu recovers {0.90} / {1.00} and relu+tanh {0.80} / {0.95} of the seeds '
-          '(d = 8 / 16;\ntuning seeds: {0.90} / {1.00} and {0.95} / {0.95}); from 4dn every seed '
-          'recovers every row, certified\n({320} of {320} runs); {0} false certificates.',
-          lambda: (fresh('relu', 2), fresh('relu', 2, 16), fresh('relu_tanh', 2),
-                   fresh('relu_tanh', 2, 16),
-                   law(activation='relu', d=8, p_over_dn=2.0, k=None),
-                   law(activation='relu', d=16, p_over_dn=2.0, k=None),
-                   law(activation='relu_tanh', d=8, p_over_dn=2.0, k=None),
-                   law(activation='relu_tanh', d=16, p_over_dn=2.0, k=None),
+    claim(RF, 'at 2dn relu recovers {0.90} / {1.00} / {1.00} and relu+tanh {0.80} / {0.95} / {0.90} '
+          'of the seeds (d = 8 / 16 / 32;\ntuning seeds: {0.90} / {1.00} / {1.00} and {0.95} / {0.95} / '
+          '{1.00}); from 4dn every seed recovers every row, certified\n({480} of {480} runs); {0} false '
+          'certificates.',
+          lambda: (fresh('relu', 2), fresh('relu', 2, 16), fresh('relu', 2, 32), fresh('relu_tanh', 2),
+                   fresh('relu_tanh', 2, 16), fresh('relu_tanh', 2, 32),
+                   *[law(activation=a, d=d, p_over_dn=2.0, k=None)
+                     for a in ('relu', 'relu_tanh') for d in (8, 16, 32)],
                    recovered_and_certified(fresh_at_4dn()),
                    sum(r['seeds'] for r in fresh_at_4dn()),
                    sum(r['false_certified'] for r in law_records(first_seed=100)))),
     claim(RF, 'no seed recovers at\np ≤ dn',
           lambda: all(r['recovery_rate'] == 0 for r in law_records(first_seed=100)
                       if r['p_over_dn'] <= 1)),
-    claim(README, 'on\n  fresh seeds {100}–{119} at d = {8} and {16}, {320} of {320}), from 2·dn {0.90}–{1.00} '
-          'of the seeds (fresh:\n  {0.80}–{1.00})',
-          lambda: (100, 119, 8, 16, recovered_and_certified(fresh_at_4dn()),
+    claim(README, 'on\n  fresh seeds {100}–{119} at d = {8}, {16} and {32}, {480} of {480}), from 2·dn '
+          '{0.90}–{1.00} of the seeds (fresh:\n  {0.80}–{1.00})',
+          lambda: (100, 119, 8, 16, 32, recovered_and_certified(fresh_at_4dn()),
                    sum(r['seeds'] for r in fresh_at_4dn()),
                    lo([r['recovery_rate'] for r in default_full(p_over_dn=2.0)]),
                    hi([r['recovery_rate'] for r in default_full(p_over_dn=2.0)]),
