@@ -353,10 +353,10 @@ claim(README, 'from 2·dn {0.90}–{1.00} of the seeds (fresh',
                hi([r['recovery_rate'] for r in default_full(p_over_dn=2.0)])))
 claim(README, "unfaithful port of the paper's SGD (lr 20, exact relu gradient) at most {0.65}",
       lambda: hi([r['recovery_rate'] for r in law_records(method='paper_lr20_exact')]))
-claim(README, 'the faithful port\n  (its blind lr, 10× the default\'s steps; d ∈ {{8, 16}}) at '
-      'most {0.50}',
+claim(README, 'the faithful port\n  (its blind lr, 10× the default\'s steps; d ∈ {{8, 16, 32}}) at '
+      'most {0.70}',
       lambda: hi([r['recovery_rate'] for r in law_records(method='paper')]))
-claim(README, 'of the {4 880} runs (relu and\n  relu+tanh) {1 453} were certified, and every '
+claim(README, 'of the {5 080} runs (relu and\n  relu+tanh) {1 524} were certified, and every '
       'certified run had recovered every row ({0} false\n  certificates)',
       lambda: (sum(r['seeds'] for r in law_records()),
                per_seed('certified').count(True),
@@ -536,7 +536,7 @@ claim(RF, 'where a 5000-step decay reconstructs none',
 claim(RF, 'before the precision rung: candidate 0 is the one sample the descent missed, which '
       'carries {0.13%} of θ*',
       lambda: law_seed(4, activation='relu', d=8, p_over_dn=10.0)['min_share'])
-claim(RF, 'over every run: {0} of {10 091} pinned rows wrong; {19} of {11 544} `row_within` rows '
+claim(RF, 'over every run: {0} of {10 666} pinned rows wrong; {19} of {12 413} `row_within` rows '
       'wrong, all in runs above tol',
       lambda: (per_seed_sum('pinned_wrong'), per_seed_sum('rows_pinned'),
                per_seed_sum('within_wrong'), per_seed_sum('rows_within')))
@@ -571,8 +571,8 @@ claim(RF, 'At p ≥ 4dn, the {70} runs with a sample carrying < 1% of θ* now re
       lambda: (sum(s['recovered'] for s in seeds_at_4dn() if s['min_share'] < 0.01),
                sum(s['recovered'] for s in seeds_at_4dn() if s['min_share'] >= 0.01)))
 claim(RF, '**False certificates: 0** in every run of the table (see `results/recovery_law.md` '
-      'for the count: {0} of {1 453} certified runs of {4 880}), and {0} of {10 091} pinned rows '
-      'wrong ({19} of {11 544} `row_within` rows wrong, all above tol)',
+      'for the count: {0} of {1 524} certified runs of {5 080}), and {0} of {10 666} pinned rows '
+      'wrong ({19} of {12 413} `row_within` rows wrong, all above tol)',
       lambda: (sum(r['false_certified'] for r in law_records()),
                sum(s['certified'] for s in law_seeds()), len(law_seeds()),
                per_seed_sum('pinned_wrong'), per_seed_sum('rows_pinned'),
@@ -2685,10 +2685,11 @@ def bench_n100():
   return select(load('bench.json')['ttr_pipeline']['rows'], method='default', n=100)
 
 
-claim(RF, 'with it every row\n  came back and was certified on {3} of {3} seeds (median {143} s wall on 2 cores), '
-      'without it on {2} of {3}',
+claim(RF, 'with it every row\n  came back and was certified on {5} of {5} seeds (median {207} s wall on 2 cores, '
+      '{128}–{449} s; seeds 303\n  and 304 shared the cores with two other jobs), without it on {2} of {3}',
       lambda: (sum(r['n_recovered'] == 100 and r['certified'] for r in pursuit_rows()),
                len(pursuit_rows()), statistics.median(r['wall_s'] for r in pursuit_rows()),
+               min(r['wall_s'] for r in pursuit_rows()), max(r['wall_s'] for r in pursuit_rows()),
                sum(bool(r['certified']) and r['n_recovered'] == 100 for r in bench_n100()),
                len(bench_n100())))
 
@@ -2855,19 +2856,25 @@ FRESH = [
 
 
 PAPER_LAW = [
-    claim(RF, '| paper (port), relu, d = 8 / 16 | {0} / {0} | {0} / {0.20} | {0.10} / {0.45} | '
-          '{0.30} / {0.20} | {0.25} / {0.40} |', lambda: paper_law('relu', [1, 2, 4, 10, 16])),
-    claim(RF, '| paper (port), relu+tanh, d = 8 / 16 | {0} / {0} | {0.05} / {0.20} | {0.20} / {0.25} '
-          '| {0.35} / {0.50} | {0.35} / {0.40} |',
-          lambda: paper_law('relu_tanh', [1, 2, 4, 10, 16])),
+    claim(RF, '| paper (port), relu, d = 8 / 16 / 32 | {0} / {0} / {0} | {0} / {0.20} / {0.10} | '
+          '{0.10} / {0.45} / {0.50} | {0.30} / {0.20} / {0.70} | {0.25} / {0.40} / {0.60} |',
+          lambda: paper_law('relu', [1, 2, 4, 10, 16], (8, 16, 32))),
+    claim(RF, '| paper (port), relu+tanh, d = 8 / 16 / 32 | {0} / {0} / {0} | {0.05} / {0.20} / {0.15} | '
+          '{0.20} / {0.25} / {0.35} | {0.35} / {0.50} / {0.65} | {0.35} / {0.40} / {0.50} |',
+          lambda: paper_law('relu_tanh', [1, 2, 4, 10, 16], (8, 16, 32))),
     claim(RF, '10× the steps the default took at the same point ({26 675}–{200 000} steps; n = {8}, '
           '{20} seeds',
           lambda: (lo([r['max_steps'] for r in law_records(method='paper')]),
                    hi([r['max_steps'] for r in law_records(method='paper')]),
                    {r['n'] for r in law_records(method='paper')}.pop(),
                    {r['seeds'] for r in law_records(method='paper')}.pop())),
-    claim(RF, 'but at most half of the seeds',
-          lambda: hi([r['recovery_rate'] for r in law_records(method='paper')]) <= 0.5),
+    claim(RF, 'at most half of the seeds at d = 8 and 16, and\nup to {0.70} at d = 32 (relu, 10dn; its '
+          'blind lr there is the reference\'s {20})',
+          lambda: (hi([r['recovery_rate'] for r in law_records(method='paper') if r['d'] == 32]),
+                   paper_port('relu', 32)) if hi([r['recovery_rate'] for r in law_records(
+                       method='paper') if r['d'] < 32]) <= 0.5 and law(
+                           method='paper', activation='relu', d=32, p_over_dn=10.0, k=None) == hi(
+                               [r['recovery_rate'] for r in law_records(method='paper')]) else None),
     claim(RF, 'none of its runs was certified without every row recovered',
           lambda: sum(r['false_certified'] for r in law_records(method='paper')) == 0),
 ]
