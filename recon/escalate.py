@@ -169,11 +169,8 @@ class Escalator:
     # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
     # depend on the other runs of its batch.
     self._keys = key if batched else jnp.asarray(key)[None]
-    # A batch's problems are stacked (axis 0 per run); one run's problem is shared by the
-    # vmaps below (in_axes None), never copied with a run axis (at a dense feature map's size a
-    # copy doubles the memory the attack needs).
-    self._problem = problem
-    pa = 0 if batched else None
+    # A batch's problems are stacked per run; one run's is shared (in_axes None), never copied.
+    self._problem, pa = problem, (0 if batched else None)
     self._optimizer = optimizer
     self._tol = tol
     self._every = every
