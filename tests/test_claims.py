@@ -356,7 +356,7 @@ claim(README, "unfaithful port of the paper's SGD (lr 20, exact relu gradient) a
 claim(README, 'the faithful port\n  (its blind lr, 10× the default\'s steps; d ∈ {{8, 16, 32}}) at '
       'most {0.70}',
       lambda: hi([r['recovery_rate'] for r in law_records(method='paper')]))
-claim(README, 'of the {5 080} runs (relu and\n  relu+tanh) {1 524} were certified, and every '
+claim(README, 'of the {5 440} runs (relu and\n  relu+tanh) {1 570} were certified, and every '
       'certified run had recovered every row ({0} false\n  certificates)',
       lambda: (sum(r['seeds'] for r in law_records()),
                per_seed('certified').count(True),
@@ -536,7 +536,7 @@ claim(RF, 'where a 5000-step decay reconstructs none',
 claim(RF, 'before the precision rung: candidate 0 is the one sample the descent missed, which '
       'carries {0.13%} of θ*',
       lambda: law_seed(4, activation='relu', d=8, p_over_dn=10.0)['min_share'])
-claim(RF, 'over every run: {0} of {10 666} pinned rows wrong; {19} of {12 413} `row_within` rows '
+claim(RF, 'over every run: {0} of {11 048} pinned rows wrong; {19} of {13 038} `row_within` rows '
       'wrong, all in runs above tol',
       lambda: (per_seed_sum('pinned_wrong'), per_seed_sum('rows_pinned'),
                per_seed_sum('within_wrong'), per_seed_sum('rows_within')))
@@ -571,8 +571,8 @@ claim(RF, 'At p ≥ 4dn, the {70} runs with a sample carrying < 1% of θ* now re
       lambda: (sum(s['recovered'] for s in seeds_at_4dn() if s['min_share'] < 0.01),
                sum(s['recovered'] for s in seeds_at_4dn() if s['min_share'] >= 0.01)))
 claim(RF, '**False certificates: 0** in every run of the table (see `results/recovery_law.md` '
-      'for the count: {0} of {1 524} certified runs of {5 080}), and {0} of {10 666} pinned rows '
-      'wrong ({19} of {12 413} `row_within` rows wrong, all above tol)',
+      'for the count: {0} of {1 570} certified runs of {5 440}), and {0} of {11 048} pinned rows '
+      'wrong ({19} of {13 038} `row_within` rows wrong, all above tol)',
       lambda: (sum(r['false_certified'] for r in law_records()),
                sum(s['certified'] for s in law_seeds()), len(law_seeds()),
                per_seed_sum('pinned_wrong'), per_seed_sum('rows_pinned'),
@@ -2856,13 +2856,11 @@ FRESH = [
 
 
 PAPER_LAW = [
-    claim(RF, '| paper (port), relu, d = 8 / 16 / 32 | {0} / {0} / {0} | {0} / {0.20} / {0.10} | '
-          '{0.10} / {0.45} / {0.50} | {0.30} / {0.20} / {0.70} | {0.25} / {0.40} / {0.60} |',
-          lambda: paper_law('relu', [1, 2, 4, 10, 16], (8, 16, 32))),
-    claim(RF, '| paper (port), relu+tanh, d = 8 / 16 / 32 | {0} / {0} / {0} | {0.05} / {0.20} / {0.15} | '
-          '{0.20} / {0.25} / {0.35} | {0.35} / {0.50} / {0.65} | {0.35} / {0.40} / {0.50} |',
-          lambda: paper_law('relu_tanh', [1, 2, 4, 10, 16], (8, 16, 32))),
-    claim(RF, '10× the steps the default took at the same point ({26 675}–{200 000} steps; n = {8}, '
+    claim(RF, '| paper (port), relu, d = 8 / 16 / 32 | {0} / {0} / {0} | {0} / {0} / {0} | {0} / {0} / {0} | {0} / {0.20} / {0.10} | {0.10} / {0.45} / {0.50} | {0.15} / {0.40} / {0.55} | {0.30} / {0.20} / {0.70} | {0.25} / {0.40} / {0.60} |',
+          lambda: paper_law('relu', [0.25, 0.5, 1, 2, 4, 8, 10, 16], (8, 16, 32))),
+    claim(RF, '| paper (port), relu+tanh, d = 8 / 16 / 32 | {0} / {0} / {0} | {0} / {0} / {0} | {0} / {0} / {0} | {0.05} / {0.20} / {0.15} | {0.20} / {0.25} / {0.35} | {0.25} / {0.50} / {0.45} | {0.35} / {0.50} / {0.65} | {0.35} / {0.40} / {0.50} |',
+          lambda: paper_law('relu_tanh', [0.25, 0.5, 1, 2, 4, 8, 10, 16], (8, 16, 32))),
+    claim(RF, '10× the steps the default took at the same point ({20 000}–{200 000} steps; n = {8}, '
           '{20} seeds',
           lambda: (lo([r['max_steps'] for r in law_records(method='paper')]),
                    hi([r['max_steps'] for r in law_records(method='paper')]),
