@@ -338,6 +338,8 @@ def validate(config: Any) -> None:
       raise ConfigError(f"config.{path}: None is accepted only with data.name 'file' (the "
                         "file's size); accepted: int >= 1")
   check_defences(fields)
+  if fields['run.resume'] is True and fields['run.overwrite'] is True:  # before the lock
+    raise ConfigError('run.resume, run.overwrite: both True; accepted: at most one of them')
   if fields['pipeline'] is not None and sweep_axes(config.get('sweep')):
     raise ConfigError(f'config.sweep: axes set with pipeline {fields["pipeline"]!r} (it runs its '
                       'own shadow sweep, leak_width.*); accepted: no sweep axes, or pipeline None')
