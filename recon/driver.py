@@ -18,6 +18,7 @@ import numpy as np
 from absl import logging
 
 from recon import checkpoint, escalate, metrics, optimize, refine
+from recon.attack import Attack
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -58,15 +59,17 @@ class Outcome(NamedTuple):
   escalator: Optional[escalate.Escalator] = None
 
 
-def optimise(cfg: ml_collections.ConfigDict, workdir: str, *, problem: Any, loss_fn, x0,
-             constraint, t0: float, x_true: Optional[np.ndarray] = None, decode=None,
-             refiner=None, keys: Optional[Dict[str, Array]] = None,
+def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0: float,
+             x_true: Optional[np.ndarray] = None, keys: Optional[Dict[str, Array]] = None,
              resume: Optional[bool] = None, pursuit=None) -> Outcome:
-  """Optimises `loss_fn(x, problem)` from x0 (see `recon.reconstruct.reconstruct_and_report`).
+  """Optimises `attack.loss_fn(x, problem)` from `attack.x0` (see
+  `recon.reconstruct.reconstruct_and_report`).
 
   `x_true` (host array, optional) only feeds the progress log's recon_error of
-  `decode(x)`.
+  `decode(x)`. `pursuit` (`recon.pursuit.Pursuit`, optional) joins the escalation.
   """
+  problem, loss_fn, x0, constraint = attack.problem, attack.loss_fn, attack.x0, attack.constraint
+  decode, refiner = attack.decode, attack.refiner
   optimizer = make_optimizer(cfg)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   current = {'problem': problem}

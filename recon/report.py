@@ -21,6 +21,7 @@ from absl import logging
 
 from recon import (certificate, data, driver, io, metrics, optimize, plots, polish, precision,
                    records, report_page, symmetry)
+from recon.attack import Attack
 from recon.errors import ExperimentError
 from recon.objectives import projection
 
@@ -132,16 +133,17 @@ def check_ssim_filter(cfg: ml_collections.ConfigDict, meta: Dict[str, Any]) -> N
                           f'1..{min(image_shape[:2])}')
 
 
-def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome, *,
-           x_true: Optional[jax.Array], y, meta: Dict[str, Any], loss_fn, x0,
-           feature_fn=None, gram_fn=None, t0: float,
+def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome,
+           attack: Attack, *, x_true: Optional[jax.Array], y, meta: Dict[str, Any], t0: float,
            extra_metrics: Optional[Dict[str, Any]] = None,
-           threat_model: Optional[Dict[str, Any]] = None, decode=None,
-           refiner=None, certify_theta=None) -> Dict[str, Any]:
-  """Scores `outcome` and writes summary.json, reconstruction.npz and the plots; the summary.
+           threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """Scores `outcome` of `attack` and writes summary.json, reconstruction.npz and the plots;
+  the summary.
 
   See `recon.reconstruct.reconstruct_and_report` for the arguments.
   """
+  loss_fn, x0, feature_fn, gram_fn = attack.loss_fn, attack.x0, attack.feature_fn, attack.gram_fn
+  decode, refiner, certify_theta = attack.decode, attack.refiner, attack.certify_theta
   state, problem, history = outcome.state, outcome.problem, outcome.history
   reseeder = outcome.reseeder
   image_shape = meta.get('image_shape')

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import sys
 import time
@@ -69,16 +70,8 @@ def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
   a = ke.build_attack(cfg, net, p0, p, kind, cfg.data.num_classes, x.shape[1], radius, keys['init'],
                       jnp.float64, planted=(x, y, duals))
   if x0 is not None:
-    a['x0'] = dict(a['x0'], x=x0) if isinstance(a['x0'], dict) else x0
-  refiner = None
-  if cfg.attack.split.mode != 'none':
-    from recon import splitting  # pylint: disable=import-outside-toplevel
-    refiner = splitting.Splitter(splitting.config_from(cfg.attack.split, cfg.seed),
-                                 a['split_model'], a['loss_fn'],
-                                 a['constraint'])
-  s = reconstruct.reconstruct_and_report(
-      cfg, workdir, x_true=x, y=y, meta={}, problem=a['problem'], loss_fn=a['loss_fn'],
-      x0=a['x0'], constraint=a['constraint'], decode=a['decode'], refiner=refiner)
+    a = dataclasses.replace(a, x0=dict(a.x0, x=x0) if isinstance(a.x0, dict) else x0)
+  s = reconstruct.reconstruct_and_report(cfg, workdir, a, x_true=x, y=y, meta={})
   return s['metrics']
 
 

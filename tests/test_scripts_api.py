@@ -43,8 +43,7 @@ INTERNAL_PROBES = {
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
     # random restarts): no config field sets the initial candidates.
     'kkt_experiments.py': ('KKT attacks from chosen initial candidates on one trained victim', {
-        'recon.pipelines.kkt', 'recon.reconstruct', 'recon.runs', 'recon.splitting',
-        'recon.victims'}),
+        'recon.pipelines.kkt', 'recon.reconstruct', 'recon.runs', 'recon.victims'}),
 }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from absl import logging
 
 from recon import data, errors, optimize, reconstruct, registry, routes, runs, splitting, victims
+from recon.attack import Attack
 from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous
 from recon.objectives import kkt, projection
@@ -182,8 +183,9 @@ def kkt_layer_mask(cfg, params) -> Optional[Array]:
 
 def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, radius: float,
                  key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None
-                 ) -> Dict[str, Any]:
-  """Objective, initial state, constraint, split model for `cfg.attack.objective`."""
+                 ) -> Attack:
+  """The attack of `cfg.attack.objective`: objective, initial state, constraint, decode, and
+  the sample splitter as its refiner when attack.split.mode != 'none'."""
   theta, apply_vec = kkt.flatten_model(net.apply, params)
   if cfg.attack.kkt_target == 'planted':
     target = planted_target(theta, apply_vec, *planted, kind)
@@ -209,10 +211,8 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
     constraint = (optimize.sphere_constraint(radius) if cfg.attack.prior == 'sphere'
                   else (lambda z: z))
     problem = {'theta': target, 'theta_eval': theta}
-    return {'loss_fn': loss_fn, 'x0': x0, 'constraint': constraint, 'problem': problem,
-            'decode': None,
-            'split_model': splitting.projection_split_model(feature_one, cfg.attack.jitter),
-            'feature_fn': None}
+    return _with_splitter(cfg, splitting.projection_split_model(feature_one, cfg.attack.jitter),
+                          problem=problem, loss_fn=loss_fn, x0=x0, constraint=constraint)
 
   kkt_kind = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass',
               'kkt_general': 'general'}[cfg.attack.objective]
@@ -233,8 +233,8 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
     loss_fn = lambda state, prob: kkt.eliminated_loss(  # noqa: E731
         state, prob, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim, radius=r)
     decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
-    return {'loss_fn': loss_fn, 'x0': {'x': x0}, 'constraint': lambda z: z,
-            'problem': problem, 'decode': decode, 'split_model': None, 'feature_fn': None}
+    return _with_splitter(cfg, None, problem=problem, loss_fn=loss_fn, x0={'x': x0},
+                          constraint=lambda z: z, decode=decode)
   if cfg.attack.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
                             kind=kkt_kind, n_classes=out_dim, mask=mask)
@@ -264,9 +264,18 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
     logging.info('candidate subspace: rank %d of W_1, singular value gap s_k/s_(k+1) = %.3g',
                  rank, float(svals[rank - 1] / max(float(svals[min(rank, len(svals) - 1)]),
                                                    1e-300)))
-  return {'loss_fn': loss_fn, 'x0': {'x': x0, 'lam': lam0.astype(dtype)},
-          'constraint': constraint, 'problem': problem, 'decode': lambda s: s['x'],
-          'split_model': splitting.kkt_split_model(apply_vec, kkt_kind), 'feature_fn': None}
+  return _with_splitter(cfg, splitting.kkt_split_model(apply_vec, kkt_kind), problem=problem,
+                        loss_fn=loss_fn, x0={'x': x0, 'lam': lam0.astype(dtype)},
+                        constraint=constraint, decode=lambda s: s['x'])
+
+
+def _with_splitter(cfg, split_model, **fields) -> Attack:
+  """`Attack(**fields)`, refined by the sample splitter when attack.split.mode != 'none'."""
+  refiner = None
+  if cfg.attack.split.mode != 'none':
+    refiner = splitting.Splitter(splitting.config_from(cfg.attack.split, cfg.seed), split_model,
+                                 fields['loss_fn'], fields['constraint'])
+  return Attack(refiner=refiner, **fields)
 
 
 def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
@@ -324,16 +333,8 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
     net = make_network(cfg, out_dim, dtype, act, alpha)
   attack = build_attack(cfg, net, params0, params, kind, cfg.data.num_classes, d, radius,
                         keys['init'], dtype, planted=planted)
-  refiner = None
-  if cfg.attack.split.mode != 'none':
-    refiner = splitting.Splitter(splitting.config_from(cfg.attack.split, cfg.seed),
-                                 attack['split_model'],
-                                 attack['loss_fn'], attack['constraint'])
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, x_true=x, y=labels, meta=meta, problem=attack['problem'],
-      loss_fn=attack['loss_fn'], x0=attack['x0'], constraint=attack['constraint'],
-      feature_fn=attack['feature_fn'], t0=t0, decode=attack['decode'],
-      refiner=refiner, keys=keys,
+      cfg, workdir, attack, x_true=x, y=labels, meta=meta, t0=t0, keys=keys,
       extra_metrics=dict(train_info, objective=cfg.attack.objective,
                          n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),
       threat_model={'known': ['theta (trained parameters)', 'architecture and activation',

@@ -33,6 +33,7 @@ from absl import logging
 
 from recon import (data, defences, driver, errors, optimize, reconstruct, registry, restarts,
                    routes, runs, victims)
+from recon.attack import Attack
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
@@ -333,11 +334,13 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
     extra['projection_loss_at_truth'] = loss_at_truth
     logging.info('p_L/(dn) = %.3g; projection loss at the true data (diagnostic) %.3e',
                  p_l / (d * n), loss_at_truth)
+  bundle = Attack(
+      problem=problem, loss_fn=attack_loss, x0=x0,
+      constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn,
+      decode=decode)
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=attack_loss,
-      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn,
-      t0=t0,
-      extra_metrics=extra, keys=keys, decode=decode,
+      cfg, workdir, bundle, x_true=x_true, y=y, meta=meta, t0=t0,
+      extra_metrics=extra, keys=keys,
       threat_model={'known': known, 'unknown': unknown, 'target': target,
                     'features': f'per-class Jacobian rows d f_c(x) / d vec(W_{layer}) at the '
                                 + {'init_and_trained': 'initial and the trained weights, '

@@ -26,6 +26,7 @@ from absl import logging
 
 from recon import (data, defences, distributed, driver, features, optimize, precision, registry,
                    restarts, routes, runs, splitting, victims)
+from recon.attack import Attack
 from recon.errors import ExperimentError, NonFiniteError
 from recon.models import checkpoint as model_ckpt
 from recon.models import random_features
@@ -288,14 +289,15 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   loss_fn, x0, decode = restarts.with_restarts(cfg, loss_fn, problem, keys['init'],
                                                _init_fn(cfg, dtype))
   x0 = distributed.replicate(x0, mesh)
+  attack = Attack(problem=problem, loss_fn=loss_fn, x0=x0,
+                  constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
+                  feature_fn=feature_fn, gram_fn=gram_fn, decode=decode,
+                  certify_theta=problem['theta'].reshape(-1)[:cfg.victim.p])
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
-      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
-      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
+      cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
                          **precision.check_victim(train_mse, y, n, p, cfg.run.dtype)),
-      threat_model=RF_THREAT_MODEL, decode=decode,
-      certify_theta=problem['theta'].reshape(-1)[:cfg.victim.p])
+      threat_model=RF_THREAT_MODEL)
 
 
 @functools.partial(jax.jit, static_argnames=('activation',))
@@ -358,12 +360,13 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     extra['train_mse'] = model.info['train_mse']
     if y is not None:  # warn and record when a p >= n victim does not interpolate
       extra.update(precision.check_victim(extra['train_mse'], y, n, p, cfg.run.dtype))
+  attack = Attack(problem=problem, loss_fn=loss_fn, x0=x0,
+                  constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
+                  feature_fn=feature_fn, gram_fn=gram_fn, decode=decode,
+                  refiner=_rf_splitter(cfg, lean=False), certify_theta=problem['theta'])
   return reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn,
-      x0=x0, constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
-      feature_fn=feature_fn, gram_fn=gram_fn, t0=t0, keys=keys, resume=resuming,
-      refiner=_rf_splitter(cfg, lean=False), extra_metrics=extra,
-      threat_model=RF_THREAT_MODEL, decode=decode, certify_theta=problem['theta'])
+      cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
+      extra_metrics=extra, threat_model=RF_THREAT_MODEL)
 
 
 registry.register('pipeline', routes.RANDOM_FEATURES, registry.Pipeline(run=run))

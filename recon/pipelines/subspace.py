@@ -25,6 +25,7 @@ from absl import logging
 from recon import config as config_lib
 from recon import data, errors, features, optimize, reconstruct, registry, routes, runs, victims
 from recon import subspace as subspace_lib
+from recon.attack import Attack
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import unified
@@ -124,10 +125,11 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
   decode = lambda c: unified.candidate_x(c, problem)
   report_features = lambda x: feature_fn(x, problem['weights_trained'])
   extra = dict(extra, search_dim=int(dim), gradient_at=gradient_at, alpha_mode=alpha_mode)
+  attack = Attack(problem=problem, loss_fn=loss_fn, x0=init, constraint=constraint,
+                  feature_fn=report_features, decode=decode)
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, x_true=x_true, y=y, meta=meta, problem=problem, loss_fn=loss_fn, x0=init,
-      constraint=constraint, feature_fn=report_features, t0=t0, extra_metrics=extra,
-      threat_model=threat_model, decode=decode, keys=keys)
+      cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, extra_metrics=extra,
+      threat_model=threat_model, keys=keys)
 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
