@@ -181,7 +181,7 @@ def compact_seeds(per_seed) -> Dict[str, list]:
 def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
   """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details."""
   with tempfile.TemporaryDirectory() as workdir:
-    t = time.time()
+    t, load_before = time.time(), os.getloadavg()[0]
     out = recon.run(config_for(pt, seeds, max_steps), os.path.join(workdir, 'sweep')).summary
     seconds = time.time() - t
   per_seed = compact_seeds([dict(
@@ -218,6 +218,7 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
               median_seconds=seconds / seeds, batch_seconds=seconds,
               median_steps=float(np.median(per_seed['steps'])),
               max_steps=max_steps, device=out['device'], machine=machine.describe(),
+              load=[round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min averages
               per_seed=per_seed)
 
 
