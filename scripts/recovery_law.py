@@ -327,6 +327,46 @@ def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
           f'ended with every row recovered and {cert} certified.']
 
 
+def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
+  """Markdown: the default's full-space rows at d = 16 on fresh seeds, one row per (activation,
+  n), recovery (certified) per p/dn, then the cost: median wall seconds per seed, median steps,
+  and the 1-min load average around the point (records that carry it)."""
+  rows = [r for r in records if r['method'] == 'default' and r['d'] == 16 and r['k'] is None
+          and r.get('first_seed', 0) >= 100]
+  ns = sorted({r['n'] for r in rows})
+  if len(ns) < 2:
+    return []
+  ratios = sorted({round(r['p_over_dn'], 6) for r in rows if r['n'] > 8})
+  ratios = [x for x in sorted({round(r['p_over_dn'], 6) for r in rows}) if x in ratios]
+  pick = {(r['activation'], r['n'], round(r['p_over_dn'], 6)): r for r in rows}
+  head = '| activation | n | seeds | ' + ' | '.join(f'{x:g}' for x in ratios) + ' |'
+  rule = '|' + '---|' * (len(ratios) + 3)
+  rate = lambda v: '0' if v == 0 else f'{v:.2f}'  # noqa: E731
+  table, cost = [head, rule], [head.replace('| seeds ', '| load ', 1), rule]
+  for act in sorted({r['activation'] for r in rows}):
+    for n in ns:
+      got = [pick.get((act, n, x)) for x in ratios]
+      if not any(got):
+        continue
+      seeds = '/'.join(str(v) for v in sorted({r['seeds'] for r in got if r}))
+      cells = ['–' if r is None else rate(r['recovery_rate']) if
+               r['recovery_rate'] == r['certified_rate'] else
+               f'{rate(r["recovery_rate"])} ({rate(r["certified_rate"])})' for r in got]
+      table.append(f'| {act} | {n} | {seeds} | ' + ' | '.join(cells) + ' |')
+      loads = [v for r in got if r and r.get('load') for v in r['load']]
+      load = f'{min(loads):.1f}–{max(loads):.1f}' if loads else '-'
+      cost.append(f'| {act} | {n} | {load} | ' + ' | '.join(
+          '–' if r is None else f'{r["median_seconds"]:.1f} s, {r["median_steps"]:.0f}'
+          for r in got) + ' |')
+  return ['', '## The law in n (d = 16, default method, fresh seeds)', '',
+          'Share of seeds with every row recovered (certified where it differs) against p/dn, '
+          'one row per n (`--preset=in_n --n=N --first_seed=100`; n = 8 from the full '
+          'preset). The counting limit is p = n(d + 1), p/dn = 1.06 at d = 16.', ''] + table + [
+          '', 'Cost per point: wall seconds per seed (the vectorised call over its seeds) and '
+          'median steps per seed; load: the 1-min load average before and after the point.',
+          ''] + cost
+
+
 def render(records: List[Dict[str, Any]], out: str) -> None:
   """Writes OUT.md (the table) and OUT.png (recovery rate vs p/dn, and vs p/kn)."""
   lines = ['# Recovery law (random features): recovery and certification rates', '',
@@ -361,6 +401,7 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
               f'evidence only): {count("rows_within")} rows, of which '
               f'{sum(r["false_within_rows"] for r in pinned)} are wrong.']
   lines += rung_summary(records)
+  lines += law_in_n(records)
   lines += misses(records, SHARE_FLOOR)
   lines += ['', '## Width needed for 95% recovery', '',
             'The smallest measured width from which on every larger measured width recovers '
