@@ -35,5 +35,5 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.attack.knows_init = False
   c.attack.jacobian_at = 'trained'
-  c.attack.polish.mode = 'off'  # the precision rung re-searches random-features rows only
+  c.attack.rescue = ('escalate',)  # the precision rung re-searches random-features rows only
   return c

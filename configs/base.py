@@ -163,9 +163,13 @@ def attack() -> ml_collections.ConfigDict:
   # matrix-free test costs minutes of float64 passes over V (docs/random_features.md).
   c.certify_jacobian = 'auto'
   c.restarts = 1
+  # The rescue steps (recon/rescue.py), each a registered name with its section below:
+  # 'reseed' and 'escalate' act between chunks of the descent, in this order; 'polish' (the
+  # float64 precision rung) after it, when the certificate fails. () : none.
+  c.rescue = ('escalate', 'polish')
   # Blind re-seeding of candidates that collapsed onto one another (recon/refine.py).
   c.reseed = ml_collections.ConfigDict()
-  c.reseed.every = 0  # 0: off
+  c.reseed.every = 2000  # steps between checks
   c.reseed.threshold = 0.95
   c.reseed.proposals = 64
   c.escalate = escalate()
@@ -180,14 +184,14 @@ def escalate() -> ml_collections.ConfigDict:
   On a plateau above tol the weakest candidate (leave-one-out loss) is replaced by its
   mirror image or a random proposal, kept if a short trial halves the loss; after
   `restart_after` rejected replacements in a row a whole new candidate set is tried for
-  `restart_steps` and kept if its loss is lower. 'auto': on for one candidate set; 'off'.
+  `restart_steps` and kept if its loss is lower. On while 'escalate' is in attack.rescue, for
+  one candidate set (skipped for stacked restarts and sample splitting).
 
   window 1500 and restart_after 1 were chosen over 3000 and 2 by the certified rate (a blind
   signal) of 20-seed sweeps at n = d = 8: relu p = 16 dn 0.95 vs 0.75, p = 4 dn 0.85 vs 0.55;
   relu+tanh p = 4 dn 0.95 vs 1.0 (scripts/recovery_law.py; docs/random_features.md).
   """
   c = ml_collections.ConfigDict()
-  c.mode = 'auto'  # 'auto' | 'off'
   c.every = 500
   c.window = 1500
   c.trial_steps = 500
@@ -210,8 +214,8 @@ def polish() -> ml_collections.ConfigDict:
 
   When the certificate fails with p >= m d, the rows it leaves free are re-searched in
   float64 one at a time (the others held to first order) and the set is polished by
-  Gauss-Newton; the polished set is certified in float64 against tol. 'auto': on where
-  the certificate is computed.
+  Gauss-Newton; the polished set is certified in float64 against tol. On while 'polish' is
+  in attack.rescue, where the certificate is computed.
 
   tol 1e-12: the float64 loss at the true rows of a float32 victim is 1e-14 .. 2e-14
   (the rounding of theta; n = 8, d in {8, 16}, 5 seeds), so 1e-12 leaves a 50x margin; where
@@ -219,7 +223,6 @@ def polish() -> ml_collections.ConfigDict:
   the tolerance is raised to 4x its blind estimate (`recon.polish.rounding_floor`).
   """
   c = ml_collections.ConfigDict()
-  c.mode = 'auto'  # 'auto' | 'off'
   c.tol = 1e-12
   c.starts = 32  # starts per re-searched row: the row, its mirror image, 30 random
   c.row_steps = 1000

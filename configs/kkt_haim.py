@@ -43,8 +43,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.lr = 0.01
   c.attack.max_steps = 3000
   c.attack.tol = 1e-12
-  c.attack.escalate.mode = 'off'
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ()
   c.attack.activation = 'relu_smooth'
   c.attack.act_alpha = 50.0
   # Only the KKT equations of the first layer and the head: the middle layer keeps its

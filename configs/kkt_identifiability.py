@@ -33,8 +33,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.lr = 1.0  # scales the L-BFGS direction before the line search
   c.attack.max_steps = 3000
   c.attack.tol = 1e-24
-  c.attack.escalate.mode = 'off'
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ()
   c.attack.objective = 'kkt_binary'
   c.attack.kkt_target = 'planted'
   c.attack.lambda_solve = 'eliminate'  # optimize | eliminate (variable projection, free-sign duals)

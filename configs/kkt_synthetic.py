@@ -29,8 +29,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.optimizer = 'adam'
   c.attack.lr = 0.01
   c.attack.tol = 1e-12
-  c.attack.escalate.mode = 'off'
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ()
 
   c.run.dtype = 'float64'
   c.run.chunk_steps = 500

@@ -41,7 +41,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.tol = 1e-09
   # As validated (scripts/leak_width.py): no precision rung (it re-searches rows in float64 point
   # by point after the vectorised sweep: about a minute per point on 2 shared cores).
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ('escalate',)
 
   c.run.log_every_seconds = 30.0
   return c

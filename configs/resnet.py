@@ -28,7 +28,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.victim.pool = 'flatten'
 
   c.attack.max_steps = 3000
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ('escalate',)
 
   c.run.log_every_seconds = 20.0
   return c

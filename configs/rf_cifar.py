@@ -6,7 +6,7 @@ code: --config.data.name=cifar10 --config.data.dir=DIR (the python-version batch
 --config.data.classes='(0, 1)' for +-1 labels. d and p follow --config.data.image_size and
 --config.data.n (p = 10 d n); a CPU-sized run: --config.data.image_size=8
 --config.data.n=10 (d = 192, p = 19,200), best with --config.attack.restarts=4
---config.attack.reseed.every=0 (measured: docs/data.md, "Showcase: faces and photo
+--config.attack.rescue="('escalate', 'polish')" (no re-seeding; measured: docs/data.md, "Showcase: faces and photo
 patches").
 
 At full size V (p x d) is 37.7 GB in float32: feature_mode 'auto' regenerates it chunk by
@@ -44,6 +44,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.schedule = 'cosine'  # lr -> lr * final_ratio over decay_steps
   c.attack.decay_steps = 30000
   c.attack.max_steps = 30000
-  # Blind re-seeding of candidates that collapsed onto one another (0 = off), and restarts.
-  c.attack.reseed.every = 2000  # 0: off
+  # Blind re-seeding of candidates that collapsed onto one another every 2000 steps
+  # (attack.reseed), before escalation; the precision rung after the descent.
+  c.attack.rescue = ('reseed', 'escalate', 'polish')
   return c

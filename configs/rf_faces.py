@@ -28,6 +28,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.lr = 0.05  # candidates have norm sqrt(d)
   c.attack.schedule = 'cosine'  # lr -> lr * final_ratio over decay_steps
   c.attack.decay_steps = 20000
-  # Blind re-seeding of candidates that collapsed onto one another (0 = off), and restarts.
-  c.attack.reseed.every = 2000  # 0: off; without it 3-4 of 20 faces stay collapsed (measured)
+  # Blind re-seeding of candidates that collapsed onto one another every 2000 steps
+  # (attack.reseed): without it 3-4 of 20 faces stay collapsed (measured).
+  c.attack.rescue = ('reseed', 'escalate', 'polish')
   return c

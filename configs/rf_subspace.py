@@ -27,8 +27,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.n_candidates = 12
   c.attack.lr = 20.0
   c.attack.max_steps = 5000
-  c.attack.escalate.mode = 'off'
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ()
   # Attack: the unified objective inside the subspace ('none': the full-space baseline).
   c.attack.objective = 'unified'
   c.attack.subspace = 'known'  # 'none' | 'known' (random features cannot estimate it)

@@ -21,5 +21,5 @@ def get_config() -> ml_collections.ConfigDict:
   c.victim.name = 'two_layer'
 
   c.attack.max_steps = 2000
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ('escalate',)
   return c

@@ -30,8 +30,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.n_candidates = 12  # 2n
   c.attack.lr = 20.0
   c.attack.max_steps = 5000
-  c.attack.escalate.mode = 'off'
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ()
   # Attack: the unified objective inside the subspace ('none': the full-space baseline).
   c.attack.objective = 'unified'
   c.attack.subspace = 'estimated'  # 'none' | 'known' | 'estimated' (from dW1)

@@ -34,7 +34,7 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.attack.max_steps = 3000
   c.attack.jacobian_at = 'midpoint'  # 'trained': the paper's, drift-limited here
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ('escalate',)
 
   c.run.log_every_seconds = 20.0
   return c

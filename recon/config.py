@@ -162,13 +162,13 @@ SCHEMA: Dict[str, Any] = {
         # (recon/splitting.py).
         certify_jacobian=Spec(str, choices=lambda: certificate.METHODS + ('off',)),
         restarts=_positive_int(),
+        rescue=Spec((tuple, list), choices=lambda: registry.names('rescue'), each=True),
         reseed=dict(
-            every=Spec(int, low=0),
+            every=_positive_int(),
             threshold=Spec(float, low=0.0, low_open=True, high=1.0),
             proposals=_positive_int(),
         ),
         escalate=dict(
-            mode=Spec(str, choices=('auto', 'off')),
             every=_positive_int(),
             window=_positive_int(),
             trial_steps=_positive_int(),
@@ -180,7 +180,6 @@ SCHEMA: Dict[str, Any] = {
             pursuit=Spec(str, choices=('auto', 'off')),
         ),
         polish=dict(
-            mode=Spec(str, choices=('auto', 'off')),
             tol=Spec(float, low=0.0, low_open=True),
             starts=Spec(int, low=2),
             row_steps=_positive_int(),

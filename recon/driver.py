@@ -2,9 +2,9 @@
 
 `optimise` runs `loss_fn(x, problem)` from x0 under `constraint` in jitted chunks
 (`recon.optimize.drive`), checkpointing to WORKDIR/checkpoints/ and resuming from
-it, logging progress, re-seeding collapsed candidates (`recon.refine`) and letting
-a refiner (`recon.splitting.Splitter`) replace the variables and the problem
-between chunks. Scoring and writing the outputs is `recon.report`.
+it, logging progress, applying the rescue steps of `attack.rescue` after each chunk
+(`recon.rescue`: re-seeding, escalation) and letting a refiner
+(`recon.splitting.Splitter`) replace the variables and the problem between chunks. Scoring and writing the outputs is `recon.report`.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import checkpoint, escalate, metrics, optimize, refine
+from recon import checkpoint, metrics, optimize, rescue
 from recon.attack import Attack
 from recon.errors import ExperimentError
 
@@ -55,8 +55,7 @@ class Outcome(NamedTuple):
   problem: Any  # the problem at the stop (a refiner may have replaced it)
   history: List[Tuple[int, float]]  # (step, loss)
   resumed_from: Optional[int]  # the checkpoint step resumed from, or None
-  reseeder: Optional[refine.Reseeder]
-  escalator: Optional[escalate.Escalator] = None
+  rescue: rescue.Chain  # the built descent steps of attack.rescue (their summaries)
 
 
 def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0: float,
@@ -85,51 +84,26 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0
   if resume and refiner is not None:
     raise ExperimentError('run.resume: a run with sample splitting changes its problem between '
                           'chunks and cannot be resumed; accepted: split \'none\'')
-  reseeder = None
-  if cfg.attack.reseed.every:
-    if not (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
-      raise ExperimentError('attack.reseed.every: re-seeding needs the optimised variables to be '
-                            'one (n_candidates, k) array; accepted here: 0')
-    reseeder = refine.Reseeder(
-        jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x5EED), loss_fn, problem,
-        constraint, optimizer, every=cfg.attack.reseed.every,
-        threshold=cfg.attack.reseed.threshold,
-        n_proposals=cfg.attack.reseed.proposals)
-  escalator = None
-  if (cfg.attack.escalate.mode == 'auto' and refiner is None
-      and len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2):
-    # 'auto': one candidate set, no sample splitting (restarts and splitting are their own
-    # escalations).
-    escalator = escalate.Escalator(
-        jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0xE5C), loss_fn, problem,
-        constraint, optimizer, tol=cfg.attack.tol, every=cfg.attack.escalate.every,
-        window=cfg.attack.escalate.window,
-        trial_steps=cfg.attack.escalate.trial_steps,
-        restart_after=cfg.attack.escalate.restart_after,
-        restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
-        accept_ratio=cfg.attack.escalate.accept_ratio,
-        weak_ratio=cfg.attack.escalate.weak_ratio,
-        max_weak_share=cfg.attack.escalate.max_weak_share, pursuit=pursuit)
+  rescues = rescue.build(cfg.attack.rescue, cfg.attack, rescue.Context(
+      key=jax.random.PRNGKey(cfg.seed), loss_fn=loss_fn, problem=problem,
+      constraint=constraint, optimizer=optimizer, tol=cfg.attack.tol,
+      max_steps=cfg.attack.max_steps, batched=False,
+      single_array=len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2,
+      refiner=refiner is not None, pursuit=pursuit))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
     grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.attack.max_steps
     if grew:
       state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
-    if reseeder is not None:
-      if 'reseed' in checkpointer.restored_aux:
-        reseeder.load_state_dict(checkpointer.restored_aux['reseed'])
-      else:
-        logging.warning('the checkpoint holds no re-seeder state (written by an older '
-                        'version): re-seeding restarts its key and schedule')
-      if grew:
-        # The stopped run skipped the check due at its last step; an unbroken run made it
-        # (and logged the loss after it).
-        state = reseeder(state)
-        if history and history[-1][0] == int(state.step):
-          history[-1] = (int(state.step), float(state.loss))
-    if escalator is not None and 'escalate' in checkpointer.restored_aux:
-      escalator.load_state_dict(checkpointer.restored_aux['escalate'])
+    missing = rescues.load_state_dict(checkpointer.restored_aux)
+    if missing:
+      logging.warning('the checkpoint holds no state of the rescue step(s) %s (written by an '
+                      'older version): they restart their keys and schedules', missing)
+    state = rescues.resumed(state, grew)
+    if grew and history and history[-1][0] == int(state.step):
+      # The catch-up a resumed step made is what an unbroken run logged at this step.
+      history[-1] = (int(state.step), float(state.loss))
     logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
                  float(state.loss))
   else:
@@ -150,12 +124,7 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
     stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.attack.max_steps
-    aux = {}
-    if reseeder is not None:
-      aux['reseed'] = reseeder.state_dict()
-    if escalator is not None:
-      aux['escalate'] = escalator.state_dict()
-    checkpointer(s, history, stopped, aux=aux or None)
+    checkpointer(s, history, stopped, aux=rescues.state_dict() or None)
     progress(s)
     if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.attack.max_steps:
       return None
@@ -167,17 +136,10 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0
     history.append((int(s.step), float(fresh.loss)))
     return fresh._replace(step=s.step)
 
-  compiled_chunk = chunk
-  if reseeder is not None:
-    chunk = lambda s, stop: reseeder(compiled_chunk(s, stop))  # noqa: E731
-  if escalator is not None:
-    escalator.chunk = compiled_chunk
-    wrapped = chunk
-    chunk = lambda s, stop: escalator(wrapped(s, stop))  # noqa: E731
-
+  chunk = rescues.wrap(chunk)
   state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps,
                          chunk_steps=cfg.run.chunk_steps, on_chunk=on_chunk)
   checkpointer.close()
   progress(state, force=True)
   return Outcome(state=state, problem=current['problem'], history=history,
-                 resumed_from=resumed_from, reseeder=reseeder, escalator=escalator)
+                 resumed_from=resumed_from, rescue=rescues)

@@ -215,14 +215,6 @@ class Escalator:
     self._fresh = jax.jit(lambda keys, x: jax.vmap(
         lambda k, xi: constraint(jax.random.normal(k, xi.shape, xi.dtype)))(keys, x))
 
-  @property
-  def tried(self) -> int:
-    return int(sum(self.tried_per_run))
-
-  @property
-  def accepted(self) -> int:
-    return int(sum(self.accepted_per_run))
-
   def state_dict(self) -> dict:
     key = self._keys
     if jax.dtypes.issubdtype(getattr(key, 'dtype', None), jax.dtypes.prng_key):
@@ -250,16 +242,18 @@ class Escalator:
     self._trace = [[(int(s), float(v)) for s, v in t] for t in wrap(saved['trace'])]
     self.tried_per_run = [int(v) for v in wrap(saved['tried'])]
     self.accepted_per_run = [int(v) for v in wrap(saved['accepted'])]
-    size = len(self._next)
-    for name in ('rejected_in_row', 'restarts', 'restarts_kept'):  # absent in older checkpoints
-      values = [int(v) for v in wrap(saved[name])] if name in saved else [0] * size
-      setattr(self, {'rejected_in_row': 'rejected_in_row', 'restarts': 'restarts_per_run',
-                     'restarts_kept': 'restarts_kept_per_run'}[name], values)
+    for name, attr in (('rejected_in_row', 'rejected_in_row'), ('restarts', 'restarts_per_run'),
+                       ('restarts_kept', 'restarts_kept_per_run')):  # absent in old checkpoints
+      setattr(self, attr, [int(v) for v in wrap(saved[name])] if name in saved
+              else [0] * len(self._next))
+
+  def per_run(self) -> dict:
+    return {'escalations_tried': self.tried_per_run, 'escalations_accepted':
+            self.accepted_per_run, 'escalation_restarts': self.restarts_per_run,
+            'escalation_restarts_kept': self.restarts_kept_per_run}
 
   def summary(self) -> dict:
-    return {'escalations_tried': self.tried, 'escalations_accepted': self.accepted,
-            'escalation_restarts': int(sum(self.restarts_per_run)),
-            'escalation_restarts_kept': int(sum(self.restarts_kept_per_run)),
+    return {**{k: int(sum(v)) for k, v in self.per_run().items()},
             'escalation_seconds': round(float(self.seconds), 3),
             **({'escalation_pursuits': self._pursuit.calls,
                 'escalation_pursuits_accepted': self.pursuits_accepted}
@@ -436,7 +430,6 @@ class Escalator:
       self.rejected_in_row[b] = 0  # kept or not, the next plateau tries replacements again
       if float(new_loss[b]) < float(losses[b]):
         self.restarts_kept_per_run[b] += 1
-        self.rejected_in_row[b] = 0
         self._next[b] = int(np.asarray(out.step)[b]) + self._every
         logging.info('%sstep %d: loss plateau at %.2e after %d rejected replacements; a new '
                      'candidate set reached %.2e in %d steps: kept', self._prefix(b),

@@ -314,7 +314,7 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
     cert['evidence']['jacobian'] = 'not computed (attack.certify_jacobian off)'
   ev = cert['evidence']
   if mode not in MODES:
-    raise ValueError(f'attack.polish.mode: unknown mode {mode!r}; accepted: {", ".join(MODES)}')
+    raise ValueError(f'polish mode: unknown {mode!r}; accepted: {", ".join(MODES)}')
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
   # The rung's Gauss-Newton forms the residual Jacobian densely: above the dense cap it stays
   # off, even where the certificate computed its Jacobian test block by block.
@@ -370,14 +370,15 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
 def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, theta,
                         restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """`certify_or_polish` with the run's config (tol, activation, run.recovered_threshold, the
-  attack.polish fields; n known unless attack.knows_n is False); candidates on the sphere of
+  rung on while 'polish' is in attack.rescue, the attack.polish fields; n known unless attack.knows_n is False); candidates on the sphere of
   radius sqrt(d), the polish key derived from the seed."""
   return certify_or_polish(
       final_loss=final_loss, tol=cfg.attack.tol, x_hat=x_hat, p=int(cfg.victim.p),
       activation=cfg.victim.activation,
       n_known=int(cfg.data.n) if cfg.attack.knows_n else None,
       feature_fn=feature_fn, theta=theta,
-      duplicate_threshold=cfg.run.recovered_threshold, mode=cfg.attack.polish.mode,
+      duplicate_threshold=cfg.run.recovered_threshold,
+      mode='auto' if 'polish' in cfg.attack.rescue else 'off',
       polish_tol=cfg.attack.polish.tol,
       key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x9011),
       radius=float(np.sqrt(cfg.data.d)), starts=cfg.attack.polish.starts,

@@ -25,8 +25,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
                            resume: Optional[bool] = None) -> Dict[str, Any]:
   """Shared tail of every pipeline: runs `attack` (`recon.attack.Attack`), scores, writes.
 
-  `cfg.attack.reseed.every > 0` re-seeds collapsed candidates (`recon.refine`; the
-  optimised variables must be one (m, k) array). Writes summary.json (config, metrics,
+  The descent steps of `cfg.attack.rescue` act between chunks (`recon.rescue`: 'reseed'
+  needs the optimised variables to be one (m, k) array). Writes summary.json (config, metrics,
   `extra_metrics`, `threat_model`, loss history, data description), reconstruction.npz (true
   rows, matched candidates, all candidates, `y`), loss_curve.png and, for image data
   (meta['image_shape'] set), grid.png plus SSIM/PSNR metrics.
@@ -43,7 +43,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
   meta = meta or {}
   report.check_ssim_filter(cfg, meta)
   pursuit = None
-  if (cfg.attack.escalate.pursuit == 'auto' and attack.feature_fn is not None
+  if ('escalate' in cfg.attack.rescue and cfg.attack.escalate.pursuit == 'auto'
+      and attack.feature_fn is not None
       and attack.certify_theta is not None and np.ndim(attack.x0) == 2):
     pursuit = pursuit_lib.Pursuit(
         attack.feature_fn, attack.certify_theta, radius=float(np.sqrt(np.shape(attack.x0)[1])),

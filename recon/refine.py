@@ -95,6 +95,14 @@ class Reseeder:
     self._next = int(saved['next'])
     self.stats = ReseedStats(*[int(v) for v in saved['stats']])
 
+  def summary(self) -> dict:
+    return {'reseeded': self.stats.reseeded, 'reseed_rejected': self.stats.rejected}
+
+  def resumed(self, state: optimize.ReconState, budget_grew: bool) -> optimize.ReconState:
+    """A run stopped at its budget skipped the check due at its last step, which an unbroken
+    run with the larger budget made: make it now."""
+    return self(state) if budget_grew else state
+
   def __call__(self, state: optimize.ReconState) -> optimize.ReconState:
     step = int(state.step)
     if step < self._next or int(state.status) != optimize.RUNNING:

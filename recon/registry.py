@@ -19,6 +19,8 @@ Kinds and their entries:
              the pipeline that owns it (KKT, unified)
   dataset    a loader `(data section, key, dtype) -> (X (n, d), y (n,), meta)`
   pipeline   `Pipeline`: `run(cfg, workdir, dtype, resuming) -> summary` and its checks
+  rescue     `Rescue`: a step of `attack.rescue` (recon/rescue.py): its builder and where it
+             acts (between chunks of the descent, or after it)
 
 This module is the lowest layer of the house: it imports nothing of `recon` but the
 error type, so every module can register itself.
@@ -32,10 +34,10 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from recon.errors import ReconError
 
-KINDS = ('victim', 'objective', 'dataset', 'pipeline')
+KINDS = ('victim', 'objective', 'dataset', 'pipeline', 'rescue')
 # The config field that names an entry of each kind (used in error messages).
 FIELD = {'victim': 'victim.name', 'objective': 'attack.objective', 'dataset': 'data.name',
-         'pipeline': 'pipeline'}
+         'pipeline': 'pipeline', 'rescue': 'attack.rescue'}
 
 _TABLES: Dict[str, Dict[str, Any]] = {kind: {} for kind in KINDS}
 # The modules whose import registers every built-in entry (the pipelines import every victim,
@@ -105,6 +107,25 @@ class Pipeline:
   its cross-field refusals (one-line errors), called before the workdir is touched."""
   run: Callable[..., Dict[str, Any]]
   check: Optional[Callable[[Any], None]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Rescue:
+  """What a rescue-step name in `attack.rescue` means (recon/rescue.py).
+
+  build     (its config section, recon.rescue.Context) -> the step (stage 'descent'): a
+            callable `state -> state` applied after each chunk, with `chunk` (set to the
+            bare compiled chunk, for its own trials), `state_dict()`, `load_state_dict(d)`
+            and `summary()`; or None where it does not apply to this attack (logged)
+  section   the `attack` sub-section it reads (`attack.escalate`)
+  stage     'descent': between chunks, in the order of `attack.rescue`; 'end': after the
+            descent, by the module that owns it (the precision rung, in recon.polish)
+  batched   it also serves a vmapped batch of runs (recon.sweep)
+  """
+  section: str
+  build: Optional[Callable[[Any, Any], Any]] = None
+  stage: str = 'descent'
+  batched: bool = False
 
 
 def register(kind: str, name: str, entry: Any) -> Any:

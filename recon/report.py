@@ -145,7 +145,6 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   loss_fn, x0, feature_fn, gram_fn = attack.loss_fn, attack.x0, attack.feature_fn, attack.gram_fn
   decode, refiner, certify_theta = attack.decode, attack.refiner, attack.certify_theta
   state, problem, history = outcome.state, outcome.problem, outcome.history
-  reseeder = outcome.reseeder
   image_shape = meta.get('image_shape')
   ssim_filter = cfg.run.ssim_filter_size
   decode = decode if decode is not None else (lambda params: params)
@@ -197,11 +196,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
             x_true_np, x_hat, cert['evidence'][f'row_{name}'], cfg.run.recovered_threshold,
             sign_invariant)
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
-  if outcome.escalator is not None:
-    result.update(outcome.escalator.summary())
-  if reseeder is not None:
-    result['reseeded'] = reseeder.stats.reseeded
-    result['reseed_rejected'] = reseeder.stats.rejected
+  result.update(outcome.rescue.summary())  # each descent step of attack.rescue
   result.update(extra_metrics or {})
   if refiner is not None and hasattr(refiner, 'summary'):
     result['splitting'] = refiner.summary()

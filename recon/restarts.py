@@ -35,7 +35,7 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
   """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
   output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
   splitting, feature sharding, a subspace search or a victim that is not restartable.
-  Escalation (recon/escalate.py) is off with K > 1: the restarts are the escalation."""
+  Escalation (recon/rescue.py) is skipped with K > 1: the restarts are the escalation."""
   k = cfg.attack.restarts
   if k == 1:
     return
@@ -44,8 +44,8 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
     conflicts.append(f"model {cfg.victim.name!r}, subspace {cfg.attack.subspace!r}")
   if cfg.attack.optimizer == 'lbfgs':
     conflicts.append("optimizer 'lbfgs'")
-  if cfg.attack.reseed.every:
-    conflicts.append(f"reseed_every {cfg.attack.reseed.every}")
+  if 'reseed' in cfg.attack.rescue:
+    conflicts.append("'reseed' in attack.rescue")
   if cfg.attack.split.mode != 'none':
     conflicts.append(f"split {cfg.attack.split.mode!r}")
   if cfg.victim.feature_shards > 1:
@@ -55,7 +55,7 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
         f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: "
         f"attack.restarts "
         f"1, or model in {', '.join(sorted(restartable_victims()))} (subspace 'none') with optimizer 'sgd' or "
-        "'adam', reseed_every 0, split 'none' and feature_shards 1")
+        "'adam', no 'reseed' in attack.rescue, split 'none' and feature_shards 1")
 
 
 def with_restarts(cfg: ml_collections.ConfigDict, loss_fn: LossFn, problem: Any, key: Array,

@@ -19,11 +19,14 @@ class Spec:
   high: Optional[float] = None  # inclusive upper bound
   choices: Optional[Callable[[], Sequence[str]] | Sequence[str]] = None
   optional: bool = False
+  each: bool = False  # True: a tuple / list of distinct names, each one of `choices`
 
   def accepted(self) -> str:
     if self.choices is not None:
       names = self.choices() if callable(self.choices) else self.choices
       text = 'one of ' + ', '.join(repr(c) for c in names)
+      if self.each:
+        text = 'a tuple of distinct names, each ' + text + ' (or ())'
     else:
       kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
       text = ' or '.join(k.__name__ for k in kinds)
@@ -45,6 +48,9 @@ class Spec:
       return False
     if self.choices is not None:
       names = self.choices() if callable(self.choices) else self.choices
+      if self.each:
+        return (not isinstance(value, str) and len(set(value)) == len(value)
+                and all(isinstance(v, str) and v in names for v in value))
       return value in names
     if isinstance(value, (int, float)) and not isinstance(value, bool):
       if not math.isfinite(value):  # NaN, inf (an int is always finite)

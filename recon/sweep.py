@@ -41,8 +41,8 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import (data, driver, escalate, features, io, memory, metrics, optimize, polish,
-                   report, runs, sweep_store, symmetry, victims)
+from recon import (data, driver, features, io, memory, metrics, optimize, polish, report,
+                   rescue, runs, sweep_store, symmetry, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -105,14 +105,18 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
           "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
     for field, allowed in (('attack.optimizer', ('sgd', 'adam')),
                            ('victim.feature_mode', ('auto', 'dense')),
-                           ('victim.feature_shards', 1), ('attack.reseed.every', 0),
-                           ('attack.split.mode', ('none',)), ('attack.restarts', 1)):
+                           ('victim.feature_shards', 1), ('attack.split.mode', ('none',)),
+                           ('attack.restarts', 1)):
       value = config_lib.get_path(cfg, field)
       ok = value in allowed if isinstance(allowed, tuple) else value == allowed
       if not ok:
         raise config_lib.ConfigError(
             f'config.{field}: {value!r} is not supported in sweeps (one compiled program with '
             f'dense, padded features); accepted: {allowed!r}')
+    if rescue.unbatched(cfg.attack.rescue):
+      raise config_lib.ConfigError(
+          f'config.attack.rescue: {rescue.unbatched(cfg.attack.rescue)} not supported in sweeps '
+          f'(one compiled program over the grid); accepted: steps of {rescue.batched_names()}')
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
     groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))
@@ -182,7 +186,7 @@ class Program:
   size: int
   batch: int
   p_total: int
-  escalator: Any = None  # recon.escalate.Escalator (batched) when escalate='auto'
+  rescue: Any = None  # recon.rescue.Chain (batched) of attack.rescue's descent steps
   basis: Any = None  # (batch, d, k) known subspaces, or None
 
 
@@ -218,26 +222,17 @@ def prepare_group(group: Group, devices=None) -> Program:
   step_chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
   problems, state, train_mse = setup(*inputs)
-  escalator = None
-  if cfg.attack.escalate.mode == 'auto':
-    # Per point: the single run's key, so a point escalates like the run it stands for.
-    esc_keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(pt.cfg.seed), 0xE5C)
-                          for pt in points])
-    escalator = escalate.Escalator(
-        esc_keys, loss_fn, problems, constraint, optimizer, tol=cfg.attack.tol,
-        every=cfg.attack.escalate.every, window=cfg.attack.escalate.window,
-        trial_steps=cfg.attack.escalate.trial_steps,
-        restart_after=cfg.attack.escalate.restart_after,
-        restart_steps=cfg.attack.escalate.restart_steps, max_steps=cfg.attack.max_steps,
-        accept_ratio=cfg.attack.escalate.accept_ratio, batched=True,
-        weak_ratio=cfg.attack.escalate.weak_ratio,
-        max_weak_share=cfg.attack.escalate.max_weak_share)
-    escalator.chunk = lambda s, stop: chunk_vmapped(s, problems, stop)
+  # Per point: the single run's key (PRNGKey(seed)), so a point is rescued like the run it
+  # stands for.
+  rescues = rescue.build(cfg.attack.rescue, cfg.attack, rescue.Context(
+      key=jnp.stack([jax.random.PRNGKey(pt.cfg.seed) for pt in points]), loss_fn=loss_fn,
+      problem=problems, constraint=constraint, optimizer=optimizer, tol=cfg.attack.tol,
+      max_steps=cfg.attack.max_steps, batched=True))
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
                  final_loss=_bind(jax.jit(jax.vmap(loss_fn), out_shardings=batched),
                                   problems),
-                 size=size, batch=len(points), p_total=p_total, escalator=escalator,
+                 size=size, batch=len(points), p_total=p_total, rescue=rescues,
                  basis=inputs[6])
 
 
@@ -262,9 +257,7 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
                  float(np.nanmin(loss)), float(np.nanmedian(loss)), time.time() - t0)
 
   progress = optimize.ProgressLogger(log_progress, log_every_seconds)
-  chunk = prog.chunk
-  if prog.escalator is not None:
-    chunk = lambda s, stop: prog.escalator(prog.chunk(s, stop))  # noqa: E731
+  chunk = prog.chunk if prog.rescue is None else prog.rescue.wrap(prog.chunk)
   state = optimize.drive(prog.state, chunk, max_steps=cfg.attack.max_steps,
                          chunk_steps=cfg.run.chunk_steps, on_chunk=progress)
   progress(state, force=True)
@@ -275,11 +268,7 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
   if prog.basis is not None:
     out['basis'] = prog.basis
   out = {k: np.asarray(v)[:size] for k, v in jax.device_get(out).items()}
-  if prog.escalator is not None:
-    out['escalations_tried'] = np.asarray(prog.escalator.tried_per_run[:size])
-    out['escalations_accepted'] = np.asarray(prog.escalator.accepted_per_run[:size])
-    out['escalation_restarts'] = np.asarray(prog.escalator.restarts_per_run[:size])
-    out['escalation_restarts_kept'] = np.asarray(prog.escalator.restarts_kept_per_run[:size])
+  out['rescue_per_run'] = rescue.per_run(prog.rescue, size) if prog.rescue is not None else {}
   out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
              p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
   return out
@@ -325,11 +314,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
       result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
           x_true, x_hat, cert['evidence'][f'row_{name}'], cfg.run.recovered_threshold,
           symmetry.sign_invariant(cfg.victim.activation))
-  if 'escalations_tried' in out:
-    result['escalations_tried'] = int(out['escalations_tried'][i])
-    result['escalations_accepted'] = int(out['escalations_accepted'][i])
-    result['escalation_restarts'] = int(out['escalation_restarts'][i])
-    result['escalation_restarts_kept'] = int(out['escalation_restarts_kept'][i])
+  result.update({k: int(v[i]) for k, v in out.get('rescue_per_run', {}).items()})
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.victim.activation, 'lr': cfg.attack.lr,
                  'momentum': cfg.attack.momentum, 'optimizer': cfg.attack.optimizer,

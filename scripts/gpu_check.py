@@ -291,7 +291,7 @@ def main(argv=None):
     wanted = parse_points(args.paper_points)
     for point, steps, extra in (('dn', args.cheap_steps, []),
                                 ('10dn', None, ['--set', 'attack.certify_jacobian=off',
-                                                '--set', 'attack.escalate.mode=off']
+                                                '--set', 'attack.rescue=reseed,polish']
                                  + path_flags)):
       if point not in wanted:
         continue

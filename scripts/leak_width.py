@@ -48,7 +48,7 @@ FAMILIES = {
     'relu': {'victim.name': 'random_features', 'victim.activation': 'relu'},
     'relu_tanh': {'victim.name': 'random_features', 'victim.activation': 'relu_tanh'},
     'two_layer': {'victim.name': 'two_layer', 'victim.activation': 'relu_tanh',
-                  'data.num_classes': 2, 'attack.polish.mode': 'off',
+                  'data.num_classes': 2,
                   # network_law's blind choice for the two-layer MSE net (results/network_law.md)
                   'attack.jacobian_at': 'init_and_trained'},
 }
@@ -67,9 +67,15 @@ flags.DEFINE_list('shadow_n_two_layer', None, 'Shadow n of the two-layer net (de
 flags.DEFINE_integer('max_steps', 20000, 'attack.max_steps of every run (shadow and direct).')
 flags.DEFINE_integer('bootstrap', 200, 'Bootstrap resamples.')
 flags.DEFINE_enum('polish', 'off', ['off', 'auto'],
-                  'attack.polish.mode of every run: the precision rung re-searches rows one by one '
+                  "'auto': 'polish' in every run's attack.rescue: the precision rung re-searches "
+                  'rows one by one '
                   'in float64 after the vectorised sweep, point by point (about a minute per '
                   'point on 2 shared cores), so the validation runs without it.')
+flags.DEFINE_string('direct_from', None,
+                    'Take the direct measurement at n_target from this recovery-law JSON '
+                    '(scripts/recovery_law.py: method default, fresh seeds >= 100, every width '
+                    'measured at that n and d) instead of running it; random features only, and '
+                    'the attack must be the same (--polish=auto: the recovery law\'s default).')
 flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
 flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
 flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes (tests/test_scripts.py).')
@@ -80,7 +86,9 @@ def family_config(family: str, n: int):
   c = leak_width_config.get_config()
   c.update_from_flattened_dict({**FAMILIES[family], 'data.n': n, 'data.d': FLAGS.d,
                                 'attack.max_steps': FLAGS.max_steps,
-                                'attack.polish.mode': 'off' if family == 'two_layer' else FLAGS.polish,
+                                'attack.rescue': ('escalate', 'polish') if (
+                                    FLAGS.polish == 'auto' and family != 'two_layer')
+                                else ('escalate',),
                                 'run.log_every_seconds': 60.0})
   return c
 
@@ -98,6 +106,26 @@ def fit_or_bound(records: List[Dict[str, Any]], seed: int) -> Dict[str, Any]:
     every = all(r['success'] for r in records)
     return {'c': None, 'bound': ('c < ' if every else 'c > ') + f'{(min if every else max)(ratios):g}',
             'why': str(e)}
+
+
+def direct_from_law(path: str, activation: str, d: int, n: int) -> List[Dict[str, Any]]:
+  """Per-seed records of the recovery law's default method at (activation, d, n), fresh seeds,
+  full space, in the shadows' record format (success: every row recovered)."""
+  law = io.read_json(path)
+  out = []
+  for r in law['records']:
+    if (r['method'], r['activation'], r['d'], r['n'], r['k']) != ('default', activation, d, n, None) \
+        or r.get('first_seed', 0) < 100 or 'per_seed' not in r:
+      continue
+    s = r['per_seed']
+    for i, seed in enumerate(s['seed']):
+      out.append({'n': n, 'ratio': float(r['p_over_dn']), 'p': int(r['p']), 'seed': int(seed),
+                  'success': bool(s['recovered'][i]), 'certified': bool(s['certified'][i]),
+                  'steps': int(s['steps'][i]), 'seconds': float(r['median_seconds'])})
+  if not out:
+    raise SystemExit(f'--direct_from: no default-method records at {activation}, d={d}, n={n} '
+                     f'(fresh seeds) in {path}')
+  return out
 
 
 def add_trend(out: Dict[str, Any]) -> Dict[str, Any]:
@@ -145,19 +173,32 @@ def run_family(family: str) -> Dict[str, Any]:
     raise SystemExit(f'{family}: the shadow fit failed ({fit["bound"]}); widen --ratios')
   bracket = sorted({round(fit['c'] * b, 3) for b in BRACKET})
   t1 = time.time()
-  direct = recon.leak_width_shadows(cfg, [n_target], bracket, seeds,
-                                    os.path.join(tmp, 'direct'))['records']
-  t_direct = time.time() - t1
+  if FLAGS.direct_from:
+    if two_layer or FLAGS.polish != 'auto':
+      raise SystemExit('--direct_from: random-features families with --polish=auto only (the '
+                       "recovery law's default attack)")
+    direct = direct_from_law(FLAGS.direct_from, FAMILIES[family]['victim.activation'], FLAGS.d,
+                             n_target)
+    bracket = sorted({r['ratio'] for r in direct})
+    seeds = sorted({r['seed'] for r in direct})
+    assert not set(shadow_seeds) & set(seeds), 'shadow seeds must not be reported seeds'
+    t_direct = sum(r['seconds'] for r in direct)  # the law's own wall time per seed, summed
+  else:
+    direct = recon.leak_width_shadows(cfg, [n_target], bracket, seeds,
+                                      os.path.join(tmp, 'direct'))['records']
+    t_direct = time.time() - t1
   measured = fit_or_bound(direct, seed=1)
   out = {
       'family': found['family'], 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
       'reported_seeds': seeds, 'max_steps': FLAGS.max_steps,
       'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
-                 'polish': cfg.attack.polish.mode, 'escalate': cfg.attack.escalate.mode},
+                 'polish': 'auto' if 'polish' in cfg.attack.rescue else 'off',
+                 'escalate': 'auto' if 'escalate' in cfg.attack.rescue else 'off'},
       'shadow_fit': fit, 'shadow_fit_per_n': per_n,
       'p_star_pred': fit['c'] * FLAGS.d * n_target,
       'direct_ratios': bracket, 'measured_fit': measured,
+      'direct_from': FLAGS.direct_from,
       'shadow_points': leak_width.rates(shadows), 'direct_points': leak_width.rates(direct),
       'shadow_runs': shadows, 'direct_runs': direct,
       'shadow_wall_seconds': t_shadow, 'direct_wall_seconds': t_direct,
@@ -195,6 +236,13 @@ def render(path_json: str, out_dir: str) -> None:
                  f'{r["shadow_wall_seconds"]:.0f} | {r["direct_wall_seconds"]:.0f} |')
   lines += ['', 'Target: predicted / measured within 1/1.5 .. 1.5. The trend form '
             'c(n) = exp(mu0) n^gamma: gamma per family in leak_width.json (`trend_fit`).']
+  for name, r in fams.items():
+    if r.get('direct_from'):
+      lines += ['', f'{name}: the direct measurement is the recovery law\'s ({r["direct_from"]}: '
+                f'default method, seeds {min(r["reported_seeds"])}-{max(r["reported_seeds"])}, '
+                f'p/dn {", ".join(f"{x:g}" for x in r["direct_ratios"])}); its "direct s" is '
+                'the sum over its runs of the law\'s wall seconds per seed. The shadows ran '
+                f'the same attack (precision rung {r["attack"]["polish"]}).']
   lines += ['', '## Per shadow n (fit of that n alone)', '',
             '| family | run for n | shadow n | c [95% CI] |', '|---|---|---|---|']
   for name, r in fams.items():

@@ -202,7 +202,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
              'tol_eff = max(polish_tol, FLOOR_MARGIN * floor)',
              'tol_eff = max(1e3 * polish_tol, FLOOR_MARGIN * floor)', ('tests/test_polish.py',),
              "the polished certificate's tol loosened 1000x"),
-    # --- resume: recon/checkpoint.py, recon/driver.py, recon/runs.py ---
+    # --- resume: recon/checkpoint.py, recon/driver.py, recon/escalate.py, recon/refine.py, recon/runs.py ---
     Mutation('resume_oldest_checkpoint', 'recon/checkpoint.py',
              'steps = sorted(self._manager.all_steps(), reverse=True)',
              'steps = sorted(self._manager.all_steps())', ('tests/test_checkpoint.py',),
@@ -213,15 +213,14 @@ MUTATIONS: Tuple[Mutation, ...] = (
              'grew = False', ('tests/test_checkpoint.py',),
              'a run resumed with a larger max_steps stays stopped',
              slow=('tests/test_checkpoint.py::test_resume_with_more_steps_is_bit_for_bit',)),
-    Mutation('resume_escalator_state_dropped', 'recon/driver.py',
-             "if escalator is not None and 'escalate' in checkpointer.restored_aux:",
-             "if False and escalator is not None and 'escalate' in checkpointer.restored_aux:",
+    Mutation('resume_escalator_state_dropped', 'recon/escalate.py',
+             "raw = jnp.asarray(np.asarray(saved['key'], np.uint32))", 'return',
              ('tests/test_checkpoint.py',), "the escalator's state not restored on resume",
              slow=('tests/test_checkpoint.py::'
                    'test_resume_with_escalation_after_crash_is_bit_for_bit',)),
-    Mutation('resume_reseeder_state_dropped', 'recon/driver.py',
-             "if 'reseed' in checkpointer.restored_aux:",
-             "if False and 'reseed' in checkpointer.restored_aux:", ('tests/test_checkpoint.py',),
+    Mutation('resume_reseeder_state_dropped', 'recon/refine.py',
+             "raw = jnp.asarray(np.asarray(saved['key'], np.uint32))", 'return',
+             ('tests/test_checkpoint.py',),
              "the re-seeder's key and counters not restored on resume",
              slow=('tests/test_checkpoint.py::'
                    'test_resume_with_reseeding_after_crash_is_bit_for_bit',)),

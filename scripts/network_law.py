@@ -109,7 +109,7 @@ _CALIBRATE = flags.DEFINE_bool('calibrate', True, 'Choose attack settings on a s
 _RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
 _OUT = flags.DEFINE_string('out', 'results/network_law', 'Output path without suffix.')
 _ESCALATE = flags.DEFINE_bool('escalate', True, 'Escalate on a loss plateau (recon/escalate.py, '
-                              "configs/common.py add_escalation): escalate='auto', else 'off'.")
+                              "'escalate' in attack.rescue), else without it.")
 _TUNING = flags.DEFINE_string(
     'tuning', 'results/network_law_tuning_seeds',
     'A JSON (path without suffix) of the same grid on the tuning seeds, shown beside the '
@@ -234,8 +234,9 @@ def make_config(victim: str, dataset: str, ratio: float, seed: int, n: int,
   cfg.data.label_noise = 0.0
   cfg.seed = seed
   cfg.attack.optimizer, cfg.attack.momentum, cfg.attack.max_steps, cfg.attack.tol = 'adam', 0.9, max_steps, 1e-7
-  # The configs' escalation fields (configs/base.py) with their defaults; off: none.
-  cfg.attack.escalate.mode = 'auto' if escalate else 'off'
+  # The configs' rescue steps (configs/base.py, escalation among them); off: without escalation.
+  if not escalate:
+    cfg.attack.rescue = tuple(s for s in cfg.attack.rescue if s != 'escalate')
   cfg.update_from_flattened_dict({SETTING_PATHS[k]: v for k, v in setting.items()})
   cfg.run.overwrite, cfg.run.log_every_seconds, cfg.run.checkpoint_every_seconds = True, 1e9, 0.0
   return cfg, width
@@ -307,7 +308,7 @@ def run_one(victim, dataset, ratio, seed, n, max_steps, setting,
                  'lr_schedule': cfg.attack.schedule, 'max_steps': cfg.attack.max_steps,
                  'n_candidates': cfg.attack.n_candidates or n,
                  'n_restarts': cfg.attack.restarts, **escalation_of(cfg)},
-      'escalate': cfg.attack.escalate.mode,
+      'escalate': 'auto' if 'escalate' in cfg.attack.rescue else 'off',
       **{k: m.get(k, 0) for k in ('escalations_tried', 'escalations_accepted',
                                   'escalation_restarts', 'escalation_restarts_kept')},
       'restart_losses': (m.get('restarts') or {}).get('losses'),

@@ -61,8 +61,7 @@ def paper_overrides(activation: str) -> Dict[str, Any]:
   """Config fields (dotted paths) that turn the shipped attack into the reference's (the lr
   is set separately)."""
   return {'attack.optimizer': 'sgd', 'attack.momentum': 0.9, 'attack.schedule': 'constant',
-          'attack.tol': TOL, 'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
-          'attack.reseed.every': 0, 'attack.restarts': 1,
+          'attack.tol': TOL, 'attack.rescue': (), 'attack.restarts': 1,
           'victim.activation': LEAKY.get(activation, activation)}
 
 

@@ -100,6 +100,8 @@ def build_config(args, activation: str, point: str):
     old = config_lib.get_path(c, path)
     if isinstance(old, bool):
       value = value.lower() in ('1', 'true', 'yes')
+    elif isinstance(old, (tuple, list)):  # names separated by commas ('reseed,polish')
+      value = tuple(v.strip() for v in value.split(',') if v.strip())
     elif old is not None:
       value = type(old)(value)
     config_lib.set_path(c, path, value)
@@ -133,7 +135,8 @@ def run_point(args, activation: str, point: str):
       'status': m.get('status'), 'final_loss': m.get('final_loss'), 'jax': jax.__version__,
       'certificate_reasons': (m.get('certificate') or {}).get('reasons'),
       'jacobian': (m.get('certificate') or {}).get('jacobian'),
-      'escalate_mode': c.attack.escalate.mode, 'escalations_tried': m.get('escalations_tried'),
+      'escalate_mode': 'auto' if 'escalate' in c.attack.rescue else 'off',
+      'escalations_tried': m.get('escalations_tried'),
       'reseeded': m.get('reseeded'), 'n_recovered': m.get('n_recovered'),
       'ssim_min': m.get('ssim_min'), 'recon_error_max': m.get('recon_error_max'),
       'xla_flags': os.environ.get('XLA_FLAGS', ''),

@@ -65,7 +65,7 @@ PRESETS = {
 FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
-    'previous': {'attack.escalate.mode': 'off', 'attack.polish.mode': 'off'},
+    'previous': {'attack.rescue': ()},
     'paper': {},  # paper_baseline.paper_overrides(activation) and the calibrated lr
 }
 PAPER_BUDGET_FACTOR = 10  # the paper's port gets this many times the default's steps

@@ -193,7 +193,8 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
 
 # Blind re-seeding (recon/refine.py) keeps host-side state (key, schedule, counters): it
 # rides in the checkpoint, so a resumed run re-seeds exactly like an unbroken one.
-RESEED = {'attack.n_candidates': 8, 'attack.reseed.every': 50, 'attack.reseed.threshold': 0.3,
+RESEED = {'attack.n_candidates': 8, 'attack.rescue': ('reseed', 'escalate', 'polish'),
+          'attack.reseed.every': 50, 'attack.reseed.threshold': 0.3,
           'run.checkpoint_every_steps': 100}
 
 
@@ -455,7 +456,7 @@ def test_the_key_tree_of_a_seed_is_the_one_results_were_made_with():
 
 # Escalation (recon/escalate.py) keeps host-side state (trace of losses, counters, key) that
 # rides in the checkpoint like the re-seeder's.
-ESCALATE = {'attack.escalate.mode': 'auto', 'attack.escalate.every': 50,
+ESCALATE = {'attack.rescue': ('escalate', 'polish'), 'attack.escalate.every': 50,
             'attack.escalate.window': 100, 'attack.escalate.trial_steps': 50,
             'attack.escalate.restart_after': 0, 'run.checkpoint_every_steps': 100}
 

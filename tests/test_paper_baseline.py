@@ -9,8 +9,7 @@ def test_the_port_is_the_reference_optimiser_without_rescue():
   assert o['victim.activation'] == 'relu_leaky_backward' and o['attack.tol'] == 1e-7
   assert (o['attack.optimizer'], o['attack.momentum'], o['attack.schedule']) == (
       'sgd', 0.9, 'constant')
-  assert o['attack.escalate.mode'] == 'off' and o['attack.polish.mode'] == 'off'
-  assert o['attack.reseed.every'] == 0 and o['attack.restarts'] == 1
+  assert o['attack.rescue'] == () and o['attack.restarts'] == 1
   assert pb.paper_overrides('relu_tanh')['victim.activation'] == 'relu_tanh_leaky_backward'
   c = pb.paper_config('relu', 3, 4, 120, 50, {'seed': (0, 1), 'attack.lr': (2.0, 5.0)})
   assert tuple(c.sweep.seed) == (0, 1) and tuple(c.sweep.attack.lr) == (2.0, 5.0)

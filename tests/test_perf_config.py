@@ -15,7 +15,8 @@ def test_default_config_validates():
 @pytest.mark.parametrize('field,value', [
     ('victim.feature_mode', 'sparse'), ('victim.feature_memory_budget_mb', 0.0),
     ('victim.feature_chunk', 0), ('victim.feature_residual', 'three_pass'),
-    ('victim.feature_shards', 0), ('attack.reseed.every', -1), ('attack.reseed.threshold', 1.5),
+    ('victim.feature_shards', 0), ('attack.reseed.every', 0), ('attack.rescue', ('reseed', 'reseed')),
+    ('attack.rescue', 'escalate'), ('attack.rescue', ('escalation',)), ('attack.reseed.threshold', 1.5),
     ('attack.schedule', 'linear'), ('attack.final_ratio', 2.0), ('victim.weight_rng', 'philox'),
     ('victim.feature_residual', 'stored_twice')])
 def test_bad_values_raise_one_line_config_error(field, value):

@@ -54,8 +54,8 @@ def tiny_config(overrides=None):
   c.update_from_flattened_dict({
       'name': 't', 'data.name': 'digits', 'data.n': 4, 'data.d': 16, 'data.classes': (0, 1),
       'data.image_size': 4, 'data.label_noise': 0.0, 'victim.p': 160, 'attack.optimizer': 'adam',
-      'attack.lr': 0.05, 'attack.max_steps': 40, 'attack.escalate.mode': 'off',
-      'attack.polish.mode': 'off', 'run.chunk_steps': 20, 'run.log_every_seconds': 100.0,
+      'attack.lr': 0.05, 'attack.max_steps': 40, 'attack.rescue': (),
+      'run.chunk_steps': 20, 'run.log_every_seconds': 100.0,
       **(overrides or {})})
   return c
 

@@ -114,9 +114,9 @@ def test_x64_is_switched_back_off_after_the_rung():
 
 def test_config_fields_are_validated():
   c = rf_synthetic.get_config()
-  assert c.attack.polish.mode == 'auto' and c.attack.polish.tol == 1e-12
-  c.attack.polish.mode = 'sometimes'
-  with pytest.raises(config_lib.ConfigError, match='polish'):
+  assert 'polish' in c.attack.rescue and c.attack.polish.tol == 1e-12
+  c.attack.rescue = ('escalate', 'polishing')
+  with pytest.raises(config_lib.ConfigError, match='attack.rescue.*polish'):
     config_lib.validate(c)
 
 
@@ -168,7 +168,7 @@ def test_a_single_run_that_stops_short_is_polished_and_reports_it(tmp_path):
   if m['certified']:
     assert m['certificate']['precision'] == 'float64 (polished)'
     assert m['frac_recovered'] == 1.0
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ('escalate',)
   off = pipelines.run(c, str(tmp_path / 'off'))['metrics']
   assert off['polish'] == {'applied': False} and not off['certified']
 

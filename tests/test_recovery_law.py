@@ -36,7 +36,7 @@ def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkey
   a = c.attack
   assert (a.optimizer, a.lr, a.schedule, a.tol) == ('sgd', 5.0, 'constant', 1e-7)
   assert c.victim.activation == 'relu_leaky_backward'
-  assert a.escalate.mode == 'off' and a.polish.mode == 'off'
+  assert a.rescue == ()
   # The budget: 10x the default's steps at the same point, at least --max_steps.
   default = dict(pt, method='default', median_steps=3000.0)
   assert recovery_law.paper_budget(pt, [default], 20000) == 30000

@@ -109,7 +109,7 @@ def _toy_config():
   c.victim.train.max_steps = 2000
   c.attack.objective = 'toy_projection'
   c.attack.max_steps = 3000
-  c.attack.polish.mode = 'off'
+  c.attack.rescue = ('escalate',)
   c.run.dtype = 'float64'
   return c
 

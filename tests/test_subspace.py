@@ -59,7 +59,7 @@ def _two_layer_cfg(overrides=None):
   c.update_from_flattened_dict({
       'data.name': 'synthetic_subspace', 'data.n': 4, 'data.d': 12, 'data.planted_dim': 3,
       'victim.name': 'two_layer', 'victim.width': 32, 'victim.train.lr': 0.01,
-      'victim.train.max_steps': 3000, 'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
+      'victim.train.max_steps': 3000, 'attack.rescue': (),
       **(overrides or {})})
   return c
 
@@ -99,7 +99,7 @@ def _rf_cfg(overrides=None):
       'name': 't', 'data.name': 'synthetic_subspace', 'data.n': 3, 'data.d': 16,
       'data.planted_dim': 2, 'victim.p': 24,
       'attack.subspace': 'known', 'attack.n_candidates': 6, 'attack.lr': 20.0,
-      'attack.max_steps': 1500, 'attack.escalate.mode': 'off', 'attack.polish.mode': 'off',
+      'attack.max_steps': 1500, 'attack.rescue': (),
       'run.chunk_steps': 500, 'run.log_every_seconds': 100.0, 'run.overwrite': True,
       **(overrides or {})})
   return c

@@ -224,12 +224,12 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
   """The sample-splitting refiner of the random-features pipeline (None when split='none')."""
   if cfg.attack.split.mode == 'none':
     return None
-  if lean or cfg.attack.reseed.every:
+  if lean or 'reseed' in cfg.attack.rescue:
     raise ExperimentError(
         f"attack.split.mode: {cfg.attack.split.mode!r} needs dense features and no re-seeding "
-        f"(got feature mode {'lean' if lean else 'dense'}, attack.reseed.every "
-        f"{cfg.attack.reseed.every}); accepted: attack.split.mode 'none', or "
-        "victim.feature_mode 'dense' with attack.reseed.every 0")
+        f"(got feature mode {'lean' if lean else 'dense'}, attack.rescue "
+        f"{tuple(cfg.attack.rescue)}); accepted: attack.split.mode 'none', or "
+        "victim.feature_mode 'dense' with no 'reseed' in attack.rescue")
   split_cfg = splitting.config_from(cfg.attack.split, cfg.seed)
   try:
     splitting.check_config(split_cfg, cfg.victim.activation)
