@@ -29,20 +29,20 @@ def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
   return jax.random.normal(key, (n_candidates, d), dtype)
 
 
-def chunk_fn(cfg: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
-  """`(state, problem, stop_step) -> state`: `optimize.run_chunk` bound to the config.
+def chunk_fn(section: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
+  """`(state, problem, stop_step) -> state`: `optimize.run_chunk` bound to the `attack`
+  section (its tol and max_steps).
 
   Pure and unjitted, so a caller can jit it (one run) or jit(vmap(...)) it (a sweep).
   """
   return lambda s, prob, stop: optimize.run_chunk(
       s, prob, stop, loss_fn=loss_fn, optimizer=optimizer, constraint=constraint,
-      tol=cfg.attack.tol, max_steps=cfg.attack.max_steps)
+      tol=section.tol, max_steps=section.max_steps)
 
 
-def make_optimizer(cfg: ml_collections.ConfigDict, lr=None, momentum=None):
-  """The config's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
-  `lr`/`momentum` override the config's (a sweep passes traced per-point values)."""
-  a = cfg.attack
+def make_optimizer(a: ml_collections.ConfigDict, lr=None, momentum=None):
+  """The `attack` section's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
+  `lr`/`momentum` override the section's (a sweep passes traced per-point values)."""
   return optimize.make_optimizer(
       a.optimizer, a.lr if lr is None else lr, a.momentum if momentum is None else momentum,
       schedule=a.schedule, decay_steps=a.decay_steps or a.max_steps, final_ratio=a.final_ratio,
@@ -58,42 +58,46 @@ class Outcome(NamedTuple):
   rescue: rescue.Chain  # the built descent steps of attack.rescue (their summaries)
 
 
-def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0: float,
+def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collections.ConfigDict,
+             *, seed: int, workdir: str, config_record: Dict[str, Any], t0: float,
              x_true: Optional[np.ndarray] = None, keys: Optional[Dict[str, Array]] = None,
              resume: Optional[bool] = None, pursuit=None) -> Outcome:
   """Optimises `attack.loss_fn(x, problem)` from `attack.x0` (see
-  `recon.reconstruct.reconstruct_and_report`).
+  `recon.reconstruct.reconstruct_and_report`) under the config's `attack` section (optimiser,
+  budget, tol, rescue steps) and `run` section (checkpoints, resume, logging).
 
-  `x_true` (host array, optional) only feeds the progress log's recon_error of
-  `decode(x)`. `pursuit` (`recon.pursuit.Pursuit`, optional) joins the escalation.
+  `seed` keys the rescue steps; `config_record` (the whole config as a dict) is what the
+  checkpoints record, so a resume can refuse a changed config. `x_true` (host array,
+  optional) only feeds the progress log's recon_error of `decode(x)`. `pursuit`
+  (`recon.pursuit.Pursuit`, optional) joins the escalation.
   """
   problem, loss_fn, x0, constraint = attack.problem, attack.loss_fn, attack.x0, attack.constraint
   decode, refiner = attack.decode, attack.refiner
-  optimizer = make_optimizer(cfg)
+  optimizer = make_optimizer(section)
   state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
   current = {'problem': problem}
-  chunk_jit = jax.jit(chunk_fn(cfg, loss_fn, optimizer, constraint))
+  chunk_jit = jax.jit(chunk_fn(section, loss_fn, optimizer, constraint))
   chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)  # noqa: E731
   checkpointer = checkpoint.RunCheckpointer(
-      workdir, cfg.to_dict(), keys=keys,
-      every_seconds=cfg.run.checkpoint_every_seconds,
-      every_steps=cfg.run.checkpoint_every_steps,
-      keep=cfg.run.checkpoint_keep)
+      workdir, config_record, keys=keys,
+      every_seconds=run.checkpoint_every_seconds,
+      every_steps=run.checkpoint_every_steps,
+      keep=run.checkpoint_keep)
   if resume is None:
-    resume = bool(cfg.run.resume) and bool(checkpoint.saved_steps(workdir))
+    resume = bool(run.resume) and bool(checkpoint.saved_steps(workdir))
   if resume and refiner is not None:
     raise ExperimentError('run.resume: a run with sample splitting changes its problem between '
                           'chunks and cannot be resumed; accepted: split \'none\'')
-  rescues = rescue.build(cfg.attack.rescue, cfg.attack, rescue.Context(
-      key=jax.random.PRNGKey(cfg.seed), loss_fn=loss_fn, problem=problem,
-      constraint=constraint, optimizer=optimizer, tol=cfg.attack.tol,
-      max_steps=cfg.attack.max_steps, batched=False,
+  rescues = rescue.build(section.rescue, section, rescue.Context(
+      key=jax.random.PRNGKey(seed), loss_fn=loss_fn, problem=problem,
+      constraint=constraint, optimizer=optimizer, tol=section.tol,
+      max_steps=section.max_steps, batched=False,
       single_array=len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2,
       refiner=refiner is not None, pursuit=pursuit))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
-    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < cfg.attack.max_steps
+    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < section.max_steps
     if grew:
       state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
     missing = rescues.load_state_dict(checkpointer.restored_aux)
@@ -119,14 +123,14 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0
     logging.info('step %7d  loss %.3e%s  (%.0fs)', int(s.step), float(s.loss), err,
                  time.time() - t0)
 
-  progress = optimize.ProgressLogger(log_progress, cfg.run.log_every_seconds)
+  progress = optimize.ProgressLogger(log_progress, run.log_every_seconds)
 
   def on_chunk(s):
     history.append((int(s.step), float(s.loss)))
-    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= cfg.attack.max_steps
+    stopped = int(s.status) != optimize.RUNNING or int(s.step) >= section.max_steps
     checkpointer(s, history, stopped, aux=rescues.state_dict() or None)
     progress(s)
-    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= cfg.attack.max_steps:
+    if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= section.max_steps:
       return None
     out = refiner(s.x, current['problem'], int(s.step), history)
     if out is None:
@@ -137,8 +141,8 @@ def optimise(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *, t0
     return fresh._replace(step=s.step)
 
   chunk = rescues.wrap(chunk)
-  state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps,
-                         chunk_steps=cfg.run.chunk_steps, on_chunk=on_chunk)
+  state = optimize.drive(state, chunk, max_steps=section.max_steps,
+                         chunk_steps=run.chunk_steps, on_chunk=on_chunk)
   checkpointer.close()
   progress(state, force=True)
   return Outcome(state=state, problem=current['problem'], history=history,

@@ -50,8 +50,9 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
         attack.feature_fn, attack.certify_theta, radius=float(np.sqrt(np.shape(attack.x0)[1])),
         tol=cfg.attack.tol, key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x905))
   outcome = driver.optimise(
-      cfg, workdir, attack, t0=t0, x_true=None if x_true is None else np.asarray(x_true),
-      keys=keys, resume=resume, pursuit=pursuit)
+      attack, cfg.attack, cfg.run, seed=cfg.seed, workdir=workdir, config_record=cfg.to_dict(),
+      t0=t0, x_true=None if x_true is None else np.asarray(x_true), keys=keys, resume=resume,
+      pursuit=pursuit)
   return report.report(
       cfg, workdir, outcome, attack, x_true=x_true, y=y, meta=meta, t0=t0,
       extra_metrics=extra_metrics, threat_model=threat_model)

@@ -166,7 +166,7 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
     problem['v'] = problem['v'] @ basis
     dim = basis.shape[1]
   x0 = driver.init_candidates(keys['init'], cfg.attack.n_candidates, dim, dtype)
-  optimizer = driver.make_optimizer(cfg, lr, momentum)
+  optimizer = driver.make_optimizer(cfg.attack, lr, momentum)
   state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
                               optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
   return problem, state, train_mse
@@ -216,10 +216,10 @@ def prepare_group(group: Group, devices=None) -> Program:
   loss_fn = rf_pipeline.rf_loss_fn(cfg)
   constraint = optimize.sphere_constraint(float(np.sqrt(cfg.data.d)))
   # lr and momentum are read from the (batched) optimiser state; these are placeholders.
-  optimizer = driver.make_optimizer(cfg)
+  optimizer = driver.make_optimizer(cfg.attack)
   setup = jax.jit(jax.vmap(functools.partial(_setup_point, cfg=cfg, p_total=p_total,
                                              dtype=dtype)), out_shardings=batched)
-  step_chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
+  step_chunk = driver.chunk_fn(cfg.attack, loss_fn, optimizer, constraint)
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
   problems, state, train_mse = setup(*inputs)
   # Per point: the single run's key (PRNGKey(seed)), so a point is rescued like the run it

@@ -72,7 +72,7 @@ def single_program(cfg):
   state = optimize.init_state(driver.init_candidates(keys['init'], cfg.attack.n_candidates, cfg.data.d,
                                                          dtype), optimizer, loss_fn, problem,
                               constraint)
-  chunk = driver.chunk_fn(cfg, loss_fn, optimizer, constraint)
+  chunk = driver.chunk_fn(cfg.attack, loss_fn, optimizer, constraint)
   return state, jax.jit(lambda s, stop: chunk(s, problem, stop))
 
 

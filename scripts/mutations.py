@@ -209,7 +209,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
              'resume from the oldest checkpoint, not the newest'),
     Mutation('resume_budget_not_grown', 'recon/driver.py',
              'grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < '
-             'cfg.attack.max_steps',
+             'section.max_steps',
              'grew = False', ('tests/test_checkpoint.py',),
              'a run resumed with a larger max_steps stays stopped',
              slow=('tests/test_checkpoint.py::test_resume_with_more_steps_is_bit_for_bit',)),

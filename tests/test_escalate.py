@@ -39,7 +39,7 @@ def _escalator(prob, loss_fn, **kw):
   cfg.attack.tol, cfg.attack.max_steps = 1e-9, 100000
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
-  chunk = jax.jit(driver.chunk_fn(cfg, loss_fn, opt, constraint))
+  chunk = jax.jit(driver.chunk_fn(cfg.attack, loss_fn, opt, constraint))
   esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
                            every=100, window=300, trial_steps=600, **kw)
   esc.chunk = lambda s, stop: chunk(s, prob, stop)
@@ -115,7 +115,7 @@ def test_a_batch_escalates_each_run_on_its_own():
   cfg.attack.tol, cfg.attack.max_steps = 1e-9, 100000
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
-  chunk = jax.jit(jax.vmap(driver.chunk_fn(cfg, loss_fn, opt, constraint),
+  chunk = jax.jit(jax.vmap(driver.chunk_fn(cfg.attack, loss_fn, opt, constraint),
                            in_axes=(0, 0, None)))
   probs = jax.tree.map(lambda a: jnp.stack([a, a]), prob)
   keys = jnp.stack([jax.random.PRNGKey(1), jax.random.PRNGKey(2)])
