@@ -55,30 +55,36 @@ FAMILIES = {
 BRACKET = (2 / 3, 1.0, 1.5)  # direct widths: c_pred x these
 TARGET_FACTOR = 1.5
 
-flags.DEFINE_list('families', ['relu', 'relu_tanh', 'two_layer'], 'Families to run.')
-flags.DEFINE_integer('d', 16, 'Row size.')
-flags.DEFINE_list('shadow_n', ['8', '16', '32'], 'Shadow training-set sizes.')
-flags.DEFINE_list('ratios', ['0.75', '1', '1.25', '1.5', '2', '3'], 'Shadow p / (d n).')
-flags.DEFINE_list('shadow_seeds', ['1000', '1001', '1002', '1003', '1004'], 'Shadow seeds.')
-flags.DEFINE_list('seeds', ['0', '1', '2', '3', '4'], 'Reported (direct) seeds.')
-flags.DEFINE_integer('n_target', 100, 'n of the direct measurement (random features).')
-flags.DEFINE_integer('n_target_two_layer', 100, 'n of the direct measurement (two-layer).')
-flags.DEFINE_list('shadow_n_two_layer', None, 'Shadow n of the two-layer net (default shadow_n).')
-flags.DEFINE_integer('max_steps', 20000, 'attack.max_steps of every run (shadow and direct).')
-flags.DEFINE_integer('bootstrap', 200, 'Bootstrap resamples.')
-flags.DEFINE_enum('polish', 'off', ['off', 'auto'],
-                  "'auto': 'polish' in every run's attack.rescue: the precision rung re-searches "
-                  'rows one by one '
-                  'in float64 after the vectorised sweep, point by point (about a minute per '
-                  'point on 2 shared cores), so the validation runs without it.')
-flags.DEFINE_string('direct_from', None,
-                    'Take the direct measurement at n_target from this recovery-law JSON '
-                    '(scripts/recovery_law.py: method default, fresh seeds >= 100, every width '
-                    'measured at that n and d) instead of running it; random features only, and '
-                    'the attack must be the same (--polish=auto: the recovery law\'s default).')
-flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
-flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
-flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes (tests/test_scripts.py).')
+
+def define_flags() -> None:
+  """The command line's flags (defined only when run as a script, so that importing the module
+  for its functions, as the tests do, collides with no other script's flags)."""
+  flags.DEFINE_list('families', ['relu', 'relu_tanh', 'two_layer'], 'Families to run.')
+  flags.DEFINE_integer('d', 16, 'Row size.')
+  flags.DEFINE_list('shadow_n', ['8', '16', '32'], 'Shadow training-set sizes.')
+  flags.DEFINE_list('ratios', ['0.75', '1', '1.25', '1.5', '2', '3'], 'Shadow p / (d n).')
+  flags.DEFINE_list('shadow_seeds', ['1000', '1001', '1002', '1003', '1004'], 'Shadow seeds.')
+  flags.DEFINE_list('seeds', ['0', '1', '2', '3', '4'], 'Reported (direct) seeds.')
+  flags.DEFINE_integer('n_target', 100, 'n of the direct measurement (random features).')
+  flags.DEFINE_integer('n_target_two_layer', 100, 'n of the direct measurement (two-layer).')
+  flags.DEFINE_list('shadow_n_two_layer', None, 'Shadow n of the two-layer net (default shadow_n).')
+  flags.DEFINE_integer('max_steps', 20000, 'attack.max_steps of every run (shadow and direct).')
+  flags.DEFINE_integer('bootstrap', 200, 'Bootstrap resamples.')
+  flags.DEFINE_enum('polish', 'off', ['off', 'auto'],
+                    "'auto': 'polish' in every run's attack.rescue: the precision rung re-searches "
+                    'rows one by one '
+                    'in float64 after the vectorised sweep, point by point (about a minute per '
+                    'point on 2 shared cores), so the validation runs without it.')
+  flags.DEFINE_string('direct_from', None,
+                      'Take the direct measurement at n_target from this recovery-law JSON '
+                      '(scripts/recovery_law.py: method default, fresh seeds >= 100, every width '
+                      'measured at that n and d) instead of running it; random features only, and '
+                      'the attack must be the same (--polish=auto: the recovery law\'s default).')
+  flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
+  flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
+  flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
+
+
 FLAGS = flags.FLAGS
 
 
@@ -326,4 +332,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

@@ -128,3 +128,30 @@ def test_a_tiny_prediction_writes_leak_width_json_and_png(tmp_path):
   pred = out['prediction']
   assert pred['p'] == 600 and pred['p_star'] == pytest.approx(out['fit']['c'] * 4 * 12)
   assert result.metrics['margin'] == pytest.approx(600 / pred['p_star'])
+
+
+def test_the_direct_measurement_can_come_from_the_recovery_law(tmp_path):
+  """scripts/leak_width.py --direct_from: the recovery law's per-seed outcomes at (activation, d,
+  n) on fresh seeds, default method, full space; every other record is left out."""
+  from scripts import leak_width as script  # its flags are defined only when run as a script
+  per_seed = lambda seeds, ok: {'seed': seeds, 'recovered': ok, 'certified': ok,  # noqa: E731
+                                'steps': [20000] * len(seeds)}
+  base = {'method': 'default', 'activation': 'relu_tanh', 'd': 16, 'n': 100, 'k': None,
+          'first_seed': 100, 'median_seconds': 80.0}
+  records = [
+      {**base, 'p_over_dn': 2.0, 'p': 3200, 'per_seed': per_seed([100, 101], [False, False])},
+      {**base, 'p_over_dn': 4.0, 'p': 6400, 'per_seed': per_seed([100, 101], [True, False])},
+      {**base, 'p_over_dn': 4.0, 'p': 6400, 'first_seed': 0, 'per_seed': per_seed([0], [True])},
+      {**base, 'p_over_dn': 4.0, 'p': 6400, 'method': 'previous', 'per_seed': per_seed([100], [True])},
+      {**base, 'p_over_dn': 4.0, 'p': 1024, 'n': 32, 'per_seed': per_seed([100], [True])},
+      {**base, 'p_over_dn': 4.0, 'p': 6400, 'activation': 'relu', 'per_seed': per_seed([100], [True])},
+  ]
+  path = tmp_path / 'law.json'
+  path.write_text(json.dumps({'records': records}))
+  got = script.direct_from_law(str(path), 'relu_tanh', 16, 100)
+  assert [(r['ratio'], r['seed'], r['success'], r['p']) for r in got] == [
+      (2.0, 100, False, 3200), (2.0, 101, False, 3200), (4.0, 100, True, 6400),
+      (4.0, 101, False, 6400)]
+  assert leak_width.rates(got)[1]['recovery_rate'] == 0.5
+  with pytest.raises(SystemExit, match='no default-method records at relu_tanh, d=16, n=500'):
+    script.direct_from_law(str(path), 'relu_tanh', 16, 500)
