@@ -56,10 +56,10 @@ def train_network_params(cfg: ml_collections.ConfigDict, apply: Callable, params
   opt = privacy.dp_optimizer(lr, clip=mech['clip'], noise_multiplier=mech['noise_multiplier'],
                              sample_rate=mech['sample_rate'], key=privacy.dp_key(cfg.seed),
                              momentum=t.momentum, weight_decay=t.weight_decay)
-  params, info = train.train_private(apply, params0, x, targets, loss=t.loss, optimizer=opt,
-                                     steps=t.max_steps, sample_rate=mech['sample_rate'],
-                                     key=jax.random.fold_in(privacy.dp_key(cfg.seed), 1))
-  info['reached_tol'] = bool(info['finite'] and info['final_loss'] <= t.tol)
+  params, info = train.train(apply, params0, x, targets, loss=t.loss, optimizer=opt,
+                             max_steps=t.max_steps, tol=t.tol, gradients='per_example',
+                             sample_rate=mech['sample_rate'],
+                             key=jax.random.fold_in(privacy.dp_key(cfg.seed), 1))
   return params, info, mech
 
 

@@ -2,11 +2,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from recon import config as config_lib
 from recon import data
-from recon.models import homogeneous
+from recon.models import homogeneous, train
 from recon.objectives import kkt
 
 
@@ -23,8 +24,8 @@ def _trained(activation='cubic', n=4, d=3, width=12, steps=4000, lr=0.2):
   net = homogeneous.HomogeneousMLP(widths=(width,), activation=activation, init_scale=0.3,
                                    param_dtype=jnp.float64)
   p0 = net.init(jax.random.PRNGKey(1), x)
-  p, info = homogeneous.train_with_duals(net.apply, p0, x, y, loss='logistic', lr=lr,
-                                         steps=steps, chunk_steps=steps)
+  p, info = train.train(net.apply, p0, x, y, loss='logistic', optimizer=optax.sgd(lr),
+                        max_steps=steps, duals_lr=lr, chunk_steps=steps)
   return net, p0, p, x, y, info
 
 
@@ -279,7 +280,7 @@ def test_multiclass_max_margin_polish_traces_and_separates():
   net = homogeneous.HomogeneousMLP(widths=(40,), activation='relu', init_scale=0.5, out_dim=3,
                                    param_dtype=jnp.float64)
   p0 = net.init(jax.random.PRNGKey(1), x)
-  p, info = homogeneous.train_with_duals(net.apply, p0, x, labels, loss='cross_entropy', lr=0.5,
-                                         steps=400, chunk_steps=400)
+  p, info = train.train(net.apply, p0, x, labels, loss='cross_entropy', optimizer=optax.sgd(0.5),
+                        max_steps=400, duals_lr=0.5, chunk_steps=400)
   _, info = homogeneous.polish_max_margin(net.apply, p, x, labels, 'multiclass', max_iter=50)
   assert 'min_constraint' in info or info['message'] == 'training set not separated'

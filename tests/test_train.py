@@ -2,6 +2,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from jax.flatten_util import ravel_pytree
 
@@ -146,8 +147,8 @@ def test_private_training_without_noise_or_clipping_is_gd():
   apply = lambda p, xs: jnp.tanh(xs @ p['w'])  # noqa: E731
   opt = privacy.dp_optimizer(0.3, clip=1e6, noise_multiplier=0.0, sample_rate=1.0,
                              key=jax.random.key(0))
-  got, info = train.train_private(apply, params, x, targets, loss='mse', optimizer=opt, steps=25,
-                                  sample_rate=1.0, key=jax.random.key(1))
+  got, info = train.train(apply, params, x, targets, loss='mse', optimizer=opt, max_steps=25,
+                          gradients='per_example', sample_rate=1.0, key=jax.random.key(1))
   want, _ = train.train(apply, params, x, targets, loss='mse', optimizer=train.make_optimizer(0.3),
                         max_steps=25, tol=0.0)
   assert info['steps'] == 25
@@ -157,3 +158,20 @@ def test_private_training_without_noise_or_clipping_is_gd():
   p1, _ = train.train(apply, params, x, targets, loss='mse', optimizer=wd, max_steps=1, tol=0.0)
   g = jax.grad(lambda p: train.loss_value('mse', apply(p, x), targets))(params)['w']
   np.testing.assert_allclose(p1['w'], params['w'] - 0.3 * (g + 0.1 * params['w']), rtol=1e-5)
+
+
+def test_the_duals_account_for_the_whole_change_of_the_parameters():
+  """duals_lr: theta_T - theta_0 = sum_t sum_i duals_t,i grad f(theta_t; x_i) holds exactly for a
+  model linear in its parameters (f = <theta, x>: the gradient is x at every step), so
+  theta_T - theta_0 = X^T duals."""
+  x = jax.random.normal(jax.random.PRNGKey(0), (5, 3))
+  y = jnp.sign(jax.random.normal(jax.random.PRNGKey(1), (5,)))
+  apply = lambda p, xs: xs @ p['w']  # noqa: E731
+  params = {'w': 0.1 * jax.random.normal(jax.random.PRNGKey(2), (3, 1))}
+  got, info = train.train(apply, params, x, y, loss='logistic', optimizer=optax.sgd(0.5),
+                          max_steps=300, duals_lr=0.5, chunk_steps=128)
+  assert info['steps'] == 300 and info['finite'] and info['duals'].shape == (5, 1)
+  np.testing.assert_allclose(got['w'] - params['w'], x.T @ info['duals'], rtol=1e-4, atol=1e-5)
+  with pytest.raises(ValueError, match='^duals_lr: duals are accumulated for batch gradients'):
+    train.train(apply, params, x, y, loss='logistic', optimizer=optax.sgd(0.5), max_steps=1,
+                duals_lr=0.5, gradients='per_example')

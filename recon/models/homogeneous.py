@@ -19,10 +19,10 @@ import numpy as np
 import optax
 
 from recon import features, registry
+from recon.models import train
 
 Array = jax.Array
 
-TRAIN_LOSSES = ('logistic', 'cross_entropy', 'mse')
 
 
 def _fan_in_normal(scale: float) -> Callable:
@@ -95,62 +95,6 @@ def normalized_margin(apply_fn, params, x: Array, labels: Array, kind: str,
   return m / norm ** degree
 
 
-def mean_loss(name: str, outputs: Array, targets: Array) -> Array:
-  if name == 'logistic':
-    return jnp.mean(jax.nn.softplus(-targets.reshape(-1) * outputs.reshape(-1)))
-  if name == 'cross_entropy':
-    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(outputs, targets))
-  if name == 'mse':
-    return 0.5 * jnp.mean(jnp.sum((outputs - targets.reshape(outputs.shape)) ** 2, axis=-1))
-  raise ValueError(f'train_loss: unknown name {name!r}; accepted: {", ".join(TRAIN_LOSSES)}')
-
-
-def train_with_duals(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
-                     targets: Array, *, loss: str, lr: float, steps: int,
-                     chunk_steps: int = 2000) -> Tuple[Any, Dict[str, Any]]:
-  """Full-batch GD (optax.sgd, no momentum) on the mean loss L, accumulating per-sample duals.
-
-  duals[i] = -lr sum_t dL/df(x_i)(theta_t), so exactly
-  theta_T - theta_0 = sum_t sum_i duals_t[i] . grad_theta f(theta_t; x_i).
-  Steps are rounded up to a multiple of `chunk_steps`.
-  Returns (params, info) with info = {steps, final_loss, duals (n, C), finite}.
-  """
-  chex.assert_equal(x.shape[0], targets.shape[0])
-  optimizer = optax.sgd(lr)
-  chunk_steps = min(chunk_steps, steps)
-
-  def objective_of_outputs(out):
-    return mean_loss(loss, out, targets)
-
-  def step_fn(carry, _):
-    p, o, duals, ok = carry
-    out, vjp = jax.vjp(lambda q: apply_fn(q, x), p)
-    g_out = jax.grad(objective_of_outputs)(out)
-    (g,) = vjp(g_out)
-    finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(g)]))
-    updates, o2 = optimizer.update(g, o, p)
-    p2 = optax.apply_updates(p, updates)
-    keep = ok & finite
-    p = jax.tree.map(lambda a, b: jnp.where(keep, a, b), p2, p)
-    o = jax.tree.map(lambda a, b: jnp.where(keep, a, b), o2, o)
-    duals = jnp.where(keep, duals - lr * g_out, duals)
-    return (p, o, duals, keep), None
-
-  @jax.jit
-  def chunk(carry):
-    return jax.lax.scan(step_fn, carry, None, length=chunk_steps)[0]
-
-  out0 = apply_fn(params, x)
-  carry = (params, optimizer.init(params), jnp.zeros(out0.shape, out0.dtype), jnp.asarray(True))
-  done = 0
-  while done < steps:
-    carry = chunk(carry)
-    done += chunk_steps
-  params, _, duals, ok = carry
-  final = float(mean_loss(loss, apply_fn(params, x), targets))
-  return params, {'steps': done, 'final_loss': final, 'duals': duals, 'finite': bool(ok)}
-
-
 def polish_max_margin(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
                       labels: Array, kind: str, *, max_iter: int = 200,
                       tol: float = 1e-12) -> Tuple[Any, Dict[str, Any]]:
@@ -208,7 +152,7 @@ def train_stationary(apply_fn: Callable[[Any, Array], Array], params: Any, x: Ar
                      grad_tol: float = 1e-13, memory_size: int = 20) -> Tuple[Any, Dict[str, Any]]:
   """An exact stationary point of R(theta) = L(theta) + weight_decay ||theta||^2 / 2 by L-BFGS.
 
-  L is the mean loss (`mean_loss`). At grad R = 0,
+  L is the mean loss (`recon.models.train.loss_value`). At grad R = 0,
     theta = sum_i mu_i . grad_theta f(theta; x_i),  mu_i = -dL/df(x_i) / weight_decay,
   the 'general' KKT form with free-sign duals (for the logistic loss mu_i = y_i lambda_i,
   lambda_i = sigmoid(-y_i f_i) / (n weight_decay) > 0: also the binary form). optax.lbfgs
@@ -222,7 +166,7 @@ def train_stationary(apply_fn: Callable[[Any, Array], Array], params: Any, x: Ar
   theta0, unravel = ravel_pytree(params)
 
   def objective(th):
-    return (mean_loss(loss, apply_fn(unravel(th), x), targets)
+    return (train.loss_value(loss, apply_fn(unravel(th), x), targets)
             + 0.5 * weight_decay * jnp.sum(th ** 2))
 
   opt = optax.lbfgs(memory_size=memory_size)
@@ -243,10 +187,10 @@ def train_stationary(apply_fn: Callable[[Any, Array], Array], params: Any, x: Ar
   th, _, steps, gnorm = jax.jit(lambda c: jax.lax.while_loop(cond, body, c))(
       (theta0, opt.init(theta0), jnp.zeros((), jnp.int32), g0))
   out = apply_fn(unravel(th), x)
-  g_out = jax.grad(lambda o: mean_loss(loss, o, targets))(out)
+  g_out = jax.grad(lambda o: train.loss_value(loss, o, targets))(out)
   return unravel(th), {'steps': int(steps), 'grad_norm': float(gnorm),
                        'objective': float(objective(th)),
-                       'final_loss': float(mean_loss(loss, out, targets)),
+                       'final_loss': float(train.loss_value(loss, out, targets)),
                        'duals': -g_out / weight_decay, 'finite': bool(jnp.isfinite(gnorm))}
 
 

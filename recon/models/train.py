@@ -1,4 +1,5 @@
-"""Full-batch training with Optax, compiled in chunks (lax.while_loop).
+"""The one trainer of GD-trained victims: Optax on the full batch (or DP-SGD on per-example
+gradients), compiled in chunks (lax.while_loop).
 
 Losses (targets y as produced by `make_targets`):
   mse:           mean_i ||f(x_i) - y_i||^2 / 2
@@ -12,8 +13,9 @@ below 2 / lambda_max; logistic and cross-entropy curvatures are smaller still).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -127,76 +129,65 @@ def loss_value(name: str, outputs: Array, targets: Array) -> Array:
   raise ValueError(f'victim.train.loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
 
 
-def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, targets: Array, *,
-          loss: str, optimizer: optax.GradientTransformation, max_steps: int, tol: float,
-          chunk_steps: int = 1000) -> Tuple[Any, Dict[str, Any]]:
-  """Trains `params` on the full batch until loss <= tol or max_steps.
-
-  Returns (params, info) with info = {steps, final_loss, reached_tol, finite}.
-  """
-  def objective(p):
-    return loss_value(loss, apply_fn(p, x), targets)
-
-  value_and_grad = jax.value_and_grad(objective)
-
-  @jax.jit
-  def chunk(carry, stop):
-    def cond(c):
-      p, o, step, l, ok = c
-      return ok & (l > tol) & (step < stop)
-
-    def body(c):
-      p, o, step, _, _ = c
-      l, g = value_and_grad(p)
-      updates, o = optimizer.update(g, o, p)
-      p = optax.apply_updates(p, updates)
-      return p, o, step + 1, objective(p), jnp.isfinite(l)
-
-    return jax.lax.while_loop(cond, body, carry)
-
-  l0 = objective(params)
-  carry = (params, optimizer.init(params), jnp.zeros((), jnp.int32), l0, jnp.isfinite(l0))
-  while True:
-    _, _, step, l, ok = carry
-    step, l, ok = int(step), float(l), bool(ok)
-    if not ok or not np.isfinite(l) or l <= tol or step >= max_steps:
-      break
-    carry = chunk(carry, jnp.asarray(min(step + chunk_steps, max_steps), jnp.int32))
-  params, _, step, l, _ = carry
-  final = float(l)
-  return params, {'steps': int(step), 'final_loss': final,
-                  'reached_tol': bool(np.isfinite(final) and final <= tol),
-                  'finite': bool(np.isfinite(final))}
-
-
 def per_example_losses(name: str, outputs: Array, targets: Array) -> Array:
   """The loss `name` of every sample (n,): `loss_value` is their mean."""
   return jax.vmap(lambda o, t: loss_value(name, o[None], t[None]))(outputs, targets)
 
 
-def train_private(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,
-                  targets: Array, *, loss: str, optimizer: optax.GradientTransformation,
-                  steps: int, sample_rate: float, key: Array,
-                  chunk_steps: int = 1000) -> Tuple[Any, Dict[str, Any]]:
-  """DP-SGD (`recon.models.privacy.dp_optimizer`): exactly `steps` steps on per-example
-  gradients, sample i in step t's batch with probability `sample_rate` (Poisson; 1: all).
+def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, targets: Array, *,
+          loss: str, optimizer: optax.GradientTransformation, max_steps: int, tol: float = 0.0,
+          gradients: str = 'batch', sample_rate: float = 1.0, key: Optional[Array] = None,
+          duals_lr: Optional[float] = None, chunk_steps: int = 1000) -> Tuple[Any, Dict[str, Any]]:
+  """The one trainer of GD-trained victims: `optimizer` on the mean loss L of the full batch,
+  compiled in chunks (lax.while_loop) of `chunk_steps`.
 
-  The step count is fixed (the accountant's T): no early stop at a tolerance. Returns
-  (params, info) with info = {steps, final_loss, finite}.
+    gradients 'batch'        theta <- theta + update(grad L(theta)); stops once L <= tol
+                             (or max_steps, or a non-finite loss)
+    gradients 'per_example'  DP-SGD: the per-example gradients grad l_i(theta), sample i in
+                             step t's batch with probability `sample_rate` (Poisson, from
+                             `key`; 1: all), go to `optimizer`
+                             (`recon.models.privacy.dp_optimizer` clips, sums and noises
+                             them); exactly max_steps steps (the accountant's T)
+    duals_lr = eta           (batch gradients, `optimizer` plain SGD at lr eta) also
+                             accumulates the per-sample duals
+                                 duals_i = -eta sum_t dL/df(x_i)(theta_t),
+                             so that exactly theta_T - theta_0 = sum_t sum_i
+                             duals_t,i . grad_theta f(theta_t; x_i) (the KKT attack's
+                             victims); exactly max_steps steps, a non-finite gradient
+                             freezes the parameters where they were
+
+  Returns (params, info) with info = {steps, final_loss, reached_tol, finite} (and `duals`
+  (n, C) with duals_lr).
   """
-  def example_loss(p, xi, ti):
-    return loss_value(loss, apply_fn(p, xi[None]), ti[None])
-
-  per_example_grads = jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))
+  if gradients not in ('batch', 'per_example'):
+    raise ValueError(f'gradients: unknown {gradients!r}; accepted: batch, per_example')
+  if gradients == 'per_example' and duals_lr is not None:
+    raise ValueError('duals_lr: duals are accumulated for batch gradients only')
+  chex.assert_equal(x.shape[0], targets.shape[0])
   n = x.shape[0]
 
-  @jax.jit
-  def chunk(carry, stop):
-    def cond(c):
-      return c[2] < stop
+  def objective(p):
+    return loss_value(loss, apply_fn(p, x), targets)
 
-    def body(c):
-      p, o, step, k = c
+  value_and_grad = jax.value_and_grad(objective)
+  per_example_grads = jax.vmap(jax.grad(lambda p, xi, ti: loss_value(
+      loss, apply_fn(p, xi[None]), ti[None])), in_axes=(None, 0, 0))
+  early_stop = gradients == 'batch' and duals_lr is None
+
+  def body(c):
+    p, o, step, l, ok, k, duals = c
+    if duals_lr is not None:
+      out, vjp = jax.vjp(lambda q: apply_fn(q, x), p)
+      g_out = jax.grad(lambda f: loss_value(loss, f, targets))(out)
+      (g,) = vjp(g_out)
+      finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(g)]))
+      updates, o2 = optimizer.update(g, o, p)
+      p2 = optax.apply_updates(p, updates)
+      keep = ok & finite
+      p = jax.tree.map(lambda a, b: jnp.where(keep, a, b), p2, p)
+      o = jax.tree.map(lambda a, b: jnp.where(keep, a, b), o2, o)
+      return p, o, step + 1, l, keep, k, jnp.where(keep, duals - duals_lr * g_out, duals)
+    if gradients == 'per_example':
       k, k_batch = jax.random.split(k)
       g = per_example_grads(p, x, targets)
       if sample_rate < 1.0:
@@ -204,18 +195,38 @@ def train_private(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array
         g = jax.tree.map(lambda a: a * drawn.reshape((n,) + (1,) * (a.ndim - 1)).astype(a.dtype),
                          g)
       updates, o = optimizer.update(g, o, p)
-      return optax.apply_updates(p, updates), o, step + 1, k
+      return optax.apply_updates(p, updates), o, step + 1, l, ok, k, duals
+    l_now, g = value_and_grad(p)
+    updates, o = optimizer.update(g, o, p)
+    p = optax.apply_updates(p, updates)
+    return p, o, step + 1, objective(p), jnp.isfinite(l_now), k, duals
 
+  @jax.jit
+  def chunk(carry, stop):
+    def cond(c):
+      go = c[2] < stop
+      return go & c[4] & (c[3] > tol) if early_stop else go
     return jax.lax.while_loop(cond, body, carry)
 
-  carry = (params, optimizer.init(params), jnp.zeros((), jnp.int32), key)
-  step = 0
-  while step < steps:
-    carry = chunk(carry, jnp.asarray(min(step + chunk_steps, steps), jnp.int32))
-    step = int(carry[2])
-  params = carry[0]
-  final = float(loss_value(loss, apply_fn(params, x), targets))
-  return params, {'steps': step, 'final_loss': final, 'finite': bool(np.isfinite(final))}
+  l0 = objective(params) if early_stop else jnp.asarray(jnp.inf, x.dtype)
+  out0 = apply_fn(params, x) if duals_lr is not None else None
+  carry = (params, optimizer.init(params), jnp.zeros((), jnp.int32), l0,
+           jnp.isfinite(l0) if early_stop else jnp.asarray(True),
+           key if key is not None else jax.random.PRNGKey(0),
+           jnp.zeros(out0.shape, out0.dtype) if out0 is not None else jnp.zeros(()))
+  while True:
+    step, l, ok = int(carry[2]), float(carry[3]), bool(carry[4])
+    if step >= max_steps or (early_stop and (not ok or not np.isfinite(l) or l <= tol)):
+      break
+    carry = chunk(carry, jnp.asarray(min(step + chunk_steps, max_steps), jnp.int32))
+  params, steps, ok = carry[0], int(carry[2]), bool(carry[4])
+  final = float(carry[3]) if early_stop else float(objective(params))
+  info = {'steps': steps, 'final_loss': final,
+          'reached_tol': bool(np.isfinite(final) and final <= tol),
+          'finite': bool(np.isfinite(final)) and (ok or gradients == 'per_example')}
+  if duals_lr is not None:
+    info['duals'] = carry[6]
+  return params, info
 
 
 def accuracy(name: str, outputs: Array, targets: Array) -> Array:

@@ -17,12 +17,13 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import optax
 from absl import logging
 
 from recon import data, errors, optimize, reconstruct, registry, routes, runs, splitting, victims
 from recon.attack import Attack
 from recon.models import checkpoint as model_ckpt
-from recon.models import homogeneous
+from recon.models import homogeneous, train
 from recon.objectives import kkt, projection
 
 Array = jax.Array
@@ -130,9 +131,10 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
         net.apply, params0, x, targets, loss=loss, weight_decay=wd,
         max_steps=cfg.victim.train.stationary_steps)
   else:
-    params, info = homogeneous.train_with_duals(net.apply, params0, x, targets, loss=loss,
-                                                 lr=cfg.victim.train.lr,
-                                                 steps=cfg.victim.train.max_steps)
+    lr = cfg.victim.train.lr  # plain GD, with the per-sample duals of its steps
+    params, info = train.train(net.apply, params0, x, targets, loss=loss, optimizer=optax.sgd(lr),
+                               max_steps=cfg.victim.train.max_steps, duals_lr=lr,
+                               chunk_steps=2000)
   degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
   out = {'train_loss': info['final_loss'], 'train_steps': info['steps'],
          'normalized_margin_gd': homogeneous.normalized_margin(net.apply, params, x, targets,
