@@ -80,6 +80,10 @@ def define_flags() -> None:
                       '(scripts/recovery_law.py: method default, fresh seeds >= 100, every width '
                       'measured at that n and d) instead of running it; random features only, and '
                       'the attack must be the same (--polish=auto: the recovery law\'s default).')
+  flags.DEFINE_integer('ratios_per_call', None,
+                       'Widths per vectorised shadow group (default: all of --ratios in one group '
+                       'per n). Groups of 30 points at n = 32 hung on the shared 2-core CPU '
+                       '(docs/audit.md); 3 ratios x 5 seeds = 15 points ran.')
   flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
   flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
   flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
@@ -168,9 +172,13 @@ def run_family(family: str) -> Dict[str, Any]:
   seeds = [int(s) for s in FLAGS.seeds]
   assert not set(shadow_seeds) & set(seeds), 'shadow seeds must not be reported seeds'
   ratios = [float(r) for r in FLAGS.ratios]
-  found = recon.leak_width_shadows(cfg, shadow_n, ratios, shadow_seeds,
-                                   os.path.join(tmp, 'shadows'))
-  shadows = found['records']
+  # --ratios_per_call splits each n's widths over several vectorised groups (see the flag).
+  step = FLAGS.ratios_per_call or len(ratios)
+  shadows, found = [], None
+  for i in range(0, len(ratios), step):
+    found = recon.leak_width_shadows(cfg, shadow_n, ratios[i:i + step], shadow_seeds,
+                                     os.path.join(tmp, f'shadows_{i}'))
+    shadows += found['records']
   t_shadow = time.time() - t0
   fit = fit_or_bound(shadows, seed=0)
   per_n = {str(n): fit_or_bound([r for r in shadows if r['n'] == n], seed=0) for n in shadow_n}
@@ -197,6 +205,7 @@ def run_family(family: str) -> Dict[str, Any]:
   out = {
       'family': found['family'], 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
+      'ratios_per_call': FLAGS.ratios_per_call,
       'reported_seeds': seeds, 'max_steps': FLAGS.max_steps,
       'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
                  'polish': 'auto' if 'polish' in cfg.attack.rescue else 'off',
