@@ -3543,19 +3543,30 @@ def inn_misses(n, p_over_dn):
 
 IN_N = [
     claim(RF, 'Share of the\nseeds with every row recovered (each one certified), relu+tanh, {20} '
-          'seeds (n = 100: 10): | p / dn | 0.5 | 1 | 1.25 | 1.5 | 2 | 4 | 10 | |---|---|---|---|---|---|---|---| '
-          '| n = 8 | {0} | {0} | – | – | {0.95} | {1.00} | {1.00} | '
-          '| n = 32 | {0} | {0} | {0} | {0} | {0.70} | {0.90} | {1.00} |',
+          'seeds (n = 100: 10): | p / dn | 0.5 | 1 | 1.25 | 1.5 | 2 | 3 | 4 | 10 | '
+          '|---|---|---|---|---|---|---|---|---| '
+          '| n = 8 | {0} | {0} | – | – | {0.95} | – | {1.00} | {1.00} | '
+          '| n = 32 | {0} | {0} | {0} | {0} | {0.70} | – | {0.90} | {1.00} |',
           lambda: (inn(32, 2, 'seeds'), *[inn(8, r) for r in (0.5, 1, 2, 4, 10)],
                    *[inn(32, r) for r in (0.5, 1, 1.25, 1.5, 2, 4, 10)])),
     claim(RF, '(each one certified)',
           lambda: all(inn(n, r) == inn(n, r, 'certified_rate') for n, rs in
-                      ((8, (0.5, 1, 2, 4, 10)), (32, (0.5, 1, 1.25, 1.5, 2, 4, 10))) for r in rs)),
-    claim(RF, 'at n = 32 no seed recovers up to {1.5}·dn), but the width at\nwhich every seed does '
-          'grows: {4}·dn at n = 8, {10}·dn at n = 32.',
+                      ((8, (0.5, 1, 2, 4, 10)), (32, (0.5, 1, 1.25, 1.5, 2, 4, 10)),
+                       (100, (2, 3, 4))) for r in rs)),
+    claim(RF, 'at n = 32 no seed recovers up to {1.5}·dn) and moves to\nbetween {2} and {3}·dn at '
+          'n = 100 (no seed of 10 at 2·dn, every seed from 3·dn)',
           lambda: (max(r for r in (0.5, 1, 1.25, 1.5) if inn(32, r) == 0),
-                   min(r for r in (2, 4, 10) if all(inn(8, q) == 1 for q in (2, 4, 10) if q >= r)),
-                   min(r for r in (2, 4, 10) if all(inn(32, q) == 1 for q in (2, 4, 10) if q >= r)))),
+                   max(r for r in (2, 3, 4) if inn(100, r) == 0),
+                   min(r for r in (2, 3, 4) if all(inn(100, q) == 1 for q in (2, 3, 4) if q >= r)))),
+    claim(RF, 'stays within {3}× the counting limit',
+          lambda: min(r for r in (2, 3, 4) if inn(100, r) > 0.5) / (17 / 16), op='<='),
+    claim(RF, 'The width at which every seed comes back is not monotone\non these seeds: {4}·dn at '
+          'n = 8, {10}·dn at n = 32 ({0.90} at 4·dn), {3}·dn at n = 100 ({10} seeds there,\n{20} below)',
+          lambda: (min(r for r in (2, 4, 10) if all(inn(8, q) == 1 for q in (2, 4, 10) if q >= r)),
+                   min(r for r in (2, 4, 10) if all(inn(32, q) == 1 for q in (2, 4, 10) if q >= r)),
+                   inn(32, 4),
+                   min(r for r in (2, 3, 4) if all(inn(100, q) == 1 for q in (2, 3, 4) if q >= r)),
+                   inn(100, 3, 'seeds'), inn(32, 4, 'seeds'))),
     claim(RF, 'the counting limit p = n(d + 1) is {1.06}·dn', lambda: 17 / 16),
     claim(RF, 'both misses end one row short', lambda: len(inn_misses(32, 4)) == 2),
     claim(RF, 'at n = 32 the 4·dn runs use it whole (median {19 804} of {20 000} steps,\nagainst '
@@ -3592,10 +3603,8 @@ def n100_budget_seeds():
 
 
 IN_N += [
-    claim(RF, 'relu+tanh, 20 seeds (n = 100: {10}): | p / dn | 0.5 | 1 | 1.25 | 1.5 | 2 | 4 | 10 | '
-          '|---|---|---|---|---|---|---|---| | n = 8 | 0 | 0 | – | – | 0.95 | 1.00 | 1.00 | '
-          '| n = 32 | 0 | 0 | 0 | 0 | 0.70 | 0.90 | 1.00 | | n = 100 | – | – | – | – | – | {1.00} | – |',
-          lambda: (n100()['seeds'], n100()['recovery_rate'])),
+    claim(RF, '| n = 100 | – | – | – | – | {0} | {1.00} | {1.00} | – |',
+          lambda: (inn(100, 2), inn(100, 3), inn(100, 4))),
     claim(RF, '**n = 100** (seeds {100}–{109}, p = {4}·dn = {6 400}, the issue\'s target size): every '
           'seed recovers every\nrow and is certified ({10} of {10}, {0} false certificates).',
           lambda: (*n100()['seed_list'], n100()['p_over_dn'], n100()['p'],
@@ -3616,11 +3625,47 @@ IN_N += [
 ]
 IN_N += [
     claim(README, 'in n (d = {16}, fresh seeds, relu+tanh) every seed from {4}·dn at n = 8, from '
-          '{10}·dn at\n  n = 32 ({0.90} at 4·dn), and at n = 100 {10} of {10} at 4·dn, certified, in '
-          '{61} min for the 10 seeds',
+          '{10}·dn at\n  n = 32 ({0.90} at 4·dn), at n = 100 none at {2}·dn and {10} of {10} at {3} and '
+          '{4}·dn, certified ({61} min for 10 seeds)',
           lambda: (n100()['d'],
                    min(r for r in (2, 4, 10) if all(inn(8, q) == 1 for q in (2, 4, 10) if q >= r)),
                    min(r for r in (2, 4, 10) if all(inn(32, q) == 1 for q in (2, 4, 10) if q >= r)),
-                   inn(32, 4), round(n100()['certified_rate'] * n100()['seeds']), n100()['seeds'],
+                   inn(32, 4), max(r for r in (2, 3, 4) if inn(100, r) == 0),
+                   [round(inn(100, r, 'certified_rate') * inn(100, r, 'seeds')) for r in (3, 4)],
+                   n100()['seeds'], *[r for r in (3, 4) if inn(100, r) == 1],
                    n100()['batch_seconds'] / 60)),
 ]
+
+
+# --- the law in n at n = 100: 3 dn and 2 dn (docs/random_features.md) -------------------------
+
+def n100_at(ratio):
+  return one(law_records(100, method='default', activation='relu_tanh', d=16, k=None, n=100,
+                         p_over_dn=float(ratio)))
+
+
+def _budget_rows(r):
+  ps = r['per_seed']
+  return [rows for rows, steps in zip(ps['polished'], ps['steps']) if rows is not None]
+
+
+claim(RF, 'At **{3}·dn** (p = {4 800}) every seed recovers every row and is\ncertified too ({10} of '
+      '{10}, {0} false certificates): {8} seeds spend the budget, the rung replaces {1}–{19} rows\n'
+      'per seed, {404} s per seed ({67} min for the 10,',
+      lambda: (n100_at(3)['p_over_dn'], n100_at(3)['p'],
+               sum(a and b for a, b in zip(n100_at(3)['per_seed']['recovered'],
+                                           n100_at(3)['per_seed']['certified'])),
+               n100_at(3)['seeds'], n100_at(3)['false_certified'],
+               sum(s == n100_at(3)['max_steps'] for s in n100_at(3)['per_seed']['steps']),
+               min(_budget_rows(n100_at(3))), max(_budget_rows(n100_at(3))),
+               n100_at(3)['median_seconds'], n100_at(3)['batch_seconds'] / 60))
+claim(RF, 'At **{2}·dn** (p = {3 200}) none does: every run spends the budget and ends with {2}–{94}% of\n'
+      'its rows within the threshold, too many free rows for the rung ({82} s per seed).',
+      lambda: (n100_at(2)['p_over_dn'], n100_at(2)['p'],
+               100 * min(n100_at(2)['per_seed']['frac_recovered']),
+               100 * max(n100_at(2)['per_seed']['frac_recovered']), n100_at(2)['median_seconds']))
+claim(RF, 'every run spends the budget', lambda: (
+    all(s == n100_at(2)['max_steps'] for s in n100_at(2)['per_seed']['steps'])
+    and n100_at(2)['recovery_rate'] == 0 and all(v is None for v in n100_at(2)['per_seed']['polished'])))
+claim(RF, 'the\nthreshold lies between 2 and 3·dn, {1.9}–{2.8}× the counting limit.',
+      lambda: (2 / (17 / 16), 3 / (17 / 16)))
