@@ -3515,15 +3515,44 @@ claim(AUD, 'within 1.5× only for relu+tanh ({0.72} at n = 16 and at n = 32), an
                lw('relu@n16', 'prediction_ratio')))
 claim(AUD, 'at n = 32 it lands at {1.09} for relu+tanh',
       lambda: lw('relu_tanh@n32', 'trend_prediction_ratio'))
-claim(AUD, 'One\n  n = 100, d = 16 run took {51} s for {6000} of its 20 000 steps',
-      lambda: (load('leak_width.json')['probes']['rf_n100']['seconds'],
-               load('leak_width.json')['probes']['rf_n100']['steps']))
 claim(AUD, 'three of them at n = 4 took {29}–{148} s each',
       lambda: (min(load('leak_width.json')['probes']['two_layer_n4']['seconds']),
                max(load('leak_width.json')['probes']['two_layer_n4']['seconds'])), tol=0.5)
 claim(AUD, 'fresh seeds 0–4', lambda: all(
     set(f['reported_seeds']) == set(range(5)) and set(f['shadow_seeds']).isdisjoint(range(5))
-    for f in load('leak_width.json')['families'].values()))
+    for f in load('leak_width.json')['families'].values() if not f.get('direct_from')))
+claim(AUD, 'its\nfresh seeds {100}–{109} at {2}, {3} and {4}·dn',
+      lambda: (min(lw('relu_tanh@n100', 'reported_seeds')), max(lw('relu_tanh@n100', 'reported_seeds')),
+               *lw('relu_tanh@n100', 'direct_ratios')))
+claim(AUD, 'shadows run the law\'s attack, the precision rung on',
+      lambda: lw('relu_tanh@n100', 'attack', 'polish') == 'auto' and all(
+          f['attack']['polish'] == 'off' for k, f in load('leak_width.json')['families'].items()
+          if k != 'relu_tanh@n100'))
+claim(AUD, '| relu+tanh, with the rung | n = {8}, {16}, {32} | {100} | {1.74} [{1.62}, {1.90}] | {2.00} '
+      '[{1.64}, {2.50}] | {2.43} (between {2} and {3}: no seed of {10} at 2·dn, every seed at 3 and '
+      '4·dn) | {0.72} | {0.83} |',
+      lambda: (*lw('relu_tanh@n100', 'shadow_n'), lw('relu_tanh@n100', 'n_target'),
+               lw('relu_tanh@n100', 'shadow_fit', 'c'), *lw('relu_tanh@n100', 'shadow_fit', 'c_ci'),
+               lw('relu_tanh@n100', 'trend_fit', 'c'), *lw('relu_tanh@n100', 'trend_fit', 'c_ci'),
+               lw('relu_tanh@n100', 'measured_fit', 'c'),
+               max(p['ratio'] for p in lw('relu_tanh@n100', 'direct_points') if p['recovery_rate'] == 0),
+               min(p['ratio'] for p in lw('relu_tanh@n100', 'direct_points') if p['recovery_rate'] == 1),
+               len(lw('relu_tanh@n100', 'direct_points')[0]['seeds']),
+               lw('relu_tanh@n100', 'prediction_ratio'), lw('relu_tanh@n100', 'trend_prediction_ratio')))
+claim(AUD, 'every seed at 3 and 4·dn', lambda: [p['recovery_rate'] for p in
+                                                lw('relu_tanh@n100', 'direct_points')] == [0, 1, 1])
+claim(AUD, 'the constant law at {0.72} and the trend at {0.83}, both below it',
+      lambda: (lw('relu_tanh@n100', 'prediction_ratio'), lw('relu_tanh@n100', 'trend_prediction_ratio')))
+claim(AUD, 'the trend stays within the target ({2.00} / {3} = {0.67} at its far end);\n  the constant law '
+      'does only for c ≤ {2.61} (1.5 × {1.74})',
+      lambda: (lw('relu_tanh@n100', 'trend_fit', 'c'), 3, lw('relu_tanh@n100', 'trend_fit', 'c') / 3,
+               1.5 * lw('relu_tanh@n100', 'shadow_fit', 'c'), lw('relu_tanh@n100', 'shadow_fit', 'c')))
+claim(AUD, 'The shadows took {238} s ({90} runs); the three n = 100 points about {2.4} hours of\n  this CPU',
+      lambda: (lw('relu_tanh@n100', 'shadow_wall_seconds'), len(lw('relu_tanh@n100', 'shadow_runs')),
+               lw('relu_tanh@n100', 'direct_wall_seconds') / 3600))
+claim(AUD, 'Split into groups\n  of three widths (`--ratios_per_call={3}`, {15} points)',
+      lambda: (lw('relu_tanh@n100', 'ratios_per_call'),
+               lw('relu_tanh@n100', 'ratios_per_call') * len(lw('relu_tanh@n100', 'shadow_seeds'))))
 
 
 # --- the law in n (scripts/recovery_law.py --preset=in_n, fresh seeds, d = 16) -----------------
