@@ -370,8 +370,9 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
 def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, theta,
                         restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """`certify_or_polish` with the run's config (tol, activation, run.recovered_threshold, the
-  rung on while 'polish' is in attack.rescue, the attack.polish fields; n known unless attack.knows_n is False); candidates on the sphere of
-  radius sqrt(d), the polish key derived from the seed."""
+  rung on while 'polish' is in attack.rescue, the attack.polish fields; n known unless
+  attack.knows_n is False); candidates on the sphere of radius sqrt(d), the polish key derived
+  from the seed."""
   return certify_or_polish(
       final_loss=final_loss, tol=cfg.attack.tol, x_hat=x_hat, p=int(cfg.victim.p),
       activation=cfg.victim.activation,

@@ -250,7 +250,7 @@ def escalation_of(cfg) -> Dict[str, Any]:
   """The escalation fields of a run's config (recorded with every point, by their names
   in results/network_law.json)."""
   e = cfg.attack.escalate
-  return {'escalate': e.mode, 'escalate_every': e.every, 'escalate_window': e.window,
+  return {'escalate': 'auto' if 'escalate' in cfg.attack.rescue else 'off', 'escalate_every': e.every, 'escalate_window': e.window,
           'escalate_trial_steps': e.trial_steps, 'escalate_restart_after': e.restart_after,
           'escalate_restart_steps': e.restart_steps}
 
