@@ -253,7 +253,7 @@ FIELDS: Dict[str, Spec] = _flatten_schema(SCHEMA)
 # p, lr/momentum in the optimiser state, seeds as a batch of keys); static axes change shapes
 # or code and loop outside, one compiled group per value.
 SWEEP_VECTORISED = ('victim.p', 'victim.p_over_dn', 'seed', 'attack.lr', 'attack.momentum')
-SWEEP_STATIC = ('victim.activation', 'attack.n_candidates', 'run.dtype', 'data.n', 'data.d',
+SWEEP_STATIC = ('victim.activation', 'victim.width', 'attack.n_candidates', 'run.dtype', 'data.n', 'data.d',
                 'data.label_noise', 'attack.optimizer', 'attack.jitter', 'attack.tol',
                 'attack.max_steps')
 SWEEP_ONLY: Dict[str, Spec] = {'victim.p_over_dn': Spec(float, low=0.0, low_open=True)}

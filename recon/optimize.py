@@ -18,7 +18,9 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
+from absl import logging
 
 Array = jax.Array
 
@@ -204,3 +206,15 @@ class ProgressLogger:
     if force or now - self._last >= self._every:
       self._last = now
       self._log_fn(state)
+
+
+def batch_progress(size: int, label: str, t0: float, every_seconds: float) -> ProgressLogger:
+  """A `ProgressLogger` of a batch of runs (a sweep group's first `size` points; the rest pad
+  the batch): the step, how many stopped, the best and median loss, seconds since t0."""
+
+  def log(s: ReconState) -> None:
+    status, loss, step = jax.device_get((s.status[:size], s.loss[:size], s.step[:size]))
+    logging.info('sweep %s: step %d, %d/%d points stopped, loss best %.3e median %.3e (%.0fs)',
+                 label, int(step.max()), int(np.sum(status != RUNNING)), size,
+                 float(np.nanmin(loss)), float(np.nanmedian(loss)), time.time() - t0)
+  return ProgressLogger(log, every_seconds)

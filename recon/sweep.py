@@ -1,4 +1,5 @@
-"""Vectorised sweeps: a grid of random-features runs as one jit(vmap(...)) program.
+"""Vectorised sweeps: a grid of runs as one jit(vmap(...)) program per group (random features
+here; the networks pipeline's victims, trained and attacked, in `recon.sweep_networks`).
 
 The grid is the product of the axes in `config.sweep` (a tuple of values per swept
 field, by its section path: `sweep.victim.p`, `sweep.seed`, `sweep.attack.lr`; records
@@ -14,7 +15,7 @@ compiled call, batched along a leading grid axis:
   * lr, momentum: hyperparameters of `optax.inject_hyperparams`, held in the
     optimiser state, so they batch like any other state.
 
-Static axes (`victim.activation`, `attack.n_candidates`, `run.dtype`, `data.n`, ...) change
+Static axes (`victim.activation`, `victim.width` of a network, `attack.n_candidates`, `run.dtype`, `data.n`, ...) change
 shapes or code: one compiled group per combination, run one after another. With several
 devices the grid axis is sharded over a 1-D mesh (`NamedSharding`, the grid padded
 to a multiple of the device count). Outputs: DIR/sweep.json (one record per grid
@@ -42,7 +43,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
 from recon import (data, driver, features, io, memory, metrics, optimize, polish, report,
-                   rescue, runs, sweep_store, symmetry, victims)
+                   rescue, runs, sweep_networks, sweep_store, symmetry, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -96,31 +97,52 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
       cfg.victim.p = _width(cfg, coords['p_over_dn'])
     cfg = victims.resolve(cfg)
     subspace_pipeline.check(cfg)
-    if (cfg.victim.name != 'random_features' or cfg.attack.subspace not in ('none', 'known')
-        or cfg.attack.alpha_mode != 'closed_form'):
-      raise config_lib.ConfigError(
-          f'config.victim.name: sweeps run the random-features pipeline only (got model '
-          f'{cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
-          f'{cfg.attack.alpha_mode!r}); accepted: model \'random_features\' '
-          "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
-    for field, allowed in (('attack.optimizer', ('sgd', 'adam')),
-                           ('victim.feature_mode', ('auto', 'dense')),
-                           ('victim.feature_shards', 1), ('attack.split.mode', ('none',)),
-                           ('attack.restarts', 1)):
-      value = config_lib.get_path(cfg, field)
-      ok = value in allowed if isinstance(allowed, tuple) else value == allowed
-      if not ok:
-        raise config_lib.ConfigError(
-            f'config.{field}: {value!r} is not supported in sweeps (one compiled program with '
-            f'dense, padded features); accepted: {allowed!r}')
-    if rescue.unbatched(cfg.attack.rescue):
-      raise config_lib.ConfigError(
-          f'config.attack.rescue: {rescue.unbatched(cfg.attack.rescue)} not supported in sweeps '
-          f'(one compiled program over the grid); accepted: steps of {rescue.batched_names()}')
+    if sweep_networks.is_network(cfg):
+      sweep_networks.check(cfg, tuple(axes))
+    else:
+      _check_random_features(cfg, tuple(axes))
+    _check_batched(cfg)
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
     groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))
   return list(groups.values())
+
+
+def _check_random_features(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
+  """One-line ConfigError for what a random-features sweep cannot vectorise."""
+  if 'victim.width' in swept:
+    raise config_lib.ConfigError(
+        "config.sweep.victim.width: the width of a network victim; accepted for random features: "
+        'sweep.victim.p or sweep.victim.p_over_dn')
+  if (cfg.victim.name != 'random_features' or cfg.attack.subspace not in ('none', 'known')
+      or cfg.attack.alpha_mode != 'closed_form'):
+    raise config_lib.ConfigError(
+        f'config.victim.name: sweeps run random features and the networks pipeline (got model '
+        f'{cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
+        f'{cfg.attack.alpha_mode!r}); accepted: model \'random_features\' '
+        "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
+  _check_fields(cfg, (('victim.feature_mode', ('auto', 'dense')),
+                      ('victim.feature_shards', 1)))
+
+
+def _check_fields(cfg: ml_collections.ConfigDict, fields) -> None:
+  for field, allowed in fields:
+    value = config_lib.get_path(cfg, field)
+    ok = value in allowed if isinstance(allowed, tuple) else value == allowed
+    if not ok:
+      raise config_lib.ConfigError(
+          f'config.{field}: {value!r} is not supported in sweeps (one compiled program with '
+          f'dense, padded features); accepted: {allowed!r}')
+
+
+def _check_batched(cfg: ml_collections.ConfigDict) -> None:
+  """What no sweep vectorises: L-BFGS, sample splitting, restarts, unbatched rescue steps."""
+  _check_fields(cfg, (('attack.optimizer', ('sgd', 'adam')), ('attack.split.mode', ('none',)),
+                      ('attack.restarts', 1)))
+  if rescue.unbatched(cfg.attack.rescue):
+    raise config_lib.ConfigError(
+        f'config.attack.rescue: {rescue.unbatched(cfg.attack.rescue)} not supported in sweeps '
+        f'(one compiled program over the grid); accepted: steps of {rescue.batched_names()}')
 
 
 def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
@@ -130,13 +152,16 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   for g in groups:
     cfg = g.points[0].cfg
     batch = _padded_size(len(g.points), n_devices)
-    need = memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
-                              p_total=g.p_total, batch=batch,
-                              itemsize=8 if cfg.run.dtype == 'float64' else 4)
+    need = (memory.estimate_bytes(cfg) * batch if sweep_networks.is_network(cfg) else
+            memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
+                               p_total=g.p_total, batch=batch,
+                               itemsize=8 if cfg.run.dtype == 'float64' else 4))
+    size_name = (f'width {cfg.victim.width}' if sweep_networks.is_network(cfg) else
+                 f'p={g.p_total}')
     if need > budget_gb * 2 ** 30:
       raise config_lib.ConfigError(
           f'config.run.sweep_memory_budget_gb: the padded sweep group {g.static or "(all)"} '
-          f'({batch} points x p={g.p_total}, n={cfg.data.n}, d={cfg.data.d}) needs about '
+          f'({batch} points x {size_name}, n={cfg.data.n}, d={cfg.data.d}) needs about '
           f'{need / 2 ** 30:.3g} GB > budget {budget_gb:g} GB; accepted: a smaller grid '
           'or a larger config.run.sweep_memory_budget_gb')
 
@@ -250,13 +275,7 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
   t_setup = time.time() - t0
   size = prog.size
 
-  def log_progress(s):
-    status, loss, step = jax.device_get((s.status[:size], s.loss[:size], s.step[:size]))
-    logging.info('sweep %s: step %d, %d/%d points stopped, loss best %.3e median %.3e (%.0fs)',
-                 label, int(step.max()), int(np.sum(status != optimize.RUNNING)), size,
-                 float(np.nanmin(loss)), float(np.nanmedian(loss)), time.time() - t0)
-
-  progress = optimize.ProgressLogger(log_progress, log_every_seconds)
+  progress = optimize.batch_progress(size, label, t0, log_every_seconds)
   chunk = prog.chunk if prog.rescue is None else prog.rescue.wrap(prog.chunk)
   state = optimize.drive(prog.state, chunk, max_steps=cfg.attack.max_steps,
                          chunk_steps=cfg.run.chunk_steps, on_chunk=progress)
@@ -364,11 +383,12 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       arrays.update(done[gi]['arrays'])
       continue
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
-    out = run_group(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
-                    label=label)
+    network = sweep_networks.is_network(g.points[0].cfg)
+    out = (sweep_networks.run_group if network else run_group)(
+        g, devices=devices, log_every_seconds=config.run.log_every_seconds, label=label)
     mine, own_arrays = [], {}
     for i, pt in enumerate(g.points):
-      rec, x_hat = _record(pt, out, i)
+      rec, x_hat = (sweep_networks.record if network else _record)(pt, out, i)
       rec['group'] = gi
       mine.append(rec)
       own_arrays[f'x_true_{pt.index}'] = out['x_true'][i]

@@ -130,6 +130,25 @@ def test_a_tiny_prediction_writes_leak_width_json_and_png(tmp_path):
   assert result.metrics['margin'] == pytest.approx(600 / pred['p_star'])
 
 
+@pytest.mark.slow  # ~40 s: two compiled groups of two-layer victims
+def test_two_layer_shadows_run_as_one_sweep_per_n(tmp_path):
+  c = recon.get_config('leak_width', {
+      'data.n': 12, 'data.d': 8, 'data.num_classes': 2, 'victim.name': 'two_layer',
+      'victim.width': 400, 'attack.jacobian_at': 'init_and_trained',
+      'leak_width.shadow_n': (4,), 'leak_width.ratios': (0.25, 10.0),
+      'leak_width.shadow_seeds': (1000, 1001), 'leak_width.bootstrap': 10,
+      'leak_width.model': 'constant', 'attack.max_steps': 3000})
+  result = recon.run(c, str(tmp_path / 'w'))
+  out = json.loads((tmp_path / 'w' / 'leak_width.json').read_text())
+  # One sweep at n = 4: widths 4 and 160 (width x 2 classes = r d n), each a compiled group.
+  shadows = json.loads((tmp_path / 'w' / 'shadows' / 'n4' / 'sweep.json').read_text())
+  assert [g['static'] for g in shadows['groups']] == [{'width': 4}, {'width': 160}]
+  assert sorted((r['ratio'], r['width'], r['seed']) for r in out['runs']) == [
+      (0.25, 4, 1000), (0.25, 4, 1001), (10.0, 160, 1000), (10.0, 160, 1001)]
+  assert [p['recovery_rate'] for p in out['points']] == [0.0, 1.0]
+  assert result.metrics['margin'] == pytest.approx(800 / out['prediction']['p_star'])
+
+
 def test_the_direct_measurement_can_come_from_the_recovery_law(tmp_path):
   """scripts/leak_width.py --direct_from: the recovery law's per-seed outcomes at (activation, d,
   n) on fresh seeds, default method, full space; every other record is left out."""

@@ -181,7 +181,8 @@ def test_outputs_written(float32_sweep):
 
 
 @pytest.mark.parametrize('axes, field, message', [
-    ({'victim.width': (10,)}, 'config.sweep.victim.width', 'unknown sweep axis'),
+    ({'victim.depth': (1,)}, 'config.sweep.victim.depth', 'unknown sweep axis'),
+    ({'victim.width': (10,)}, 'config.sweep.victim.width', 'accepted for random features'),
     ({'seed': ()}, 'config.sweep.seed', 'empty axis'),
     ({'attack.lr': (1.0, -2.0)}, 'config.sweep.attack.lr', 'invalid value -2.0'),
     ({'victim.activation': ('relu', 'nope')}, 'config.sweep.victim.activation', 'invalid value'),
@@ -202,8 +203,8 @@ def test_other_pipelines_are_refused(tmp_path):
   with c.unlocked():
     c.data.name, c.data.planted_dim, c.attack.subspace = 'synthetic_subspace', 2, 'known'
     c.attack.alpha_mode, c.attack.gradient_at = 'joint', 'trained'
-  with pytest.raises(config_lib.ConfigError, match='^config.victim.name: sweeps run the '
-                     'random-features pipeline only'):
+  with pytest.raises(config_lib.ConfigError, match='^config.victim.name: sweeps run random '
+                     'features and the networks pipeline'):
     sweep.run(c, str(tmp_path / 'run'))
 
 

@@ -12,8 +12,9 @@ Shadows: synthetic data of the auditor's shape (rows on the sqrt(d)-sphere; in a
 k-dim subspace of R^d when D = k < d), n_s in `leak_width.shadow_n`, widths p = r D n_s for
 r in `leak_width.ratios`, seeds `leak_width.shadow_seeds`. Random features run as one
 vectorised sweep (`recon.sweep`, one compiled group per n_s, widths x seeds vmapped) in
-WORKDIR/shadows; the two-layer net runs its pipeline once per (n_s, r, seed) in
-WORKDIR/shadows/<n>_<r>_<seed>. The fit and the prediction are `recon.leak_width`.
+WORKDIR/shadows; the two-layer net as one sweep per n_s (`recon.sweep_networks`: one compiled
+group per width, the seeds' victims trained and attacked at once) in WORKDIR/shadows/n<n>.
+The fit and the prediction are `recon.leak_width`.
 
 Outputs: WORKDIR/leak_width.json (the dimension estimate, every shadow run, the rates per
 point, the fit with its bootstrap interval, the prediction), WORKDIR/leak_width.png (recovery
@@ -29,10 +30,9 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import io, leak_width, machine, registry, runs, sweep, victims
+from recon import io, leak_width, machine, registry, sweep
 from recon.errors import ExperimentError as ConfigError  # exit status 2, one line
 from recon.data import auditor
-from recon.pipelines import networks
 
 NAME = 'leak_width'
 
@@ -139,31 +139,30 @@ def shadow_records_rf(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, 
 
 def shadow_records_two_layer(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, ratios,
                              seeds, workdir: str) -> List[Dict[str, Any]]:
-  """Two-layer shadows: the networks pipeline once per (n, ratio, seed), width rounded so
-  that width x classes = r D n."""
+  """Two-layer shadows as one `recon.sweep` per n (`recon.sweep_networks`: one compiled group
+  per width, the seeds' victims trained and attacked at once), width rounded so that
+  width x classes = r D n."""
   classes = int(base.data.num_classes)
   records = []
   for n in ns:
-    for r in ratios:
-      width = max(1, int(round(r * dim['D'] * n / classes)))
+    widths = {r: max(1, int(round(r * dim['D'] * n / classes))) for r in ratios}
+    c = ml_collections.ConfigDict(base.to_dict())
+    with c.ignore_type():
+      c.data.n = int(n)
+      c.sweep.victim.width = tuple(sorted(set(widths.values())))
+      c.sweep.seed = tuple(int(s) for s in seeds)
+      c.run.resume = True  # a stopped shadow sweep keeps its finished groups
+    out = sweep.run(c, os.path.join(workdir, f'n{n}'))
+    per_group = {i: g['seconds'] / max(1, g['n_points']) for i, g in enumerate(out['groups'])}
+    by_width = {(int(r['width']), int(r['seed'])): r for r in out['records']}
+    for ratio, width in widths.items():
       for seed in seeds:
-        wd = os.path.join(workdir, f'n{n}_r{r:g}_s{seed}')
-        summary_path = os.path.join(wd, 'summary.json')
-        if os.path.exists(summary_path):  # finished before a stop
-          summary = io.read_json(summary_path)
-        else:
-          c = ml_collections.ConfigDict(base.to_dict())
-          with c.ignore_type():
-            c.data.n, c.victim.width, c.seed = int(n), width, int(seed)
-          cfg = victims.resolve(c)
-          runs.prepare_run_workdir(wd, cfg)
-          summary = networks.run(cfg, wd, runs.set_dtype(cfg.run.dtype))
-        m = summary['metrics']
-        records.append({'n': int(n), 'ratio': float(r), 'p': width * classes, 'width': width,
-                        'seed': int(seed), 'success': bool(m['frac_recovered'] >= 1.0),
-                        'certified': bool(m.get('certified', False)),
+        m = by_width[(width, int(seed))]
+        records.append({'n': int(n), 'ratio': float(ratio), 'p': width * classes,
+                        'width': width, 'seed': int(seed),
+                        'success': bool(m['frac_recovered'] >= 1.0), 'certified': False,
                         'frac_recovered': float(m['frac_recovered']), 'steps': int(m['steps']),
-                        'seconds': float(summary.get('wall_seconds', m.get('wall_seconds', 0.0)))})
+                        'seconds': float(per_group[m['group']])})
   return records
 
 
