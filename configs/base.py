@@ -185,7 +185,7 @@ def escalate() -> ml_collections.ConfigDict:
   mirror image or a random proposal, kept if a short trial halves the loss; after
   `restart_after` rejected replacements in a row a whole new candidate set is tried for
   `restart_steps` and kept if its loss is lower. On while 'escalate' is in attack.rescue, for
-  one candidate set (skipped for stacked restarts and sample splitting).
+  each candidate set (every one of attack.restarts; skipped with sample splitting).
 
   window 1500 and restart_after 1 were chosen over 3000 and 2 by the certified rate (a blind
   signal) of 20-seed sweeps at n = d = 8: relu p = 16 dn 0.95 vs 0.75, p = 4 dn 0.85 vs 0.55;

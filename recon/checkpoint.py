@@ -244,7 +244,7 @@ class RunCheckpointer:
     `aux` (JSON values) is host-side state that must resume with the run (e.g. the
     re-seeder's key and counters); `restore` puts it in `restored_aux`.
     """
-    step = int(state.step)
+    step = int(np.max(jax.device_get(state.step)))  # a batch (restarts): its furthest run
     now = time.monotonic()
     interrupted = _INTERRUPT['requested']
     due = stopped or interrupted or (

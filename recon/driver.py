@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import checkpoint, metrics, optimize, rescue
+from recon import checkpoint, metrics, optimize, rescue, restarts
 from recon.attack import Attack
 from recon.errors import ExperimentError
 
@@ -74,10 +74,27 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
   problem, loss_fn, x0, constraint = attack.problem, attack.loss_fn, attack.x0, attack.constraint
   decode, refiner = attack.decode, attack.refiner
   optimizer = make_optimizer(section)
-  state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
-  current = {'problem': problem}
-  chunk_jit = jax.jit(chunk_fn(section, loss_fn, optimizer, constraint))
-  chunk = lambda s, stop: chunk_jit(s, current['problem'], stop)  # noqa: E731
+  # K stacked restarts (decode: recon.restarts.BestRestart) run as a vmapped batch of K runs;
+  # `face` is the one-run view of the state that the history, the log and the report read.
+  block_loss = getattr(decode, 'block_loss', None)
+  n_restarts = int(np.shape(x0)[0]) if block_loss is not None else 1
+  if n_restarts > 1:
+    run_problem = restarts.batch_problem(problem, n_restarts)
+    state = jax.vmap(lambda x, prob: optimize.init_state(x, optimizer, block_loss, prob,
+                                                         constraint))(x0, run_problem)
+    chunk_jit = jax.jit(jax.vmap(chunk_fn(section, block_loss, optimizer, constraint),
+                                 in_axes=(0, 0, None)))
+    face = restarts.view
+  else:
+    run_problem = problem
+    state = optimize.init_state(x0, optimizer, loss_fn, problem, constraint)
+    chunk_jit = jax.jit(chunk_fn(section, loss_fn, optimizer, constraint))
+    face = lambda s: s  # noqa: E731
+  current = {'problem': run_problem}
+
+  def chunk(s, stop):
+    s = chunk_jit(s, current['problem'], stop)
+    return restarts.stop_at_first_converged(s) if n_restarts > 1 else s
   checkpointer = checkpoint.RunCheckpointer(
       workdir, config_record, keys=keys,
       every_seconds=run.checkpoint_every_seconds,
@@ -88,30 +105,35 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
   if resume and refiner is not None:
     raise ExperimentError('run.resume: a run with sample splitting changes its problem between '
                           'chunks and cannot be resumed; accepted: split \'none\'')
+  batched = n_restarts > 1
   rescues = rescue.build(section.rescue, section, rescue.Context(
-      key=jax.random.PRNGKey(seed), loss_fn=loss_fn, problem=problem,
+      key=restarts.rescue_keys(seed, n_restarts) if batched else jax.random.PRNGKey(seed),
+      loss_fn=block_loss if batched else loss_fn, problem=run_problem,
       constraint=constraint, optimizer=optimizer, tol=section.tol,
-      max_steps=section.max_steps, batched=False,
-      single_array=len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2,
+      max_steps=section.max_steps, batched=batched,
+      single_array=batched or (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2),
       refiner=refiner is not None, pursuit=pursuit))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
-    grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < section.max_steps
-    if grew:
-      state = state._replace(status=jnp.asarray(optimize.RUNNING, jnp.int32))  # budget grew
+    grew = (int(face(state).status) == optimize.MAX_STEPS
+            and int(face(state).step) < section.max_steps)
+    if grew:  # the budget grew: every run that spent the old one goes on
+      state = state._replace(status=jnp.where(
+          (state.status == optimize.MAX_STEPS) & (state.step < section.max_steps),
+          optimize.RUNNING, state.status).astype(jnp.int32))
     missing = rescues.load_state_dict(checkpointer.restored_aux)
     if missing:
       logging.warning('the checkpoint holds no state of the rescue step(s) %s (written by an '
                       'older version): they restart their keys and schedules', missing)
     state = rescues.resumed(state, grew)
-    if grew and history and history[-1][0] == int(state.step):
+    if grew and history and history[-1][0] == int(face(state).step):
       # The catch-up a resumed step made is what an unbroken run logged at this step.
-      history[-1] = (int(state.step), float(state.loss))
+      history[-1] = (int(face(state).step), float(face(state).loss))
     logging.info('resumed from the checkpoint at step %d (loss %.3e)', resumed_from,
-                 float(state.loss))
+                 float(face(state).loss))
   else:
-    history = [(0, float(state.loss))]
+    history = [(0, float(face(state).loss))]
 
   decode = decode if decode is not None else (lambda params: params)
   has_truth = x_true is not None
@@ -125,10 +147,11 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
 
   progress = optimize.ProgressLogger(log_progress, run.log_every_seconds)
 
-  def on_chunk(s):
+  def on_chunk(state_now):
+    s = face(state_now)
     history.append((int(s.step), float(s.loss)))
     stopped = int(s.status) != optimize.RUNNING or int(s.step) >= section.max_steps
-    checkpointer(s, history, stopped, aux=rescues.state_dict() or None)
+    checkpointer(state_now, history, stopped, aux=rescues.state_dict() or None)
     progress(s)
     if refiner is None or int(s.status) != optimize.RUNNING or int(s.step) >= section.max_steps:
       return None
@@ -144,6 +167,6 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
   state = optimize.drive(state, chunk, max_steps=section.max_steps,
                          chunk_steps=run.chunk_steps, on_chunk=on_chunk)
   checkpointer.close()
-  progress(state, force=True)
-  return Outcome(state=state, problem=current['problem'], history=history,
-                 resumed_from=resumed_from, rescue=rescues)
+  progress(face(state), force=True)
+  return Outcome(state=face(state), problem=problem if batched else current['problem'],
+                 history=history, resumed_from=resumed_from, rescue=rescues)

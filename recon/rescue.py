@@ -29,9 +29,10 @@ descent in the module that owns them ('polish': the float64 precision rung, run 
   escalate  on a loss plateau, the weak candidates (leave-one-out gains) are replaced by
             their mirror images or random proposals, kept when a short trial halves the
             loss; after rejected rounds a whole new candidate set is tried
-            (`recon.escalate.Escalator`); one run or a vmapped batch of runs. It needs one
-            (m, d) candidate array and a fixed problem: with `attack.restarts > 1` (the K
-            stacked sets are themselves the restarts) or sample splitting it is skipped
+            (`recon.escalate.Escalator`); one run or a vmapped batch of runs (a sweep's
+            points, or the K blocks of `attack.restarts`, each escalated as its own run). It
+            needs one (m, d) candidate array per run and a fixed problem: with a pytree of
+            variables or sample splitting it is skipped
   polish    stage 'end': the precision rung (`recon.polish`)
 """
 from __future__ import annotations
@@ -62,9 +63,8 @@ class Context:
   optimizer    the attack's Optax optimiser (a step resets its state)
   tol          the loss at which a run has converged
   max_steps    the step budget
-  batched      a vmapped batch of runs (recon.sweep) rather than one run
-  single_array the variables are one (m, d) candidate array per run (not K stacked
-               restarts, not a pytree)
+  batched      a vmapped batch of runs (recon.sweep; the K restarts of one run) rather than one
+  single_array the variables are one (m, d) candidate array per run (not a pytree)
   refiner      sample splitting replaces the problem between chunks
   pursuit      recon.pursuit.Pursuit for escalation's extra trial, or None
   """
@@ -97,8 +97,9 @@ def _build_reseed(section: Any, ctx: Context) -> refine.Reseeder:
 
 def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
   if ctx.refiner or not ctx.single_array:
-    logging.info("attack.rescue: 'escalate' skipped (%s: its own escalation)",
-                 'sample splitting' if ctx.refiner else 'stacked restarts')
+    logging.info("attack.rescue: 'escalate' skipped (%s)",
+                 'sample splitting: its own escalation' if ctx.refiner else
+                 'the optimised variables are not one candidate array')
     return None
   return escalate.Escalator(
       _fold(ctx.key, 0xE5C, ctx.batched), ctx.loss_fn, ctx.problem, ctx.constraint,

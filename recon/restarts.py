@@ -1,11 +1,15 @@
 """Parallel restarts chosen by the blind projection loss.
 
-K candidate sets X_1..X_K (K initialisations) are optimised at once as one (K, m, d)
-variable. The gradient is that of sum_k L(X_k), whose blocks are independent, so with a
-per-coordinate optimiser (momentum SGD, Adam; not L-BFGS, whose line search couples them)
-block k follows exactly the run it would follow alone. The value reported (and compared
-with tol) is min_k L(X_k): the run stops as soon as the best restart converges, and the
-answer is the block with the lowest blind loss; the attacker never needs the truth.
+K candidate sets X_1..X_K (K initialisations; block 0 the single run's start) are optimised at
+once as a vmapped batch of K runs of the same problem (`recon.driver.optimise`): block k follows
+exactly the run it would follow alone, with its own optimiser state, step count and status,
+and the rescue steps of `attack.rescue` act on every block as on the runs of a sweep
+(escalation's key of block 0 is the single run's, block k's fold_in(PRNGKey(seed), k)). The
+run's loss (history, progress, tol) is min_k L(X_k) (`stacked_loss`'s value): once a block
+converges, the others stop at the end of that chunk (`stop_at_first_converged`), and the answer
+is the block with the lowest blind loss (`BestRestart`); the attacker never needs the truth.
+`view` is the one-run face of the batch (step and status of the best block, the min loss) that
+the history, checkpoints' bookkeeping and the report read.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from recon import registry
+from recon import optimize, registry
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -35,7 +39,7 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
   """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
   output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
   splitting, feature sharding, a subspace search or a victim that is not restartable.
-  Escalation (recon/rescue.py) is skipped with K > 1: the restarts are the escalation."""
+  The rescue steps that act between chunks ('escalate') act on every restart."""
   k = cfg.attack.restarts
   if k == 1:
     return
@@ -97,10 +101,54 @@ def stacked_loss(loss_fn: LossFn) -> LossFn:
   return loss
 
 
+def batch_problem(problem: Any, n_restarts: int) -> Any:
+  """The problem repeated on a leading axis of K: one per restart, as the batched rescue steps
+  read it (K copies in memory; `recon.memory` counts K candidate sets)."""
+  return jax.tree.map(lambda a: jnp.broadcast_to(a, (n_restarts,) + jnp.shape(a)), problem)
+
+
+def rescue_keys(seed: int, n_restarts: int) -> Array:
+  """(K, 2) keys of the rescue steps: block 0 the single run's PRNGKey(seed), block k
+  fold_in(PRNGKey(seed), k)."""
+  key = jax.random.PRNGKey(seed)
+  return jnp.stack([key] + [jax.random.fold_in(key, k) for k in range(1, n_restarts)])
+
+
+def stop_at_first_converged(state: optimize.ReconState) -> optimize.ReconState:
+  """Once a block has converged, the blocks still running stop (status MAX_STEPS: the run's
+  budget is spent, as the run's status is that of its best block)."""
+  done = jnp.any(state.status == optimize.CONVERGED)
+  status = jnp.where(done & (state.status == optimize.RUNNING), optimize.MAX_STEPS,
+                     state.status)
+  return state._replace(status=status.astype(jnp.int32))
+
+
+def view(state: optimize.ReconState) -> optimize.ReconState:
+  """The batch of K restarts as one run: x the (K, m, d) blocks (decode picks one), loss
+  min_k, step and status those of the block with the lowest loss (converged when any block
+  converged, running while any block runs)."""
+  losses = np.asarray(jax.device_get(state.loss), np.float64)
+  status = np.asarray(jax.device_get(state.status))
+  best = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
+  if (status == optimize.CONVERGED).any():
+    best = int(np.flatnonzero(status == optimize.CONVERGED)[
+        np.argmin(losses[status == optimize.CONVERGED])])
+    run_status = optimize.CONVERGED
+  elif (status == optimize.RUNNING).any():
+    run_status = optimize.RUNNING
+  else:
+    run_status = int(status[best])
+  return optimize.ReconState(x=state.x, opt_state=state.opt_state, step=state.step[best],
+                             loss=state.loss[best],
+                             status=jnp.asarray(run_status, jnp.int32))
+
+
 class BestRestart:
-  """`decode(xs) -> X_k*`, k* = argmin_k L(X_k) (blind); `summary()` for the run's metrics."""
+  """`decode(xs) -> X_k*`, k* = argmin_k L(X_k) (blind); `summary()` for the run's metrics.
+  `block_loss` is one block's loss L (the driver runs the K blocks as a batch with it)."""
 
   def __init__(self, loss_fn: LossFn, problem: Any):
+    self.block_loss = loss_fn
     # The problem is an argument of the compiled function, never a captured constant.
     losses = jax.jit(lambda xs, prob: restart_losses(loss_fn, xs, prob))
     self._losses = lambda xs: losses(xs, problem)

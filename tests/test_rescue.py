@@ -72,7 +72,7 @@ def test_the_chain_applies_the_steps_after_the_chunk_in_the_listed_order():
   assert fresh.get('a').calls == 1 and fresh.get('b').calls == 0
 
 
-def test_escalation_is_skipped_for_stacked_restarts_and_splitting_and_reseed_refused():
+def test_escalation_is_skipped_for_pytrees_and_splitting_and_reseed_refused():
   ctx = _ctx()
   attack = rf_synthetic.get_config().attack
   built = rescue.build(('reseed', 'escalate', 'polish'), attack, ctx)
