@@ -129,7 +129,13 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
     return (rows if 'init_dir' not in prob else
             parameter_gradients.without_direction(rows, prob['init_dir']))
 
-  loss_fn = lambda xh, prob: objective(features(prob, xh), prob['theta'], jitter)  # noqa: E731
+  def loss_fn(xh, prob):
+    if head is None:
+      return objective(features(prob, xh), prob['theta'], jitter)
+    return objective(parameter_gradients.head_rows(  # a linear head (networks.attack's rule)
+        lambda p, xb: apply(p, prob['others'], xb), prob['params'], xh, layer=layer,
+        average=average), prob['theta'], jitter)
+
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
   mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
   batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
@@ -169,6 +175,11 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
     carry = chunk_train(carry, others, inputs[1], inputs[2], stop)
   params_t, train_steps, train_loss, train_ok = carry[0], carry[2], carry[3], carry[4]
   t_train = time.time() - t0
+  first = lambda tree: jax.tree.map(lambda a: a[0], tree)  # noqa: E731
+  head = (None if cfg.attack.init_in_span or cfg.attack.objective != 'projection' else
+          parameter_gradients.linear_head_outputs(
+              lambda p, xb: apply(p, first(others), xb), first(params_t),
+              driver.init_candidates(keys[0]['init'], 4, d, dtype), layer=layer))
 
   def setup_point(p0, pt, oth, key_init, lr, momentum):
     # As the single run's attack: the weights in the run's dtype (a trained model is saved,
@@ -179,7 +190,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
     if cfg.attack.init_in_span:
       prob['init_dir'] = parameter_gradients.layer_vector(p0, layer)
       theta = parameter_gradients.without_direction(theta, prob['init_dir'])
-    prob['theta'] = theta
+    prob['theta'] = theta if head is None else parameter_gradients.head_target(theta, head)
     x0 = driver.init_candidates(key_init, cfg.attack.n_candidates, d, dtype)
     state = optimize.init_state(x0, driver.make_optimizer(cfg.attack, lr, momentum), loss_fn,
                                 prob, constraint)
@@ -212,7 +223,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   out['features'] = jax.jit(features)
   out['rescue_per_run'] = rescue.per_run(rescues, size)
   out.update(setup_seconds=t_train, seconds=time.time() - t0, batch=batch, p_total=0,
-             n_shards=len(state.x.sharding.device_set), layer=layer,
+             n_shards=len(state.x.sharding.device_set), layer=layer, head_rows=head is not None,
              p_l=parameter_gradients.layer_size(jax.tree.map(lambda a: a[0], params_t), layer))
   return out
 
@@ -241,7 +252,8 @@ def record(pt, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.ndarray]
       'train_reached_tol': bool(np.isfinite(final) and final <= t.tol),
       'train_finite': bool(out['train_finite'][i]) and bool(np.isfinite(final)),
       'projection_loss_at_truth': float(out['loss_at_truth'][i]),
-      'jacobian_at': cfg.attack.jacobian_at, 'layer': out['layer']})
+      'jacobian_at': cfg.attack.jacobian_at, 'layer': out['layer'],
+      'head_rows': out['head_rows']})
   result.update({k: int(v[i]) for k, v in out.get('rescue_per_run', {}).items()})
   rec = {'index': pt.index, **dict(pt.coords)}
   rec.update({'seed': cfg.seed, 'activation': cfg.victim.activation, 'lr': cfg.attack.lr,

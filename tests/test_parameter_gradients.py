@@ -130,3 +130,42 @@ def test_stacked_jacobian_concatenates_rows():
       [pg.last_layer_jacobian(apply, p0, x), pg.last_layer_jacobian(apply, p1, x)]))
   np.testing.assert_allclose(pg.stacked_jacobian(apply, p0, x),
                              pg.last_layer_jacobian(apply, p0, x))
+
+
+class _BiasHead(__import__('flax').linen.Module):
+  """An ordinary MLP with biases whose last Dense is the head (a user's model)."""
+  classes: int
+
+  @__import__('flax').linen.compact
+  def __call__(self, x):
+    nn = __import__('flax').linen
+    return nn.Dense(self.classes, name='head')(nn.relu(nn.Dense(24, name='hidden')(x)))
+
+
+@pytest.mark.parametrize('classes', [1, 3])
+@pytest.mark.parametrize('points', ['trained', 'stacked', 'average'])
+def test_head_rows_give_the_dense_loss_and_gradient(classes, points):
+  x, _ = data.synthetic_sphere(jax.random.PRNGKey(0), 5, 6)
+  xh, _ = data.synthetic_sphere(jax.random.PRNGKey(1), 5, 6)
+  for model in (networks.TwoLayer(16, classes, 'relu_tanh'), _BiasHead(classes)):
+    params, _, apply = _setup(model, x)
+    params1, _, _ = _setup(model, x, key=7)
+    assert pg.linear_head_outputs(apply, params, x) == classes
+    at = params if points == 'trained' else (params, params1)
+    theta = pg.layer_delta(params1, params, 'head')
+    dense = lambda z: projection.projection_loss(  # noqa: E731
+        pg.stacked_jacobian(apply, at, z, average=points == 'average'), theta, 1e-6)
+    rows = lambda z: projection.projection_loss(  # noqa: E731
+        pg.head_rows(apply, at, z, average=points == 'average'),
+        pg.head_target(theta, classes), 1e-6)
+    assert float(rows(xh)) == pytest.approx(float(dense(xh)), rel=1e-4)
+    np.testing.assert_allclose(jax.grad(rows)(xh), jax.grad(dense)(xh), rtol=1e-3, atol=1e-6)
+
+
+def test_a_head_that_is_not_linear_in_its_outputs_keeps_the_dense_rows():
+  x, _ = data.synthetic_sphere(jax.random.PRNGKey(0), 4, 6)
+  model = networks.TwoLayer(8, 2, 'relu_tanh')
+  params, _, apply = _setup(model, x)
+  squashed = lambda p, z: jnp.tanh(apply(p, z)) * jnp.arange(1.0, 3.0)  # noqa: E731
+  assert pg.linear_head_outputs(squashed, params, x) is None
+  assert pg.linear_head_outputs(apply, params, x, layer='hidden') is None  # not the head

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from recon.objectives import projection
@@ -104,6 +105,54 @@ def stacked_jacobian(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = '
             for p in params]
     return sum(jacs) / len(jacs) if average else jnp.concatenate(jacs)
   return last_layer_jacobian(apply_fn, params, x, layer=layer, input_shape=input_shape)
+
+
+def head_rows(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
+              average: bool = False) -> Array:
+  """H (n, q): the rows h(x_i) of a linear head's Jacobian, read from output 0 alone.
+
+  For a head f_c(x) = sum_k h_k(x) W[k, c] (a Dense kernel (q_k, C), a bias (C,) with h = 1:
+  every leaf of params[layer] ends in the C outputs), d f_c(x) / d W[k, c'] = delta_cc' h_k(x),
+  so the dense Jacobian (n C, q C) is the rows of H placed in each output's block, and with
+  Theta = vec(theta).reshape(q, C) (`head_target`) the projection loss of the C-column target
+  Theta on H equals the dense one (`projection.projection_loss`), with an n x n Gram in place
+  of an n C x n C one and one gradient per candidate in place of C. Stacked (or averaged) over
+  a tuple of parameter sets as `stacked_jacobian`. Valid where `linear_head_outputs` says so.
+  """
+  if isinstance(params, (tuple, list)):
+    rows = [head_rows(apply_fn, p, x, layer=layer) for p in params]
+    return sum(rows) / len(rows) if average else jnp.concatenate(rows)
+  flat, unravel = ravel_pytree(params[layer])
+
+  def output0(theta: Array, xi: Array) -> Array:
+    p = dict(params)
+    p[layer] = unravel(theta)
+    return apply_fn(p, xi[None])[0, 0]
+
+  grads = jax.vmap(jax.grad(output0), in_axes=(None, 0))(flat, x)  # (n, q C)
+  c = apply_fn(params, x[:1]).shape[-1]
+  return grads.reshape(x.shape[0], -1, c)[:, :, 0]
+
+
+def head_target(theta: Array, num_outputs: int) -> Array:
+  """Theta (q, C) = vec(theta).reshape(q, C): column c is output c's block (`head_rows`)."""
+  return theta.reshape(-1, num_outputs)
+
+
+def linear_head_outputs(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
+                        rtol: float = 1e-5) -> int | None:
+  """C when params[layer] is a linear head of the C outputs at the probe rows x (every leaf
+  ends in C and the Jacobian is H placed in each output's block, `head_rows`), else None."""
+  c = int(apply_fn(params, x[:1]).shape[-1])
+  leaves = jax.tree.leaves(params[layer])
+  if not leaves or any(l.ndim == 0 or l.shape[-1] != c for l in leaves):
+    return None
+  dense = np.asarray(last_layer_jacobian(apply_fn, params, x, layer=layer), np.float64)
+  h = np.asarray(head_rows(apply_fn, params, x, layer=layer), np.float64)
+  n, q = h.shape
+  blocks = np.einsum('ab,nk->nakb', np.eye(c), h).reshape(n * c, q * c)
+  scale = max(np.abs(dense).max(), np.finfo(np.float32).tiny)
+  return c if np.abs(dense - blocks).max() <= rtol * scale else None
 
 
 def jacobian_projection_loss(x_hat: Array, problem: Any, *, apply_fn: ApplyFn, layer: str,

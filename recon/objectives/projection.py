@@ -34,7 +34,8 @@ CONDITION_WARN_ERROR = 1e-2
 
 def _ridge_cholesky(features: Array, target: Array, jitter: float):
   """Cholesky factor of G + eps I, G = Phi Phi^T, eps = jitter tr(G) / m (shapes checked)."""
-  chex.assert_rank([features, target], [2, 1])
+  chex.assert_rank(features, 2)
+  chex.assert_rank(target, {1, 2})
   chex.assert_equal(features.shape[1], target.shape[0])
   gram = features @ features.T
   m = gram.shape[0]
@@ -64,6 +65,8 @@ def _loss_and_gradients(features: Array, target: Array, jitter: float):
   """
   chol = _ridge_cholesky(features, target, jitter)
   m = features.shape[0]
+  if target.ndim == 2:
+    return _loss_and_gradients_columns(chol, features, target, jitter)
   alpha = jax.scipy.linalg.cho_solve(chol, features @ target)
   r = target - alpha @ features
   norm2 = jnp.sum(target ** 2)
@@ -76,9 +79,33 @@ def _loss_and_gradients(features: Array, target: Array, jitter: float):
   return loss, g_features, g_target
 
 
+def _loss_and_gradients_columns(chol, features: Array, target: Array, jitter: float):
+  """`_loss_and_gradients` for a target matrix Theta (p, C), one column per output:
+  L = sum_c ||P_perp theta_c||^2 / ||Theta||_F^2, the projection loss of vec(Theta) onto the
+  rows e_c (x) phi_i (every row of Phi in every column's block). Those rows' Gram is
+  I_C (x) G, whose jitter jitter tr(I_C (x) G) / (C m) is G's own, so L equals that
+  C m-row projection loss, with one m x m Gram instead of a C m x C m one. With
+  A = (G + eps I)^{-1} Phi Theta, R = Theta - Phi^T A, W = (G + eps I)^{-1} Phi R:
+  dL/dPhi = (-2 (A + W) R^T + 2 A (Phi^T W)^T + (4 jitter / m) <W, A> Phi) / ||Theta||^2,
+  dL/dTheta = (2 (R - Phi^T W) - 2 L Theta) / ||Theta||^2 (C = 1: the vector case)."""
+  m = features.shape[0]
+  alpha = jax.scipy.linalg.cho_solve(chol, features @ target)  # (m, C)
+  r = target - features.T @ alpha  # (p, C)
+  norm2 = jnp.sum(target ** 2)
+  loss = jnp.sum(r ** 2) / norm2
+  w = jax.scipy.linalg.cho_solve(chol, features @ r)
+  phi_t_w = features.T @ w
+  g_features = (-2.0 * (alpha + w) @ r.T + 2.0 * alpha @ phi_t_w.T
+                + (4.0 * jitter / m) * jnp.sum(w * alpha) * features) / norm2
+  g_target = (2.0 * (r - phi_t_w) - 2.0 * loss * target) / norm2
+  return loss, g_features, g_target
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
 def projection_loss(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
-  """||P_perp target||^2 / ||target||^2 in [0, 1]; 0 iff target is in the span.
+  """||P_perp target||^2 / ||target||^2 in [0, 1]; 0 iff target is in the span. A target
+  matrix (p, C) is projected column by column onto the same rows (`_loss_and_gradients_columns`:
+  a linear head's parameter change against its penultimate features).
 
   Differentiated by a custom JVP <dL/dPhi, dPhi> + <dL/dtheta, dtheta> with the closed-form
   gradients of `_loss_and_gradients`: reverse mode costs O(m p) past the forward Gram, and

@@ -294,7 +294,6 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
       _fail('attack.init_in_span: True needs the initial weights; accepted: False, or True '
             'with attack.knows_init=True')
     theta = parameter_gradients.without_direction(theta, init_dir)
-  problem = {'params': feature_params, 'theta': theta}
   objective = registry.lookup('objective', cfg.attack.objective).loss  # on the features
 
   def features(params, xh):
@@ -302,8 +301,19 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
     return rows if init_dir is None else parameter_gradients.without_direction(rows, init_dir)
 
   jitter = cfg.attack.jitter
-  loss_fn = lambda xh, prob: objective(features(prob['params'], xh), prob['theta'],  # noqa: E731
-                                       jitter)
+  # A linear head: the loss on its penultimate rows H against Theta (q, C), equal to the
+  # dense one with a C-times smaller Gram (`parameter_gradients.head_rows`).
+  head = (None if init_dir is not None or cfg.attack.objective != 'projection' else
+          parameter_gradients.linear_head_outputs(
+              apply, params_t, driver.init_candidates(keys['init'], 4, d, dtype), layer=layer))
+  if head is not None:
+    problem = {'params': feature_params, 'theta': parameter_gradients.head_target(theta, head)}
+    loss_fn = lambda xh, prob: objective(parameter_gradients.head_rows(  # noqa: E731
+        apply, prob['params'], xh, layer=layer, average=average), prob['theta'], jitter)
+  else:
+    problem = {'params': feature_params, 'theta': theta}
+    loss_fn = lambda xh, prob: objective(features(prob['params'], xh),  # noqa: E731
+                                         prob['theta'], jitter)
   feature_fn = lambda xh: features(feature_params, xh)  # noqa: E731
   attack_loss, x0, decode = restarts.with_restarts(
       cfg, loss_fn, problem, keys['init'],
@@ -328,6 +338,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
       **(model.info.get('train') or {}),
       'image_shape': list(image_shape) if image_shape else None,
       'jacobian_at': jacobian_at, 'init_in_span': bool(cfg.attack.init_in_span),
+      'head_rows': head is not None,
   }
   if x_true is not None:
     loss_at_truth = float(jax.jit(loss_fn)(x_true, problem))
