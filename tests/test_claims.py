@@ -3515,9 +3515,29 @@ claim(AUD, 'within 1.5× only for relu+tanh ({0.72} at n = 16 and at n = 32), an
                lw('relu@n16', 'prediction_ratio')))
 claim(AUD, 'at n = 32 it lands at {1.09} for relu+tanh',
       lambda: lw('relu_tanh@n32', 'trend_prediction_ratio'))
-claim(AUD, 'three of them at n = 4 took {29}–{148} s each',
-      lambda: (min(load('leak_width.json')['probes']['two_layer_n4']['seconds']),
-               max(load('leak_width.json')['probes']['two_layer_n4']['seconds'])), tol=0.5)
+claim(AUD, '| two-layer MSE net (relu+tanh, {2} classes; c from p_L = width × 2) | n = {8}, {16} | {32} | '
+      '{2.38} [{2.22}, {2.48}] | {2.62} [{2.48}, {2.90}] | {2.96} (between {2.38} and {3.58}: no seed of '
+      '{5} at 2.38·dn, every seed at 3.58·dn) | {0.81} | {0.89} |',
+      lambda: (2, *lw('two_layer@n32', 'shadow_n'), lw('two_layer@n32', 'n_target'),
+               lw('two_layer@n32', 'shadow_fit', 'c'), *lw('two_layer@n32', 'shadow_fit', 'c_ci'),
+               lw('two_layer@n32', 'trend_fit', 'c'), *lw('two_layer@n32', 'trend_fit', 'c_ci'),
+               lw('two_layer@n32', 'measured_fit', 'c'),
+               max(p['ratio'] for p in lw('two_layer@n32', 'direct_points') if p['recovery_rate'] == 0),
+               min(p['ratio'] for p in lw('two_layer@n32', 'direct_points') if p['recovery_rate'] == 1),
+               len(lw('two_layer@n32', 'direct_points')[0]['seeds']),
+               lw('two_layer@n32', 'prediction_ratio'), lw('two_layer@n32', 'trend_prediction_ratio')))
+claim(AUD, 'no seed of 5 at 2.38·dn, every seed at 3.58·dn', lambda: [
+    p['recovery_rate'] for p in lw('two_layer@n32', 'direct_points')] == [0, 0, 1])
+claim(AUD, 'the constant\n  law at {0.81} and the trend at {0.89}, both below',
+      lambda: (lw('two_layer@n32', 'prediction_ratio'), lw('two_layer@n32', 'trend_prediction_ratio')))
+claim(AUD, '(0 of {5} at\n  {2.38}·dn, {5} of {5} at {3.58}·dn); the constant law\'s {2.38} is within 1.5× of any c in it ({3.58} is\n  {1.50} × {2.38})',
+      lambda: (5, lw('two_layer@n32', 'direct_ratios')[1], 5, 5, lw('two_layer@n32', 'direct_ratios')[2],
+               lw('two_layer@n32', 'shadow_fit', 'c'), lw('two_layer@n32', 'direct_ratios')[2],
+               lw('two_layer@n32', 'direct_ratios')[2] / lw('two_layer@n32', 'shadow_fit', 'c'),
+               lw('two_layer@n32', 'shadow_fit', 'c')))
+claim(AUD, 'Shadows {374} s ({60} runs), direct {834} s ({15} runs)',
+      lambda: (lw('two_layer@n32', 'shadow_wall_seconds'), len(lw('two_layer@n32', 'shadow_runs')),
+               lw('two_layer@n32', 'direct_wall_seconds'), len(lw('two_layer@n32', 'direct_runs'))))
 claim(AUD, 'fresh seeds 0–4', lambda: all(
     set(f['reported_seeds']) == set(range(5)) and set(f['shadow_seeds']).isdisjoint(range(5))
     for f in load('leak_width.json')['families'].values() if not f.get('direct_from')))
