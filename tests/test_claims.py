@@ -3471,6 +3471,21 @@ NB = 'notebooks/audit.ipynb'  # the markdown cells' lines, as the .ipynb stores 
 claim(NB, 'on two CPU cores it needs about {23} s of compute',
       lambda: load('notebook_timing.json')['median_kernel_cpu_seconds'])
 claim(NB, 'mean distance {0.0027} (measured on', lambda: nb_audit('recon_error'))
+# --- docs/networks.md, a linear head's rows (results/bench_head_rows.json) ---------------------
+
+def head_rows_bench(m, width, classes):
+  return one([r for r in load('bench_head_rows.json')['records']
+              if (r['candidates'], r['width'], r['classes']) == (m, width, classes)])
+
+
+claim(NET, 'n̂ = {32}, width {610}, C = {2}: {1.60} → {0.39} ms; n̂ = {100}, width {1920}, C = {2}: '
+      '{20.64} → {3.89} ms; n̂ = {32},\n  width {256}, C = {10}: {30.84} → {0.31} ms',
+      lambda: tuple(v for case in ((32, 610, 2), (100, 1920, 2), (32, 256, 10)) for v in (
+          *case, head_rows_bench(*case)['dense_ms'], head_rows_bench(*case)['head_rows_ms'])))
+claim(NET, 'loss and gradient equal to the dense ones', lambda: all(
+    r['loss_rel_diff'] < 1e-5 for r in load('bench_head_rows.json')['records']))
+
+
 # --- docs/audit.md, "How wide before it leaks" (results/leak_width.json) ------------------------
 
 

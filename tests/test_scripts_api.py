@@ -25,6 +25,9 @@ INTERNAL_PROBES = {
         'recon.compile_cache', 'recon.driver', 'recon.features', 'recon.host',
         'recon.models.random_features', 'recon.optimize', 'recon.pipelines.random_features',
         'recon.precision', 'recon.refine', 'recon.restarts', 'recon.runs'}),
+    'bench_head_rows.py': ("times a linear head's rows against the dense Jacobian rows", {
+        'recon.models.networks', 'recon.objectives.parameter_gradients',
+        'recon.objectives.projection'}),
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
         'recon.compile_cache', 'recon.driver', 'recon.host', 'recon.optimize', 'recon.pipelines',
         'recon.pipelines.random_features', 'recon.runs', 'recon.sweep'}),
