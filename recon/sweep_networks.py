@@ -20,7 +20,8 @@ Vectorised axes: `seed`, `attack.lr`, `attack.momentum`. The width (`victim.widt
 shapes, so it is a static axis: one compiled group per width (`victim.p` / `p_over_dn` are
 the random-features width and are refused here). Not in a sweep: a saved model
 (`victim.checkpoint`), DP-SGD and release noise (their single runs do them), restarts,
-sample splitting. A point's metrics are the single run's (`tests/test_sweep_networks.py`).
+sample splitting. Any objective registered for the networks pipeline runs on the features
+(`registry.Objective`, e.g. one registered from a test). A point's metrics are the single run's (`tests/test_sweep_networks.py`).
 """
 from __future__ import annotations
 
@@ -65,8 +66,6 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
            'random_features_gd), not a saved model')
   if cfg.victim.train.dp.mode != 'off':
     refuse('victim.train.dp.mode', cfg.victim.train.dp.mode, "'off' (DP-SGD runs single)")
-  if cfg.attack.objective != 'projection':
-    refuse('attack.objective', cfg.attack.objective, "'projection'")
   net.check_config(cfg)
 
 

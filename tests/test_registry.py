@@ -145,3 +145,18 @@ def test_the_toy_objective_equals_the_projection_loss():
   assert float(toy_loss(phi, theta, 1e-9)) == pytest.approx(
       float(projection.projection_loss(phi, theta, 1e-9)), rel=1e-6)
   assert os.path.basename(__file__) == 'test_registry.py'
+
+
+def test_the_toy_victim_and_objective_sweep_with_no_more_code(toys, tmp_path):
+  """A registered network victim is vectorised by `recon.sweep_networks` as it stands."""
+  CALLS.update(objective=0, build=0)
+  c = _toy_config()
+  c.run.dtype = 'float32'
+  c.victim.width = 40
+  c.attack.max_steps, c.attack.rescue, c.run.chunk_steps = 200, (), 100
+  c.sweep.seed = (0, 1)
+  assert main.execute(c, str(tmp_path / 'sweep')) == 0
+  out = json.loads((tmp_path / 'sweep' / 'sweep.json').read_text())
+  assert [(r['seed'], r['model'], r['steps']) for r in out['records']] == [
+      (0, 'toy_net', 200), (1, 'toy_net', 200)]
+  assert CALLS['build'] >= 1 and CALLS['objective'] >= 1
