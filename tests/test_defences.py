@@ -93,14 +93,15 @@ def _network_config(**overrides):
 def test_defaults_train_as_before():
   """Every defence off: the same optimiser and trainer as before the defences existed."""
   cfg = _network_config()
-  assert not defences.active(cfg)
+  assert not defences.active(cfg.victim)
   from recon.models import networks
   model = networks.RandomFeatures(16, 1, 'relu')
   x = jax.random.normal(jax.random.PRNGKey(1), (4, 4))
   variables = model.init(jax.random.PRNGKey(2), x)
   apply = lambda p, xs: model.apply({**variables, 'params': p}, xs)  # noqa: E731
   targets = train.make_targets('mse', jnp.arange(4.0), 1)
-  got, _, mech = defences.train_network_params(cfg, apply, variables['params'], x, targets, 0.1)
+  got, _, mech = defences.train_network_params(cfg.victim.train, cfg.seed, apply, variables['params'], x,
+                                              targets, 0.1)
   want, _ = train.train(apply, variables['params'], x, targets, loss='mse',
                         optimizer=train.make_optimizer(0.1), max_steps=40, tol=1e-6)
   assert mech is None

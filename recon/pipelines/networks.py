@@ -189,7 +189,7 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
                cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), t.loss, lr, lr_source,
                momentum)
   t_train = time.time()
-  params_t, info, mechanism = defences.train_network_params(cfg, apply, params0, x_true,
+  params_t, info, mechanism = defences.train_network_params(cfg.victim.train, cfg.seed, apply, params0, x_true,
                                                             targets, lr)
   train_seconds = time.time() - t_train
   if not info['finite']:
@@ -206,15 +206,16 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
       'train_momentum': momentum, 'train_steps': info['steps'],
       'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
       'train_tol': cfg.victim.train.tol, 'train_note': train_note, 'train_seconds': train_seconds}
-  if defences.active(cfg):
+  if defences.active(cfg.victim):
     if mechanism is not None:
       logging.info('DP-SGD: epsilon %.3g at delta %g (noise multiplier %.3g, clip %g, q %.3g, '
                    '%d steps, %s)', mechanism['epsilon'], mechanism['delta'],
                    mechanism['noise_multiplier'], mechanism['clip'], mechanism['sample_rate'],
                    mechanism['steps'], mechanism['accountant'])
-    params_t = defences.release(cfg, params_t)
-    train_info['defences'] = defences.describe(cfg, mechanism)
-  train_info['utility'] = defences.network_utility(cfg, apply, params_t, x_true, targets, dtype)
+    params_t = defences.release(cfg.victim, cfg.seed, params_t)
+    train_info['defences'] = defences.describe(cfg.victim, mechanism)
+  train_info['utility'] = defences.network_utility(
+      cfg.data, cfg.victim.train.loss, cfg.seed, apply, params_t, x_true, targets, dtype)
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},

@@ -208,11 +208,11 @@ def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array]
                cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n),
                train_mse)
   info = {'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}
-  if defences.active(cfg):  # output perturbation of theta* (victim.release_noise)
-    theta = defences.release(cfg, theta)
-    info['defences'] = defences.describe(cfg, None)
+  if defences.active(cfg.victim):  # output perturbation of theta* (victim.release_noise)
+    theta = defences.release(cfg.victim, cfg.seed, theta)
+    info['defences'] = defences.describe(cfg.victim, None)
   predict = lambda xs: features.rf_features(v, xs, cfg.victim.activation) @ theta  # noqa: E731
-  info['utility'] = defences.regression_utility(predict, x_true, y, cfg, dtype)
+  info['utility'] = defences.regression_utility(predict, x_true, y, cfg.data, cfg.seed, dtype)
   return model_ckpt.ModelCheckpoint(
       kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d,
                                        'activation': cfg.victim.activation, 'weight_rng': rng},
@@ -250,7 +250,7 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     raise ExperimentError('victim.checkpoint: attacking a saved model uses dense features; '
                           "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
   _rf_splitter(cfg, lean=True)  # refuses splitting here
-  if defences.active(cfg):
+  if defences.active(cfg.victim):
     raise ExperimentError(f'victim.release_noise: {cfg.victim.release_noise} with memory-lean '
                           "features; accepted: 0, or victim.feature_mode 'dense' (or 'auto' "
                           'under the memory budget)')
