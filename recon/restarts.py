@@ -62,12 +62,11 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
         "'adam', no 'reseed' in attack.rescue, split 'none' and feature_shards 1")
 
 
-def with_restarts(cfg: ml_collections.ConfigDict, loss_fn: LossFn, problem: Any, key: Array,
+def with_restarts(n_restarts: int, loss_fn: LossFn, problem: Any, key: Array,
                   init_fn: Callable[[Array], Array]) -> Tuple[LossFn, Array, Any]:
-  """(loss_fn, x0, decode) of an attack: one candidate set init_fn(key) when
-  cfg.attack.restarts == 1 (decode None), else `attack.restarts` stacked ones (value min_k L(X_k),
+  """(loss_fn, x0, decode) of an attack: one candidate set init_fn(key) when n_restarts
+  (`attack.restarts`) is 1 (decode None), else n_restarts stacked ones (value min_k L(X_k),
   decode the block of lowest blind loss, `BestRestart`)."""
-  n_restarts = cfg.attack.restarts
   if n_restarts == 1:
     return loss_fn, init_fn(key), None
   return (stacked_loss(loss_fn), init_restarts(key, n_restarts, init_fn),

@@ -317,7 +317,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
                                          prob['theta'], jitter)
   feature_fn = lambda xh: features(feature_params, xh)  # noqa: E731
   attack_loss, x0, decode = restarts.with_restarts(
-      cfg, loss_fn, problem, keys['init'],
+      cfg.attack.restarts, loss_fn, problem, keys['init'],
       lambda k: driver.init_candidates(k, cfg.attack.n_candidates, d, dtype))
 
   known = ['architecture', 'all trained weights (the features below the head)',

@@ -286,8 +286,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   # Across processes (recon/distributed.py) the attack's inputs become global arrays,
   # replicated over the mesh (every process computed the same ones from the seed).
   problem = distributed.replicate(problem, mesh)
-  loss_fn, x0, decode = restarts.with_restarts(cfg, loss_fn, problem, keys['init'],
-                                               _init_fn(cfg, dtype))
+  loss_fn, x0, decode = restarts.with_restarts(cfg.attack.restarts, loss_fn, problem,
+                                               keys['init'], _init_fn(cfg, dtype))
   x0 = distributed.replicate(x0, mesh)
   attack = Attack(problem=problem, loss_fn=loss_fn, x0=x0,
                   constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
@@ -349,8 +349,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   # program: 3.8 GB at (100, 3072, 307 200), minutes of compilation on a GPU).
   gram_fn = functools.partial(_dense_gram, problem['v'],
                               activation=features.exact_forward(cfg.victim.activation))
-  loss_fn, x0, decode = restarts.with_restarts(cfg, rf_loss_fn(cfg), problem, keys['init'],
-                                               _init_fn(cfg, dtype))
+  loss_fn, x0, decode = restarts.with_restarts(cfg.attack.restarts, rf_loss_fn(cfg), problem,
+                                               keys['init'], _init_fn(cfg, dtype))
   p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
   extra = {'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n, 'memory_lean': False}
   for name in ('defences', 'utility'):
