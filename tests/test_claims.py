@@ -3471,6 +3471,24 @@ NB = 'notebooks/audit.ipynb'  # the markdown cells' lines, as the .ipynb stores 
 claim(NB, 'on two CPU cores it needs about {23} s of compute',
       lambda: load('notebook_timing.json')['median_kernel_cpu_seconds'])
 claim(NB, 'mean distance {0.0027} (measured on', lambda: nb_audit('recon_error'))
+# --- docs/reliability.md, the jaxlib 0.10 hang (results/hang_probe.json) ----------------------
+
+def hang(jax_version, proposals):
+  return one([r for r in load('hang_probe.json')['records']
+              if (r['jax'], r['proposals']) == (jax_version, proposals)])
+
+
+claim(REL, '| 0.10.2 | {64} | hung (CPU time stopped at {27} s) |',
+      lambda: (64, float(hang('0.10.2', 64)['outcome'].split('stopped at ')[1].split(' s')[0])))
+claim(REL, 'hung (CPU time stopped', lambda: hang('0.10.2', 64)['outcome'].startswith('hung'))
+claim(REL, '| 0.10.2 | {16} | completed in {40} s |',
+      lambda: (16, hang('0.10.2', 16)['seconds']), tol=0.5)
+claim(REL, '| 0.12.0.1 | {64} | completed in {48} s |',
+      lambda: (64, hang('0.12.0.1', 64)['seconds']), tol=0.5)
+claim(REL, 'completed in', lambda: hang('0.10.2', 16)['outcome'] == 'completed' and
+      hang('0.12.0.1', 64)['outcome'] == 'completed')
+
+
 # --- docs/networks.md, a linear head's rows (results/bench_head_rows.json) ---------------------
 
 def head_rows_bench(m, width, classes):
