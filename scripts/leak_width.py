@@ -84,6 +84,10 @@ def define_flags() -> None:
                        'Widths per vectorised shadow group (default: all of --ratios in one group '
                        'per n). Groups of 30 points at n = 32 hung on the shared 2-core CPU '
                        '(docs/audit.md); 3 ratios x 5 seeds = 15 points ran.')
+  flags.DEFINE_enum('dtype', 'float32', ['float32', 'float64'],
+                    "run.dtype of every run. The two-layer net at n = 100 needs 'float64': its "
+                    'stacked rows at W(0) and W(T) are nearly parallel and their float32 Gram '
+                    'fails its Cholesky (every run non-finite; docs/audit.md).')
   flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
   flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
   flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
@@ -99,7 +103,7 @@ def family_config(family: str, n: int):
                                 'attack.rescue': ('escalate', 'polish') if (
                                     FLAGS.polish == 'auto' and family != 'two_layer')
                                 else ('escalate',),
-                                'run.log_every_seconds': 60.0})
+                                'run.log_every_seconds': 60.0, 'run.dtype': FLAGS.dtype})
   return c
 
 
@@ -206,7 +210,7 @@ def run_family(family: str) -> Dict[str, Any]:
       'family': found['family'], 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
       'ratios_per_call': FLAGS.ratios_per_call,
-      'reported_seeds': seeds, 'max_steps': FLAGS.max_steps,
+      'reported_seeds': seeds, 'max_steps': FLAGS.max_steps, 'dtype': FLAGS.dtype,
       'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
                  'polish': 'auto' if 'polish' in cfg.attack.rescue else 'off',
                  'escalate': 'auto' if 'escalate' in cfg.attack.rescue else 'off'},
