@@ -289,14 +289,14 @@ def sweep() -> ml_collections.ConfigDict:
   Vectorised axes share one compiled program (widths padded to the largest p, lr and
   momentum in the optimiser state, seeds as a batch of keys); static axes change shapes
   or code and loop outside, one compiled group per value. `victim.p_over_dn` sweeps
-  p = p_over_dn * d * n.
+  p = p_over_dn * d * n; `victim.width` is a network victim's (recon/sweep_networks.py).
   """
   c = ml_collections.ConfigDict()
   c.seed = placeholder(tuple)
   c.data = ml_collections.ConfigDict(
       {k: placeholder(tuple) for k in ('n', 'd', 'label_noise')})
   c.victim = ml_collections.ConfigDict(
-      {k: placeholder(tuple) for k in ('p', 'p_over_dn', 'activation')})
+      {k: placeholder(tuple) for k in ('p', 'p_over_dn', 'activation', 'width')})
   c.attack = ml_collections.ConfigDict(
       {k: placeholder(tuple) for k in ('lr', 'momentum', 'n_candidates', 'optimizer', 'jitter',
                                        'tol', 'max_steps')})
