@@ -91,7 +91,7 @@ def _loss_and_gradients_columns(chol, features: Array, target: Array, jitter: fl
   m = features.shape[0]
   alpha = jax.scipy.linalg.cho_solve(chol, features @ target)  # (m, C)
   r = target - features.T @ alpha  # (p, C)
-  norm2 = jnp.sum(target ** 2)
+  norm2 = jnp.sum(target * target)
   loss = jnp.sum(r ** 2) / norm2
   w = jax.scipy.linalg.cho_solve(chol, features @ r)
   phi_t_w = features.T @ w
