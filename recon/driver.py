@@ -116,8 +116,8 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)
-    grew = (int(face(state).status) == optimize.MAX_STEPS
-            and int(face(state).step) < section.max_steps)
+    now = face(state)
+    grew = int(now.status) == optimize.MAX_STEPS and int(now.step) < section.max_steps
     if grew:  # the budget grew: every run that spent the old one goes on
       state = state._replace(status=jnp.where(
           (state.status == optimize.MAX_STEPS) & (state.step < section.max_steps),

@@ -208,7 +208,7 @@ MUTATIONS: Tuple[Mutation, ...] = (
              'steps = sorted(self._manager.all_steps())', ('tests/test_checkpoint.py',),
              'resume from the oldest checkpoint, not the newest'),
     Mutation('resume_budget_not_grown', 'recon/driver.py',
-             'grew = int(state.status) == optimize.MAX_STEPS and int(state.step) < '
+             'grew = int(now.status) == optimize.MAX_STEPS and int(now.step) < '
              'section.max_steps',
              'grew = False', ('tests/test_checkpoint.py',),
              'a run resumed with a larger max_steps stays stopped',
