@@ -3603,6 +3603,23 @@ claim(AUD, 'the trend stays within the target ({2.00} / {3} = {0.67} at its far 
 claim(AUD, 'The shadows took {238} s ({90} runs); the three n = 100 points about {2.4} hours of\n  this CPU',
       lambda: (lw('relu_tanh@n100', 'shadow_wall_seconds'), len(lw('relu_tanh@n100', 'shadow_runs')),
                lw('relu_tanh@n100', 'direct_wall_seconds') / 3600))
+claim(AUD, '(n = {32}, {1.5}·dn, seed {100}: {443} of {467} s, {0} of {32} rows back)',
+      lambda: (32, 1.5, 100, load('leak_width.json')['probes']['relu_rung_n32']['sign_sweep_seconds'],
+               load('leak_width.json')['probes']['relu_rung_n32']['wall_seconds'],
+               load('leak_width.json')['probes']['relu_rung_n32']['frac_recovered'] * 32, 32), tol=0.5)
+claim(AUD, 'widths {1.75}, {2.6} and {3.9}·dn from\n  the n ≤ 32 shadows\' c = {2.62}, seeds {0}–{4}) all stopped '
+      'non-finite in float32, after {8} to {8187}\n  steps'.replace('{8187}', '{8 187}'),
+      lambda: (*sorted({round(r['p_L_over_dn'], 2) for r in
+                        load('leak_width.json')['probes']['two_layer_n100_float32']['runs']}),
+               load('leak_width.json')['probes']['two_layer_n100_float32']['shadow_c'], 0, 4,
+               min(r['steps'] for r in load('leak_width.json')['probes']['two_layer_n100_float32']['runs']),
+               max(r['steps'] for r in load('leak_width.json')['probes']['two_layer_n100_float32']['runs'])),
+      tol=0.05)
+claim(AUD, 'all stopped non-finite', lambda: all(
+    r['status'] == 'nonfinite' for r in load('leak_width.json')['probes']['two_layer_n100_float32']['runs']))
+claim(AUD, 'shadows at n = 8, 16, 32 give\n  c = {2.46}) the first width\'s five victims reached step {11 400} of 20 000 in {1 087} s',
+      lambda: tuple(load('leak_width.json')['probes']['two_layer_n100_float64'][k]
+                    for k in ('shadow_c', 'direct_step', 'direct_seconds_at_step')))
 claim(AUD, 'Split into groups\n  of three widths (`--ratios_per_call={3}`, {15} points)',
       lambda: (lw('relu_tanh@n100', 'ratios_per_call'),
                lw('relu_tanh@n100', 'ratios_per_call') * len(lw('relu_tanh@n100', 'shadow_seeds'))))
