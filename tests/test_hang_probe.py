@@ -2,9 +2,12 @@
 import json
 import sys
 
+import pytest
+
 from scripts import hang_probe
 
 
+@pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_completed_and_hung_children_are_told_apart(tmp_path, monkeypatch):
   monkeypatch.setattr(hang_probe, 'CHILD', "print('JAX 9.9', flush=True); print('DONE 0.5')")
   done = hang_probe.probe(sys.executable, 64, stall=5.0, limit=60.0)

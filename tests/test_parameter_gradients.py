@@ -142,6 +142,7 @@ class _BiasHead(__import__('flax').linen.Module):
     return nn.Dense(self.classes, name='head')(nn.relu(nn.Dense(24, name='hidden')(x)))
 
 
+@pytest.mark.slow  # two models x their Jacobians and gradients (~7 s a case)
 @pytest.mark.parametrize('classes', [1, 3])
 @pytest.mark.parametrize('points', ['trained', 'stacked', 'average'])
 def test_head_rows_give_the_dense_loss_and_gradient(classes, points):

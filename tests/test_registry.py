@@ -147,6 +147,7 @@ def test_the_toy_objective_equals_the_projection_loss():
   assert os.path.basename(__file__) == 'test_registry.py'
 
 
+@pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_the_toy_victim_and_objective_sweep_with_no_more_code(toys, tmp_path):
   """A registered network victim is vectorised by `recon.sweep_networks` as it stands."""
   CALLS.update(objective=0, build=0)

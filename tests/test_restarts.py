@@ -156,6 +156,7 @@ def test_cli_restarts_resume_bit_for_bit(tmp_path):
   assert ma == mb
 
 
+@pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_restarts_and_escalation_compose(tmp_path):
   """The K restarts run as a batch, and escalation acts on each of them as on a sweep's runs."""
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel

@@ -40,6 +40,7 @@ def swept(tmp_path_factory):
   return out, np.load(str(tmp / 'sweep' / 'sweep.npz')), singles
 
 
+@pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_points_equal_single_runs(swept):
   out, arrays, singles = swept
   assert len(out['records']) == 4 and len(out['groups']) == 2  # one compiled group per width
@@ -60,6 +61,7 @@ def test_points_equal_single_runs(swept):
   assert len({round(r['train_lr'], 6) for r in out['records']}) == 4
 
 
+@pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_outputs_are_written(swept):
   out, arrays, _ = swept
   assert sorted(arrays.files) == sorted(f'{k}_{i}' for k in ('x_true', 'x_hat') for i in range(4))
@@ -91,6 +93,7 @@ def test_random_features_refuse_a_width_axis(tmp_path):
     sweep.run(c, str(tmp_path / 'run'))
 
 
+@pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_a_wide_two_layer_net_gives_back_every_row_at_every_seed(tmp_path):
   # p_L = width x classes = 320 = 10 d n: the attack of the leak-width prediction's two-layer
   # family (features at W(0) and W(T), Adam, cosine decay, escalation), three victims at once.
