@@ -3617,9 +3617,12 @@ claim(AUD, 'widths {1.75}, {2.6} and {3.9}·dn from\n  the n ≤ 32 shadows\' c 
       tol=0.05)
 claim(AUD, 'all stopped non-finite', lambda: all(
     r['status'] == 'nonfinite' for r in load('leak_width.json')['probes']['two_layer_n100_float32']['runs']))
-claim(AUD, 'shadows at n = 8, 16, 32 give\n  c = {2.46}) the first width\'s five victims reached step {11 400} of 20 000 in {1 087} s',
-      lambda: tuple(load('leak_width.json')['probes']['two_layer_n100_float64'][k]
-                    for k in ('shadow_c', 'direct_step', 'direct_seconds_at_step')))
+claim(AUD, 'shadows at n = 8, 16, 32 give\n  c = {2.46}) the first width ({1.64}·dn) took {1 768} s of these 2 cores',
+      lambda: (load('leak_width.json')['probes']['two_layer_n100_float64']['shadow_c'],
+               load('leak_width.json')['probes']['two_layer_n100_float64']['direct_runs'][0]['p_L_over_dn'],
+               load('leak_width.json')['probes']['two_layer_n100_float64']['direct_seconds']), tol=0.5)
+claim(AUD, 'gave back no seed (as predicted: below 2.46·dn)', lambda: all(
+    r['frac_recovered'] < 1 for r in load('leak_width.json')['probes']['two_layer_n100_float64']['direct_runs']))
 claim(AUD, 'Split into groups\n  of three widths (`--ratios_per_call={3}`, {15} points)',
       lambda: (lw('relu_tanh@n100', 'ratios_per_call'),
                lw('relu_tanh@n100', 'ratios_per_call') * len(lw('relu_tanh@n100', 'shadow_seeds'))))
