@@ -9,7 +9,7 @@ off unless --polish=auto) capped at --max_steps on every run alike:
      (--shadow_seeds, never reported on); the logistic fit of `recon.leak_width` gives
      c_pred with its bootstrap interval, p*_pred = c_pred d n_target;
   2. direct: n = n_target (--n_target; --n_target_two_layer for the costlier two-layer net),
-     widths at r = c_pred x (2/3, 1, 3/2) (bracketing the prediction on both sides), fresh
+     widths at r = c_pred x --bracket (default 2/3, 1, 3/2: both sides of the prediction), fresh
      seeds (--seeds); the same fit on them gives c_measured with its interval;
   3. the prediction error c_pred / c_measured (target: within a factor 1.5).
 
@@ -88,6 +88,11 @@ def define_flags() -> None:
                     "run.dtype of every run. The two-layer net at n = 100 needs 'float64': its "
                     'stacked rows at W(0) and W(T) are nearly parallel and their float32 Gram '
                     'fails its Cholesky (every run non-finite; docs/audit.md).')
+  flags.DEFINE_list('bracket', [str(b) for b in BRACKET],
+                    'Direct widths as multiples of the shadow c (default 2/3, 1, 3/2).')
+  flags.DEFINE_string('work_dir', None,
+                      'Where the runs keep their state (default: a fresh temporary folder); '
+                      'a stopped call given the same folder resumes its finished groups.')
   flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
   flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
   flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
@@ -171,7 +176,8 @@ def run_family(family: str) -> Dict[str, Any]:
   shadow_n = [int(n) for n in (FLAGS.shadow_n_two_layer if two_layer and FLAGS.shadow_n_two_layer
                                else FLAGS.shadow_n)]
   cfg = family_config(family, n_target)  # data.d = --d: the shadows' D is d
-  tmp = tempfile.mkdtemp(prefix=f'leak_width_{family}_')
+  tmp = (os.path.join(FLAGS.work_dir, family) if FLAGS.work_dir
+         else tempfile.mkdtemp(prefix=f'leak_width_{family}_'))
   shadow_seeds = [int(s) for s in FLAGS.shadow_seeds]
   seeds = [int(s) for s in FLAGS.seeds]
   assert not set(shadow_seeds) & set(seeds), 'shadow seeds must not be reported seeds'
@@ -189,7 +195,7 @@ def run_family(family: str) -> Dict[str, Any]:
   logging.info('%s: shadows %s -> c_pred %s (%.0fs)', family, shadow_n, fit.get('c'), t_shadow)
   if fit['c'] is None:
     raise SystemExit(f'{family}: the shadow fit failed ({fit["bound"]}); widen --ratios')
-  bracket = sorted({round(fit['c'] * b, 3) for b in BRACKET})
+  bracket = sorted({round(fit['c'] * float(b), 3) for b in FLAGS.bracket})
   t1 = time.time()
   if FLAGS.direct_from:
     if two_layer or FLAGS.polish != 'auto':
@@ -209,7 +215,7 @@ def run_family(family: str) -> Dict[str, Any]:
   out = {
       'family': found['family'], 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
-      'ratios_per_call': FLAGS.ratios_per_call,
+      'ratios_per_call': FLAGS.ratios_per_call, 'bracket': [float(b) for b in FLAGS.bracket],
       'reported_seeds': seeds, 'max_steps': FLAGS.max_steps, 'dtype': FLAGS.dtype,
       'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
                  'polish': 'auto' if 'polish' in cfg.attack.rescue else 'off',
@@ -327,6 +333,11 @@ def main(argv):
     FLAGS.families, FLAGS.d, FLAGS.shadow_n = ['relu'], 4, ['3', '4']
     FLAGS.ratios, FLAGS.shadow_seeds, FLAGS.seeds = ['0.25', '16'], ['1000', '1001'], ['0', '1']
     FLAGS.n_target, FLAGS.max_steps, FLAGS.bootstrap = 6, 1000, 10
+  try:
+    assert FLAGS.bracket and all(float(b) > 0 for b in FLAGS.bracket)
+  except (AssertionError, ValueError):
+    sys.exit(f'error: --bracket: {",".join(FLAGS.bracket)!r}; accepted: positive numbers, '
+             'multiples of the shadow c (e.g. 0.667,1,1.5)')
   os.makedirs(FLAGS.out_dir, exist_ok=True)
   path = os.path.join(FLAGS.out_dir, 'leak_width.json')
   result = io.read_json(path) if os.path.exists(path) else {

@@ -3771,3 +3771,38 @@ claim(RF, 'every run spends the budget', lambda: (
     and n100_at(2)['recovery_rate'] == 0 and all(v is None for v in n100_at(2)['per_seed']['polished'])))
 claim(RF, 'the\nthreshold lies between 2 and 3·dn, {1.9}–{2.8}× the counting limit.',
       lambda: (2 / (17 / 16), 3 / (17 / 16)))
+
+
+# --- the precision rung's BLAS threads (results/rung_threads.json, leak_width.json probes) -----
+def rung_threads(n):
+  return one(load('rung_threads.json')['records'], n=n)
+
+
+def _probe(name, field):
+  return load('leak_width.json')['probes'][name][field]
+
+
+claim(PERF, 'at n = {32}, d = {16},\np = {768}, {28.3} s with two BLAS threads against {11.9} s with '
+      'one; at n = {48}, p = {1 152}, {128.3} s\nagainst {48.9} s',
+      lambda: (32, 16, rung_threads(32)['p'], rung_threads(32)['default_threads']['seconds'],
+               rung_threads(32)['one_thread']['seconds'], 48, rung_threads(48)['p'],
+               rung_threads(48)['default_threads']['seconds'],
+               rung_threads(48)['one_thread']['seconds']))
+claim(PERF, 'the same rows flipped and the same loss', lambda: all(
+    r['same_flips'] and r['loss_rel_diff'] < 1e-6 and r['default_blas_threads'][0] == 2
+    for r in load('rung_threads.json')['records']))
+claim(PERF, 'took {467} s, {443} s of it in the sign sweep, before; {32} s, {25} s of it in\nthe rung, '
+      'after', lambda: (_probe('relu_rung_n32', 'wall_seconds'),
+                        _probe('relu_rung_n32', 'sign_sweep_seconds'),
+                        _probe('relu_rung_n32_one_blas_thread', 'wall_seconds'),
+                        _probe('relu_rung_n32_one_blas_thread', 'rung_seconds')), tol=0.5)
+claim(PERF, 'the same rows flipped', lambda: (
+    _probe('relu_rung_n32', 'rows_flipped') == _probe('relu_rung_n32_one_blas_thread', 'rows_flipped')
+    and abs(_probe('relu_rung_n32', 'loss_after_rung')
+            - _probe('relu_rung_n32_one_blas_thread', 'loss_after_rung')) < 1e-5))
+claim(AUD, 'the same run takes\n  {32} s, {25} s of it the rung',
+      lambda: (_probe('relu_rung_n32_one_blas_thread', 'wall_seconds'),
+               _probe('relu_rung_n32_one_blas_thread', 'rung_seconds')), tol=0.5)
+claim(RF, 'cuts a failed relu run at n = {32} from {467} s to {32} s',
+      lambda: (32, _probe('relu_rung_n32', 'wall_seconds'),
+               _probe('relu_rung_n32_one_blas_thread', 'wall_seconds')), tol=0.5)

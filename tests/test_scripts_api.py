@@ -39,6 +39,8 @@ INTERNAL_PROBES = {
     'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
         'recon.driver', 'recon.optimize', 'recon.pipelines.random_features', 'recon.precision',
         'recon.runs'}),
+    'rung_threads.py': ("times the rung's sign sweep at one BLAS thread and at the default", {
+        'recon.certificate', 'recon.polish'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {
         'recon.features', 'recon.polish', 'recon.row_search'}),
     'kkt_diagnose.py': ("a saved KKT victim's dual Jacobian and layer mask", {
