@@ -148,7 +148,8 @@ def execute(config: Any, workdir: Optional[str] = None,
     with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
       config_lib.resolve_paths(config)
       # data.name 'file': data.n / data.d None take the file's sizes (before the memory check).
-      data.resolve_file(config.data, trains_victim=data.trains_victim(config))
+      data.resolve_file(config.data,
+                        trains_victim=data.trains_victim(config.victim, config.pipeline))
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     check_workdir(workdir)
@@ -174,7 +175,7 @@ def execute(config: Any, workdir: Optional[str] = None,
       if swept:
         sweep.run(config, workdir)
         return errors.EXIT_OK
-      summary = pipelines.run(config, workdir)
+      summary = pipelines.run(config, workdir, validated=True)
     finally:
       runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
   except errors.Interrupted as e:

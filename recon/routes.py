@@ -18,19 +18,20 @@ KKT = 'kkt'
 NETWORKS = 'networks'
 
 
-def uses_subspace_pipeline(cfg: ml_collections.ConfigDict) -> bool:
-  """True for attack.objective 'unified', or any subspace / free alpha.
+def uses_subspace_pipeline(attack: ml_collections.ConfigDict) -> bool:
+  """True for attack.objective 'unified', or any subspace / free alpha (`attack`: the attack
+  section).
 
   configs/two_layer_subspace.py sets the objective; configs/two_layer.py (objective
   'projection') runs the generic network pipeline (recon/pipelines/networks.py) instead.
   """
-  return (registry.lookup('objective', cfg.attack.objective).pipeline == SUBSPACE
-          or cfg.attack.subspace != 'none' or cfg.attack.alpha_mode != 'closed_form')
+  return (registry.lookup('objective', attack.objective).pipeline == SUBSPACE
+          or attack.subspace != 'none' or attack.alpha_mode != 'closed_form')
 
 
-def victim_pipeline(cfg: ml_collections.ConfigDict) -> str:
-  """The pipeline that trains and attacks `victim.name` (its registration)."""
-  return registry.lookup('victim', cfg.victim.name).pipeline
+def victim_pipeline(victim: ml_collections.ConfigDict) -> str:
+  """The pipeline that trains and attacks the victim section's `name` (its registration)."""
+  return registry.lookup('victim', victim.name).pipeline
 
 
 def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
@@ -40,13 +41,13 @@ def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
   if cfg.pipeline is not None:
     registry.lookup('pipeline', cfg.pipeline)  # one line naming the registered ones
     return cfg.pipeline
-  victim = victim_pipeline(cfg)
+  victim = victim_pipeline(cfg.victim)
   objective = registry.lookup('objective', cfg.attack.objective)
   if victim not in objective.pipelines:
     takes = sorted(name for name, o in registry.items('objective') if victim in o.pipelines)
     raise ExperimentError(
         f'attack.objective: {cfg.attack.objective!r} does not attack victim.name '
         f'{cfg.victim.name!r}; accepted for that victim: {", ".join(takes)}')
-  if uses_subspace_pipeline(cfg):
+  if uses_subspace_pipeline(cfg.attack):
     return SUBSPACE
   return objective.pipeline or victim

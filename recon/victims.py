@@ -28,17 +28,21 @@ from recon.models import foreign
 Array = jax.Array
 
 
-def resolve(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+def resolve(config: ml_collections.ConfigDict, validated: bool = False
+            ) -> ml_collections.ConfigDict:
   """Validated copy with the one default that depends on other fields filled in:
-  attack.n_candidates None is n (2n for MLPs) when the attacker knows n.
+  attack.n_candidates None is n (2n for MLPs) when the attacker knows n. `validated`: the
+  caller has run `config.validate` on `config` already (`recon.execution`), so it is not run
+  twice.
 
   With `victim.checkpoint` set, the checkpoint's model fields replace the config's
   (see `apply_model_checkpoint`).
   """
-  config_lib.validate(config)
+  if not validated:
+    config_lib.validate(config)
   cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
   # data.name 'file': the auditor's file checked against n, d (the checkpoint's, when set).
-  data.resolve_file(cfg.data, trains_victim=data.trains_victim(cfg))
+  data.resolve_file(cfg.data, trains_victim=data.trains_victim(cfg.victim, cfg.pipeline))
   if cfg.attack.n_candidates is None and cfg.attack.knows_n:
     with cfg.ignore_type():
       # KKT attacks use 2n candidates (Haim et al.); the projection loss n.
@@ -71,7 +75,7 @@ def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
   entry = registry.lookup('victim', cfg.victim.name)
   hp = meta['hparams']
   out = {field: hp[name] for name, field in entry.checkpoint_fields.items() if name in hp}
-  if arch == 'TwoLayer' and routes.uses_subspace_pipeline(cfg):
+  if arch == 'TwoLayer' and routes.uses_subspace_pipeline(cfg.attack):
     out.pop('data.num_classes', None)
     if hp.get('out_dim', 1) != 1:
       raise ExperimentError(
@@ -196,25 +200,27 @@ def same_data(recorded: Dict[str, Any], cfg: ml_collections.ConfigDict) -> bool:
   return all(current.get(name) == value for name, value in recorded.items())
 
 
-def data_description(cfg: ml_collections.ConfigDict, x: Array, input_shape,
+def data_description(record: Dict[str, Any], x: Array, input_shape,
                      meta: Dict[str, Any]) -> Dict[str, Any]:
-  """What a saved model records of its training set (never the rows themselves)."""
+  """What a saved model records of its training set (never the rows themselves); `record`:
+  the run's `data_record`."""
   x = np.asarray(x)
   return {'input_shape': [int(s) for s in (input_shape or x.shape[1:])],
           'dtype': str(x.dtype), 'n': int(x.shape[0]),
           'row_norm': float(np.median(np.linalg.norm(x.reshape(x.shape[0], -1), axis=1))),
           'meta': json.loads(json.dumps(io._jsonable(  # pylint: disable=protected-access
               data.describe(meta)))),
-          'config': data_record(cfg)}
+          'config': record}
 
 
-def model_source(cfg: ml_collections.ConfigDict, workdir: str, resuming: bool) -> Optional[str]:
-  """Where the model comes from: WORKDIR/model when resuming, else victim.checkpoint (or None:
-  train one)."""
+def model_source(victim: ml_collections.ConfigDict, workdir: str,
+                 resuming: bool) -> Optional[str]:
+  """Where the model comes from: WORKDIR/model when resuming, else the victim section's
+  checkpoint (or None: train one)."""
   own = os.path.join(workdir, 'model')
   if resuming and os.path.isdir(own):
     return own
-  return cfg.victim.checkpoint or None
+  return victim.checkpoint or None
 
 
 def load_model(source: str) -> model_ckpt.ModelCheckpoint:
@@ -319,10 +325,10 @@ def model_training_data(cfg: ml_collections.ConfigDict, model: model_ckpt.ModelC
 
 def initial_params_needed(cfg: ml_collections.ConfigDict) -> Optional[str]:
   """Why this config needs the model's initial parameters ('field: reason'), or None."""
-  if routes.uses_subspace_pipeline(cfg):
+  if routes.uses_subspace_pipeline(cfg.attack):
     return ('attack.subspace: the subspace pipeline attacks dW2 = W2(T) - W2(0) (and estimates the '
             'subspace from dW1, features at W1(0))')
-  if routes.victim_pipeline(cfg) == routes.NETWORKS:
+  if routes.victim_pipeline(cfg.victim) == routes.NETWORKS:
     if cfg.attack.knows_init:
       return 'attack.knows_init: True attacks theta = W_L(T) - W_L(0)'
     if cfg.attack.jacobian_at != 'trained':
@@ -333,10 +339,10 @@ def initial_params_needed(cfg: ml_collections.ConfigDict) -> Optional[str]:
   return None
 
 
-def check_victim(cfg: ml_collections.ConfigDict) -> None:
+def check_victim(victim: ml_collections.ConfigDict) -> None:
   """The registered victim's own cross-field checks of the victim section (one line)."""
-  check = registry.lookup('victim', cfg.victim.name).check
-  message = check(cfg.victim) if check is not None else None
+  check = registry.lookup('victim', victim.name).check
+  message = check(victim) if check is not None else None
   if message:
     raise ExperimentError(message)
 
@@ -346,7 +352,7 @@ def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
   path = cfg.victim.checkpoint
   if not path:
     return
-  if cfg.victim.name == 'random_features' and routes.uses_subspace_pipeline(cfg):
+  if cfg.victim.name == 'random_features' and routes.uses_subspace_pipeline(cfg.attack):
     raise ExperimentError(
         'victim.checkpoint: the random-features subspace / free-alpha pipeline trains its own '
         "model; accepted: victim.checkpoint with subspace 'none', alpha_mode 'closed_form'")
@@ -372,7 +378,7 @@ def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
            if field == 'attack.knows_init' else
            ", or attack.jacobian_at='trained'" if field == 'attack.jacobian_at' else
            ", or attack.kkt_target='theta'" if field == 'attack.kkt_target' else ''))
-  if routes.uses_subspace_pipeline(cfg) and cfg.attack.subspace == 'known':
+  if routes.uses_subspace_pipeline(cfg.attack) and cfg.attack.subspace == 'known':
     # A saved model records a description of its data, never the planted basis.
     raise ExperimentError(
         "attack.subspace: 'known' needs the training data's subspace, which a model checkpoint "

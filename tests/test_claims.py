@@ -3806,3 +3806,12 @@ claim(AUD, 'the same run takes\n  {32} s, {25} s of it the rung',
 claim(RF, 'cuts a failed relu run at n = {32} from {467} s to {32} s',
       lambda: (32, _probe('relu_rung_n32', 'wall_seconds'),
                _probe('relu_rung_n32_one_blas_thread', 'wall_seconds')), tol=0.5)
+
+
+# --- docs/extending.md, the config's trip (results/config_trip.json) ---------------------------
+EXT = 'docs/extending.md'
+claim(EXT, 'at most {5} climbs\nand {3} entries of any module',
+      lambda: (max(r['climbs'] for r in load('config_trip.json')['records']),
+               max(r['max_entries'] for r in load('config_trip.json')['records'])), tol=0)
+claim(EXT, 'on small runs of {five} jobs'.replace('{five}', 'five'),
+      lambda: len(load('config_trip.json')['records']) == 5)

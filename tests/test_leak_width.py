@@ -82,8 +82,8 @@ def test_the_dimension_comes_from_the_file_by_pca(tmp_path):
   np.savez(tmp_path / 'train.npz', x=x)  # no labels: the prediction reads the rows only
   c = recon.get_config('leak_width', {'data.name': 'file', 'data.path': str(tmp_path / 'train.npz'),
                                       'data.n': None, 'data.d': None})
-  assert not data.trains_victim(c)
-  data.resolve_file(c.data, trains_victim=data.trains_victim(c))
+  assert not data.trains_victim(c.victim, c.pipeline)
+  data.resolve_file(c.data, trains_victim=data.trains_victim(c.victim, c.pipeline))
   dim = lw_pipeline.dimension(c)
   assert (dim['mode'], dim['D'], dim['d'], c.data.n) == ('pca', 2, 8, 30)
 

@@ -184,10 +184,11 @@ for _name in NATIVE:  # digits, cifar10, mnist, lfw_faces, photo_patches
 registry.register('dataset', auditor.NAME, _load_file)
 
 
-def trains_victim(config: Any) -> bool:
+def trains_victim(victim: Any, pipeline: Optional[str]) -> bool:
   """True when recon trains the victim on data.path's file (so it needs 'y'): no
-  victim.checkpoint, and no named pipeline (leak_width reads the file's rows only)."""
-  return not config.victim.checkpoint and config.pipeline is None
+  victim.checkpoint in the victim section, and no named pipeline (leak_width reads the file's
+  rows only)."""
+  return not victim.checkpoint and pipeline is None
 
 
 def resolve_file(config: Any, *, trains_victim: bool) -> None:

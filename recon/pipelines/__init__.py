@@ -29,22 +29,25 @@ def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
   return registry.lookup('pipeline', routes.pipeline_name(cfg))
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
-  """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary."""
-  cfg = victims.resolve(config)
+def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
+        ) -> Dict[str, Any]:
+  """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary.
+  `validated`: `config` has passed `recon.config.validate` (`recon.execution` runs it before
+  the workdir is touched)."""
+  cfg = victims.resolve(config, validated=validated)
   if cfg.pipeline is not None:  # a named pipeline (leak_width) attacks nothing: its own checks
     pipeline = pipeline_for(cfg)
     if pipeline.check is not None:
       pipeline.check(cfg)
     resuming = runs.prepare_run_workdir(workdir, cfg)
     return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
-  memory.check(cfg)  # with a saved model's n, p, d adopted (recon/memory.py)
-  subspace.check(cfg)
   victims.check_model_checkpoint(cfg)
+  memory.check(cfg)  # with a saved model's n, p, d adopted (recon/memory.py)
   restarts.check_config(cfg)
   pipeline = pipeline_for(cfg)
-  victims.check_victim(cfg)
-  if pipeline.check is not None:
+  victims.check_victim(cfg.victim)
+  subspace.check(cfg)  # the subspace fields, whichever pipeline runs
+  if pipeline.check is not None and pipeline.check is not subspace.check:
     pipeline.check(cfg)
   resuming = runs.prepare_run_workdir(workdir, cfg)
   dtype = runs.set_dtype(cfg.run.dtype)

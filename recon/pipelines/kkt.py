@@ -314,7 +314,7 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
     model = model_ckpt.flax_model(
         net, jax.device_get(params['params']), jax.device_get(params0['params']),
         n=int(x.shape[0]), info={'train': jax.device_get(train_info)},
-        data_description=victims.data_description(cfg, x, None, meta))
+        data_description=victims.data_description(victims.data_record(cfg), x, None, meta))
   else:
     planted = None  # check_model_checkpoint refused attack.kkt_target='planted'
     net, params0, params, train_info = _loaded_victim(
@@ -387,7 +387,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
             'row_norms': np.full(cfg.data.n, np.sqrt(cfg.data.d))}
     return x, labels, meta
 
-  source = victims.model_source(cfg, workdir, resuming)
+  source = victims.model_source(cfg.victim, workdir, resuming)
   if not source:
     return run_on_data(cfg, workdir, *load(), dtype, t0)
   model = victims.load_model(source)

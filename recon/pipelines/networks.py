@@ -154,9 +154,10 @@ def make_apply(model, input_shape, others: Dict[str, Any]):
 
 
 def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
-                  meta: Dict[str, Any], dtype):
+                  meta: Dict[str, Any], dtype, record: Dict[str, Any]):
   """Trains config.victim.name on the full batch; a ModelCheckpoint (initial and trained params,
-  other collections, training info and the data description; not the data)."""
+  other collections, training info and the data description -- `record`, the run's
+  `victims.data_record`, and what the rows show; not the data)."""
   n, d = x_true.shape
   image_shape = network_image_shape(cfg, meta, d)
   input_shape = input_shape_of(cfg, image_shape)
@@ -219,7 +220,7 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},
-      data_description=victims.data_description(cfg, x_true, input_shape, meta))
+      data_description=victims.data_description(record, x_true, input_shape, meta))
 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
@@ -234,7 +235,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     x, y, meta = data.load(cfg.data, keys['data'], dtype)
     return x.reshape(x.shape[0], -1), y, meta
 
-  source = victims.model_source(cfg, workdir, resuming)
+  source = victims.model_source(cfg.victim, workdir, resuming)
+  record = victims.data_record(cfg)
   if source:
     model = victims.load_victim(cfg, source)
     x_true, y, meta = victims.model_training_data(cfg, model, load_data)
@@ -242,7 +244,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       x_true = x_true.reshape(x_true.shape[0], -1)
   else:
     x_true, y, meta = load_data()
-    model = train_network(cfg, keys, x_true, y, meta, dtype)
+    model = train_network(cfg, keys, x_true, y, meta, dtype, record)
   victims.keep_model(workdir, model, source)
   return attack(cfg, workdir, model, x_true=x_true, y=y, meta=meta, keys=keys, dtype=dtype,
                 t0=t0)

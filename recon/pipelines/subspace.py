@@ -36,7 +36,7 @@ Array = jax.Array
 
 def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
   """True when this pipeline runs `cfg` (`recon.routes.uses_subspace_pipeline`)."""
-  return routes.uses_subspace_pipeline(cfg)
+  return routes.uses_subspace_pipeline(cfg.attack)
 
 
 def check(cfg: ml_collections.ConfigDict) -> None:
@@ -200,7 +200,7 @@ def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   t0 = time.time()
   keys = runs.split_keys(cfg.seed)
   load = lambda: data.load(cfg.data, keys['data'], dtype)  # noqa: E731
-  source = victims.model_source(cfg, workdir, resuming)
+  source = victims.model_source(cfg.victim, workdir, resuming)
   if not source:
     x_true, y, meta = load()
     return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
@@ -240,7 +240,8 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
         networks.TwoLayer(width=cfg.victim.width, out_dim=1, activation=cfg.victim.activation),
         jax.device_get(net['params']['params']), jax.device_get(net['params0']['params']),
         n=int(x_true.shape[0]), info={'train': jax.device_get(net['info'])},
-        data_description=victims.data_description(cfg, x_true, None, meta))
+        data_description=victims.data_description(victims.data_record(cfg), x_true, None,
+                                                  meta))
   else:
     dtype = dtype if x_true is None else x_true.dtype
     net = _net_from_model(model, cfg.data.d if x_true is None else x_true.shape[1], dtype)
