@@ -186,15 +186,22 @@ def sign_sweep(feature_fn: Callable, theta, x, *, radius: float, tol: float, lm_
                sweeps: int) -> Tuple[np.ndarray, float, list, int]:
   """Greedy sign flips (step 0 of the module docstring): x_j := -x_j, Gauss-Newton, kept if the
   loss falls; every row in turn, up to `sweeps` passes. Returns (X, L, rows flipped, steps).
+  Logs a progress line (pass, row, rows flipped, loss, seconds) at most every `GN_LOG_SECONDS`.
   Call under `jax.enable_x64`."""
+  t0 = last = time.time()
   x = np.asarray(x, np.float64)
   loss = loss64(feature_fn, x, theta)
   flipped, kept = [], 0
-  for _ in range(sweeps):
+  for sweep in range(sweeps):
     changed = False
     for j in range(x.shape[0]):
       if loss <= tol:
         break
+      if time.time() - last >= GN_LOG_SECONDS:
+        last = time.time()
+        logging.info('precision rung: sign flips: pass %d/%d, row %d/%d, %d flipped, float64 '
+                     'loss %.2e (%.0fs)', sweep + 1, sweeps, j, x.shape[0], len(flipped), loss,
+                     last - t0)
       trial = x.copy()
       trial[j] = -trial[j]
       trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters, radius=radius,

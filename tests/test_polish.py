@@ -226,3 +226,32 @@ def test_jacobian_test_off_needs_the_counting_margin_and_says_so():
   c.attack.certify_jacobian = 'never'
   with pytest.raises(config_lib.ConfigError, match='certify_jacobian'):
     config_lib.validate(c)
+
+
+@pytest.mark.slow  # ~12 s on 2 shared cores
+def test_the_rung_runs_blas_at_one_thread_and_logs_sign_flip_progress(monkeypatch):
+  """NumPy's BLAS at one thread inside the rung (its threads would fight XLA's), restored after;
+  the greedy sign sweep says where it is at most every GN_LOG_SECONDS."""
+  import threadpoolctl  # pylint: disable=import-outside-toplevel
+  p = 8 * N * D
+  x, theta, ff = _planted(p, activation='relu', weak=None)
+  seen = []
+
+  def counting(z):
+    seen.append([i['num_threads'] for i in threadpoolctl.threadpool_info()
+                 if i['user_api'] == 'blas'])
+    return ff(z)
+
+  lines = []
+  monkeypatch.setattr(polish, 'GN_LOG_SECONDS', 0.0)
+  monkeypatch.setattr(polish.logging, 'info', lambda msg, *a: lines.append(msg % a))
+  before = [i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas']
+  x_hat = x.copy()
+  x_hat[[1, 4]] *= -1
+  polish.polish(counting, theta, x_hat, free_rows=[], key=jax.random.PRNGKey(0),
+                radius=float(np.sqrt(D)), tol=1e-12, lm_iters=2, sign_sweeps=1)
+  assert seen and all(set(t) == {1} for t in seen)  # traced (and run) under the limit
+  assert [i['num_threads'] for i in threadpoolctl.threadpool_info()
+          if i['user_api'] == 'blas'] == before
+  progress = [s for s in lines if s.startswith('precision rung: sign flips: pass 1/1, row ')]
+  assert len(progress) >= N - 1, lines
