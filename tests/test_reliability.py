@@ -291,7 +291,7 @@ def test_data_error_leaves_no_workdir(tmp_path, capsys):
 def test_failure_after_compute_marks_the_workdir_failed(tmp_path, monkeypatch, capsys):
   from recon import pipelines
 
-  def half(c, w):
+  def half(c, w, **_):
     os.makedirs(os.path.join(w, 'model'))
     io.write_text(os.path.join(w, 'model', 'x'), 'x')
     raise errors.ExperimentError('split: something went wrong')
@@ -301,7 +301,7 @@ def test_failure_after_compute_marks_the_workdir_failed(tmp_path, monkeypatch, c
   s = json.loads((tmp_path / 'w' / 'summary.json').read_text())
   assert s['status'] == 'failed' and s['reason'] == 'split: something went wrong'
 
-  def crash(c, w):
+  def crash(c, w, **_):
     os.makedirs(w, exist_ok=True)
     io.write_text(os.path.join(w, 'partial'), 'x')
     raise RuntimeError('boom\nsecond line')
@@ -605,7 +605,7 @@ def test_interrupt_line_names_the_newest_checkpoint(tmp_path, monkeypatch, capsy
   """Row 9: a KeyboardInterrupt after a checkpoint exists says where to resume from."""
   from recon import pipelines  # pylint: disable=import-outside-toplevel
 
-  def run(c, w):
+  def run(c, w, **_):
     ck = checkpoint.RunCheckpointer(w, {'a': 1}, every_seconds=0, every_steps=1)
     ck(_State({'x': jnp.zeros(2), 'step': jnp.asarray(7)}), [(7, 0.5)], False)
     ck.close()
