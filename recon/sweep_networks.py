@@ -20,7 +20,8 @@ Vectorised axes: `seed`, `attack.lr`, `attack.momentum`. The width (`victim.widt
 shapes, so it is a static axis: one compiled group per width (`victim.p` / `p_over_dn` are
 the random-features width and are refused here). Not in a sweep: a saved model
 (`victim.checkpoint`), DP-SGD and release noise (their single runs do them), restarts,
-sample splitting. Any objective registered for the networks pipeline runs on the features
+sample splitting, the subspace pipeline's attacks (`routes.uses_subspace_pipeline`: k is read
+off each victim's dW1, a shape per point). Any objective registered for the networks pipeline runs on the features
 (`registry.Objective`, e.g. one registered from a test). A point's metrics are the single run's (`tests/test_sweep_networks.py`).
 """
 from __future__ import annotations
@@ -38,7 +39,7 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import data, driver, optimize, registry, report, rescue, runs, symmetry
+from recon import data, driver, optimize, registry, report, rescue, routes, runs, symmetry
 from recon.models import train
 from recon.objectives import parameter_gradients
 from recon.pipelines import networks as net
@@ -66,6 +67,14 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
            'random_features_gd), not a saved model')
   if cfg.victim.train.dp.mode != 'off':
     refuse('victim.train.dp.mode', cfg.victim.train.dp.mode, "'off' (DP-SGD runs single)")
+  if routes.uses_subspace_pipeline(cfg.attack):
+    # The subspace pipeline reads its dimension k off each victim's dW1 (a shape per point).
+    a = cfg.attack
+    raise config_lib.ConfigError(
+        f'config.attack.objective: {a.objective!r} (attack.subspace {a.subspace!r}, '
+        f'attack.alpha_mode {a.alpha_mode!r}) runs the subspace pipeline, which sweeps of network '
+        'victims do not vectorise; accepted: an objective of the networks pipeline with '
+        "attack.subspace 'none' and attack.alpha_mode 'closed_form', or one run per seed")
   net.check_config(cfg)
 
 
