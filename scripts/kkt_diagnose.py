@@ -34,7 +34,7 @@ from scripts import kkt_trained  # noqa: E402
 
 def layer_fits(apply_vec, params, theta, target, x, y) -> dict:
   """{layer or 'all': (share of ||t||^2, rho at the truth with lstsq duals, #negative duals)}."""
-  jac = kkt.dual_jacobian(x, y, theta, apply_vec=apply_vec, kind='binary', n_classes=1)
+  jac = kkt.dual_jacobian(x, y, theta, apply_vec=apply_vec, kind='binary', out_dim=1)
   names = ['all'] + sorted(params['params'])
   out = {}
   for name in names:

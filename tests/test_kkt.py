@@ -38,10 +38,10 @@ def test_kkt_loss_true_data_far_below_random_after_polish():
   prob = {'target': theta, 'theta': theta, 'labels': y}
   loss = lambda xx, lam: float(kkt.kkt_loss({'x': xx, 'lam': lam}, prob, apply_vec=apply_vec,
                                             kind='binary', prior='none'))
-  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1, steps=300)
+  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1, steps=300)
   assert np.all(np.asarray(lam) >= 0)
   x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
-  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1,
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1,
                          steps=300)
   true_loss, rand_loss = loss(x, lam), loss(x_rand, lam_r)
   assert true_loss < 1e-6
@@ -53,9 +53,9 @@ def test_kkt_loss_unpolished_gd_still_favours_true_data():
   net, _, p, x, y, _ = _trained()
   theta, apply_vec = kkt.flatten_model(net.apply, p)
   prob = {'target': theta, 'theta': theta, 'labels': y}
-  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1, steps=300)
+  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1, steps=300)
   x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
-  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', n_classes=1,
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1,
                          steps=300)
   f = lambda xx, lm: float(kkt.kkt_loss({'x': xx, 'lam': lm}, prob, apply_vec=apply_vec,
                                         kind='binary', prior='none'))
@@ -72,7 +72,7 @@ def test_general_form_with_training_duals_is_exact_for_one_step():
                            kind='general', prior='none'))
   assert val < 1e-12
   x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
-  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='general', n_classes=1)
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='general', out_dim=1)
   rand = float(kkt.kkt_loss({'x': x_rand, 'lam': lam_r}, prob, apply_vec=apply_vec,
                             kind='general', prior='none'))
   assert rand > 1e-4
@@ -172,7 +172,7 @@ def _planted_cubic(n=3, d=4, width=12, activation='cubic'):
 def test_eliminated_loss_is_the_minimum_over_free_lambda():
   x, y, theta, apply_vec, prob = _planted_cubic()
   x_rand = data.sphere_rows(jax.random.PRNGKey(7), *x.shape, jnp.float64)
-  opts = dict(apply_vec=apply_vec, kind='binary', n_classes=1)
+  opts = dict(apply_vec=apply_vec, kind='binary', out_dim=1)
   elim_fn = jax.jit(lambda xx, pr: kkt.eliminated_loss({'x': xx}, pr, **opts))
   direct_fn = jax.jit(lambda xx, lam: kkt.kkt_loss({'x': xx, 'lam': lam}, prob,
                                                    apply_vec=apply_vec, kind='binary',
@@ -199,7 +199,7 @@ def test_lbfgs_attack_recovers_planted_cubic_exactly_with_n_candidates():
   radius = 2.0
   prob['weights'] = kkt.residual_weights(theta, apply_vec, 4, radius, jax.random.PRNGKey(3))
   loss_fn = lambda s, pr: kkt.eliminated_loss(s, pr, apply_vec=apply_vec, kind='binary',  # noqa
-                                              n_classes=1, radius=radius)
+                                              out_dim=1, radius=radius)
   x0 = {'x': x + 0.05 * jax.random.normal(jax.random.PRNGKey(4), x.shape, jnp.float64)}
   opt = optimize.make_optimizer('lbfgs', 1.0)
   state = optimize.init_state(x0, opt, loss_fn, prob, lambda z: z)

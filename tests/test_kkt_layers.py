@@ -51,7 +51,7 @@ def test_masked_kkt_loss_ignores_the_other_layers_equations():
   assert float(kkt.kkt_loss(state, full, **opts)) > 1e-2
   # The least-squares duals of the masked problem are the planted ones.
   lam_ls = kkt.lstsq_lambda(x, y, theta, target * mask, apply_vec=apply_vec, kind='binary',
-                            n_classes=1, ridge=1e-14, mask=mask)
+                            out_dim=1, ridge=1e-14, mask=mask)
   np.testing.assert_allclose(np.asarray(lam_ls), np.asarray(lam), rtol=1e-5)
 
 

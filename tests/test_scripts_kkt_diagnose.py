@@ -19,7 +19,7 @@ def test_layer_fits_is_zero_for_a_planted_kkt_sum_and_sees_a_layer_that_is_not()
   y = jnp.asarray([1.0, -1.0, 1.0, -1.0])
   params = net.init(jax.random.PRNGKey(1), x)
   theta, apply_vec = kkt.flatten_model(net.apply, params)
-  jac = kkt.dual_jacobian(x, y, theta, apply_vec=apply_vec, kind='binary', n_classes=1)
+  jac = kkt.dual_jacobian(x, y, theta, apply_vec=apply_vec, kind='binary', out_dim=1)
   planted = jac @ jnp.asarray([0.5, 1.0, 2.0, 0.7])  # exactly a KKT sum at the truth
   fits = kkt_diagnose.layer_fits(apply_vec, params, theta, planted, x, y)
   assert set(fits) == {'all'} | set(params['params'])

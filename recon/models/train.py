@@ -30,18 +30,18 @@ class TrainingSetupError(ValueError):
   """A loss that does not fit the head's output size; the message is one line."""
 
 
-def check_loss(name: str, num_outputs: int) -> None:
+def check_loss(name: str, out_dim: int) -> None:
   """logistic needs one output, cross_entropy at least two, mse any number."""
   if name not in LOSSES:
     raise TrainingSetupError(f'victim.train.loss: unknown name {name!r}; accepted: '
                              f'{", ".join(LOSSES)}')
-  if name == 'logistic' and num_outputs != 1:
+  if name == 'logistic' and out_dim != 1:
     raise TrainingSetupError(f'data.num_classes: loss \'logistic\' is binary and needs '
-                             f'data.num_classes=1, got {num_outputs}; accepted: 1 (or '
+                             f'data.num_classes=1, got {out_dim}; accepted: 1 (or '
                              'loss=cross_entropy)')
-  if name == 'cross_entropy' and num_outputs < 2:
+  if name == 'cross_entropy' and out_dim < 2:
     raise TrainingSetupError(f'data.num_classes: loss \'cross_entropy\' needs num_classes >= 2, '
-                             f'got {num_outputs}; accepted: >= 2 (or loss=logistic / mse)')
+                             f'got {out_dim}; accepted: >= 2 (or loss=logistic / mse)')
 
 
 def class_labels(y: Array, num_classes: int) -> Array:
@@ -58,19 +58,19 @@ def class_labels(y: Array, num_classes: int) -> Array:
   return (ranks * num_classes // y.shape[0]).astype(jnp.int32)
 
 
-def make_targets(name: str, y: Array, num_outputs: int, dtype=jnp.float32) -> Array:
-  """Training targets for loss `name` and a head with `num_outputs` outputs.
+def make_targets(name: str, y: Array, out_dim: int, dtype=jnp.float32) -> Array:
+  """Training targets for loss `name` and a head with `out_dim` outputs.
 
   mse, 1 output: +-1 (n, 1); mse, C > 1 outputs: one-hot (n, C);
   logistic: +-1 (n,); cross_entropy: integer classes (n,).
   """
-  check_loss(name, num_outputs)
+  check_loss(name, out_dim)
   if name == 'cross_entropy':
-    return class_labels(y, num_outputs)
-  if num_outputs == 1:
+    return class_labels(y, out_dim)
+  if out_dim == 1:
     pm = 2.0 * class_labels(y, 2).astype(dtype) - 1.0
     return pm.reshape(-1, 1) if name == 'mse' else pm
-  return jax.nn.one_hot(class_labels(y, num_outputs), num_outputs, dtype=dtype)
+  return jax.nn.one_hot(class_labels(y, out_dim), out_dim, dtype=dtype)
 
 
 def gauss_newton_top_eigenvalue(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array,

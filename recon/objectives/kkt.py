@@ -45,21 +45,21 @@ def flatten_model(apply_fn: Callable[[Any, Array], Array], params: Any
   return theta, lambda th, x: apply_fn(unravel(th), x)
 
 
-def check_labels(labels, kind: str, n_classes: int) -> None:
-  """Binary labels must be +-1; multiclass labels integers in [0, n_classes); one-line errors."""
+def check_labels(labels, kind: str, out_dim: int) -> None:
+  """Binary labels must be +-1; multiclass labels integers in [0, out_dim); one-line errors."""
   labels = np.asarray(labels)
   if kind == 'binary':
     if not np.all(np.isin(labels, (-1, 1))):
       bad = labels[~np.isin(labels, (-1, 1))][0]
       raise KKTError(f'labels: value {bad!r} outside the binary model\'s classes; accepted: -1, +1')
-    if n_classes != 1:
-      raise KKTError(f'labels: the binary KKT form needs a model with 1 output, got {n_classes}')
+    if out_dim != 1:
+      raise KKTError(f'labels: the binary KKT form needs a model with 1 output, got {out_dim}')
   elif kind == 'multiclass':
-    bad = labels[(labels < 0) | (labels >= n_classes) | (labels != np.round(labels))]
+    bad = labels[(labels < 0) | (labels >= out_dim) | (labels != np.round(labels))]
     if bad.size:
       raise KKTError(f'labels: value {bad[0]!r} outside the model\'s classes; accepted: '
-                     f'integers 0..{n_classes - 1}')
-    if n_classes < 2:
+                     f'integers 0..{out_dim - 1}')
+    if out_dim < 2:
       raise KKTError('labels: the multiclass KKT form needs a model with >= 2 outputs')
   elif kind != 'general':
     raise KKTError(f'kind: unknown name {kind!r}; accepted: {", ".join(KINDS)}')
@@ -170,25 +170,25 @@ def make_constraint(kind: str, prior: str, radius: float, lambda_min: float,
   return project
 
 
-def balanced_labels(m: int, kind: str, n_classes: int, dtype=jnp.float32) -> Array:
+def balanced_labels(m: int, kind: str, out_dim: int, dtype=jnp.float32) -> Array:
   """Fixed candidate labels: +1 for the first ceil(m/2), -1 after (binary); i mod C (multiclass)."""
   if kind == 'binary':
     return jnp.where(jnp.arange(m) < (m + 1) // 2, 1.0, -1.0).astype(dtype)
   if kind == 'multiclass':
-    return (jnp.arange(m) % n_classes).astype(dtype)
+    return (jnp.arange(m) % out_dim).astype(dtype)
   return jnp.zeros((m,), dtype)
 
 
-def lambda_shape(m: int, kind: str, n_classes: int) -> Tuple[int, ...]:
-  return (m, n_classes) if kind == 'general' else (m,)
+def lambda_shape(m: int, kind: str, out_dim: int) -> Tuple[int, ...]:
+  return (m, out_dim) if kind == 'general' else (m,)
 
 
 def lstsq_lambda(x: Array, labels: Array, theta: Array, target: Array, *, apply_vec,
-                 kind: str, n_classes: int, ridge: float = 1e-8, mask=None) -> Array:
+                 kind: str, out_dim: int, ridge: float = 1e-8, mask=None) -> Array:
   """argmin_lambda ||target - M sum_i lambda_i grad g_i||^2 (unconstrained; ridge-regularised;
   M = diag(mask) or I)."""
   m = x.shape[0]
-  shape = lambda_shape(m, kind, n_classes)
+  shape = lambda_shape(m, kind, out_dim)
   # Jacobian of the explained vector w.r.t. lambda (linear map), via one jacfwd.
   jac = jax.jacfwd(lambda lam: explained(x, lam.reshape(shape), labels, theta,
                                          apply_vec=apply_vec, kind=kind))(
@@ -202,11 +202,11 @@ def lstsq_lambda(x: Array, labels: Array, theta: Array, target: Array, *, apply_
 
 
 def fit_lambda(x: Array, labels: Array, problem: Dict[str, Array], *, apply_vec, kind: str,
-               n_classes: int, lambda_min: float = 0.0, steps: int = 2000,
+               out_dim: int, lambda_min: float = 0.0, steps: int = 2000,
                lr: float = 1e-2) -> Array:
   """Duals for fixed candidates: least squares, then projected Adam on the KKT fit (lambda >= lambda_min)."""
   lam0 = lstsq_lambda(x, labels, problem['theta'], problem['target'], apply_vec=apply_vec,
-                      kind=kind, n_classes=n_classes)
+                      kind=kind, out_dim=out_dim)
   if kind == 'general':
     return lam0
   lam0 = jnp.maximum(lam0, lambda_min)
@@ -233,16 +233,16 @@ def on_sphere(x: Array, radius) -> Array:
 
 
 def dual_jacobian(x: Array, labels: Array, theta: Array, *, apply_vec, kind: str,
-                  n_classes: int) -> Array:
+                  out_dim: int) -> Array:
   """J (P, m*C) with sum_i lambda_i grad g_i = J vec(lambda) (the KKT sum is linear in lambda)."""
-  shape = lambda_shape(x.shape[0], kind, n_classes)
+  shape = lambda_shape(x.shape[0], kind, out_dim)
   return jax.jacfwd(lambda lam: explained(x, lam.reshape(shape), labels, theta,
                                           apply_vec=apply_vec, kind=kind))(
                                               jnp.zeros((int(np.prod(shape)),), x.dtype))
 
 
 def eliminated_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec,
-                    kind: str, n_classes: int, radius=None) -> Array:
+                    kind: str, out_dim: int, radius=None) -> Array:
   """Variable projection: min over free-sign lambda of the KKT fit, in closed form,
   L(x_hat) = ||(I - Q Q^T) target||^2 / ||target||^2, Q = orth(J(x_hat)) (reduced QR).
 
@@ -255,7 +255,7 @@ def eliminated_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply
   if radius is not None:
     x = on_sphere(x, radius)
   jac = dual_jacobian(x, problem['labels'], problem['theta'], apply_vec=apply_vec, kind=kind,
-                      n_classes=n_classes)
+                      out_dim=out_dim)
   chex.assert_axis_dimension_gt(jac, 0, jac.shape[1] - 1)  # P >= m*C
   t = problem['target']
   if 'weights' in problem:  # row scaling of the KKT equations (`residual_weights`)
@@ -285,14 +285,14 @@ def residual_weights(theta: Array, apply_vec, d: int, radius: float, key: Array,
 
 
 def eliminated_lambda(x: Array, problem: Dict[str, Array], *, apply_vec, kind: str,
-                      n_classes: int, radius=None) -> Array:
+                      out_dim: int, radius=None) -> Array:
   """The lambda `eliminated_loss` uses at x (least squares; for reporting)."""
   if radius is not None:
     x = on_sphere(x, radius)
   jac = dual_jacobian(x, problem['labels'], problem['theta'], apply_vec=apply_vec, kind=kind,
-                      n_classes=n_classes)
+                      out_dim=out_dim)
   lam = jnp.linalg.lstsq(jac, problem['target'])[0]
-  return lam.reshape(lambda_shape(x.shape[0], kind, n_classes))
+  return lam.reshape(lambda_shape(x.shape[0], kind, out_dim))
 
 
 def first_layer_subspace(kernel: Array, rank: int) -> Tuple[Array, Array]:

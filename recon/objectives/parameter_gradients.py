@@ -134,9 +134,9 @@ def head_rows(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',
   return grads.reshape(x.shape[0], -1, c)[:, :, 0]
 
 
-def head_target(theta: Array, num_outputs: int) -> Array:
+def head_target(theta: Array, out_dim: int) -> Array:
   """Theta (q, C) = vec(theta).reshape(q, C): column c is output c's block (`head_rows`)."""
-  return theta.reshape(-1, num_outputs)
+  return theta.reshape(-1, out_dim)
 
 
 def linear_head_outputs(apply_fn: ApplyFn, params: Any, x: Array, *, layer: str = 'head',

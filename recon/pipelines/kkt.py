@@ -45,15 +45,15 @@ def task(cfg) -> Tuple[str, int, str]:
   return 'binary', 1, 'logistic'
 
 
-def balanced_labels(key: Array, n: int, kind: str, n_classes: int, dtype) -> Array:
+def balanced_labels(key: Array, n: int, kind: str, num_classes: int, dtype) -> Array:
   """Training labels with balanced classes in random order (+-1, or 0..C-1)."""
-  base = kkt.balanced_labels(n, kind, n_classes, dtype)
+  base = kkt.balanced_labels(n, kind, num_classes, dtype)
   return jax.random.permutation(key, base)
 
 
-def check_training_labels(labels, kind: str, n_classes: int) -> None:
+def check_training_labels(labels, kind: str, num_classes: int) -> None:
   try:
-    kkt.check_labels(labels, kind, 1 if kind == 'binary' else n_classes)
+    kkt.check_labels(labels, kind, 1 if kind == 'binary' else num_classes)
   except kkt.KKTError as e:
     raise errors.ExperimentError(str(e)) from None
 
@@ -183,7 +183,7 @@ def kkt_layer_mask(cfg, params) -> Optional[Array]:
     raise errors.ExperimentError(str(e)) from None
 
 
-def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, radius: float,
+def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int, radius: float,
                  key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None
                  ) -> Attack:
   """The attack of `cfg.attack.objective`: objective, initial state, constraint, decode, and
@@ -200,7 +200,7 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
   x0 = cfg.attack.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
   if cfg.attack.prior == 'sphere':
     x0 = optimize.sphere_constraint(radius)(x0)
-  out_dim = 1 if kind == 'binary' else n_classes
+  out_dim = 1 if kind == 'binary' else num_classes
 
   if cfg.attack.objective == 'projection':
     def feature_one(xj, prob):
@@ -218,7 +218,7 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
 
   kkt_kind = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass',
               'kkt_general': 'general'}[cfg.attack.objective]
-  labels = kkt.balanced_labels(m, kkt_kind, n_classes, dtype)
+  labels = kkt.balanced_labels(m, kkt_kind, num_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
   mask = kkt_layer_mask(cfg, params)
@@ -233,19 +233,19 @@ def build_attack(cfg, net, params0, params, kind: str, n_classes: int, d: int, r
     # sphere prior is a reparametrisation (no projection step: L-BFGS-friendly).
     r = radius if cfg.attack.prior == 'sphere' else None
     loss_fn = lambda state, prob: kkt.eliminated_loss(  # noqa: E731
-        state, prob, apply_vec=apply_vec, kind=kkt_kind, n_classes=out_dim, radius=r)
+        state, prob, apply_vec=apply_vec, kind=kkt_kind, out_dim=out_dim, radius=r)
     decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
     return _with_splitter(cfg, None, problem=problem, loss_fn=loss_fn, x0={'x': x0},
                           constraint=lambda z: z, decode=decode)
   if cfg.attack.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
-                            kind=kkt_kind, n_classes=out_dim, mask=mask)
+                            kind=kkt_kind, out_dim=out_dim, mask=mask)
   else:
     lam0 = jax.random.uniform(k_lam, kkt.lambda_shape(m, kkt_kind, out_dim), dtype)
   # Duals are optimised in units of their least-squares scale (one lr for x and lambda).
   lam_scale = jnp.maximum(jnp.mean(jnp.abs(kkt.lstsq_lambda(
       x0, labels, theta, problem['target'], apply_vec=apply_vec, kind=kkt_kind,
-      n_classes=out_dim, mask=mask))),
+      out_dim=out_dim, mask=mask))),
                           jnp.finfo(dtype).tiny)
   problem['lam_scale'] = lam_scale
   lam0 = lam0 / lam_scale if cfg.attack.lambda_init == 'lstsq' else lam0
@@ -287,7 +287,8 @@ def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
         f'data.num_classes: objective {cfg.attack.objective!r} with '
         f'data.num_classes={cfg.data.num_classes} needs '
         f'{out_dim} output(s), but the model checkpoint has out_dim='
-        f'{model.hparams.get("out_dim")}; accepted: n_classes / objective matching the model')
+        f'{model.hparams.get("out_dim")}; accepted: data.num_classes / attack.objective '
+        'matching the model')
   victims.check_flax_params(model, jnp.zeros((1, d), dtype))
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   params0 = None if model.initial is None else {'params': cast(model.initial)}
