@@ -380,26 +380,3 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   info['certificate_before'] = {'reasons': cert['reasons'],
                                 'rows_within': ev.get('rows_within')}
   return x_pol.reshape(x_hat.shape).astype(x_hat.dtype), cert2, info
-
-
-def certify_from_config(cfg, *, final_loss: float, x_hat, feature_fn: Callable, theta,
-                        restart_sets=None) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
-  """`certify_or_polish` with the run's config (tol, activation, run.recovered_threshold, the
-  rung on while 'polish' is in attack.rescue, the attack.polish fields; n known unless
-  attack.knows_n is False); candidates on the sphere of radius sqrt(d), the polish key derived
-  from the seed."""
-  return certify_or_polish(
-      final_loss=final_loss, tol=cfg.attack.tol, x_hat=x_hat, p=int(cfg.victim.p),
-      activation=cfg.victim.activation,
-      n_known=int(cfg.data.n) if cfg.attack.knows_n else None,
-      feature_fn=feature_fn, theta=theta,
-      duplicate_threshold=cfg.run.recovered_threshold,
-      mode='auto' if 'polish' in cfg.attack.rescue else 'off',
-      polish_tol=cfg.attack.polish.tol,
-      key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x9011),
-      radius=float(np.sqrt(cfg.data.d)), starts=cfg.attack.polish.starts,
-      row_steps=cfg.attack.polish.row_steps, lr=cfg.attack.lr,
-      lm_iters=cfg.attack.polish.lm_iters,
-      max_free_share=cfg.attack.polish.max_free_share,
-      sign_sweeps=cfg.attack.polish.sign_sweeps, restart_sets=restart_sets,
-      jacobian_method=cfg.attack.certify_jacobian)

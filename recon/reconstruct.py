@@ -1,5 +1,6 @@
 """The shared tail of every pipeline: optimise (`recon.driver`), then score and write
-(`recon.report`)."""
+(`recon.report`). The config stops here: scoring and the certificate receive the typed
+settings `scoring` / `certify_settings` read from it."""
 from __future__ import annotations
 
 import time
@@ -14,6 +15,33 @@ from recon import pursuit as pursuit_lib
 from recon.attack import Attack
 
 Array = jax.Array
+
+
+def certify_settings(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
+  """`recon.polish.certify_or_polish`'s settings from the run's config: attack.tol, the
+  victim's p and activation, n when the attacker knows it (attack.knows_n), the duplicate
+  threshold run.recovered_threshold, the rung on while 'polish' is in attack.rescue with the
+  attack.polish fields, the Jacobian method attack.certify_jacobian; candidates on the sphere
+  of radius sqrt(d); the rung's key derived from the seed."""
+  return dict(
+      tol=cfg.attack.tol, p=int(cfg.victim.p), activation=cfg.victim.activation,
+      n_known=int(cfg.data.n) if cfg.attack.knows_n else None,
+      duplicate_threshold=cfg.run.recovered_threshold,
+      mode='auto' if 'polish' in cfg.attack.rescue else 'off',
+      polish_tol=cfg.attack.polish.tol,
+      key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x9011),
+      radius=float(np.sqrt(cfg.data.d)), starts=cfg.attack.polish.starts,
+      row_steps=cfg.attack.polish.row_steps, lr=cfg.attack.lr,
+      lm_iters=cfg.attack.polish.lm_iters, max_free_share=cfg.attack.polish.max_free_share,
+      sign_sweeps=cfg.attack.polish.sign_sweeps, jacobian_method=cfg.attack.certify_jacobian)
+
+
+def scoring(cfg: ml_collections.ConfigDict) -> report.Scoring:
+  """What `recon.report.report` reads of the run's config, as one value."""
+  return report.Scoring(
+      recovered_threshold=cfg.run.recovered_threshold, ssim_threshold=cfg.run.ssim_threshold,
+      ssim_filter_size=cfg.run.ssim_filter_size, activation=cfg.victim.activation,
+      jitter=cfg.attack.jitter, certify=certify_settings(cfg), config_record=cfg.to_dict())
 
 
 def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack: Attack, *,
@@ -41,7 +69,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
   """
   t0 = time.time() if t0 is None else t0
   meta = meta or {}
-  report.check_ssim_filter(cfg, meta)
+  report.check_ssim_filter(cfg.run.ssim_filter_size, meta)
   pursuit = None
   if ('escalate' in cfg.attack.rescue and cfg.attack.escalate.pursuit == 'auto'
       and attack.feature_fn is not None
@@ -54,5 +82,5 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
       t0=t0, x_true=None if x_true is None else np.asarray(x_true), keys=keys, resume=resume,
       pursuit=pursuit)
   return report.report(
-      cfg, workdir, outcome, attack, x_true=x_true, y=y, meta=meta, t0=t0,
+      scoring(cfg), workdir, outcome, attack, x_true=x_true, y=y, meta=meta, t0=t0,
       extra_metrics=extra_metrics, threat_model=threat_model)

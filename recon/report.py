@@ -5,17 +5,19 @@ counting rules are `COUNTING_NOTE`), `write_plots` (loss curve, image grid),
 `write_audit` (records.json, one entry per training record, and the self-contained
 report.html: `recon.records`, `recon.report_page`) and `report`, which writes a run's
 summary.json (last: it marks a finished run), reconstruction.npz, the plots and the
-audit from the optimiser's `recon.driver.Outcome`.
+audit from the optimiser's `recon.driver.Outcome`. What scoring reads of the run's settings
+arrives as one `Scoring` value (built from the config by `recon.reconstruct.scoring`): this
+module never sees the config.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any, Dict, Optional
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from absl import logging
 
@@ -24,6 +26,23 @@ from recon import (certificate, data, driver, io, metrics, optimize, plots, poli
 from recon.attack import Attack
 from recon.errors import ExperimentError
 from recon.objectives import projection
+
+
+@dataclasses.dataclass(frozen=True)
+class Scoring:
+  """The settings scoring reads: the matching threshold (run.recovered_threshold), SSIM's
+  (run.ssim_threshold, run.ssim_filter_size: None picks it from the image size), the victim's
+  activation (its symmetry decides whether a mirror image counts), the Gram jitter of the
+  condition check (attack.jitter), the certificate's and precision rung's keyword settings
+  (`polish.certify_or_polish`'s, less the run's arrays) and the config as a plain dict for
+  summary.json."""
+  recovered_threshold: float
+  ssim_threshold: float
+  ssim_filter_size: Optional[int]
+  activation: Optional[str]
+  jitter: float
+  certify: Dict[str, Any]
+  config_record: Dict[str, Any]
 
 
 def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
@@ -123,17 +142,16 @@ def write_audit(workdir: str, summary: Dict[str, Any], recs, *, x_true: Optional
   io.write_text(os.path.join(workdir, 'report.html'), page)
 
 
-def check_ssim_filter(cfg: ml_collections.ConfigDict, meta: Dict[str, Any]) -> None:
+def check_ssim_filter(ssim_filter: Optional[int], meta: Dict[str, Any]) -> None:
   """One-line refusal of a run.ssim_filter_size larger than the images (before compute)."""
   image_shape = meta.get('image_shape')
-  ssim_filter = cfg.run.ssim_filter_size
   if image_shape is not None and ssim_filter is not None and ssim_filter > min(image_shape[:2]):
     raise ExperimentError(f'config.run.ssim_filter_size: invalid value {ssim_filter} for images of '
                           f'shape {tuple(image_shape)}; accepted: None (auto) or an int in '
                           f'1..{min(image_shape[:2])}')
 
 
-def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome,
+def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
            attack: Attack, *, x_true: Optional[jax.Array], y, meta: Dict[str, Any], t0: float,
            extra_metrics: Optional[Dict[str, Any]] = None,
            threat_model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -146,7 +164,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   decode, refiner, certify_theta = attack.decode, attack.refiner, attack.certify_theta
   state, problem, history = outcome.state, outcome.problem, outcome.history
   image_shape = meta.get('image_shape')
-  ssim_filter = cfg.run.ssim_filter_size
+  ssim_filter = scoring.ssim_filter_size
   decode = decode if decode is not None else (lambda params: params)
   has_truth = x_true is not None
   x_true_np = np.asarray(x_true) if has_truth else None
@@ -154,15 +172,17 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
 
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  sign_invariant = symmetry.sign_invariant(cfg.victim.activation)
+  sign_invariant = symmetry.sign_invariant(scoring.activation)
   cert = polished = None
   if certify_theta is not None:
     # The certificate; when it fails, the precision rung may polish x_hat (recon/polish.py).
-    x_hat, cert, polished = polish.certify_from_config(
-        cfg, final_loss=final_loss, x_hat=x_hat, feature_fn=feature_fn, theta=certify_theta,
-        restart_sets=decode.sets_at_tol(cfg.attack.tol) if hasattr(decode, 'sets_at_tol') else None)
+    x_hat, cert, polished = polish.certify_or_polish(
+        **scoring.certify, final_loss=final_loss, x_hat=x_hat, feature_fn=feature_fn,
+        theta=certify_theta,
+        restart_sets=(decode.sets_at_tol(scoring.certify['tol'])
+                      if hasattr(decode, 'sets_at_tol') else None))
   if has_truth:
-    result = score(x_true_np, x_hat, threshold=cfg.run.recovered_threshold, final_loss=final_loss,
+    result = score(x_true_np, x_hat, threshold=scoring.recovered_threshold, final_loss=final_loss,
                    steps=int(state.step), status=int(state.status),
                    phi_true=None if feature_fn is None else feature_fn(x_true),
                    phi_hat=None if feature_fn is None else feature_fn(
@@ -174,7 +194,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     if image_shape is not None:
       result.update(metrics.image_metrics(
           x_true_np, x_hat, image_shape,
-          threshold=cfg.run.ssim_threshold, filter_size=ssim_filter,
+          threshold=scoring.ssim_threshold, filter_size=ssim_filter,
           sign_invariant=sign_invariant))
   else:
     result = {'projection_loss': final_loss, 'final_loss': final_loss,
@@ -183,7 +203,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   if gram_fn is not None:
     result['gram_condition'] = projection.check_condition(
         np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
-        cfg.attack.jitter)
+        scoring.jitter)
   if cert is not None:
     result['certified'] = cert['certified']
     result['candidates_certified'] = cert['candidates_certified']
@@ -193,7 +213,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     if has_truth and 'row_pinned' in cert['evidence']:
       for name in ('pinned', 'within'):
         result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
-            x_true_np, x_hat, cert['evidence'][f'row_{name}'], cfg.run.recovered_threshold,
+            x_true_np, x_hat, cert['evidence'][f'row_{name}'], scoring.recovered_threshold,
             sign_invariant)
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   result.update(outcome.rescue.summary())  # each descent step of attack.rescue
@@ -208,7 +228,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
     logging.error('the loss or its gradient became non-finite at step %d; the outputs hold '
                   'the last finite candidates', int(state.step))
   summary = {
-      'config': cfg.to_dict(),
+      'config': scoring.config_record,
       'metrics': result,
       'threat_model': threat_model or {},
       'counting': COUNTING_NOTE if has_truth else BLIND_NOTE,
@@ -225,7 +245,7 @@ def report(cfg: ml_collections.ConfigDict, workdir: str, outcome: driver.Outcome
   io.write_npz(os.path.join(workdir, 'reconstruction.npz'), **arrays)
   recs = []
   if has_truth:
-    recs = records.build(x_true_np, x_hat, threshold=cfg.run.recovered_threshold,
+    recs = records.build(x_true_np, x_hat, threshold=scoring.recovered_threshold,
                          sign_invariant=sign_invariant, cert=cert, image_shape=image_shape,
                          ssim_filter=result.get('ssim_filter_size', ssim_filter))
   write_audit(workdir, summary, recs, x_true=x_true_np, aligned=aligned if has_truth else None,

@@ -42,8 +42,8 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import (data, driver, features, io, memory, metrics, optimize, polish, report,
-                   rescue, runs, sweep_networks, sweep_store, symmetry, victims)
+from recon import (data, driver, features, io, memory, metrics, optimize, polish, reconstruct,
+                   report, rescue, runs, sweep_networks, sweep_store, symmetry, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -309,8 +309,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   x_true, z_hat = out['x_true'][i], out['x_hat'][i]
   final_loss = float(out['final_loss'][i])
   # The certificate; when it fails, the precision rung may polish the candidates.
-  z_hat, cert, polished = polish.certify_from_config(
-      cfg, final_loss=final_loss, x_hat=z_hat,
+  z_hat, cert, polished = polish.certify_or_polish(
+      **reconstruct.certify_settings(cfg), final_loss=final_loss, x_hat=z_hat,
       feature_fn=features.rf_feature_map(jnp.asarray(v_search),
                                          features.exact_forward(cfg.victim.activation)),
       theta=out['theta'][i][:cfg.victim.p])
