@@ -16,7 +16,8 @@ Jacobians with row i's columns zeroed (the span `held_basis` gives for the other
 rank cut zeroes basis columns instead of dropping them, so shapes are static), and its random
 starts are drawn with the key the one-row search would use, so each row's result equals
 `row_search`'s from the same X. `row_batch` rows per pass (memory: each holds a p x m (d + 1)
-float64 basis), a progress line after each pass. `distinct` picks, among found rows, those to
+float64 basis), a progress line after each pass and, inside a long pass, every
+`LOG_SECONDS` (the Adam steps run `SEARCH_CHUNK` per compiled call, the state carried over). `distinct` picks, among found rows, those to
 place when several slots found the same sample. Call everything under `jax.enable_x64`.
 """
 from __future__ import annotations
@@ -105,45 +106,66 @@ def row_batch_size(p: int, m: int, d: int, budget: float = ROW_BATCH_BYTES) -> i
   return max(1, int(budget // (4 * 8 * p * m * (d + 1))))
 
 
-def _row_search_batch_fn(feature_fn: Callable, *, starts: int, steps: int, lr: float,
-                         radius: float, rtol: float = 1e-10) -> Callable:
-  """jit(vmap) over rows of `row_search` (same starts, steps and objective); call under
-  `jax.enable_x64`. Signature (theta, x, feats (m, p), jac (m, p, d), rows (k,), keys (k,))."""
-  opt = optax.adam(optax.cosine_decay_schedule(lr, max(steps, 1), alpha=0.05))
-  n_random = max(starts - 2, 0)
+SEARCH_CHUNK = 100  # Adam steps per compiled call of the batched search (progress between)
+LOG_SECONDS = 10.0  # a progress line inside a pass at most this often
 
-  def one(theta, x, feats, jac, i, key):
-    m, d = x.shape
-    keep = (jnp.arange(m) != i).astype(x.dtype)
-    cols = jnp.concatenate([(feats * keep[:, None]).T,
-                            jnp.transpose(jac * keep[:, None, None], (1, 0, 2))
-                            .reshape(feats.shape[1], -1)], axis=1)
-    u, sv, _ = jnp.linalg.svd(cols, full_matrices=False)
-    q = u * (sv > rtol * sv[0])[None, :]  # the held basis; cut columns zeroed
-    r0 = theta - q @ (q.T @ theta)
-    r0 = r0 / jnp.maximum(jnp.linalg.norm(r0), 1e-300)
 
-    def ell(z):
-      return _ell(feature_fn, q, r0, z)
+class _BatchSearch:
+  """The batched row search as three compiled functions, each vmapped over rows: `setup`
+  (row i's held basis Q, r_0 and the starts; signature (theta, x, feats (m, p), jac (m, p, d),
+  rows (k,), keys (k,))), `advance` (Adam steps on l_i, `SEARCH_CHUNK` per call, the optimiser
+  state carried between calls, so the chunks are the one `steps`-long descent) and `best`
+  (each row's best start and its l_i). Call under `jax.enable_x64`."""
 
-    z0 = jnp.concatenate([x[i][None], -x[i][None],
-                          jax.random.normal(key, (n_random, d), jnp.float64)])
-    z0 = project(z0, radius)
-    grad = jax.vmap(jax.value_and_grad(ell))
+  def __init__(self, feature_fn: Callable, *, starts: int, steps: int, lr: float,
+               radius: float, rtol: float = 1e-10):
+    opt = optax.adam(optax.cosine_decay_schedule(lr, max(steps, 1), alpha=0.05))
+    n_random = max(starts - 2, 0)
 
-    def body(carry, _):
-      z, state = carry
-      _, g = grad(z)
-      upd, state = opt.update(g, state, z)
-      return (project(z + upd, radius), state), None
+    def setup(theta, x, feats, jac, i, key):
+      m, d = x.shape
+      keep = (jnp.arange(m) != i).astype(x.dtype)
+      cols = jnp.concatenate([(feats * keep[:, None]).T,
+                              jnp.transpose(jac * keep[:, None, None], (1, 0, 2))
+                              .reshape(feats.shape[1], -1)], axis=1)
+      u, sv, _ = jnp.linalg.svd(cols, full_matrices=False)
+      q = u * (sv > rtol * sv[0])[None, :]  # the held basis; cut columns zeroed
+      r0 = theta - q @ (q.T @ theta)
+      r0 = r0 / jnp.maximum(jnp.linalg.norm(r0), 1e-300)
+      z0 = jnp.concatenate([x[i][None], -x[i][None],
+                            jax.random.normal(key, (n_random, d), jnp.float64)])
+      z0 = project(z0, radius)
+      return q, r0, z0, opt.init(z0)
 
-    (z, _), _ = jax.lax.scan(body, (z0, opt.init(z0)), None, length=steps)
-    values = jax.vmap(ell)(z)
-    values = jnp.where(jnp.isfinite(values), values, jnp.inf)
-    best = jnp.argmin(values)
-    return z[best], values[best]
+    def advance(q, r0, z, state, length):
+      grad = jax.vmap(jax.value_and_grad(lambda zz: _ell(feature_fn, q, r0, zz)))
 
-  return jax.jit(jax.vmap(one, in_axes=(None, None, None, None, 0, 0)))
+      def body(carry, _):
+        z, state = carry
+        _, g = grad(z)
+        upd, state = opt.update(g, state, z)
+        return (project(z + upd, radius), state), None
+
+      (z, state), _ = jax.lax.scan(body, (z, state), None, length=length)
+      return z, state
+
+    def best(q, r0, z):
+      values = jax.vmap(lambda zz: _ell(feature_fn, q, r0, zz))(z)
+      values = jnp.where(jnp.isfinite(values), values, jnp.inf)
+      k = jnp.argmin(values)
+      return z[k], values[k]
+
+    self.steps = steps
+    self.setup = jax.jit(jax.vmap(setup, in_axes=(None, None, None, None, 0, 0)))
+    self._advance = {}
+    self._advance_fn = advance
+    self.best = jax.jit(jax.vmap(best))
+
+  def advance(self, q, r0, z, state, length: int):
+    if length not in self._advance:
+      self._advance[length] = jax.jit(jax.vmap(
+          lambda q_, r_, z_, s_: self._advance_fn(q_, r_, z_, s_, length)))
+    return self._advance[length](q, r0, z, state)
 
 
 def distinct(rows: np.ndarray, values: np.ndarray, threshold: float) -> list:
@@ -167,7 +189,8 @@ def row_search_batch(feature_fn: Callable, theta, x, rows: Sequence[int], key: A
   """`row_search` for every row in `rows`, all with the others held at the same X, vmapped
   over rows (`row_batch` per pass; default `row_batch_size`); row rows[n] draws its random
   starts with fold_in(key, n), as the one-row search of the n-th row would. Returns (rows
-  (k, d), l_i (k,)). Logs a progress line after each pass. Call under `jax.enable_x64`."""
+  (k, d), l_i (k,)). Logs a progress line after each pass, and every `LOG_SECONDS` within one
+(rows, Adam step, best l_i so far). Call under `jax.enable_x64`."""
   t0 = time.time() if t0 is None else t0
   x = jnp.asarray(x, jnp.float64)
   m, d = x.shape
@@ -176,15 +199,30 @@ def row_search_batch(feature_fn: Callable, theta, x, rows: Sequence[int], key: A
   jac = jnp.asarray(feature_fn.row_jacobian(x) if hasattr(feature_fn, 'row_jacobian') else
                     jax.vmap(jax.jacfwd(lambda z: feature_fn(z[None])[0]))(x), jnp.float64)
   batch = row_batch or row_batch_size(int(feats.shape[1]), m, d)
-  fn = _row_search_batch_fn(feature_fn, starts=starts, steps=steps, lr=lr, radius=radius)
+  search = _BatchSearch(feature_fn, starts=starts, steps=steps, lr=lr, radius=radius)
   rows = [int(i) for i in rows]
   found, values = [], []
+  last = time.time()
   for start in range(0, len(rows), batch):
     part = rows[start:start + batch]
     keys = jnp.stack([jax.random.fold_in(key, n) for n in range(start, start + len(part))])
-    z, v = fn(theta, x, feats, jac, jnp.asarray(part), keys)
+    q, r0, z, state = search.setup(theta, x, feats, jac, jnp.asarray(part), keys)
+    done = 0
+    while done < steps:
+      length = min(SEARCH_CHUNK, steps - done)
+      z, state = search.advance(q, r0, z, state, length)
+      z = jax.block_until_ready(z)  # the clock below times the compute, not its dispatch
+      done += length
+      if done < steps and time.time() - last >= LOG_SECONDS:
+        last = time.time()
+        logging.info('precision rung: rows %d-%d of %d, Adam step %d of %d, best unexplained '
+                     'share %.2e (%.0fs)', start + 1, start + len(part), len(rows), done, steps,
+                     float(jnp.min(search.best(q, r0, z)[1])), last - t0)
+    z, v = search.best(q, r0, z)
+    del q, r0, state
     found.append(np.asarray(z))
     values.append(np.asarray(v))
+    last = time.time()
     logging.info('precision rung: rows re-searched %d of %d (vmapped, %d per pass), best '
                  'unexplained share %.2e (%.0fs)', start + len(part), len(rows), batch,
                  float(np.min(values[-1])), time.time() - t0)

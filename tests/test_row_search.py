@@ -56,6 +56,31 @@ def test_the_vmapped_row_search_finds_what_the_one_row_search_finds():
       assert values[n] == pytest.approx(value, rel=1e-6, abs=1e-12)
 
 
+def test_a_long_pass_reports_progress_and_its_chunks_are_one_descent(monkeypatch):
+  """The batched search runs its Adam steps SEARCH_CHUNK per compiled call and says where it
+  is inside a pass; chunked (37 steps a call, a remainder of 14) it ends where one 200-step call
+  does."""
+  p, weak = 8 * N * D, (1, 4)
+  x, theta, ff = _planted_two(p, weak)
+  x_hat = _stuck(x, weak[0])
+  key = jax.random.PRNGKey(5)
+  opts = dict(starts=4, steps=200, lr=0.05, radius=float(np.sqrt(D)), row_batch=2)
+  with jax.enable_x64(True):
+    f64 = polish.Features64(ff)
+    whole = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts)
+    lines = []
+    monkeypatch.setattr(row_search, 'SEARCH_CHUNK', 37)
+    monkeypatch.setattr(row_search, 'LOG_SECONDS', 0.0)
+    monkeypatch.setattr(row_search.logging, 'info', lambda msg, *a: lines.append(msg % a))
+    chunked = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts)
+  np.testing.assert_allclose(chunked[0], whole[0], atol=1e-9)
+  np.testing.assert_allclose(chunked[1], whole[1], rtol=1e-9, atol=1e-15)
+  inside = [s for s in lines if s.startswith('precision rung: rows 1-2 of 2, Adam step ')]
+  assert [s.split('Adam step ')[1].split(' of')[0] for s in inside] == [
+      '37', '74', '111', '148', '185'], lines
+  assert lines[-1].startswith('precision rung: rows re-searched 2 of 2'), lines
+
+
 @pytest.mark.slow  # ~15 CPU-s
 def test_the_parallel_rung_ends_where_the_sequential_one_does():
   """Two free rows: the rung (rows searched together, in rounds) and the former
