@@ -35,25 +35,26 @@ def restartable_victims() -> Tuple[str, ...]:
   return tuple(name for name, v in registry.items('victim') if v.restartable)
 
 
-def check_config(cfg: ml_collections.ConfigDict) -> None:
+def check_config(attack: ml_collections.ConfigDict, victim: ml_collections.ConfigDict) -> None:
   """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
   output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
   splitting, feature sharding, a subspace search or a victim that is not restartable.
-  The rescue steps that act between chunks ('escalate') act on every restart."""
-  k = cfg.attack.restarts
+  The rescue steps that act between chunks ('escalate') act on every restart. Reads the
+  config's `attack` and `victim` sections."""
+  k = attack.restarts
   if k == 1:
     return
   conflicts = []
-  if cfg.victim.name not in restartable_victims() or cfg.attack.subspace != 'none':
-    conflicts.append(f"model {cfg.victim.name!r}, subspace {cfg.attack.subspace!r}")
-  if cfg.attack.optimizer == 'lbfgs':
+  if victim.name not in restartable_victims() or attack.subspace != 'none':
+    conflicts.append(f"model {victim.name!r}, subspace {attack.subspace!r}")
+  if attack.optimizer == 'lbfgs':
     conflicts.append("optimizer 'lbfgs'")
-  if 'reseed' in cfg.attack.rescue:
+  if 'reseed' in attack.rescue:
     conflicts.append("'reseed' in attack.rescue")
-  if cfg.attack.split.mode != 'none':
-    conflicts.append(f"split {cfg.attack.split.mode!r}")
-  if cfg.victim.feature_shards > 1:
-    conflicts.append(f"feature_shards {cfg.victim.feature_shards}")
+  if attack.split.mode != 'none':
+    conflicts.append(f"split {attack.split.mode!r}")
+  if victim.feature_shards > 1:
+    conflicts.append(f"feature_shards {victim.feature_shards}")
   if conflicts:
     raise ExperimentError(
         f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: "

@@ -43,7 +43,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
     return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
   victims.check_model_checkpoint(cfg)
   memory.check(cfg)  # with a saved model's n, p, d adopted (recon/memory.py)
-  restarts.check_config(cfg)
+  restarts.check_config(cfg.attack, cfg.victim)
   pipeline = pipeline_for(cfg)
   victims.check_victim(cfg.victim)
   subspace.check(cfg)  # the subspace fields, whichever pipeline runs
