@@ -82,6 +82,8 @@ Array = jax.Array
 
 
 LOO_BATCH = 16  # candidates per vmapped batch of the leave-one-out pass (bounds its memory)
+TRIAL_CHUNK = 250  # steps per compiled call of a restart's trial (a progress line between)
+TRIAL_LOG_SECONDS = 10.0  # a restart trial's progress line at most this often
 
 
 def leave_one_out_losses(x: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
@@ -322,10 +324,32 @@ class Escalator:
                            pairs[:, 0], self._keys)
     return pairs[:, 1]
 
-  def _trial(self, state, chunk, xt, opt_state, stop):
+  def _trial(self, state, chunk, xt, opt_state, stop, what: str = '', runs=()):
+    """The trial state run to step `stop`. With `what` (a long trial: the restart's) it runs
+    `TRIAL_CHUNK` steps per call, the chunks being one descent, and logs where it is every
+    `TRIAL_LOG_SECONDS` (the best loss among `runs`, the runs on trial)."""
     trial = state._replace(x=xt, opt_state=opt_state,
                            loss=self._loss(xt, self._problem).astype(state.loss.dtype))
-    out = chunk(trial, stop)
+    if not what:
+      out = chunk(trial, stop)
+    else:
+      out, t0 = trial, time.time()
+      last, end = t0, int(stop)
+      while True:
+        steps = np.asarray(jax.device_get(out.step))
+        running = np.asarray(jax.device_get(out.status)) == optimize.RUNNING
+        at = int(steps[running].max()) if running.any() else end
+        if at >= end:
+          break
+        out = chunk(out, jnp.asarray(min(at + TRIAL_CHUNK, end), jnp.int32))
+        jax.block_until_ready(out.x)
+        if np.array_equal(np.asarray(jax.device_get(out.step)), steps):
+          break  # a chunk that does not step (none here; a test's stand-in) ends the trial
+        now_at = int(np.max(np.asarray(jax.device_get(out.step))))
+        if now_at < end and time.time() - last >= TRIAL_LOG_SECONDS:  # the verdict ends it
+          last = time.time()
+          logging.info('%s: step %d of %d, trial loss best %.2e (%.0fs)', what, now_at, end,
+                       float(np.min(np.asarray(out.loss).reshape(-1)[list(runs)])), last - t0)
     loss = np.where(np.asarray(out.status) == optimize.NONFINITE, np.inf, np.asarray(out.loss))
     return out, loss
 
@@ -424,7 +448,10 @@ class Escalator:
     xt = jnp.where(runs[:, None, None], self._fresh(self._keys_for(flag), x), x)
     opt_state = reset_state(state.opt_state, x, runs)
     stop = jnp.asarray(int(np.max(steps[flag])) + self._restart_steps, jnp.int32)
-    out, new_loss = self._trial(state, chunk, xt, opt_state, stop)
+    out, new_loss = self._trial(
+        state, chunk, xt, opt_state, stop, runs=[int(b) for b in flagged],
+        what=(f'escalation: new candidate sets on trial for runs {[int(b) for b in flagged]}'
+              if self._batched else 'escalation: a new candidate set on trial'))
     keep = np.ones(size, bool)
     for b in flagged:
       self.rejected_in_row[b] = 0  # kept or not, the next plateau tries replacements again

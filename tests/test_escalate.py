@@ -172,6 +172,34 @@ def test_after_rejected_replacements_a_new_candidate_set_is_tried_and_kept_if_be
   assert summary['escalation_restarts'] == 1 and summary['escalation_restarts_kept'] == 1
 
 
+def test_a_restart_trial_reports_progress_and_its_chunks_are_one_descent(monkeypatch):
+  """The restart's long trial runs TRIAL_CHUNK steps per call with a progress line between;
+  chunked it ends where one call does."""
+  x, prob, loss_fn = _problem()
+  collapsed = jnp.tile(x[:1], (N, 1))
+
+  def restart(chunk_steps):
+    monkeypatch.setattr(escalate, 'TRIAL_CHUNK', chunk_steps)
+    esc, opt, constraint = _escalator(prob, loss_fn, restart_after=1, restart_steps=300)
+    state = optimize.init_state(collapsed, opt, loss_fn, prob, constraint)
+    esc.rejected_in_row = [1]
+    for step in (100, 200, 300, 400):
+      state = state._replace(step=jnp.asarray(step, state.step.dtype))
+      out = esc(state)
+    assert esc.restarts_per_run == [1]
+    return out
+
+  whole = restart(10 ** 9)
+  lines = []
+  monkeypatch.setattr(escalate, 'TRIAL_LOG_SECONDS', 0.0)
+  monkeypatch.setattr(escalate.logging, 'info', lambda msg, *a: lines.append(msg % a))
+  chunked = restart(70)
+  assert int(chunked.step) == int(whole.step)
+  np.testing.assert_allclose(np.asarray(chunked.x), np.asarray(whole.x), rtol=1e-5, atol=1e-6)
+  trial = [s for s in lines if s.startswith('escalation: a new candidate set on trial: step ')]
+  assert [s.split('step ')[1].split(' of')[0] for s in trial] == ['470', '540', '610', '680'], lines
+
+
 def test_a_loss_falling_too_slowly_for_the_budget_counts_as_a_plateau():
   """A loss that falls 20% per window is not flat, but at that rate it would need ~80
   windows to reach tol: with the budget known it is flagged, without it it is not."""
