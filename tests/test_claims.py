@@ -3607,8 +3607,8 @@ claim(AUD, '(n = {32}, {1.5}·dn, seed {100}: {443} of {467} s, {0} of {32} rows
       lambda: (32, 1.5, 100, load('leak_width.json')['probes']['relu_rung_n32']['sign_sweep_seconds'],
                load('leak_width.json')['probes']['relu_rung_n32']['wall_seconds'],
                load('leak_width.json')['probes']['relu_rung_n32']['frac_recovered'] * 32, 32), tol=0.5)
-claim(AUD, 'widths {1.75}, {2.6} and {3.9}·dn from\n  the n ≤ 32 shadows\' c = {2.62}, seeds {0}–{4}) all stopped '
-      'non-finite in float32, after {8} to {8187}\n  steps'.replace('{8187}', '{8 187}'),
+claim(AUD, '(widths {1.75}, {2.6} and {3.9}·dn\n  from float32 shadows\' c = {2.62}, seeds {0}–{4}) all stopped '
+      'non-finite, after {8} to {8187}\n  steps'.replace('{8187}', '{8 187}'),
       lambda: (*sorted({round(r['p_L_over_dn'], 2) for r in
                         load('leak_width.json')['probes']['two_layer_n100_float32']['runs']}),
                load('leak_width.json')['probes']['two_layer_n100_float32']['shadow_c'], 0, 4,
@@ -3617,12 +3617,40 @@ claim(AUD, 'widths {1.75}, {2.6} and {3.9}·dn from\n  the n ≤ 32 shadows\' c 
       tol=0.05)
 claim(AUD, 'all stopped non-finite', lambda: all(
     r['status'] == 'nonfinite' for r in load('leak_width.json')['probes']['two_layer_n100_float32']['runs']))
-claim(AUD, 'shadows at n = 8, 16, 32 give\n  c = {2.46}) the first width ({1.64}·dn) took {1 768} s of these 2 cores',
-      lambda: (load('leak_width.json')['probes']['two_layer_n100_float64']['shadow_c'],
-               load('leak_width.json')['probes']['two_layer_n100_float64']['direct_runs'][0]['p_L_over_dn'],
+claim(AUD, 'A first float64 probe of the\n  width {1.64}·dn took {1 768} s for its five victims\' 20 000 steps and gave back no seed',
+      lambda: (load('leak_width.json')['probes']['two_layer_n100_float64']['direct_runs'][0]['p_L_over_dn'],
                load('leak_width.json')['probes']['two_layer_n100_float64']['direct_seconds']), tol=0.5)
-claim(AUD, 'gave back no seed (as predicted: below 2.46·dn)', lambda: all(
+claim(AUD, 'took 1 768 s for its five victims\' 20 000 steps and gave back no seed', lambda: all(
     r['frac_recovered'] < 1 for r in load('leak_width.json')['probes']['two_layer_n100_float64']['direct_runs']))
+claim(AUD, '| two-layer MSE net, float64 | n = {8}, {16}, {32} | {100} | {2.46} [{2.46}, {2.46}] | {2.46} '
+      '[{2.46}, {2.46}] | {3.02} (between {2.46} and {3.70}: no seed of {5} at 2.46·dn, every seed at '
+      '3.70·dn) | {0.82} | {0.82} |',
+      lambda: (*lw('two_layer@n100', 'shadow_n'), lw('two_layer@n100', 'n_target'),
+               lw('two_layer@n100', 'shadow_fit', 'c'), *lw('two_layer@n100', 'shadow_fit', 'c_ci'),
+               lw('two_layer@n100', 'trend_fit', 'c'), *lw('two_layer@n100', 'trend_fit', 'c_ci'),
+               lw('two_layer@n100', 'measured_fit', 'c'),
+               max(p['ratio'] for p in lw('two_layer@n100', 'direct_points') if p['recovery_rate'] == 0),
+               min(p['ratio'] for p in lw('two_layer@n100', 'direct_points') if p['recovery_rate'] == 1),
+               len(lw('two_layer@n100', 'direct_points')[0]['seeds']),
+               lw('two_layer@n100', 'prediction_ratio'), lw('two_layer@n100', 'trend_prediction_ratio')))
+claim(AUD, 'no seed of 5 at 2.46·dn, every seed at 3.70·dn) | 0.82', lambda: (
+    [p['recovery_rate'] for p in lw('two_layer@n100', 'direct_points')] == [0, 1]
+    and lw('two_layer@n100', 'dtype') == 'float64' and lw('two_layer@n100', 'within_target')
+    and lw('two_layer@n100', 'trend_within_target')))
+claim(AUD, 'no seed of 5 came back at 2.46·dn (fractions\n  of rows {0.01}, {0}, {0.02}, {0.03} and {0.79}) '
+      'and every seed at 3.70·dn, every row',
+      lambda: tuple(r['frac_recovered'] for r in lw('two_layer@n100', 'direct_runs')
+                    if r['ratio'] == lw('two_layer@n100', 'direct_ratios')[0]))
+claim(AUD, 'and every seed at 3.70·dn, every row', lambda: all(
+    r['frac_recovered'] == 1 for r in lw('two_layer@n100', 'direct_runs')
+    if r['ratio'] == lw('two_layer@n100', 'direct_ratios')[1]))
+claim(AUD, 'measured at 1 and 1.5 times it on seeds 0–4', lambda: (
+    [round(r / lw('two_layer@n100', 'shadow_fit', 'c'), 2) for r in lw('two_layer@n100', 'direct_ratios')]
+    == [1.0, 1.5] and lw('two_layer@n100', 'reported_seeds') == [0, 1, 2, 3, 4]))
+claim(AUD, 'The shadows took {1 279} s ({90} runs) and the direct widths\n  {6 382} s ({10} runs; {398} and {878} s per victim)',
+      lambda: (lw('two_layer@n100', 'shadow_wall_seconds'), len(lw('two_layer@n100', 'shadow_runs')),
+               lw('two_layer@n100', 'direct_wall_seconds'), len(lw('two_layer@n100', 'direct_runs')),
+               *[p['median_seconds'] for p in lw('two_layer@n100', 'direct_points')]), tol=0.5)
 claim(AUD, 'Split into groups\n  of three widths (`--ratios_per_call={3}`, {15} points)',
       lambda: (lw('relu_tanh@n100', 'ratios_per_call'),
                lw('relu_tanh@n100', 'ratios_per_call') * len(lw('relu_tanh@n100', 'shadow_seeds'))))
