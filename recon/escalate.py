@@ -41,7 +41,7 @@ Detection and repair use only the candidates and the loss, never the ground trut
             below L) takes it, the weakest always, the others stay. Three trials, not two, per
             plateau with several weak rows; all start from the same state and run
             `trial_steps` each. The rows of W have their
-            optimiser state zeroed (`reset_rows`), the rest of
+            optimiser state zeroed (`optimize.reset_rows`), the rest of
             the state is kept, so the other candidates keep their moments and the
             learning-rate schedule keeps its place (a fresh state would restart a cosine
             schedule at its peak and shake the candidates that had already converged);
@@ -77,6 +77,7 @@ import optax
 from absl import logging
 
 from recon import optimize, refine
+from recon.optimize import reset_rows, reset_state, select_runs as _select
 
 Array = jax.Array
 
@@ -111,48 +112,6 @@ def weak_rows(loo: Array, loss: Array, *, ratio: float, max_weak: int) -> Array:
 def _bucket(k: int) -> int:
   """k rounded up to a power of two (few compiled shapes of the proposal pass)."""
   return 1 << max(0, int(k) - 1).bit_length()
-
-
-def reset_rows(opt_state: Any, x: Array, rows: Array) -> Any:
-  """Zeroes the rows `rows` ((..., m) bool, shaped like x without its last axis) of every
-  optimiser-state leaf shaped like x (moments, momentum); other leaves (counts, schedule
-  state, hyper-parameters) are kept.
-
-  (Giving the row the other rows' average state instead was measured worse: at n = d = 8,
-  p = 10 dn, relu, 20 seeds, 16 of 20 runs certified against 19 of 20; chosen by the
-  certified rate, a blind signal.)
-  """
-  def one(leaf):
-    if getattr(leaf, 'shape', None) == x.shape:
-      return jnp.where(rows[..., None], jnp.zeros_like(leaf), leaf)
-    return leaf
-  return jax.tree.map(one, opt_state)
-
-
-def reset_state(opt_state: Any, x: Array, runs: Array) -> Any:
-  """A fresh optimiser state for the runs `runs` ((B,) bool; leading axis of x): leaves
-  shaped like x and integer leaves (step counts of Adam and of the schedule) are zeroed;
-  float leaves of another shape (injected hyper-parameters: lr, momentum) are kept.
-
-  (Keeping the counts, so that the new set finishes on the schedule's remaining decay, was
-  measured worse together with the averaged rows of `reset_rows`' note.)
-  """
-  def one(leaf):
-    if not hasattr(leaf, 'shape'):
-      return leaf
-    if leaf.shape == x.shape or jnp.issubdtype(leaf.dtype, jnp.integer):
-      t = runs.reshape(runs.shape + (1,) * (leaf.ndim - runs.ndim)) if leaf.ndim else runs
-      return jnp.where(t, jnp.zeros_like(leaf), leaf)
-    return leaf
-  return jax.tree.map(one, opt_state)
-
-
-def _select(take: Array, a: Any, b: Any) -> Any:
-  """Per run (leading axis): a where take, else b."""
-  def one(u, v):
-    t = take.reshape(take.shape + (1,) * (u.ndim - 1))
-    return jnp.where(t, u, v)
-  return jax.tree.map(one, a, b)
 
 
 class Escalator:
@@ -332,24 +291,17 @@ class Escalator:
                            loss=self._loss(xt, self._problem).astype(state.loss.dtype))
     if not what:
       out = chunk(trial, stop)
-    else:
-      out, t0 = trial, time.time()
-      last, end = t0, int(stop)
-      while True:
-        steps = np.asarray(jax.device_get(out.step))
-        running = np.asarray(jax.device_get(out.status)) == optimize.RUNNING
-        at = int(steps[running].max()) if running.any() else end
-        if at >= end:
-          break
-        out = chunk(out, jnp.asarray(min(at + TRIAL_CHUNK, end), jnp.int32))
-        jax.block_until_ready(out.x)
-        if np.array_equal(np.asarray(jax.device_get(out.step)), steps):
-          break  # a chunk that does not step (none here; a test's stand-in) ends the trial
-        now_at = int(np.max(np.asarray(jax.device_get(out.step))))
-        if now_at < end and time.time() - last >= TRIAL_LOG_SECONDS:  # the verdict ends it
-          last = time.time()
-          logging.info('%s: step %d of %d, trial loss best %.2e (%.0fs)', what, now_at, end,
-                       float(np.min(np.asarray(out.loss).reshape(-1)[list(runs)])), last - t0)
+    else:  # `optimize.drive`'s chunks, the runs left running
+      t0, last = time.time(), [time.time()]
+
+      def progress(s):
+        at = int(np.max(np.asarray(s.step)))
+        if at < int(stop) and time.time() - last[0] >= TRIAL_LOG_SECONDS:  # the verdict ends it
+          last[0] = time.time()
+          logging.info('%s: step %d of %d, trial loss best %.2e (%.0fs)', what, at, int(stop),
+                       float(np.min(np.asarray(s.loss).reshape(-1)[list(runs)])), last[0] - t0)
+      out = optimize.drive(trial, chunk, max_steps=int(stop), chunk_steps=TRIAL_CHUNK,
+                           on_chunk=progress, mark_budget=False)
     loss = np.where(np.asarray(out.status) == optimize.NONFINITE, np.inf, np.asarray(out.loss))
     return out, loss
 

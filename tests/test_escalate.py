@@ -97,7 +97,7 @@ def test_reset_rows_zeroes_only_the_chosen_rows_of_x_shaped_leaves():
   state = opt.init(x)
   state = jax.tree.map(lambda a: a + 1 if a.shape == x.shape else a, state)
   rows = jnp.asarray([False, True, False])
-  out = escalate.reset_rows(state, x, rows)
+  out = optimize.reset_rows(state, x, rows)
   for before, after in zip(jax.tree.leaves(state), jax.tree.leaves(out)):
     if before.shape == x.shape:
       np.testing.assert_array_equal(np.asarray(after)[1], 0.0)
@@ -144,7 +144,7 @@ def test_reset_state_zeroes_counts_and_moments_but_keeps_injected_hyperparameter
   opt = optax.inject_hyperparams(optax.adam)(learning_rate=0.5)
   state = jax.vmap(opt.init)(x)
   state = jax.tree.map(lambda a: a + 1, state)
-  out = escalate.reset_state(state, x, jnp.asarray([True, False]))
+  out = optimize.reset_state(state, x, jnp.asarray([True, False]))
   for before, after in zip(jax.tree.leaves(state), jax.tree.leaves(out)):
     if before.shape == x.shape or jnp.issubdtype(before.dtype, jnp.integer):
       np.testing.assert_array_equal(np.asarray(after)[0], 0)
@@ -262,7 +262,8 @@ def _escalator_with_trials_at(factor, **kw):
   esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
                            every=100, window=100, **kw)
   state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
-  esc.chunk = lambda s, stop: s._replace(loss=jnp.asarray(factor, s.loss.dtype) * state.loss)
+  esc.chunk = lambda s, stop: s._replace(loss=jnp.asarray(factor, s.loss.dtype) * state.loss,
+                                         step=jnp.maximum(s.step, stop).astype(s.step.dtype))
   return esc, state
 
 
