@@ -173,6 +173,7 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
   it returns a state, the loop continues from that one (refinements such as sample
   splitting replace the candidates between chunks). Runs still running at `max_steps` are
   marked MAX_STEPS unless `mark_budget` is False (a trial that the descent continues).
+  A chunk that neither advances a step nor stops a run raises RuntimeError (it would loop forever).
   """
   while True:
     status, steps = jax.device_get((state.status, state.step))
@@ -186,6 +187,10 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
     stop = jnp.asarray(min(step + chunk_steps, max_steps), jnp.int32)
     state = chunk_fn(state, stop)
     jax.block_until_ready(state.x)
+    new_status, new_steps = jax.device_get((state.status, state.step))
+    if np.array_equal(new_status, status) and np.array_equal(new_steps, steps):
+      raise RuntimeError(f'optimize.drive: a chunk to step {int(stop)} left every run at step {step} '
+                         'and still running (the chunk function never advances the step)')
     if on_chunk is not None:
       replaced = on_chunk(state)
       if replaced is not None:

@@ -68,6 +68,20 @@ def test_batched_drive_keeps_stopped_runs_frozen():
   assert int(s.step[0]) < int(s.step[1])
 
 
+def test_a_chunk_that_never_advances_raises_instead_of_looping():
+  opt = optimize.make_optimizer('sgd', 0.1, 0.0)
+  init = optimize.init_state(jnp.zeros((1, 1)), opt, _quadratic, jnp.ones((1, 1)), lambda x: x)
+  calls = []
+
+  def stuck(state, stop):
+    calls.append(int(stop))
+    return state
+
+  with pytest.raises(RuntimeError, match='never advances the step'):
+    optimize.drive(init, stuck, max_steps=100, chunk_steps=10)
+  assert calls == [10]
+
+
 def test_unknown_optimizer():
   with pytest.raises(ValueError, match="optimizer: unknown name 'lbfgsx'; accepted: sgd, adam, lbfgs"):
     optimize.make_optimizer('lbfgsx', 0.1)
