@@ -1,6 +1,6 @@
 """A memory estimate of a single run before compute, against what the device has.
 
-`check(config)` refuses (one-line ExperimentError, exit status 2) a run whose dominant
+`check(data, victim, attack, dtype)` (the config's sections, resolved) refuses (one-line ExperimentError, exit status 2) a run whose dominant
 arrays would not fit: for random features the sweep's per-point estimate
 (`point_bytes`, shared with the sweep: V p x d, the fit's n x p arrays, about 8 m x p for one
 loss-and-gradient step, the (n + m)^2 Gram matrices); for the memory-lean path the same
@@ -22,15 +22,17 @@ from recon import registry
 from recon.errors import ExperimentError
 
 
-def _itemsize(config: Any) -> int:
-  return 8 if config.run.dtype == 'float64' else 4
+def _itemsize(dtype: str) -> int:
+  return 8 if dtype == 'float64' else 4
 
 
-def n_candidates(config: Any) -> int:
-  m = config.attack.n_candidates
+def n_candidates(data: Any, victim: Any, attack: Any) -> int:
+  """The candidates one run optimises: attack.n_candidates (None: the victim's candidates per
+  sample times data.n) times attack.restarts."""
+  m = attack.n_candidates
   if m is None:
-    m = registry.lookup('victim', config.victim.name).candidates_per_sample * config.data.n
-  return int(m) * int(config.attack.restarts or 1)
+    m = registry.lookup('victim', victim.name).candidates_per_sample * data.n
+  return int(m) * int(attack.restarts or 1)
 
 
 def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int) -> int:
@@ -43,32 +45,33 @@ def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: i
   return int(per_point * batch * itemsize)
 
 
-def estimate_bytes(config: Any) -> int:
-  """Rough peak bytes of the dominant arrays of one run of `config` (see the module doc)."""
-  n, d, m = int(config.data.n), int(config.data.d), n_candidates(config)
-  itemsize = _itemsize(config)
-  if registry.lookup('victim', config.victim.name).pipeline == 'random_features':
-    p = int(config.victim.p)
-    if not _lean(config, itemsize):
+def estimate_bytes(data: Any, victim: Any, attack: Any, dtype: str) -> int:
+  """Rough peak bytes of the dominant arrays of one run (see the module doc): the config's
+  `data`, `victim` and `attack` sections and `run.dtype`."""
+  n, d, m = int(data.n), int(data.d), n_candidates(data, victim, attack)
+  itemsize = _itemsize(dtype)
+  if registry.lookup('victim', victim.name).pipeline == 'random_features':
+    p = int(victim.p)
+    if not _lean(victim, d, itemsize):
       return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
-    chunk = min(p, int(config.victim.feature_chunk))
-    fit = 0 if config.victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
+    chunk = min(p, int(victim.feature_chunk))
+    fit = 0 if victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
     return fit + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1, itemsize=itemsize)
-  width = int(config.victim.width or 0)
-  depth = int(config.victim.depth or 1)
+  width = int(victim.width or 0)
+  depth = int(victim.depth or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
               + 2 * width * width * depth)
   return int(per_item * itemsize)
 
 
-def _lean(config: Any, itemsize: int) -> bool:
-  mode = config.victim.feature_mode
-  if mode == 'lean' or config.victim.feature_shards > 1:
+def _lean(victim: Any, d: int, itemsize: int) -> bool:
+  mode = victim.feature_mode
+  if mode == 'lean' or victim.feature_shards > 1:
     return True
   if mode == 'dense':
     return False
-  megabytes = config.victim.p * config.data.d * itemsize / 2 ** 20
-  return megabytes > config.victim.feature_memory_budget_mb
+  megabytes = victim.p * d * itemsize / 2 ** 20
+  return megabytes > victim.feature_memory_budget_mb
 
 
 def available_bytes(device: Any = None) -> Tuple[Optional[int], str]:
@@ -99,18 +102,19 @@ def host_available_bytes() -> Optional[int]:
     return None
 
 
-def check(config: Any, available: Optional[int] = None, where: str = '') -> int:
+def check(data: Any, victim: Any, attack: Any, dtype: str, available: Optional[int] = None,
+          where: str = '') -> int:
   """Raises a one-line ExperimentError when the estimate exceeds the device's memory;
-  returns the estimate in bytes. `config` is the resolved one (a saved model's n, p, d
-  adopted: `recon.victims.resolve`). `available` overrides the device query (tests)."""
-  need = estimate_bytes(config)
+  returns the estimate in bytes. The sections are the resolved config's (a saved model's n,
+  p, d adopted: `recon.victims.resolve`). `available` overrides the device query (tests)."""
+  need = estimate_bytes(data, victim, attack, dtype)
   if available is None:
     available, where = available_bytes()
   if available is not None and need > available:
     raise ExperimentError(
         f'memory: this run needs about {need / 2 ** 30:.3g} GB (n_candidates '
-        f'{n_candidates(config)}, n {config.data.n}, d {config.data.d}'
-        + (f', p {config.victim.p}' if config.victim.name == 'random_features' else '')
+        f'{n_candidates(data, victim, attack)}, n {data.n}, d {data.d}'
+        + (f', p {victim.p}' if victim.name == 'random_features' else '')
         + f') but the device has {available / 2 ** 30:.3g} GB ({where or "available"}); '
         'accepted: a smaller n_candidates / p / n, or a larger device')
   return need

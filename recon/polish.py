@@ -37,10 +37,12 @@ attacker's view (feature map, theta) and blind signals:
      and `starts` - 2 random points on the sphere, vmapped, `row_steps` steps; the best
      start replaces row i if, after step 3 lets every row re-adjust, L is lower.
      The free rows are searched together, all from the same X (`recon.row_search`: one
-     compiled function vmapped over the rows, `row_batch` rows per pass, a progress line
-     after each pass): the held basis of row i is the span of every row's features and
-     Jacobians with row i's columns zeroed (the same span as `held_basis` of the others),
-     and row i's random starts are drawn with the key the one-row search would use. Then
+     compiled function vmapped over the rows, a progress line after each pass): the held
+     basis of row i is the span of every row's features and Jacobians without row i's
+     columns (the same span as `held_basis` of the others), read off one shared SVD; the
+     starts are pruned by successive halving and the product U^T phi runs in float32
+     (`row_search.PRUNE`); row i's random starts are drawn with the key the one-row search
+     would use. Then
      the found rows replace theirs at once and step 3 runs once; if L is not lower, each
      row is judged alone in turn (replace, step 3, kept if L falls: the one-row rule).
      Rows searched from the same X all see the same r_0, so two of them can find the same

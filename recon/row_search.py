@@ -11,19 +11,24 @@ as easily as one carrying half). Adam on l_i from the current row, its mirror im
 `starts` - 2 random points on the sphere, vmapped over starts (`row_search`).
 
 `row_search_batch` searches several rows with the others held at the same X in one compiled
-function vmapped over rows: row i's held basis is the span of every row's features and
-Jacobians with row i's columns zeroed (the span `held_basis` gives for the others; the SVD
-rank cut zeroes basis columns instead of dropping them, so shapes are static), and its random
-starts are drawn with the key the one-row search would use, so each row's result equals
-`row_search`'s from the same X. `row_batch` rows per pass (memory: each holds a p x m (d + 1)
-float64 basis), a progress line after each pass and, inside a long pass, every
-`LOG_SECONDS` (the Adam steps run `SEARCH_CHUNK` per compiled call, the state carried over). `distinct` picks, among found rows, those to
-place when several slots found the same sample. Call everything under `jax.enable_x64`.
+function vmapped over rows, on one shared basis (`shared_basis`): a single SVD of every row's
+features and Jacobians C = U S V^T, and per row i the (d + 1)-column complement W_i of its held
+span inside span(U), so ||P_held phi||^2 = ||U^T phi||^2 - ||W_i^T U^T phi||^2 (the same span
+`held_basis` gives for the others, without a p x m (d + 1) SVD per row). Row i's random starts
+are drawn with the key the one-row search would use; with `prune=()` and a float64 product each
+row's result equals `row_search`'s from the same X. By default the search's cost, the product
+U^T phi (p x m (d + 1) per start and step), runs in float32 and the starts are pruned by
+successive halving (`PRUNE`: each row keeps its best 8 starts at 20 % of the steps and its best
+2 at 50 %, a third of the work); l_i of the returned rows is float64. `row_batch` rows per pass
+(memory: each row's starts, `row_batch_size`), a progress line after each pass and, inside a
+long pass, every `LOG_SECONDS` (the Adam steps run `SEARCH_CHUNK` per compiled call, the state
+carried over). `distinct` picks, among found rows, those to place when several slots found the
+same sample. Call everything under `jax.enable_x64`.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -100,45 +105,84 @@ def row_search(feature_fn: Callable, theta, x, i: int, key: Array, *, starts: in
 ROW_BATCH_BYTES = 1.5e9  # memory for one vmapped pass of the row search (the bases dominate)
 
 
-def row_batch_size(p: int, m: int, d: int, budget: float = ROW_BATCH_BYTES) -> int:
-  """Rows per vmapped search pass: each holds a p x m (d + 1) float64 basis and its SVD's
-  work arrays (~4 copies)."""
-  return max(1, int(budget // (4 * 8 * p * m * (d + 1))))
+def row_batch_size(p: int, m: int, d: int, starts: int = 32,
+                   budget: float = ROW_BATCH_BYTES) -> int:
+  """Rows per vmapped search pass: each holds its starts' features and their cotangents
+  (~8 copies of starts x p float64) and its complement W_i (m (d + 1) x (d + 1)); the shared
+  basis U (p x m (d + 1)) is held once, outside the budget."""
+  return max(1, int(budget // (8 * (8 * starts * p + m * (d + 1) ** 2))))
 
 
+# Successive halving of the starts: at 20 % of the steps each row keeps its best 8 starts, at
+# 50 % its best 2 (a third of the work of 32 starts run to the end).
+PRUNE = ((0.2, 8), (0.5, 2))
 SEARCH_CHUNK = 100  # Adam steps per compiled call of the batched search (progress between)
 LOG_SECONDS = 10.0  # a progress line inside a pass at most this often
 
 
+def shared_basis(feats: Array, jac: Array, rtol: float = 1e-10) -> Tuple[Array, Array, Array]:
+  """One SVD for every row's held basis. C = [phi(x_k) | d phi(x_k)/d x_k]_k (p x m (d + 1),
+  features first, then each row's d Jacobian columns) = U S V^T, rank r cut at rtol. Row i's
+  held span is U span(S V^T_{:, -i}) (C without row i's d + 1 columns); inside span(U) its
+  complement is null(V_{-i}^T S) = S^-1 {y : ||V_i^T y|| = ||y||}, the left singular vectors
+  of V_i = V^T[:, cols of i] with singular value 1 mapped by S^-1 (from
+  V_{-i} V_{-i}^T = I - V_i V_i^T on span(U)). Returns (U (p, r), W (m, r, d + 1): row i's
+  complement, orthonormal, its unused columns zero, a_theta-free). With W_i, for any vector f:
+  ||P_held f||^2 = ||U^T f||^2 - ||W_i^T U^T f||^2, the per-row SVD of `held_basis` replaced
+  by an r x (d + 1) one."""
+  m, p = feats.shape
+  d = jac.shape[-1]
+  cols = jnp.concatenate([feats.T, jnp.transpose(jac, (1, 0, 2)).reshape(p, m * d)], axis=1)
+  u, sv, vt = jnp.linalg.svd(cols, full_matrices=False)
+  r = int(np.sum(np.asarray(sv > rtol * sv[0])))
+  u, sv, vt = u[:, :r], sv[:r], vt[:r]
+  idx = jnp.concatenate([jnp.arange(m)[:, None], m + jnp.arange(m)[:, None] * d
+                         + jnp.arange(d)[None, :]], axis=1)  # (m, d + 1) columns of row i
+
+  def complement(ci):
+    y, sy, _ = jnp.linalg.svd(vt[:, ci], full_matrices=False)  # (r, d + 1)
+    owned = sy ** 2 > 1.0 - OWNED_TOL  # directions no held column reaches
+    w, sw, _ = jnp.linalg.svd((y * owned[None, :]) / sv[:, None], full_matrices=False)
+    return w * (jnp.arange(d + 1) < jnp.sum(owned))[None, :]
+
+  return u, jax.jit(jax.vmap(complement))(idx), sv
+
+
+OWNED_TOL = 1e-8  # V_i's singular values^2 above 1 - this: a direction only row i's columns hold
+
+
 class _BatchSearch:
-  """The batched row search as three compiled functions, each vmapped over rows: `setup`
-  (row i's held basis Q, r_0 and the starts; signature (theta, x, feats (m, p), jac (m, p, d),
-  rows (k,), keys (k,))), `advance` (Adam steps on l_i, `SEARCH_CHUNK` per call, the optimiser
-  state carried between calls, so the chunks are the one `steps`-long descent) and `best`
-  (each row's best start and its l_i). Call under `jax.enable_x64`."""
+  """The batched row search as three compiled functions, vmapped over rows, on the shared
+  basis (`shared_basis`: U once, row i's complement W_i): `setup` (row i's r_0 and starts;
+  signature (theta, x, u, w_i, i, key)), `advance` (Adam steps on l_i, `SEARCH_CHUNK` per call,
+  the optimiser state carried between calls, so the chunks are the one `steps`-long descent)
+  and `best` (each row's best start and its l_i). l_i(z) = 1 - (phi . r_0)^2 / ||f||^2 with
+  ||f||^2 = ||phi||^2 - ||U^T phi||^2 + ||W_i^T U^T phi||^2. Call under `jax.enable_x64`."""
 
   def __init__(self, feature_fn: Callable, *, starts: int, steps: int, lr: float,
-               radius: float, rtol: float = 1e-10):
+               radius: float):
     opt = optax.adam(optax.cosine_decay_schedule(lr, max(steps, 1), alpha=0.05))
     n_random = max(starts - 2, 0)
 
-    def setup(theta, x, feats, jac, i, key):
-      m, d = x.shape
-      keep = (jnp.arange(m) != i).astype(x.dtype)
-      cols = jnp.concatenate([(feats * keep[:, None]).T,
-                              jnp.transpose(jac * keep[:, None, None], (1, 0, 2))
-                              .reshape(feats.shape[1], -1)], axis=1)
-      u, sv, _ = jnp.linalg.svd(cols, full_matrices=False)
-      q = u * (sv > rtol * sv[0])[None, :]  # the held basis; cut columns zeroed
-      r0 = theta - q @ (q.T @ theta)
+    def ell(u, w, r0, z):
+      phi = jnp.asarray(feature_fn(z[None]), jnp.float64)[0]
+      a = jnp.asarray(u.T @ phi.astype(u.dtype), jnp.float64)
+      c = phi @ r0
+      ff = phi @ phi - a @ a + jnp.sum((w.T @ a) ** 2)
+      return 1.0 - c ** 2 / jnp.maximum(ff, 1e-300)
+
+    def setup(theta, x, u, w, i, key):
+      d = x.shape[1]
+      a = u.T @ theta
+      r0 = theta - u @ (a - w @ (w.T @ a))
       r0 = r0 / jnp.maximum(jnp.linalg.norm(r0), 1e-300)
       z0 = jnp.concatenate([x[i][None], -x[i][None],
                             jax.random.normal(key, (n_random, d), jnp.float64)])
       z0 = project(z0, radius)
-      return q, r0, z0, opt.init(z0)
+      return r0, z0, opt.init(z0)
 
-    def advance(q, r0, z, state, length):
-      grad = jax.vmap(jax.value_and_grad(lambda zz: _ell(feature_fn, q, r0, zz)))
+    def advance(u, w, r0, z, state, length):
+      grad = jax.vmap(jax.value_and_grad(lambda zz: ell(u, w, r0, zz)))
 
       def body(carry, _):
         z, state = carry
@@ -149,23 +193,34 @@ class _BatchSearch:
       (z, state), _ = jax.lax.scan(body, (z, state), None, length=length)
       return z, state
 
-    def best(q, r0, z):
-      values = jax.vmap(lambda zz: _ell(feature_fn, q, r0, zz))(z)
-      values = jnp.where(jnp.isfinite(values), values, jnp.inf)
+    def all_values(u, w, r0, z):
+      values = jax.vmap(lambda zz: ell(u, w, r0, zz))(z)
+      return jnp.where(jnp.isfinite(values), values, jnp.inf)
+
+    def best(u, w, r0, z):
+      values = all_values(u, w, r0, z)
       k = jnp.argmin(values)
       return z[k], values[k]
 
+    def keep_best(u, w, r0, z, state, keep):
+      order = jnp.argsort(all_values(u, w, r0, z))[:keep]
+      pick = lambda a: a[order] if a.ndim == 2 else a  # noqa: E731  (per start: z, Adam's moments)
+      return z[order], jax.tree_util.tree_map(pick, state)
+
     self.steps = steps
-    self.setup = jax.jit(jax.vmap(setup, in_axes=(None, None, None, None, 0, 0)))
+    self.setup = jax.jit(jax.vmap(setup, in_axes=(None, None, None, 0, 0, 0)))
     self._advance = {}
     self._advance_fn = advance
-    self.best = jax.jit(jax.vmap(best))
+    self.best = jax.jit(jax.vmap(best, in_axes=(None, 0, 0, 0)))
+    self.keep_best = jax.jit(jax.vmap(keep_best, in_axes=(None, 0, 0, 0, 0, None)),
+                             static_argnums=5)
 
-  def advance(self, q, r0, z, state, length: int):
+  def advance(self, u, w, r0, z, state, length: int):
     if length not in self._advance:
       self._advance[length] = jax.jit(jax.vmap(
-          lambda q_, r_, z_, s_: self._advance_fn(q_, r_, z_, s_, length)))
-    return self._advance[length](q, r0, z, state)
+          lambda u_, w_, r_, z_, s_: self._advance_fn(u_, w_, r_, z_, s_, length),
+          in_axes=(None, 0, 0, 0, 0)))
+    return self._advance[length](u, w, r0, z, state)
 
 
 def distinct(rows: np.ndarray, values: np.ndarray, threshold: float) -> list:
@@ -184,13 +239,19 @@ def distinct(rows: np.ndarray, values: np.ndarray, threshold: float) -> list:
 
 def row_search_batch(feature_fn: Callable, theta, x, rows: Sequence[int], key: Array, *,
                      starts: int, steps: int, lr: float, radius: float,
-                     row_batch: Optional[int] = None, t0: Optional[float] = None
-                     ) -> Tuple[np.ndarray, np.ndarray]:
+                     row_batch: Optional[int] = None, t0: Optional[float] = None,
+                     prune: Sequence[Tuple[float, int]] = PRUNE,
+                     basis_dtype: Any = jnp.float32) -> Tuple[np.ndarray, np.ndarray]:
   """`row_search` for every row in `rows`, all with the others held at the same X, vmapped
   over rows (`row_batch` per pass; default `row_batch_size`); row rows[n] draws its random
   starts with fold_in(key, n), as the one-row search of the n-th row would. Returns (rows
   (k, d), l_i (k,)). Logs a progress line after each pass, and every `LOG_SECONDS` within one
-(rows, Adam step, best l_i so far). Call under `jax.enable_x64`."""
+  (rows, Adam step, best l_i so far).
+
+  `prune` ((fraction of steps, starts kept), ...): at each fraction every row keeps its best
+  starts by l_i (successive halving; () keeps all, as `row_search` does). `basis_dtype`: the
+  product U^T phi, the search's cost, in this dtype (the rest, and the returned l_i, float64).
+  Call under `jax.enable_x64`."""
   t0 = time.time() if t0 is None else t0
   x = jnp.asarray(x, jnp.float64)
   m, d = x.shape
@@ -198,7 +259,10 @@ def row_search_batch(feature_fn: Callable, theta, x, rows: Sequence[int], key: A
   feats = jnp.asarray(feature_fn(x), jnp.float64)
   jac = jnp.asarray(feature_fn.row_jacobian(x) if hasattr(feature_fn, 'row_jacobian') else
                     jax.vmap(jax.jacfwd(lambda z: feature_fn(z[None])[0]))(x), jnp.float64)
-  batch = row_batch or row_batch_size(int(feats.shape[1]), m, d)
+  u, w_all, _ = shared_basis(feats, jac)
+  u_search = u.astype(basis_dtype)
+  stages = sorted((int(f * steps), int(k)) for f, k in prune if 0 < f < 1 and k < starts)
+  batch = row_batch or row_batch_size(int(feats.shape[1]), m, d, starts)
   search = _BatchSearch(feature_fn, starts=starts, steps=steps, lr=lr, radius=radius)
   rows = [int(i) for i in rows]
   found, values = [], []
@@ -206,20 +270,24 @@ def row_search_batch(feature_fn: Callable, theta, x, rows: Sequence[int], key: A
   for start in range(0, len(rows), batch):
     part = rows[start:start + batch]
     keys = jnp.stack([jax.random.fold_in(key, n) for n in range(start, start + len(part))])
-    q, r0, z, state = search.setup(theta, x, feats, jac, jnp.asarray(part), keys)
-    done = 0
+    w = w_all[jnp.asarray(part)]
+    r0, z, state = search.setup(theta, x, u, w, jnp.asarray(part), keys)
+    done, pending = 0, list(stages)
     while done < steps:
-      length = min(SEARCH_CHUNK, steps - done)
-      z, state = search.advance(q, r0, z, state, length)
+      if pending and done >= pending[0][0]:
+        z, state = search.keep_best(u, w, r0, z, state, min(pending.pop(0)[1], z.shape[1]))
+        continue
+      length = min(SEARCH_CHUNK, steps - done, *(at - done for at, _ in pending[:1]))
+      z, state = search.advance(u_search, w, r0, z, state, length)
       z = jax.block_until_ready(z)  # the clock below times the compute, not its dispatch
       done += length
       if done < steps and time.time() - last >= LOG_SECONDS:
         last = time.time()
         logging.info('precision rung: rows %d-%d of %d, Adam step %d of %d, best unexplained '
                      'share %.2e (%.0fs)', start + 1, start + len(part), len(rows), done, steps,
-                     float(jnp.min(search.best(q, r0, z)[1])), last - t0)
-    z, v = search.best(q, r0, z)
-    del q, r0, state
+                     float(jnp.min(search.best(u, w, r0, z)[1])), last - t0)
+    z, v = search.best(u, w, r0, z)
+    del r0, state
     found.append(np.asarray(z))
     values.append(np.asarray(v))
     last = time.time()

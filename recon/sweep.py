@@ -152,7 +152,7 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   for g in groups:
     cfg = g.points[0].cfg
     batch = _padded_size(len(g.points), n_devices)
-    need = (memory.estimate_bytes(cfg) * batch if sweep_networks.is_network(cfg) else
+    need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch if sweep_networks.is_network(cfg) else
             memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
                                p_total=g.p_total, batch=batch,
                                itemsize=8 if cfg.run.dtype == 'float64' else 4))

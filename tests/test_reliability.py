@@ -256,16 +256,20 @@ def test_unwritable_workdir_is_refused(tmp_path, monkeypatch, capsys):
   assert not (tmp_path / 'w').exists()
 
 
+def _sections(c):
+  return c.data, c.victim, c.attack, c.run.dtype
+
+
 def test_memory_estimate_refuses_before_compute(tmp_path, capsys):
   c = _tiny({'attack.n_candidates': 100000, 'victim.p': 6400, 'data.d': 64})
-  assert memory.estimate_bytes(c) > 40e9  # the m x m Gram alone is 40 GB
+  assert memory.estimate_bytes(c.data, c.victim, c.attack, c.run.dtype) > 40e9  # the m x m Gram alone is 40 GB
   assert main.execute(c, str(tmp_path / 'w')) == 2
   lines = _error_lines(capsys)
   assert len(lines) == 1 and 'memory: this run needs about' in lines[0]
   assert not (tmp_path / 'w').exists()
   with pytest.raises(errors.ExperimentError, match='memory'):
-    memory.check(_tiny(), available=1000)
-  assert memory.check(_tiny(), available=10 ** 12) > 0
+    memory.check(*_sections(_tiny()), available=1000)
+  assert memory.check(*_sections(_tiny()), available=10 ** 12) > 0
 
 
 @pytest.mark.parametrize('content', [os.urandom(64), b'{"format": "recon.model/1", "ki'])
@@ -762,7 +766,7 @@ def test_memory_estimate_counts_the_fit(tmp_path, capsys, monkeypatch, overrides
   the n x p features whole: p = 2e9 (and n 50, p 1e8) are refused at once, not run."""
   monkeypatch.setattr(memory, 'host_available_bytes', lambda: 24 * 2 ** 30)
   c = _small(overrides)
-  assert memory.estimate_bytes(c) >= 3 * c.data.n * c.victim.p * 4
+  assert memory.estimate_bytes(c.data, c.victim, c.attack, c.run.dtype) >= 3 * c.data.n * c.victim.p * 4
   capsys.readouterr()
   assert main.execute(c, str(tmp_path / 'w')) == 2
   lines = _error_lines(capsys)

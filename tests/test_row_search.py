@@ -23,6 +23,34 @@ def test_held_basis_absorbs_first_order_moves_of_the_held_rows():
 
 
 
+@pytest.mark.parametrize('activation', ['relu_tanh', 'relu'])
+def test_the_shared_basis_gives_every_rows_held_projection(activation):
+  """One SVD (`shared_basis`) gives, for every row i, the projection onto the held span that
+  `held_basis` of the other rows gives by its own SVD -- also for relu, whose features lie in
+  the span of their own Jacobians (phi(x) = J(x) x: C is rank deficient)."""
+  p = 8 * N * D
+  kx, kv = jax.random.split(jax.random.PRNGKey(11))
+  x = jax.random.normal(kx, (N, D))
+  v = features.random_weights(kv, p, D)
+  ff = lambda z: features.rf_features(v, z, activation)  # noqa: E731
+  f = np.random.default_rng(2).standard_normal((p, 3))
+  with jax.enable_x64(True):
+    f64 = polish.Features64(ff)
+    x64 = jnp.asarray(x, jnp.float64)
+    feats = f64(x64)
+    jac = jax.vmap(jax.jacfwd(lambda z: f64(z[None])[0]))(x64)
+    u, w, _ = row_search.shared_basis(feats, jac)
+    u, w = np.asarray(u), np.asarray(w)
+    assert u.shape[1] == (N * D if activation == 'relu' else N * (D + 1))
+    for i in range(N):
+      q = np.asarray(row_search.held_basis(f64, jnp.concatenate([x64[:i], x64[i + 1:]])))
+      held = np.sum((q.T @ f) ** 2, axis=0)
+      a = u.T @ f
+      shared = np.sum(a ** 2, axis=0) - np.sum((w[i].T @ a) ** 2, axis=0)
+      np.testing.assert_allclose(shared, held, rtol=1e-8)
+      assert int(np.sum(np.linalg.norm(w[i], axis=0) > 0.5)) == u.shape[1] - q.shape[1]
+
+
 def _planted_two(p, weak=(1, 4), seed=3):
   """As `_planted`, with two samples carrying TINY of theta each (two free rows)."""
   kx, kv, ka = jax.random.split(jax.random.PRNGKey(seed), 3)
@@ -48,7 +76,7 @@ def test_the_vmapped_row_search_finds_what_the_one_row_search_finds():
     f64 = polish.Features64(ff)
     rows, values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, starts=6,
                                            steps=200, lr=0.05, radius=float(np.sqrt(D)),
-                                           row_batch=1)
+                                           row_batch=1, prune=(), basis_dtype=jnp.float64)
     for n, i in enumerate(weak):
       one, value = row_search.row_search(f64, theta, x_hat, i, jax.random.fold_in(key, n),
                                      starts=6, steps=200, lr=0.05, radius=float(np.sqrt(D)))
@@ -64,7 +92,7 @@ def test_a_long_pass_reports_progress_and_its_chunks_are_one_descent(monkeypatch
   x, theta, ff = _planted_two(p, weak)
   x_hat = _stuck(x, weak[0])
   key = jax.random.PRNGKey(5)
-  opts = dict(starts=4, steps=200, lr=0.05, radius=float(np.sqrt(D)), row_batch=2)
+  opts = dict(starts=4, steps=200, lr=0.05, radius=float(np.sqrt(D)), row_batch=2, prune=())
   with jax.enable_x64(True):
     f64 = polish.Features64(ff)
     whole = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts)
@@ -79,6 +107,33 @@ def test_a_long_pass_reports_progress_and_its_chunks_are_one_descent(monkeypatch
   assert [s.split('Adam step ')[1].split(' of')[0] for s in inside] == [
       '37', '74', '111', '148', '185'], lines
   assert lines[-1].startswith('precision rung: rows re-searched 2 of 2'), lines
+
+
+def test_pruned_starts_and_a_float32_product_find_the_rows_the_full_search_finds(monkeypatch):
+  """Successive halving (16 starts, 4 kept at 20 % of the steps, 1 at 50 %) with U^T phi in
+  float32 finds the same rows as all 16 starts run to the end in float64, and its pruned starts
+  are the best by l_i: chunks end at the stage boundaries."""
+  p, weak = 8 * N * D, (1, 4)
+  x, theta, ff = _planted_two(p, weak)
+  x_hat = _stuck(x, weak[0])
+  x_hat[weak[1]] = -x_hat[weak[0]]
+  key = jax.random.PRNGKey(3)
+  opts = dict(starts=16, steps=300, lr=0.05, radius=float(np.sqrt(D)))
+  with jax.enable_x64(True):
+    f64 = polish.Features64(ff)
+    full, full_values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts,
+                                                    prune=(), basis_dtype=jnp.float64)
+    shapes = []
+    real = row_search._BatchSearch.advance
+    monkeypatch.setattr(row_search._BatchSearch, 'advance', lambda self, u, w, r0, z, st, n: (
+        shapes.append((z.shape[1], n)) or real(self, u, w, r0, z, st, n)))
+    pruned, values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts,
+                                                 prune=((0.2, 4), (0.5, 1)))
+  assert shapes == [(16, 60), (4, 90), (1, 100), (1, 50)]
+  # Adam with a float32 U^T phi ends within float32's reach of the same rows (both slots find
+  # row 1's sample, the larger share): the rung's Gauss-Newton (float64) takes them the rest.
+  np.testing.assert_allclose(pruned, full, atol=1e-2)
+  np.testing.assert_allclose(values, full_values, rtol=1e-2)
 
 
 @pytest.mark.slow  # ~15 CPU-s
