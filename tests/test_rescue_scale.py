@@ -35,3 +35,18 @@ def test_render_marks_a_stopped_run():
          'commit': 'abc'}
   md = rescue_scale.render([rec])
   assert '| before | 5 | 1731 | 505 | 20000 | 95/100 | no | 7 (5) | <= 69 (log) | stopped after 1612 |' in md
+
+
+def test_render_reports_the_prune_check_with_its_worst_gaps():
+  rec = {'label': 'after', 'seed': 5, 'n': 100, 'wall_seconds': 300.0, 'cpu_seconds': 500.0,
+         'steps': 20000, 'rows_within': 100, 'certified': True, 'escalations_tried': 7,
+         'escalations_accepted': 5, 'escalation_seconds': 40.0, 'rung_seconds': 90.0,
+         'final_loss': 1e-13, 'machine': 'cpu: x', 'commit': 'abc'}
+  check = {'seed': 200, 'machine': 'cpu: x', 'recorded': 'now',
+           'pruned_float32': {'rows': [7, 3, 9], 'l_i': [0.02, 0.37, 0.5], 'seconds': 136.0},
+           'all_starts_float64': {'rows': [7, 3], 'l_i': [0.0201, 0.37], 'seconds': 254.0},
+           'relative_distance': [7e-7, 1.8e-4]}
+  md = rescue_scale.render([rec], check=check)
+  assert 'Seed 200 (a probe seed' in md and '3 free rows' in md
+  assert 'agree to 1.8e-04 (relative, up to sign) and their l_i to 5.0e-03' in md
+  assert '| 3 | 3.700e-01 | 3.700e-01 | 1.8e-04 |' in md
