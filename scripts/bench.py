@@ -410,6 +410,14 @@ def _process_cpu_s(pid: int) -> float:
     return 0.0
 
 
+def _commit(root: str) -> Optional[str]:
+  """The checkout's short commit (None outside git)."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  out = subprocess.run(['git', '-C', root, 'rev-parse', '--short', 'HEAD'], capture_output=True,
+                       text=True, check=False)
+  return out.stdout.strip() or None
+
+
 def pipeline_run(method: str, n: int, d: int, p: int, seed: int, max_steps: Optional[int],
                  timeout_s: float = PIPELINE_TIMEOUT_S, cpu_limit_s: float = PIPELINE_CPU_LIMIT_S):
   """One run of the CLI in a child process: wall and CPU seconds, and what summary.json says."""
@@ -457,7 +465,8 @@ def pipeline_run(method: str, n: int, d: int, p: int, seed: int, max_steps: Opti
          'max_steps': overrides.get('attack.max_steps', DEFAULT_MAX_STEPS), 'wall_s': wall,
          'cpu_s': cpu, 'loadavg': load, 'exit_code': code, 'stopped': bool(stopped),
          'stopped_by': stopped,
-         'command': 'python ' + ' '.join(cmd[1:]).replace(workdir, 'WORKDIR')}
+         'command': 'python ' + ' '.join(cmd[1:]).replace(workdir, 'WORKDIR'),
+         'commit': _commit(root), 'recorded': time.strftime('%Y-%m-%d', time.gmtime())}
   summary_path = os.path.join(workdir, 'summary.json')
   if not stopped and code == 0 and os.path.exists(summary_path):
     with open(summary_path) as f:
@@ -625,6 +634,12 @@ def pipeline_lines(part):
   false_cert = sum(bool(r.get('false_certified')) for r in rows)
   lines += ['', f'False certificates (certified with a row not recovered): {false_cert} of '
             f'{sum(bool(r["certified"]) for r in rows)} certified runs.', '',
+            'Code measured: ' + '; '.join(
+                f'{n}, {d}, {p}: ' + ', '.join(sorted(
+                    {f"{r['commit']} ({r['recorded']})" if r.get('commit') else
+                     'a commit before they were recorded (results of 697aeb1, 2026-11-27)'
+                     for r in rows if (r['n'], r['d'], r['p']) == (n, d, p)}))
+                for n, d, p in sorted({(r['n'], r['d'], r['p']) for r in rows})) + '.', '',
             'Per seed:', '',
             '| method | n, d, p | seed | rows recovered | recon_error | certified | residual '
             'Jacobian | steps | status | escalations (kept) | rung | wall s | CPU s | load (1 min) |',

@@ -385,6 +385,7 @@ def main(argv):
       log_path = log_path or workdir + '.log'
       commit = commit or subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
                                         capture_output=True, text=True).stdout.strip()
+      os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
       with open(log_path, 'w') as log:
         subprocess.run(['nice', '-n', '10', '/usr/bin/time', '-v'] +
                        command(FLAGS.seed, workdir), stdout=log, stderr=subprocess.STDOUT,
