@@ -323,18 +323,20 @@ def model_training_data(cfg: ml_collections.ConfigDict, model: model_ckpt.ModelC
   return None, None, dict(desc.get('meta') or {})
 
 
-def initial_params_needed(cfg: ml_collections.ConfigDict) -> Optional[str]:
-  """Why this config needs the model's initial parameters ('field: reason'), or None."""
-  if routes.uses_subspace_pipeline(cfg.attack):
+def initial_params_needed(victim: ml_collections.ConfigDict,
+                          attack: ml_collections.ConfigDict) -> Optional[str]:
+  """Why the victim and attack sections need the model's initial parameters ('field: reason'),
+  or None."""
+  if routes.uses_subspace_pipeline(attack):
     return ('attack.subspace: the subspace pipeline attacks dW2 = W2(T) - W2(0) (and estimates the '
             'subspace from dW1, features at W1(0))')
-  if routes.victim_pipeline(cfg.victim) == routes.NETWORKS:
-    if cfg.attack.knows_init:
+  if routes.victim_pipeline(victim) == routes.NETWORKS:
+    if attack.knows_init:
       return 'attack.knows_init: True attacks theta = W_L(T) - W_L(0)'
-    if cfg.attack.jacobian_at != 'trained':
-      return (f'attack.jacobian_at: {cfg.attack.jacobian_at!r} evaluates features at the '
+    if attack.jacobian_at != 'trained':
+      return (f'attack.jacobian_at: {attack.jacobian_at!r} evaluates features at the '
               'initial weights')
-  if cfg.victim.name == 'homogeneous_mlp' and cfg.attack.kkt_target == 'delta':
+  if victim.name == 'homogeneous_mlp' and attack.kkt_target == 'delta':
     return "attack.kkt_target: 'delta' attacks theta(T) - theta(0)"
   return None
 
@@ -347,21 +349,23 @@ def check_victim(victim: ml_collections.ConfigDict) -> None:
     raise ExperimentError(message)
 
 
-def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
-  """Pipeline-specific refusals of a victim.checkpoint, one line each, before any compute."""
-  path = cfg.victim.checkpoint
+def check_model_checkpoint(victim: ml_collections.ConfigDict,
+                           attack: ml_collections.ConfigDict) -> None:
+  """Pipeline-specific refusals of a victim.checkpoint (the victim and attack sections), one
+  line each, before any compute."""
+  path = victim.checkpoint
   if not path:
     return
-  if cfg.victim.name == 'random_features' and routes.uses_subspace_pipeline(cfg.attack):
+  if victim.name == 'random_features' and routes.uses_subspace_pipeline(attack):
     raise ExperimentError(
         'victim.checkpoint: the random-features subspace / free-alpha pipeline trains its own '
         "model; accepted: victim.checkpoint with subspace 'none', alpha_mode 'closed_form'")
-  if cfg.victim.name == 'homogeneous_mlp' and cfg.attack.kkt_target == 'planted':
+  if victim.name == 'homogeneous_mlp' and attack.kkt_target == 'planted':
     raise ExperimentError("attack.kkt_target: 'planted' is an oracle built from the training run's "
                           "duals; accepted with victim.checkpoint: 'theta', 'delta'")
-  why = initial_params_needed(cfg)
-  if cfg.victim.format != 'recon':
-    if why is not None and not cfg.victim.init_checkpoint:
+  why = initial_params_needed(victim, attack)
+  if victim.format != 'recon':
+    if why is not None and not victim.init_checkpoint:
       field, reason = why.split(': ', 1)
       raise ExperimentError(
           f'{field}: {reason}, but victim.init_checkpoint is not set; accepted: the initial '
@@ -378,7 +382,7 @@ def check_model_checkpoint(cfg: ml_collections.ConfigDict) -> None:
            if field == 'attack.knows_init' else
            ", or attack.jacobian_at='trained'" if field == 'attack.jacobian_at' else
            ", or attack.kkt_target='theta'" if field == 'attack.kkt_target' else ''))
-  if routes.uses_subspace_pipeline(cfg.attack) and cfg.attack.subspace == 'known':
+  if routes.uses_subspace_pipeline(attack) and attack.subspace == 'known':
     # A saved model records a description of its data, never the planted basis.
     raise ExperimentError(
         "attack.subspace: 'known' needs the training data's subspace, which a model checkpoint "

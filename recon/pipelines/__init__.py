@@ -41,7 +41,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
       pipeline.check(cfg)
     resuming = runs.prepare_run_workdir(workdir, cfg)
     return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
-  victims.check_model_checkpoint(cfg)
+  victims.check_model_checkpoint(cfg.victim, cfg.attack)
   memory.check(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype)  # with a saved model's n, p, d adopted (recon/memory.py)
   restarts.check_config(cfg.attack, cfg.victim)
   pipeline = pipeline_for(cfg)
