@@ -185,8 +185,10 @@ def bench_rung(rows: int, steps: int, starts: int = 32, seed: int = 0) -> Dict[s
     cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.time()
     once()
     cpu1, wall1 = resource.getrusage(resource.RUSAGE_SELF), time.time()
-  return {'code': 'vmapped (row_search_batch)' if row_search is not None else
-                  'one row at a time (polish.row_search)',
+  code = ('one row at a time (polish.row_search)' if row_search is None else
+          'shared basis, pruned starts, float32 product (row_search_batch)'
+          if hasattr(row_search, 'shared_basis') else 'vmapped (row_search_batch)')
+  return {'code': code,
           'rows': rows, 'steps': steps, 'starts': starts, 'n': N, 'd': D, 'p': P,
           'cpu_seconds': round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
           'wall_seconds': round(wall1 - wall0, 1), 'machine': machine.describe()}
@@ -314,10 +316,13 @@ def render(records: List[Dict[str, Any]], bench: List[Dict[str, Any]] = (),
   if bench:
     lines += ['', '## The rung\'s row search alone (`--bench_rung`)', '',
               'Same sizes, random rows (the cost does not depend on where they are), compiled '
-              'first, the second call timed; the two codes ran back to back on the same '
-              'machine (before: main at 7940083; after: this branch with l(z) from one product '
-              'Q^T phi). At 50 steps the per-row SVD of the held basis (~7e10 flops) is a large '
-              'part of both; at the default 1000 steps the halved product dominates.', '',
+              'first, the second call timed; before and after ran back to back on the same '
+              'machine (before: main at 7940083; after: l(z) from one product Q^T phi, one SVD '
+              'of the held basis per row); shared: one SVD for all rows, the starts pruned '
+              '(8 at 20 %, 2 at 50 % of the steps), U^T phi in float32 (a2074e9, 2026-11-29, '
+              'under a load of ~4 from two other experiments). At 50 steps the per-row SVD of the '
+              'held basis (~7e10 flops) is a large part of before and after; at the default 1000 '
+              'steps the product dominates.', '',
               '| label | code | rows | Adam steps | starts | CPU s | wall s |',
               '|---|---|---|---|---|---|---|']
     for b in bench:
