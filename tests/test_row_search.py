@@ -118,7 +118,7 @@ def test_pruned_starts_and_a_float32_product_find_the_rows_the_full_search_finds
   x_hat = _stuck(x, weak[0])
   x_hat[weak[1]] = -x_hat[weak[0]]
   key = jax.random.PRNGKey(3)
-  opts = dict(starts=16, steps=300, lr=0.05, radius=float(np.sqrt(D)))
+  opts = dict(starts=16, steps=200, lr=0.05, radius=float(np.sqrt(D)))
   with jax.enable_x64(True):
     f64 = polish.Features64(ff)
     full, full_values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts,
@@ -129,7 +129,7 @@ def test_pruned_starts_and_a_float32_product_find_the_rows_the_full_search_finds
         shapes.append((z.shape[1], n)) or real(self, u, w, r0, z, st, n)))
     pruned, values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts,
                                                  prune=((0.2, 4), (0.5, 1)))
-  assert shapes == [(16, 60), (4, 90), (1, 100), (1, 50)]
+  assert shapes == [(16, 40), (4, 60), (1, 100)]
   # Adam with a float32 U^T phi ends within float32's reach of the same rows (both slots find
   # row 1's sample, the larger share): the rung's Gauss-Newton (float64) takes them the rest.
   np.testing.assert_allclose(pruned, full, atol=1e-2)
