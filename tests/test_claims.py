@@ -343,6 +343,13 @@ DATASETS = ('digits', 'lfw_faces')
 claim(README, 'mean recon_error\n  over {5} fresh seeds {0.72} at p = dn, at most {0.002} from 2·dn on for relu',
       lambda: (pt('relu', 1, stat='n'), pt('relu', 1),
                hi([pt('relu', r) for r in (2, 4, 8, 16)])))
+claim(README, 'relu at n = 32 > d: no seed up to {4}·dn',
+      lambda: max(r['p_over_dn'] for r in law_records(100, method='default', activation='relu',
+                                                       d=16, k=None, n=32)
+                  if r['recovery_rate'] == 0))
+claim(README, 'relu at n = 32 > d: no seed up to',
+      lambda: max(r['recovery_rate'] for r in law_records(100, method='default', activation='relu',
+                                                          d=16, k=None, n=32)) == 0)
 claim(README, 'the recovery law over {20} seeds per point (n = {8}, d ∈ {{8, 16, 32}}',
       lambda: (law('seeds', d=8, p_over_dn=1.0), law('n', d=8, p_over_dn=1.0)))
 claim(README, 'no seed recovers at p ≤ dn',
@@ -3719,11 +3726,40 @@ IN_N = [
                    sum(1 for f in inn(32, 1.5, 'per_seed', 'relu')['frac_recovered'] if f < 1),
                    min(inn(32, 1.5, 'per_seed', 'relu')['flipped']),
                    max(inn(32, 1.5, 'per_seed', 'relu')['flipped']))),
-    claim(RF, 'relu at n = 32 is measured at {0.5}, {1}, {1.25} and {1.5}·dn only (no seed',
+    claim(RF, 'at 0.5, 1, 1.25, 1.5 and 4·dn no seed of {20}\n'
+          'recovers every row',
+          lambda: [r['seeds'] for r in law_records(100, method='default', activation='relu', d=16,
+                                                   k=None, n=32)]),
+    claim(RF, 'at {0.5}, {1}, {1.25}, {1.5} and {4}·dn no seed',
           lambda: tuple(sorted(r['p_over_dn'] if r['recovery_rate'] == 0 else None for r in
                                law_records(100, method='default', activation='relu', d=16,
                                            k=None, n=32)))),
+    claim(RF, 'every one of the {20} runs ends 2 or 3 rows short ({29} or {30} of\n{32} within 0.1), the '
+          'wrong rows {0.97}–{1.41} from their samples',
+          lambda: (len(_relu32()['per_seed']['seed']),
+                   min(round(f * 32) for f in _relu32()['per_seed']['frac_recovered']),
+                   max(round(f * 32) for f in _relu32()['per_seed']['frac_recovered']), 32,
+                   min(_relu32()['per_seed']['max_error']), max(_relu32()['per_seed']['max_error'])),
+          tol=0.01),
+    claim(RF, 'at a loss of {4}·10⁻⁶–{3}·10⁻⁴ after the whole {20 000}-step budget',
+          lambda: (min(_relu32()['per_seed']['final_loss']) * 1e6,
+                   max(_relu32()['per_seed']['final_loss']) * 1e4,
+                   min(_relu32()['per_seed']['steps'])), tol=0.5),
+    claim(RF, 'its sign sweeps flipped {4}–{24} rows per run', lambda: (
+        min(_relu32()['per_seed']['flipped']), max(_relu32()['per_seed']['flipped']))),
+    claim(RF, 'shared basis), {119.4} s per seed; none certified, no false certificate. relu+tanh at the same n and\n'
+          'width recovers {0.90}',
+          lambda: (_relu32()['median_seconds'],
+                   one(law_records(100, method='default', activation='relu_tanh', d=16, k=None,
+                                   n=32, p=2048))['recovery_rate'])),
+    claim(RF, 'none certified, no false certificate',
+          lambda: _relu32()['certified_rate'] == 0 and _relu32()['false_certified'] == 0
+          and max(_relu32()['per_seed']['steps']) == 20000),
 ]
+
+
+def _relu32():
+  return one(law_records(100, method='default', activation='relu', d=16, k=None, n=32, p=2048))
 
 
 def n100():
