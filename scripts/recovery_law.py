@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging as std_logging
 import os
 import sys
 import tempfile
@@ -497,9 +498,21 @@ def define_flags() -> None:
                     'records are replaced); default: skip them.')
 
 
+PROGRESS_PREFIXES = ('sweep ', 'sweep:', 'precision rung: rows re-searched', 'precision rung: loss')
+
+
+def progress_only(record: std_logging.LogRecord) -> bool:
+  """The console filter of a long point: warnings and errors, and of the INFO lines only the
+  vectorised call's progress ('sweep ...: step ...', every few seconds) and the precision rung's
+  (a line per pass and its outcome); the per-run detail stays off."""
+  return (record.levelno >= std_logging.WARNING
+          or record.getMessage().startswith(PROGRESS_PREFIXES))
+
+
 def main(argv):
   del argv
-  logging.set_verbosity(logging.WARNING)
+  logging.set_verbosity(logging.INFO)
+  logging.get_absl_handler().addFilter(progress_only)
   recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   path = FLAGS.out + '.json'
   records = io.read_json(path)['records'] if os.path.exists(path) else []

@@ -110,3 +110,17 @@ def test_the_precision_rung_column_and_summary_count_what_the_rung_did():
   assert recovery_law.polished_cell(ps, 2) == '-'
   assert recovery_law.polished_cell({'seed': [0]}, 0) == '-'  # older records: no column
   assert recovery_law.rung_summary([dict(records[0], method='paper')]) == []
+
+
+def test_a_long_point_shows_its_progress_and_nothing_else():
+  import logging as std_logging  # pylint: disable=import-outside-toplevel
+
+  def line(msg, level=std_logging.INFO):
+    return std_logging.LogRecord('absl', level, __file__, 1, msg, None, None)
+
+  assert recovery_law.progress_only(line('sweep default: step %d, 3/10 points stopped' % 400))
+  assert recovery_law.progress_only(line('precision rung: rows re-searched 24 of 24 (vmapped)'))
+  assert recovery_law.progress_only(line('precision rung: loss 7.9e-06 -> 1.4e-13 in float64'))
+  assert not recovery_law.progress_only(line('trained random features: n=100 d=16 p=6400'))
+  assert not recovery_law.progress_only(line('precision rung: rows 1-24 of 24, Adam step 100'))
+  assert recovery_law.progress_only(line('victim does not interpolate', std_logging.WARNING))
