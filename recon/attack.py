@@ -49,6 +49,9 @@ class Attack:
       the optimiser state is then reset (its `summary()` enters the metrics).
     certify_theta: θ* of a projection attack whose `feature_fn` rows are the candidates'
       features (optional): adds `metrics.certified` and its evidence.
+    quotient_dims: k > 0 when `feature_fn` and `certify_theta` are the sign quotient's
+      (`recon.sign_quotient`: k directions projected out): the certificate counts p - k
+      equations and the precision rung skips its sign flips (the quotient is sign-blind).
   """
   problem: Any
   loss_fn: LossFn
@@ -59,6 +62,7 @@ class Attack:
   decode: Optional[Callable[[Any], Any]] = None
   refiner: Optional[Callable[..., Any]] = None
   certify_theta: Optional[Any] = None
+  quotient_dims: int = 0
 
   def __post_init__(self):
     if self.x0 is None:

@@ -16,7 +16,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import ml_collections
 
-from recon import certificate, data, features, optimize, precision, registry, splitting
+from recon import (certificate, data, features, optimize, precision, registry, sign_quotient,
+                   splitting)
 from recon.io import flatten
 from recon.spec import Spec
 from recon.errors import ReconError
@@ -128,6 +129,7 @@ SCHEMA: Dict[str, Any] = {
         max_steps=Spec(int, low=1, high=STEPS_MAX),
         tol=Spec(float, low=0.0),
         jitter=Spec(float, low=0.0),
+        sign_quotient=Spec(str, choices=lambda: sign_quotient.MODES),
         lbfgs_memory=_positive_int(),
         lbfgs_linesearch_steps=_positive_int(),
         jacobian_at=Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),

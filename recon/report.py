@@ -22,7 +22,7 @@ import numpy as np
 from absl import logging
 
 from recon import (certificate, data, driver, io, metrics, optimize, plots, polish, precision,
-                   records, report_page, symmetry)
+                   records, report_page, sign_quotient, symmetry)
 from recon.attack import Attack
 from recon.errors import ExperimentError
 from recon.objectives import projection
@@ -177,7 +177,8 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
   if certify_theta is not None:
     # The certificate; when it fails, the precision rung may polish x_hat (recon/polish.py).
     x_hat, cert, polished = polish.certify_or_polish(
-        **scoring.certify, final_loss=final_loss, x_hat=x_hat, feature_fn=feature_fn,
+        **sign_quotient.certify_settings(scoring.certify, attack.quotient_dims),
+        final_loss=final_loss, x_hat=x_hat, feature_fn=feature_fn,
         theta=certify_theta,
         restart_sets=(decode.sets_at_tol(scoring.certify['tol'])
                       if hasattr(decode, 'sets_at_tol') else None))

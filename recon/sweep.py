@@ -43,7 +43,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
 from recon import (data, driver, features, io, memory, metrics, optimize, polish, reconstruct,
-                   report, rescue, runs, sweep_networks, sweep_store, symmetry, victims)
+                   report, rescue, runs, sign_quotient, sweep_networks, sweep_store, symmetry,
+                   victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -190,6 +191,9 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
     problem['v_data'] = problem['v']
     problem['v'] = problem['v'] @ basis
     dim = basis.shape[1]
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+    problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation, mask)
+    problem['theta_quotient'] = sign_quotient.target(problem['theta'], problem['quotient'])
   x0 = driver.init_candidates(keys['init'], cfg.attack.n_candidates, dim, dtype)
   optimizer = driver.make_optimizer(cfg.attack, lr, momentum)
   state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
@@ -309,11 +313,16 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   x_true, z_hat = out['x_true'][i], out['x_hat'][i]
   final_loss = float(out['final_loss'][i])
   # The certificate; when it fails, the precision rung may polish the candidates.
+  feature_fn = features.rf_feature_map(jnp.asarray(v_search),
+                                       features.exact_forward(cfg.victim.activation))
+  theta, k = out['theta'][i][:cfg.victim.p], 0
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+    q = sign_quotient.basis(jnp.asarray(v_search), cfg.victim.activation)
+    feature_fn = sign_quotient.feature_fn(jnp.asarray(v_search), cfg.victim.activation, q)
+    theta, k = np.asarray(sign_quotient.target(jnp.asarray(theta), q)), int(q.shape[1])
   z_hat, cert, polished = polish.certify_or_polish(
-      **reconstruct.certify_settings(cfg), final_loss=final_loss, x_hat=z_hat,
-      feature_fn=features.rf_feature_map(jnp.asarray(v_search),
-                                         features.exact_forward(cfg.victim.activation)),
-      theta=out['theta'][i][:cfg.victim.p])
+      **sign_quotient.certify_settings(reconstruct.certify_settings(cfg), k),
+      final_loss=final_loss, x_hat=z_hat, feature_fn=feature_fn, theta=theta)
   x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
   result = report.score(
       x_true, x_hat, threshold=cfg.run.recovered_threshold, final_loss=final_loss,
@@ -327,6 +336,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   result['candidates_certified'] = cert['candidates_certified']
   result['certified_up_to'] = cert['certified_up_to']
   result['polish'] = polished
+  result['sign_quotient_dims'] = k
   result['certificate'] = {'reasons': cert['reasons'], **cert['evidence']}
   if 'row_pinned' in cert['evidence']:
     for name in ('pinned', 'within'):

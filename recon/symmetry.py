@@ -86,7 +86,8 @@ def parity_masses(sigma, nodes: int = QUADRATURE_NODES) -> Dict[str, float]:
   parts), `odd_nonlinear` (odd beyond order 1) and `even_nonlinear` (even beyond order 0)."""
   z, w = np.polynomial.hermite_e.hermegauss(nodes)
   w = w / w.sum()
-  with jax.enable_x64(True):
+  # Concrete even when first asked inside a trace (jit / vmap of a loss that reads it).
+  with jax.enable_x64(True), jax.ensure_compile_time_eval():
     plus = np.asarray(sigma(jnp.asarray(z, jnp.float64)), np.float64)
     minus = np.asarray(sigma(jnp.asarray(-z, jnp.float64)), np.float64)
   odd, even = (plus - minus) / 2, (plus + minus) / 2

@@ -62,7 +62,7 @@ def paper_overrides(activation: str) -> Dict[str, Any]:
   is set separately)."""
   return {'attack.optimizer': 'sgd', 'attack.momentum': 0.9, 'attack.schedule': 'constant',
           'attack.tol': TOL, 'attack.rescue': (), 'attack.restarts': 1,
-          'victim.activation': LEAKY.get(activation, activation)}
+          'attack.sign_quotient': 'off', 'victim.activation': LEAKY.get(activation, activation)}
 
 
 def paper_config(activation: str, n: int, d: int, p: int, max_steps: int,

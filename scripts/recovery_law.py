@@ -66,7 +66,9 @@ PRESETS = {
 FLAGS = flags.FLAGS
 METHODS = {
     'default': {},
-    'previous': {'attack.rescue': ()},
+    'previous': {'attack.rescue': (), 'attack.sign_quotient': 'off'},
+    # The default on the plain projection loss (relu-like activations: no sign quotient).
+    'plain': {'attack.sign_quotient': 'off'},
     'paper': {},  # paper_baseline.paper_overrides(activation) and the calibrated lr
 }
 PAPER_BUDGET_FACTOR = 10  # the paper's port gets this many times the default's steps

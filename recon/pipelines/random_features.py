@@ -25,7 +25,7 @@ import numpy as np
 from absl import logging
 
 from recon import (data, defences, distributed, driver, features, optimize, precision, registry,
-                   restarts, routes, runs, splitting, victims)
+                   restarts, routes, runs, sign_quotient, splitting, victims)
 from recon.attack import Attack
 from recon.errors import ExperimentError, NonFiniteError
 from recon.models import checkpoint as model_ckpt
@@ -123,8 +123,13 @@ def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 
 
 def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
             jitter: float) -> Array:
-  """Projection loss of candidates x_hat against the trained random-features model."""
+  """Projection loss of candidates x_hat against the trained random-features model; with
+  problem['quotient'] (Q, `recon.sign_quotient`) the loss of Psi = Phi (I - Q Q^T) against
+  problem['theta_quotient'] = (I - Q Q^T) theta*, blind to every row's sign."""
   phi_hat = features.rf_features(problem['v'], x_hat, activation, problem['mask'])
+  if 'quotient' in problem:
+    return projection.projection_loss(sign_quotient.project(phi_hat, problem['quotient']),
+                                      problem['theta_quotient'], jitter)
   return projection.projection_loss(phi_hat, problem['theta'], jitter)
 
 
@@ -235,10 +240,14 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
     splitting.check_config(split_cfg, cfg.victim.activation)
   except splitting.SplitError as e:
     raise ExperimentError(str(e)) from None
-  feature_one = lambda xj, prob: features.rf_features(prob['v'], xj[None], cfg.victim.activation,
-                                                      prob['mask'])[0]
+  def feature_one(xj, prob):
+    phi = features.rf_features(prob['v'], xj[None], cfg.victim.activation, prob['mask'])[0]
+    return sign_quotient.project(phi, prob['quotient']) if 'quotient' in prob else phi
+  quotient = sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation)
   return splitting.Splitter(split_cfg,
-                            splitting.projection_split_model(feature_one, cfg.attack.jitter),
+                            splitting.projection_split_model(
+                                feature_one, cfg.attack.jitter,
+                                target_key='theta_quotient' if quotient else 'theta'),
                             rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
 
 
@@ -267,6 +276,9 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       k, x, y, p=cfg.victim.p, activation=cfg.victim.activation, chunk=chunk,
       n_chunks=n_chunks, rng=rng))(keys, x_true, y)
   residual = lean_residual(cfg, dtype)
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+    logging.info('sign quotient: not on memory-lean features (its basis is p x d, as V); the '
+                 'plain projection loss, with its sign traps for n > d (docs/random_features.md)')
   loss_fn = rf_lean_loss(activation=cfg.victim.activation, chunk=chunk, jitter=cfg.attack.jitter,
                          residual=residual, mesh=mesh, rng=rng)
   feature_fn = features.rf_feature_map_lean(  # exact derivatives; blocks for the certificate
@@ -296,6 +308,7 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   return reconstruct_and_report(
       cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
       extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
+                         sign_quotient_dims=0,
                          **precision.check_victim(train_mse, y, n, p, cfg.run.dtype)),
       threat_model=RF_THREAT_MODEL)
 
@@ -345,6 +358,15 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   y = truth.get('y')
   feature_fn = features.rf_feature_map(problem['v'],
                                        features.exact_forward(cfg.victim.activation))
+  certify_theta, quotient_dims = problem['theta'], 0
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+    # Relu-like features: attack the part that cannot see signs (recon/sign_quotient.py).
+    problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation)
+    feature_fn = sign_quotient.feature_fn(problem['v'], cfg.victim.activation,
+                                          problem['quotient'])
+    certify_theta = problem['theta_quotient'] = sign_quotient.target(problem['theta'],
+                                                                     problem['quotient'])
+    quotient_dims = int(problem['quotient'].shape[1])
   # V is an argument, never a closed-over constant (a captured V is compiled into the
   # program: 3.8 GB at (100, 3072, 307 200), minutes of compilation on a GPU).
   gram_fn = functools.partial(_dense_gram, problem['v'],
@@ -352,7 +374,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   loss_fn, x0, decode = restarts.with_restarts(cfg.attack.restarts, rf_loss_fn(cfg), problem,
                                                keys['init'], _init_fn(cfg, dtype))
   p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
-  extra = {'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n, 'memory_lean': False}
+  extra = {'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n, 'memory_lean': False,
+           'sign_quotient_dims': quotient_dims}
   for name in ('defences', 'utility'):
     if name in model.info:
       extra[name] = model.info[name]
@@ -363,7 +386,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   attack = Attack(problem=problem, loss_fn=loss_fn, x0=x0,
                   constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
                   feature_fn=feature_fn, gram_fn=gram_fn, decode=decode,
-                  refiner=_rf_splitter(cfg, lean=False), certify_theta=problem['theta'])
+                  refiner=_rf_splitter(cfg, lean=False), certify_theta=certify_theta,
+                  quotient_dims=quotient_dims)
   return reconstruct_and_report(
       cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
       extra_metrics=extra, threat_model=RF_THREAT_MODEL)
