@@ -123,8 +123,9 @@ def attack() -> ml_collections.ConfigDict:
   c.tol = 1e-7  # stop when the loss is below
   c.jitter = 1e-6  # ridge of the projection's Gram solve
   # Random features with a relu-like activation (odd part linear; sigmoid-like: even part
-  # constant): 'auto' attacks the features with the compensating space projected out, blind
-  # to every row's sign (recon/sign_quotient.py; dense features only); 'off': the plain loss.
+  # constant): the features with the compensating space projected out, blind to every row's
+  # sign (recon/sign_quotient.py; dense features only). 'auto': when n_candidates > d (the
+  # sign traps), 'on': always, 'off': the papers' plain loss.
   c.sign_quotient = 'auto'
   c.lbfgs_memory = 10  # optimizer 'lbfgs'
   c.lbfgs_linesearch_steps = 20

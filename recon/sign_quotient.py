@@ -27,6 +27,13 @@ an exact duplicate under psi and buys nothing. What is lost is k of the p equati
 counting rule uses p - k) and the rows' signs, which the relu-like features barely see and
 which the reconstruction is scored and certified without anyway (`certified_up_to`).
 
+When. With m <= d candidates in general position their linear parts V x_i are independent:
+a flip cannot be made up for, the plain loss sees the signs, and the quotient's projection
+costs a second m p d product per step (2.4x the plain loss's step at (m, d, p) = (20, 100,
+20 000), 1.7x at (32, 16, 2048) on this CPU). `attack.sign_quotient` 'auto' (the default)
+quotients when m > d, 'on' always (e.g. data in a k-dim subspace, k < m <= d, whose linear
+parts span only k dimensions), 'off' never (the papers' loss).
+
 `basis(v, activation, mask)`: Q, or None when sigma has no such symmetry (relu + tanh: both
 parts nonlinear) or an exact one (odd or even sigma: nothing to remove). `project(rows, q)`:
 rows P (rows (m, p)); `target(theta, q)`: P theta. Q is dense (p x k, the size of V): the
@@ -43,7 +50,7 @@ from recon import features, symmetry
 
 Array = jax.Array
 
-MODES = ('auto', 'off')
+MODES = ('auto', 'on', 'off')
 LINEAR, CONSTANT = 'linear', 'constant'
 
 
@@ -58,11 +65,15 @@ def compensation(activation: Optional[str]) -> Optional[str]:
   return LINEAR if sym.odd_nonlinear < symmetry.NONLINEAR_RTOL else CONSTANT
 
 
-def active(mode: str, activation: Optional[str]) -> bool:
-  """Whether attack.sign_quotient `mode` quotients this activation's features."""
+def active(mode: str, activation: Optional[str], m: int, d: int) -> bool:
+  """Whether attack.sign_quotient `mode` quotients the features of m candidates in R^d:
+  'on' for every activation with a compensated sign, 'auto' only when also m > d (the
+  candidates' linear parts then span range(V): the sign traps), 'off' never."""
   if mode not in MODES:
     raise ValueError(f'attack.sign_quotient: unknown {mode!r}; accepted: {", ".join(MODES)}')
-  return mode == 'auto' and compensation(activation) is not None
+  if mode == 'off' or compensation(activation) is None:
+    return False
+  return mode == 'on' or m > d
 
 
 def dimension(activation: Optional[str], d: int) -> int:

@@ -191,7 +191,8 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
     problem['v_data'] = problem['v']
     problem['v'] = problem['v'] @ basis
     dim = basis.shape[1]
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
+                          cfg.attack.n_candidates, dim):
     problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation, mask)
     problem['theta_quotient'] = sign_quotient.target(problem['theta'], problem['quotient'])
   x0 = driver.init_candidates(keys['init'], cfg.attack.n_candidates, dim, dtype)
@@ -316,7 +317,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   feature_fn = features.rf_feature_map(jnp.asarray(v_search),
                                        features.exact_forward(cfg.victim.activation))
   theta, k = out['theta'][i][:cfg.victim.p], 0
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
+                          cfg.attack.n_candidates, v_search.shape[1]):
     q = sign_quotient.basis(jnp.asarray(v_search), cfg.victim.activation)
     feature_fn = sign_quotient.feature_fn(jnp.asarray(v_search), cfg.victim.activation, q)
     theta, k = np.asarray(sign_quotient.target(jnp.asarray(theta), q)), int(q.shape[1])

@@ -17,8 +17,10 @@ from recon.pipelines import random_features as rf_pipeline
     (None, None)])
 def test_compensation_follows_the_hermite_parity(name, kind):
   assert sign_quotient.compensation(name) == kind
-  assert sign_quotient.active('auto', name) == (kind is not None)
-  assert not sign_quotient.active('off', name)
+  assert sign_quotient.active('auto', name, 32, 16) == (kind is not None)
+  assert sign_quotient.active('on', name, 8, 16) == (kind is not None)
+  assert not sign_quotient.active('auto', name, 16, 16)  # m <= d: the plain loss sees signs
+  assert not sign_quotient.active('off', name, 32, 16)
 
 
 def test_a_constant_even_part_is_quotiented_by_the_constant_vector(monkeypatch):
@@ -33,8 +35,9 @@ def test_a_constant_even_part_is_quotiented_by_the_constant_vector(monkeypatch):
 
 
 def test_unknown_mode_is_one_line():
-  with pytest.raises(ValueError, match=r"^attack.sign_quotient: unknown 'on'; accepted: auto, off$"):
-    sign_quotient.active('on', 'relu')
+  with pytest.raises(ValueError,
+                     match=r"^attack.sign_quotient: unknown 'yes'; accepted: auto, on, off$"):
+    sign_quotient.active('yes', 'relu', 32, 16)
   with pytest.raises(ValueError, match='no compensated sign'):
     sign_quotient.basis(jnp.ones((4, 2)), 'relu_tanh')
 
@@ -134,6 +137,34 @@ def test_relu_with_n_above_d_is_recovered_and_certified(tmp_path):
                                           'victim.activation': 'relu', 'seed': 1,
                                           'run.log_every_seconds': 1e9})
   res = recon.run(cfg, str(tmp_path / 'w'))
-  assert res.metrics['sign_quotient_dims'] == 6
+  assert res.metrics['sign_quotient_dims'] == 6  # m = 12 > d = 6: 'auto' quotients
   assert res.certified and res.metrics['frac_recovered'] == 1.0
   assert res.metrics['certificate']['p'] == 288 - 6
+
+
+def test_auto_keeps_the_plain_loss_when_m_is_at_most_d(tmp_path):
+  """m = n = 4 <= d = 6: 'auto' runs the papers' loss (cheaper; the linear parts see the signs),
+  'on' the quotient; both recover and certify."""
+  for mode, dims in (('auto', 0), ('on', 6)):
+    cfg = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 6, 'victim.p': 240,
+                                            'victim.activation': 'relu', 'seed': 0,
+                                            'attack.sign_quotient': mode,
+                                            'run.log_every_seconds': 1e9})
+    res = recon.run(cfg, str(tmp_path / mode))
+    assert res.metrics['sign_quotient_dims'] == dims
+    assert res.certified and res.metrics['frac_recovered'] == 1.0
+    assert res.metrics['certificate']['p'] == 240 - dims
+
+
+def test_a_sweep_quotients_each_point_like_its_single_run(tmp_path):
+  """The vectorised sweep applies the same rule per point and records it."""
+  cfg = recon.get_config('rf_synthetic', {'data.n': 12, 'data.d': 6, 'victim.activation': 'relu',
+                                          'sweep.victim.p': (288,), 'sweep.seed': (1,),
+                                          'run.log_every_seconds': 1e9})
+  res = recon.run(cfg, str(tmp_path / 'sweep'))
+  (record,) = res.summary['records']
+  single = recon.run(recon.get_config('rf_synthetic', {
+      'data.n': 12, 'data.d': 6, 'victim.p': 288, 'victim.activation': 'relu', 'seed': 1,
+      'run.log_every_seconds': 1e9}), str(tmp_path / 'single'))
+  assert record['sign_quotient_dims'] == single.metrics['sign_quotient_dims'] == 6
+  assert record['certified'] and record['frac_recovered'] == 1.0

@@ -243,7 +243,8 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
   def feature_one(xj, prob):
     phi = features.rf_features(prob['v'], xj[None], cfg.victim.activation, prob['mask'])[0]
     return sign_quotient.project(phi, prob['quotient']) if 'quotient' in prob else phi
-  quotient = sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation)
+  quotient = sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
+                                  cfg.attack.n_candidates, cfg.data.d)
   return splitting.Splitter(split_cfg,
                             splitting.projection_split_model(
                                 feature_one, cfg.attack.jitter,
@@ -276,7 +277,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       k, x, y, p=cfg.victim.p, activation=cfg.victim.activation, chunk=chunk,
       n_chunks=n_chunks, rng=rng))(keys, x_true, y)
   residual = lean_residual(cfg, dtype)
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
+                         cfg.attack.n_candidates, cfg.data.d):
     logging.info('sign quotient: not on memory-lean features (its basis is p x d, as V); the '
                  'plain projection loss, with its sign traps for n > d (docs/random_features.md)')
   loss_fn = rf_lean_loss(activation=cfg.victim.activation, chunk=chunk, jitter=cfg.attack.jitter,
@@ -359,7 +361,8 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   feature_fn = features.rf_feature_map(problem['v'],
                                        features.exact_forward(cfg.victim.activation))
   certify_theta, quotient_dims = problem['theta'], 0
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation):
+  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
+                         cfg.attack.n_candidates, cfg.data.d):
     # Relu-like features: attack the part that cannot see signs (recon/sign_quotient.py).
     problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation)
     feature_fn = sign_quotient.feature_fn(problem['v'], cfg.victim.activation,
