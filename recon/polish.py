@@ -19,6 +19,8 @@ attacker's view (feature map, theta) and blind signals:
      -x_i, so runs end with several candidates at mirror images. Greedily, each row in turn:
      x_j := -x_j, step 3, kept if L falls; `sign_sweeps` passes. This runs whatever the
      number of free rows; the free rows are then re-read from the row radii at the new loss.
+     Not under the sign quotient (`recon.sign_quotient`: its features are exactly sign-blind,
+     the caller passes sign_sweeps = 0).
 
   1. float64 throughout, and no jitter: the residual r(X) = theta - Q Q^T theta with
      Q an orthonormal basis of rowspan Phi(X) (QR), L(X) = ||r||^2 / ||theta||^2. Its
