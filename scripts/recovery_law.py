@@ -332,10 +332,13 @@ def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
 
 def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
   """Markdown: the default's full-space rows at d = 16 on fresh seeds, one row per (activation,
-  n), recovery (certified) per p/dn, then the cost: median wall seconds per seed, median steps,
+  n), and the `plain` method's (relu without the sign quotient) as 'ACT, plain loss'; recovery
+  (certified) per p/dn, then the cost: median wall seconds per seed, median steps,
   and the 1-min load average around the point (records that carry it)."""
-  rows = [r for r in records if r['method'] == 'default' and r['d'] == 16 and r['k'] is None
-          and r.get('first_seed', 0) >= 100]
+  rows = [dict(r, activation=r['activation'] + ('' if r['method'] == 'default' else
+                                                 ', plain loss'))
+          for r in records if r['method'] in ('default', 'plain') and r['d'] == 16
+          and r['k'] is None and r.get('first_seed', 0) >= 100]
   ns = sorted({r['n'] for r in rows})
   if len(ns) < 2:
     return []
@@ -457,12 +460,15 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
     row[1].set_title(f'{act}: data in a k-dim subspace (default method)')
     if by_n:
       law = {k: v for k, v in curves(records).items()
-             if k[1] == act and k[3] is None and k[2] == 16 and k[0].startswith('default')}
+             if k[1] == act and k[3] is None and k[2] == 16
+             and k[0].startswith(('default', 'plain@')) and k[5] in ns}
       for (method, _, _, _, _, n), rows in sorted(law.items(), key=lambda kv: (kv[0][5], kv[0][0])):
+        plain = method.startswith('plain')
         row[2].plot([r['p_over_dn'] for r in rows], [r['recovery_rate'] for r in rows],
-                    '-' if '@' in method else ':', marker='o', ms=3,
+                    '--' if plain else '-' if '@' in method else ':', marker='o', ms=3,
                     color=colors[ns.index(n) % 10],
-                    label=f'n={n} ({rows[0]["seeds"]} seeds{", tuning" if "@" not in method else ""})')
+                    label=f'n={n} ({rows[0]["seeds"]} seeds{", tuning" if "@" not in method else ""}'
+                          f'{", plain loss" if plain else ""})')
       row[2].axvline(17 / 16, color='gray', ls='-.', lw=0.8)  # counting limit p = n (d + 1)
       row[2].set_title(f'{act}: the law in n (d = 16, default; dash-dot: p = n(d+1))')
     for ax, xl in zip(row, ('p / (d n)', 'p / (k n)', 'p / (d n)')):

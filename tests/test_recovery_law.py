@@ -124,3 +124,18 @@ def test_a_long_point_shows_its_progress_and_nothing_else():
   assert not recovery_law.progress_only(line('trained random features: n=100 d=16 p=6400'))
   assert not recovery_law.progress_only(line('precision rung: rows 1-24 of 24, Adam step 100'))
   assert recovery_law.progress_only(line('victim does not interpolate', std_logging.WARNING))
+
+
+def test_the_law_in_n_lists_the_plain_loss_beside_the_default():
+  def rec(method, act, n, ratio, rate):
+    return dict(method=method, activation=act, d=16, k=None, search='full', n=n, p=ratio * 16 * n,
+                p_over_dn=ratio, first_seed=100, seeds=20, recovery_rate=rate,
+                certified_rate=rate, median_seconds=1.0, median_steps=100, load=[1.0, 2.0])
+  records = [rec('default', 'relu', 8, 4, 1.0), rec('default', 'relu', 32, 4, 0.95),
+             rec('plain', 'relu', 32, 4, 0.0), rec('previous', 'relu', 32, 4, 0.5)]
+  text = '\n'.join(recovery_law.law_in_n(records))
+  assert '| relu | 32 | 20 | 0.95 |' in text
+  assert '| relu, plain loss | 32 | 20 | 0 |' in text
+  assert 'previous' not in text and '0.50' not in text
+  assert recovery_law.METHODS['plain'] == {'attack.sign_quotient': 'off'}
+  assert recovery_law.METHODS['previous']['attack.sign_quotient'] == 'off'

@@ -162,3 +162,8 @@ def test_job_times(tmp_path):
   assert rec['job'] == 'rf_subspace' and rec['exit_status'] == 0 and rec['seconds'] > 1
   assert rec['last_line'].startswith('optimizer:') and 'reconstructed' in rec['last_line']
   assert rec['cache'].startswith('cold') and rec['machine']
+
+
+def test_sign_quotient_cost(tmp_path):
+  _script('sign_quotient_cost', '--tiny', '--repeats=2', f'--out={tmp_path / "c"}')
+  _has(str(tmp_path), 'c.json', 'c.md')
