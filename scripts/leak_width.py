@@ -95,6 +95,9 @@ def define_flags() -> None:
                       'a stopped call given the same folder resumes its finished groups.')
   flags.DEFINE_string('out_dir', 'results', 'Where leak_width.{json,md,png} go.')
   flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
+  flags.DEFINE_enum('sign_quotient', 'auto', ['auto', 'on', 'off'],
+                    "attack.sign_quotient of every run (relu: 'on' runs the shadows at n <= d "
+                    'with the quotient that a target with n > d runs; recon/sign_quotient.py).')
   flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
 
 
@@ -108,7 +111,8 @@ def family_config(family: str, n: int):
                                 'attack.rescue': ('escalate', 'polish') if (
                                     FLAGS.polish == 'auto' and family != 'two_layer')
                                 else ('escalate',),
-                                'run.log_every_seconds': 60.0, 'run.dtype': FLAGS.dtype})
+                                'run.log_every_seconds': 60.0, 'run.dtype': FLAGS.dtype,
+                                'attack.sign_quotient': FLAGS.sign_quotient})
   return c
 
 
@@ -217,7 +221,8 @@ def run_family(family: str) -> Dict[str, Any]:
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
       'ratios_per_call': FLAGS.ratios_per_call, 'bracket': [float(b) for b in FLAGS.bracket],
       'reported_seeds': seeds, 'max_steps': FLAGS.max_steps, 'dtype': FLAGS.dtype,
-      'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol')},
+      'attack': {**{k: cfg.attack[k] for k in ('optimizer', 'lr', 'schedule', 'tol',
+                                               'sign_quotient')},
                  'polish': 'auto' if 'polish' in cfg.attack.rescue else 'off',
                  'escalate': 'auto' if 'escalate' in cfg.attack.rescue else 'off'},
       'shadow_fit': fit, 'shadow_fit_per_n': per_n,
@@ -267,7 +272,9 @@ def render(path_json: str, out_dir: str) -> None:
                 f'default method, seeds {min(r["reported_seeds"])}-{max(r["reported_seeds"])}, '
                 f'p/dn {", ".join(f"{x:g}" for x in r["direct_ratios"])}); its "direct s" is '
                 'the sum over its runs of the law\'s wall seconds per seed. The shadows ran '
-                f'the same attack (precision rung {r["attack"]["polish"]}).']
+                f'the same attack (precision rung {r["attack"]["polish"]}'
+                + (', sign quotient on: the target, n > d, runs it'
+                   if r['attack'].get('sign_quotient') == 'on' else '') + ').']
   lines += ['', '## Per shadow n (fit of that n alone)', '',
             '| family | run for n | shadow n | c [95% CI] |', '|---|---|---|---|']
   for name, r in fams.items():

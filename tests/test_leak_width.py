@@ -88,6 +88,17 @@ def test_the_dimension_comes_from_the_file_by_pca(tmp_path):
   assert (dim['mode'], dim['D'], dim['d'], c.data.n) == ('pca', 2, 8, 30)
 
 
+@pytest.mark.parametrize('act, n, mode, shadows', [
+    ('relu', 100, 'auto', 'on'),  # n > d: the model's attack is quotiented, so are the shadows
+    ('relu', 12, 'auto', 'off'),  # n <= d: the plain loss throughout
+    ('relu', 100, 'off', 'off'), ('relu', 8, 'on', 'on'), ('relu_tanh', 100, 'auto', 'off')])
+def test_shadows_run_the_sign_quotient_the_model_would_get(act, n, mode, shadows):
+  c = recon.get_config('leak_width', {'data.n': n, 'data.d': 16, 'victim.activation': act,
+                                      'attack.sign_quotient': mode})
+  dim = lw_pipeline.dimension(c)
+  assert lw_pipeline.shadow_config(c, dim).attack.sign_quotient == shadows
+
+
 @pytest.mark.parametrize('overrides, line', [
     ({'victim.name': 'resnet'}, r"^config.victim.name: 'resnet' with pipeline leak_width; "
                                 r'accepted: random_features, two_layer'),

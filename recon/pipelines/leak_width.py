@@ -30,7 +30,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import io, leak_width, machine, registry, sweep
+from recon import io, leak_width, machine, registry, sign_quotient, sweep
 from recon.errors import ExperimentError as ConfigError  # exit status 2, one line
 from recon.data import auditor
 
@@ -96,7 +96,14 @@ def dimension(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
 
 
 def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_collections.ConfigDict:
-  """The auditor's config on synthetic data of the same shape (planted subspace when D < d)."""
+  """The auditor's config on synthetic data of the same shape (planted subspace when D < d).
+
+  The shadows run the attack the auditor's model would get: with a relu-like random-features
+  victim, `attack.sign_quotient` is decided for the model's size (n_candidates against d) and
+  fixed for every shadow ('on' / 'off'), so shadows at n <= d run the quotient a model with
+  n > d runs (recon/sign_quotient.py; its threshold is higher than the plain loss's at n <= d)."""
+  m = cfg.attack.n_candidates or cfg.data.n
+  quotient = sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation, m, dim['d'])
   c = ml_collections.ConfigDict(cfg.to_dict())
   with c.ignore_type():
     c.pipeline = None
@@ -109,6 +116,7 @@ def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_col
     c.victim.checkpoint = None
     c.victim.init_checkpoint = None
     c.attack.n_candidates = None
+    c.attack.sign_quotient = 'on' if quotient else 'off'
     c.run.overwrite = False
     c.run.resume = False
     c.run.checkpoint_every_seconds = 0.0
