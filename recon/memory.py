@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Tuple
 
-from recon import registry
+from recon import registry, sign_quotient
 from recon.errors import ExperimentError
 
 
@@ -35,13 +35,17 @@ def n_candidates(data: Any, victim: Any, attack: Any) -> int:
   return int(m) * int(attack.restarts or 1)
 
 
-def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int) -> int:
+def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int,
+                quotient: bool = False) -> int:
   """Rough peak bytes of a padded group: per point V (P d), the fit (about 3 n P: Phi, its
   SVD factor, the fit residual), one loss-and-gradient step (about 8 m P: candidate
   pre-activations, features, their cotangents, the residual) and the small m x m / n x n
-  / candidate arrays, times the batch."""
+  / candidate arrays, times the batch. With the sign quotient (`recon.sign_quotient`) also
+  its basis Q (P d) and the projected features and their cotangents (2 m P)."""
   per_point = (p_total * d + 3 * n * p_total + 8 * m * p_total + 4 * p_total
                + 2 * (n + m) ** 2 + 6 * m * d + 2 * n * d)
+  if quotient:
+    per_point += p_total * d + 2 * m * p_total
   return int(per_point * batch * itemsize)
 
 
@@ -53,7 +57,9 @@ def estimate_bytes(data: Any, victim: Any, attack: Any, dtype: str) -> int:
   if registry.lookup('victim', victim.name).pipeline == 'random_features':
     p = int(victim.p)
     if not _lean(victim, d, itemsize):
-      return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize)
+      quotient = sign_quotient.active(attack.sign_quotient, victim.activation, m, d)
+      return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize,
+                         quotient=quotient)
     chunk = min(p, int(victim.feature_chunk))
     fit = 0 if victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
     return fit + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1, itemsize=itemsize)

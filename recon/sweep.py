@@ -156,7 +156,10 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
     need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch if sweep_networks.is_network(cfg) else
             memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
                                p_total=g.p_total, batch=batch,
-                               itemsize=8 if cfg.run.dtype == 'float64' else 4))
+                               itemsize=8 if cfg.run.dtype == 'float64' else 4,
+                               quotient=sign_quotient.active(
+                                   cfg.attack.sign_quotient, cfg.victim.activation,
+                                   cfg.attack.n_candidates, cfg.data.d)))
     size_name = (f'width {cfg.victim.width}' if sweep_networks.is_network(cfg) else
                  f'p={g.p_total}')
     if need > budget_gb * 2 ** 30:

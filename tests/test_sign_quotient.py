@@ -175,3 +175,17 @@ def test_the_cost_benchmark_times_both_losses():
   r = sign_quotient_cost.step_seconds(4, 3, 48, repeats=2)
   assert r['plain_ms'] > 0 and r['quotient_ms'] > 0
   assert r['ratio'] == pytest.approx(r['quotient_ms'] / r['plain_ms'])
+
+
+def test_the_memory_estimate_counts_the_quotient_basis():
+  from recon import memory
+  kw = dict(n=32, d=16, m=32, p_total=2048, batch=1, itemsize=4)
+  extra = memory.point_bytes(**kw, quotient=True) - memory.point_bytes(**kw)
+  assert extra == (2048 * 16 + 2 * 32 * 2048) * 4
+  on = recon.get_config('rf_synthetic', {'data.n': 32, 'data.d': 16, 'victim.p': 2048,
+                                         'victim.activation': 'relu', 'attack.n_candidates': 32})
+  off = recon.get_config('rf_synthetic', {'data.n': 32, 'data.d': 16, 'victim.p': 2048,
+                                          'victim.activation': 'relu', 'attack.n_candidates': 32,
+                                          'attack.sign_quotient': 'off'})
+  assert (memory.estimate_bytes(on.data, on.victim, on.attack, 'float32')
+          - memory.estimate_bytes(off.data, off.victim, off.attack, 'float32')) == extra
