@@ -498,6 +498,7 @@ def define_flags() -> None:
   flags.DEFINE_list('ds', None, 'Full-space dimensions d (default: the preset\'s).')
   flags.DEFINE_list('ratios', None, 'Full-space widths p / dn (default: the preset\'s).')
   flags.DEFINE_bool('full_space', True, 'Run the full-space rows (k = None).')
+  flags.DEFINE_list('ks', None, "Subspace dimensions k (default: the preset's).")
   flags.DEFINE_integer('max_steps', 20000, 'Steps per run.')
   flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
   flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
@@ -544,6 +545,8 @@ def main(argv):
       preset['ratios'] = tuple(float(r) for r in FLAGS.ratios)
     if not FLAGS.full_space:
       preset['ds'] = ()
+    if FLAGS.ks:
+      preset['ks'] = tuple(int(k) for k in FLAGS.ks)
     seeds = FLAGS.seeds or preset['seeds']
     done = set() if FLAGS.redo else {point_key(r) for r in records}
     todo = [dict(pt, first_seed=FLAGS.first_seed)
