@@ -343,14 +343,16 @@ DATASETS = ('digits', 'lfw_faces')
 claim(README, 'mean recon_error\n  over {5} fresh seeds {0.72} at p = dn, at most {0.002} from 2·dn on for relu',
       lambda: (pt('relu', 1, stat='n'), pt('relu', 1),
                hi([pt('relu', r) for r in (2, 4, 8, 16)])))
-claim(README, 'relu at n = 32 > d: no seed up to {4}·dn with the plain loss',
+claim(README, 'relu at n > d: none up to {4}·dn with the plain loss',
       lambda: max(r['p_over_dn'] for r in law_records(100, method='plain', activation='relu',
                                                        d=16, k=None, n=32)
                   if r['recovery_rate'] == 0))
-claim(README, 'relu at n = 32 > d: no seed up to',
+claim(README, 'relu at n > d: none up to',
       lambda: max(r['recovery_rate'] for r in law_records(100, method='plain', activation='relu',
                                                           d=16, k=None, n=32)) == 0)
-claim(README, '(sign traps), {20} of {20} quotiented',
+claim(README, 'at n = 32, {10} of {10} at 100', lambda: (
+    _q100()['certified_rate'] * 10, _q100()['seeds']))
+claim(README, '(sign traps), quotiented {20} of {20} at n = 32',
       lambda: (sum(one(law_records(100, method='default', activation='relu', d=16, k=None, n=32,
                                    p_over_dn=4.0))['per_seed']['recovered']),
                one(law_records(100, method='default', activation='relu', d=16, k=None, n=32,
@@ -370,7 +372,7 @@ claim(README, "unfaithful port of the paper's SGD (lr 20, exact relu gradient) a
 claim(README, 'the faithful port\n  (its blind lr, 10× the default\'s steps; d ∈ {{8, 16, 32}}) at '
       'most {0.70}',
       lambda: hi([r['recovery_rate'] for r in law_records(method='paper')]))
-claim(README, 'of the {5 440} runs (relu and\n  relu+tanh) {1 570} were certified, and every '
+claim(README, 'of the {5 640} runs (relu and\n  relu+tanh) {1 604} were certified, and every '
       'certified run had recovered every row ({0} false\n  certificates)',
       lambda: (sum(r['seeds'] for r in law_records()),
                per_seed('certified').count(True),
@@ -431,11 +433,9 @@ claim(README, '({20} fresh seeds, default attack), searching inside the\n  subsp
                    if r['k'] >= 8]),
                hi([r['recovery_rate'] for r in law_records(100, search='subspace', p_over_kn=2.0)
                    if r['k'] >= 8])))
-claim(README, 'relu at k ≤ 4 falls into sign traps',
-      lambda: hi([r['recovery_rate'] for fs in (0, 100)
-                  for r in law_records(fs, search='subspace', activation='relu')
-                  if r['k'] <= 4]) <= 0.65)
-claim(README, 'while the full-space search recovers no seed below p = 2·dn',
+claim(README, 'relu at k = 4 {0.80}–{0.95} from 4·kn, sign-quotiented)',
+      lambda: (sub_row('relu', 4, first_seed=100)[3], sub_row('relu', 4, first_seed=100)[4]))
+claim(README, 'while the full search recovers none below 2·dn',
       lambda: hi([r['recovery_rate'] for fs in (0, 100)
                   for r in law_records(fs, method='default', search='full')
                   if r['p_over_dn'] < 2]) == 0)
@@ -552,7 +552,7 @@ claim(RF, 'where a 5000-step decay reconstructs none',
 claim(RF, 'before the precision rung: candidate 0 is the one sample the descent missed, which '
       'carries {0.13%} of θ*',
       lambda: law_seed(4, activation='relu', d=8, p_over_dn=10.0)['min_share'])
-claim(RF, 'over every run: {0} of {11 048} pinned rows wrong; {19} of {13 038} `row_within` rows '
+claim(RF, 'over every run: {0} of {11 370} pinned rows wrong; {20} of {13 553} `row_within` rows '
       'wrong, all in runs above tol',
       lambda: (per_seed_sum('pinned_wrong'), per_seed_sum('rows_pinned'),
                per_seed_sum('within_wrong'), per_seed_sum('rows_within')))
@@ -574,9 +574,9 @@ claim(RF, 'from 2dn {0.90}–{1.00} of the seeds recover every row, and **from 4
                hi([r['recovery_rate'] for r in default_full(p_over_dn=2.0)]),
                sum(s['recovered'] and s['certified'] for s in seeds_at_4dn()),
                len(seeds_at_4dn())))
-claim(RF, 'Over the whole default grid the rung kept a float64 polish on {224} uncertified runs, '
-      'flipped or replaced a row in {190} of them, and {107} of those ended with every row '
-      'recovered ({96} certified',
+claim(RF, 'Over the whole default grid the rung kept a float64 polish on {130} uncertified runs, '
+      'flipped or replaced a row in {101} of them, and {89} of those ended with every row '
+      'recovered ({75} certified',
       lambda: (len(rung_runs()), len(rung_acted()), sum(s['recovered'] for s in rung_acted()),
                sum(s['recovered'] and s['certified'] for s in rung_acted())))
 claim(RF, 'the others are relu runs with data in a 2-dim subspace',
@@ -587,8 +587,8 @@ claim(RF, 'At p ≥ 4dn, the {70} runs with a sample carrying < 1% of θ* now re
       lambda: (sum(s['recovered'] for s in seeds_at_4dn() if s['min_share'] < 0.01),
                sum(s['recovered'] for s in seeds_at_4dn() if s['min_share'] >= 0.01)))
 claim(RF, '**False certificates: 0** in every run of the table (see `results/recovery_law.md` '
-      'for the count: {0} of {1 570} certified runs of {5 440}), and {0} of {11 048} pinned rows '
-      'wrong ({19} of {13 038} `row_within` rows wrong, all above tol)',
+      'for the count: {0} of {1 604} certified runs of {5 640}), and {0} of {11 370} pinned rows '
+      'wrong ({20} of {13 553} `row_within` rows wrong, all above tol)',
       lambda: (sum(r['false_certified'] for r in law_records()),
                sum(s['certified'] for s in law_seeds()), len(law_seeds()),
                per_seed_sum('pinned_wrong'), per_seed_sum('rows_pinned'),
@@ -710,7 +710,8 @@ claim(RF, 'by at most 0.20 of the seeds (relu, k = 4, 2kn',
                              if d == max(x for x, _, _ in sub_pairs())])
 claim(RF, 'recovered\n(certified), relu+tanh:',
       lambda: all(r['recovery_rate'] == r['certified_rate'] or
-                  (r['activation'], r['k']) in {('relu_tanh', 2), ('relu_tanh', 4), ('relu', 2)}
+                  (r['activation'], r['k']) in {('relu_tanh', 2), ('relu_tanh', 4), ('relu', 2),
+                                                ('relu', 4)}
                   for fs in (0, 100) for r in law_records(fs, search='subspace')))
 claim(RF, 'At p = kn (a square system in the subspace) nothing is certified, on either seed list.',
       lambda: hi([r['certified_rate'] for fs in (0, 100)
@@ -2641,9 +2642,10 @@ claim(PERF, 'it never fired on (10, 10, 1000) and fired once on (20, 20, 4000)',
 # --- more of README.md and docs/random_features.md -------------------------------------------
 
 claim(README, 'with the data in a k-dim subspace of R^{64} ({20} fresh seeds, default attack)',
-      lambda: (one(law_records(100, search='subspace', k=2, activation='relu', p_over_kn=1.0))['d'],
+      lambda: (one(law_records(100, search='subspace', k=2, activation='relu', p_over_kn=1.0,
+                               method='default'))['d'],
                one(law_records(100, search='subspace', k=2, activation='relu',
-                               p_over_kn=1.0))['seeds']))
+                               p_over_kn=1.0, method='default'))['seeds']))
 claim(README, 'trained 625-1000-1000-1 MLPs (LFW faces, n = {50}, {3} fresh seeds)',
       lambda: (lo(kkt('haim', 'n', None)), kkt('haim', stat='n')))
 claim(README, 'and re-searches rows carrying ~{10⁻⁴} of θ*',
@@ -3815,6 +3817,11 @@ IN_N = [
 ]
 
 
+def _q100():
+  return one(law_records(100, method='default', activation='relu', d=16, k=None, n=100,
+                         p_over_dn=4.0))
+
+
 def _q32(ratio, first_seed=100):
   return one(law_records(first_seed, method='default', activation='relu', d=16, k=None, n=32,
                          p_over_dn=float(ratio)))
@@ -3823,6 +3830,27 @@ def _q32(ratio, first_seed=100):
 def _q32_seed(ratio, seed):
   ps = _q32(ratio)['per_seed']
   return {k: v[ps['seed'].index(seed)] for k, v in ps.items()}
+
+
+SIGN_QUOTIENT_N100 = [
+    claim(RF, 'At **n = 100** (seeds {100}–{109},\n4·dn = 6 400) relu with the quotient recovers and '
+          'certifies {10} of {10}: {7} seeds spend the\n20 000-step budget and the precision rung then '
+          'replaces {1}–{20} rows each; {323} s per seed vectorised\n({54} min for the 10, the 2 cores '
+          'shared with a test run and another experiment, load {1.9}–{3.2};',
+          lambda: (min(_q100()['per_seed']['seed']), max(_q100()['per_seed']['seed']),
+                   sum(a and b for a, b in zip(_q100()['per_seed']['recovered'],
+                                               _q100()['per_seed']['certified'])),
+                   _q100()['seeds'], _q100()['per_seed']['steps'].count(20000),
+                   min(x for x in _q100()['per_seed']['polished'] if x),
+                   max(x for x in _q100()['per_seed']['polished'] if x),
+                   _q100()['median_seconds'], _q100()['batch_seconds'] / 60,
+                   min(_q100()['load']), max(_q100()['load']))),
+    claim(RF, 'relu+tanh at the same point: {5.2} min per seed',
+          lambda: inn(100, 4, 'median_seconds') / 60),
+    claim(AUD, 'relu at n = 100 has one point, not a threshold: {10} of {10}\n  recovered and '
+          'certified at 4·dn with the sign quotient ({323} s per seed)',
+          lambda: (_q100()['certified_rate'] * 10, _q100()['seeds'], _q100()['median_seconds'])),
+]
 
 
 SIGN_QUOTIENT = [
