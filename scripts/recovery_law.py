@@ -10,8 +10,9 @@ R^d, configs/rf_subspace.py's data) and records
   median_seconds   median wall time of a run
 
 Methods: `default` (Adam + cosine decay + escalation on a plateau + the float64 precision
-rung on uncertified runs, the shipped default), `previous` (the same without escalation and
-without the rung) and `paper`, the reference code's optimiser ported step for step
+rung on uncertified runs, and for relu with more candidates than dimensions the sign quotient:
+the shipped default), `plain` (the default on the plain projection loss, no sign quotient),
+`previous` (the same without escalation, the rung or the quotient) and `paper`, the reference code's optimiser ported step for step
 (`scripts/paper_baseline.py`: momentum SGD at a constant lr, relu back-propagated as leaky
 relu, tol 1e-7, no rescue), its lr the blind choice per (activation, d) recorded in
 results/paper_baseline.json, its budget 10x the steps the default took at the same point
@@ -25,7 +26,8 @@ results/recovery_law.{md,png} are re-rendered from the JSON each time (`--render
 Presets: `--preset=full` is the issue's grid (d in {8, 16, 32}, p/dn 0.25..16, 20 seeds;
 hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minutes;
 `--preset=in_n --n=N` the law in n at d = 16 (p/dn 0.5..10 with 1.25 and 1.5 near the
-threshold), drawn as one curve per n in the png's last panel.
+threshold), drawn as one curve per n in the png's last panel (`plain` rows dashed); `--ks`
+picks the subspace rows' k.
 
     python -m scripts.recovery_law --preset=reduced
     python -m scripts.recovery_law --preset=full --methods=default --activations=relu
