@@ -51,7 +51,7 @@ def test_basis_is_orthonormal_spans_v_and_respects_the_mask():
   np.testing.assert_array_equal(np.asarray(q)[250:], 0)
 
 
-@pytest.mark.parametrize('p', [500, 3_000_000])
+@pytest.mark.parametrize('p', [500, pytest.param(3_000_000, marks=pytest.mark.slow)])
 def test_psi_is_exactly_sign_blind_and_keeps_the_truth_a_zero(p):
   """psi(-x) = psi(x) for relu (the flip's vector V x is projected out), at a toy width and at
   the papers' width p = 3e6 (n = d = 10), and the truth stays a zero of the quotient loss."""
@@ -130,6 +130,7 @@ def test_certificate_and_rung_run_on_the_quotient_features():
   assert info == {'applied': False}
 
 
+@pytest.mark.slow  # a run to convergence
 def test_relu_with_n_above_d_is_recovered_and_certified(tmp_path):
   """n = 12 > d = 6 at p = 4 dn: the quotient attack recovers and certifies the whole set
   (the plain loss ended 0.75-0.92 of the rows on 3 of 4 such seeds)."""
@@ -142,6 +143,7 @@ def test_relu_with_n_above_d_is_recovered_and_certified(tmp_path):
   assert res.metrics['certificate']['p'] == 288 - 6
 
 
+@pytest.mark.slow  # a run to convergence
 def test_auto_keeps_the_plain_loss_when_m_is_at_most_d(tmp_path):
   """m = n = 4 <= d = 6: 'auto' runs the papers' loss (cheaper; the linear parts see the signs),
   'on' the quotient; both recover and certify."""
@@ -156,6 +158,7 @@ def test_auto_keeps_the_plain_loss_when_m_is_at_most_d(tmp_path):
     assert res.metrics['certificate']['p'] == 240 - dims
 
 
+@pytest.mark.slow  # a run to convergence
 def test_a_sweep_quotients_each_point_like_its_single_run(tmp_path):
   """The vectorised sweep applies the same rule per point and records it."""
   cfg = recon.get_config('rf_synthetic', {'data.n': 12, 'data.d': 6, 'victim.activation': 'relu',
