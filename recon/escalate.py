@@ -164,10 +164,15 @@ class Escalator:
       itself (one weak row: the former single-row proposal), slot k > 0 with fold_in(key, k)."""
       keys = jnp.concatenate([key[None], jax.vmap(lambda k: jax.random.fold_in(key, k))(
           jnp.arange(1, idx.shape[0]))]) if idx.shape[0] > 1 else key[None]
-      z, lz = jax.vmap(lambda k, j: refine.best_replacement(
-          k, x, j, loss_fn, prob, constraint, n_proposals))(keys, idx)
+      # Over the slots in batches of LOO_BATCH (a vmap over all K would hold K copies of
+      # the features: 49 GB at n = 500, p = 32 000 with K = 128).
+      batch = max(1, min(LOO_BATCH, idx.shape[0]))
+      z, lz = jax.lax.map(lambda kj: refine.best_replacement(
+          kj[0], x, kj[1], loss_fn, prob, constraint, n_proposals), (keys, idx),
+                          batch_size=batch)
       mirror = constraint(-x[idx])
-      lm = jax.vmap(lambda j, zm: loss_fn(x.at[j].set(zm), prob))(idx, mirror)
+      lm = jax.lax.map(lambda jz: loss_fn(x.at[jz[0]].set(jz[1]), prob), (idx, mirror),
+                       batch_size=batch)
       lm = jnp.where(jnp.isfinite(lm), lm, jnp.inf)
       return z, lz, mirror, lm
     self._proposals = jax.jit(jax.vmap(proposals, in_axes=(0, 0, 0, pa)))

@@ -103,10 +103,18 @@ class Objective:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """How a pipeline runs: `run(cfg, workdir, dtype, resuming) -> summary`, and `check(cfg)`,
-  its cross-field refusals (one-line errors), called before the workdir is touched."""
+  """How a pipeline runs: `run(cfg, workdir, dtype, resuming) -> summary` (the pipeline is the
+  composition root of its runs: the one reader of the whole config), and `check(*sections)`,
+  its cross-field refusals (one-line errors) of the config sections named by `sections`, in
+  that order, called before the workdir is touched."""
   run: Callable[..., Dict[str, Any]]
-  check: Optional[Callable[[Any], None]] = None
+  check: Optional[Callable[..., None]] = None
+  sections: Tuple[str, ...] = ('data', 'victim', 'attack')
+
+  def check_config(self, cfg: Any) -> None:
+    """`check` on the sections of a resolved config (nothing when the pipeline has none)."""
+    if self.check is not None:
+      self.check(*(cfg[name] for name in self.sections))
 
 
 @dataclasses.dataclass(frozen=True)

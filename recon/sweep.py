@@ -1,5 +1,6 @@
 """Vectorised sweeps: a grid of runs as one jit(vmap(...)) program per group (random features
-here; the networks pipeline's victims, trained and attacked, in `recon.sweep_networks`).
+here; the networks pipeline's victims, trained and attacked, in `recon.sweep_networks`; the
+KKT pipeline's max-margin MLPs in `recon.sweep_kkt`).
 
 The grid is the product of the axes in `config.sweep` (a tuple of values per swept
 field, by its section path: `sweep.victim.p`, `sweep.seed`, `sweep.attack.lr`; records
@@ -43,7 +44,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
 from recon import (data, driver, features, io, memory, metrics, optimize, polish, reconstruct,
-                   report, rescue, runs, sign_quotient, sweep_networks, sweep_store, symmetry,
+                   report, rescue, runs, sign_quotient, sweep_kkt, sweep_networks, sweep_store,
+                   symmetry,
                    victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
@@ -97,9 +99,11 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
     if 'p_over_dn' in coords:
       cfg.victim.p = _width(cfg, coords['p_over_dn'])
     cfg = victims.resolve(cfg)
-    subspace_pipeline.check(cfg)
+    subspace_pipeline.check(cfg.data, cfg.victim, cfg.attack)
     if sweep_networks.is_network(cfg):
       sweep_networks.check(cfg, tuple(axes))
+    elif sweep_kkt.is_kkt(cfg):
+      sweep_kkt.check(cfg, tuple(axes))
     else:
       _check_random_features(cfg, tuple(axes))
     _check_batched(cfg)
@@ -118,7 +122,8 @@ def _check_random_features(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...
   if (cfg.victim.name != 'random_features' or cfg.attack.subspace not in ('none', 'known')
       or cfg.attack.alpha_mode != 'closed_form'):
     raise config_lib.ConfigError(
-        f'config.victim.name: sweeps run random features and the networks pipeline (got model '
+        f'config.victim.name: sweeps run random features, the networks and KKT pipelines '
+        f'(got model '
         f'{cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
         f'{cfg.attack.alpha_mode!r}); accepted: model \'random_features\' '
         "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
@@ -153,14 +158,16 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   for g in groups:
     cfg = g.points[0].cfg
     batch = _padded_size(len(g.points), n_devices)
-    need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch if sweep_networks.is_network(cfg) else
+    trained = sweep_networks.is_network(cfg) or sweep_kkt.is_kkt(cfg)
+    need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch
+            if trained else
             memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
                                p_total=g.p_total, batch=batch,
                                itemsize=8 if cfg.run.dtype == 'float64' else 4,
                                quotient=sign_quotient.active(
                                    cfg.attack.sign_quotient, cfg.victim.activation,
                                    cfg.attack.n_candidates, cfg.data.d)))
-    size_name = (f'width {cfg.victim.width}' if sweep_networks.is_network(cfg) else
+    size_name = (f'width {cfg.victim.width}' if trained else
                  f'p={g.p_total}')
     if need > budget_gb * 2 ** 30:
       raise config_lib.ConfigError(
@@ -357,6 +364,15 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   return record, x_hat
 
 
+def _family(cfg: ml_collections.ConfigDict):
+  """(run_group, record) of the module that runs a group of `cfg`'s victims."""
+  if sweep_networks.is_network(cfg):
+    return sweep_networks.run_group, sweep_networks.record
+  if sweep_kkt.is_kkt(cfg):
+    return sweep_kkt.run_group, sweep_kkt.record
+  return run_group, _record
+
+
 def _csv_text(records: Sequence[Dict[str, Any]]) -> str:
   columns: List[str] = []
   for r in records:
@@ -398,12 +414,12 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       arrays.update(done[gi]['arrays'])
       continue
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
-    network = sweep_networks.is_network(g.points[0].cfg)
-    out = (sweep_networks.run_group if network else run_group)(
-        g, devices=devices, log_every_seconds=config.run.log_every_seconds, label=label)
+    run_group_of, record_of = _family(g.points[0].cfg)
+    out = run_group_of(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
+                       label=label)
     mine, own_arrays = [], {}
     for i, pt in enumerate(g.points):
-      rec, x_hat = (sweep_networks.record if network else _record)(pt, out, i)
+      rec, x_hat = record_of(pt, out, i)
       rec['group'] = gi
       mine.append(rec)
       own_arrays[f'x_true_{pt.index}'] = out['x_true'][i]

@@ -75,7 +75,7 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
         f'attack.alpha_mode {a.alpha_mode!r}) runs the subspace pipeline, which sweeps of network '
         'victims do not vectorise; accepted: an objective of the networks pipeline with '
         "attack.subspace 'none' and attack.alpha_mode 'closed_form', or one run per seed")
-  net.check_config(cfg)
+  net.check_config(cfg.data, cfg.victim, cfg.attack)
 
 
 def _stack(trees):
@@ -108,7 +108,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   loaded = [data.load(pt.cfg.data, k['data'], dtype) for pt, k in zip(points, keys)]
   x = jnp.stack([a.reshape(a.shape[0], -1) for a, _, _ in loaded])
   n, d = x.shape[1:]
-  image_shape = net.network_image_shape(cfg, loaded[0][2], d)
+  image_shape = net.network_image_shape(cfg.data, cfg.victim, loaded[0][2], d)
   input_shape = net.input_shape_of(cfg, image_shape)
   model = net.build_model(cfg)
   sample = jnp.zeros((1,) + tuple(input_shape or (d,)), dtype)

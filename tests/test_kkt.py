@@ -248,7 +248,8 @@ def test_kkt_victims_need_two_classes_or_more():
   c = kkt_synthetic.get_config()
   c.data.num_classes = 1  # valid for a network's scalar output, not for the KKT labels
   with pytest.raises(errors.ExperimentError, match=r'^data\.num_classes: 1 .* accepted: >= 2'):
-    ke.task(victims.resolve(c))
+    r = victims.resolve(c)
+    ke.task(r.data, r.attack)
 
 
 def test_eliminate_rejects_split_lambda_min_and_box():
@@ -263,12 +264,14 @@ def test_eliminate_rejects_split_lambda_min_and_box():
     if field == 'attack.split.mode':
       c.attack.residual_weights = 'none'
     with pytest.raises(errors.ExperimentError, match=match):
-      ke.check_attack_config(victims.resolve(c))
+      r = victims.resolve(c)
+      ke.check_attack_config(r.data, r.victim, r.attack)
   c = kkt_identifiability.get_config()
   c.attack.split.mode = 'every'
   c.attack.lambda_solve = 'optimize'
   with pytest.raises(errors.ExperimentError, match='split'):
-    ke.check_attack_config(victims.resolve(c))
+    r = victims.resolve(c)
+    ke.check_attack_config(r.data, r.victim, r.attack)
 
 
 def test_multiclass_max_margin_polish_traces_and_separates():

@@ -82,16 +82,16 @@ def test_pipeline_refuses_layer_subsets_and_subspace_without_explicit_duals():
   from recon import errors
   from recon.pipelines import kkt as pk
   c = kkt_haim.get_config()
-  pk.check_attack_config(c)  # the defaults (layer subset + subspace, explicit duals) pass
+  pk.check_attack_config(c.data, c.victim, c.attack)  # the defaults (layer subset + subspace, explicit duals) pass
   c.attack.lambda_solve, c.attack.lambda_min, c.attack.prior = 'eliminate', 0.0, 'sphere'
   c.attack.split.mode = 'none'
   with pytest.raises(errors.ExperimentError, match='kkt_layers'):
-    pk.check_attack_config(c)
+    pk.check_attack_config(c.data, c.victim, c.attack)
   c.attack.kkt_layers = 'all'
   with pytest.raises(errors.ExperimentError, match='candidate_subspace'):
-    pk.check_attack_config(c)
+    pk.check_attack_config(c.data, c.victim, c.attack)
   c.attack.candidate_subspace = 'none'
-  pk.check_attack_config(c)
+  pk.check_attack_config(c.data, c.victim, c.attack)
 
 
 @pytest.mark.slow

@@ -204,7 +204,7 @@ def test_other_pipelines_are_refused(tmp_path):
     c.data.name, c.data.planted_dim, c.attack.subspace = 'synthetic_subspace', 2, 'known'
     c.attack.alpha_mode, c.attack.gradient_at = 'joint', 'trained'
   with pytest.raises(config_lib.ConfigError, match='^config.victim.name: sweeps run random '
-                     'features and the networks pipeline'):
+                     'features, the networks and KKT pipelines'):
     sweep.run(c, str(tmp_path / 'run'))
 
 

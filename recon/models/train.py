@@ -13,7 +13,7 @@ below 2 / lambda_max; logistic and cross-entropy curvatures are smaller still).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import chex
 import jax
@@ -170,31 +170,21 @@ def gd_chunk(loss: str, apply_fn: Callable[[Any, Array], Array],
   return chunk
 
 
-def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, targets: Array, *,
-          loss: str, optimizer: optax.GradientTransformation, max_steps: int, tol: float = 0.0,
-          gradients: str = 'batch', sample_rate: float = 1.0, key: Optional[Array] = None,
-          duals_lr: Optional[float] = None, chunk_steps: int = 1000) -> Tuple[Any, Dict[str, Any]]:
-  """The one trainer of GD-trained victims: `optimizer` on the mean loss L of the full batch,
-  compiled in chunks (lax.while_loop) of `chunk_steps`.
+class TrainProgram(NamedTuple):
+  """`train`'s steps as pure functions (a sweep vmaps them over victims):
+  init(params, key) -> carry; chunk(carry, stop) -> carry (a lax.while_loop up to step `stop`,
+  unjitted); objective(params) -> the mean loss; early_stop: chunk also stops at tol.
+  carry = (params, optimiser state, step, loss, ok, key, duals)."""
+  init: Callable[[Any, Optional[Array]], Tuple]
+  chunk: Callable[[Tuple, Array], Tuple]
+  objective: Callable[[Any], Array]
+  early_stop: bool
 
-    gradients 'batch'        theta <- theta + update(grad L(theta)); stops once L <= tol
-                             (or max_steps, or a non-finite loss)
-    gradients 'per_example'  DP-SGD: the per-example gradients grad l_i(theta), sample i in
-                             step t's batch with probability `sample_rate` (Poisson, from
-                             `key`; 1: all), go to `optimizer`
-                             (`recon.models.privacy.dp_optimizer` clips, sums and noises
-                             them); exactly max_steps steps (the accountant's T)
-    duals_lr = eta           (batch gradients, `optimizer` plain SGD at lr eta) also
-                             accumulates the per-sample duals
-                                 duals_i = -eta sum_t dL/df(x_i)(theta_t),
-                             so that exactly theta_T - theta_0 = sum_t sum_i
-                             duals_t,i . grad_theta f(theta_t; x_i) (the KKT attack's
-                             victims); exactly max_steps steps, a non-finite gradient
-                             freezes the parameters where they were
 
-  Returns (params, info) with info = {steps, final_loss, reached_tol, finite} (and `duals`
-  (n, C) with duals_lr).
-  """
+def program(apply_fn: Callable[[Any, Array], Array], x: Array, targets: Array, *, loss: str,
+            optimizer: optax.GradientTransformation, tol: float = 0.0, gradients: str = 'batch',
+            sample_rate: float = 1.0, duals_lr: Optional[float] = None) -> TrainProgram:
+  """The steps of `train` (its docstring) on (x, targets), as a `TrainProgram`."""
   if gradients not in ('batch', 'per_example'):
     raise ValueError(f'gradients: unknown {gradients!r}; accepted: batch, per_example')
   if gradients == 'per_example' and duals_lr is not None:
@@ -235,19 +225,52 @@ def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, target
     p, o, l_now = gd_step(value_and_grad, optimizer, p, o)
     return p, o, step + 1, objective(p), jnp.isfinite(l_now), k, duals
 
-  @jax.jit
   def chunk(carry, stop):
     def cond(c):
       go = c[2] < stop
       return go & c[4] & (c[3] > tol) if early_stop else go
     return jax.lax.while_loop(cond, body, carry)
 
-  l0 = objective(params) if early_stop else jnp.asarray(jnp.inf, x.dtype)
-  out0 = apply_fn(params, x) if duals_lr is not None else None
-  carry = (params, optimizer.init(params), jnp.zeros((), jnp.int32), l0,
-           jnp.isfinite(l0) if early_stop else jnp.asarray(True),
-           key if key is not None else jax.random.PRNGKey(0),
-           jnp.zeros(out0.shape, out0.dtype) if out0 is not None else jnp.zeros(()))
+  def init(params, key=None):
+    l0 = objective(params) if early_stop else jnp.asarray(jnp.inf, x.dtype)
+    out0 = apply_fn(params, x) if duals_lr is not None else None
+    return (params, optimizer.init(params), jnp.zeros((), jnp.int32), l0,
+            jnp.isfinite(l0) if early_stop else jnp.asarray(True),
+            key if key is not None else jax.random.PRNGKey(0),
+            jnp.zeros(out0.shape, out0.dtype) if out0 is not None else jnp.zeros(()))
+
+  return TrainProgram(init, chunk, objective, early_stop)
+
+
+def train(apply_fn: Callable[[Any, Array], Array], params: Any, x: Array, targets: Array, *,
+          loss: str, optimizer: optax.GradientTransformation, max_steps: int, tol: float = 0.0,
+          gradients: str = 'batch', sample_rate: float = 1.0, key: Optional[Array] = None,
+          duals_lr: Optional[float] = None, chunk_steps: int = 1000) -> Tuple[Any, Dict[str, Any]]:
+  """The one trainer of GD-trained victims: `optimizer` on the mean loss L of the full batch,
+  compiled in chunks (lax.while_loop) of `chunk_steps`.
+
+    gradients 'batch'        theta <- theta + update(grad L(theta)); stops once L <= tol
+                             (or max_steps, or a non-finite loss)
+    gradients 'per_example'  DP-SGD: the per-example gradients grad l_i(theta), sample i in
+                             step t's batch with probability `sample_rate` (Poisson, from
+                             `key`; 1: all), go to `optimizer`
+                             (`recon.models.privacy.dp_optimizer` clips, sums and noises
+                             them); exactly max_steps steps (the accountant's T)
+    duals_lr = eta           (batch gradients, `optimizer` plain SGD at lr eta) also
+                             accumulates the per-sample duals
+                                 duals_i = -eta sum_t dL/df(x_i)(theta_t),
+                             so that exactly theta_T - theta_0 = sum_t sum_i
+                             duals_t,i . grad_theta f(theta_t; x_i) (the KKT attack's
+                             victims); exactly max_steps steps, a non-finite gradient
+                             freezes the parameters where they were
+
+  Returns (params, info) with info = {steps, final_loss, reached_tol, finite} (and `duals`
+  (n, C) with duals_lr).
+  """
+  prog = program(apply_fn, x, targets, loss=loss, optimizer=optimizer, tol=tol,
+                 gradients=gradients, sample_rate=sample_rate, duals_lr=duals_lr)
+  objective, early_stop, chunk = prog.objective, prog.early_stop, jax.jit(prog.chunk)
+  carry = prog.init(params, key)
   while True:
     step, l, ok = int(carry[2]), float(carry[3]), bool(carry[4])
     if step >= max_steps or (early_stop and (not ok or not np.isfinite(l) or l <= tol)):

@@ -37,8 +37,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
   cfg = victims.resolve(config, validated=validated)
   if cfg.pipeline is not None:  # a named pipeline (leak_width) attacks nothing: its own checks
     pipeline = pipeline_for(cfg)
-    if pipeline.check is not None:
-      pipeline.check(cfg)
+    pipeline.check_config(cfg)
     resuming = runs.prepare_run_workdir(workdir, cfg)
     return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
   victims.check_model_checkpoint(cfg.victim, cfg.attack)
@@ -46,9 +45,9 @@ def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
   restarts.check_config(cfg.attack, cfg.victim)
   pipeline = pipeline_for(cfg)
   victims.check_victim(cfg.victim)
-  subspace.check(cfg)  # the subspace fields, whichever pipeline runs
-  if pipeline.check is not None and pipeline.check is not subspace.check:
-    pipeline.check(cfg)
+  subspace.check(cfg.data, cfg.victim, cfg.attack)  # the subspace fields, whichever pipeline runs
+  if pipeline.check is not subspace.check:
+    pipeline.check_config(cfg)
   resuming = runs.prepare_run_workdir(workdir, cfg)
   dtype = runs.set_dtype(cfg.run.dtype)
   precision.apply_matmul_precision(cfg.run.matmul_precision)  # every program of the run

@@ -30,18 +30,18 @@ Array = jax.Array
 
 
 
-def task(cfg) -> Tuple[str, int, str]:
-  """(label kind, model outputs, training loss) from objective and data.num_classes."""
-  if cfg.data.num_classes < 2:
+def task(data_cfg, attack) -> Tuple[str, int, str]:
+  """(label kind, model outputs, training loss) from attack.objective and data.num_classes."""
+  if data_cfg.num_classes < 2:
     raise errors.ExperimentError(
-        f'data.num_classes: {cfg.data.num_classes} for a homogeneous_mlp victim; accepted: >= 2 '
+        f'data.num_classes: {data_cfg.num_classes} for a homogeneous_mlp victim; accepted: >= 2 '
         '(2: binary labels +-1)')
-  if cfg.attack.objective == 'kkt_binary' and cfg.data.num_classes != 2:
+  if attack.objective == 'kkt_binary' and data_cfg.num_classes != 2:
     raise errors.ExperimentError(
-        f'data.num_classes: {cfg.data.num_classes} with objective kkt_binary; accepted: 2 '
+        f'data.num_classes: {data_cfg.num_classes} with objective kkt_binary; accepted: 2 '
         '(or objective kkt_multiclass)')
-  if cfg.attack.objective == 'kkt_multiclass' or cfg.data.num_classes > 2:
-    return 'multiclass', cfg.data.num_classes, 'cross_entropy'
+  if attack.objective == 'kkt_multiclass' or data_cfg.num_classes > 2:
+    return 'multiclass', data_cfg.num_classes, 'cross_entropy'
   return 'binary', 1, 'logistic'
 
 
@@ -58,52 +58,53 @@ def check_training_labels(labels, kind: str, num_classes: int) -> None:
     raise errors.ExperimentError(str(e)) from None
 
 
-def attack_activation(cfg) -> Tuple[str, Optional[float]]:
-  """(activation, alpha) the attacker differentiates: `cfg.attack.activation` when set (e.g.
+def attack_activation(victim, attack) -> Tuple[str, Optional[float]]:
+  """(activation, alpha) the attacker differentiates: `attack.activation` when set (e.g.
   'relu_smooth': relu forward, sigmoid(attack.act_alpha z) backward, Haim et al.), else the
   victim's."""
-  name = cfg.attack.activation
-  if not name:
-    return cfg.victim.activation, cfg.victim.act_alpha
-  return name, cfg.attack.act_alpha or cfg.victim.act_alpha
+  if not attack.activation:
+    return victim.activation, victim.act_alpha
+  return attack.activation, attack.act_alpha or victim.act_alpha
 
 
-def check_attack_config(cfg) -> None:
-  """One-line errors raised before any compute."""
+def check_attack_config(data_cfg, victim, attack) -> None:
+  """One-line errors of the data, victim and attack sections, raised before any compute."""
+  task(data_cfg, attack)
+  check_data_name(data_cfg)
   try:
-    kkt.check_lambda_min(cfg.attack.lambda_min)
-    splitting.check_config(splitting.config_from(cfg.attack.split, cfg.seed),
-                           attack_activation(cfg)[0])
+    kkt.check_lambda_min(attack.lambda_min)
+    splitting.check_config(splitting.config_from(attack.split, 0),
+                           attack_activation(victim, attack)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
-  if cfg.attack.lambda_solve == 'eliminate' and cfg.attack.objective != 'projection':
-    if cfg.attack.split.mode != 'none':
+  if attack.lambda_solve == 'eliminate' and attack.objective != 'projection':
+    if attack.split.mode != 'none':
       raise errors.ExperimentError("attack.split.mode: sample splitting needs explicit duals; "
                                    "accepted with lambda_solve 'eliminate': 'none'")
-    if cfg.attack.lambda_min > 0:
-      raise errors.ExperimentError(f'attack.lambda_min: {cfg.attack.lambda_min} with lambda_solve '
+    if attack.lambda_min > 0:
+      raise errors.ExperimentError(f'attack.lambda_min: {attack.lambda_min} with lambda_solve '
                                        "'eliminate' (free-sign duals); accepted: 0.0")
-    if cfg.attack.prior == 'box':
+    if attack.prior == 'box':
       raise errors.ExperimentError("attack.prior: 'box' with lambda_solve 'eliminate'; accepted: "
                                        "'sphere', 'none'")
-  if cfg.attack.kkt_layers not in (None, '', 'all') and (
-      cfg.attack.objective == 'projection' or cfg.attack.lambda_solve == 'eliminate'):
-    raise errors.ExperimentError(f"attack.kkt_layers: {cfg.attack.kkt_layers!r} with objective "
-                                     f"{cfg.attack.objective!r} / lambda_solve "
-                                     f"{cfg.attack.lambda_solve!r}; accepted: 'all' "
+  if attack.kkt_layers not in (None, '', 'all') and (
+      attack.objective == 'projection' or attack.lambda_solve == 'eliminate'):
+    raise errors.ExperimentError(f"attack.kkt_layers: {attack.kkt_layers!r} with objective "
+                                     f"{attack.objective!r} / lambda_solve "
+                                     f"{attack.lambda_solve!r}; accepted: 'all' "
                                      "(a layer subset needs explicit duals)")
-  if cfg.attack.candidate_subspace != 'none' and (
-      cfg.attack.objective == 'projection' or cfg.attack.lambda_solve == 'eliminate'):
-    raise errors.ExperimentError(f"attack.candidate_subspace: {cfg.attack.candidate_subspace!r} "
-                                     f"with objective {cfg.attack.objective!r} / lambda_solve "
-                                     f"{cfg.attack.lambda_solve!r}; accepted: 'none'")
-  if cfg.attack.residual_weights != 'none' and cfg.attack.split.mode != 'none':
+  if attack.candidate_subspace != 'none' and (
+      attack.objective == 'projection' or attack.lambda_solve == 'eliminate'):
+    raise errors.ExperimentError(f"attack.candidate_subspace: {attack.candidate_subspace!r} "
+                                     f"with objective {attack.objective!r} / lambda_solve "
+                                     f"{attack.lambda_solve!r}; accepted: 'none'")
+  if attack.residual_weights != 'none' and attack.split.mode != 'none':
     raise errors.ExperimentError("attack.split.mode: sample splitting uses the unweighted "
                                  "residual; accepted with residual_weights 'gradient_rms': 'none'")
-  if cfg.victim.train.weight_decay > 0 and cfg.victim.train.polish:
+  if victim.train.weight_decay > 0 and victim.train.polish:
     raise errors.ExperimentError('victim.train.polish: True with victim.train.weight_decay > 0 '
                                  '(an exact stationary point already); accepted: False')
-  if cfg.attack.objective == 'projection' and cfg.attack.prior == 'box':
+  if attack.objective == 'projection' and attack.prior == 'box':
     raise errors.ExperimentError("attack.prior: 'box' with objective projection; accepted: "
                                      "'sphere', 'none'")
 
@@ -121,7 +122,7 @@ def make_network(cfg, out_dim: int, dtype, activation: Optional[str] = None,
 
 def train_victim(cfg, x: Array, labels: Array, key: Array):
   """Trains the MLP; returns (net, params_0, params_T, info with margins and training loss)."""
-  kind, out_dim, loss = task(cfg)
+  kind, out_dim, loss = task(cfg.data, cfg.attack)
   net = make_network(cfg, out_dim, x.dtype)
   params0 = net.init(key, x)
   targets = labels if kind == 'binary' else labels.astype(jnp.int32)
@@ -183,11 +184,48 @@ def kkt_layer_mask(cfg, params) -> Optional[Array]:
     raise errors.ExperimentError(str(e)) from None
 
 
+KKT_KINDS = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass', 'kkt_general': 'general'}
+
+
+def constraint_args_for(cfg, params, radius: float, dtype) -> Dict[str, Any]:
+  """What the attack's constraint reads of one victim: the sphere prior's radius and, with
+  attack.candidate_subspace 'first_layer' (explicit duals), the basis B (d, k) of the top-k
+  right singular subspace of W_1 (k = attack.candidate_subspace_rank or n)."""
+  args: Dict[str, Any] = {'radius': radius}
+  a = cfg.attack
+  if (a.candidate_subspace == 'first_layer' and a.objective != 'projection'
+      and a.lambda_solve != 'eliminate'):
+    rank = a.candidate_subspace_rank or cfg.data.n
+    basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
+    args['basis'] = basis.astype(dtype)
+    logging.info('candidate subspace: rank %d of W_1, singular value gap s_k/s_(k+1) = %.3g',
+                 rank, float(svals[rank - 1] / max(float(svals[min(rank, len(svals) - 1)]),
+                                                   1e-300)))
+  return args
+
+
+def attack_constraint(attack, kind: str, args: Dict[str, Any]):
+  """The projection after every step, from the `attack` section and `constraint_args_for` (whose
+  values may be traced: a sweep builds one constraint per vmapped victim): the sphere (prior
+  'sphere') for the projection objective; none for eliminated duals (the sphere is a
+  reparametrisation there); else x onto the prior and the duals onto [lambda_min, inf)
+  (`kkt.make_constraint`), inside span(B) when a basis is given."""
+  if attack.objective == 'projection':
+    return (optimize.sphere_constraint(args['radius']) if attack.prior == 'sphere'
+            else (lambda z: z))
+  if attack.lambda_solve == 'eliminate':
+    return lambda z: z
+  constraint = kkt.make_constraint(kind, attack.prior, args['radius'], attack.lambda_min,
+                                   attack.lambda_constraint)
+  return kkt.subspace_constraint(constraint, args['basis']) if 'basis' in args else constraint
+
+
 def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int, radius: float,
-                 key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None
-                 ) -> Attack:
+                 key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None,
+                 constraint_args: Optional[Dict[str, Any]] = None) -> Attack:
   """The attack of `cfg.attack.objective`: objective, initial state, constraint, decode, and
-  the sample splitter as its refiner when attack.split.mode != 'none'."""
+  the sample splitter as its refiner when attack.split.mode != 'none'. `constraint_args`:
+  `constraint_args_for(cfg, params, radius, dtype)` when the caller has it."""
   theta, apply_vec = kkt.flatten_model(net.apply, params)
   if cfg.attack.kkt_target == 'planted':
     target = planted_target(theta, apply_vec, *planted, kind)
@@ -210,14 +248,12 @@ def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int,
       phi = jax.vmap(lambda xj: feature_one(xj, prob))(x).reshape(-1, theta.shape[0])
       return projection.projection_loss(phi, prob['theta'], cfg.attack.jitter)
 
-    constraint = (optimize.sphere_constraint(radius) if cfg.attack.prior == 'sphere'
-                  else (lambda z: z))
+    constraint = attack_constraint(cfg.attack, 'projection', {'radius': radius})
     problem = {'theta': target, 'theta_eval': theta}
     return _with_splitter(cfg, splitting.projection_split_model(feature_one, cfg.attack.jitter),
                           problem=problem, loss_fn=loss_fn, x0=x0, constraint=constraint)
 
-  kkt_kind = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass',
-              'kkt_general': 'general'}[cfg.attack.objective]
+  kkt_kind = KKT_KINDS[cfg.attack.objective]
   labels = kkt.balanced_labels(m, kkt_kind, num_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
@@ -236,7 +272,8 @@ def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int,
         state, prob, apply_vec=apply_vec, kind=kkt_kind, out_dim=out_dim, radius=r)
     decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
     return _with_splitter(cfg, None, problem=problem, loss_fn=loss_fn, x0={'x': x0},
-                          constraint=lambda z: z, decode=decode)
+                          constraint=attack_constraint(cfg.attack, kkt_kind, {'radius': radius}),
+                          decode=decode)
   if cfg.attack.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
                             kind=kkt_kind, out_dim=out_dim, mask=mask)
@@ -256,16 +293,10 @@ def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int,
               lambda_constraint=a.lambda_constraint, lambda_weight=a.lambda_weight,
               prior=a.prior, prior_bound=a.prior_bound, prior_weight=a.prior_weight)
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
-  constraint = kkt.make_constraint(kkt_kind, cfg.attack.prior, radius, cfg.attack.lambda_min,
-                                   cfg.attack.lambda_constraint)
-  if cfg.attack.candidate_subspace == 'first_layer':
-    rank = cfg.attack.candidate_subspace_rank or cfg.data.n
-    basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
-    constraint = kkt.subspace_constraint(constraint, basis.astype(dtype))
-    x0 = (x0 @ basis) @ basis.T
-    logging.info('candidate subspace: rank %d of W_1, singular value gap s_k/s_(k+1) = %.3g',
-                 rank, float(svals[rank - 1] / max(float(svals[min(rank, len(svals) - 1)]),
-                                                   1e-300)))
+  args = constraint_args or constraint_args_for(cfg, params, radius, dtype)
+  constraint = attack_constraint(cfg.attack, kkt_kind, args)
+  if 'basis' in args:
+    x0 = (x0 @ args['basis']) @ args['basis'].T
   return _with_splitter(cfg, splitting.kkt_split_model(apply_vec, kkt_kind), problem=problem,
                         loss_fn=loss_fn, x0={'x': x0, 'lam': lam0.astype(dtype)},
                         constraint=constraint, decode=lambda s: s['x'])
@@ -303,8 +334,8 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
   `source`; x may then be None: blind metrics), save it to WORKDIR/model, attack it, report
   (used by `run` and by scripts)."""
   t0 = time.time() if t0 is None else t0
-  check_attack_config(cfg)
-  kind, out_dim, _ = task(cfg)
+  check_attack_config(cfg.data, cfg.victim, cfg.attack)
+  kind, out_dim, _ = task(cfg.data, cfg.attack)
   if labels is not None:
     check_training_labels(labels, kind, cfg.data.num_classes)
   keys = runs.split_keys(cfg.seed)
@@ -331,7 +362,7 @@ def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array]
     logging.warning('the model records no row norm of its data (data.row_norm): the sphere '
                     'prior uses sqrt(d) = %.3g', radius)
   d = cfg.data.d if x is None else x.shape[1]
-  act, alpha = attack_activation(cfg)
+  act, alpha = attack_activation(cfg.victim, cfg.attack)
   if (act, alpha) != (cfg.victim.activation, cfg.victim.act_alpha):  # other backward pass
     net = make_network(cfg, out_dim, dtype, act, alpha)
   attack = build_attack(cfg, net, params0, params, kind, cfg.data.num_classes, d, radius,
@@ -355,12 +386,35 @@ def load_images(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
     x, labels, meta = data.load(cfg.data, key, dtype)
   except data.DataError as e:
     raise errors.ExperimentError(str(e)) from None
-  kind, _, _ = task(cfg)
+  kind, _, _ = task(cfg.data, cfg.attack)
   if kind == 'binary' and not np.all(np.isin(np.asarray(labels), (-1, 1))):
     raise errors.ExperimentError(
         f'data.classes: {cfg.data.classes!r} gives labels {meta.get("labels")!r}; the binary KKT '
         "attack needs two classes or binary_rule 'parity'")
   return x, jnp.asarray(labels, dtype), meta
+
+
+def load_data(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  """The training set (x, labels, meta) of seed key `key`: rows on the sqrt(d)-sphere with
+  balanced random class labels (data.name 'synthetic_sphere'), or an image data set
+  (`load_images`)."""
+  if cfg.data.name != 'synthetic_sphere':
+    return load_images(cfg, key, dtype)
+  kind, _, _ = task(cfg.data, cfg.attack)
+  k_x, k_y = jax.random.split(key)
+  x = data.sphere_rows(k_x, cfg.data.n, cfg.data.d, dtype)
+  labels = balanced_labels(k_y, cfg.data.n, kind, cfg.data.num_classes, dtype)
+  meta = {'name': 'synthetic_sphere', 'image_shape': None,
+          'row_norms': np.full(cfg.data.n, np.sqrt(cfg.data.d))}
+  return x, labels, meta
+
+
+def check_data_name(data_cfg) -> None:
+  """One-line refusal of a data set the homogeneous MLP's pipeline does not load."""
+  if data_cfg.name != 'synthetic_sphere' and data_cfg.name not in data.NATIVE:
+    raise errors.ExperimentError(
+        f'data.name: {data_cfg.name!r} with model homogeneous_mlp; accepted: '
+        f"'synthetic_sphere', {', '.join(repr(k) for k in sorted(data.NATIVE))}")
 
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
@@ -370,23 +424,9 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   e.g. digits odd vs even); the victim is trained, or loaded (victim.checkpoint, or
   WORKDIR/model when resuming)."""
   t0 = time.time()
-  check_attack_config(cfg)
-  kind, _, _ = task(cfg)
+  check_attack_config(cfg.data, cfg.victim, cfg.attack)
   keys = runs.split_keys(cfg.seed)
-  if cfg.data.name != 'synthetic_sphere' and cfg.data.name not in data.NATIVE:
-    raise errors.ExperimentError(
-        f'data.name: {cfg.data.name!r} with model homogeneous_mlp; accepted: '
-        f"'synthetic_sphere', {', '.join(repr(k) for k in sorted(data.NATIVE))}")
-
-  def load():
-    if cfg.data.name != 'synthetic_sphere':
-      return load_images(cfg, keys['data'], dtype)
-    k_x, k_y = jax.random.split(keys['data'])
-    x = data.sphere_rows(k_x, cfg.data.n, cfg.data.d, dtype)
-    labels = balanced_labels(k_y, cfg.data.n, kind, cfg.data.num_classes, dtype)
-    meta = {'name': 'synthetic_sphere', 'image_shape': None,
-            'row_norms': np.full(cfg.data.n, np.sqrt(cfg.data.d))}
-    return x, labels, meta
+  load = lambda: load_data(cfg, keys['data'], dtype)  # noqa: E731
 
   source = victims.model_source(cfg.victim, workdir, resuming)
   if not source:

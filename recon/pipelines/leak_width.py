@@ -44,20 +44,21 @@ def attacked_width(cfg: ml_collections.ConfigDict) -> int:
   return int(cfg.victim.width) * int(cfg.data.num_classes)
 
 
-def check(cfg: ml_collections.ConfigDict) -> None:
-  """One-line refusals of what the prediction does not cover, before any compute."""
-  family = cfg.victim.name
+def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
+          lw: ml_collections.ConfigDict) -> None:
+  """One-line refusals of what the prediction does not cover (the data, victim and leak_width
+  sections), before any compute."""
+  family = victim.name
   if family not in leak_width.SUPPORTED:
     raise ConfigError(f'config.victim.name: {family!r} with pipeline leak_width; accepted: '
                       f'{", ".join(leak_width.SUPPORTED)}')
   acts = leak_width.SUPPORTED[family]
-  if acts is not None and cfg.victim.activation not in acts:
-    raise ConfigError(f'config.victim.activation: {cfg.victim.activation!r} with pipeline '
+  if acts is not None and victim.activation not in acts:
+    raise ConfigError(f'config.victim.activation: {victim.activation!r} with pipeline '
                       f'leak_width and victim {family!r}; accepted: {", ".join(acts)}')
-  if family == 'two_layer' and cfg.victim.train.loss != 'mse':
-    raise ConfigError(f'config.victim.train.loss: {cfg.victim.train.loss!r} with pipeline '
+  if family == 'two_layer' and victim.train.loss != 'mse':
+    raise ConfigError(f'config.victim.train.loss: {victim.train.loss!r} with pipeline '
                       "leak_width and victim 'two_layer'; accepted: 'mse'")
-  lw = cfg.leak_width
   for field, values, ok, what in (
       ('shadow_n', lw.shadow_n, lambda v: isinstance(v, int) and v >= 2, 'ints >= 2'),
       ('ratios', lw.ratios, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -73,8 +74,8 @@ def check(cfg: ml_collections.ConfigDict) -> None:
   if lw.model == 'trend' and len(set(lw.shadow_n)) < 2:
     raise ConfigError(f'config.leak_width.model: \'trend\' with one shadow size {tuple(lw.shadow_n)}; '
                       "accepted: 'trend' with >= 2 distinct leak_width.shadow_n, or 'constant'")
-  if lw.dim == 'pca' and cfg.data.name != auditor.NAME:
-    raise ConfigError(f"config.leak_width.dim: 'pca' with data.name {cfg.data.name!r}; "
+  if lw.dim == 'pca' and data_cfg.name != auditor.NAME:
+    raise ConfigError(f"config.leak_width.dim: 'pca' with data.name {data_cfg.name!r}; "
                       "accepted: 'pca' with data.name 'file' (the rows to estimate k from), "
                       "else 'd' or 'auto'")
 
@@ -193,7 +194,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
   """Shadows, fit, prediction; writes leak_width.json / .png and summary.json."""
   del dtype, resuming
   t0 = time.time()
-  check(cfg)
+  check(cfg.data, cfg.victim, cfg.leak_width)
   dim = dimension(cfg)
   lw = cfg.leak_width
   logging.info('leak width: %s, n=%d, D=%d (%s), width p=%d; shadows n=%s ratios=%s seeds=%s',
@@ -248,4 +249,5 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
   return summary
 
 
-registry.register('pipeline', NAME, registry.Pipeline(run=run, check=check))
+registry.register('pipeline', NAME, registry.Pipeline(run=run, check=check,
+                                                      sections=('data', 'victim', 'leak_width')))

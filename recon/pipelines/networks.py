@@ -42,24 +42,25 @@ def _fail(message: str):
   raise errors.ExperimentError(message)
 
 
-def network_image_shape(cfg: ml_collections.ConfigDict, meta: Optional[Dict[str, Any]] = None,
+def network_image_shape(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
+                        meta: Optional[Dict[str, Any]] = None,
                         d: Optional[int] = None) -> Optional[Tuple[int, ...]]:
   """The NHWC image shape of an input row: meta['image_shape'], else config.data.image_shape.
 
   Must hold d entries (d: the loaded rows' length, else config.data.d).
   """
-  d = cfg.data.d if d is None else d
-  shape = (meta or {}).get('image_shape') or cfg.data.image_shape
-  image_input = registry.lookup('victim', cfg.victim.name).image_input
+  d = data_cfg.d if d is None else d
+  shape = (meta or {}).get('image_shape') or data_cfg.image_shape
+  image_input = registry.lookup('victim', victim.name).image_input
   if shape is None:
     if image_input:
-      _fail(f'data.image_shape: required for model {cfg.victim.name!r} with dataset '
-            f'{cfg.data.name!r}; accepted: (height, width, channels) with '
+      _fail(f'data.image_shape: required for model {victim.name!r} with dataset '
+            f'{data_cfg.name!r}; accepted: (height, width, channels) with '
             'height*width*channels = d')
     return None
   shape = tuple(shape)
   try:
-    networks.check_image_shape(shape, cfg.victim.patch_size if cfg.victim.name == 'vit' else None)
+    networks.check_image_shape(shape, victim.patch_size if victim.name == 'vit' else None)
   except ValueError as e:
     _fail(str(e))
   if math.prod(shape) != d:
@@ -105,21 +106,23 @@ def input_shape_of(cfg: ml_collections.ConfigDict, image_shape):
   return image_shape if image_input or image_input is None else None
 
 
-def check_config(cfg: ml_collections.ConfigDict) -> None:
-  """Cross-field checks (before any compute); one-line ExperimentError on failure."""
+def check_config(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
+                 attack: ml_collections.ConfigDict) -> None:
+  """Cross-field checks of the data, victim and attack sections (before any compute); one-line
+  ExperimentError on failure."""
   try:
-    if not cfg.victim.checkpoint:  # a saved model is not trained here
-      train.check_loss(cfg.victim.train.loss, cfg.data.num_classes)
+    if not victim.checkpoint:  # a saved model is not trained here
+      train.check_loss(victim.train.loss, data_cfg.num_classes)
   except train.TrainingSetupError as e:
     _fail(str(e))
-  if not cfg.attack.knows_n and cfg.attack.n_candidates is None:
+  if not attack.knows_n and attack.n_candidates is None:
     _fail('attack.n_candidates: required when attack.knows_n=False (the attacker must guess n); '
           'accepted: int >= 1')
-  if cfg.attack.jacobian_at != 'trained' and not cfg.attack.knows_init:
-    _fail(f'attack.jacobian_at: {cfg.attack.jacobian_at!r} needs the initial weights; accepted: '
+  if attack.jacobian_at != 'trained' and not attack.knows_init:
+    _fail(f'attack.jacobian_at: {attack.jacobian_at!r} needs the initial weights; accepted: '
           "'trained' when attack.knows_init=False")
-  if cfg.data.name == 'synthetic_sphere':
-    network_image_shape(cfg)
+  if data_cfg.name == 'synthetic_sphere':
+    network_image_shape(data_cfg, victim)
 
 
 # attack.jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
@@ -159,7 +162,7 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
   other collections, training info and the data description -- `record`, the run's
   `victims.data_record`, and what the rows show; not the data)."""
   n, d = x_true.shape
-  image_shape = network_image_shape(cfg, meta, d)
+  image_shape = network_image_shape(cfg.data, cfg.victim, meta, d)
   input_shape = input_shape_of(cfg, image_shape)
   model = build_model(cfg)
   c = cfg.data.num_classes
@@ -228,7 +231,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   """Trains the network on the full batch (or loads it: victim.checkpoint, or WORKDIR/model
   when resuming), saves it to WORKDIR/model, then reconstructs its training set."""
   t0 = time.time()
-  check_config(cfg)
+  check_config(cfg.data, cfg.victim, cfg.attack)
   keys = runs.split_keys(cfg.seed)
 
   def load_data():
@@ -264,7 +267,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
     _fail(f'victim.checkpoint: the model was trained on inputs of shape '
           f'{tuple(desc["input_shape"])} but the data rows have d={d}; accepted: data of that '
           'shape')
-  image_shape = network_image_shape(cfg, meta, d)
+  image_shape = network_image_shape(cfg.data, cfg.victim, meta, d)
   input_shape = input_shape_of(cfg, image_shape)
   module = model.module()
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731

@@ -39,45 +39,47 @@ def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
   return routes.uses_subspace_pipeline(cfg.attack)
 
 
-def check(cfg: ml_collections.ConfigDict) -> None:
-  """Cross-field checks before any compute; one-line ConfigError naming the field."""
-  mode = cfg.attack.subspace
-  if cfg.data.name == 'synthetic_subspace':
-    k = cfg.data.planted_dim
-    if k is None or k > cfg.data.d:
+def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
+          attack: ml_collections.ConfigDict) -> None:
+  """Cross-field checks of the data, victim and attack sections before any compute; one-line
+  ConfigError naming the field."""
+  mode = attack.subspace
+  if data_cfg.name == 'synthetic_subspace':
+    k = data_cfg.planted_dim
+    if k is None or k > data_cfg.d:
       raise config_lib.ConfigError(
           f'config.data.planted_dim: invalid value {k!r} for dataset synthetic_subspace with '
-          f'd={cfg.data.d}; accepted: int 1..{cfg.data.d}')
-  if mode == 'estimated' and cfg.victim.name == 'random_features':
+          f'd={data_cfg.d}; accepted: int 1..{data_cfg.d}')
+  if mode == 'estimated' and victim.name == 'random_features':
     raise config_lib.ConfigError(
         "config.attack.subspace: 'estimated' needs a trainable first layer, and random_features' "
         "first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
-  if mode == 'known' and cfg.data.name != 'synthetic_subspace':
+  if mode == 'known' and data_cfg.name != 'synthetic_subspace':
     raise config_lib.ConfigError(
         f"config.attack.subspace: 'known' needs a dataset with a known subspace, not "
-        f"{cfg.data.name!r}; accepted: dataset 'synthetic_subspace', or subspace "
+        f"{data_cfg.name!r}; accepted: dataset 'synthetic_subspace', or subspace "
         "'none'/'estimated'")
-  k = cfg.attack.subspace_dim
+  k = attack.subspace_dim
   if k is not None:
     if mode == 'none':
       raise config_lib.ConfigError(
           "config.attack.subspace_dim: set but config.attack.subspace is 'none'; accepted: None, "
           "or subspace 'known'/'estimated'")
-    if k > cfg.data.d:
+    if k > data_cfg.d:
       raise config_lib.ConfigError(
-          f'config.attack.subspace_dim: {k} exceeds the input dimension d={cfg.data.d}; accepted: '
-          f'1..{cfg.data.d} or None (automatic)')
-    if mode == 'known' and k != cfg.data.planted_dim:
+          f'config.attack.subspace_dim: {k} exceeds the input dimension d={data_cfg.d}; accepted: '
+          f'1..{data_cfg.d} or None (automatic)')
+    if mode == 'known' and k != data_cfg.planted_dim:
       raise config_lib.ConfigError(
           f"config.attack.subspace_dim: {k} differs from the known subspace's dimension "
-          f"data.planted_dim={cfg.data.planted_dim}; accepted: None or {cfg.data.planted_dim}")
-  if cfg.victim.name == 'two_layer' and uses_this_pipeline(cfg):
-    if cfg.victim.train.lr is None:
+          f"data.planted_dim={data_cfg.planted_dim}; accepted: None or {data_cfg.planted_dim}")
+  if victim.name == 'two_layer' and routes.uses_subspace_pipeline(attack):
+    if victim.train.lr is None:
       raise config_lib.ConfigError('config.victim.train.lr: None; accepted: a GD step > 0 (the '
                                    'subspace pipeline does not pick one)')
-    if cfg.victim.train.loss not in ('mse', 'logistic'):
+    if victim.train.loss not in ('mse', 'logistic'):
       raise config_lib.ConfigError(
-          f"config.victim.train.loss: invalid value {cfg.victim.train.loss!r} for the subspace "
+          f"config.victim.train.loss: invalid value {victim.train.loss!r} for the subspace "
           f"pipeline (one output); "
           "accepted: 'mse', 'logistic'")
 
