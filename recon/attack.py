@@ -52,6 +52,9 @@ class Attack:
     quotient_dims: k > 0 when `feature_fn` and `certify_theta` are the sign quotient's
       (`recon.sign_quotient`: k directions projected out): the certificate counts p - k
       equations and the precision rung skips its sign flips (the quotient is sign-blind).
+    rows_fn: `rows_fn(x, problem) -> (rows (m, p), target (p,))` when `loss_fn` is their
+      projection loss (optional): escalation then ranks its random proposals by rank-two
+      updates of one Cholesky (`recon.objectives.projection.replacement_losses`).
   """
   problem: Any
   loss_fn: LossFn
@@ -63,6 +66,7 @@ class Attack:
   refiner: Optional[Callable[..., Any]] = None
   certify_theta: Optional[Any] = None
   quotient_dims: int = 0
+  rows_fn: Optional[Callable[[Any, Any], Any]] = None
 
   def __post_init__(self):
     if self.x0 is None:

@@ -77,6 +77,7 @@ import optax
 from absl import logging
 
 from recon import optimize, refine
+from recon.objectives import projection
 from recon.optimize import reset_rows, reset_state, select_runs as _select
 
 Array = jax.Array
@@ -124,7 +125,9 @@ class Escalator:
                restart_after: int = 2, restart_steps: int = 3000,
                max_steps: Optional[int] = None, batched: bool = False,
                weak_ratio: float = 0.25, max_weak_share: float = 0.25,
-               pursuit: Optional[Callable[[Any, float], Any]] = None):
+               pursuit: Optional[Callable[[Any, float], Any]] = None,
+               rows_fn: Optional[Callable[[Any, Any], Any]] = None,
+               jitter: float = projection.DEFAULT_JITTER):
     self._batched = batched
     self._pursuit = None if batched else pursuit  # recon.pursuit.Pursuit: one more trial
     # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
@@ -167,8 +170,13 @@ class Escalator:
       # Over the slots in batches of LOO_BATCH (a vmap over all K would hold K copies of
       # the features: 49 GB at n = 500, p = 32 000 with K = 128).
       batch = max(1, min(LOO_BATCH, idx.shape[0]))
+      score = None
+      if rows_fn is not None:  # proposals ranked by rank-two updates of one Cholesky
+        basis = projection.replacement_basis(*rows_fn(x, prob), jitter)
+        score = lambda j, z: projection.replacement_losses(  # noqa: E731
+            basis, j, rows_fn(z, prob)[0])
       z, lz = jax.lax.map(lambda kj: refine.best_replacement(
-          kj[0], x, kj[1], loss_fn, prob, constraint, n_proposals), (keys, idx),
+          kj[0], x, kj[1], loss_fn, prob, constraint, n_proposals, score), (keys, idx),
                           batch_size=batch)
       mirror = constraint(-x[idx])
       lm = jax.lax.map(lambda jz: loss_fn(x.at[jz[0]].set(jz[1]), prob), (idx, mirror),

@@ -17,7 +17,7 @@ checkpoints carry it, so a resumed run re-seeds exactly as an unbroken one.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import chex
 import jax
@@ -42,9 +42,18 @@ def collapsed(x: Array, threshold: float) -> Array:
 
 def best_replacement(key: Array, x: Array, j: Array, loss_fn: Callable[[Array, Any], Array],
                      problem: Any, constraint: Callable[[Array], Array],
-                     n_proposals: int) -> tuple[Array, Array]:
-  """(z*, L(X with x_j := z*)) over n_proposals random points z (blind: loss only)."""
+                     n_proposals: int, score: Optional[Callable[[Array, Array], Array]] = None
+                     ) -> tuple[Array, Array]:
+  """(z*, L(X with x_j := z*)) over n_proposals random points z (blind: loss only).
+  `score(j, z) -> (n_proposals,)`: the losses of the replacements by a cheaper route (e.g.
+  `recon.objectives.projection.replacement_losses`); z* is then its argmin and only z*'s loss
+  is evaluated by `loss_fn`."""
   z = constraint(jax.random.normal(key, (n_proposals, x.shape[1]), x.dtype))
+  if score is not None:
+    ranked = score(j, z)
+    best = jnp.argmin(jnp.where(jnp.isfinite(ranked), ranked, jnp.inf))
+    loss = loss_fn(x.at[j].set(z[best]), problem)
+    return z[best], jnp.where(jnp.isfinite(loss), loss, jnp.inf)
   losses = jax.lax.map(lambda zi: loss_fn(x.at[j].set(zi), problem), z)
   losses = jnp.where(jnp.isfinite(losses), losses, jnp.inf)
   best = jnp.argmin(losses)

@@ -67,6 +67,7 @@ class Context:
   single_array the variables are one (m, d) candidate array per run (not a pytree)
   refiner      sample splitting replaces the problem between chunks
   pursuit      recon.pursuit.Pursuit for escalation's extra trial, or None
+  rows_fn      `recon.attack.Attack.rows_fn` (one run's), or None; jitter: its loss's
   """
   key: Array
   loss_fn: Callable[[Any, Any], Array]
@@ -79,6 +80,8 @@ class Context:
   single_array: bool = True
   refiner: bool = False
   pursuit: Any = None
+  rows_fn: Optional[Callable[[Any, Any], Any]] = None
+  jitter: float = 0.0
 
 
 def _fold(key: Array, data: int, batched: bool) -> Array:
@@ -107,7 +110,8 @@ def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
       trial_steps=section.trial_steps, restart_after=section.restart_after,
       restart_steps=section.restart_steps, max_steps=ctx.max_steps,
       accept_ratio=section.accept_ratio, batched=ctx.batched, weak_ratio=section.weak_ratio,
-      max_weak_share=section.max_weak_share, pursuit=ctx.pursuit)
+      max_weak_share=section.max_weak_share, pursuit=ctx.pursuit, rows_fn=ctx.rows_fn,
+      jitter=ctx.jitter)
 
 
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))

@@ -123,8 +123,7 @@ def _check_random_features(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...
       or cfg.attack.alpha_mode != 'closed_form'):
     raise config_lib.ConfigError(
         f'config.victim.name: sweeps run random features, the networks and KKT pipelines '
-        f'(got model '
-        f'{cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
+        f'(got model {cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
         f'{cfg.attack.alpha_mode!r}); accepted: model \'random_features\' '
         "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
   _check_fields(cfg, (('victim.feature_mode', ('auto', 'dense')),
@@ -267,7 +266,8 @@ def prepare_group(group: Group, devices=None) -> Program:
   rescues = rescue.build(cfg.attack.rescue, cfg.attack, rescue.Context(
       key=jnp.stack([jax.random.PRNGKey(pt.cfg.seed) for pt in points]), loss_fn=loss_fn,
       problem=problems, constraint=constraint, optimizer=optimizer, tol=cfg.attack.tol,
-      max_steps=cfg.attack.max_steps, batched=True))
+      max_steps=cfg.attack.max_steps, batched=True, rows_fn=rf_pipeline.rf_rows_fn(cfg),
+      jitter=cfg.attack.jitter))
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
                  final_loss=_bind(jax.jit(jax.vmap(loss_fn), out_shardings=batched),

@@ -112,3 +112,29 @@ def test_hessian_vector_products_equal_autodiff():
         features.rf_features(v, xh, 'tanh'), theta)))(batch)
     np.testing.assert_allclose(np.asarray(g[1]), np.asarray(jax.grad(lambda xh: _autodiff_reference(
         features.rf_features(v, xh, 'tanh'), theta, 1e-6))(-x0)), rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize('m, p, d, activation', [(6, 80, 4, 'relu_tanh'), (20, 900, 8, 'relu'),
+                                                 (12, 12 * 9, 8, 'tanh')])  # p = m (d + 1)
+def test_replacement_losses_equal_the_loss_of_each_replaced_set(m, p, d, activation):
+  # Rank-two updates of one Cholesky against the full loss of every replaced set, at a
+  # random set, at the truth with one row moved (the losses span 1e-1 .. 1e-9), and with a
+  # proposal equal to another row (a duplicate: a singular Gram without the ridge).
+  with jax.enable_x64(True):
+    key = jax.random.PRNGKey(m)
+    v = jax.random.normal(key, (p, d), jnp.float64) / np.sqrt(d)
+    x_true = jax.random.normal(jax.random.fold_in(key, 1), (m, d), jnp.float64)
+    theta = features.rf_features(v, x_true, activation).T @ jax.random.normal(
+        jax.random.fold_in(key, 2), (m,), jnp.float64)
+    for x in (jax.random.normal(jax.random.fold_in(key, 3), (m, d), jnp.float64),
+              x_true.at[1].add(0.01)):
+      phi = features.rf_features(v, x, activation)
+      basis = projection.replacement_basis(phi, theta)
+      z = jnp.concatenate([jax.random.normal(jax.random.fold_in(key, 4), (7, d), jnp.float64),
+                           x_true[1:2], x[2:3]])
+      rows = features.rf_features(v, z, activation)
+      for j in (0, 1, m - 1):
+        fast = projection.replacement_losses(basis, j, rows)
+        exact = jnp.stack([projection.projection_loss(phi.at[j].set(a), theta) for a in rows])
+        np.testing.assert_allclose(fast, exact, rtol=1e-5, atol=1e-12)
+        assert int(jnp.argmin(fast)) == int(jnp.argmin(exact))

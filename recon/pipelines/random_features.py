@@ -121,21 +121,32 @@ def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 
   return lambda x, prob: loss(x, prob['theta'], {'key': prob['key'], 'p': prob['p']})
 
 
-def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
-            jitter: float) -> Array:
-  """Projection loss of candidates x_hat against the trained random-features model; with
-  problem['quotient'] (Q, `recon.sign_quotient`) the loss of Psi = Phi (I - Q Q^T) against
-  problem['theta_quotient'] = (I - Q Q^T) theta*, blind to every row's sign."""
+def rf_rows(x_hat: Array, problem: Dict[str, Array], *, activation: str
+            ) -> Tuple[Array, Array]:
+  """(rows, target) of the projection loss: Phi(x_hat) and theta*; with problem['quotient']
+  (Q, `recon.sign_quotient`) Psi = Phi (I - Q Q^T) and problem['theta_quotient'] =
+  (I - Q Q^T) theta*, blind to every row's sign."""
   phi_hat = features.rf_features(problem['v'], x_hat, activation, problem['mask'])
   if 'quotient' in problem:
-    return projection.projection_loss(sign_quotient.project(phi_hat, problem['quotient']),
-                                      problem['theta_quotient'], jitter)
-  return projection.projection_loss(phi_hat, problem['theta'], jitter)
+    return sign_quotient.project(phi_hat, problem['quotient']), problem['theta_quotient']
+  return phi_hat, problem['theta']
+
+
+def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
+            jitter: float) -> Array:
+  """Projection loss of candidates x_hat against the trained random-features model
+  (`rf_rows`)."""
+  return projection.projection_loss(*rf_rows(x_hat, problem, activation=activation), jitter)
 
 
 def rf_loss_fn(cfg: ml_collections.ConfigDict):
   """`loss(x_hat, problem)` of the random-features pipeline for this config."""
   return functools.partial(rf_loss, activation=cfg.victim.activation, jitter=cfg.attack.jitter)
+
+
+def rf_rows_fn(cfg: ml_collections.ConfigDict):
+  """`rows(x_hat, problem) -> (rows, target)` of `rf_loss_fn(cfg)` (`recon.attack.Attack`)."""
+  return functools.partial(rf_rows, activation=cfg.victim.activation)
 
 
 def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
@@ -390,7 +401,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                   constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
                   feature_fn=feature_fn, gram_fn=gram_fn, decode=decode,
                   refiner=_rf_splitter(cfg, lean=False), certify_theta=certify_theta,
-                  quotient_dims=quotient_dims)
+                  quotient_dims=quotient_dims, rows_fn=rf_rows_fn(cfg))
   return reconstruct_and_report(
       cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
       extra_metrics=extra, threat_model=RF_THREAT_MODEL)
