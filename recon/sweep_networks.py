@@ -5,7 +5,7 @@ Any registered victim that builds a Flax module (`victim.name` two_layer, resnet
 random_features_gd, ...) sweeps, because everything a point holds is a pytree that vmaps:
 
   victim    W(0) = init(key_model), trained by the full-batch GD of `recon.models.train`
-            (`gd_chunk`: the single run's steps, early stop at victim.train.tol) with its own
+            (`train.program`: the single run's steps, early stop at victim.train.tol) with its own
             step size in the optimiser state (`optax.inject_hyperparams`): victim.train.lr,
             or 1 / lambda_max(J^T J / n) at W(0) per point;
   problem   theta = vec(W_L(T) - W_L(0)) (vec W_L(T) without knows_init) and the weights the
@@ -162,10 +162,11 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
                                       out_shardings=batched)(inputs[0], inputs[1])
   # Training: the single run's GD steps, chunk by chunk, every victim at once.
   placeholder = _optimizer(t, 0.0)  # the step size is read from each point's state
-  init_train = jax.vmap(lambda p, o, xp, tp, lr: train.gd_init(
-      t.loss, lambda q, xb: apply(q, o, xb), _optimizer(t, lr), p, xp, tp))
-  chunk_train = jax.jit(jax.vmap(lambda carry, o, xp, tp, stop: train.gd_chunk(
-      t.loss, lambda q, xb: apply(q, o, xb), placeholder, t.tol)(carry, xp, tp, stop),
+  program = lambda o, xp, tp, opt: train.program(  # noqa: E731  (the single run's steps)
+      lambda q, xb: apply(q, o, xb), xp, tp, loss=t.loss, optimizer=opt, tol=t.tol)
+  init_train = jax.vmap(lambda p, o, xp, tp, lr: program(o, xp, tp, _optimizer(t, lr)).init(p))
+  chunk_train = jax.jit(jax.vmap(
+      lambda carry, o, xp, tp, stop: program(o, xp, tp, placeholder).chunk(carry, stop),
       in_axes=(0, 0, 0, 0, None)), out_shardings=batched)
   carry = jax.jit(init_train)(params0, others, inputs[1], inputs[2], train_lr)
   last_log = time.time()

@@ -136,38 +136,10 @@ def per_example_losses(name: str, outputs: Array, targets: Array) -> Array:
 
 def gd_step(value_and_grad: Callable, optimizer: optax.GradientTransformation, params: Any,
             opt_state: Any) -> Tuple[Any, Any, Array]:
-  """One full-batch step: (params', opt_state', L(params)) (`train`'s and `gd_chunk`'s)."""
+  """One full-batch step: (params', opt_state', L(params)) (`program`'s)."""
   value, grads = value_and_grad(params)
   updates, opt_state = optimizer.update(grads, opt_state, params)
   return optax.apply_updates(params, updates), opt_state, value
-
-
-def gd_init(loss: str, apply_fn: Callable[[Any, Array], Array],
-            optimizer: optax.GradientTransformation, params: Any, x: Array,
-            targets: Array) -> Tuple[Any, ...]:
-  """The carry (params, opt_state, step, L, finite) of `gd_chunk` before its first step."""
-  l0 = loss_value(loss, apply_fn(params, x), targets)
-  return params, optimizer.init(params), jnp.zeros((), jnp.int32), l0, jnp.isfinite(l0)
-
-
-def gd_chunk(loss: str, apply_fn: Callable[[Any, Array], Array],
-             optimizer: optax.GradientTransformation, tol: float) -> Callable:
-  """`(carry, x, targets, stop) -> carry`: `train`'s full-batch steps (batch gradients, early
-  stop) until step == stop, L <= tol or a non-finite loss. Pure and unjitted, with the data
-  as arguments, so a sweep can jit(vmap(...)) it over victims (the optimiser's step size then
-  lives in its state: `optax.inject_hyperparams`)."""
-
-  def chunk(carry, x, targets, stop):
-    objective = lambda p: loss_value(loss, apply_fn(p, x), targets)  # noqa: E731
-    value_and_grad = jax.value_and_grad(objective)
-
-    def body(c):
-      p, o, step, _, _ = c
-      p, o, l_now = gd_step(value_and_grad, optimizer, p, o)
-      return p, o, step + 1, objective(p), jnp.isfinite(l_now)
-
-    return jax.lax.while_loop(lambda c: (c[2] < stop) & c[4] & (c[3] > tol), body, carry)
-  return chunk
 
 
 class TrainProgram(NamedTuple):
