@@ -106,13 +106,16 @@ def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List
   return out
 
 
+PROGRESS_SECONDS = 30.0  # a point's progress line at most this often (its step, its losses)
+
+
 def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
   """The point's sweep config: its seeds as one vectorised sweep (`recon.run`)."""
   c = rf_synthetic.get_config()
   c.update_from_flattened_dict({
       'data.n': pt['n'], 'data.d': pt['d'], 'victim.p': pt['p'],
       'victim.activation': pt['activation'], 'attack.max_steps': max_steps,
-      'run.log_every_seconds': 1e9, 'run.checkpoint_every_seconds': 0.0,
+      'run.log_every_seconds': PROGRESS_SECONDS, 'run.checkpoint_every_seconds': 0.0,
       **METHODS[pt['method']]})
   if pt['method'] == 'paper':
     lr = paper_baseline.calibrated_lr(PAPER_CALIBRATION, pt['activation'], pt['n'], pt['d'])

@@ -124,6 +124,9 @@ def test_a_long_point_shows_its_progress_and_nothing_else():
   assert not recovery_law.progress_only(line('trained random features: n=100 d=16 p=6400'))
   assert not recovery_law.progress_only(line('precision rung: rows 1-24 of 24, Adam step 100'))
   assert recovery_law.progress_only(line('victim does not interpolate', std_logging.WARNING))
+  # ... and the sweep writes those lines (a 1e9-second interval once silenced a 50-minute point).
+  pt = dict(method='default', activation='relu', d=16, k=None, search=None, n=8, p=512)
+  assert recovery_law.config_for(pt, 2, 100).run.log_every_seconds <= 60
 
 
 def test_the_law_in_n_lists_the_plain_loss_beside_the_default():
