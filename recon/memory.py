@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Tuple
 
+from recon import escalate as escalation
 from recon import registry, sign_quotient
 from recon.errors import ExperimentError
 
@@ -36,16 +37,20 @@ def n_candidates(data: Any, victim: Any, attack: Any) -> int:
 
 
 def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int,
-                quotient: bool = False) -> int:
+                quotient: bool = False, escalate: bool = False) -> int:
   """Rough peak bytes of a padded group: per point V (P d), the fit (about 3 n P: Phi, its
   SVD factor, the fit residual), one loss-and-gradient step (about 8 m P: candidate
   pre-activations, features, their cotangents, the residual) and the small m x m / n x n
   / candidate arrays, times the batch. With the sign quotient (`recon.sign_quotient`) also
-  its basis Q (P d) and the projected features and their cotangents (2 m P)."""
+  its basis Q (P d) and the projected features and their cotangents (2 m P); with
+  escalation (`recon.escalate`) its leave-one-out pass, `escalate.LOO_BATCH` forward losses
+  at once (about 3 m P each: pre-activations, features, the projected rows)."""
   per_point = (p_total * d + 3 * n * p_total + 8 * m * p_total + 4 * p_total
                + 2 * (n + m) ** 2 + 6 * m * d + 2 * n * d)
   if quotient:
     per_point += p_total * d + 2 * m * p_total
+  if escalate:
+    per_point += escalation.LOO_BATCH * 3 * m * p_total
   return int(per_point * batch * itemsize)
 
 
@@ -59,15 +64,28 @@ def estimate_bytes(data: Any, victim: Any, attack: Any, dtype: str) -> int:
     if not _lean(victim, d, itemsize):
       quotient = sign_quotient.active(attack.sign_quotient, victim.activation, m, d)
       return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize,
-                         quotient=quotient)
+                         quotient=quotient, escalate='escalate' in attack.rescue)
     chunk = min(p, int(victim.feature_chunk))
     fit = 0 if victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
-    return fit + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1, itemsize=itemsize)
+    return fit + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1, itemsize=itemsize,
+                             escalate='escalate' in attack.rescue)
   width = int(victim.width or 0)
   depth = int(victim.depth or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
               + 2 * width * width * depth)
   return int(per_item * itemsize)
+
+
+def group_bytes(data: Any, victim: Any, attack: Any, dtype: str, *, p_total: int,
+                batch: int) -> int:
+  """`point_bytes` of a sweep's group of random-features runs (dense features padded to
+  p_total), with the sign quotient and escalation as the sections set them."""
+  m = int(attack.n_candidates)
+  return point_bytes(n=int(data.n), d=int(data.d), m=m, p_total=p_total, batch=batch,
+                     itemsize=_itemsize(dtype),
+                     quotient=sign_quotient.active(attack.sign_quotient, victim.activation, m,
+                                                   int(data.d)),
+                     escalate='escalate' in attack.rescue)
 
 
 def _lean(victim: Any, d: int, itemsize: int) -> bool:

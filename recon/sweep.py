@@ -160,12 +160,8 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
     trained = sweep_networks.is_network(cfg) or sweep_kkt.is_kkt(cfg)
     need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch
             if trained else
-            memory.point_bytes(n=cfg.data.n, d=cfg.data.d, m=cfg.attack.n_candidates,
-                               p_total=g.p_total, batch=batch,
-                               itemsize=8 if cfg.run.dtype == 'float64' else 4,
-                               quotient=sign_quotient.active(
-                                   cfg.attack.sign_quotient, cfg.victim.activation,
-                                   cfg.attack.n_candidates, cfg.data.d)))
+            memory.group_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype,
+                               p_total=g.p_total, batch=batch))
     size_name = (f'width {cfg.victim.width}' if trained else
                  f'p={g.p_total}')
     if need > budget_gb * 2 ** 30:
