@@ -164,6 +164,11 @@ def test_job_times(tmp_path):
   assert rec['cache'].startswith('cold') and rec['machine']
 
 
+def test_proposal_cost(tmp_path):
+  _script('proposal_cost', '--tiny', '--repeats=2', f'--out={tmp_path / "c"}')
+  _has(str(tmp_path), 'c.json', 'c.md')
+
+
 def test_sign_quotient_cost(tmp_path):
   _script('sign_quotient_cost', '--tiny', '--repeats=2', f'--out={tmp_path / "c"}')
   _has(str(tmp_path), 'c.json', 'c.md')

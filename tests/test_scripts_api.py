@@ -41,6 +41,8 @@ INTERNAL_PROBES = {
         'recon.runs'}),
     'rung_threads.py': ("times the rung's sign sweep at one BLAS thread and at the default", {
         'recon.certificate', 'recon.polish'}),
+    'proposal_cost.py': ("times escalation's proposals by full losses and by rank-two updates", {
+        'recon.features', 'recon.objectives.projection'}),
     'sign_quotient_cost.py': ("times the random-features loss step with and without the quotient", {
         'recon.features', 'recon.pipelines.random_features', 'recon.sign_quotient'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {

@@ -15,7 +15,7 @@ difference ||theta||^2 - v^T alpha.
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import chex
 import jax
@@ -58,71 +58,72 @@ def projection_residual(features: Array, target: Array, jitter: float = DEFAULT_
 
 class ReplacementBasis(NamedTuple):
   """What `replacement_losses` reuses of one candidate set: the rows Phi (m, p), the target
-  theta, b = Phi theta, G = Phi Phi^T, the ridge Cholesky of A = G + eps I, alpha = A^{-1} b and
-  A^{-1} itself."""
+  theta, b = Phi theta, G = Phi Phi^T, the lower Cholesky factor of A = G + eps I
+  (eps = jitter tr(G) / m, `projection_loss`'s ridge) and the jitter."""
   features: Array
   target: Array
   b: Array
   gram: Array
-  chol: Any
-  alpha: Array
-  a_inv: Array
+  chol: Array
   jitter: float
 
 
 def replacement_basis(features: Array, target: Array,
                       jitter: float = DEFAULT_JITTER) -> ReplacementBasis:
   """`ReplacementBasis` of the rows `features` (m, p) and the target (p,): one O(m^2 p) pass."""
-  chol = _ridge_cholesky(features, target, jitter)
-  b = features @ target
-  eye = jnp.eye(features.shape[0], dtype=features.dtype)
-  return ReplacementBasis(features, target, b, features @ features.T, chol,
-                          jax.scipy.linalg.cho_solve(chol, b),
-                          jax.scipy.linalg.cho_solve(chol, eye), jitter)
+  chol = _ridge_cholesky(features, target, jitter)  # (factor, lower=True)
+  return ReplacementBasis(features, target, features @ target, features @ features.T, chol[0],
+                          jitter)
 
 
-def replacement_losses(basis: ReplacementBasis, j: Array, new_rows: Array) -> Array:
+def replacement_losses(basis: ReplacementBasis, j: Array, new_rows: Array,
+                       refinements: int = 2) -> Array:
   """(P,) the projection loss with row j of Phi replaced by each row a of `new_rows` (P, p),
   O(P m p) past the basis instead of O(P m^2 p). The new Gram differs from G in row and
   column j only, G' = G + U M U^T with U = [e_j, delta], delta = Phi' a - G e_j,
-  M = [[-delta_j, 1], [1, 0]], so by Woodbury (a 2 x 2 solve)
+  M = [[-delta_j, 1], [1, 0]], so by Woodbury (a 2 x 2 solve on A's Cholesky)
 
-    alpha' = A^{-1} b' - A^{-1} U (M^{-1} + U^T A^{-1} U)^{-1} U^T A^{-1} b',
-    b' = b + (a . theta - b_j) e_j,
+    (G' + eps I)^{-1} y = A^{-1} y - A^{-1} U (M^{-1} + U^T A^{-1} U)^{-1} U^T A^{-1} y,
 
-  and the residual r' = theta - Phi^T alpha' + alpha'_j (phi_j - a) is formed (the loss
-  ||r'||^2 / ||theta||^2 as `projection_loss` sums it). The ridge eps = jitter tr(G) / m moves
-  with tr(G') - tr(G) = delta_j: alpha' takes it to first order (one more solve with A'^{-1}),
-  so the values equal `projection_loss`'s up to O((jitter delta_j / m)^2)."""
+  the coefficients alpha' of b' = Phi' theta = b + (a . theta - b_j) e_j follow; `refinements`
+  steps of iterative refinement, alpha' += (G' + eps I)^{-1} (b' - (Phi' Phi'^T + eps' I)
+  alpha'), with the products through Phi' (O(m p) each), take them to the replaced set's own
+  ridge eps' = jitter tr(G') / m and back the accuracy the Woodbury form loses in float32. The
+  residual r' = theta - Phi'^T alpha' is formed and L = ||r'||^2 / ||theta||^2, as
+  `projection_loss` sums it (equal to it to ~1e-6 relative in float64 tests; in float32 see
+  results/proposal_cost.md)."""
   bs = basis
+  m = bs.features.shape[0]
   phi_j = bs.features[j]
-  c = new_rows @ bs.features.T  # (P, m): Phi a
-  c = c.at[:, j].set(jnp.sum(new_rows ** 2, axis=1))  # Phi' a: row j is a itself
+  norms = jnp.sum(new_rows ** 2, axis=1)
+  c = (new_rows @ bs.features.T).at[:, j].set(norms)  # Phi' a: row j is a itself
   delta = c - bs.gram[j][None, :]  # (P, m)
-  s = jax.scipy.linalg.cho_solve(bs.chol, delta.T).T  # A^{-1} delta, (P, m)
-  g_col = bs.a_inv[:, j]  # A^{-1} e_j
-  g_jj = g_col[j]
-  delta_j, s_j = delta[:, j], s[:, j]
-  # K = M^{-1} + U^T A^{-1} U, M^{-1} = [[0, 1], [1, delta_j]].
-  k11 = jnp.broadcast_to(g_jj, s_j.shape)
-  k12 = 1.0 + s_j
-  k22 = delta_j + jnp.sum(delta * s, axis=1)
-  shift = new_rows @ bs.target - bs.b[j]  # b' - b = shift e_j
-  ainv_b = bs.alpha[None, :] + shift[:, None] * g_col[None, :]  # A^{-1} b', (P, m)
-  u1, u2 = ainv_b[:, j], jnp.sum(delta * ainv_b, axis=1)  # U^T A^{-1} b'
+  cho = lambda y: jax.scipy.linalg.cho_solve((bs.chol, True), y.T).T  # noqa: E731  A^{-1}
+  s = cho(delta)  # A^{-1} delta, (P, m)
+  g_col = cho(jnp.eye(m, dtype=bs.features.dtype)[j][None, :])[0]  # A^{-1} e_j
+  k11, k12 = g_col[j], 1.0 + s[:, j]  # K = M^{-1} + U^T A^{-1} U
+  k22 = delta[:, j] + jnp.sum(delta * s, axis=1)
   det = k11 * k22 - k12 * k12
-  det = jnp.where(jnp.abs(det) > jnp.finfo(det.dtype).tiny, det, jnp.finfo(det.dtype).tiny)
-  w1, w2 = (k22 * u1 - k12 * u2) / det, (k11 * u2 - k12 * u1) / det
-  alpha = ainv_b - w1[:, None] * g_col[None, :] - w2[:, None] * s  # (P, m)
-  # The ridge follows tr(G'): alpha(eps') = alpha - (eps' - eps) (A')^{-1} alpha + O(deps^2).
-  d_eps = bs.jitter * delta_j / bs.features.shape[0]  # tr(G') - tr(G) = delta_j
-  ainv_alpha = jax.scipy.linalg.cho_solve(bs.chol, alpha.T).T
-  v1, v2 = ainv_alpha[:, j], jnp.sum(delta * ainv_alpha, axis=1)
-  y1, y2 = (k22 * v1 - k12 * v2) / det, (k11 * v2 - k12 * v1) / det
-  alpha = alpha - d_eps[:, None] * (ainv_alpha - y1[:, None] * g_col[None, :]
-                                    - y2[:, None] * s)
-  r = (bs.target[None, :] - alpha @ bs.features
-       + alpha[:, j][:, None] * (phi_j[None, :] - new_rows))
+  tiny = jnp.finfo(new_rows.dtype).tiny
+  det = jnp.where(jnp.abs(det) > tiny, det, tiny)
+
+  def solve(y):  # (G' + eps I)^{-1} y, row by row
+    ay = cho(y)
+    u1, u2 = ay[:, j], jnp.sum(delta * ay, axis=1)
+    w1, w2 = (k22 * u1 - k12 * u2) / det, (k11 * u2 - k12 * u1) / det
+    return ay - w1[:, None] * g_col[None, :] - w2[:, None] * s
+
+  def rows_t(alpha):  # Phi'^T alpha, (P, p)
+    return alpha @ bs.features + alpha[:, j][:, None] * (new_rows - phi_j[None, :])
+
+  b_new = jnp.broadcast_to(bs.b, c.shape).at[:, j].set(new_rows @ bs.target)
+  eps_new = bs.jitter * (jnp.trace(bs.gram) + delta[:, j]) / m + tiny  # (P,)
+  alpha = solve(b_new)
+  for _ in range(refinements):
+    t = rows_t(alpha)
+    gram_alpha = (t @ bs.features.T).at[:, j].set(jnp.sum(new_rows * t, axis=1))
+    alpha = alpha + solve(b_new - gram_alpha - eps_new[:, None] * alpha)
+  r = bs.target[None, :] - rows_t(alpha)
   loss = jnp.sum(r ** 2, axis=1) / jnp.sum(bs.target ** 2)
   return jnp.where(jnp.isfinite(loss), loss, jnp.inf)
 
