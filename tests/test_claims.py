@@ -3993,6 +3993,15 @@ claim(PERF, 'the same rows flipped', lambda: (
 claim(AUD, 'the same run takes\n  {32} s, {25} s of it the rung',
       lambda: (_probe('relu_rung_n32_one_blas_thread', 'wall_seconds'),
                _probe('relu_rung_n32_one_blas_thread', 'rung_seconds')), tol=0.5)
+def proposal_case(m):
+  return next(r for r in load('proposal_cost.json')['records'] if r['m'] == m)
+
+
+claim(RF, 'one slot\n  costs {0.29} s against {21.7} s at (m, d, p) = ({500}, 16, 32 000)',
+      lambda: (proposal_case(500)['ranked_s'], proposal_case(500)['full_s'], 500))
+claim(RF, 'the ranked values are within 5·10⁻⁶ of the full losses and pick the same proposal',
+      lambda: all(r['same_best'] and r['max_rel_diff'] < 6e-6
+                  for r in load('proposal_cost.json')['records']), op='=')
 claim(RF, 'cuts a failed relu run at n = {32} from {467} s to {32} s',
       lambda: (32, _probe('relu_rung_n32', 'wall_seconds'),
                _probe('relu_rung_n32_one_blas_thread', 'wall_seconds')), tol=0.5)
