@@ -62,3 +62,28 @@ def test_close_true_samples_are_not_reseeded():
   new = reseeder(state._replace(step=jnp.int32(1)))
   assert reseeder.stats.reseeded == 0 and reseeder.stats.rejected == 1
   np.testing.assert_array_equal(np.asarray(new.x), np.asarray(state.x))
+
+
+def test_ranked_proposals_choose_as_the_full_losses_do():
+  # best_replacement with `score` (escalation's rank-two route) picks the proposal the 64 full
+  # losses pick, and returns that proposal's full loss, on a set one row away from the truth.
+  from recon import features  # pylint: disable=import-outside-toplevel
+  from recon.objectives import projection  # pylint: disable=import-outside-toplevel
+  m, d, p = 12, 6, 600
+  v = features.random_weights(jax.random.PRNGKey(0), p, d)
+  sphere = optimize.sphere_constraint(float(np.sqrt(d)))
+  x_true = sphere(jax.random.normal(jax.random.PRNGKey(1), (m, d)))
+  theta = features.rf_features(v, x_true, 'relu_tanh').T @ jnp.linspace(1.0, 2.0, m)
+  problem = {'v': v, 'mask': jnp.ones((p,)), 'theta': theta}
+  rows = lambda x, prob: rf_pipeline.rf_rows(x, prob, activation='relu_tanh')  # noqa: E731
+  loss = lambda x, prob: projection.projection_loss(*rows(x, prob), 1e-6)  # noqa: E731
+  x = x_true.at[3].set(sphere(jax.random.normal(jax.random.PRNGKey(2), (1, d)))[0])
+  basis = projection.replacement_basis(*rows(x, problem), 1e-6)
+  score = lambda j, z: projection.replacement_losses(basis, j, rows(z, problem)[0])  # noqa: E731
+  for j in (3, 7):
+    key = jax.random.PRNGKey(10 + j)
+    z_full, l_full = refine.best_replacement(key, x, j, loss, problem, sphere, 64)
+    z_rank, l_rank = refine.best_replacement(key, x, j, loss, problem, sphere, 64, score)
+    np.testing.assert_array_equal(z_rank, z_full)
+    assert float(l_rank) == pytest.approx(float(l_full), rel=1e-5)
+    assert float(l_rank) == pytest.approx(float(loss(x.at[j].set(z_rank), problem)), rel=1e-6)
