@@ -327,7 +327,7 @@ class Escalator:
     flag[flagged] = True
     for b in flagged:
       self.tried_per_run[b] += 1
-    x = state.x
+    x, t_round = state.x, time.time()
     m = x.shape[1]
     max_weak = max(1, int(self._max_weak_share * m))
     loo = self._loo(x, self._problem)  # (B, m), every candidate in one pass
@@ -362,6 +362,10 @@ class Escalator:
     several = count > 1
     if several.any():  # the weak rows together, each by its proposal that beats it on the spot
       sets.append(('chosen', z_chosen, chosen & several[:, None]))
+    logging.info('escalation: step %d, %d weak row(s) over %d run(s) (leave-one-out and '
+                 'proposals %.0fs); %d trial(s) of %d steps', int(np.max(steps[flag])),
+                 int(count[flag].sum()), int(flag.sum()), time.time() - t_round, len(sets),
+                 self._trial_steps)
     trials = [(name, *self._trial(state, chunk, *placed(z, slots), stop))
               for name, z, slots in sets]
     pursued = None if self._pursuit is None else self._pursuit.batch(x, float(losses[0]))

@@ -512,7 +512,8 @@ def define_flags() -> None:
                     'records are replaced); default: skip them.')
 
 
-PROGRESS_PREFIXES = ('sweep ', 'sweep:', 'precision rung: rows re-searched', 'precision rung: loss')
+PROGRESS_PREFIXES = ('sweep ', 'sweep:', 'precision rung: rows re-searched', 'precision rung: loss',
+                     'escalation: step', 'escalation: new candidate sets')
 
 
 def progress_only(record: std_logging.LogRecord) -> bool:

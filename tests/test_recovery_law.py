@@ -122,6 +122,7 @@ def test_a_long_point_shows_its_progress_and_nothing_else():
   assert recovery_law.progress_only(line('precision rung: rows re-searched 24 of 24 (vmapped)'))
   assert recovery_law.progress_only(line('precision rung: loss 7.9e-06 -> 1.4e-13 in float64'))
   assert not recovery_law.progress_only(line('trained random features: n=100 d=16 p=6400'))
+  assert recovery_law.progress_only(line('escalation: step 3000, 24 weak row(s) over 2 run(s)'))
   assert not recovery_law.progress_only(line('precision rung: rows 1-24 of 24, Adam step 100'))
   assert recovery_law.progress_only(line('victim does not interpolate', std_logging.WARNING))
   # ... and the sweep writes those lines (a 1e9-second interval once silenced a 50-minute point).
