@@ -159,8 +159,11 @@ class Escalator:
     self.pursuits_accepted = 0
     self.seconds = 0.0  # wall time in escalation rounds (LOO, proposals, trials); not saved
     self.chunk = None  # the compiled chunk (of one run, or of the batch), set before the run
-    self._loo = jax.jit(jax.vmap(lambda x, prob: leave_one_out_losses(x, loss_fn, prob),
-                                 in_axes=(0, pa)))
+    # Leave-one-out losses: with the projection loss's rows, all m from one Cholesky
+    # (`projection.removal_losses`), else m losses with a row duplicated.
+    loo = (lambda x, prob: leave_one_out_losses(x, loss_fn, prob)) if rows_fn is None else (
+        lambda x, prob: projection.removal_losses(*rows_fn(x, prob), jitter))
+    self._loo = jax.jit(jax.vmap(loo, in_axes=(0, pa)))
     def proposals(key, x, idx, prob):
       """For the rows idx (K,) of one run: the best random point of each slot (the others
       held) and its loss, the mirror image and its loss. Slot 0 draws with the run's key

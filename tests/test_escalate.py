@@ -358,3 +358,38 @@ def test_one_run_shares_its_problem_and_never_copies_it_with_a_run_axis():
                            optimize.make_optimizer('adam', 0.01, 0.9), tol=1e-9)
   assert all(a is b for a, b in zip(jax.tree.leaves(esc._problem), jax.tree.leaves(prob)))
   assert len(esc.tried_per_run) == 1
+
+
+@pytest.mark.parametrize('m, d, p', [(20, 100, 4000), (100, 16, 6400)])
+def test_removal_losses_give_the_weak_rows_of_the_duplicate_row_losses(m, d, p):
+  # A plateau: every row near its sample, one row far (5), one mirrored (7). The gains
+  # L_{-j} - L from one Cholesky against the m duplicate-row losses (float64): within 2%, and
+  # in float32 the same weak rows as the duplicate-row losses in float64.
+  act = 'relu_tanh'
+  with jax.enable_x64(True):
+    v = features.random_weights(jax.random.PRNGKey(0), p, d, jnp.float64)
+    sphere = optimize.sphere_constraint(float(np.sqrt(d)))
+    x_true = sphere(jax.random.normal(jax.random.PRNGKey(1), (m, d), jnp.float64))
+    theta = features.rf_features(v, x_true, act).T @ jax.random.normal(
+        jax.random.PRNGKey(2), (m,), jnp.float64)
+    x = sphere(x_true + 0.003 * jax.random.normal(jax.random.PRNGKey(3), (m, d), jnp.float64))
+    x = x.at[5].set(sphere(jax.random.normal(jax.random.PRNGKey(9), (1, d), jnp.float64))[0])
+    x = x.at[7].set(-x[7])
+    weak = {}
+    for dtype in (jnp.float64, jnp.float32):
+      vv, th, xx = v.astype(dtype), theta.astype(dtype), x.astype(dtype)
+      loss = lambda xs, _: projection.projection_loss(  # noqa: E731
+          features.rf_features(vv, xs, act), th)
+      base_loss = float(loss(xx, None))
+      duplicate = np.asarray(jax.jit(lambda z: escalate.leave_one_out_losses(z, loss, None))(xx))
+      removal = np.asarray(jax.jit(lambda z: projection.removal_losses(
+          features.rf_features(vv, z, act), th))(xx))
+      if dtype == jnp.float64:
+        np.testing.assert_allclose(removal - base_loss, duplicate - base_loss, rtol=0.02)
+        weak['truth'] = np.asarray(escalate.weak_rows(
+            jnp.asarray(duplicate), jnp.asarray(base_loss), ratio=0.25, max_weak=m // 4))
+      weak[dtype] = np.asarray(escalate.weak_rows(
+          jnp.asarray(removal), jnp.asarray(base_loss), ratio=0.25, max_weak=m // 4))
+    assert weak['truth'][5] and weak['truth'][7]
+    np.testing.assert_array_equal(weak[jnp.float32], weak['truth'])
+    np.testing.assert_array_equal(weak[jnp.float64], weak['truth'])
