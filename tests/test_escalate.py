@@ -360,7 +360,7 @@ def test_one_run_shares_its_problem_and_never_copies_it_with_a_run_axis():
   assert len(esc.tried_per_run) == 1
 
 
-@pytest.mark.parametrize('m, d, p', [(20, 100, 4000), (100, 16, 6400)])
+@pytest.mark.parametrize('m, d, p', [(20, 40, 2000), pytest.param(100, 16, 6400, marks=pytest.mark.slow)])
 def test_removal_losses_give_the_weak_rows_of_the_duplicate_row_losses(m, d, p):
   # A plateau: every row near its sample, one row far (5), one mirrored (7). The gains
   # L_{-j} - L from one Cholesky against the m duplicate-row losses (float64): within 2%, and

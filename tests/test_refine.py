@@ -64,6 +64,7 @@ def test_close_true_samples_are_not_reseeded():
   np.testing.assert_array_equal(np.asarray(new.x), np.asarray(state.x))
 
 
+@pytest.mark.slow  # compiles 64 full losses and the ranked route (~5 s)
 def test_ranked_proposals_choose_as_the_full_losses_do():
   # best_replacement with `score` (escalation's rank-two route) picks the proposal the 64 full
   # losses pick, and returns that proposal's full loss, on a set one row away from the truth.
