@@ -21,14 +21,14 @@ shapes or code: one compiled group per combination, run one after another. With 
 devices the grid axis is sharded over a 1-D mesh (`NamedSharding`, the grid padded
 to a multiple of the device count). Outputs: DIR/sweep.json (one record per grid
 point: coordinates + the single run's metrics), DIR/sweep.csv (the same, flat) and
-DIR/sweep.npz (true rows and candidates of every point).
+DIR/sweep.npz (true rows and candidates of every point). A killed sweep resumes
+(`run.resume`) from its finished groups and the running group's last saved chunk
+(`recon.sweep_store`).
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
-import io as _io
 import itertools
 import math
 import os
@@ -162,8 +162,7 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
             if trained else
             memory.group_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype,
                                p_total=g.p_total, batch=batch))
-    size_name = (f'width {cfg.victim.width}' if trained else
-                 f'p={g.p_total}')
+    size_name = f'width {cfg.victim.width}' if trained else f'p={g.p_total}'
     if need > budget_gb * 2 ** 30:
       raise config_lib.ConfigError(
           f'config.run.sweep_memory_budget_gb: the padded sweep group {g.static or "(all)"} '
@@ -273,11 +272,12 @@ def prepare_group(group: Group, devices=None) -> Program:
 
 
 def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
-              label: str = '') -> Dict[str, Any]:
+              label: str = '', partial=None) -> Dict[str, Any]:
   """Runs one group as one jit(vmap(...)) program; returns per-point arrays and timings.
 
   Returns {'x_true', 'x_hat', 'v', 'train_mse', 'final_loss', 'steps', 'status'} as
-  NumPy arrays with a leading axis over the group's points, plus timings.
+  NumPy arrays with a leading axis over the group's points, plus timings. `partial`
+  (a `sweep_store.Partial`) saves the running descent and resumes a saved one.
   """
   t0 = time.time()
   cfg = group.points[0].cfg
@@ -288,8 +288,11 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
 
   progress = optimize.batch_progress(size, label, t0, log_every_seconds)
   chunk = prog.chunk if prog.rescue is None else prog.rescue.wrap(prog.chunk)
-  state = optimize.drive(prog.state, chunk, max_steps=cfg.attack.max_steps,
-                         chunk_steps=cfg.run.chunk_steps, on_chunk=progress)
+  state = prog.state if partial is None else partial.restore(prog.state, prog.rescue)
+  on_chunk = progress if partial is None else (
+      lambda s: progress(s) or partial.after_chunk(s, prog.rescue))
+  state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps,
+                         chunk_steps=cfg.run.chunk_steps, on_chunk=on_chunk)
   progress(state, force=True)
   out = {'x_true': prog.x_true, 'x_hat': state.x,
          'v': prog.problems.get('v_data', prog.problems['v']), 'v_search': prog.problems['v'],
@@ -299,7 +302,8 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
     out['basis'] = prog.basis
   out = {k: np.asarray(v)[:size] for k, v in jax.device_get(out).items()}
   out['rescue_per_run'] = rescue.per_run(prog.rescue, size) if prog.rescue is not None else {}
-  out.update(setup_seconds=t_setup, seconds=time.time() - t0, batch=prog.batch,
+  out.update(setup_seconds=t_setup, batch=prog.batch,
+             seconds=time.time() - t0 if partial is None else partial.seconds(),
              p_total=prog.p_total, n_shards=len(state.x.sharding.device_set))
   return out
 
@@ -369,18 +373,6 @@ def _family(cfg: ml_collections.ConfigDict):
   return run_group, _record
 
 
-def _csv_text(records: Sequence[Dict[str, Any]]) -> str:
-  columns: List[str] = []
-  for r in records:
-    columns += [k for k in r if k not in columns]
-  buf = _io.StringIO()
-  writer = csv.DictWriter(buf, fieldnames=columns, lineterminator='\n')
-  writer.writeheader()
-  for r in records:
-    writer.writerow({k: r.get(k, '') for k in columns})
-  return buf.getvalue()
-
-
 def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[str, Any]:
   """Runs the grid of `config.sweep`; writes sweep.json/.csv/.npz; returns the sweep dict.
 
@@ -411,8 +403,9 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       continue
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
     run_group_of, record_of = _family(g.points[0].cfg)
+    partial = sweep_store.Partial(workdir, gi, config)  # the running descent (random features)
     out = run_group_of(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
-                       label=label)
+                       label=label, **({'partial': partial} if run_group_of is run_group else {}))
     mine, own_arrays = [], {}
     for i, pt in enumerate(g.points):
       rec, x_hat = record_of(pt, out, i)
@@ -422,8 +415,10 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       own_arrays[f'x_hat_{pt.index}'] = x_hat
     info = {'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
             'p_total': out['p_total'], 'n_shards': out['n_shards'],
-            'setup_seconds': out['setup_seconds'], 'seconds': out['seconds']}
+            'setup_seconds': out['setup_seconds'], 'seconds': out['seconds'],
+            'resumed_seconds': partial.prior_seconds}  # earlier segments' share of seconds
     sweep_store.save(workdir, gi, config, mine, info, own_arrays)
+    partial.done()
     records += mine
     group_info.append(info)
     arrays.update(own_arrays)
@@ -440,7 +435,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       'counting': report.COUNTING_NOTE,
   }
   io.write_npz(os.path.join(workdir, 'sweep.npz'), **arrays)
-  io.write_text(os.path.join(workdir, 'sweep.csv'), _csv_text(records))
+  io.write_text(os.path.join(workdir, 'sweep.csv'), sweep_store.csv_text(records))
   io.write_json(os.path.join(workdir, 'sweep.json'), result)
   logging.info('sweep: %d points in %.1fs -> %s', n_points, result['wall_seconds'], workdir)
   return result

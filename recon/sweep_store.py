@@ -11,10 +11,14 @@ saved groups' is refused in one line, as a single run's resume is.
 """
 from __future__ import annotations
 
+import csv
+import io as _io
 import os
 import shutil
-from typing import Any, Dict, Optional
+import time
+from typing import Any, Dict, List, Optional, Sequence
 
+import jax
 import numpy as np
 from absl import logging
 
@@ -52,6 +56,19 @@ def save(workdir: str, index: int, config: Any, records, info: Dict[str, Any],
   io.write_json(base + '.json', {'config': config.to_dict(), 'records': records, 'info': info})
 
 
+def csv_text(records: Sequence[Dict[str, Any]]) -> str:
+  """sweep.csv: one row per record, the union of their fields as columns."""
+  columns: List[str] = []
+  for r in records:
+    columns += [k for k in r if k not in columns]
+  buf = _io.StringIO()
+  writer = csv.DictWriter(buf, fieldnames=columns, lineterminator='\n')
+  writer.writeheader()
+  for r in records:
+    writer.writerow({k: r.get(k, '') for k in columns})
+  return buf.getvalue()
+
+
 def load(workdir: str, index: int, config: Any) -> Optional[Dict[str, Any]]:
   """Group `index` as saved ({'records', 'info', 'arrays'}), or None when it is not."""
   base = os.path.join(folder(workdir), str(index))
@@ -80,3 +97,74 @@ def say_resume(workdir: str, found: int, total: int) -> None:
   else:
     logging.info('sweep: run.resume found no finished group in %s, starting at group 1',
                  folder(workdir))
+
+
+class Partial:
+  """The running group `index`'s descent state on disk (module docstring): `restore` once
+  before the descent, `after_chunk` after each chunk, `done` when the group is finished."""
+
+  def __init__(self, workdir: str, index: int, config: Any):
+    self.base = os.path.join(folder(workdir), f'{index}.partial')
+    self.index, self.config = index, config
+    self.every = float(config.run.checkpoint_every_seconds)
+    self.prior_seconds = 0.0  # wall seconds of earlier segments of this group
+    self.t0 = self.last = time.time()
+
+  def seconds(self) -> float:
+    """Wall seconds of the group so far, over every segment."""
+    return self.prior_seconds + time.time() - self.t0
+
+  def after_chunk(self, state: Any, rescue: Any) -> None:
+    if self.every <= 0 or time.time() - self.last < self.every:
+      return
+    self.last = time.time()
+    token = time.time_ns()
+    leaves = [np.asarray(v) for v in jax.device_get(jax.tree.leaves(state))]
+    io.write_npz(self.base + '.npz', token=np.asarray(token),
+                 **{f'leaf_{i}': v for i, v in enumerate(leaves)})
+    io.write_json(self.base + '.json', {
+        'config': self.config.to_dict(), 'token': token, 'seconds': self.seconds(),
+        'step': int(np.max(np.asarray(jax.device_get(state.step)))),
+        'rescue': rescue.state_dict() if rescue is not None else {}})
+
+  def restore(self, state: Any, rescue: Any) -> Any:
+    """`state` (the fresh group's, which gives the tree, shapes and shardings) replaced by the
+    saved one, and the rescue steps' state restored; `state` itself when nothing usable is
+    saved. A saved group of another config is refused as `load` refuses it."""
+    if not self.config.run.resume or not (os.path.isfile(self.base + '.json') and os.path.isfile(self.base + '.npz')):
+      return state
+    try:
+      meta = io.read_json(self.base + '.json')
+      with np.load(self.base + '.npz') as f:
+        saved = {k: f[k] for k in f.files}
+    except (OSError, ValueError) as e:
+      logging.warning('sweep: the running state of group %d is unreadable (%s); starting it '
+                      'again', self.index + 1, e)
+      return state
+    diff = checkpoint.config_differences(meta.get('config') or {}, self.config.to_dict())
+    if diff:
+      raise ExperimentError(
+          f'run.resume: the sweep config differs from the saved groups in '
+          f'{os.path.dirname(self.base)} in {", ".join(diff)}; restore those values, or choose '
+          'another --workdir')
+    like, tree = jax.tree.flatten(state)
+    if (int(saved.get('token', -1)) != meta.get('token') or len(saved) != len(like) + 1
+        or any(saved[f'leaf_{i}'].shape != np.shape(v) for i, v in enumerate(like))):
+      logging.warning('sweep: the running state of group %d does not match its record (a kill '
+                      'between its two writes?); starting the group again', self.index + 1)
+      return state
+    leaves = [jax.device_put(saved[f'leaf_{i}'].astype(v.dtype), v.sharding)
+              for i, v in enumerate(like)]
+    state = jax.tree.unflatten(tree, leaves)
+    if rescue is not None:
+      rescue.load_state_dict(meta.get('rescue') or {})
+      state = rescue.resumed(state, False)
+    self.prior_seconds = float(meta['seconds'])
+    logging.info('sweep: group %d resumed at step %d (%.0f s spent before)', self.index + 1,
+                 meta['step'], self.prior_seconds)
+    return state
+
+  def done(self) -> None:
+    for ext in ('.npz', '.json'):
+      if os.path.exists(self.base + ext):
+        os.remove(self.base + ext)

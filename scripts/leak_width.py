@@ -138,7 +138,8 @@ def direct_from_law(path: str, activation: str, d: int, n: int) -> List[Dict[str
   out = []
   for r in law['records']:
     if (r['method'], r['activation'], r['d'], r['n'], r['k']) != ('default', activation, d, n, None) \
-        or r.get('first_seed', 0) < 100 or 'per_seed' not in r:
+        or r.get('first_seed', 0) < 100 or 'per_seed' not in r \
+        or r.get('data', 'synthetic_sphere') != 'synthetic_sphere':
       continue
     s = r['per_seed']
     for i, seed in enumerate(s['seed']):

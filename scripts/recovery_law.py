@@ -41,7 +41,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import app, flags, logging
 import matplotlib
@@ -86,9 +86,34 @@ FIELDS = ('method', 'activation', 'd', 'k', 'search', 'n', 'p', 'p_over_dn', 'p_
 TUNING_SEEDS = tuple(range(20))
 
 
+# `--data`: the rows of a point. 'synthetic_sphere' is configs/rf_synthetic.py's data;
+# 'photo_patches' the bundled photographs' 32x32x3 patches block-averaged to `--image_size`
+# (4: 4x4x3, d = 48), standardised and put on the sqrt(d)-sphere as the synthetic rows are.
+DATA = ('synthetic_sphere', 'photo_patches')
+
+
 def point_key(r: Dict[str, Any]) -> tuple:
   return (r['method'], r['activation'], r['d'], r['k'], r['search'], r['n'], r['p'],
-          r.get('first_seed', 0))
+          r.get('first_seed', 0), r.get('data', DATA[0]))
+
+
+def data_label(r: Dict[str, Any]) -> str:
+  """The d column: '48 (photo patches)' for real rows, the number for synthetic ones."""
+  return str(r['d']) + ('' if r.get('data', DATA[0]) == DATA[0] else
+                        f' ({r["data"].replace("_", " ")})')
+
+
+def photo_points(pts: List[Dict[str, Any]], image_size: int) -> List[Dict[str, Any]]:
+  """The full-space points of `pts` on photo patches of side `image_size`: d = 3 s^2 and p the
+  same p/dn (the d axis of the preset does not apply; subspace rows have no photo form)."""
+  d, out = 3 * image_size ** 2, []
+  for pt in pts:
+    if pt['k'] is not None:
+      continue
+    q = dict(pt, d=d, data='photo_patches', p=max(1, int(round(pt['p'] / pt['d'] * d))))
+    if point_key(q) not in {point_key(o) for o in out}:
+      out.append(q)
+  return out
 
 
 def points(preset: Dict[str, Any], methods, activations, subspace: bool) -> List[Dict[str, Any]]:
@@ -125,6 +150,11 @@ def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
                        'scripts.paper_baseline first')
     c.update_from_flattened_dict({**paper_baseline.paper_overrides(pt['activation']),
                                   'attack.lr': lr})
+  if pt.get('data', DATA[0]) == 'photo_patches':
+    side = int(round(np.sqrt(pt['d'] / 3)))
+    if 3 * side * side != pt['d']:
+      raise ValueError(f'photo_patches: d={pt["d"]} is not 3 s^2')
+    c.data.name, c.data.image_size = 'photo_patches', side
   if pt['k'] is not None:
     c.data.name = 'synthetic_subspace'
     c.data.planted_dim = pt['k']
@@ -186,12 +216,33 @@ def compact_seeds(per_seed) -> Dict[str, list]:
   return out
 
 
-def run_point(pt: Dict[str, Any], seeds: int, max_steps: int) -> Dict[str, Any]:
-  """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details."""
-  with tempfile.TemporaryDirectory() as workdir:
+CHECKPOINT_SECONDS = 300.0  # with --work_dir: the running sweep's state saved this often
+
+
+def point_dir(pt: Dict[str, Any]) -> str:
+  """The folder name of a point's sweep under --work_dir."""
+  return '_'.join(str(v) for v in point_key(pt)).replace('.', 'p')
+
+
+def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
+              work_dir: Optional[str] = None) -> Dict[str, Any]:
+  """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details.
+
+  With `work_dir` the sweep runs in WORK_DIR/<point> with its state saved every
+  CHECKPOINT_SECONDS and resumed there (a point stopped mid-way, e.g. at n = 500, continues
+  where it stopped; its seconds count every segment); else in a temporary folder."""
+  with tempfile.TemporaryDirectory() as tmp:
     t, load_before = time.time(), os.getloadavg()[0]
-    out = recon.run(config_for(pt, seeds, max_steps), os.path.join(workdir, 'sweep')).summary
-    seconds = time.time() - t
+    c = config_for(pt, seeds, max_steps)
+    workdir = os.path.join(work_dir, point_dir(pt)) if work_dir else os.path.join(tmp, 'sweep')
+    if work_dir:
+      c.run.checkpoint_every_seconds, c.run.resume = CHECKPOINT_SECONDS, True
+    if os.path.isfile(os.path.join(workdir, 'sweep.json')):  # finished earlier: read back
+      out = recon.load(workdir).summary
+      t -= out['wall_seconds']
+    else:
+      out = recon.run(c, workdir).summary
+    seconds = time.time() - t + sum(g.get('resumed_seconds', 0.0) for g in out['groups'])
   per_seed = compact_seeds([dict(
       seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
       frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
@@ -241,7 +292,8 @@ def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
   other seeds than 0.. carry their first seed in the method (`default@100`)."""
   out: Dict[tuple, List[Dict[str, Any]]] = {}
   for r in records:
-    method = r['method'] + (f'@{r["first_seed"]}' if r.get('first_seed') else '')
+    method = (r['method'] + ('' if r.get('data', DATA[0]) == DATA[0] else f'/{r["data"]}')
+              + (f'@{r["first_seed"]}' if r.get('first_seed') else ''))
     out.setdefault((method, r['activation'], r['d'], r['k'], r['search'], r['n']),
                    []).append(r)
   return {k: sorted(v, key=lambda r: r['p']) for k, v in out.items()}
@@ -290,7 +342,7 @@ def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
       if ps['recovered'][i]:
         continue
       pinned = ps.get('rows_within', ps['rows_pinned'])[i]
-      rows.append(f'| {r["activation"]} | {r["d"]} | {r["k"] or ""} | {r["search"]} | '
+      rows.append(f'| {r["activation"]} | {data_label(r)} | {r["k"] or ""} | {r["search"]} | '
                   f'{r["p_over_dn"]:.3g} | {seed} | {ps["frac_recovered"][i]:.3g} | '
                   f'{ps["final_loss"][i]:.2g} | {"-" if share is None else f"{share:.1e}"} | '
                   f'{"-" if pinned is None else pinned} of {r["n"]} | '
@@ -343,7 +395,8 @@ def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
   rows = [dict(r, activation=r['activation'] + ('' if r['method'] == 'default' else
                                                  ', plain loss'))
           for r in records if r['method'] in ('default', 'plain') and r['d'] == 16
-          and r['k'] is None and r.get('first_seed', 0) >= 100]
+          and r['k'] is None and r.get('first_seed', 0) >= 100
+          and r.get('data', DATA[0]) == DATA[0]]
   ns = sorted({r['n'] for r in rows})
   if len(ns) < 2:
     return []
@@ -390,7 +443,7 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
   for r in sorted(records, key=lambda r: (r['k'] is not None, r['method'], r['activation'],
                                           r['d'], r['k'] or 0, r['search'], r['p'])):
     pkn = '' if r['p_over_kn'] is None else f'{r["p_over_kn"]:.3g}'
-    lines.append(f'| {r["method"]} | {r["activation"]} | {r["d"]} | {r["k"] or ""} | '
+    lines.append(f'| {r["method"]} | {r["activation"]} | {data_label(r)} | {r["k"] or ""} | '
                  f'{r["search"]} | {r["n"]} | {r["p"]} | {r["p_over_dn"]:.3g} | {pkn} | '
                  f'{seed_cell(r)} | {r["recovery_rate"]:.2f} | {r["certified_rate"]:.2f} | '
                  f'{r["false_certified"]} | {r["median_seconds"]:.1f} | {r["device"]} |')
@@ -508,6 +561,14 @@ def define_flags() -> None:
   flags.DEFINE_bool('subspace', True, 'Also run the planted-subspace rows.')
   flags.DEFINE_string('out', 'results/recovery_law', 'Output path without suffix.')
   flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
+  flags.DEFINE_enum('data', DATA[0], DATA, "The points' rows: synthetic sphere data, or the "
+                    'bundled photographs\' patches at --image_size (full-space points only; '
+                    '--ds does not apply, d = 3 image_size^2).')
+  flags.DEFINE_integer('image_size', 4, 'Patch side for --data=photo_patches (a divisor of 32).')
+  flags.DEFINE_string('work_dir', None,
+                      "Keep each point's sweep in WORK_DIR/<point>, its running state saved "
+                      'every 5 min, and resume a point stopped mid-way (default: a temporary '
+                      'folder, nothing kept). A point finished there is read back, not run again.')
   flags.DEFINE_bool('redo', False, 'Re-run the selected points already in the JSON (their '
                     'records are replaced); default: skip them.')
 
@@ -555,13 +616,15 @@ def main(argv):
       preset['ks'] = tuple(int(k) for k in FLAGS.ks)
     seeds = FLAGS.seeds or preset['seeds']
     done = set() if FLAGS.redo else {point_key(r) for r in records}
-    todo = [dict(pt, first_seed=FLAGS.first_seed)
-            for pt in points(preset, FLAGS.methods, FLAGS.activations, FLAGS.subspace)
+    grid = points(preset, FLAGS.methods, FLAGS.activations, FLAGS.subspace)
+    if FLAGS.data == 'photo_patches':
+      grid = photo_points(grid, FLAGS.image_size)
+    todo = [dict(pt, first_seed=FLAGS.first_seed) for pt in grid
             if point_key(dict(pt, first_seed=FLAGS.first_seed)) not in done]
     for i, pt in enumerate(todo):
       budget = (paper_budget(pt, records, FLAGS.max_steps) if pt['method'] == 'paper' else
                 FLAGS.max_steps)
-      rec = run_point(pt, seeds, budget)
+      rec = run_point(pt, seeds, budget, FLAGS.work_dir)
       records = [r for r in records if point_key(r) != point_key(rec)] + [rec]
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
       write_records(path, records)  # after every point: resumable

@@ -143,3 +143,39 @@ def test_the_law_in_n_lists_the_plain_loss_beside_the_default():
   assert 'previous' not in text and '0.50' not in text
   assert recovery_law.METHODS['plain'] == {'attack.sign_quotient': 'off'}
   assert recovery_law.METHODS['previous']['attack.sign_quotient'] == 'off'
+
+
+def test_photo_patch_points_keep_p_over_dn_and_configure_the_bundled_patches():
+  pts = recovery_law.points(dict(recovery_law.PRESETS['in_n'], n=100), ['default'],
+                            ['relu'], subspace=False)
+  photo = recovery_law.photo_points(pts, image_size=4)
+  assert len(photo) == len(pts) and {p['d'] for p in photo} == {48}
+  assert [p['p'] / (48 * 100) for p in photo] == pytest.approx(
+      [p['p'] / (16 * 100) for p in pts], rel=1e-3)
+  ten = [p for p in photo if p['p'] == 48000][0]
+  assert recovery_law.point_key(ten) != recovery_law.point_key(dict(ten, data='synthetic_sphere'))
+  c = recovery_law.config_for(dict(ten, first_seed=100), seeds=2, max_steps=10)
+  assert (c.data.name, c.data.image_size, c.data.d, c.victim.p) == ('photo_patches', 4, 48, 48000)
+  assert tuple(c.sweep.seed) == (100, 101)
+  with pytest.raises(ValueError, match='not 3 s'):
+    recovery_law.config_for(dict(ten, d=50), seeds=1, max_steps=10)
+  rec = dict(ten, p_over_dn=10.0, p_over_kn=None, seeds=2, recovery_rate=1.0,
+             certified_rate=1.0, false_certified=0, median_seconds=1.0, device='1 x cpu')
+  assert recovery_law.data_label(rec) == '48 (photo patches)'
+  assert recovery_law.data_label(dict(rec, data='synthetic_sphere', d=16)) == '16'
+  assert recovery_law.law_in_n([rec, dict(rec, n=8)]) == []  # the law in n is synthetic only
+  assert list(recovery_law.curves([rec]))[0][0] == 'default/photo_patches'
+
+
+@pytest.mark.slow  # ~18 s: one tiny point, twice
+def test_a_point_in_a_work_dir_keeps_its_sweep_and_is_read_back(tmp_path):
+  pt = dict(method='default', activation='relu_tanh', d=3, k=None, search='full', n=2, p=60,
+            first_seed=100)
+  rec = recovery_law.run_point(pt, seeds=2, max_steps=50, work_dir=str(tmp_path))
+  folder = tmp_path / recovery_law.point_dir(pt)
+  assert (folder / 'sweep.json').is_file() and '.' not in recovery_law.point_dir(
+      dict(pt, p=0.5))
+  sweep = json.loads((folder / 'sweep.json').read_text())
+  assert sweep['config']['run']['checkpoint_every_seconds'] == recovery_law.CHECKPOINT_SECONDS
+  again = recovery_law.run_point(pt, seeds=2, max_steps=50, work_dir=str(tmp_path))
+  assert again['per_seed'] == rec['per_seed'] and again['seed_list'] == [100, 101]

@@ -943,6 +943,64 @@ def test_a_killed_sweep_resumes_from_its_finished_groups(tmp_path, monkeypatch, 
   assert 'run.resume found no finished group' in caplog.text
 
 
+def _escalating_sweep(overrides=None):
+  """One group of two seeds with a tolerance no run reaches, so that escalation fires on the
+  plateaus (3 trials per run in 300 steps); the state is saved after every chunk."""
+  from tests.test_sweep import tiny_config  # pylint: disable=import-outside-toplevel
+  c = tiny_config({'seed': (1, 2)})
+  c.attack.max_steps, c.run.chunk_steps, c.attack.tol = 300, 10, 1e-30
+  c.attack.rescue = ('escalate',)
+  c.attack.escalate.update(every=20, window=40, trial_steps=20, restart_steps=40)
+  c.run.checkpoint_every_seconds = 1e-9
+  c.update_from_flattened_dict(overrides or {})
+  return c
+
+
+@pytest.mark.slow  # ~35 s: three tiny sweeps with escalation
+def test_a_sweep_killed_inside_its_group_resumes_at_its_last_chunk(tmp_path, monkeypatch,
+                                                                  caplog):
+  """Row 7: a one-group sweep killed after step 150 of 300 saved its descent and escalation state
+  after each chunk; resume=True continues from there and ends bit for bit as the unbroken
+  sweep; the finished group leaves no running state behind; its seconds count both segments."""
+  from recon import sweep_store  # pylint: disable=import-outside-toplevel
+  real, saves = sweep_store.Partial.after_chunk, []
+
+  def dies_at_150(self, state, rescue):
+    real(self, state, rescue)
+    saves.append(int(np.max(np.asarray(state.step))))
+    if saves[-1] >= 150:
+      raise SystemExit(137)
+
+  monkeypatch.setattr(sweep_store.Partial, 'after_chunk', dies_at_150)
+  w = tmp_path / 'w'
+  with pytest.raises(SystemExit):
+    main.execute(_escalating_sweep(), str(w))
+  assert os.path.isfile(w / 'groups' / '0.partial.npz') and not (w / 'sweep.json').exists()
+  assert main.execute(_escalating_sweep(), str(w)) == 2  # a fresh start would discard it
+  monkeypatch.setattr(sweep_store.Partial, 'after_chunk', real)
+  with caplog.at_level(py_logging.INFO):
+    assert main.execute(_escalating_sweep({'run.resume': True}), str(w)) == 0
+  at = re.search(r'group 1 resumed at step (\d+)', caplog.text)
+  assert at and int(at.group(1)) == saves[-1] >= 150, caplog.text
+  assert not any('partial' in f for f in os.listdir(w / 'groups'))
+  assert main.execute(_escalating_sweep(), str(tmp_path / 'unbroken')) == 0
+  a = json.loads((w / 'sweep.json').read_text())
+  b = json.loads((tmp_path / 'unbroken' / 'sweep.json').read_text())
+  assert sum(r['escalations_tried'] for r in b['records']) > 0, b['records']
+  assert _untimed(a['records']) == _untimed(b['records'])
+  assert a['groups'][0]['resumed_seconds'] > 0 == b['groups'][0]['resumed_seconds']
+  assert a['groups'][0]['seconds'] > a['groups'][0]['resumed_seconds']
+  with np.load(w / 'sweep.npz') as x, np.load(tmp_path / 'unbroken' / 'sweep.npz') as y:
+    assert all(x[k].tobytes() == y[k].tobytes() for k in x.files)
+  # A config that changes the result is refused against the saved running state.
+  with pytest.raises(SystemExit):
+    monkeypatch.setattr(sweep_store.Partial, 'after_chunk', dies_at_150)
+    saves.clear()
+    main.execute(_escalating_sweep(), str(tmp_path / 'x'))
+  assert main.execute(_escalating_sweep({'run.resume': True, 'attack.lr': 1.0}),
+                      str(tmp_path / 'x')) == 2
+
+
 def test_tpu_probe_noise_is_filtered_unless_a_tpu_was_asked_for(monkeypatch):
   """Target: "Unable to initialize backend 'tpu'" (JAX probing a missing libtpu) is not shown
   by the CLI's log, unless JAX_PLATFORMS names tpu."""
