@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import recon
-from recon import data, leak_width
+from recon import data, errors, leak_width
 from recon.pipelines import leak_width as lw_pipeline
 
 
@@ -175,6 +175,8 @@ def test_the_direct_measurement_can_come_from_the_recovery_law(tmp_path):
       {**base, 'p_over_dn': 4.0, 'p': 6400, 'method': 'previous', 'per_seed': per_seed([100], [True])},
       {**base, 'p_over_dn': 4.0, 'p': 1024, 'n': 32, 'per_seed': per_seed([100], [True])},
       {**base, 'p_over_dn': 4.0, 'p': 6400, 'activation': 'relu', 'per_seed': per_seed([100], [True])},
+      {**base, 'p_over_dn': 4.0, 'p': 6400, 'data': 'photo_patches',
+       'per_seed': per_seed([100], [True])},
   ]
   path = tmp_path / 'law.json'
   path.write_text(json.dumps({'records': records}))
@@ -185,3 +187,19 @@ def test_the_direct_measurement_can_come_from_the_recovery_law(tmp_path):
   assert leak_width.rates(got)[1]['recovery_rate'] == 0.5
   with pytest.raises(SystemExit, match='no default-method records at relu_tanh, d=16, n=500'):
     script.direct_from_law(str(path), 'relu_tanh', 16, 500)
+
+
+@pytest.mark.slow  # ~15 s: one tiny shadow sweep
+def test_shadows_finished_in_a_work_dir_are_read_back_and_another_config_refused(tmp_path):
+  """scripts/leak_width.py --work_dir run again (to take a new direct measurement) reads the
+  finished shadow sweeps back instead of refusing their workdir; shadows of another attack there
+  are refused in one line."""
+  c = recon.get_config('leak_width', {'data.n': 6, 'data.d': 4, 'victim.activation': 'relu_tanh',
+                                       'attack.max_steps': 200})
+  args = ([3], [0.25, 16.0], [1000, 1001], str(tmp_path / 'shadows'))
+  first = recon.leak_width_shadows(c, *args)
+  again = recon.leak_width_shadows(c, *args)
+  assert again['records'] == first['records'] and len(first['records']) == 4
+  c.attack.lr = 0.01
+  with pytest.raises(errors.ReconError, match='holds shadows of another config .*attack.lr'):
+    recon.leak_width_shadows(c, *args)

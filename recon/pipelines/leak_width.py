@@ -30,7 +30,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import io, leak_width, machine, registry, sign_quotient, sweep
+from recon import checkpoint, io, leak_width, machine, registry, sign_quotient, sweep
 from recon.errors import ExperimentError as ConfigError  # exit status 2, one line
 from recon.data import auditor
 
@@ -125,6 +125,20 @@ def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_col
   return c
 
 
+def run_or_read(c: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
+  """`recon.sweep.run(c, workdir)`, resuming a stopped sweep there, or the sweep.json of one
+  that finished there (its config must equal `c` in every result-changing field)."""
+  done = os.path.join(workdir, 'sweep.json')
+  if not os.path.isfile(done):
+    return sweep.run(c, workdir)
+  out = io.read_json(done)
+  diff = checkpoint.config_differences(out.get('config') or {}, c.to_dict())
+  if diff:
+    raise ConfigError(f'workdir: {workdir} holds shadows of another config (it differs in '
+                      f'{", ".join(diff)}); choose another work dir')
+  return out
+
+
 def shadow_records_rf(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, ratios, seeds,
                       workdir: str) -> List[Dict[str, Any]]:
   """Random-features shadows as one `recon.sweep` (one compiled group per n); per-run records."""
@@ -135,7 +149,7 @@ def shadow_records_rf(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, 
     c.sweep.victim.p_over_dn = tuple(float(r) * scale for r in ratios)
     c.sweep.seed = tuple(int(s) for s in seeds)
     c.run.resume = True  # a stopped shadow sweep keeps its finished groups
-  out = sweep.run(c, workdir)
+  out = run_or_read(c, workdir)
   per_group = {i: g['seconds'] / max(1, g['n_points']) for i, g in enumerate(out['groups'])}
   records = []
   for r in out['records']:
@@ -161,7 +175,7 @@ def shadow_records_two_layer(base: ml_collections.ConfigDict, dim: Dict[str, Any
       c.sweep.victim.width = tuple(sorted(set(widths.values())))
       c.sweep.seed = tuple(int(s) for s in seeds)
       c.run.resume = True  # a stopped shadow sweep keeps its finished groups
-    out = sweep.run(c, os.path.join(workdir, f'n{n}'))
+    out = run_or_read(c, os.path.join(workdir, f'n{n}'))
     per_group = {i: g['seconds'] / max(1, g['n_points']) for i, g in enumerate(out['groups'])}
     by_width = {(int(r['width']), int(r['seed'])): r for r in out['records']}
     for ratio, width in widths.items():
