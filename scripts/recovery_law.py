@@ -216,6 +216,26 @@ def compact_seeds(per_seed) -> Dict[str, list]:
   return out
 
 
+def data_stats(pt: Dict[str, Any], seeds: int) -> Dict[str, list]:
+  """Per seed, how clustered the training rows are (the ground truth, for the analysis only):
+  rows with another row within the recovered threshold (relative distance 0.1) and within 0.2,
+  the median nearest-neighbour distance, and the share of sum ||x_i||^2 in the top 5 singular
+  directions."""
+  out: Dict[str, list] = {'close_0p1': [], 'close_0p2': [], 'median_nn': [], 'top5_energy': []}
+  c = config_for(pt, 1, 1)
+  for seed in range(pt.get('first_seed', 0), pt.get('first_seed', 0) + seeds):
+    x = np.asarray(recon.load_data(c, seed)[0], np.float64)
+    dist = np.linalg.norm(x[:, None] - x[None], axis=-1) / np.linalg.norm(x, axis=1)[:, None]
+    np.fill_diagonal(dist, np.inf)
+    nn = dist.min(axis=1)
+    sv2 = np.linalg.svd(x, compute_uv=False) ** 2
+    out['close_0p1'].append(int((nn < 0.1).sum()))
+    out['close_0p2'].append(int((nn < 0.2).sum()))
+    out['median_nn'].append(float(f'{np.median(nn):.3g}'))
+    out['top5_energy'].append(float(f'{sv2[:5].sum() / sv2.sum():.3g}'))
+  return out
+
+
 CHECKPOINT_SECONDS = 300.0  # with --work_dir: the running sweep's state saved this often
 
 
@@ -266,6 +286,8 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
     pt = dict(pt, port='faithful', lr=paper_baseline.calibrated_lr(
         PAPER_CALIBRATION, pt['activation'], pt['n'], pt['d']))
   first = pt.get('first_seed', 0)
+  if pt.get('data', DATA[0]) != DATA[0]:
+    per_seed.update(data_stats(pt, seeds))
   return dict(pt, first_seed=first, seed_list=[first, first + seeds - 1],
               tuning_seeds=[TUNING_SEEDS[0], TUNING_SEEDS[-1]],
               p_over_dn=pt['p'] / (pt['d'] * pt['n']),
@@ -332,7 +354,7 @@ def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
                                           r['p'])):
     ps = r.get('per_seed')
     if (r['method'] != 'default' or r['p_over_dn'] < 4 or not isinstance(ps, dict)
-        or 'min_share' not in ps):
+        or 'min_share' not in ps or r.get('data', DATA[0]) != DATA[0]):  # real data: own section
       continue
     for i, seed in enumerate(ps['seed']):
       share = ps['min_share'][i]
@@ -431,6 +453,33 @@ def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
           ''] + cost
 
 
+def real_data(records: List[Dict[str, Any]]) -> List[str]:
+  """Markdown: the points on photo patches, per seed (rows back, loss, how clustered the rows
+  are: rows with another row within the recovered threshold, top-5 energy share)."""
+  rows = [r for r in records if r.get('data', DATA[0]) != DATA[0]]
+  if not rows:
+    return []
+  out = ['', '## Photo patches (real, correlated rows)', '',
+         '`--data=photo_patches`: the bundled photographs\' patches block-averaged to d = 3 s^2, '
+         'standardised and put on the sqrt(d)-sphere. Per seed: share of rows recovered, final '
+         'loss, certified; then the rows\' clustering (ground truth, analysis only): rows with '
+         'another training row within the recovered threshold (0.1 relative) and within 0.2, the '
+         'median nearest-neighbour distance, and the share of the rows\' energy in the top 5 of '
+         'd singular directions.', '',
+         '| activation | d | n | p/dn | seed | rows back | loss | certified | rows with a neighbour '
+         '< 0.1 / < 0.2 | median nn | top-5 energy | s / seed |', '|' + '---|' * 12]
+  for r in sorted(rows, key=lambda r: (r['activation'], r['d'], r['n'], r['p'])):
+    ps = r['per_seed']
+    for i, seed in enumerate(ps['seed']):
+      stat = lambda k: ps[k][i] if k in ps else '-'  # noqa: E731
+      out.append(f'| {r["activation"]} | {r["d"]} | {r["n"]} | {r["p_over_dn"]:.3g} | {seed} | '
+                 f'{ps["frac_recovered"][i]:.2f} | {ps["final_loss"][i]:.2g} | '
+                 f'{"yes" if ps["certified"][i] else "no"} | {stat("close_0p1")} / '
+                 f'{stat("close_0p2")} | {stat("median_nn")} | {stat("top5_energy")} | '
+                 f'{r["median_seconds"]:.0f} |')
+  return out
+
+
 def render(records: List[Dict[str, Any]], out: str) -> None:
   """Writes OUT.md (the table) and OUT.png (recovery rate vs p/dn, and vs p/kn)."""
   lines = ['# Recovery law (random features): recovery and certification rates', '',
@@ -466,6 +515,7 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
               f'{sum(r["false_within_rows"] for r in pinned)} are wrong.']
   lines += rung_summary(records)
   lines += law_in_n(records)
+  lines += real_data(records)
   lines += misses(records, SHARE_FLOOR)
   lines += ['', '## Width needed for 95% recovery', '',
             'The smallest measured width from which on every larger measured width recovers '
