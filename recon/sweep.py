@@ -416,7 +416,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
     info = {'static': g.static, 'n_points': len(g.points), 'batch': out['batch'],
             'p_total': out['p_total'], 'n_shards': out['n_shards'],
             'setup_seconds': out['setup_seconds'], 'seconds': out['seconds'],
-            'resumed_seconds': partial.prior_seconds}  # earlier segments' share of seconds
+            'resumed_seconds': partial.prior_seconds,  # earlier segments' share of seconds
+            'cpu_seconds': partial.cpu_seconds()}  # incl. the records (certificate, rung)
     sweep_store.save(workdir, gi, config, mine, info, own_arrays)
     partial.done()
     records += mine

@@ -8,6 +8,18 @@ the same result-changing fields) and runs the others only; the final sweep.json 
 .npz are the same as an unbroken sweep's (apart from timings). A resume that finds no saved
 group says so in one log line and starts at group 1. A sweep config that differs from the
 saved groups' is refused in one line, as a single run's resume is.
+
+The group that is running is saved too (`Partial`): every `run.checkpoint_every_seconds`
+(0: never), after a chunk, WORKDIR/groups/<g>.partial.npz holds the batched descent state
+(`optimize.ReconState`'s leaves: candidates, optimiser moments, steps, statuses) and
+<g>.partial.json the rescue steps' state (`rescue.Chain.state_dict`: escalation's keys, plateau
+traces and counters), the seconds spent so far and a token that pairs the two files (a kill
+between the two writes leaves a pair that does not match: ignored, with a warning). A resumed
+sweep restores the group at that chunk and continues it; the chunks do not depend on where a
+descent started, so the group ends as the unbroken one does. The group's `seconds` (wall) and
+`cpu_seconds` (the process's CPU time, all threads) count every segment. Once the group is
+finished its partial files are removed. What runs after the descent (the certificate and the
+precision rung, point by point) is not saved mid-way.
 """
 from __future__ import annotations
 
@@ -108,11 +120,18 @@ class Partial:
     self.index, self.config = index, config
     self.every = float(config.run.checkpoint_every_seconds)
     self.prior_seconds = 0.0  # wall seconds of earlier segments of this group
+    self.prior_cpu: Optional[float] = 0.0  # their CPU seconds (None: not recorded)
     self.t0 = self.last = time.time()
+    self.cpu0 = time.process_time()
 
   def seconds(self) -> float:
     """Wall seconds of the group so far, over every segment."""
     return self.prior_seconds + time.time() - self.t0
+
+  def cpu_seconds(self) -> Optional[float]:
+    """The process's CPU seconds (all threads) since the group started, over every segment: on
+    a shared machine the cost that wall time does not show."""
+    return None if self.prior_cpu is None else self.prior_cpu + time.process_time() - self.cpu0
 
   def after_chunk(self, state: Any, rescue: Any) -> None:
     if self.every <= 0 or time.time() - self.last < self.every:
@@ -124,6 +143,7 @@ class Partial:
                  **{f'leaf_{i}': v for i, v in enumerate(leaves)})
     io.write_json(self.base + '.json', {
         'config': self.config.to_dict(), 'token': token, 'seconds': self.seconds(),
+        'cpu_seconds': self.cpu_seconds(),
         'step': int(np.max(np.asarray(jax.device_get(state.step)))),
         'rescue': rescue.state_dict() if rescue is not None else {}})
 
@@ -160,6 +180,7 @@ class Partial:
       rescue.load_state_dict(meta.get('rescue') or {})
       state = rescue.resumed(state, False)
     self.prior_seconds = float(meta['seconds'])
+    self.prior_cpu = meta.get('cpu_seconds')
     logging.info('sweep: group %d resumed at step %d (%.0f s spent before)', self.index + 1,
                  meta['step'], self.prior_seconds)
     return state

@@ -263,6 +263,7 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
     else:
       out = recon.run(c, workdir).summary
     seconds = time.time() - t + sum(g.get('resumed_seconds', 0.0) for g in out['groups'])
+    cpu = [g.get('cpu_seconds') for g in out['groups']]
   per_seed = compact_seeds([dict(
       seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
       frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
@@ -297,6 +298,7 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
               false_pinned_rows=int(sum(v or 0 for v in per_seed['pinned_wrong'])),
               false_within_rows=int(sum(v or 0 for v in per_seed['within_wrong'])),
               median_seconds=seconds / seeds, batch_seconds=seconds,
+              batch_cpu_seconds=None if None in cpu else sum(cpu),  # all segments, all threads
               median_steps=float(np.median(per_seed['steps'])),
               max_steps=max_steps, device=out['device'], machine=machine.describe(),
               load=[round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min averages

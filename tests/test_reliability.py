@@ -990,6 +990,7 @@ def test_a_sweep_killed_inside_its_group_resumes_at_its_last_chunk(tmp_path, mon
   assert _untimed(a['records']) == _untimed(b['records'])
   assert a['groups'][0]['resumed_seconds'] > 0 == b['groups'][0]['resumed_seconds']
   assert a['groups'][0]['seconds'] > a['groups'][0]['resumed_seconds']
+  assert a['groups'][0]['cpu_seconds'] > 0 and b['groups'][0]['cpu_seconds'] > 0
   with np.load(w / 'sweep.npz') as x, np.load(tmp_path / 'unbroken' / 'sweep.npz') as y:
     assert all(x[k].tobytes() == y[k].tobytes() for k in x.files)
   # A config that changes the result is refused against the saved running state.
