@@ -51,7 +51,7 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import io, machine
+from recon import io, machine, metrics
 from scripts import paper_baseline
 
 PRESETS = {
@@ -236,6 +236,26 @@ def data_stats(pt: Dict[str, Any], seeds: int) -> Dict[str, list]:
   return out
 
 
+def miss_analysis(x_true: np.ndarray, x_hat: np.ndarray, threshold: float = 0.1) -> Dict[str, int]:
+  """Which rows a run missed (ground truth, for the analysis only): recovered rows among those
+  with another training row within `threshold` (clustered) and among the others; rows whose
+  nearest candidate is their mirror image (|x + x_hat| within the threshold: a sign trap); and
+  candidates with another candidate within the threshold (collapsed)."""
+  norms = np.linalg.norm(x_true, axis=1)
+  rel = lambda a, b: np.linalg.norm(a[:, None] - b[None], axis=-1) / norms[:, None]  # noqa: E731
+  ok = np.asarray(metrics.per_sample_errors(x_true, x_hat, sign_invariant=False)) < threshold
+  nn = rel(x_true, x_true)
+  np.fill_diagonal(nn, np.inf)
+  close = nn.min(axis=1) < threshold
+  cand = np.linalg.norm(x_hat[:, None] - x_hat[None], axis=-1) / np.linalg.norm(
+      x_hat, axis=1)[:, None]
+  np.fill_diagonal(cand, np.inf)
+  return {'back_clustered': int(ok[close].sum()), 'clustered': int(close.sum()),
+          'back_isolated': int(ok[~close].sum()), 'isolated': int((~close).sum()),
+          'mirror_rows': int((rel(x_true, -x_hat).min(axis=1) < threshold).sum()),
+          'collapsed_candidates': int((cand.min(axis=1) < threshold).sum())}
+
+
 CHECKPOINT_SECONDS = 300.0  # with --work_dir: the running sweep's state saved this often
 
 
@@ -264,6 +284,11 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
       out = recon.run(c, workdir).summary
     seconds = time.time() - t + sum(g.get('resumed_seconds', 0.0) for g in out['groups'])
     cpu = [g.get('cpu_seconds') for g in out['groups']]
+    misses = []
+    if pt.get('data', DATA[0]) != DATA[0]:  # real data: which rows were missed, and how
+      with np.load(os.path.join(workdir, 'sweep.npz')) as f:
+        misses = [miss_analysis(f[f'x_true_{r["index"]}'], f[f'x_hat_{r["index"]}'])
+                  for r in out['records']]
   per_seed = compact_seeds([dict(
       seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
       frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
@@ -289,6 +314,7 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
   first = pt.get('first_seed', 0)
   if pt.get('data', DATA[0]) != DATA[0]:
     per_seed.update(data_stats(pt, seeds))
+    per_seed.update({k: [m[k] for m in misses] for k in (misses[0] if misses else {})})
   return dict(pt, first_seed=first, seed_list=[first, first + seeds - 1],
               tuning_seeds=[TUNING_SEEDS[0], TUNING_SEEDS[-1]],
               p_over_dn=pt['p'] / (pt['d'] * pt['n']),
@@ -479,6 +505,20 @@ def real_data(records: List[Dict[str, Any]]) -> List[str]:
                  f'{"yes" if ps["certified"][i] else "no"} | {stat("close_0p1")} / '
                  f'{stat("close_0p2")} | {stat("median_nn")} | {stat("top5_energy")} | '
                  f'{r["median_seconds"]:.0f} |')
+  found = [(r, dict(zip(r['per_seed'], v)), '') for r in rows if 'mirror_rows' in r['per_seed']
+           for v in zip(*r['per_seed'].values())]
+  found += [(r, m, f' ({m["note"]})') for r in rows for m in r.get('reruns', [])]
+  if found:
+    out += ['', 'Which rows were missed (the candidates against the true rows; ground truth, '
+            'analysis only): rows back among the clustered ones (another row within 0.1) and '
+            'among the others, rows whose nearest candidate is their mirror image (within 0.1 '
+            'of -x: a sign trap), candidates with another candidate within 0.1 (collapsed).', '',
+            '| activation | d | p/dn | seed | clustered rows back | other rows back | mirror rows | '
+            'collapsed candidates |', '|' + '---|' * 8]
+    for r, m, note in found:
+      out.append(f'| {r["activation"]} | {r["d"]} | {r["p_over_dn"]:.3g} | {m["seed"]}{note} | '
+                 f'{m["back_clustered"]} of {m["clustered"]} | {m["back_isolated"]} of '
+                 f'{m["isolated"]} | {m["mirror_rows"]} | {m["collapsed_candidates"]} |')
   return out
 
 

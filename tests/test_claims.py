@@ -3916,7 +3916,20 @@ PATCHES = [
                    100 * max(_patches()['per_seed']['top5_energy'])), tol=0.5),
     claim(RF, 'where rows drawn on the sphere have no neighbour within 0.2 at d = 48',
           lambda: _sphere_nn_min() > 0.2),
+    claim(RF, 'seed {100} run again alone with its candidates kept\n(`--work_dir`; {41}% of the rows, '
+          'loss {1.5}·10⁻², as in the sweep) brings back {13} of its {26} clustered\nrows and {28} of '
+          'the other {74}. What it does show is traps: {16} rows have a candidate at their mirror\n'
+          'image −x',
+          lambda: (_rerun()['seed'], 100 * _rerun()['frac_recovered'], 100 * _rerun()['final_loss'],
+                   _rerun()['back_clustered'], _rerun()['clustered'], _rerun()['back_isolated'],
+                   _rerun()['isolated'], _rerun()['mirror_rows']), tol=0.05),
+    claim(RF, 'and {10} candidates sit within 0.1 of another candidate',
+          lambda: _rerun()['collapsed_candidates']),
 ]
+
+
+def _rerun():
+  return _patches()['reruns'][0]
 
 
 RELU_N100 = [

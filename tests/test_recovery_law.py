@@ -179,3 +179,14 @@ def test_a_point_in_a_work_dir_keeps_its_sweep_and_is_read_back(tmp_path):
   assert sweep['config']['run']['checkpoint_every_seconds'] == recovery_law.CHECKPOINT_SECONDS
   again = recovery_law.run_point(pt, seeds=2, max_steps=50, work_dir=str(tmp_path))
   assert again['per_seed'] == rec['per_seed'] and again['seed_list'] == [100, 101]
+
+
+def test_the_miss_analysis_counts_clustered_rows_mirror_traps_and_collapsed_candidates():
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  e = np.eye(4) * 2.0
+  x_true = np.stack([e[0], e[0] + 0.05 * e[1], e[2], e[3]])  # rows 0 and 1 are clustered
+  x_hat = np.stack([e[0], -e[2], e[3] + 0.01 * e[0], e[3]])  # row 2 trapped at its mirror image
+  m = recovery_law.miss_analysis(x_true, x_hat)
+  # One candidate near rows 0 and 1: the matching gives it to one of them only.
+  assert m == {'back_clustered': 1, 'clustered': 2, 'back_isolated': 1, 'isolated': 2,
+               'mirror_rows': 1, 'collapsed_candidates': 2}
