@@ -27,7 +27,10 @@ Presets: `--preset=full` is the issue's grid (d in {8, 16, 32}, p/dn 0.25..16, 2
 hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minutes;
 `--preset=in_n --n=N` the law in n at d = 16 (p/dn 0.5..10 with 1.25 and 1.5 near the
 threshold), drawn as one curve per n in the png's last panel (`plain` rows dashed); `--ks`
-picks the subspace rows' k.
+picks the subspace rows' k. `--data=photo_patches` runs the full-space points on the bundled
+photographs' patches (d = 3 image_size^2; their clustering and, per seed, which rows were missed
+are recorded); `--work_dir=DIR` keeps each point's sweep there, saved every 5 minutes, so that a
+point of hours (n = 500) stopped mid-way resumes when the same command runs again.
 
     python -m scripts.recovery_law --preset=reduced
     python -m scripts.recovery_law --preset=full --methods=default --activations=relu
