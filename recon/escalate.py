@@ -171,8 +171,9 @@ class Escalator:
       keys = jnp.concatenate([key[None], jax.vmap(lambda k: jax.random.fold_in(key, k))(
           jnp.arange(1, idx.shape[0]))]) if idx.shape[0] > 1 else key[None]
       # Over the slots in batches of LOO_BATCH (a vmap over all K would hold K copies of
-      # the features: 49 GB at n = 500, p = 32 000 with K = 128).
-      batch = max(1, min(LOO_BATCH, idx.shape[0]))
+      # the features: 49 GB at n = 500, p = 32 000 with K = 128); 1 where the runtime
+      # deadlocks on the batched form (`refine.proposal_batch`).
+      batch = refine.proposal_batch(idx.shape[0], LOO_BATCH)
       score = None
       if rows_fn is not None:  # proposals ranked by rank-two updates of one Cholesky
         basis = projection.replacement_basis(*rows_fn(x, prob), jitter)

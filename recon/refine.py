@@ -40,6 +40,25 @@ def collapsed(x: Array, threshold: float) -> Array:
   return jnp.any((cos > threshold) & earlier, axis=0)
 
 
+# jaxlib versions whose CPU runtime deadlocks on the proposals' batched form now and then: every
+# thread idle, the call never returns (measured on jaxlib 0.10.2 at (m, p) = (32, 1 024):
+# hung by the second call; 0.12 ran every try; docs/reliability.md).
+CPU_BATCH_DEADLOCK_BELOW = (0, 12)
+
+
+def proposal_batch(k: int, limit: int, backend: Optional[str] = None,
+                   jaxlib_version: Optional[str] = None) -> int:
+  """Slots per vmapped batch when ranking proposals for k slots: min(limit, k), or 1 (one slot
+  after another, a loop the runtime does not deadlock on) on the CPU backend of a jaxlib older than
+  CPU_BATCH_DEADLOCK_BELOW. Defaults: jax.default_backend() and the installed jaxlib."""
+  import jaxlib  # pylint: disable=import-outside-toplevel
+  backend = backend or jax.default_backend()
+  version = tuple(int(v) for v in (jaxlib_version or jaxlib.__version__).split('.')[:2])
+  if backend == 'cpu' and version < CPU_BATCH_DEADLOCK_BELOW:
+    return 1
+  return max(1, min(limit, k))
+
+
 def best_replacement(key: Array, x: Array, j: Array, loss_fn: Callable[[Array, Any], Array],
                      problem: Any, constraint: Callable[[Array], Array],
                      n_proposals: int, score: Optional[Callable[[Array, Array], Array]] = None

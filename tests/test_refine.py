@@ -88,3 +88,14 @@ def test_ranked_proposals_choose_as_the_full_losses_do():
     np.testing.assert_array_equal(z_rank, z_full)
     assert float(l_rank) == pytest.approx(float(l_full), rel=1e-5)
     assert float(l_rank) == pytest.approx(float(loss(x.at[j].set(z_rank), problem)), rel=1e-6)
+
+
+def test_proposals_are_ranked_one_row_at_a_time_only_where_the_runtime_deadlocks():
+  # jaxlib < 0.12 on the CPU: one row after another (docs/reliability.md); elsewhere batches.
+  assert refine.proposal_batch(25, 16, 'cpu', '0.10.2') == 1
+  assert refine.proposal_batch(25, 16, 'cpu', '0.11.9') == 1
+  assert refine.proposal_batch(25, 16, 'cpu', '0.12.0.1') == 16
+  assert refine.proposal_batch(5, 16, 'cpu', '0.13.0') == 5
+  assert refine.proposal_batch(25, 16, 'gpu', '0.10.2') == 16
+  assert refine.proposal_batch(0, 16, 'tpu', '0.10.2') == 1
+  assert refine.proposal_batch(25, 16) in (1, 16)  # this backend and jaxlib
