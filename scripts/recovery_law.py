@@ -497,17 +497,30 @@ def real_data(records: List[Dict[str, Any]]) -> List[str]:
          'another training row within the recovered threshold (0.1 relative) and within 0.2, the '
          'median nearest-neighbour distance, and the share of the rows\' energy in the top 5 of '
          'd singular directions.', '',
-         '| activation | d | n | p/dn | seed | rows back | loss | certified | rows with a neighbour '
-         '< 0.1 / < 0.2 | median nn | top-5 energy | s / seed |', '|' + '---|' * 12]
+         '| activation | d | n | p/dn | seed | rows back | loss | steps / budget | certified | '
+         'rows with a neighbour < 0.1 / < 0.2 | median nn | top-5 energy | s / seed |',
+         '|' + '---|' * 13]
   for r in sorted(rows, key=lambda r: (r['activation'], r['d'], r['n'], r['p'])):
     ps = r['per_seed']
     for i, seed in enumerate(ps['seed']):
       stat = lambda k: ps[k][i] if k in ps else '-'  # noqa: E731
       out.append(f'| {r["activation"]} | {r["d"]} | {r["n"]} | {r["p_over_dn"]:.3g} | {seed} | '
                  f'{ps["frac_recovered"][i]:.2f} | {ps["final_loss"][i]:.2g} | '
+                 f'{ps["steps"][i]} / {r["max_steps"]} | '
                  f'{"yes" if ps["certified"][i] else "no"} | {stat("close_0p1")} / '
                  f'{stat("close_0p2")} | {stat("median_nn")} | {stat("top5_energy")} | '
                  f'{r["median_seconds"]:.0f} |')
+  same = lambda a, b: all(a[k] == b[k] for k in ('activation', 'd', 'n', 'p'))  # noqa: E731
+  controls = [c for c in records if c.get('data', DATA[0]) == DATA[0] and c['k'] is None
+              and c['method'] == 'default' and any(same(c, r) for r in rows)]
+  if controls:
+    out += ['', 'Sphere rows at the same (activation, d, n, p), the control:', '',
+            '| activation | d | n | p/dn | seeds | rows back (per seed) | certified | steps / '
+            'budget (median) | s / seed |', '|' + '---|' * 9]
+    out += [f'| {c["activation"]} | {c["d"]} | {c["n"]} | {c["p_over_dn"]:.3g} | '
+            f'{seed_cell(c)} | {", ".join(f"{v:.2f}" for v in c["per_seed"]["frac_recovered"])} '
+            f'| {sum(c["per_seed"]["certified"])} of {c["seeds"]} | {c["median_steps"]:.0f} / '
+            f'{c["max_steps"]} | {c["median_seconds"]:.0f} |' for c in controls]
   found = [(r, dict(zip(r['per_seed'], v)), '') for r in rows if 'mirror_rows' in r['per_seed']
            for v in zip(*r['per_seed'].values())]
   found += [(r, m, f' ({m["note"]})') for r in rows for m in r.get('reruns', [])]

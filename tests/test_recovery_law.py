@@ -190,3 +190,19 @@ def test_the_miss_analysis_counts_clustered_rows_mirror_traps_and_collapsed_cand
   # One candidate near rows 0 and 1: the matching gives it to one of them only.
   assert m == {'back_clustered': 1, 'clustered': 2, 'back_isolated': 1, 'isolated': 2,
                'mirror_rows': 1, 'collapsed_candidates': 2}
+
+
+def test_photo_points_list_their_steps_and_the_sphere_control_at_the_same_size():
+  per = dict(seed=[1000, 1001], frac_recovered=[0.8, 0.9], final_loss=[1e-4, 2e-4],
+             steps=[60000, 60000], certified=[False, False])
+  photo = dict(method='default', activation='relu_tanh', d=48, k=None, search='full', n=32,
+               p=15360, data='photo_patches', p_over_dn=10.0, seeds=2, median_seconds=300.0,
+               max_steps=60000, per_seed=per, seed_list=[1000, 1001])
+  sphere = dict(photo, data='synthetic_sphere', max_steps=20000, median_steps=17000.0,
+                per_seed=dict(per, frac_recovered=[1.0, 1.0], certified=[True, False]))
+  other = dict(sphere, n=8, p=3840)  # not the photo point's size: no control row
+  text = '\n'.join(recovery_law.real_data([photo, sphere, other]))
+  assert '| relu_tanh | 48 | 32 | 10 | 1000 | 0.80 | 0.0001 | 60000 / 60000 | no |' in text
+  assert ('| relu_tanh | 48 | 32 | 10 | 2 (1000-1001) | 1.00, 1.00 | 1 of 2 | 17000 / 20000 '
+          '| 300 |') in text
+  assert text.count('| relu_tanh | 48 | 8 |') == 0
