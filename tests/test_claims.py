@@ -3933,6 +3933,48 @@ def _rerun():
   return _patches()['reruns'][0]
 
 
+def _shadow32(data):
+  return one(law_records(1000, method='default', activation='relu_tanh', d=48, k=None, n=32,
+                         data=None if data == 'synthetic_sphere' else data))  # sphere: no key
+
+
+PATCHES_32 = [
+    claim(RF, 'shadow seeds {1000}–{1002}', lambda: tuple(_shadow32('photo_patches')['seed_list'])),
+    claim(RF, 'p = {10}·dn = 15 360', lambda: _shadow32('photo_patches')['p_over_dn']
+          if _shadow32('photo_patches')['p'] == _shadow32('synthetic_sphere')['p'] == 15360
+          else None),
+    claim(RF, 'sphere rows of that size bring back every row on all three\nseeds and {2} are certified '
+          '(seed {1000} ends at loss {5.9}·10⁻⁸ when its budget runs out), after\n{16 761}–{20 000} of '
+          'the {20 000} steps, {180} s per seed',
+          lambda: (sum(_shadow32('synthetic_sphere')['per_seed']['certified']),
+                   *[sd for sd, c in zip(_shadow32('synthetic_sphere')['per_seed']['seed'],
+                                         _shadow32('synthetic_sphere')['per_seed']['certified'])
+                     if not c],
+                   1e8 * _shadow32('synthetic_sphere')['per_seed']['final_loss'][0],
+                   min(_shadow32('synthetic_sphere')['per_seed']['steps']),
+                   max(_shadow32('synthetic_sphere')['per_seed']['steps']),
+                   _shadow32('synthetic_sphere')['max_steps'],
+                   _shadow32('synthetic_sphere')['median_seconds'])
+          if _shadow32('synthetic_sphere')['recovery_rate'] == 1.0 else None, tol=0.5),
+    claim(RF, 'three times the budget\n({60 000} steps), end with {88}%, {94}% and {94}% of their rows, '
+          'the loss at {6.5}·10⁻⁵–{3.7}·10⁻⁴, none\ncertified, {509} s per seed',
+          lambda: (_shadow32('photo_patches')['max_steps'],
+                   *sorted(100 * f for f in _shadow32('photo_patches')['per_seed']['frac_recovered']),
+                   1e5 * min(_shadow32('photo_patches')['per_seed']['final_loss']),
+                   1e4 * max(_shadow32('photo_patches')['per_seed']['final_loss']),
+                   _shadow32('photo_patches')['median_seconds'])
+          if _shadow32('photo_patches')['certified_rate'] == 0 else None, tol=0.5),
+    claim(RF, 'seed {1002} has no row with a neighbour within 0.1, no\nmirror trap and no collapsed '
+          'candidate, and still misses {2} of its {32} rows; seeds {1000} and {1001}\nhave {3} and {2} '
+          'rows at their mirror image',
+          lambda: (lambda ps: (ps['seed'][2], ps['isolated'][2] - ps['back_isolated'][2],
+                               ps['isolated'][2], ps['seed'][0], ps['seed'][1],
+                               ps['mirror_rows'][0], ps['mirror_rows'][1])
+                   if ps['close_0p1'][2] == ps['mirror_rows'][2] == ps['collapsed_candidates'][2] == 0
+                   else None)(_shadow32('photo_patches')['per_seed'])),
+]
+
+
 RELU_N100 = [
     claim(RF, 'At 3·dn (p = 4 800) relu recovers {10} of {10} and\ncertifies {9} (seed {106}: {99} of '
           '{100} rows pinned, its last sample carrying {3.3}·10⁻⁵ of θ*, an honest\nrefusal), {227} s '
