@@ -9,6 +9,7 @@ The Python API (recon/api.py), imported on first use so that `import recon` stay
     recon.setup_process()              the command line's once-per-process setup (scripts)
     recon.load_data(config, seed)      the training set a run of `config` at `seed` draws
     recon.leak_width_shadows(...)      the leak-width pipeline's shadow runs, without its fit
+    recon.recertify(from_dir, to_dir)  a finished sweep's certificate and rung run again
 
 Public modules besides (recon.api.PUBLIC_MODULES, docs/api.md): recon.registry, recon.config,
 recon.data, recon.metrics, recon.io, recon.machine, recon.rero, recon.leak_width. Everything else
@@ -18,7 +19,7 @@ is internal.
 __version__ = '0.1.0'
 
 _API = ('run', 'load', 'get_config', 'Result', 'RunError', 'setup_process', 'load_data',
-        'leak_width_shadows')
+        'leak_width_shadows', 'recertify')
 
 
 def __getattr__(name):

@@ -30,7 +30,7 @@ from recon import errors, execution
 
 # What `import recon` offers (recon/__init__.py serves them on first use).
 PUBLIC_NAMES = ('get_config', 'run', 'load', 'Result', 'RunError', 'registry', 'setup_process',
-                'load_data', 'leak_width_shadows')
+                'load_data', 'leak_width_shadows', 'recertify')
 # Modules that are public as a whole, each a small stable job of its own:
 PUBLIC_MODULES = (
     'recon.registry',  # the registered victims, objectives, data sets, pipelines (extending)
@@ -155,6 +155,18 @@ def leak_width_shadows(config: Any, ns: List[int], ratios: List[float], seeds: L
   dim = lw.dimension(cfg)
   return {'family': lw.family(cfg), 'dimension': dim,
           'records': lw.shadow_records(cfg, dim, ns, ratios, seeds, workdir)}
+
+
+def recertify(from_dir: str, to_dir: str) -> Dict[str, Any]:
+  """A finished random-features sweep's records re-derived from its saved candidates in
+  `to_dir` (the certificate, the precision rung and the scores, with this code on this machine;
+  not the descent): recon/sweep_recertify.py. Returns the new sweep dict; RunError (exit status 2, one
+  line) when `from_dir` holds no such sweep or `to_dir` already holds one."""
+  from recon import sweep_recertify  # pylint: disable=import-outside-toplevel
+  try:
+    return sweep_recertify.recertify(from_dir, to_dir)
+  except errors.ReconError as e:
+    raise RunError(str(e), e.exit_code) from None
 
 
 _NONFINITE = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}

@@ -69,7 +69,15 @@ m (d - 1) square solve per Gauss-Newton trial) between jitted JAX calls; run wit
 OpenBLAS on its default thread count they fight XLA's own CPU threads for the cores. `polish`
 therefore runs with BLAS at one thread (`threadpoolctl`): one sign-sweep pass at n = 32, d = 16,
 p = 768 took 28.3 s with OpenBLAS's two threads and 11.9 s with one on an idle 2-core CPU
-(results/rung_threads.md).
+(results/rung_threads.md). With an accelerator as JAX's backend XLA computes there, the host's
+cores are NumPy's alone, and the limit is not set (`blas_thread_limit`).
+
+Size. The Gauss-Newton step forms the tangent Jacobian densely in float64: J (p, m (d - 1))
+and, while it is built, the per-row Jacobians and their projection, about
+`RUNG_BYTES_PER_ENTRY` bytes per entry of p m d in all. The rung runs while that fits the
+run's memory budget (`rung_max_entries(run.sweep_memory_budget_gb)`: 2.1e8 entries at the
+default 8 GB; never below the certificate's dense cap), also where the certificate computed
+its Jacobian test block by block (`gram`); above it the rung stays off.
 """
 from __future__ import annotations
 
@@ -137,6 +145,21 @@ def rounding_floor(feature_fn: Callable, x, theta) -> float:
 
 
 GN_LOG_SECONDS = 10.0  # a Gauss-Newton progress line at most this often
+RUNG_BYTES_PER_ENTRY = 40  # float64 J and its working copies, per entry of p m d
+
+
+def rung_max_entries(memory_budget_gb: float) -> int:
+  """The largest p m d the rung's dense float64 Jacobian may take within `memory_budget_gb`
+  (never below `certificate.MAX_JACOBIAN_ENTRIES`)."""
+  return max(certificate.MAX_JACOBIAN_ENTRIES,
+             int(memory_budget_gb * 2 ** 30 / RUNG_BYTES_PER_ENTRY))
+
+
+def blas_thread_limit(backend: Optional[str] = None) -> Optional[int]:
+  """NumPy's BLAS threads during the rung: 1 where XLA computes on the host CPU (the two
+  fight for the cores), None (the library's default) where it computes on an accelerator."""
+  backend = jax.default_backend() if backend is None else backend
+  return 1 if backend == 'cpu' else None
 
 
 def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
@@ -240,7 +263,8 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
   1 .. `max_free` free rows (max_free 0: no limit)."""
   t0 = time.time()
   free_rows = [int(i) for i in free_rows]
-  with jax.enable_x64(True), threadpoolctl.threadpool_limits(limits=1, user_api='blas'):
+  with jax.enable_x64(True), threadpoolctl.threadpool_limits(limits=blas_thread_limit(),
+                                                             user_api='blas'):
     feature_fn = Features64(feature_fn)
     x0 = np.asarray(x_hat, np.float64)
     before = loss64(feature_fn, x0, theta)
@@ -314,14 +338,17 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       radius: Optional[float] = None, starts: int = 32,
                       row_steps: int = 1000, lr: float = 0.05, lm_iters: int = 20,
                       max_free_share: float = 0.25, sign_sweeps: int = 2,
-                      restart_sets=None, jacobian_method: str = 'auto'
+                      restart_sets=None, jacobian_method: str = 'auto',
+                      max_entries: Optional[int] = None
                       ) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
   """The certificate of x_hat (its Jacobian test by `jacobian_method`; 'off': none, the
   counting margin instead); when it fails, the Jacobian test was computable and
   counting holds (p >= m (d + 1)), `mode` 'auto' polishes and certifies the polished set in
   float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
   (`row_within` false): the rung is for a row or two float32 cannot resolve, not for a run
-  that failed wholesale. Returns (x_hat, certificate, polish info)."""
+  that failed wholesale. The rung forms J densely: it stays off above p m d = `max_entries`
+  (default: the certificate's dense cap; the pipelines pass `rung_max_entries` of their
+  memory budget). Returns (x_hat, certificate, polish info)."""
   x_hat = np.asarray(x_hat)
   off = jacobian_method == 'off'
   cert = certificate.certify(final_loss=final_loss, tol=tol, x_hat=x_hat, p=p,
@@ -335,12 +362,14 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   if mode not in MODES:
     raise ValueError(f'polish mode: unknown {mode!r}; accepted: {", ".join(MODES)}')
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
-  # The rung's Gauss-Newton forms the residual Jacobian densely: above the dense cap it stays
+  # The rung's Gauss-Newton forms the residual Jacobian densely: above `max_entries` it stays
   # off, even where the certificate computed its Jacobian test block by block.
+  cap = certificate.MAX_JACOBIAN_ENTRIES if max_entries is None else int(max_entries)
   if (mode == 'off' or cert['candidates_certified'] or not ev['counting']
-      or ev.get('jacobian') != 'computed' or 'row_within' not in ev
-      or p * m * d > certificate.MAX_JACOBIAN_ENTRIES):
+      or ev.get('jacobian') != 'computed' or 'row_within' not in ev):
     return x_hat, cert, {'applied': False}
+  if p * m * d > cap:
+    return x_hat, cert, {'applied': False, 'too_large': f'p m d = {p * m * d:.3g} > {cap:.3g}'}
   radii = np.asarray(ev['row_pin_radius'])
   free = [int(i) for i in np.argsort(-radii) if not ev['row_within'][i]]
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))

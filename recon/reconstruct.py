@@ -10,7 +10,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from recon import driver, report
+from recon import driver, polish, report
 from recon import pursuit as pursuit_lib
 from recon.attack import Attack
 
@@ -21,8 +21,9 @@ def certify_settings(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
   """`recon.polish.certify_or_polish`'s settings from the run's config: attack.tol, the
   victim's p and activation, n when the attacker knows it (attack.knows_n), the duplicate
   threshold run.recovered_threshold, the rung on while 'polish' is in attack.rescue with the
-  attack.polish fields, the Jacobian method attack.certify_jacobian; candidates on the sphere
-  of radius sqrt(d); the rung's key derived from the seed."""
+  attack.polish fields, the Jacobian method attack.certify_jacobian, the rung's size cap from
+  run.sweep_memory_budget_gb; candidates on the sphere of radius sqrt(d); the rung's key
+  derived from the seed."""
   return dict(
       tol=cfg.attack.tol, p=int(cfg.victim.p), activation=cfg.victim.activation,
       n_known=int(cfg.data.n) if cfg.attack.knows_n else None,
@@ -33,7 +34,8 @@ def certify_settings(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
       radius=float(np.sqrt(cfg.data.d)), starts=cfg.attack.polish.starts,
       row_steps=cfg.attack.polish.row_steps, lr=cfg.attack.lr,
       lm_iters=cfg.attack.polish.lm_iters, max_free_share=cfg.attack.polish.max_free_share,
-      sign_sweeps=cfg.attack.polish.sign_sweeps, jacobian_method=cfg.attack.certify_jacobian)
+      sign_sweeps=cfg.attack.polish.sign_sweeps, jacobian_method=cfg.attack.certify_jacobian,
+      max_entries=polish.rung_max_entries(cfg.run.sweep_memory_budget_gb))
 
 
 def scoring(cfg: ml_collections.ConfigDict) -> report.Scoring:

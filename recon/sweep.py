@@ -293,6 +293,8 @@ def run_group(group: Group, *, devices=None, log_every_seconds: float = 5.0,
       lambda s: progress(s) or partial.after_chunk(s, prog.rescue))
   state = optimize.drive(state, chunk, max_steps=cfg.attack.max_steps,
                          chunk_steps=cfg.run.chunk_steps, on_chunk=on_chunk)
+  if partial is not None:  # the descent's end: a stop in the certificate / rung resumes here
+    partial.after_chunk(state, prog.rescue, force=True)
   progress(state, force=True)
   out = {'x_true': prog.x_true, 'x_hat': state.x,
          'v': prog.problems.get('v_data', prog.problems['v']), 'v_search': prog.problems['v'],

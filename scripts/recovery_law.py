@@ -268,8 +268,11 @@ def point_dir(pt: Dict[str, Any]) -> str:
 
 
 def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
-              work_dir: Optional[str] = None) -> Dict[str, Any]:
+              work_dir: Optional[str] = None,
+              memory_budget_gb: Optional[float] = None) -> Dict[str, Any]:
   """All seeds of one point as one vectorised sweep; rates over seeds and per-seed details.
+  `memory_budget_gb` replaces run.sweep_memory_budget_gb (the sweep's and the precision
+  rung's size cap).
 
   With `work_dir` the sweep runs in WORK_DIR/<point> with its state saved every
   CHECKPOINT_SECONDS and resumed there (a point stopped mid-way, e.g. at n = 500, continues
@@ -277,6 +280,8 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
   with tempfile.TemporaryDirectory() as tmp:
     t, load_before = time.time(), os.getloadavg()[0]
     c = config_for(pt, seeds, max_steps)
+    if memory_budget_gb:
+      c.run.sweep_memory_budget_gb = float(memory_budget_gb)
     workdir = os.path.join(work_dir, point_dir(pt)) if work_dir else os.path.join(tmp, 'sweep')
     if work_dir:
       c.run.checkpoint_every_seconds, c.run.resume = CHECKPOINT_SECONDS, True
@@ -329,7 +334,8 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
               median_seconds=seconds / seeds, batch_seconds=seconds,
               batch_cpu_seconds=None if None in cpu else sum(cpu),  # all segments, all threads
               median_steps=float(np.median(per_seed['steps'])),
-              max_steps=max_steps, device=out['device'], machine=machine.describe(),
+              max_steps=max_steps, device=out['device'],
+              machine=out.get('machine') or machine.describe(),  # recertified: both machines
               load=[round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min averages
               per_seed=per_seed)
 
@@ -440,6 +446,11 @@ def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
           f'ended with every row recovered and {cert} certified.']
 
 
+def on_accelerator(record: Dict[str, Any]) -> bool:
+  """Whether a record ran on an accelerator (its `device` is not the CPU)."""
+  return 'cpu' not in str(record.get('device', 'cpu'))
+
+
 def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
   """Markdown: the default's full-space rows at d = 16 on fresh seeds, one row per (activation,
   n), and the `plain` method's (relu without the sign quotient) as 'ACT, plain loss'; recovery
@@ -470,18 +481,22 @@ def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
                r['recovery_rate'] == r['certified_rate'] else
                f'{rate(r["recovery_rate"])} ({rate(r["certified_rate"])})' for r in got]
       table.append(f'| {act} | {n} | {seeds} | ' + ' | '.join(cells) + ' |')
-      loads = [v for r in got if r and r.get('load') for v in r['load']]
+      loads = [v for r in got if r and r.get('load') and not on_accelerator(r)
+               for v in r['load']]
       load = f'{min(loads):.1f}–{max(loads):.1f}' if loads else '-'
       cost.append(f'| {act} | {n} | {load} | ' + ' | '.join(
           '–' if r is None else f'{r["median_seconds"]:.1f} s, {r["median_steps"]:.0f}'
-          for r in got) + ' |')
+          + (' †' if on_accelerator(r) else '') for r in got) + ' |')
+  accel = sorted({r['machine'] for r in rows if on_accelerator(r)})
   return ['', '## The law in n (d = 16, default method, fresh seeds)', '',
           'Share of seeds with every row recovered (certified where it differs) against p/dn, '
           'one row per n (`--preset=in_n --n=N --first_seed=100`; n = 8 from the full '
           'preset). The counting limit is p = n(d + 1), p/dn = 1.06 at d = 16.', ''] + table + [
           '', 'Cost per point: wall seconds per seed (the vectorised call over its seeds) and '
-          'median steps per seed; load: the 1-min load average before and after the point.',
-          ''] + cost
+          'median steps per seed; load: the 1-min load average before and after the point '
+          '(CPU points).', ''] + cost + (
+              ['', '† on ' + '; '.join(accel) + ' (the others on the CPU that the Machine line '
+               'names).'] if accel else [])
 
 
 def real_data(records: List[Dict[str, Any]]) -> List[str]:
@@ -677,6 +692,9 @@ def define_flags() -> None:
                       "Keep each point's sweep in WORK_DIR/<point>, its running state saved "
                       'every 5 min, and resume a point stopped mid-way (default: a temporary '
                       'folder, nothing kept). A point finished there is read back, not run again.')
+  flags.DEFINE_float('memory_budget_gb', None,
+                     "run.sweep_memory_budget_gb for every point (default: the config's 8 GB): "
+                     'the padded sweep group and the precision rung must fit it', lower_bound=0.1)
   flags.DEFINE_bool('redo', False, 'Re-run the selected points already in the JSON (their '
                     'records are replaced); default: skip them.')
 
@@ -732,7 +750,7 @@ def main(argv):
     for i, pt in enumerate(todo):
       budget = (paper_budget(pt, records, FLAGS.max_steps) if pt['method'] == 'paper' else
                 FLAGS.max_steps)
-      rec = run_point(pt, seeds, budget, FLAGS.work_dir)
+      rec = run_point(pt, seeds, budget, FLAGS.work_dir, FLAGS.memory_budget_gb)
       records = [r for r in records if point_key(r) != point_key(rec)] + [rec]
       os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
       write_records(path, records)  # after every point: resumable

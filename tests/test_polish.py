@@ -44,11 +44,12 @@ def _loss32(ff, x_hat, theta):
   return float(projection.projection_loss(ff(jnp.asarray(x_hat)), jnp.asarray(theta)))
 
 
-def _run(x_hat, theta, ff, p, mode='auto', activation='relu_tanh', tol=1e-9):
+def _run(x_hat, theta, ff, p, mode='auto', activation='relu_tanh', tol=1e-9, max_entries=None):
   return polish.certify_or_polish(
       final_loss=_loss32(ff, x_hat, theta), tol=tol, x_hat=x_hat, p=p, activation=activation,
       n_known=len(x_hat), feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD, mode=mode,
-      polish_tol=1e-12, key=jax.random.PRNGKey(0), starts=16, row_steps=600)
+      polish_tol=1e-12, key=jax.random.PRNGKey(0), starts=16, row_steps=600,
+      max_entries=max_entries)
 
 
 @pytest.mark.slow  # ~10 CPU-s
@@ -58,7 +59,10 @@ def test_a_row_that_carries_a_tiny_share_is_found_in_float64_and_certified():
   x_hat = _stuck(x, weak)
   # float32 cannot tell: the loss is near its floor and the weak row is free.
   assert _loss32(ff, x_hat, theta) < 1e-6
-  x_pol, cert, info = _run(x_hat, theta, ff, p)
+  # The size cap: one entry short of p m d keeps the rung off; at p m d it runs.
+  _, _, off = _run(x_hat, theta, ff, p, max_entries=p * N * D - 1)
+  assert not off['applied'] and off['too_large'] == f'p m d = {p * N * D:.3g} > {p * N * D - 1:.3g}'
+  x_pol, cert, info = _run(x_hat, theta, ff, p, max_entries=p * N * D)
   assert info['applied'] and info['kept']
   assert weak in info['rows_searched'] and weak in info['rows_replaced']
   assert info['loss_after'] < 1e-12 < info['loss_before']
@@ -188,8 +192,10 @@ def test_at_the_papers_width_the_rung_stays_off_and_costs_nothing():
   out, cert, info = polish.certify_or_polish(
       final_loss=1e-3, tol=1e-9, x_hat=x_hat, p=p, activation='relu', n_known=n, feature_fn=ff,
       theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD, mode='auto')
-  assert info == {'applied': False} and not cert['certified']
+  assert not info['applied'] and 'too_large' in info and not cert['certified']
   np.testing.assert_array_equal(out, x_hat)
+  # The pipelines' cap at the default 8 GB budget (2.1e8 entries) keeps it off here too (3e8).
+  assert n * d * p > polish.rung_max_entries(8.0)
 
 
 def test_a_polish_that_cannot_lower_the_loss_is_not_kept():
@@ -255,3 +261,65 @@ def test_the_rung_runs_blas_at_one_thread_and_logs_sign_flip_progress(monkeypatc
           if i['user_api'] == 'blas'] == before
   progress = [s for s in lines if s.startswith('precision rung: sign flips: pass 1/1, row ')]
   assert len(progress) >= N - 1, lines
+
+
+def test_the_rungs_size_cap_follows_the_memory_budget_and_the_pipelines_pass_it():
+  """rung_max_entries: bytes / RUNG_BYTES_PER_ENTRY, never below the certificate's dense cap;
+  the pipelines' settings carry it from run.sweep_memory_budget_gb; BLAS at one thread only
+  where XLA computes on the host CPU."""
+  from recon import certificate, reconstruct  # pylint: disable=import-outside-toplevel
+  assert polish.rung_max_entries(8.0) == int(8 * 2 ** 30 / polish.RUNG_BYTES_PER_ENTRY)
+  assert polish.rung_max_entries(8.0) > 100 * 16 * 16_000  # n = 100, d = 16 at 10 dn
+  assert polish.rung_max_entries(8.0) < 500 * 16 * 32_000  # n = 500 at 4 dn: off
+  assert polish.rung_max_entries(1e-3) == certificate.MAX_JACOBIAN_ENTRIES
+  assert abs(polish.rung_max_entries(16.0) - 2 * polish.rung_max_entries(8.0)) <= 1
+  c = rf_synthetic.get_config()
+  assert reconstruct.certify_settings(c)['max_entries'] == polish.rung_max_entries(8.0)
+  c.run.sweep_memory_budget_gb = 2.0
+  assert reconstruct.certify_settings(c)['max_entries'] == polish.rung_max_entries(2.0)
+  assert polish.blas_thread_limit('cpu') == 1
+  assert polish.blas_thread_limit('gpu') is None and polish.blas_thread_limit('tpu') is None
+  assert polish.blas_thread_limit() == (1 if jax.default_backend() == 'cpu' else None)
+
+
+@pytest.mark.slow  # two certificates at p m d = 2.1e7 (~20 CPU-s)
+def test_above_the_dense_cap_the_rung_runs_within_the_budget(monkeypatch):
+  """p m d = 2.1e7, above the certificate's dense cap (2e7; its Jacobian test then runs block
+  by block): the rung stays off under that cap, and runs under the pipelines' (the memory
+  budget's) -- as at n = 100, d = 16, p = 10 dn, where the old cap left 9 of 10 relu+tanh
+  seeds one row short."""
+  from recon import certificate  # pylint: disable=import-outside-toplevel
+  n, d, p = 10, 10, 210_000
+  assert n * d * p > certificate.MAX_JACOBIAN_ENTRIES
+  kx, kv, ky = jax.random.split(jax.random.PRNGKey(3), 3)
+  x = jax.random.normal(kx, (n, d))
+  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(d)
+  v = features.random_weights(kv, p, d)
+  ff = lambda z: features.rf_features(v, z, 'relu_tanh')  # noqa: E731
+  phi = ff(x)
+  alpha = jax.random.normal(ky, (n,))
+  alpha = alpha.at[4].set(TINY * jnp.linalg.norm(alpha @ phi) / jnp.linalg.norm(phi[4]))
+  theta = np.asarray(alpha @ phi)
+  x_hat = np.array(x, np.float32)
+  x_hat[4] = -x_hat[4]  # the weak sample's row wrong, the others right
+  calls = []
+
+  def recorder(feature_fn, theta, x_hat, **kw):
+    calls.append(kw['free_rows'])
+    return np.asarray(x_hat, np.float64), {
+        'kept': False, 'loss_before': 1.0, 'loss_after': 1.0, 'rows_flipped': [],
+        'rows_searched': [], 'rows_replaced': [], 'gauss_newton_steps': 0, 'seconds': 0.0}
+
+  monkeypatch.setattr(polish, 'polish', recorder)
+  loss = _loss32(ff, x_hat, theta)
+  for cap, runs in ((None, False), (polish.rung_max_entries(8.0), True)):
+    _, cert, info = polish.certify_or_polish(
+        final_loss=loss, tol=1e-9, x_hat=x_hat, p=p, activation='relu_tanh', n_known=n,
+        feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD,
+        mode='auto', max_entries=cap)
+    assert cert['evidence']['jacobian'] == 'computed' and not cert['certified']
+    assert cert['evidence']['jacobian_method'] == 'gram'
+    assert bool(calls) is runs, (info, cert['evidence'].get('rows_within'))
+    assert ('too_large' in info) is not runs
+    if runs:
+      assert 4 in calls[0], calls

@@ -143,6 +143,14 @@ def test_the_law_in_n_lists_the_plain_loss_beside_the_default():
   assert 'previous' not in text and '0.50' not in text
   assert recovery_law.METHODS['plain'] == {'attack.sign_quotient': 'off'}
   assert recovery_law.METHODS['previous']['attack.sign_quotient'] == 'off'
+  assert '†' not in text  # every record on the CPU (no device field: the CPU)
+  gpu = dict(rec('default', 'relu', 100, 10, 1.0), device='1 x gpu', load=[0.0, 9.0],
+             machine='1 x NVIDIA H200 (gpu); host: x')
+  text = '\n'.join(recovery_law.law_in_n(records + [rec('default', 'relu', 100, 4, 1.0), gpu]))
+  assert '| relu | 100 | 1.0–2.0 | 1.0 s, 100 | 1.0 s, 100 † |' in text  # the GPU's load left out
+  assert '† on 1 x NVIDIA H200 (gpu); host: x (the others on the CPU' in text
+  assert recovery_law.on_accelerator(gpu) and not recovery_law.on_accelerator(
+      dict(gpu, device='1 x cpu'))
 
 
 def test_photo_patch_points_keep_p_over_dn_and_configure_the_bundled_patches():
@@ -206,3 +214,23 @@ def test_photo_points_list_their_steps_and_the_sphere_control_at_the_same_size()
   assert ('| relu_tanh | 48 | 32 | 10 | 2 (1000-1001) | 1.00, 1.00 | 1 of 2 | 17000 / 20000 '
           '| 300 |') in text
   assert text.count('| relu_tanh | 48 | 8 |') == 0
+
+
+def test_memory_budget_gb_sets_the_sweeps_and_the_rungs_budget(monkeypatch):
+  """--memory_budget_gb replaces run.sweep_memory_budget_gb of the point's sweep (the padded
+  group's cap and the precision rung's, recon.polish.rung_max_entries); default: the config's."""
+  seen = []
+
+  class Stop(Exception):
+    pass
+
+  def fake_run(c, workdir):
+    seen.append(c.run.sweep_memory_budget_gb)
+    raise Stop
+
+  monkeypatch.setattr(recovery_law.recon, 'run', fake_run)
+  pt = dict(method='default', activation='relu_tanh', d=16, k=None, search='full', n=8, p=1280)
+  for budget in (None, 12.0):
+    with pytest.raises(Stop):
+      recovery_law.run_point(pt, 1, 10, memory_budget_gb=budget)
+  assert seen == [8.0, 12.0]

@@ -956,6 +956,37 @@ def _escalating_sweep(overrides=None):
   return c
 
 
+@pytest.mark.slow  # ~25 s: two tiny sweeps with escalation
+def test_a_sweep_stopped_after_its_descent_resumes_there_not_from_the_start(tmp_path,
+                                                                          monkeypatch, caplog):
+  """The descent's end is saved whatever the checkpoint cadence (here: never by time), so a
+  sweep stopped in the certificate / rung (its records) resumes at the descent's last step and
+  ends as the unbroken sweep."""
+  from recon import sweep  # pylint: disable=import-outside-toplevel
+  real = sweep._record  # pylint: disable=protected-access
+
+  def stopped(*a, **k):
+    raise SystemExit(143)
+
+  slow = {'run.checkpoint_every_seconds': 1e9}
+  monkeypatch.setattr(sweep, '_record', stopped)
+  w = tmp_path / 'w'
+  with pytest.raises(SystemExit):
+    main.execute(_escalating_sweep(slow), str(w))
+  meta = json.loads((w / 'groups' / '0.partial.json').read_text())
+  assert meta['step'] == 300 and not (w / 'sweep.json').exists()
+  monkeypatch.setattr(sweep, '_record', real)
+  with caplog.at_level(py_logging.INFO):
+    assert main.execute(_escalating_sweep(dict(slow, **{'run.resume': True})), str(w)) == 0
+  assert 'group 1 resumed at step 300' in caplog.text, caplog.text
+  assert 'escalation: step' not in caplog.text.split('resumed at step 300')[1]
+  assert main.execute(_escalating_sweep(slow), str(tmp_path / 'unbroken')) == 0
+  a = json.loads((w / 'sweep.json').read_text())
+  b = json.loads((tmp_path / 'unbroken' / 'sweep.json').read_text())
+  assert _untimed(a['records']) == _untimed(b['records'])
+  assert not any('partial' in f for f in os.listdir(w / 'groups'))
+
+
 @pytest.mark.slow  # ~35 s: three tiny sweeps with escalation
 def test_a_sweep_killed_inside_its_group_resumes_at_its_last_chunk(tmp_path, monkeypatch,
                                                                   caplog):
