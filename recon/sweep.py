@@ -43,10 +43,9 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon import config as config_lib
-from recon import (data, driver, features, io, memory, metrics, optimize, polish, reconstruct,
-                   report, rescue, runs, sign_quotient, sweep_kkt, sweep_networks, sweep_store,
-                   symmetry,
-                   victims)
+from recon import (data, driver, features, io, machine, memory, metrics, optimize, polish,
+                   reconstruct, report, rescue, runs, sign_quotient, sweep_kkt, sweep_networks,
+                   sweep_store, symmetry, victims)
 from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 
@@ -434,6 +433,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       'records': records,
       'groups': group_info,
       'device': f'{len(devices)} x {devices[0].platform}',
+      'machine': machine.describe(),
       'wall_seconds': time.time() - t0,
       'counting': report.COUNTING_NOTE,
   }

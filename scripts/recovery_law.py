@@ -337,7 +337,9 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
               max_steps=max_steps, device=out['device'],
               machine=out.get('machine') or machine.describe(),  # recertified: both machines
               load=[round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min averages
-              per_seed=per_seed)
+              per_seed=per_seed,
+              **({'recertify_seconds': out['recertify_seconds']}  # recon.recertify's, if run
+                 if out.get('recertify_seconds') is not None else {}))
 
 
 def seed_cell(r: Dict[str, Any]) -> str:
@@ -486,8 +488,10 @@ def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
       load = f'{min(loads):.1f}–{max(loads):.1f}' if loads else '-'
       cost.append(f'| {act} | {n} | {load} | ' + ' | '.join(
           '–' if r is None else f'{r["median_seconds"]:.1f} s, {r["median_steps"]:.0f}'
-          + (' †' if on_accelerator(r) else '') for r in got) + ' |')
+          + (' †' if on_accelerator(r) else '') + (' ‡' if 'recertify_seconds' in r else '')
+          for r in got) + ' |')
   accel = sorted({r['machine'] for r in rows if on_accelerator(r)})
+  again = [r for r in rows if 'recertify_seconds' in r]
   return ['', '## The law in n (d = 16, default method, fresh seeds)', '',
           'Share of seeds with every row recovered (certified where it differs) against p/dn, '
           'one row per n (`--preset=in_n --n=N --first_seed=100`; n = 8 from the full '
@@ -495,8 +499,13 @@ def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
           '', 'Cost per point: wall seconds per seed (the vectorised call over its seeds) and '
           'median steps per seed; load: the 1-min load average before and after the point '
           '(CPU points).', ''] + cost + (
-              ['', '† on ' + '; '.join(accel) + ' (the others on the CPU that the Machine line '
-               'names).'] if accel else [])
+              ['', '† on ' + ' | '.join(accel) + ' (the others on the CPU that the Machine line '
+               'names).'] if accel else []) + (
+              ['', '‡ the certificate and the precision rung re-derived afterwards on the second '
+               'machine named (`scripts/recertify_sweep.py`): ' + '; '.join(
+                   f'{r["activation"]} n = {r["n"]}, {r["p_over_dn"]:g} dn: '
+                   f'{r["recertify_seconds"]:.0f} s there' for r in again)
+               + '; the seconds in the table are the descent machine\'s.'] if again else [])
 
 
 def real_data(records: List[Dict[str, Any]]) -> List[str]:

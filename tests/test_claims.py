@@ -3971,6 +3971,43 @@ N500 = [
 ]
 
 
+
+def _n100_10dn(act):
+  return one(law_records(100, method='default', activation=act, d=16, k=None, n=100, p=16000))
+
+
+def _n100_10dn_rung(act):
+  """(seeds the rung polished, min and max rows it replaced, min and max float64 loss after)."""
+  ps = _n100_10dn(act)['per_seed']
+  rows = [v for v in ps['polished'] if v]
+  losses = [v for v in ps['polished_loss'] if v]
+  return len(rows), min(rows), max(rows), min(losses), max(losses)
+
+
+N100_10DN = [
+    claim(RF, 'At **10·dn** (p = {16 000}, the same\nseeds) every seed recovers every row and is '
+          'certified, relu+tanh and relu alike ({10} of {10} each,\n{0} false certificates)',
+          lambda: (lambda a, b: (a['p'], 10 * a['certified_rate'], a['seeds'],
+                                 a['false_certified'] + b['false_certified'])
+                   if a['certified_rate'] == b['certified_rate'] == a['recovery_rate'] == 1
+                   and b['seeds'] == 10 else None)(_n100_10dn('relu_tanh'), _n100_10dn('relu'))),
+    claim(RF, 'seeds on one NVIDIA H200 ({102} s relu+tanh, {90} s relu), left {9} relu+tanh seeds '
+          'and {2} relu seeds at\nthe {20 000}-step budget',
+          lambda: (_n100_10dn('relu_tanh')['batch_seconds'], _n100_10dn('relu')['batch_seconds'],
+                   _n100_10dn('relu_tanh')['per_seed']['status'].count('max_steps'),
+                   _n100_10dn('relu')['per_seed']['status'].count('max_steps'),
+                   _n100_10dn('relu')['max_steps'])
+          if 'H200' in _n100_10dn('relu')['machine'] else None, tol=0.5),
+    claim(RF, 'the rung then replaced {1}–{15} rows\nper relu+tanh seed, taking each to a float64 '
+          'loss of {9.6}·10⁻¹⁴–{9.3}·10⁻¹³',
+          lambda: (lambda k, lo, hi, l0, l1: (lo, hi, 1e14 * l0, 1e13 * l1)
+                   if k == 9 else None)(*_n100_10dn_rung('relu_tanh')), tol=0.05),
+    claim(RF, '(`scripts/recertify_sweep.py`: {3 284} s\nfor the relu+tanh seeds, beside a test run; '
+          '{395} s for relu)',
+          lambda: (_n100_10dn('relu_tanh')['recertify_seconds'],
+                   _n100_10dn('relu')['recertify_seconds']), tol=0.5),
+]
+
 def _shadow32(data):
   return one(law_records(1000, method='default', activation='relu_tanh', d=48, k=None, n=32,
                          data=None if data == 'synthetic_sphere' else data))  # sphere: no key
@@ -4119,8 +4156,8 @@ def n100_budget_seeds():
 
 
 IN_N += [
-    claim(RF, '| n = 100 | – | – | – | – | {0} | {1.00} | {1.00} | – |',
-          lambda: (inn(100, 2), inn(100, 3), inn(100, 4))),
+    claim(RF, '| n = 100 | – | – | – | – | {0} | {1.00} | {1.00} | {1.00} |',
+          lambda: (inn(100, 2), inn(100, 3), inn(100, 4), inn(100, 10))),
     claim(RF, '**n = 100** (seeds {100}–{109}, p = {4}·dn = {6 400}, the issue\'s target size): every '
           'seed recovers every\nrow and is certified ({10} of {10}, {0} false certificates).',
           lambda: (*n100()['seed_list'], n100()['p_over_dn'], n100()['p'],

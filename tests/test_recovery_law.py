@@ -151,6 +151,11 @@ def test_the_law_in_n_lists_the_plain_loss_beside_the_default():
   assert '† on 1 x NVIDIA H200 (gpu); host: x (the others on the CPU' in text
   assert recovery_law.on_accelerator(gpu) and not recovery_law.on_accelerator(
       dict(gpu, device='1 x cpu'))
+  assert '‡' not in text
+  again = dict(gpu, recertify_seconds=394.6)  # its rung re-derived on a CPU afterwards
+  text = '\n'.join(recovery_law.law_in_n(records + [again]))
+  assert '1.0 s, 100 † ‡ |' in text
+  assert 'relu n = 100, 10 dn: 395 s there' in text
 
 
 def test_photo_patch_points_keep_p_over_dn_and_configure_the_bundled_patches():
