@@ -4156,8 +4156,21 @@ def n100_budget_seeds():
 
 
 IN_N += [
-    claim(RF, '| n = 100 | – | – | – | – | {0} | {1.00} | {1.00} | {1.00} |',
-          lambda: (inn(100, 2), inn(100, 3), inn(100, 4), inn(100, 10))),
+    claim(RF, '| n = 100 | {0} | {0} | {0} | {0} | {0} | {1.00} | {1.00} | {1.00} |',
+          lambda: tuple(inn(100, r) for r in (0.5, 1, 1.25, 1.5, 2, 3, 4, 10))),
+    claim(RF, '(at n = 100 no relu+tanh run of {10} recovers every row at {0.5},\n{1}, {1.25} or '
+          '{1.5}·dn either: {0}–{1}% of the rows, the budget spent from {1}·dn up, {77}–{100} s per '
+          'seed)',
+          lambda: (lambda rs: (sum(r['seeds'] for r in rs) / 4, 0.5, 1, 1.25, 1.5,
+                               100 * min(min(r['per_seed']['frac_recovered']) for r in rs),
+                               100 * max(max(r['per_seed']['frac_recovered']) for r in rs), 1,
+                               min(r['median_seconds'] for r in rs[1:]),
+                               max(r['median_seconds'] for r in rs))
+                   if all(r['recovery_rate'] == 0 for r in rs)
+                   and all(r['median_steps'] == r['max_steps'] for r in rs[1:])
+                   else None)([one(law_records(100, method='default', activation='relu_tanh',
+                                                d=16, k=None, n=100, p_over_dn=float(x)))
+                               for x in (0.5, 1, 1.25, 1.5)]), tol=0.5),
     claim(RF, '**n = 100** (seeds {100}–{109}, p = {4}·dn = {6 400}, the issue\'s target size): every '
           'seed recovers every\nrow and is certified ({10} of {10}, {0} false certificates).',
           lambda: (*n100()['seed_list'], n100()['p_over_dn'], n100()['p'],
