@@ -234,6 +234,7 @@ def polish() -> ml_collections.ConfigDict:
   c.lm_iters = 20
   # Polish only when at most this share of the rows (at least one) is free: the rung is for
   # a row or two that float32 cannot resolve (the misses had 1 or 2 of 8), not a failed run.
+  # Counted again after a first Gauss-Newton pass when more are free at the float32 loss.
   c.max_free_share = 0.25
   # relu: passes of greedy sign flips (x_j := -x_j, kept if the float64 loss falls) first;
   # 0 = none. Measured: 3 of 6 relu runs with data in a 4-dim subspace of R^64 (8 kn) that

@@ -27,7 +27,9 @@ attacker's view (feature map, theta) and blind signals:
      floor is the rounding of the float32 theta itself (~1e-14), 4 orders below s_i^2.
   2. Row re-search, for each free row i (the certificate's `row_within` false, largest
      pin radius first; only when 1 .. max(1, m/4) rows are free: a run with most rows free
-     failed wholesale, and restarts are the rung for that), the other rows held to first
+     failed wholesale, and restarts are the rung for that; when more are free at the float32
+     loss, step 3 runs first and the rows free at its loss are counted -- right rows the
+     float32 loss left unpinned are pinned at the lower one), the other rows held to first
      order: Q_o is an orthonormal basis
      of the others' features *and their Jacobians* d phi(x_k)/d x_k (`held_basis`: the
      others sit slightly off their samples, having compensated for the wrong row i, and
@@ -260,7 +262,9 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
 
   `sign_sweeps` > 0 (sign-ambiguous activations) runs step 0 first; the rows free after it
   (radius at the new loss >= `threshold`) replace `free_rows`. Step 2 runs when there are
-  1 .. `max_free` free rows (max_free 0: no limit)."""
+  1 .. `max_free` free rows (max_free 0: no limit); with more, step 3 runs first and the rows
+  free at its loss are counted again. Still more (and no `sign_sweeps`): the input set back
+  with info {'applied': False, 'free_rows', 'free_rows_after_gauss_newton', ...}."""
   t0 = time.time()
   free_rows = [int(i) for i in free_rows]
   with jax.enable_x64(True), threadpoolctl.threadpool_limits(limits=blas_thread_limit(),
@@ -277,6 +281,20 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
         free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
       logging.info('precision rung: sign flips: %d row(s) flipped, float64 loss %.2e (%.0fs)',
                    len(set(flipped)), loss, time.time() - t0)
+    first = 0
+    if max_free and len(free_rows) > max_free and loss > tol:
+      # More rows free than the search takes at the float32 loss: step 3 first, then the
+      # rows free at its loss (the float32 loss leaves right rows unpinned).
+      many = len(free_rows)
+      x, loss, first = gauss_newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
+      free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+      kept += first
+      logging.info('precision rung: %d rows free; after Gauss-Newton first (float64 loss %.2e) '
+                   '%d (%.0fs)', many, loss, len(free_rows), time.time() - t0)
+      if len(free_rows) > max_free and not sign_sweeps:
+        return x0, {'applied': False, 'free_rows': many, 'free_rows_after_gauss_newton':
+                    len(free_rows), 'gauss_newton_first': first,
+                    'seconds': time.time() - t0}
     searched = free_rows if (free_rows and (not max_free or len(free_rows) <= max_free)) else []
     replaced = []
     pending, rounds = list(searched), 0
@@ -325,7 +343,7 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
   improved = loss < before
   info = {'applied': True, 'loss_before': before, 'loss_after': loss if improved else before,
           'rows_flipped': flipped, 'rows_searched': searched, 'rows_replaced': replaced,
-          'search_rounds': rounds,
+          'search_rounds': rounds, 'gauss_newton_first': first,
           'gauss_newton_steps': kept, 'kept': bool(improved),
           'seconds': time.time() - t0}
   return (x if improved else x0), info
@@ -345,8 +363,8 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   counting margin instead); when it fails, the Jacobian test was computable and
   counting holds (p >= m (d + 1)), `mode` 'auto' polishes and certifies the polished set in
   float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
-  (`row_within` false): the rung is for a row or two float32 cannot resolve, not for a run
-  that failed wholesale. The rung forms J densely: it stays off above p m d = `max_entries`
+  (`row_within` false), counted again after a first Gauss-Newton pass when more are: the
+  rung is for rows float32 cannot resolve, not for a run that failed wholesale. The rung forms J densely: it stays off above p m d = `max_entries`
   (default: the certificate's dense cap; the pipelines pass `rung_max_entries` of their
   memory budget). Returns (x_hat, certificate, polish info)."""
   x_hat = np.asarray(x_hat)
@@ -378,10 +396,6 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   # (odd or even sigma) a flipped row has the same loss.
   flips = (sign_sweeps if symmetry.of_activation(activation).kind == symmetry.SIGN_COMPENSATED
            else 0)
-  if len(free) > max_free and not flips:
-    # Most rows free: the attack failed wholesale (restarts are the rung for that), not
-    # by a row or two that float32 cannot resolve.
-    return x_hat, cert, {'applied': False, 'free_rows': len(free)}
   logging.info('%s; precision rung: float64 %sre-search of the free rows, then Gauss-Newton',
                certificate.verdict(cert, m), 'sign flips, ' if flips else '')
   radius = float(np.sqrt(d)) if radius is None else radius
@@ -390,6 +404,8 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                        radius=radius, tol=polish_tol, starts=starts, row_steps=row_steps,
                        lr=lr, lm_iters=lm_iters, sign_sweeps=flips, max_free=max_free,
                        threshold=duplicate_threshold)
+  if not info['applied']:  # most rows free even after Gauss-Newton: failed wholesale
+    return x_hat, cert, info
   logging.info('precision rung: loss %.2e -> %.2e in float64 (rows flipped %s, re-searched %s, '
                'replaced %s, %d Gauss-Newton steps, %.1fs)%s', info['loss_before'],
                info['loss_after'], info['rows_flipped'], info['rows_searched'],

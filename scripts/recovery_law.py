@@ -222,18 +222,24 @@ def compact_seeds(per_seed) -> Dict[str, list]:
 def data_stats(pt: Dict[str, Any], seeds: int) -> Dict[str, list]:
   """Per seed, how clustered the training rows are (the ground truth, for the analysis only):
   rows with another row within the recovered threshold (relative distance 0.1) and within 0.2,
-  the median nearest-neighbour distance, and the share of sum ||x_i||^2 in the top 5 singular
-  directions."""
-  out: Dict[str, list] = {'close_0p1': [], 'close_0p2': [], 'median_nn': [], 'top5_energy': []}
+  rows with another row within 0.1 of their mirror image (-x_j near x_i: standardised patches
+  come in near-antipodal pairs, bright against dark), the median nearest-neighbour distance,
+  and the share of sum ||x_i||^2 in the top 5 singular directions."""
+  out: Dict[str, list] = {'close_0p1': [], 'close_0p2': [], 'antipodal_0p1': [],
+                          'median_nn': [], 'top5_energy': []}
   c = config_for(pt, 1, 1)
   for seed in range(pt.get('first_seed', 0), pt.get('first_seed', 0) + seeds):
     x = np.asarray(recon.load_data(c, seed)[0], np.float64)
-    dist = np.linalg.norm(x[:, None] - x[None], axis=-1) / np.linalg.norm(x, axis=1)[:, None]
+    norms = np.linalg.norm(x, axis=1)[:, None]
+    dist = np.linalg.norm(x[:, None] - x[None], axis=-1) / norms
+    anti = np.linalg.norm(x[:, None] + x[None], axis=-1) / norms
     np.fill_diagonal(dist, np.inf)
+    np.fill_diagonal(anti, np.inf)
     nn = dist.min(axis=1)
     sv2 = np.linalg.svd(x, compute_uv=False) ** 2
     out['close_0p1'].append(int((nn < 0.1).sum()))
     out['close_0p2'].append(int((nn < 0.2).sum()))
+    out['antipodal_0p1'].append(int((anti.min(axis=1) < 0.1).sum()))
     out['median_nn'].append(float(f'{np.median(nn):.3g}'))
     out['top5_energy'].append(float(f'{sv2[:5].sum() / sv2.sum():.3g}'))
   return out
@@ -241,22 +247,28 @@ def data_stats(pt: Dict[str, Any], seeds: int) -> Dict[str, list]:
 
 def miss_analysis(x_true: np.ndarray, x_hat: np.ndarray, threshold: float = 0.1) -> Dict[str, int]:
   """Which rows a run missed (ground truth, for the analysis only): recovered rows among those
-  with another training row within `threshold` (clustered) and among the others; rows whose
-  nearest candidate is their mirror image (|x + x_hat| within the threshold: a sign trap); and
-  candidates with another candidate within the threshold (collapsed)."""
+  with another training row within `threshold` (clustered) and among the others; rows trapped
+  at their mirror image (a candidate within the threshold of -x_i that is within the threshold
+  of no training row: a candidate on an antipodal training row is that row, not a trap); and
+  collapsed candidates (another candidate within the threshold and the same nearest training
+  row: two candidates on one sample, not two on neighbouring samples)."""
   norms = np.linalg.norm(x_true, axis=1)
   rel = lambda a, b: np.linalg.norm(a[:, None] - b[None], axis=-1) / norms[:, None]  # noqa: E731
   ok = np.asarray(metrics.per_sample_errors(x_true, x_hat, sign_invariant=False)) < threshold
   nn = rel(x_true, x_true)
   np.fill_diagonal(nn, np.inf)
   close = nn.min(axis=1) < threshold
+  on_a_row = rel(x_true, x_hat).min(axis=0) < threshold  # (m,) candidate j near some x_i
+  trapped = (rel(x_true, -x_hat) < threshold) & ~on_a_row[None]  # (n, m)
+  nearest = np.argmin(rel(x_true, x_hat), axis=0)  # (m,) each candidate's nearest row
   cand = np.linalg.norm(x_hat[:, None] - x_hat[None], axis=-1) / np.linalg.norm(
       x_hat, axis=1)[:, None]
   np.fill_diagonal(cand, np.inf)
+  collapsed = ((cand < threshold) & (nearest[:, None] == nearest[None])).any(axis=1)
   return {'back_clustered': int(ok[close].sum()), 'clustered': int(close.sum()),
           'back_isolated': int(ok[~close].sum()), 'isolated': int((~close).sum()),
-          'mirror_rows': int((rel(x_true, -x_hat).min(axis=1) < threshold).sum()),
-          'collapsed_candidates': int((cand.min(axis=1) < threshold).sum())}
+          'mirror_rows': int(trapped.any(axis=1).sum()),
+          'collapsed_candidates': int(collapsed.sum())}
 
 
 CHECKPOINT_SECONDS = 300.0  # with --work_dir: the running sweep's state saved this often
@@ -518,12 +530,13 @@ def real_data(records: List[Dict[str, Any]]) -> List[str]:
          '`--data=photo_patches`: the bundled photographs\' patches block-averaged to d = 3 s^2, '
          'standardised and put on the sqrt(d)-sphere. Per seed: share of rows recovered, final '
          'loss, certified; then the rows\' clustering (ground truth, analysis only): rows with '
-         'another training row within the recovered threshold (0.1 relative) and within 0.2, the '
-         'median nearest-neighbour distance, and the share of the rows\' energy in the top 5 of '
+         'another training row within the recovered threshold (0.1 relative) and within 0.2, '
+         'rows with another row within 0.1 of their mirror image (antipodal), the median '
+         'nearest-neighbour distance, and the share of the rows\' energy in the top 5 of '
          'd singular directions.', '',
          '| activation | d | n | p/dn | seed | rows back | loss | steps / budget | certified | '
-         'rows with a neighbour < 0.1 / < 0.2 | median nn | top-5 energy | s / seed |',
-         '|' + '---|' * 13]
+         'rows with a neighbour < 0.1 / < 0.2 | antipodal | median nn | top-5 energy | s / seed |',
+         '|' + '---|' * 14]
   for r in sorted(rows, key=lambda r: (r['activation'], r['d'], r['n'], r['p'])):
     ps = r['per_seed']
     for i, seed in enumerate(ps['seed']):
@@ -532,7 +545,8 @@ def real_data(records: List[Dict[str, Any]]) -> List[str]:
                  f'{ps["frac_recovered"][i]:.2f} | {ps["final_loss"][i]:.2g} | '
                  f'{ps["steps"][i]} / {r["max_steps"]} | '
                  f'{"yes" if ps["certified"][i] else "no"} | {stat("close_0p1")} / '
-                 f'{stat("close_0p2")} | {stat("median_nn")} | {stat("top5_energy")} | '
+                 f'{stat("close_0p2")} | {stat("antipodal_0p1")} | {stat("median_nn")} | '
+                 f'{stat("top5_energy")} | '
                  f'{r["median_seconds"]:.0f} |')
   same = lambda a, b: all(a[k] == b[k] for k in ('activation', 'd', 'n', 'p'))  # noqa: E731
   controls = [c for c in records if c.get('data', DATA[0]) == DATA[0] and c['k'] is None
@@ -551,14 +565,17 @@ def real_data(records: List[Dict[str, Any]]) -> List[str]:
   if found:
     out += ['', 'Which rows were missed (the candidates against the true rows; ground truth, '
             'analysis only): rows back among the clustered ones (another row within 0.1) and '
-            'among the others, rows whose nearest candidate is their mirror image (within 0.1 '
-            'of -x: a sign trap), candidates with another candidate within 0.1 (collapsed).', '',
+            'among the others, rows trapped at their mirror image (a candidate within 0.1 of '
+            '-x on no training row), candidates with another candidate within 0.1 on the same '
+            'nearest row (collapsed); - where the candidates were not kept.', '',
             '| activation | d | p/dn | seed | clustered rows back | other rows back | mirror rows | '
             'collapsed candidates |', '|' + '---|' * 8]
+    dash = lambda v: '-' if v is None else v  # noqa: E731
     for r, m, note in found:
       out.append(f'| {r["activation"]} | {r["d"]} | {r["p_over_dn"]:.3g} | {m["seed"]}{note} | '
                  f'{m["back_clustered"]} of {m["clustered"]} | {m["back_isolated"]} of '
-                 f'{m["isolated"]} | {m["mirror_rows"]} | {m["collapsed_candidates"]} |')
+                 f'{m["isolated"]} | {dash(m.get("mirror_rows"))} | '
+                 f'{dash(m.get("collapsed_candidates"))} |')
   return out
 
 
