@@ -4010,6 +4010,19 @@ N100_10DN = [
                    _n100_10dn('relu')['recertify_seconds']), tol=0.5),
 ]
 
+RELU_N100_BELOW = [
+    claim(RF, 'nor at {0.5}, {1},\n{1.25} or {1.5}·dn ({0}–{1}% of the rows, {5}–{119} s per seed)',
+          lambda: (*[r for r in (0.5, 1, 1.25, 1.5) if inn(100, r, activation='relu') == 0],
+                   100 * min(min(inn(100, r, 'per_seed', 'relu')['frac_recovered'])
+                             for r in (0.5, 1, 1.25, 1.5)),
+                   100 * max(max(inn(100, r, 'per_seed', 'relu')['frac_recovered'])
+                             for r in (0.5, 1, 1.25, 1.5)),
+                   min(inn(100, r, 'median_seconds', 'relu') for r in (0.5, 1, 1.25, 1.5)),
+                   max(inn(100, r, 'median_seconds', 'relu') for r in (0.5, 1, 1.25, 1.5))),
+          tol=0.5),
+]
+
+
 LAW_IN_N8 = [
     claim(RF, 'at n = 8 a few seeds come back just above it — relu+tanh\n{7} of {20} at {1.5}·dn, relu {6} '
           'of {20} at {1.25}·dn and {15} of {20} at 1.5·dn',

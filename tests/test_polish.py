@@ -101,7 +101,7 @@ def test_a_set_still_mostly_free_after_gauss_newton_comes_back_unchanged():
   out, cert, info = _run(x_hat, theta, ff, p)
   assert not info['applied'] and not cert['certified']
   assert info['free_rows'] > 1 and info['free_rows_after_gauss_newton'] > 1
-  assert info['gauss_newton_first'] >= 0 and info['seconds'] >= 0
+  assert info['gauss_newton_first'] >= 0 and 'seconds' not in info  # metrics stay reproducible
   np.testing.assert_array_equal(out, x_hat)
 
 
