@@ -49,8 +49,14 @@ small as at the truth. The certificate adds evidence that the solution found is
                  sees (alpha_i ~ 0) gives a large radius. Permutations and, for relu,
                  signs are discrete symmetries and do not enter the rank.
   * duplicates:  no two candidates within `duplicate_threshold` of one another
-                 (relative, sign-invariant for sign-ambiguous activations): with m = n a
-                 duplicate means a sample is uncovered.
+                 (relative; sign-invariant for sign-ambiguous activations) unless the loss
+                 at tol pins them apart: one sample found twice leaves one uncovered, but
+                 real data has close training rows. A close pair is two samples when
+                 r_i ||x_i|| + r_j ||x_j|| <= SEPARATION (1/2) ||x_i - x_j|| (pin radii r,
+                 `unresolved_pairs`). One sample found twice fails it: one of the two
+                 carries almost no share of theta (alpha ~ 0: an infinite radius), or the
+                 pair slides along its difference at a curvature ~ its distance (large
+                 radii). Probed by `scripts/certificate_probes` (near_duplicate, collapsed).
   * restarts:    when several candidate sets reached tol, they agree (matched relative
                  distance < duplicate_threshold).
 
@@ -61,16 +67,13 @@ holds, by one of three methods (`jacobian_method`, recorded as evidence; 'auto' 
                    eigendecomposed. 'auto' takes it for a plain feature_fn while p m d <=
                    `max_jacobian_entries` (2e7): no compilation per call.
   * 'gram':        J^T J accumulated block by block over the features, J never formed
-                   (`recon.residual_jacobian`), then Cholesky + Lanczos instead of an
-                   eigendecomposition (`residual_jacobian.gram_spectrum`; the eigendecomposition
-                   when J^T J is numerically singular): the same sigma's, rank and per-row radii
-                   as 'dense' (tested to 1e-6), float64 throughout. 'auto' takes it for a
-                   feature map that gives its blocks (`features.FeatureMap`: the dense, lean
-                   and sweep pipelines) while (m (d - 1))^2 <= `max_gram_entries` (1e8), and
-                   for a plain feature_fn above the dense cap (one block). Measured
-                   (`results/certificate_scale.md`, this 2-core CPU): as fast as 'dense' at
-                   small sizes once compiled and faster at (100, 16, 6 400), with less memory;
-                   it is what runs at (100, 48, 48 000).
+                   (`recon.residual_jacobian`), then Cholesky + Lanczos
+                   (`residual_jacobian.gram_spectrum`; eigendecomposition when J^T J is
+                   numerically singular): 'dense''s sigmas, rank and per-row radii (to 1e-6),
+                   float64. 'auto' takes it for a feature map that gives its blocks
+                   (`features.FeatureMap`) while (m (d - 1))^2 <= `max_gram_entries` (1e8),
+                   and for a plain feature_fn above the dense cap (one block); it is what
+                   runs at (100, 48, 48 000) (`results/certificate_scale.md`).
   * 'matrix_free': above that, sigma_min by LOBPCG on J^T J through jvp / vjp of the
                    feature blocks (memory O(m^2 d + m d^2 + block), the papers' CIFAR size on
                    one GPU: docs/random_features.md); the per-row radii are then the whole
@@ -94,6 +97,7 @@ RANK_RTOL = 1e-3
 MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
 MAX_GRAM_ENTRIES = 10 ** 8
 FALLBACK_COUNTING_MARGIN = 2.0
+SEPARATION = 0.5
 METHODS = ('auto', 'dense', 'gram', 'matrix_free')
 tangent_bases = residual_jacobian.tangent_bases
 
@@ -192,9 +196,24 @@ def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
   return int(np.sum(dist[np.triu_indices(len(dist), 1)] < threshold))
 
 
-def duplicate_rows(x_hat, threshold: float, sign_invariant: bool) -> np.ndarray:
-  """(m,) bool: candidates within `threshold` (relative) of another candidate."""
-  return np.any(_pair_distances(x_hat, sign_invariant) < threshold, axis=1)
+def unresolved_pairs(x_hat, threshold: float, sign_invariant: bool,
+                     radii: Optional[np.ndarray] = None) -> np.ndarray:
+  """(k, 2) index pairs i < j of near-duplicate candidates (relative distance < `threshold`)
+  that the loss does not resolve into two samples: all of them without `radii`; with the
+  (m,) relative pin radii, those whose pin balls are not well apart,
+      r_i ||x_i|| + r_j ||x_j|| > SEPARATION ||x_i - x_j||   (the sign-matched difference
+  for sign-blind activations), or a radius not finite."""
+  x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
+  pairs = np.argwhere(np.triu(_pair_distances(x, sign_invariant) < threshold, 1))
+  if radii is None or not len(pairs):
+    return pairs
+  i, j = pairs[:, 0], pairs[:, 1]
+  gap = np.sum((x[i] - x[j]) ** 2, 1)
+  if sign_invariant:
+    gap = np.minimum(gap, np.sum((x[i] + x[j]) ** 2, 1))
+  reach = np.asarray(radii, np.float64) * np.linalg.norm(x, axis=1)
+  apart = np.isfinite(reach[i] + reach[j]) & (reach[i] + reach[j] <= SEPARATION * np.sqrt(gap))
+  return pairs[~apart]
 
 
 def restarts_agree(candidate_sets: Sequence[np.ndarray], threshold: float,
@@ -311,16 +330,15 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     reasons.append(f'p = {p} < m (d + 1) = {m * (d + 1)}: ' + (
         'zero-loss solutions are not isolated' if p < m * d else
         'too few equations beyond the unknowns to rule out other isolated zeros'))
-  if evidence['duplicate_pairs']:
-    reasons.append(f'{evidence["duplicate_pairs"]} near-duplicate candidate pair(s)')
+  duplicates_at = len(reasons)  # the near-duplicate reason, once the pin radii are known
+  unresolved = evidence['duplicate_pairs']
   entries = int(p) * m * d
   method = jacobian_method
   if method == 'auto':
     blocked = hasattr(feature_fn, 'block_fn')
     method = ('dense' if not blocked and entries <= max_jacobian_entries else
               'gram' if (m * (d - 1)) ** 2 <= max_gram_entries else 'matrix_free')
-  gram = None
-  spec = None
+  gram = spec = None
   if feature_fn is not None and theta is not None and evidence['counting']:
     spec = jacobian_spectrum(feature_fn, x_hat, theta, method)
     gram = spec.get('feature_gram')
@@ -334,8 +352,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     pin = (np.sqrt(max(final_loss, tol)) * theta_norm / max(float(sv_min), 1e-300) /
            max(row_norm, 1e-300)) if m * (d - 1) else np.inf
     rank = spec['rank'](rank_rtol)
-    # 'computed (matrix-free)': the precision rung (`recon.polish`), which forms J densely,
-    # runs only on a plain 'computed' (where the dense or the blocked Gram fits).
+    # The precision rung (`recon.polish`: J dense) runs on a plain 'computed' only.
     evidence.update(jacobian='computed' if method != 'matrix_free' else 'computed (matrix-free)',
                     jacobian_method=method, jacobian_sigma_ratio=ratio,
                     jacobian_rank=rank, jacobian_full_rank=m * (d - 1), rank_rtol=rank_rtol,
@@ -349,8 +366,15 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
       # Per row: the radius within which candidate i can move (others compensating) at
       # this loss; pinned = below the threshold and not half of a near-duplicate pair.
       radii = _radii(spec['row_scales'], x_hat, theta_norm, final_loss, tol)
-      in_pair = duplicate_rows(x_hat, duplicate_threshold, sign_invariant)
+      # A near-duplicate pair whose pin balls are well apart is two samples, not one sample
+      # found twice (`unresolved_pairs`): close training rows, as real data has.
+      pairs = unresolved_pairs(x_hat, duplicate_threshold, sign_invariant, radii)
+      in_pair = np.zeros(m, bool)
+      in_pair[pairs.ravel()] = True
       within = (radii < duplicate_threshold) & ~in_pair
+      if evidence['loss_at_tol']:
+        unresolved = len(pairs)
+        evidence['duplicate_pairs_resolved'] = evidence['duplicate_pairs'] - unresolved
       # Pinned needs the loss at tol: above it X_hat may sit in a wrong basin, where the
       # linearisation says nothing about the truth (measured: a wrong row "within" at
       # p = m d, loss 1e-5). `row_within` is the same test at any loss, as evidence only.
@@ -368,6 +392,10 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     evidence['jacobian'] = f'not computed ({why})'
     if evidence['counting'] and p < FALLBACK_COUNTING_MARGIN * m * d:
       reasons.append(f'without the Jacobian test p must be >= {FALLBACK_COUNTING_MARGIN:g} m d')
+  if unresolved:
+    reasons.insert(duplicates_at, f'{unresolved} near-duplicate candidate pair(s)' + (
+        ' whose pin radii do not keep them apart' if 'duplicate_pairs_resolved' in evidence
+        else ''))
   if restart_sets is not None and len(restart_sets) > 1:
     evidence['restarts_at_tol'] = len(restart_sets)
     evidence['restarts_agree'] = restarts_agree(restart_sets, duplicate_threshold,
@@ -395,16 +423,17 @@ def _share_text(evidence: Dict[str, Any]) -> str:
   return 'an unmeasured share' if share is None else f'{share:.1e}'
 
 
-
 def verdict(cert: Dict[str, Any], m: int) -> str:
   """One log line: 'certified: ...' or 'not certified: reason; reason'."""
   ev = cert['evidence']
   if cert['certified']:
     extra = (f', pinned to a relative radius {ev["pin_radius"]:.1e}'
              if str(ev.get('jacobian')).startswith('computed') else ', Jacobian not computed')
+    dups = (f'{ev["duplicate_pairs"]} close pairs pinned apart' if ev['duplicate_pairs']
+            else 'no duplicates')
     return (f'certified: the whole training set, all {m} samples, up to '
             f'{cert["certified_up_to"]}: an isolated zero of the loss (loss '
-            f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, no duplicates{extra})')
+            f'{ev["loss"]:.1e} <= tol, p/md {ev["p_over_md"]:.1f}, {dups}{extra})')
   if cert['candidates_certified']:
     return (f'not certified as the whole training set: the {m} candidates are pinned, up to '
             f'{cert["certified_up_to"]}, but ' + '; '.join(cert['reasons']))

@@ -14,6 +14,11 @@ metric that matches its stated symmetry (`certified_up_to`; `recon.symmetry`). T
                   predict), left out of m = n - 1 candidates: loss at tol, all pinned;
     duplicate    a training set with a sample twice; candidates = the distinct samples
                   (m = n - 1), or the set itself with its duplicate (m = n).
+    near_duplicate  a training set with two samples NEAR (relative distance 0.05, inside
+                  the recovered threshold), certified as itself: when are two close
+                  samples told apart (`certificate.unresolved_pairs`)?
+    collapsed    one sample found twice: the invisible probe's n - 1 samples plus a copy
+                  of sample 0 moved by NEAR (m = n, loss at tol); must never certify.
 
 `false_certified` counts runs certified with a sample not recovered; it must be 0.
 Seeds 300.. are fresh: no attack choice was ever made on them. Results go to
@@ -37,7 +42,7 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import certificate, features, io, machine, metrics
+from recon import certificate, features, io, machine, metrics, polish
 from recon import symmetry
 from recon.models import random_features
 from recon.objectives import projection
@@ -50,6 +55,7 @@ PRESETS = {
                  odd_even=('tanh',), fewer=('relu_tanh',)),
 }
 FIRST_SEED = 300
+NEAR = 0.05  # relative distance of the near_duplicate and collapsed probes' close pair
 MAX_STEPS = 20000
 FLAGS = flags.FLAGS
 
@@ -96,6 +102,14 @@ def _truth(key, n: int, d: int, p: int, activation: str, duplicate: bool):
   return x, ff, jax.random.normal(ky, (n,))
 
 
+def _near(key, x0):
+  """A point at relative distance ~NEAR from x0 on its sphere (a random tangent direction)."""
+  u = jax.random.normal(key, x0.shape)
+  u = u - (u @ x0) / (x0 @ x0) * x0
+  z = x0 + NEAR * jnp.linalg.norm(x0) * u / jnp.linalg.norm(u)
+  return z / jnp.linalg.norm(z) * jnp.linalg.norm(x0)
+
+
 def certificate_probe(kind: str, activation: str, n: int, d: int, p: int,
                       seeds) -> Dict[str, Any]:
   """Certificate-level probes on constructed candidate sets (no attack run)."""
@@ -103,18 +117,22 @@ def certificate_probe(kind: str, activation: str, n: int, d: int, p: int,
   sym = symmetry.of_activation(activation)
   for seed in seeds:
     x, ff, y = _truth(jax.random.PRNGKey(seed), n, d, p, activation, kind.startswith('dup'))
+    near = _near(jax.random.fold_in(jax.random.PRNGKey(seed), 1), x[0])
+    if kind == 'near_duplicate':
+      x = x.at[1].set(near)
     phi = ff(x)
-    if kind == 'invisible':
+    if kind in ('invisible', 'collapsed'):
       # Sample n-1's label is the others' prediction, so theta carries it at ~rounding level.
       theta_rest = random_features.min_norm_solution(phi[:-1], y[:-1])
       y = y.at[-1].set(phi[-1] @ theta_rest)
-      x_hat = x[:-1]
+      x_hat = x[:-1] if kind == 'invisible' else x.at[-1].set(near)
     elif kind == 'duplicate_m_n_minus_1':
       x_hat = x[:-1]
-    else:  # duplicate_m_n: the set with its duplicate
+    else:  # duplicate_m_n: the set with its duplicate; near_duplicate: the set itself
       x_hat = x
     theta = random_features.min_norm_solution(phi, y)
-    loss = float(projection.projection_loss(ff(x_hat), theta))
+    with jax.enable_x64(True):  # the float64 loss the precision rung hands the certificate
+      loss = polish.loss64(ff, x_hat, theta)
     cert = certificate.certify(final_loss=loss, tol=1e-9, x_hat=np.asarray(x_hat), p=p,
                                activation=activation, n_known=n, feature_fn=ff, theta=theta)
     rec = metrics.reconstruction_metrics(np.asarray(x), np.asarray(x_hat),
@@ -158,6 +176,9 @@ def run_all(preset: Dict[str, Any]) -> List[Dict[str, Any]]:
           flush=True)
   for kind in ('invisible', 'duplicate_m_n_minus_1', 'duplicate_m_n'):
     records.append(certificate_probe(kind, 'relu_tanh', n, d, p, cert_seeds))
+  for kind in ('near_duplicate', 'collapsed'):
+    for act in preset['fewer']:  # relu-like and odd: how close pairs are pinned differs
+      records.append(certificate_probe(kind, act, n, d, p, cert_seeds))
   return records
 
 

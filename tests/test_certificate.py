@@ -103,6 +103,70 @@ def test_loss_above_tol_and_duplicates_are_not_certified():
   assert not cert['evidence']['row_within'][0] and not cert['evidence']['row_within'][1]
 
 
+def test_a_close_pair_is_two_samples_only_when_the_pin_balls_are_well_apart():
+  x = np.stack([np.array([2.0, 0.0, 0.0]), np.array([2.0, 0.1, 0.0]), np.array([0.0, 0.0, 2.0])])
+  # relative distance 0.05: a near-duplicate pair (0, 1); absolute distance 0.1
+  assert certificate.unresolved_pairs(x, 0.1, False).tolist() == [[0, 1]]
+  tight = np.array([0.012, 0.012, 0.5])  # 0.024 + 0.024 <= 0.1 / 2: apart
+  assert certificate.unresolved_pairs(x, 0.1, False, tight).tolist() == []
+  loose = np.array([0.012, 0.014, 1e-9])  # 0.024 + 0.028 > 0.05
+  assert certificate.unresolved_pairs(x, 0.1, False, loose).tolist() == [[0, 1]]
+  free = np.array([np.inf, 1e-9, 1e-9])
+  assert certificate.unresolved_pairs(x, 0.1, False, free).tolist() == [[0, 1]]
+  # Sign-blind: -x_1 is as close to x_0 as x_1 is, and its distance is the sign-matched one.
+  flipped = x * np.array([[1.0], [-1.0], [1.0]])
+  assert certificate.unresolved_pairs(flipped, 0.1, False, tight).tolist() == []
+  assert certificate.unresolved_pairs(flipped, 0.1, True, tight).tolist() == []
+  assert certificate.unresolved_pairs(flipped, 0.1, True, loose).tolist() == [[0, 1]]
+
+
+def loss_at_most(ff, x, theta, tol):
+  from recon import polish
+  with jax.enable_x64(True):
+    return polish.loss64(ff, x, theta) <= tol
+
+
+def _near(x0, rel, seed=1):
+  u = np.random.default_rng(seed).normal(size=x0.shape)
+  u = u - (u @ x0) / (x0 @ x0) * x0
+  z = x0 + rel * np.linalg.norm(x0) * u / np.linalg.norm(u)
+  return z / np.linalg.norm(z) * np.linalg.norm(x0)
+
+
+@pytest.mark.slow  # ~10 CPU-s
+@pytest.mark.parametrize('activation', ['relu_tanh', 'tanh'])
+def test_two_close_training_rows_are_certified_and_one_row_found_twice_is_not(activation):
+  """Real data has training rows within the recovered threshold of each other: the truth
+  with such a pair is certified at the float64 loss the rung reports (its pin balls are far
+  apart); one sample found twice with the sample it hides invisible is not."""
+  from recon import polish
+  p = 10 * N * D
+  x, _, ff, _ = _problem(p, activation)
+  x = jnp.asarray(np.asarray(x).copy()).at[1].set(_near(np.asarray(x[0]), 0.05))
+  y = jax.random.normal(jax.random.PRNGKey(3), (N,))
+  theta = random_features.min_norm_solution(ff(x), y)
+  with jax.enable_x64(True):
+    loss = polish.loss64(ff, x, theta)
+  cert = certificate.certify(final_loss=loss, tol=1e-9, x_hat=np.asarray(x), p=p,
+                             activation=activation, n_known=N, feature_fn=ff, theta=theta)
+  assert cert['certified'], cert['reasons']
+  assert cert['evidence']['duplicate_pairs'] == 1
+  assert cert['evidence']['duplicate_pairs_resolved'] == 1
+  # One sample twice: x_2 and a point 0.05 from it, the last sample invisible to theta
+  # (its label is what the others predict), so the loss is at tol.
+  phi = ff(x)
+  rest = random_features.min_norm_solution(phi[:-1], y[:-1])
+  theta = random_features.min_norm_solution(phi, y.at[-1].set(phi[-1] @ rest))
+  twice = x.at[-1].set(_near(np.asarray(x[2]), 0.05, seed=2))
+  assert loss_at_most(ff, twice, theta, 1e-9)
+  with jax.enable_x64(True):
+    loss = polish.loss64(ff, twice, theta)
+  cert = certificate.certify(final_loss=loss, tol=1e-9, x_hat=np.asarray(twice), p=p,
+                             activation=activation, n_known=N, feature_fn=ff, theta=theta)
+  assert not cert['certified']
+  assert any('do not keep them apart' in r for r in cert['reasons']), cert['reasons']
+
+
 def test_relu_sign_flips_count_as_duplicates_only_for_sign_ambiguous_activations():
   x = np.eye(3) * 2.0
   x_hat = np.stack([x[0], -x[0] * 1.001, x[2]])

@@ -14,6 +14,12 @@ def test_certificate_level_probes_refuse_every_whole_set_claim_they_cannot_make(
       assert r['n_candidates'] == n - 1 and r['recovered'] == 0
       # The missing sample is invisible to theta, yet the candidates' claim stands.
       assert r['candidates_certified'] == 2
+  # One sample found twice (the sample it hides invisible): never certified; two close
+  # training rows: the truth, so never a false certificate whatever the count.
+  twice = probes.certificate_probe('collapsed', 'relu_tanh', n, d, p, seeds)
+  assert twice['n_candidates'] == n and twice['certified'] == 0 and twice['recovered'] == 0
+  close = probes.certificate_probe('near_duplicate', 'relu_tanh', n, d, p, seeds)
+  assert close['recovered'] == 2 and close['false_certified'] == 0
   inv = probes.certificate_probe('invisible', 'relu_tanh', n, d, p, seeds)
   for s in inv['per_seed']:
     assert s['min_share'] < 1e-5 and s['final_loss'] <= 1e-9

@@ -2903,7 +2903,7 @@ def probes(kind=None, activation=None, field='certified'):
 
 
 PROBES = [
-    claim(README, '{0} false certificates in {170} probes; with tanh, sin and cubic every seed is '
+    claim(README, '{0} false certificates in {290} probes; with tanh, sin and cubic every seed is '
           'recovered and certified up to each row\'s sign ({20} of {20} each), with quadratic '
           'features none is recovered and none certified',
           lambda: (load('certificate_probes.json')['false_certified'],
@@ -2911,11 +2911,19 @@ PROBES = [
                    min(min(probes('odd_even', a), probes('odd_even', a, 'recovered'))
                        for a in ('tanh', 'sin', 'cubic')),
                    min(probes('odd_even', a, 'runs') for a in ('tanh', 'sin', 'cubic')))),
-    claim(README, 'fewer candidates than samples are never certified as the whole set',
-          lambda: probes('fewer') == 0 and probes('invisible') == 0
-          and probes('duplicate_m_n_minus_1') == 0),
-    claim(RF, '**{0} false certificates\nin {170} probes** ({110} attack runs at n = 6, d = 12, '
-          'p = 10·dn, {60} certificate-level checks)',
+    claim(README, 'fewer candidates than samples and one sample found twice are never '
+          'certified as the whole set',
+          lambda: (probes('fewer') == 0 and probes('invisible') == 0
+                   and probes('duplicate_m_n_minus_1') == 0 and probes('collapsed') == 0
+                   and probes('near_duplicate', field='false_certified') == 0)),
+    claim(README, 'two training rows 0.05 apart are ({50} of {60})',
+          lambda: (probes('near_duplicate'), probes('near_duplicate', field='runs'))),
+    claim(RF, 'certified as themselves: relu+tanh {19} of 20, tanh {20}, relu {11}',
+          lambda: tuple(probes('near_duplicate', a) for a in ('relu_tanh', 'tanh', 'relu'))),
+    claim(RF, 'is\ncertified in none of the {60}',
+          lambda: probes('collapsed', field='runs') if probes('collapsed') == 0 else -1),
+    claim(RF, '**{0} false certificates\nin {290} probes** ({110} attack runs at n = 6, d = 12, '
+          'p = 10·dn, {180} certificate-level checks)',
           lambda: (load('certificate_probes.json')['false_certified'],
                    load('certificate_probes.json')['runs'],
                    load('certificate_probes.json')['attack_runs'],
