@@ -207,6 +207,16 @@ def with_pin_columns(rec: Dict[str, Any]) -> Dict[str, Any]:
   return rec
 
 
+def free_before_rung(r: Dict[str, Any]) -> Optional[int]:
+  """Rows free by the blind row test when the precision rung took the run over (None: the
+  rung did not look at it)."""
+  info = r.get('polish') or {}
+  if 'free_rows' in info:
+    return int(info['free_rows'])
+  within = (info.get('certificate_before') or {}).get('rows_within')
+  return None if within is None else int(r['n_candidates']) - int(within)
+
+
 def compact_seeds(per_seed) -> Dict[str, list]:
   """Per-seed details as columns ({field: [value per seed]}), floats to 3 significant digits
   (a list of per-seed dicts, the older format, is converted)."""
@@ -320,6 +330,10 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
       pinned_wrong=r.get('rows_pinned_wrong'),
       rows_within=r['certificate'].get('rows_within'),
       within_wrong=r.get('rows_within_wrong'),
+      close_pairs=r['certificate'].get('duplicate_pairs'),
+      close_pairs_apart=r['certificate'].get('duplicate_pairs_resolved'),
+      pin_radius=r['certificate'].get('pin_radius'),
+      free_before_rung=free_before_rung(r),
       polished=(len(r['polish']['rows_replaced']) if r.get('polish', {}).get('kept') else
                 None),
       polished_loss=(r['polish']['loss_after'] if r.get('polish', {}).get('kept') else None),
