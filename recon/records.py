@@ -12,7 +12,8 @@ One entry per training record i (written to WORKDIR/records.json by `recon.repor
   verdict            the certificate's word on the matched candidate (`recon.certificate`'s
                      per-row evidence, blind: no ground truth enters it):
                        pinned       the loss at tol pins the candidate within the threshold
-                                    (its row pin radius < threshold, no near-duplicate)
+                                    (row pin radius < threshold; not in a close pair the
+                                    radii do not keep apart)
                        within       the same radius test passes but the loss is above tol
                                     (evidence, not a claim)
                        free         the certificate ran and does not pin it
