@@ -45,7 +45,6 @@ import recon
 from recon import certificate, features, io, machine, metrics, polish
 from recon import symmetry
 from recon.models import random_features
-from recon.objectives import projection
 
 PRESETS = {
     'default': dict(n=6, d=12, ratio=10, seeds=20, fewer_seeds=10, cert_seeds=20,

@@ -31,9 +31,10 @@ INTERNAL_PROBES = {
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
         'recon.compile_cache', 'recon.driver', 'recon.host', 'recon.optimize', 'recon.pipelines',
         'recon.pipelines.random_features', 'recon.runs', 'recon.sweep'}),
-    'certificate_probes.py': ('the certificate on hand-built feature maps and solutions', {
-        'recon.certificate', 'recon.features', 'recon.models.random_features',
-        'recon.objectives.projection', 'recon.symmetry'}),
+    'certificate_probes.py': ("the certificate on hand-built feature maps and solutions, at the "
+                              "rung's float64 loss", {
+        'recon.certificate', 'recon.features', 'recon.models.random_features', 'recon.polish',
+        'recon.symmetry'}),
     'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
         'recon.certificate', 'recon.features', 'recon.models.random_features', 'recon.polish'}),
     'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
