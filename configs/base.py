@@ -211,6 +211,10 @@ def escalate() -> ml_collections.ConfigDict:
   # features): the rows the certificate's pin radii call stuck, re-placed by residual pursuit
   # (recon/pursuit.py). 'off' (default): not yet measured on reported seeds.
   c.pursuit = 'off'
+  # Residual pursuit's search per re-placed row: Adam runs from this many random starts, this
+  # many steps each (recon/pursuit.py). Fewer starts where many rows are dead (n = 100 photos).
+  c.pursuit_starts = 512
+  c.pursuit_steps = 300
   return c
 
 

@@ -28,8 +28,7 @@ from recon.objectives import kkt, projection, projection_streamed, unified  # no
 
 DTYPES = ('float32', 'float64')
 SUBSPACE_MODES = ('none', 'known', 'estimated')
-# Fields whose value is a dict of free keys (a user module's constructor arguments).
-DICT_FIELDS = ('victim.module_kwargs',)
+DICT_FIELDS = ('victim.module_kwargs',)  # a dict of free keys (a user module's arguments)
 DICT_KINDS = (dict, ml_collections.ConfigDict)
 
 
@@ -180,6 +179,7 @@ SCHEMA: Dict[str, Any] = {
             weak_ratio=Spec(float, low=0.0),
             max_weak_share=Spec(float, low=0.0, high=1.0),
             pursuit=Spec(str, choices=('auto', 'off')),
+            pursuit_starts=Spec(int, low=8), pursuit_steps=_positive_int(),
         ),
         polish=dict(
             tol=Spec(float, low=0.0, low_open=True),

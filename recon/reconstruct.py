@@ -78,7 +78,8 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
       and attack.certify_theta is not None and np.ndim(attack.x0) == 2):
     pursuit = pursuit_lib.Pursuit(
         attack.feature_fn, attack.certify_theta, radius=float(np.sqrt(np.shape(attack.x0)[1])),
-        tol=cfg.attack.tol, key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x905))
+        tol=cfg.attack.tol, key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x905),
+        starts=cfg.attack.escalate.pursuit_starts, steps=cfg.attack.escalate.pursuit_steps)
   outcome = driver.optimise(
       attack, cfg.attack, cfg.run, seed=cfg.seed, workdir=workdir, config_record=cfg.to_dict(),
       t0=t0, x_true=None if x_true is None else np.asarray(x_true), keys=keys, resume=resume,

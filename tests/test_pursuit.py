@@ -70,10 +70,59 @@ def test_the_radii_single_out_a_stuck_row_and_pursuit_fixes_it():
   x_new, rows = step(x_hat, loss)
   assert rows.tolist() == [weak] and step.calls == 1
   assert metrics.per_sample_errors(x, x_new).max() < 1e-2
-  # Above the dense Jacobian cap it stands aside (the radii would need J whole).
-  big = pursuit.Pursuit(ff, np.zeros(certificate.MAX_JACOBIAN_ENTRIES // (N * D) + 1),
-                        radius=1.0, tol=1e-9, key=jax.random.PRNGKey(0))
-  assert big(x_hat, loss) is None
+  assert step.rule == 'pin radius'
+
+
+def test_dead_rows_are_the_ones_far_below_the_median_gain():
+  gains = np.array([1.0, 2e-3, 0.8, 1.2, 0.0, 0.9, 0.05, 1.1])
+  assert pursuit.dead_rows(gains).tolist() == [4, 1, 6]  # weakest first
+  assert pursuit.dead_rows(gains, ratio=0.01).tolist() == [4, 1]
+  assert pursuit.dead_rows(np.array([1.0, 0.9, 1.1])).size == 0
+  assert pursuit.dead_rows(np.array([1.0, np.inf, 0.0])).size == 0  # a gain not finite
+  assert pursuit.dead_rows(np.zeros(4)).size == 0  # no median gain to compare with
+
+
+def test_above_the_jacobian_cap_the_dead_rows_are_re_placed(monkeypatch):
+  """Where the radii's dense Jacobian does not fit (photo patches, n = 100: p m d = 2.3e8),
+  the rows are chosen by leave-one-out gain. As on photo patches, the samples lie near a
+  low-dimensional subspace (here in it: 4 of 8 dimensions) and the wrong candidates off it;
+  those explain ~none of theta (gains <= 1e-4 x the median, the right rows' >= 0.3 x): both
+  are found and put back on their samples."""
+  n, d, k = 12, 8, 4
+  kx, kv, ka = jax.random.split(jax.random.PRNGKey(4), 3)
+  x = np.zeros((n, d))
+  x[:, :k] = np.asarray(jax.random.normal(kx, (n, k)))
+  x = x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(d)
+  v = features.random_weights(kv, 8 * n * d, d)
+  ff = lambda z: features.rf_features(v, z, 'relu_tanh')  # noqa: E731
+  theta = np.asarray(jax.random.normal(ka, (n,)) @ ff(jnp.asarray(x)))
+  rng = np.random.default_rng(0)
+  x_hat = x.copy()
+  for j in (1, 4):
+    x_hat[j] = 0.0
+    x_hat[j, k:] = rng.standard_normal(d - k)
+    x_hat[j] *= np.sqrt(d) / np.linalg.norm(x_hat[j])
+  loss = float(projection.projection_loss(ff(jnp.asarray(x_hat)), jnp.asarray(theta)))
+  monkeypatch.setattr(certificate, 'MAX_JACOBIAN_ENTRIES', v.shape[0] * n * d - 1)
+  step = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0),
+                         starts=128)
+  assert sorted(step.rows(x_hat, loss).tolist()) == [1, 4]
+  assert step.rule == 'leave-one-out gain'
+  x_new, rows = step(x_hat, loss)
+  assert sorted(rows.tolist()) == [1, 4] and step.calls == 1
+  # One after another against the residual both leave, each placed row lands between the two
+  # missing samples (the descent that follows in the escalation's trial finishes it).
+  before = metrics.per_sample_errors(x, x_hat)[[1, 4]]
+  after = metrics.per_sample_errors(x, x_new)[[1, 4]]
+  assert after.max() < 0.4 < 1.0 < before.min()
+  assert float(projection.projection_loss(ff(jnp.asarray(x_new)), jnp.asarray(theta))) < loss / 3
+  # The gain is no classifier: at the truth a sample with a small coefficient (here row 4's)
+  # looks dead too; re-placed alone against the others' residual it goes back to its sample
+  # (and the escalation keeps a trial only if it lowers the loss).
+  at_truth = float(projection.projection_loss(ff(jnp.asarray(x)), jnp.asarray(theta)))
+  x_again, rows = step(x, at_truth)
+  assert rows.tolist() == [4]
+  assert metrics.per_sample_errors(x, x_again).max() < 1e-2
 
 
 @pytest.mark.slow  # a whole run (~15 s)

@@ -154,6 +154,16 @@ def test_pursuit_n100(tmp_path):
   assert 'escalation_pursuits' in doc['records'][0]
 
 
+def test_pursuit_n100_on_photo_patches(tmp_path):
+  out = tmp_path / 'pursuit_photo'
+  _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit_starts=8',
+          '--pursuit_steps=20', f'--out={out}', f'--runs_dir={tmp_path / "runs"}')
+  doc = json.loads((tmp_path / 'pursuit_photo.json').read_text())
+  assert doc['data'] == 'photo_patches' and doc['size'] == '(8, 48, 1536), tiny'
+  assert doc['search'] == '8 starts of 20 steps per re-placed row'
+  assert 'on photo patches' in (tmp_path / 'pursuit_photo.md').read_text()
+
+
 def test_job_times(tmp_path):
   out = tmp_path / 'job_times'
   _script('job_times', '--jobs=rf_subspace', f'--out={out}')
