@@ -3890,7 +3890,7 @@ SIGN_QUOTIENT_N100 = [
                    max(x for x in _q100()['per_seed']['polished'] if x),
                    _q100()['median_seconds'], _q100()['batch_seconds'] / 60,
                    min(_q100()['load']), max(_q100()['load']))),
-    claim(RF, 'relu+tanh at the same point: {5.2} min per seed',
+    claim(RF, 'relu+tanh at the same point, re-run on an idle machine: {2.1} min per seed',
           lambda: inn(100, 4, 'median_seconds') / 60),
     claim(AUD, '10 of 10 at 4·dn, every one certified)',
           lambda: _q100()['certified_rate'] == 1 and _q100()['seeds'] == 10),
@@ -4253,22 +4253,22 @@ IN_N += [
                    sum(a and b for a, b in zip(n100()['per_seed']['recovered'],
                                                n100()['per_seed']['certified'])),
                    n100()['seeds'], n100()['false_certified'])),
-    claim(RF, '{8} of the {10} seeds spend the whole {20 000}-step budget, after {0}–{3} accepted '
-          'escalations each, and the\nfloat64 precision rung then replaces {1}–{13} rows per seed '
-          '(the other two converged after {16 979} and\n{19 469} steps).',
+    claim(RF, '{8} of the {10} seeds spend the whole {20 000}-step budget, after {2}–{5} accepted '
+          'escalations each, and the\nfloat64 precision rung then replaces {1}–{10} rows per seed '
+          '(the other two converged after {14 963} and\n{18 179} steps).',
           lambda: (len(n100_budget_seeds()), n100()['seeds'], n100()['max_steps'],
                    min(e for e, _ in n100_budget_seeds()), max(e for e, _ in n100_budget_seeds()),
                    min(r for _, r in n100_budget_seeds()), max(r for _, r in n100_budget_seeds()),
                    *sorted(s for s in n100()['per_seed']['steps'] if s < n100()['max_steps']))),
-    claim(RF, 'The point took {52} minutes for the 10 seeds vectorised on 2 CPU cores ({5.2} min per\n'
-          'seed, load {2.4}–{3.0} with a test run beside it',
+    claim(RF, 'The point took {21} minutes for the 10 seeds vectorised on 2 CPU cores ({2.1} min per\n'
+          'seed, load {0.5}–{1.6}, the machine otherwise idle',
           lambda: (n100()['batch_seconds'] / 60, n100()['median_seconds'] / 60,
                    min(n100()['load']), max(n100()['load']))),
 ]
 IN_N += [
     claim(README, 'in n (d = {16}, fresh seeds, relu+tanh) every seed from {4}·dn at n = 8, from '
           '{10}·dn at\n  n = 32 ({0.90} at 4·dn), at n = 100 {4} of 10 at {2}·dn and {10} of {10} at {3} and '
-          '{4}·dn, certified ({52} min for 10 seeds)',
+          '{4}·dn, certified ({21} min for 10 seeds)',
           lambda: (n100()['d'],
                    min(r for r in (2, 4, 10) if all(inn(8, q) == 1 for q in (2, 4, 10) if q >= r)),
                    min(r for r in (2, 4, 10) if all(inn(32, q) == 1 for q in (2, 4, 10) if q >= r)),
