@@ -178,6 +178,7 @@ def attack() -> ml_collections.ConfigDict:
   c.reseed.threshold = 0.95
   c.reseed.proposals = 64
   c.escalate = escalate()
+  c.pursue = pursue()
   c.polish = polish()
   c.split = split()
   return c
@@ -215,6 +216,27 @@ def escalate() -> ml_collections.ConfigDict:
   # many steps each (recon/pursuit.py). Fewer starts where many rows are dead (n = 100 photos).
   c.pursuit_starts = 512
   c.pursuit_steps = 300
+  return c
+
+
+def pursue() -> ml_collections.ConfigDict:
+  """Residual pursuit as a rescue step (recon/pursuit.py `PursuitStep`; docs/random_features.md).
+
+  On while 'pursue' is in attack.rescue, for one projection run on a feature map (random
+  features): every `every` steps from step `start`, the dead rows (leave-one-out gain at most
+  dead_ratio x the median; the pin radii's stuck rows where the dense Jacobian fits) are
+  re-placed one after another where the residual of theta points, each by `starts` Adam runs
+  of `steps` on the sphere, and the new set is kept when its loss is lower on the spot.
+  The defaults were set on photo patches at n = 100 (shadow seed 1000, docs/random_features.md).
+  """
+  c = ml_collections.ConfigDict()
+  c.every = 4000
+  c.start = 8000
+  c.starts = 32
+  c.steps = 200
+  c.dead_ratio = 0.1
+  # The learning rate from a kept round on, the schedule decaying on from it; 0: unchanged.
+  c.lr = 0.01
   return c
 
 

@@ -158,17 +158,12 @@ SCHEMA: Dict[str, Any] = {
         prior_bound=Spec(float, low=0.0, low_open=True),
         prior_weight=Spec(float, low=0.0),
         residual_weights=Spec(str, choices=('none', 'gradient_rms')),
-        # Rescue steps: restarts (recon/restarts.py), re-seeding (recon/refine.py),
-        # escalation (recon/escalate.py), the precision rung (recon/polish.py), splitting
-        # (recon/splitting.py).
+        # Rescue steps: recon/restarts.py, refine.py, escalate.py, pursuit.py, polish.py, splitting.py.
         certify_jacobian=Spec(str, choices=lambda: certificate.METHODS + ('off',)),
         restarts=_positive_int(),
         rescue=Spec((tuple, list), choices=lambda: registry.names('rescue'), each=True),
-        reseed=dict(
-            every=_positive_int(),
-            threshold=Spec(float, low=0.0, low_open=True, high=1.0),
-            proposals=_positive_int(),
-        ),
+        reseed=dict(every=_positive_int(), proposals=_positive_int(),
+                    threshold=Spec(float, low=0.0, low_open=True, high=1.0)),
         escalate=dict(
             every=_positive_int(),
             window=_positive_int(),
@@ -181,6 +176,9 @@ SCHEMA: Dict[str, Any] = {
             pursuit=Spec(str, choices=('auto', 'off')),
             pursuit_starts=Spec(int, low=8), pursuit_steps=_positive_int(),
         ),
+        pursue=dict(every=_positive_int(), start=Spec(int, low=0), starts=Spec(int, low=8),
+                    steps=_positive_int(), dead_ratio=Spec(float, low=0.0, low_open=True, high=1.0),
+                    lr=Spec(float, low=0.0)),
         polish=dict(
             tol=Spec(float, low=0.0, low_open=True),
             starts=Spec(int, low=2),

@@ -113,7 +113,10 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
       max_steps=section.max_steps, batched=batched,
       single_array=batched or (len(jax.tree.leaves(x0)) == 1 and np.ndim(x0) == 2),
       refiner=refiner is not None, pursuit=pursuit,
-      rows_fn=None if batched else attack.rows_fn, jitter=section.jitter))
+      rows_fn=None if batched else attack.rows_fn, jitter=section.jitter,
+      schedule_unit=optimize.schedule_unit(section.schedule,
+                                           section.decay_steps or section.max_steps,
+                                           section.final_ratio)))
   resumed_from = None
   if resume:
     state, history, resumed_from = checkpointer.restore(state)

@@ -41,6 +41,30 @@ def needs_value_fn(optimizer) -> bool:
   return isinstance(optimizer, LineSearchTransformation)
 
 
+def schedule_unit(schedule: str, decay_steps: Optional[int], final_ratio: float = 0.05
+                  ) -> Callable[[Any], Any]:
+  """t -> the factor of lr at the schedule's count t (`make_optimizer`): 1 for 'constant'."""
+  if schedule != 'cosine':
+    return lambda t: 1.0
+  return optax.cosine_decay_schedule(1.0, decay_steps, alpha=final_ratio)
+
+
+def set_learning_rate(opt_state: Any, lr: float, unit: Callable[[Any], Any]) -> Any:
+  """The state of a `make_optimizer` optimiser whose learning rate is `lr` now: the injected
+  lr becomes lr / unit(count), count the schedule's own (it restarts with the state), so the
+  schedule goes on decaying from lr. A state without an injected lr (L-BFGS) is returned."""
+  hyper = getattr(opt_state, 'hyperparams', None)
+  if not isinstance(hyper, dict) or 'learning_rate' not in hyper:
+    return opt_state
+  counts = [s.count for s in jax.tree.leaves(
+      opt_state.inner_state, is_leaf=lambda s: isinstance(s, optax.ScaleByScheduleState))
+            if isinstance(s, optax.ScaleByScheduleState)]
+  factor = float(unit(counts[0])) if counts else 1.0
+  old = hyper['learning_rate']
+  return opt_state._replace(hyperparams={
+      **hyper, 'learning_rate': jnp.full_like(old, lr / max(factor, 1e-30))})
+
+
 def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
                    decay_steps: Optional[int] = None,
                    final_ratio: float = 0.05,
@@ -74,7 +98,7 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
     return optax.inject_hyperparams(base)(learning_rate=lr, momentum=momentum)
   if not decay_steps:
     raise ValueError('attack.decay_steps: required (>= 1) for the cosine schedule')
-  unit = optax.cosine_decay_schedule(1.0, decay_steps, alpha=final_ratio)
+  unit = schedule_unit(schedule, decay_steps, final_ratio)
 
   def scheduled(learning_rate, momentum):
     return optax.chain(base(learning_rate, momentum), optax.scale_by_schedule(unit))

@@ -42,13 +42,14 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import certificate
+from recon import certificate, optimize
 from recon.objectives import projection
 
 # Feature entries (starts x p) a pursuit step may hold; fewer starts above it.
 MAX_PURSUIT_ENTRIES = 1 << 26
 DEAD_RATIO = 0.1  # `dead_rows`: leave-one-out gain at most this x the median gain
 PLACE_LOG_SECONDS = 10.0  # `place`: a progress line at most this often
+ROUND_FINAL_RATIO = 0.05  # `PursuitStep`: the learning rate at a round's end, x its start
 
 
 def stuck_rows(radii, min_gap: float = 4.0, max_share: float = 0.25) -> np.ndarray:
@@ -126,6 +127,7 @@ def place(feature_fn: Callable, theta, x, rows, key, radius: float, *, starts: i
       logging.info('residual pursuit: %d of %d rows placed (%.0fs)', i, len(rows), last - t0)
     phi = jnp.asarray(feature_fn(x[jnp.asarray(kept)]), x.dtype)  # (k, p)
     q, _ = jnp.linalg.qr(phi.T)
+    q = jnp.pad(q, ((0, 0), (0, m - q.shape[1])))  # (p, m): one compiled search for all rows
     residual = theta - q @ (q.T @ theta)
     z, share = search_row(feature_one, q, residual, jax.random.fold_in(key, i),
                           jnp.asarray(radius, x.dtype), d=d, starts=starts, steps=steps)
@@ -167,6 +169,12 @@ class Pursuit:
     self.calls = 0
     self.rule = None  # 'pin radius' | 'leave-one-out gain': how the last call chose its rows
 
+  def with_search(self, *, starts: int, steps: int, dead_ratio: float) -> 'Pursuit':
+    """This pursuit (its features, θ, key) with another search and dead-row ratio."""
+    return Pursuit(self._feature_fn, self._theta, radius=self._radius, tol=self._tol,
+                   key=self._key, min_gap=self._min_gap, starts=starts, steps=steps,
+                   dead_ratio=dead_ratio)
+
   def rows(self, x, loss: float) -> np.ndarray:
     """The rows to re-place (class docstring); sets `rule`."""
     m, d = x.shape
@@ -203,3 +211,94 @@ class Pursuit:
     mask = np.zeros((1, x.shape[1]), bool)
     mask[0, np.asarray(out[1], int)] = True
     return jnp.asarray(out[0], x.dtype)[None], jnp.asarray(mask)
+
+
+class PursuitStep:
+  """The rescue step 'pursue' (`recon.rescue`): every `every` steps from step `start`, the
+  rows `Pursuit.rows` singles out are re-placed by `place`, and the new set is kept when its
+  loss is below the current one on the spot: no trial. (Placing a row where the residual
+  points lowers the loss at once by its explained share, while a dead row's removal raises
+  it by its gain D_j ~ 0; the gain shows on the spot, and a 500-step trial of the escalation
+  does not show what the next thousands of steps make of it.) Their optimiser state is
+  zeroed (`optimize.reset_rows`). With `lr` > 0 the step owns the learning rate from its first
+  kept round on: a cosine from `lr` down to ROUND_FINAL_RATIO x `lr` over the `every` steps
+  after each kept round (a warm restart per round), set after every chunk
+  (`optimize.set_learning_rate`, through the optimiser's own schedule `unit`). One run only."""
+
+  def __init__(self, pursuit: Pursuit, loss_fn: Callable, problem, *, every: int, start: int,
+               lr: float = 0.0, unit: Callable = lambda t: 1.0):
+    self._pursuit, self._problem = pursuit, problem
+    self._lr, self._unit = float(lr), unit
+    self._every, self._next = int(every), int(start)
+    self._loss = jax.jit(loss_fn)
+    self.rounds = self.kept = self.rows_placed = 0
+    self._round_start = None  # the step of the last kept round
+    self.seconds = 0.0
+    self.chunk = None  # set by `recon.rescue.Chain.wrap`; the step runs no trials
+
+  def state_dict(self) -> dict:
+    return {'next': self._next, 'rounds': self.rounds, 'kept': self.kept,
+            'rows_placed': self.rows_placed, 'calls': self._pursuit.calls,
+            'round_start': self._round_start}
+
+  def load_state_dict(self, saved: dict) -> None:
+    self._next, self.rounds, self.kept = int(saved['next']), int(saved['rounds']), int(
+        saved['kept'])
+    self.rows_placed, self._pursuit.calls = int(saved['rows_placed']), int(saved['calls'])
+    start = saved.get('round_start')
+    self._round_start = None if start is None else int(start)
+
+  def learning_rate(self, step: int) -> Optional[float]:
+    """The learning rate the step sets at `step`: None before its first kept round (or with
+    lr 0), else lr (r + (1 - r)(1 + cos(pi min(u, 1)))/2), u = (step - round start) / every,
+    r = ROUND_FINAL_RATIO."""
+    if self._lr <= 0 or self._round_start is None:
+      return None
+    u = min(max(step - self._round_start, 0) / self._every, 1.0)
+    r = ROUND_FINAL_RATIO
+    return self._lr * (r + (1 - r) * 0.5 * (1 + np.cos(np.pi * u)))
+
+  def _scheduled(self, state):
+    lr = self.learning_rate(int(state.step))
+    if lr is None:
+      return state
+    return state._replace(opt_state=optimize.set_learning_rate(state.opt_state, lr, self._unit))
+
+  def summary(self) -> dict:
+    return {'pursuit_rounds': self.rounds, 'pursuit_rounds_kept': self.kept,
+            'pursuit_rows_placed': self.rows_placed}
+
+  def __call__(self, state):
+    step = int(state.step)
+    if int(state.status) != optimize.RUNNING:
+      return state
+    if step < self._next:
+      return self._scheduled(state)
+    self._next = step + self._every
+    t0, current = time.time(), float(state.loss)
+    out = self._pursuit(np.asarray(state.x), current)
+    self.rounds += 1
+    if out is None:
+      logging.info('step %d: residual pursuit finds no row to re-place (%s)', step,
+                   self._pursuit.rule)
+      return self._scheduled(state)
+    x_new, rows = out
+    x_new = jnp.asarray(x_new, state.x.dtype)
+    new = float(self._loss(x_new, self._problem))
+    self.seconds += time.time() - t0
+    if not new < current:
+      logging.info('step %d: residual pursuit re-placed %d row(s) by %s: loss %.2e -> %.2e, '
+                   'not kept (%.0fs)', step, len(rows), self._pursuit.rule, current, new,
+                   time.time() - t0)
+      return self._scheduled(state)
+    self.kept += 1
+    self.rows_placed += len(rows)
+    logging.info('step %d: residual pursuit re-placed %d row(s) by %s: loss %.2e -> %.2e, '
+                 'kept (%.0fs)', step, len(rows), self._pursuit.rule, current, new,
+                 time.time() - t0)
+    mask = np.zeros(state.x.shape[0], bool)
+    mask[np.asarray(rows, int)] = True
+    self._round_start = step
+    return self._scheduled(state._replace(
+        x=x_new, loss=jnp.asarray(new, state.loss.dtype),
+        opt_state=optimize.reset_rows(state.opt_state, state.x, jnp.asarray(mask))))

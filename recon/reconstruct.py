@@ -73,8 +73,9 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
   meta = meta or {}
   report.check_ssim_filter(cfg.run.ssim_filter_size, meta)
   pursuit = None
-  if ('escalate' in cfg.attack.rescue and cfg.attack.escalate.pursuit == 'auto'
-      and attack.feature_fn is not None
+  wants = ('pursue' in cfg.attack.rescue
+           or ('escalate' in cfg.attack.rescue and cfg.attack.escalate.pursuit == 'auto'))
+  if (wants and attack.feature_fn is not None
       and attack.certify_theta is not None and np.ndim(attack.x0) == 2):
     pursuit = pursuit_lib.Pursuit(
         attack.feature_fn, attack.certify_theta, radius=float(np.sqrt(np.shape(attack.x0)[1])),

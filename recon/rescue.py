@@ -33,6 +33,10 @@ descent in the module that owns them ('polish': the float64 precision rung, run 
             points, or the K blocks of `attack.restarts`, each escalated as its own run). It
             needs one (m, d) candidate array per run and a fixed problem: with a pytree of
             variables or sample splitting it is skipped
+  pursue    every `every` steps from `start`, the dead rows (leave-one-out gain) or the
+            stuck rows (pin radii) are re-placed where the residual of θ points, kept when the
+            loss drops on the spot (`recon.pursuit.PursuitStep`); one projection run on a
+            feature map (random features) only
   polish    stage 'end': the precision rung (`recon.polish`)
 """
 from __future__ import annotations
@@ -45,7 +49,7 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import escalate, refine, registry
+from recon import escalate, pursuit as pursuit_lib, refine, registry
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -68,6 +72,7 @@ class Context:
   refiner      sample splitting replaces the problem between chunks
   pursuit      recon.pursuit.Pursuit for escalation's extra trial, or None
   rows_fn      `recon.attack.Attack.rows_fn` (one run's), or None; jitter: its loss's
+  schedule_unit the optimiser's lr factor at a schedule count (`optimize.schedule_unit`)
   """
   key: Array
   loss_fn: Callable[[Any, Any], Array]
@@ -82,6 +87,7 @@ class Context:
   pursuit: Any = None
   rows_fn: Optional[Callable[[Any, Any], Any]] = None
   jitter: float = 0.0
+  schedule_unit: Callable[[Any], Any] = lambda t: 1.0
 
 
 def _fold(key: Array, data: int, batched: bool) -> Array:
@@ -110,13 +116,27 @@ def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
       trial_steps=section.trial_steps, restart_after=section.restart_after,
       restart_steps=section.restart_steps, max_steps=ctx.max_steps,
       accept_ratio=section.accept_ratio, batched=ctx.batched, weak_ratio=section.weak_ratio,
-      max_weak_share=section.max_weak_share, pursuit=ctx.pursuit, rows_fn=ctx.rows_fn,
+      max_weak_share=section.max_weak_share,
+      pursuit=ctx.pursuit if section.pursuit == 'auto' else None, rows_fn=ctx.rows_fn,
       jitter=ctx.jitter)
+
+
+def _build_pursue(section: Any, ctx: Context) -> Optional[pursuit_lib.PursuitStep]:
+  if ctx.pursuit is None:
+    logging.info("attack.rescue: 'pursue' skipped (it needs one projection run on a feature "
+                 "map: random features, one candidate set)")
+    return None
+  return pursuit_lib.PursuitStep(
+      ctx.pursuit.with_search(starts=section.starts, steps=section.steps,
+                              dead_ratio=section.dead_ratio),
+      ctx.loss_fn, ctx.problem, every=section.every, start=section.start, lr=section.lr,
+      unit=ctx.schedule_unit)
 
 
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))
 registry.register('rescue', 'escalate', registry.Rescue(section='escalate',
                                                         build=_build_escalate, batched=True))
+registry.register('rescue', 'pursue', registry.Rescue(section='pursue', build=_build_pursue))
 registry.register('rescue', 'polish', registry.Rescue(section='polish', stage='end'))
 
 

@@ -228,6 +228,12 @@ MUTATIONS: Tuple[Mutation, ...] = (
              "the re-seeder's key and counters not restored on resume",
              slow=('tests/test_checkpoint.py::'
                    'test_resume_with_reseeding_after_crash_is_bit_for_bit',)),
+    Mutation('pursue_keeps_any_loss', 'recon/pursuit.py', '    if not new < current:',
+             '    if False:', ('tests/test_pursuit.py',),
+             "the rescue step 'pursue' keeps a re-placement that does not lower the loss"),
+    Mutation('pursuit_dead_rows_median_ignored', 'recon/pursuit.py',
+             'return order[gains[order] <= ratio * med]', 'return order[gains[order] <= ratio]',
+             ('tests/test_pursuit.py',), 'dead rows by an absolute gain, not against the median'),
     Mutation('keys_split_swapped', 'recon/runs.py',
              'k_data, k_model, k_init = jax.random.split(key, 3)',
              'k_data, k_init, k_model = jax.random.split(key, 3)',

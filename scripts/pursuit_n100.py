@@ -1,15 +1,18 @@
 """Residual pursuit at n = 100 (issue #30 item 1): the default attack with and without it.
 
     python -m scripts.pursuit_n100 --seeds=300,301,302 --pursuit=auto     # results/pursuit_n100.*
-    python -m scripts.pursuit_n100 --data=photo_patches --seeds=100,101,102 --pursuit=auto \
-        --pursuit_starts=32 --pursuit_steps=200 --out=/tmp/pursuit_photo100   # not in results/
+    python -m scripts.pursuit_n100 --data=photo_patches --seeds=100,101,102 --pursuit=step \
+        --out=results/pursuit_photo100 --runs_dir=/tmp/pursuit_photo100   # results/pursuit_photo100.*
     python -m scripts.pursuit_n100 --render_only
 
 configs/rf_synthetic.py at (n, d, p) = (100, 16, 6400) (p = 4 dn), relu_tanh, the command line's
 defaults (escalation, the precision rung, the certificate) with attack.escalate.pursuit set by
 --pursuit; `--data=photo_patches`: the bundled photographs' 4x4x3 patches, (100, 48, 48 000)
 (p = 10 dn), where the pursuit's rows are the dead ones by leave-one-out gain (recon/pursuit.py)
-and `--pursuit_starts` / `--pursuit_steps` set its search. One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again
+and `--pursuit_starts` / `--pursuit_steps` set its search. `--pursuit=step`: the rescue step
+'pursue' instead (`attack.pursue`, its defaults; the escalation's whole-set restarts off; the
+descent's cosine over the steps before the first round, `attack.decay_steps` =
+`attack.pursue.start`), for the photo patches. One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again
 replaces its record); OUT.md re-rendered, with the default's rows of results/bench.json (the
 same seeds and config, pursuit off) beside it. Wall and CPU seconds are the run's (this
 process's user + system time over the run); the load average is recorded.
@@ -27,15 +30,16 @@ from recon import io, machine
 
 FIELDS = ('n_recovered', 'certified', 'final_loss', 'recon_error', 'steps', 'escalations_tried',
           'escalations_accepted', 'escalation_pursuits', 'escalation_pursuits_accepted',
-          'escalation_seconds')
+          'escalation_seconds', 'pursuit_rounds', 'pursuit_rounds_kept', 'pursuit_rows_placed')
 TUNING = {
     'synthetic_sphere': 'tuning seed 5 (not reported; rung off, the prototype): the final loss, '
                         'blind, chose pursuit: 1.1e-5 without it (95/100 rows) and 1.4e-9 with '
                         'it (99/100 rows)',
     'photo_patches': 'shadow seed 1000 (not reported): the final loss, blind, was 7.5e-3 with '
-                     'and without pursuit (no pursuit trial halved the loss), so it stays off '
-                     'by default (docs/random_features.md); 32 starts of 200 steps per row '
-                     'were set by their cost (3-8 s a row on 2 cores)'}
+                     'and without escalation\'s pursuit trial (none halved the loss); the rescue '
+                     'step \'pursue\' and its learning rate were chosen there by the final loss '
+                     '(docs/random_features.md); 32 starts of 200 steps per row were set by '
+                     'their cost (2-4 s a row on 2 cores)'}
 SIZES = {'synthetic_sphere': (100, 16, 6400), 'photo_patches': (100, 48, 48000)}
 
 
@@ -49,11 +53,21 @@ def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_s
     c.data.n, c.attack.max_steps = 8, 1500
     c.data.d = 6 if data == 'synthetic_sphere' else c.data.d
     c.victim.p = 4 * c.data.n * c.data.d
-  c.seed, c.attack.escalate.pursuit, c.run.overwrite = seed, pursuit, True
+    c.attack.pursue.start, c.attack.pursue.every = 500, 500
+  c.seed, c.run.overwrite = seed, True
+  c.attack.escalate.pursuit = 'auto' if pursuit == 'auto' else 'off'
+  if pursuit == 'step':  # the rescue step 'pursue' after the escalation, before the rung;
+    # the escalation's whole-set restarts off (on photo patches never kept, 3 000 steps each)
+    c.attack.rescue = tuple(r for r in c.attack.rescue if r != 'polish') + ('pursue', 'polish')
+    c.attack.escalate.restart_after = 0
+    # the descent's cosine ends where the rounds begin: it settles before the first round
+    c.attack.decay_steps = c.attack.pursue.start
+  section = c.attack.pursue if pursuit == 'step' else c.attack.escalate
+  prefix = '' if pursuit == 'step' else 'pursuit_'
   if starts:
-    c.attack.escalate.pursuit_starts = starts
+    section[prefix + 'starts'] = starts
   if steps:
-    c.attack.escalate.pursuit_steps = steps
+    section[prefix + 'steps'] = steps
   return c
 
 
@@ -78,7 +92,10 @@ def render(out: str) -> None:
     lines.append(f'| {r["pursuit"]} | {r["seed"]} | {r["n_recovered"]} | '
                  f'{"yes" if r["certified"] else "no"} | {r["final_loss"]:.1e} | {r["steps"]} | '
                  f'{r["escalations_tried"]} ({r["escalations_accepted"]}) | '
-                 f'{r.get("escalation_pursuits", "—")} ({r.get("escalation_pursuits_accepted", "—")}) | '
+                 + (f'{r.get("pursuit_rounds")} ({r.get("pursuit_rounds_kept")}; '
+                    f'{r.get("pursuit_rows_placed")} rows) | ' if r['pursuit'] == 'step' else
+                    f'{r.get("escalation_pursuits", "—")} '
+                    f'({r.get("escalation_pursuits_accepted", "—")}) | ') +
                  f'{r["escalation_seconds"]:.0f} | {r["wall_s"]:.0f} | {r["cpu_s"]:.0f} | '
                  f'{r["load"][0]:.1f} |')
   path = os.path.join('results', 'bench.json')
@@ -100,7 +117,8 @@ def render(out: str) -> None:
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument('--seeds', default='300,301,302')
-  ap.add_argument('--pursuit', default='auto', choices=('auto', 'off'))
+  ap.add_argument('--pursuit', default='auto', choices=('auto', 'off', 'step'),
+                  help="'auto': escalation's pursuit trial; 'step': the rescue step 'pursue'")
   ap.add_argument('--out', default=os.path.join('results', 'pursuit_n100'))
   ap.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'pursuit_n100'))
   ap.add_argument('--render_only', action='store_true')
@@ -127,7 +145,11 @@ def main(argv=None):
       doc['size'] = f'{size}, tiny' if args.tiny else str(size)
       doc['data'], doc['tuning'] = args.data, TUNING[args.data]
       doc['search'] = (f'{cfg.attack.escalate.pursuit_starts} starts of '
-                       f'{cfg.attack.escalate.pursuit_steps} steps per re-placed row')
+                       f'{cfg.attack.escalate.pursuit_steps} steps per re-placed row' if
+                       args.pursuit != 'step' else
+                       f"the rescue step 'pursue': every {cfg.attack.pursue.every} steps from "
+                       f'step {cfg.attack.pursue.start}, {cfg.attack.pursue.starts} starts of '
+                       f'{cfg.attack.pursue.steps} steps per re-placed row')
       doc['records'] = [r for r in doc['records'] if (r['seed'], r['pursuit']) !=
                         (seed, args.pursuit)] + [record]
       io.write_json(args.out + '.json', doc)

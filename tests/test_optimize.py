@@ -116,3 +116,24 @@ def test_lbfgs_runs_the_random_features_attack_end_to_end(tmp_path):
   cfg.update_from_flattened_dict({'data.n': 4, 'data.d': 5, 'victim.p': 200, 'attack.optimizer': 'lbfgs', 'attack.lr': 1.0, 'attack.schedule': 'constant', 'attack.max_steps': 300, 'run.chunk_steps': 300})
   m = pipelines.run(cfg, str(tmp_path / 'lbfgs'))['metrics']
   assert m['final_loss'] < 1e-6 and m['recon_error'] < 0.01, m  # 1e-9, 8e-5 measured; 5 steps: 0.06
+
+
+@pytest.mark.parametrize('schedule', ['cosine', 'constant'])
+def test_set_learning_rate_makes_the_next_step_that_long_and_the_schedule_decays_on(schedule):
+  """After `set_learning_rate(state, 0.01, unit)` an sgd step moves by 0.01 x the gradient,
+  wherever the schedule was, and later steps keep decaying by the schedule's own ratio."""
+  opt = optimize.make_optimizer('sgd', 0.05, 0.0, schedule, 1000, 0.05)
+  unit = optimize.schedule_unit(schedule, 1000, 0.05)
+  x, g = jnp.zeros((3, 2)), jnp.ones((3, 2))
+  state = opt.init(x)
+  for _ in range(400):
+    _, state = opt.update(g, state, x)
+  state = optimize.set_learning_rate(state, 0.01, unit)
+  u, state = opt.update(g, state, x)
+  np.testing.assert_allclose(np.asarray(u), -0.01, rtol=1e-5)
+  for _ in range(199):
+    _, state = opt.update(g, state, x)
+  u, _ = opt.update(g, state, x)
+  np.testing.assert_allclose(np.asarray(u), -0.01 * float(unit(600)) / float(unit(400)), rtol=1e-5)
+  lbfgs = optimize.make_optimizer('lbfgs', 1.0).init(x)
+  assert optimize.set_learning_rate(lbfgs, 0.01, unit) is lbfgs  # no injected lr: left as it is

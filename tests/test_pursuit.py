@@ -3,9 +3,10 @@ re-placed where the residual of theta points, and the escalation trial that uses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
-from recon import certificate, features, metrics, pursuit
+from recon import certificate, features, metrics, optimize, pursuit
 from recon.objectives import projection
 
 N, D = 6, 6
@@ -125,6 +126,94 @@ def test_above_the_jacobian_cap_the_dead_rows_are_re_placed(monkeypatch):
   assert metrics.per_sample_errors(x, x_again).max() < 1e-2
 
 
+def _off_subspace(n=12, d=8, k=4, wrong=(1, 4), seed=4):
+  """Samples in a k-dim subspace of R^d, the candidates right but for `wrong`, off it."""
+  kx, kv, ka = jax.random.split(jax.random.PRNGKey(seed), 3)
+  x = np.zeros((n, d))
+  x[:, :k] = np.asarray(jax.random.normal(kx, (n, k)))
+  x = x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(d)
+  v = features.random_weights(kv, 8 * n * d, d)
+  ff = lambda z: features.rf_features(v, z, 'relu_tanh')  # noqa: E731
+  theta = np.asarray(jax.random.normal(ka, (n,)) @ ff(jnp.asarray(x)))
+  rng = np.random.default_rng(0)
+  x_hat = x.copy()
+  for j in wrong:
+    x_hat[j] = 0.0
+    x_hat[j, k:] = rng.standard_normal(d - k)
+    x_hat[j] *= np.sqrt(d) / np.linalg.norm(x_hat[j])
+  return x, x_hat, theta, ff, v.shape[0]
+
+
+def _state(x_hat, loss_fn, opt):
+  return optimize.init_state(jnp.asarray(x_hat, jnp.float32), opt, loss_fn, None, lambda z: z)
+
+
+def test_the_pursue_step_re_places_the_dead_rows_on_schedule(monkeypatch):
+  """`PursuitStep` acts from `start`, every `every` steps; it re-places the rows off the data's
+  subspace, keeps the set (the loss dropped on the spot), zeroes their Adam moments only, owns
+  the learning rate from there, and a resumed step goes on from its saved schedule."""
+  x, x_hat, theta, ff, p = _off_subspace()
+  n, d = x.shape
+  monkeypatch.setattr(certificate, 'MAX_JACOBIAN_ENTRIES', p * n * d - 1)
+  loss_fn = lambda z, _: projection.projection_loss(ff(z), jnp.asarray(theta))  # noqa: E731
+  opt = optimize.make_optimizer('adam', 0.05, 0.9, 'cosine', 1000, 0.05)
+  unit = optimize.schedule_unit('cosine', 1000, 0.05)
+  search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0))
+  step = pursuit.PursuitStep(search.with_search(starts=128, steps=300, dead_ratio=0.1),
+                             loss_fn, None, every=100, start=50, lr=0.01, unit=unit)
+  state = _state(x_hat, loss_fn, opt)
+  state = state._replace(opt_state=jax.tree.map(
+      lambda a: jnp.ones_like(a) if a.shape == x_hat.shape else a, state.opt_state))
+  assert step(state._replace(step=jnp.asarray(49, jnp.int32))).loss == state.loss  # not due
+  assert step.rounds == 0
+  out = step(state._replace(step=jnp.asarray(50, jnp.int32)))
+  assert step.summary() == {'pursuit_rounds': 1, 'pursuit_rounds_kept': 1,
+                            'pursuit_rows_placed': 2}
+  assert float(out.loss) < float(state.loss) / 3
+  assert np.isclose(float(out.loss), float(loss_fn(out.x, None)), rtol=1e-4)
+  moved = metrics.per_sample_errors(x, np.asarray(out.x))
+  assert moved[[1, 4]].max() < 0.4 and np.allclose(np.delete(np.asarray(out.x), [1, 4], 0),
+                                                    np.delete(x_hat, [1, 4], 0), atol=1e-6)
+  for mu in [a for a in jax.tree.leaves(out.opt_state) if a.shape == x_hat.shape]:  # mu, nu
+    assert np.all(np.asarray(mu)[[1, 4]] == 0) and np.all(np.delete(np.asarray(mu), [1, 4], 0) == 1)
+  # The learning rate is the step's from here: 0.01 now (the schedule's count is 0), a cosine
+  # down to 5e-4 over the next 100 steps, set after every chunk.
+  lr = lambda s: float(s.opt_state.hyperparams['learning_rate']) * float(unit(0))  # noqa: E731
+  assert np.isclose(lr(out), 0.01, rtol=1e-6) and step.learning_rate(50) == 0.01
+  assert np.isclose(step.learning_rate(100), 0.01 * (0.05 + 0.95 / 2))
+  assert step.learning_rate(150) == step.learning_rate(400) == 0.01 * pursuit.ROUND_FINAL_RATIO
+  later = step(out._replace(step=jnp.asarray(149, jnp.int32)))  # next round due at 150
+  assert later.loss == out.loss and step.rounds == 1
+  assert np.isclose(lr(later), step.learning_rate(149), rtol=1e-6) and lr(later) < 6e-4
+  # A fresh step restored from the saved state agrees.
+  again = pursuit.PursuitStep(search, loss_fn, None, every=100, start=50, lr=0.01, unit=unit)
+  again.load_state_dict(step.state_dict())
+  assert again.summary() == step.summary() and again.state_dict() == step.state_dict()
+  assert again.learning_rate(120) == step.learning_rate(120)
+  assert again(out._replace(step=jnp.asarray(149, jnp.int32))).loss == out.loss
+
+
+def test_the_pursue_step_keeps_nothing_that_raises_the_loss(monkeypatch):
+  """At the truth every row is right; a row with a small share looks dead by its gain, and
+  the step re-places it; a re-placement that does not lower the loss is not kept (the state
+  comes back unchanged), and a stopped run is left alone."""
+  x, _, theta, ff, p = _off_subspace(wrong=())
+  n, d = x.shape
+  monkeypatch.setattr(certificate, 'MAX_JACOBIAN_ENTRIES', p * n * d - 1)
+  loss_fn = lambda z, _: projection.projection_loss(ff(z), jnp.asarray(theta))  # noqa: E731
+  search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0),
+                           starts=8, steps=1)  # a search too short to find anything better
+  step = pursuit.PursuitStep(search, loss_fn, None, every=10, start=0)
+  state = _state(x, loss_fn, optax.adam(0.01))
+  out = step(state)
+  assert out is state and step.summary() == {'pursuit_rounds': 1, 'pursuit_rounds_kept': 0,
+                                             'pursuit_rows_placed': 0}
+  assert search.calls == 1  # it did re-place a row
+  stopped = state._replace(status=jnp.asarray(optimize.CONVERGED, jnp.int32),
+                           step=jnp.asarray(1000, jnp.int32))
+  assert step(stopped) is stopped and step.rounds == 1
+
+
 @pytest.mark.slow  # a whole run (~15 s)
 def test_a_run_with_pursuit_reports_its_trials(tmp_path):
   import recon  # pylint: disable=import-outside-toplevel
@@ -136,4 +225,20 @@ def test_a_run_with_pursuit_reports_its_trials(tmp_path):
   assert m['escalation_pursuits'] >= 0 and 'escalation_pursuits_accepted' in m
   c.attack.escalate.pursuit = 'sometimes'
   with pytest.raises(recon.RunError, match='pursuit'):
+    recon.run(c, str(tmp_path / 'bad'))
+
+
+@pytest.mark.slow  # a whole run (~15 s)
+def test_a_run_with_the_pursue_step_reports_its_rounds(tmp_path):
+  import recon  # pylint: disable=import-outside-toplevel
+  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
+  c = rf_synthetic.get_config()
+  c.data.n, c.data.d, c.victim.p, c.seed = 6, 6, 200, 3
+  c.attack.max_steps, c.attack.rescue = 3000, ('escalate', 'pursue')
+  c.attack.pursue.start, c.attack.pursue.every = 0, 1000  # from the first chunk on
+  m = recon.run(c, str(tmp_path / 'run')).summary['metrics']
+  assert 1 <= m['pursuit_rounds'] <= 1 + m['steps'] // 1000, m
+  assert m['pursuit_rounds_kept'] <= m['pursuit_rounds'] and m['pursuit_rows_placed'] >= 0
+  c.attack.pursue.dead_ratio = 1.5
+  with pytest.raises(recon.RunError, match='attack.pursue.dead_ratio'):
     recon.run(c, str(tmp_path / 'bad'))

@@ -13,9 +13,9 @@ from recon import errors, escalate, optimize, pipelines, refine, registry, rescu
 
 
 def test_the_builtin_steps_and_their_stages():
-  assert set(registry.names('rescue')) == {'reseed', 'escalate', 'polish'}
+  assert set(registry.names('rescue')) == {'reseed', 'escalate', 'pursue', 'polish'}
   assert rescue.descent_steps(('polish', 'escalate', 'reseed')) == ('escalate', 'reseed')
-  assert rescue.unbatched(('reseed', 'escalate', 'polish')) == ('reseed',)
+  assert rescue.unbatched(('reseed', 'escalate', 'pursue', 'polish')) == ('reseed', 'pursue')
   assert rescue.batched_names() == ('escalate', 'polish')
 
 

@@ -162,6 +162,14 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
   assert doc['data'] == 'photo_patches' and doc['size'] == '(8, 48, 1536), tiny'
   assert doc['search'] == '8 starts of 20 steps per re-placed row'
   assert 'on photo patches' in (tmp_path / 'pursuit_photo.md').read_text()
+  _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit=step',
+          '--pursuit_starts=8', '--pursuit_steps=20', f'--out={out}',
+          f'--runs_dir={tmp_path / "runs"}')
+  doc = json.loads((tmp_path / 'pursuit_photo.json').read_text())
+  assert [r['pursuit'] for r in doc['records']] == ['auto', 'step']
+  step = doc['records'][1]
+  assert step['pursuit_rounds'] >= 1 or step['steps'] < 500, step
+  assert doc['search'].startswith("the rescue step 'pursue': every 500 steps from step 500")
 
 
 def test_job_times(tmp_path):
