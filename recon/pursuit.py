@@ -219,15 +219,20 @@ class PursuitStep:
   loss is below the current one on the spot: no trial. (Placing a row where the residual
   points lowers the loss at once by its explained share, while a dead row's removal raises
   it by its gain D_j ~ 0; the gain shows on the spot, and a 500-step trial of the escalation
-  does not show what the next thousands of steps make of it.) Their optimiser state is
-  zeroed (`optimize.reset_rows`). With `lr` > 0 the step owns the learning rate from its first
-  kept round on: a cosine from `lr` down to ROUND_FINAL_RATIO x `lr` over the `every` steps
-  after each kept round (a warm restart per round), set after every chunk
-  (`optimize.set_learning_rate`, through the optimiser's own schedule `unit`). One run only."""
+  does not show what the next thousands of steps make of it.) With `lr` > 0 and the attack's
+  `optimizer`, a kept round starts the optimiser afresh (`optimizer.init`: Adam's bias
+  correction restarts with its moments; zeroing the re-placed rows' moments alone under a
+  count of thousands moves them by ~3-6 x lr per coordinate for hundreds of steps, which raised
+  the loss after every round on photo patches) and the step owns the learning rate from then
+  on: a cosine from `lr` down to ROUND_FINAL_RATIO x `lr` over the `every` steps after each
+  kept round (a warm restart per round), set after every chunk (`optimize.set_learning_rate`,
+  through the optimiser's own schedule `unit`). Otherwise only the re-placed rows' state is
+  zeroed (`optimize.reset_rows`). One run only."""
 
   def __init__(self, pursuit: Pursuit, loss_fn: Callable, problem, *, every: int, start: int,
-               lr: float = 0.0, unit: Callable = lambda t: 1.0):
-    self._pursuit, self._problem = pursuit, problem
+               lr: float = 0.0, unit: Callable = lambda t: 1.0,
+               optimizer: Optional[optax.GradientTransformation] = None):
+    self._pursuit, self._problem, self._optimizer = pursuit, problem, optimizer
     self._lr, self._unit = float(lr), unit
     self._every, self._next = int(every), int(start)
     self._loss = jax.jit(loss_fn)
@@ -299,6 +304,7 @@ class PursuitStep:
     mask = np.zeros(state.x.shape[0], bool)
     mask[np.asarray(rows, int)] = True
     self._round_start = step
-    return self._scheduled(state._replace(
-        x=x_new, loss=jnp.asarray(new, state.loss.dtype),
-        opt_state=optimize.reset_rows(state.opt_state, state.x, jnp.asarray(mask))))
+    opt_state = (optimize.reset_rows(state.opt_state, state.x, jnp.asarray(mask))
+                 if self._optimizer is None or self._lr <= 0 else self._optimizer.init(x_new))
+    return self._scheduled(state._replace(x=x_new, loss=jnp.asarray(new, state.loss.dtype),
+                                          opt_state=opt_state))

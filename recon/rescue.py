@@ -130,7 +130,7 @@ def _build_pursue(section: Any, ctx: Context) -> Optional[pursuit_lib.PursuitSte
       ctx.pursuit.with_search(starts=section.starts, steps=section.steps,
                               dead_ratio=section.dead_ratio),
       ctx.loss_fn, ctx.problem, every=section.every, start=section.start, lr=section.lr,
-      unit=ctx.schedule_unit)
+      unit=ctx.schedule_unit, optimizer=ctx.optimizer)
 
 
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))

@@ -191,6 +191,13 @@ def test_the_pursue_step_re_places_the_dead_rows_on_schedule(monkeypatch):
   assert again.summary() == step.summary() and again.state_dict() == step.state_dict()
   assert again.learning_rate(120) == step.learning_rate(120)
   assert again(out._replace(step=jnp.asarray(149, jnp.int32))).loss == out.loss
+  # Given the attack's optimiser, a kept round starts it afresh: every moment and count zero
+  # (Adam's bias correction restarts), the learning rate still the step's.
+  fresh = pursuit.PursuitStep(search, loss_fn, None, every=100, start=50, lr=0.01, unit=unit,
+                              optimizer=opt)(state._replace(step=jnp.asarray(50, jnp.int32)))
+  assert all(np.all(np.asarray(a) == 0) for a in jax.tree.leaves(fresh.opt_state)
+             if a.shape == x_hat.shape or jnp.issubdtype(a.dtype, jnp.integer))
+  assert np.isclose(lr(fresh), 0.01, rtol=1e-6)
 
 
 def test_the_pursue_step_keeps_nothing_that_raises_the_loss(monkeypatch):
