@@ -101,7 +101,22 @@ def render(out: str) -> None:
   path = os.path.join('results', 'bench.json')
   bench = [r for r in io.read_json(path).get('ttr_pipeline', {}).get('rows', [])
            if r.get('method') == 'default' and r.get('n') == 100] if os.path.exists(path) else []
-  if bench and '100' in doc.get('size', '(100'):
+  law = os.path.join('results', 'recovery_law.json')
+  if data == 'photo_patches' and os.path.exists(law):  # the default on the same seeds
+    seeds = {r['seed'] for r in doc['records']}
+    for rec in io.read_json(law)['records']:
+      if (rec.get('data'), rec.get('n'), rec.get('method')) != (data, 100, 'default'):
+        continue
+      per = rec['per_seed']
+      rows = [f'seed {s}: {round(100 * f)}/100 rows, loss {l:.1e}, certified '
+              f'{"yes" if c else "no"}' for s, f, l, c in zip(
+                  per['seed'], per['frac_recovered'], per['final_loss'], per['certified'])
+              if s in seeds]
+      if rows:
+        lines += ['', 'Without pursue (results/recovery_law.json, the default attack of an '
+                  f'earlier commit, the same seeds, median {rec["median_seconds"]:.0f} s on a '
+                  f'shared machine): ' + '; '.join(rows) + '.']
+  if bench and data == 'synthetic_sphere' and '100' in doc.get('size', '(100'):
     lines += ['', 'Pursuit off (results/bench.json, the same seeds and config; a run there is '
               'stopped at 600 CPU s): ' + '; '.join(
                   f'seed {r["seed"]}: ' + (
