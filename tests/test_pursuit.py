@@ -89,22 +89,10 @@ def test_above_the_jacobian_cap_the_dead_rows_are_re_placed(monkeypatch):
   low-dimensional subspace (here in it: 4 of 8 dimensions) and the wrong candidates off it;
   those explain ~none of theta (gains <= 1e-4 x the median, the right rows' >= 0.3 x): both
   are found and put back on their samples."""
-  n, d, k = 12, 8, 4
-  kx, kv, ka = jax.random.split(jax.random.PRNGKey(4), 3)
-  x = np.zeros((n, d))
-  x[:, :k] = np.asarray(jax.random.normal(kx, (n, k)))
-  x = x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(d)
-  v = features.random_weights(kv, 8 * n * d, d)
-  ff = lambda z: features.rf_features(v, z, 'relu_tanh')  # noqa: E731
-  theta = np.asarray(jax.random.normal(ka, (n,)) @ ff(jnp.asarray(x)))
-  rng = np.random.default_rng(0)
-  x_hat = x.copy()
-  for j in (1, 4):
-    x_hat[j] = 0.0
-    x_hat[j, k:] = rng.standard_normal(d - k)
-    x_hat[j] *= np.sqrt(d) / np.linalg.norm(x_hat[j])
+  x, x_hat, theta, ff, p = _off_subspace()
+  n, d = x.shape
   loss = float(projection.projection_loss(ff(jnp.asarray(x_hat)), jnp.asarray(theta)))
-  monkeypatch.setattr(certificate, 'MAX_JACOBIAN_ENTRIES', v.shape[0] * n * d - 1)
+  monkeypatch.setattr(certificate, 'MAX_JACOBIAN_ENTRIES', p * n * d - 1)
   step = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0),
                          starts=128)
   assert sorted(step.rows(x_hat, loss).tolist()) == [1, 4]
