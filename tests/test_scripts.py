@@ -169,6 +169,9 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
   assert [r['pursuit'] for r in doc['records']] == ['auto', 'step']
   step = doc['records'][1]
   assert step['pursuit_rounds'] >= 1 or step['steps'] < 500, step
+  assert step['escalations_tried'] is None  # 'pursue' in place of the escalation
+  md = (tmp_path / 'pursuit_photo.md').read_text()
+  assert "| step | 1 |" in md and "in place of the escalation" in md, md
   assert doc['search'].startswith("the rescue step 'pursue': every 500 steps from step 500")
 
 
