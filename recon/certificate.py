@@ -57,12 +57,11 @@ small as at the truth. The certificate adds evidence that the solution found is
                  carries almost no share of theta (alpha ~ 0: an infinite radius), or the
                  pair slides along its difference at a curvature ~ its distance (large
                  radii). Probed by `scripts/certificate_probes` (near_duplicate, collapsed).
-  * restarts:    when several candidate sets reached tol, they agree (matched relative
-                 distance < duplicate_threshold).
+  * restarts:    when several candidate sets reached tol, they agree (< duplicate_threshold).
 
-`candidates_certified` is the conjunction of the evidence that was computed; `certified`
-adds m = n_known. The Jacobian test is computed whenever there is a feature map and counting
-holds, by one of three methods (`jacobian_method`, recorded as evidence; 'auto' picks):
+`candidates_certified` is the conjunction of the evidence computed; `certified` adds m =
+n_known. The Jacobian test runs when there is a feature map and counting holds, by one of three
+methods (`jacobian_method`, recorded as evidence; 'auto' picks):
   * 'dense':       J formed (p m (d - 1) entries, `tangent_jacobian`), its Gram
                    eigendecomposed. 'auto' takes it for a plain feature_fn while p m d <=
                    `max_jacobian_entries` (2e7): no compilation per call.
@@ -394,12 +393,10 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
       reasons.append(f'without the Jacobian test p must be >= {FALLBACK_COUNTING_MARGIN:g} m d')
   if unresolved:
     reasons.insert(duplicates_at, f'{unresolved} near-duplicate candidate pair(s)' + (
-        ' whose pin radii do not keep them apart' if 'duplicate_pairs_resolved' in evidence
-        else ''))
+        ' whose pin radii do not keep them apart' if 'duplicate_pairs_resolved' in evidence else ''))
   if restart_sets is not None and len(restart_sets) > 1:
     evidence['restarts_at_tol'] = len(restart_sets)
-    evidence['restarts_agree'] = restarts_agree(restart_sets, duplicate_threshold,
-                                                sign_invariant)
+    evidence['restarts_agree'] = restarts_agree(restart_sets, duplicate_threshold, sign_invariant)
     if not evidence['restarts_agree']:
       reasons.append('candidate sets of independent restarts disagree')
   if gram is not None:
@@ -438,6 +435,9 @@ def verdict(cert: Dict[str, Any], m: int) -> str:
     return (f'not certified as the whole training set: the {m} candidates are pinned, up to '
             f'{cert["certified_up_to"]}, but ' + '; '.join(cert['reasons']))
   line = 'not certified: ' + '; '.join(cert['reasons'])
+  if 'loss_float64' in ev:  # recon.polish.precision_split
+    line += (f' (at these rows float64 without the ridge: {ev["loss_float64"]:.1e}, '
+             f'{ev["precision_share"]:.0%} of the loss is precision)')
   if 'row_pinned' in ev:
     key, what = (('row_pinned', 'candidates pinned by the loss') if ev['loss_at_tol'] else
                  ('row_within', 'candidates within the threshold at this loss (evidence, '

@@ -71,8 +71,7 @@ m (d - 1) square solve per Gauss-Newton trial) between jitted JAX calls; run wit
 OpenBLAS on its default thread count they fight XLA's own CPU threads for the cores. `polish`
 therefore runs with BLAS at one thread (`threadpoolctl`): one sign-sweep pass at n = 32, d = 16,
 p = 768 took 28.3 s with OpenBLAS's two threads and 11.9 s with one on an idle 2-core CPU
-(results/rung_threads.md). With an accelerator as JAX's backend XLA computes there, the host's
-cores are NumPy's alone, and the limit is not set (`blas_thread_limit`).
+(results/rung_threads.md); on an accelerator backend the limit is not set (`blas_thread_limit`).
 
 Size. The Gauss-Newton step forms the tangent Jacobian densely in float64: J (p, m (d - 1))
 and, while it is built, the per-row Jacobians and their projection, about
@@ -102,9 +101,8 @@ FLOOR_MARGIN = 4.0  # the polished set is judged against max(attack.polish.tol, 
 
 
 class Features64:
-  """feature_fn in float64, jitted once, with its jitted per-row Jacobian `row_jacobian(X)`
-  ((m, p, d), used by `certificate.tangent_jacobian`): the rung calls both hundreds of times.
-  Create and call under `jax.enable_x64`."""
+  """feature_fn in float64 and its per-row Jacobian `row_jacobian(X)` ((m, p, d)), each jitted
+  once (the rung calls both hundreds of times). Create and call under `jax.enable_x64`."""
 
   def __init__(self, feature_fn: Callable):
     f = lambda x: jnp.asarray(feature_fn(x), jnp.float64)  # noqa: E731
@@ -144,6 +142,25 @@ def rounding_floor(feature_fn: Callable, x, theta) -> float:
   spread = float(np.sum(np.abs(alpha) * np.linalg.norm(phi, axis=1)) /
                  max(np.linalg.norm(theta64), 1e-300))
   return (eps * spread) ** 2
+
+
+SPLIT_MAX_ENTRIES = 5 * 10 ** 7  # `precision_split`: p m entries of its float64 features at most
+
+
+def precision_split(feature_fn: Callable, x, theta, loss: float,
+                    max_entries: int = SPLIT_MAX_ENTRIES) -> Optional[Dict[str, float]]:
+  """How much of a run's loss L (its dtype, its ridge jitter tr G / m) is precision, blind:
+  {'loss_float64': L64, 'precision_share': max(0, 1 - L64 / L)}, L64 the same rows' loss in
+  float64 without the ridge (`loss64`). Near 1: the ridge and rounding (right rows with nearly
+  dependent features, whose small Gram eigenvalues the ridge hides); near 0: rows that no
+  precision makes right where they are (the rung may still move them). None if p m > max_entries."""
+  x = np.asarray(x)
+  m, p = x.shape[0], int(np.asarray(theta).size)
+  if p * m > max_entries or not loss > 0:
+    return None
+  with jax.enable_x64(True):
+    l64 = loss64(lambda z: jnp.asarray(feature_fn(z), jnp.float64), x.reshape(m, -1), theta)
+  return {'loss_float64': l64, 'precision_share': max(0.0, 1.0 - l64 / float(loss))}
 
 
 GN_LOG_SECONDS = 10.0  # a Gauss-Newton progress line at most this often
@@ -377,6 +394,8 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   if off:
     cert['evidence']['jacobian'] = 'not computed (attack.certify_jacobian off)'
   ev = cert['evidence']
+  if not cert['certified'] and not ev['loss_at_tol'] and theta is not None:
+    ev.update(precision_split(feature_fn, x_hat, theta, final_loss) or {})
   if mode not in MODES:
     raise ValueError(f'polish mode: unknown {mode!r}; accepted: {", ".join(MODES)}')
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))

@@ -2,7 +2,7 @@
 
     python -m scripts.pursuit_n100 --seeds=300,301,302 --pursuit=auto     # results/pursuit_n100.*
     python -m scripts.pursuit_n100 --data=photo_patches --seeds=100,101,102 --pursuit=step \
-        --out=results/pursuit_photo100 --runs_dir=/tmp/pursuit_photo100   # results/pursuit_photo100.*
+        --max_steps=28000 --out=results/pursuit_photo100 --runs_dir=/tmp/pursuit_photo100
     python -m scripts.pursuit_n100 --render_only
 
 configs/rf_synthetic.py at (n, d, p) = (100, 16, 6400) (p = 4 dn), relu_tanh, the command line's
@@ -13,8 +13,10 @@ and `--pursuit_starts` / `--pursuit_steps` set its search. `--pursuit=step`: the
 'pursue' in place of the escalation (`attack.rescue = ('pursue', 'polish')`, `attack.pursue`
 at its defaults; the descent's cosine over the steps before the first round,
 `attack.decay_steps` = `attack.pursue.start`), for the photo patches; `--pursuit=step_escalate`:
-after the escalation (`('escalate', 'pursue', 'polish')`, its whole-set restarts off). One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again
-replaces its record); OUT.md re-rendered, with the default's rows of results/bench.json (the
+after the escalation (`('escalate', 'pursue', 'polish')`, its whole-set restarts off).
+`--max_steps` sets the step budget (attack.max_steps; the photo patches' recipe runs 28 000).
+One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again with the same
+pursuit and budget replaces its record); OUT.md re-rendered, with the default's rows of results/bench.json (the
 same seeds and config, pursuit off) beside it. Wall and CPU seconds are the run's (this
 process's user + system time over the run); the load average is recorded.
 """
@@ -42,12 +44,14 @@ TUNING = {
                      '(docs/random_features.md); without the escalation the same rounds gave the '
                      'same final loss (2.4e-4 against 2.3e-4) in 637 s against 1 144 s (cores '
                      'shared), so it was dropped; 32 starts of 200 steps per row were set by their cost (2-4 s '
-                     'a row on 2 cores)'}
+                     'a row on 2 cores); the budget of 28 000 steps (`--max_steps`) on shadow seeds 1000 '
+                     'and 1001 by the final loss against 20 000: 1.9e-4 against 2.4e-4 and 9.0e-4 against '
+                     '1.4e-3'}
 SIZES = {'synthetic_sphere': (100, 16, 6400), 'photo_patches': (100, 48, 48000)}
 
 
 def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_sphere',
-           starts: int = 0, steps: int = 0):
+           starts: int = 0, steps: int = 0, max_steps: int = 0):
   c = rf_synthetic.get_config()
   (c.data.n, c.data.d, c.victim.p), c.victim.activation = SIZES[data], 'relu_tanh'
   if data == 'photo_patches':
@@ -74,12 +78,26 @@ def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_s
     section[prefix + 'starts'] = starts
   if steps:
     section[prefix + 'steps'] = steps
+  if max_steps:
+    c.attack.max_steps = max_steps
   return c
 
 
 def cpu_seconds() -> float:
   r = resource.getrusage(resource.RUSAGE_SELF)
   return r.ru_utime + r.ru_stime
+
+
+def precision_fields(metrics: dict) -> dict:
+  """The certificate's precision split of a run's metrics (`recon.polish.precision_split`:
+  the final rows' float64 loss without the ridge, and the share of the loss that is precision)."""
+  cert = metrics.get('certificate') or {}
+  return {k: cert.get(k) for k in ('loss_float64', 'precision_share')}
+
+
+def _budget(record: dict) -> int:
+  """A record's step budget (records before `--max_steps` ran the config's 20 000)."""
+  return int(record.get('max_steps', 20000))
 
 
 def render(out: str) -> None:
@@ -95,12 +113,15 @@ def render(out: str) -> None:
               '\'pursue\' in place of the escalation)')
            + (f' ({doc["search"]})' if doc.get('search') else '') + f'. Machine: {doc["machine"]}. '
            f'{doc.get("tuning", TUNING[data])}.', '',
-           '| pursuit | seed | rows | certified | final loss | steps | escalations (kept) | '
-           'pursuits (kept) | escalation s | wall s | CPU s | load |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|']
-  for r in sorted(doc['records'], key=lambda r: (r['pursuit'], r['seed'])):
-    lines.append(f'| {r["pursuit"]} | {r["seed"]} | {r["n_recovered"]} | '
-                 f'{"yes" if r["certified"] else "no"} | {r["final_loss"]:.1e} | {r["steps"]} | '
+           '| pursuit, step budget | seed | rows | certified | final loss | float64 loss '
+           '(precision) | steps | escalations (kept) | pursuits (kept) | escalation s | wall s | '
+           'CPU s | load |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+  for r in sorted(doc['records'], key=lambda r: (r['pursuit'], _budget(r), r['seed'])):
+    lines.append(f'| {r["pursuit"]}, {_budget(r)} | {r["seed"]} | {r["n_recovered"]} | '
+                 f'{"yes" if r["certified"] else "no"} | {r["final_loss"]:.1e} | '
+                 + (f'{r["loss_float64"]:.1e} ({r["precision_share"]:.0%}) | '
+                    if r.get('loss_float64') is not None else '— | ') + f'{r["steps"]} | '
                  + (f'{r["escalations_tried"]} ({r["escalations_accepted"]}) | '
                   if r.get('escalations_tried') is not None else '— | ')
                  + (f'{r.get("pursuit_rounds")} ({r.get("pursuit_rounds_kept")}; '
@@ -160,18 +181,23 @@ def main(argv=None):
   ap.add_argument('--data', default='synthetic_sphere', choices=tuple(SIZES))
   ap.add_argument('--pursuit_starts', type=int, default=0, help='0: the config\'s')
   ap.add_argument('--pursuit_steps', type=int, default=0, help='0: the config\'s')
+  ap.add_argument('--max_steps', type=int, default=0,
+                  help="the step budget (attack.max_steps); 0: the config's")
   args = ap.parse_args(argv)
   if not args.render_only:
     recon.setup_process()
     for seed in [int(s) for s in args.seeds.split(',') if s.strip()]:
       t0, c0 = time.time(), cpu_seconds()
       cfg = config(seed, args.pursuit, args.tiny, args.data, args.pursuit_starts,
-                   args.pursuit_steps)
-      res = recon.run(cfg, os.path.join(args.runs_dir, f'{args.data}_{args.pursuit}_s{seed}'))
+                   args.pursuit_steps, args.max_steps)
+      budget = int(cfg.attack.max_steps)
+      res = recon.run(cfg, os.path.join(args.runs_dir, f'{args.data}_{args.pursuit}_s{seed}'
+                                        + (f'_{budget}' if args.max_steps else '')))
       m = res.summary['metrics']
-      record = {'seed': seed, 'pursuit': args.pursuit, 'wall_s': time.time() - t0,
+      record = {'seed': seed, 'pursuit': args.pursuit, 'max_steps': budget,
+                'wall_s': time.time() - t0,
                 'cpu_s': cpu_seconds() - c0, 'load': list(os.getloadavg()),
-                **{k: m.get(k) for k in FIELDS}}
+                **{k: m.get(k) for k in FIELDS}, **precision_fields(m)}
       doc = (io.read_json(args.out + '.json') if os.path.exists(args.out + '.json')
              else {'what': 'residual pursuit at n = 100 (issue #30 item 1)', 'records': []})
       doc['machine'] = machine.describe()
@@ -184,8 +210,8 @@ def main(argv=None):
                        f"the rescue step 'pursue': every {cfg.attack.pursue.every} steps from "
                        f'step {cfg.attack.pursue.start}, {cfg.attack.pursue.starts} starts of '
                        f'{cfg.attack.pursue.steps} steps per re-placed row')
-      doc['records'] = [r for r in doc['records'] if (r['seed'], r['pursuit']) !=
-                        (seed, args.pursuit)] + [record]
+      doc['records'] = [r for r in doc['records'] if (r['seed'], r['pursuit'], _budget(r)) !=
+                        (seed, args.pursuit, budget)] + [record]
       io.write_json(args.out + '.json', doc)
       render(args.out)
       print(f'seed {seed} pursuit {args.pursuit}: {record["n_recovered"]}/{cfg.data.n} rows, certified '

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from recon import config as config_lib
-from recon import features, metrics, polish
+from recon import certificate, features, metrics, polish
 from recon.objectives import projection
 from configs import rf_synthetic
 
@@ -354,3 +354,41 @@ def test_above_the_dense_cap_the_rung_runs_within_the_budget(monkeypatch):
     assert ('too_large' in info) is not runs
     if runs:
       assert 4 in calls[0], calls
+
+
+def test_the_precision_split_tells_the_ridge_from_a_wrong_row():
+  """At the true rows a float32 loss with a ridge is nearly all precision (float64 without the
+  ridge: theta's rounding); with one row wrong nearly none of it is. Blind: from the rows and
+  theta alone."""
+  p = 8 * N * D
+  x, theta, ff = _planted(p, weak=None)
+  x32 = x.astype(np.float32)
+  ridge = float(projection.projection_loss(ff(jnp.asarray(x32)), jnp.asarray(theta), 1e-3))
+  split = polish.precision_split(ff, x32, theta, ridge)
+  assert ridge > 1e-7 and split["loss_float64"] < 1e-10, (ridge, split)
+  assert split['precision_share'] > 0.999
+  wrong = _stuck(x, 2)
+  loss = _loss32(ff, wrong, theta)
+  split = polish.precision_split(ff, wrong, theta, loss)
+  assert split['loss_float64'] == pytest.approx(loss, rel=0.05)
+  assert split['precision_share'] < 0.05
+  with jax.enable_x64(True):  # the split is loss64 of the same rows
+    assert split['loss_float64'] == pytest.approx(polish.loss64(ff, wrong, theta), rel=1e-12)
+  assert jnp.zeros(()).dtype == jnp.float32  # x64 switched back off
+  assert polish.precision_split(ff, wrong, theta, loss, max_entries=p * N - 1) is None
+  assert polish.precision_split(ff, wrong, theta, 0.0) is None
+
+
+def test_a_failed_certificate_carries_the_precision_split_and_says_it():
+  p = 8 * N * D
+  x, theta, ff = _planted(p, weak=None)
+  wrong = _stuck(x, 2)
+  _, cert, _ = _run(wrong, theta, ff, p, mode='off')
+  ev = cert['evidence']
+  assert not cert['certified'] and ev['precision_share'] < 0.05
+  line = certificate.verdict(cert, N)
+  assert f'float64 without the ridge: {ev["loss_float64"]:.1e}' in line
+  assert 'of the loss is precision' in line
+  # At tol (the float64 truth, certified or not) there is nothing to split.
+  _, cert, _ = _run(x, theta, ff, p, mode='off', tol=1e-3)
+  assert 'loss_float64' not in cert['evidence']

@@ -163,15 +163,17 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
   assert doc['search'] == '8 starts of 20 steps per re-placed row'
   assert 'on photo patches' in (tmp_path / 'pursuit_photo.md').read_text()
   _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit=step',
-          '--pursuit_starts=8', '--pursuit_steps=20', f'--out={out}',
+          '--pursuit_starts=8', '--pursuit_steps=20', '--max_steps=1200', f'--out={out}',
           f'--runs_dir={tmp_path / "runs"}')
   doc = json.loads((tmp_path / 'pursuit_photo.json').read_text())
   assert [r['pursuit'] for r in doc['records']] == ['auto', 'step']
   step = doc['records'][1]
   assert step['pursuit_rounds'] >= 1 or step['steps'] < 500, step
+  assert step['max_steps'] == 1200 and step['steps'] <= 1200, step
   assert step['escalations_tried'] is None  # 'pursue' in place of the escalation
   md = (tmp_path / 'pursuit_photo.md').read_text()
-  assert "| step | 1 |" in md and "in place of the escalation" in md, md
+  assert "| step, 1200 | 1 |" in md and "| auto, 1500 | 1 |" in md, md
+  assert "in place of the escalation" in md, md
   assert doc['search'].startswith("the rescue step 'pursue': every 500 steps from step 500")
 
 
