@@ -122,6 +122,9 @@ def attack() -> ml_collections.ConfigDict:
   c.max_steps = 20000
   c.tol = 1e-7  # stop when the loss is below
   c.jitter = 1e-6  # ridge of the projection's Gram solve
+  # Steps of iterative refinement of the projection's coefficients on the explicit residual
+  # (random features, dense): the loss then tends to the ridge-free one, without its floor.
+  c.refine = 0
   # Random features with a relu-like activation (odd part linear; sigmoid-like: even part
   # constant): the features with the compensating space projected out, blind to every row's
   # sign (recon/sign_quotient.py; dense features only). 'auto': when n_candidates > d (the

@@ -128,6 +128,7 @@ SCHEMA: Dict[str, Any] = {
         max_steps=Spec(int, low=1, high=STEPS_MAX),
         tol=Spec(float, low=0.0),
         jitter=Spec(float, low=0.0),
+        refine=Spec(int, low=0, high=100),
         sign_quotient=Spec(str, choices=lambda: sign_quotient.MODES),
         lbfgs_memory=_positive_int(),
         lbfgs_linesearch_steps=_positive_int(),

@@ -163,6 +163,15 @@ def test_splitting_with_lean_features_is_refused(tmp_path, capsys):
   assert not (tmp_path / 'x').exists()
 
 
+def test_refinement_with_lean_features_is_refused(tmp_path, capsys):
+  config = _tiny({'attack.refine': 3, 'victim.feature_mode': 'lean'})
+  assert main.execute(config, str(tmp_path / 'x')) == 2
+  lines = _error_lines(capsys)
+  assert len(lines) == 1, lines
+  assert lines[0].startswith('error: attack.refine: 3') and "feature_mode 'dense'" in lines[0]
+  assert not (tmp_path / 'x').exists()
+
+
 def test_a_platform_that_cannot_start_is_one_line_before_anything_is_written(tmp_path,
                                                                             monkeypatch, capsys):
   """JAX_PLATFORMS naming a backend the machine lacks (a TPU on a CPU box) is refused with

@@ -139,3 +139,51 @@ def test_replacement_losses_equal_the_loss_of_each_replaced_set(m, p, d, activat
         exact = jnp.stack([projection.projection_loss(phi.at[j].set(a), theta) for a in rows])
         np.testing.assert_allclose(fast, exact, rtol=1e-5, atol=1e-12)
         assert int(jnp.argmin(fast)) == int(jnp.argmin(exact))
+
+
+def _ill_conditioned(m=8, p=600, smallest=1e-3, seed=0):
+  """(Phi (m, p) float32 with singular values 1 .. `smallest`, theta = Phi^T alpha + a known
+  part off the span, that part's exact loss) — the Gram's condition number 1/smallest^2."""
+  rng = np.random.default_rng(seed)
+  u, _ = np.linalg.qr(rng.normal(size=(m, m)))
+  w, _ = np.linalg.qr(rng.normal(size=(p, m + 1)))
+  sigma = np.geomspace(1.0, smallest, m)
+  phi = (u * sigma) @ w[:, :m].T
+  alpha = u @ (rng.normal(size=m) / sigma)  # every direction carries a like part of theta
+  off = 1e-3 * np.linalg.norm(phi.T @ alpha) * w[:, m]
+  theta = phi.T @ alpha + off
+  return (jnp.asarray(phi, jnp.float32), jnp.asarray(theta, jnp.float32),
+          float(off @ off / (theta @ theta)))
+
+
+def test_refinement_removes_the_ridge_floor():
+  """With cond(G) = 1e6 the ridge (jitter 1e-6, eps = 1.7e-7 here) takes a part of the smallest
+  directions: the loss of a target whose true loss is 1e-6 reads orders of magnitude higher;
+  five refinement steps on the explicit float32 residual give the ridge-free loss back."""
+  phi, theta, exact = _ill_conditioned()
+  loss = jax.jit(projection.projection_loss, static_argnums=(2, 3))
+  plain, refined = float(loss(phi, theta, 1e-6, 0)), float(loss(phi, theta, 1e-6, 5))
+  assert plain > 100 * exact
+  np.testing.assert_allclose(refined, exact, rtol=0.02)
+  in_span = phi.T @ jnp.linalg.lstsq(phi.T, theta)[0]
+  assert float(loss(phi, in_span, 1e-6, 5)) < 1e-3 * exact < float(loss(phi, in_span, 1e-6, 0))
+
+
+def test_refined_gradients_equal_the_ridge_free_loss_gradients():
+  """Refined to convergence, the closed-form rule differentiates the ridge-free loss
+  ||P_perp theta||^2 / ||theta||^2 (autodiff through the explicit projector, float64)."""
+  with jax.enable_x64(True):
+    k1, k2 = jax.random.split(jax.random.PRNGKey(3))
+    phi = jax.random.normal(k1, (6, 40), jnp.float64)
+    theta = jax.random.normal(k2, (40,), jnp.float64)
+    exact = lambda f, t: jnp.sum((t - f.T @ jnp.linalg.lstsq(f.T, t)[0]) ** 2) / jnp.sum(t ** 2)
+    got = jax.jit(jax.grad(projection.projection_loss, argnums=(0, 1)),
+                  static_argnums=(2, 3))(phi, theta, 1e-3, 8)
+    want = jax.grad(exact, argnums=(0, 1))(phi, theta)
+    for g, w in zip(got, want):
+      np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-12)
+    theta2 = jnp.stack([theta, theta[::-1]], axis=1)  # the (p, C) target refines per column
+    np.testing.assert_allclose(
+        float(projection.projection_loss(phi, theta2, 1e-3, 8)),
+        float(sum(exact(phi, theta2[:, c]) * jnp.sum(theta2[:, c] ** 2) for c in range(2))
+              / jnp.sum(theta2 ** 2)), rtol=1e-9)

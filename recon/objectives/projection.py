@@ -147,7 +147,18 @@ def removal_losses(features: Array, target: Array, jitter: float = DEFAULT_JITTE
   return jnp.where(jnp.isfinite(losses), losses, jnp.inf)
 
 
-def _loss_and_gradients(features: Array, target: Array, jitter: float):
+def _refined_coefficients(chol, features: Array, target: Array, refine: int) -> Array:
+  """alpha = (G + eps I)^{-1} Phi theta, then `refine` steps of iterative refinement
+  alpha <- alpha + (G + eps I)^{-1} Phi (theta - Phi^T alpha) on the explicit residual (theta a
+  vector or a (p, C) matrix)."""
+  rows_t = (lambda a: a @ features) if target.ndim == 1 else (lambda a: features.T @ a)
+  alpha = jax.scipy.linalg.cho_solve(chol, features @ target)
+  for _ in range(int(refine)):
+    alpha = alpha + jax.scipy.linalg.cho_solve(chol, features @ (target - rows_t(alpha)))
+  return alpha
+
+
+def _loss_and_gradients(features: Array, target: Array, jitter: float, refine: int = 0):
   """(L, dL/dPhi, dL/dtheta) in closed form, with w = (G + eps I)^{-1} Phi r:
 
   dL/dPhi = (-2 (alpha + w) r^T + 2 alpha (Phi^T w)^T + (4 jitter / m)(w . alpha) Phi) / ||theta||^2,
@@ -158,8 +169,8 @@ def _loss_and_gradients(features: Array, target: Array, jitter: float):
   chol = _ridge_cholesky(features, target, jitter)
   m = features.shape[0]
   if target.ndim == 2:
-    return _loss_and_gradients_columns(chol, features, target, jitter)
-  alpha = jax.scipy.linalg.cho_solve(chol, features @ target)
+    return _loss_and_gradients_columns(chol, features, target, jitter, refine)
+  alpha = _refined_coefficients(chol, features, target, refine)
   r = target - alpha @ features
   norm2 = jnp.sum(target ** 2)
   loss = jnp.sum(r ** 2) / norm2
@@ -171,7 +182,8 @@ def _loss_and_gradients(features: Array, target: Array, jitter: float):
   return loss, g_features, g_target
 
 
-def _loss_and_gradients_columns(chol, features: Array, target: Array, jitter: float):
+def _loss_and_gradients_columns(chol, features: Array, target: Array, jitter: float,
+                                refine: int = 0):
   """`_loss_and_gradients` for a target matrix Theta (p, C), one column per output:
   L = sum_c ||P_perp theta_c||^2 / ||Theta||_F^2, the projection loss of vec(Theta) onto the
   rows e_c (x) phi_i (every row of Phi in every column's block). Those rows' Gram is
@@ -181,7 +193,7 @@ def _loss_and_gradients_columns(chol, features: Array, target: Array, jitter: fl
   dL/dPhi = (-2 (A + W) R^T + 2 A (Phi^T W)^T + (4 jitter / m) <W, A> Phi) / ||Theta||^2,
   dL/dTheta = (2 (R - Phi^T W) - 2 L Theta) / ||Theta||^2 (C = 1: the vector case)."""
   m = features.shape[0]
-  alpha = jax.scipy.linalg.cho_solve(chol, features @ target)  # (m, C)
+  alpha = _refined_coefficients(chol, features, target, refine)  # (m, C)
   r = target - features.T @ alpha  # (p, C)
   norm2 = jnp.sum(target * target)
   loss = jnp.sum(r ** 2) / norm2
@@ -193,8 +205,9 @@ def _loss_and_gradients_columns(chol, features: Array, target: Array, jitter: fl
   return loss, g_features, g_target
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
-def projection_loss(features: Array, target: Array, jitter: float = DEFAULT_JITTER) -> Array:
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+def projection_loss(features: Array, target: Array, jitter: float = DEFAULT_JITTER,
+                    refine: int = 0) -> Array:
   """||P_perp target||^2 / ||target||^2 in [0, 1]; 0 iff target is in the span. A target
   matrix (p, C) is projected column by column onto the same rows (`_loss_and_gradients_columns`:
   a linear head's parameter change against its penultimate features).
@@ -203,14 +216,14 @@ def projection_loss(features: Array, target: Array, jitter: float = DEFAULT_JITT
   gradients of `_loss_and_gradients`: reverse mode costs O(m p) past the forward Gram, and
   the rule is itself differentiable, so Hessian-vector products (sample splitting) work.
   """
-  return _loss_and_gradients(features, target, jitter)[0]
+  return _loss_and_gradients(features, target, jitter, refine)[0]
 
 
 @projection_loss.defjvp
-def _projection_loss_jvp(jitter, primals, tangents):
+def _projection_loss_jvp(jitter, refine, primals, tangents):
   features, target = primals
   d_features, d_target = tangents
-  loss, g_features, g_target = _loss_and_gradients(features, target, jitter)
+  loss, g_features, g_target = _loss_and_gradients(features, target, jitter, refine)
   return loss, jnp.vdot(g_features, d_features) + jnp.vdot(g_target, d_target)
 
 

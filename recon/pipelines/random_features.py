@@ -133,15 +133,17 @@ def rf_rows(x_hat: Array, problem: Dict[str, Array], *, activation: str
 
 
 def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
-            jitter: float) -> Array:
+            jitter: float, refine: int = 0) -> Array:
   """Projection loss of candidates x_hat against the trained random-features model
-  (`rf_rows`)."""
-  return projection.projection_loss(*rf_rows(x_hat, problem, activation=activation), jitter)
+  (`rf_rows`), its coefficients refined `refine` times (`attack.refine`)."""
+  return projection.projection_loss(*rf_rows(x_hat, problem, activation=activation), jitter,
+                                    refine)
 
 
 def rf_loss_fn(cfg: ml_collections.ConfigDict):
   """`loss(x_hat, problem)` of the random-features pipeline for this config."""
-  return functools.partial(rf_loss, activation=cfg.victim.activation, jitter=cfg.attack.jitter)
+  return functools.partial(rf_loss, activation=cfg.victim.activation, jitter=cfg.attack.jitter,
+                           refine=cfg.attack.refine)
 
 
 def rf_rows_fn(cfg: ml_collections.ConfigDict):
@@ -271,6 +273,10 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
     raise ExperimentError('victim.checkpoint: attacking a saved model uses dense features; '
                           "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
   _rf_splitter(cfg, lean=True)  # refuses splitting here
+  if cfg.attack.refine:
+    raise ExperimentError(f'attack.refine: {cfg.attack.refine} with memory-lean features; '
+                          "accepted: 0, or victim.feature_mode 'dense' (or 'auto' under the "
+                          'memory budget)')
   if defences.active(cfg.victim):
     raise ExperimentError(f'victim.release_noise: {cfg.victim.release_noise} with memory-lean '
                           "features; accepted: 0, or victim.feature_mode 'dense' (or 'auto' "
