@@ -16,8 +16,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import ml_collections
 
-from recon import (certificate, data, features, optimize, precision, registry, sign_quotient,
-                   splitting)
+from recon import (certificate, data, features, optimize, precision, pursuit, registry,
+                   sign_quotient, splitting)
 from recon.io import flatten
 from recon.spec import Spec
 from recon.errors import ReconError
@@ -179,7 +179,12 @@ SCHEMA: Dict[str, Any] = {
         ),
         pursue=dict(every=_positive_int(), start=Spec(int, low=0), starts=Spec(int, low=8),
                     steps=_positive_int(), dead_ratio=Spec(float, low=0.0, low_open=True, high=1.0),
-                    lr=Spec(float, low=0.0)),
+                    lr=Spec(float, low=0.0), stop=Spec(int, low=0),
+                    start_points=Spec(str, choices=pursuit.START_POINTS)),
+        swap=dict(start=Spec(int, low=0), steps=_positive_int(),
+                  lr=Spec(float, low=0.0, low_open=True), patience=_positive_int(),
+                  starts=Spec(int, low=8), search_steps=_positive_int(),
+                  start_points=Spec(str, choices=pursuit.START_POINTS)),
         polish=dict(
             tol=Spec(float, low=0.0, low_open=True),
             starts=Spec(int, low=2),

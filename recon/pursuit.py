@@ -81,11 +81,30 @@ def _sphere(z, radius):
   return z / jnp.maximum(jnp.linalg.norm(z, axis=-1, keepdims=True), 1e-30) * radius
 
 
+START_POINTS = ('sphere', 'rows')  # where a search's Adam runs start (`place`)
+
+
+def start_factor(x_kept, start_points: str) -> jax.Array:
+  """L with the search's starts z = L g / |L g| · √d, g ~ N(0, I): I for 'sphere' (uniform on
+  the sphere); for 'rows' the Cholesky factor of the kept rows' second moment
+  M = X_keptᵀ X_kept / k + 1e-4 · tr(M) / d · I, so the starts lie where the candidates do
+  (photo patches hold 93% of their energy in 5 of 48 directions, which uniform starts miss)."""
+  x_kept = jnp.asarray(x_kept)
+  d = x_kept.shape[-1]
+  if start_points == 'sphere':
+    return jnp.eye(d, dtype=x_kept.dtype)
+  if start_points != 'rows':
+    raise ValueError(f'start_points {start_points!r}; accepted: {", ".join(START_POINTS)}')
+  moment = x_kept.T @ x_kept / max(1, x_kept.shape[0])
+  return jnp.linalg.cholesky(moment + 1e-4 * jnp.trace(moment) / d * jnp.eye(d, dtype=moment.dtype))
+
+
 @functools.partial(jax.jit, static_argnames=('feature_one', 'd', 'starts', 'steps'))
 def search_row(feature_one: Callable, q, residual, key, radius, *, d: int, starts: int = 512,
-               steps: int = 300, lr: float = 0.05):
+               steps: int = 300, lr: float = 0.05, factor=None):
   """(z, share): the point of the √d-sphere whose feature vector, off the span of q's columns,
-  explains the largest share of `residual` (module docstring), best of `starts` Adam runs."""
+  explains the largest share of `residual` (module docstring), best of `starts` Adam runs from
+  z = factor g / |factor g| · √d, g ~ N(0, I) (`start_factor`; None: uniform on the sphere)."""
   r2 = jnp.sum(residual ** 2)
 
   def neg_share(z):
@@ -94,7 +113,8 @@ def search_row(feature_one: Callable, q, residual, key, radius, *, d: int, start
     return -(jnp.dot(fp, residual) ** 2) / (jnp.sum(fp ** 2) * r2 + 1e-30)
 
   opt = optax.adam(lr)
-  z0 = _sphere(jax.random.normal(key, (starts, d), residual.dtype), radius)
+  z0 = jax.random.normal(key, (starts, d), residual.dtype)
+  z0 = _sphere(z0 if factor is None else z0 @ jnp.asarray(factor, z0.dtype).T, radius)
 
   def step(carry, _):
     z, s = carry
@@ -109,9 +129,10 @@ def search_row(feature_one: Callable, q, residual, key, radius, *, d: int, start
 
 
 def place(feature_fn: Callable, theta, x, rows, key, radius: float, *, starts: int = 512,
-          steps: int = 300) -> Tuple[np.ndarray, list]:
+          steps: int = 300, start_points: str = 'sphere') -> Tuple[np.ndarray, list]:
   """x with each of `rows` re-placed in turn by `search_row` against the residual of the rows
-  kept so far; (new x, the explained share of each placement)."""
+  kept so far, its starts by `start_points` (`start_factor` of the rows not re-placed);
+  (new x, the explained share of each placement)."""
   x = jnp.asarray(x)
   m, d = x.shape
   theta = jnp.asarray(theta, x.dtype).reshape(-1)
@@ -119,6 +140,8 @@ def place(feature_fn: Callable, theta, x, rows, key, radius: float, *, starts: i
   kept = [i for i in range(m) if i not in set(rows)]
   starts = int(max(8, min(starts, MAX_PURSUIT_ENTRIES // max(1, theta.shape[0]))))
   feature_one = _FeatureOne(feature_fn)
+  factor = (None if start_points == 'sphere' else
+            start_factor(x[jnp.asarray(kept, jnp.int32)], start_points))
   shares = []
   t0 = last = time.time()
   for i, j in enumerate(rows):
@@ -130,7 +153,8 @@ def place(feature_fn: Callable, theta, x, rows, key, radius: float, *, starts: i
     q = jnp.pad(q, ((0, 0), (0, m - q.shape[1])))  # (p, m): one compiled search for all rows
     residual = theta - q @ (q.T @ theta)
     z, share = search_row(feature_one, q, residual, jax.random.fold_in(key, i),
-                          jnp.asarray(radius, x.dtype), d=d, starts=starts, steps=steps)
+                          jnp.asarray(radius, x.dtype), d=d, starts=starts, steps=steps,
+                          factor=factor)
     x = x.at[j].set(z.astype(x.dtype))
     kept.append(j)
     shares.append(float(share))
@@ -161,19 +185,23 @@ class Pursuit:
 
   def __init__(self, feature_fn: Callable, theta, *, radius: float, tol: float, key,
                min_gap: float = 4.0, starts: int = 512, steps: int = 300,
-               dead_ratio: float = DEAD_RATIO):
+               dead_ratio: float = DEAD_RATIO, start_points: str = 'sphere'):
+    if start_points not in START_POINTS:
+      raise ValueError(f'start_points {start_points!r}; accepted: {", ".join(START_POINTS)}')
     self._feature_fn, self._theta = feature_fn, np.asarray(theta).reshape(-1)
+    self._start_points = start_points
     self._radius, self._tol, self._key = float(radius), float(tol), key
     self._min_gap, self._starts, self._steps = min_gap, starts, steps
     self._dead_ratio = dead_ratio
     self.calls = 0
     self.rule = None  # 'pin radius' | 'leave-one-out gain': how the last call chose its rows
 
-  def with_search(self, *, starts: int, steps: int, dead_ratio: float) -> 'Pursuit':
+  def with_search(self, *, starts: int, steps: int, dead_ratio: float,
+                  start_points: str = 'sphere') -> 'Pursuit':
     """This pursuit (its features, θ, key) with another search and dead-row ratio."""
     return Pursuit(self._feature_fn, self._theta, radius=self._radius, tol=self._tol,
                    key=self._key, min_gap=self._min_gap, starts=starts, steps=steps,
-                   dead_ratio=dead_ratio)
+                   dead_ratio=dead_ratio, start_points=start_points)
 
   def rows(self, x, loss: float) -> np.ndarray:
     """The rows to re-place (class docstring); sets `rule`."""
@@ -183,11 +211,21 @@ class Pursuit:
       radii = certificate.row_radii(self._feature_fn, x, self._theta, float(loss), self._tol)
       return stuck_rows(radii, self._min_gap)
     self.rule = 'leave-one-out gain'
+    return dead_rows(self.gains(x), self._dead_ratio)
+
+  def gains(self, x) -> np.ndarray:
+    """Every row's leave-one-out gain D_j = L_{-j} - L (m,), one Cholesky."""
     phi = jnp.asarray(self._feature_fn(jnp.asarray(x)))
     theta = jnp.asarray(self._theta, phi.dtype)
-    gains = (np.asarray(projection.removal_losses(phi, theta), np.float64)
-             - float(projection.projection_loss(phi, theta)))
-    return dead_rows(gains, self._dead_ratio)
+    return (np.asarray(projection.removal_losses(phi, theta), np.float64)
+            - float(projection.projection_loss(phi, theta)))
+
+  def place_rows(self, x, rows, salt: int) -> np.ndarray:
+    """x with `rows` re-placed by `place` (this pursuit's search; its key folded with `salt`)."""
+    x_new, _ = place(self._feature_fn, self._theta, np.asarray(x), rows,
+                     jax.random.fold_in(self._key, salt), self._radius, starts=self._starts,
+                     steps=self._steps, start_points=self._start_points)
+    return x_new
 
   def __call__(self, x, loss: float) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     x = np.asarray(x)
@@ -198,7 +236,7 @@ class Pursuit:
     t0 = time.time()
     x_new, _ = place(self._feature_fn, self._theta, x, rows,
                      jax.random.fold_in(self._key, self.calls), self._radius,
-                     starts=self._starts, steps=self._steps)
+                     starts=self._starts, steps=self._steps, start_points=self._start_points)
     logging.info('residual pursuit: %d row(s) by %s re-placed (%.0fs)', len(rows), self.rule,
                  time.time() - t0)
     return x_new, rows
@@ -227,12 +265,14 @@ class PursuitStep:
   on: a cosine from `lr` down to ROUND_FINAL_RATIO x `lr` over the `every` steps after each
   kept round (a warm restart per round), set after every chunk (`optimize.set_learning_rate`,
   through the optimiser's own schedule `unit`). Otherwise only the re-placed rows' state is
-  zeroed (`optimize.reset_rows`). One run only."""
+  zeroed (`optimize.reset_rows`). No round from step `stop` on (0: rounds to the end).
+  One run only."""
 
   def __init__(self, pursuit: Pursuit, loss_fn: Callable, problem, *, every: int, start: int,
                lr: float = 0.0, unit: Callable = lambda t: 1.0,
-               optimizer: Optional[optax.GradientTransformation] = None):
+               optimizer: Optional[optax.GradientTransformation] = None, stop: int = 0):
     self._pursuit, self._problem, self._optimizer = pursuit, problem, optimizer
+    self._stop = int(stop)  # no round from this step on (0: none)
     self._lr, self._unit = float(lr), unit
     self._every, self._next = int(every), int(start)
     self._loss = jax.jit(loss_fn)
@@ -277,7 +317,7 @@ class PursuitStep:
     step = int(state.step)
     if int(state.status) != optimize.RUNNING:
       return state
-    if step < self._next:
+    if step < self._next or 0 < self._stop <= step:
       return self._scheduled(state)
     self._next = step + self._every
     t0, current = time.time(), float(state.loss)

@@ -73,7 +73,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
   meta = meta or {}
   report.check_ssim_filter(cfg.run.ssim_filter_size, meta)
   pursuit = None
-  wants = ('pursue' in cfg.attack.rescue
+  wants = ('pursue' in cfg.attack.rescue or 'swap' in cfg.attack.rescue
            or ('escalate' in cfg.attack.rescue and cfg.attack.escalate.pursuit == 'auto'))
   if (wants and attack.feature_fn is not None
       and attack.certify_theta is not None and np.ndim(attack.x0) == 2):

@@ -37,6 +37,9 @@ descent in the module that owns them ('polish': the float64 precision rung, run 
             stuck rows (pin radii) are re-placed where the residual of θ points, kept when the
             loss drops on the spot (`recon.pursuit.PursuitStep`); one projection run on a
             feature map (random features) only
+  swap      from `start`, after every chunk, the row of smallest leave-one-out gain re-placed
+            by residual pursuit, kept when the loss is lower after `steps` steps of descent
+            (`recon.swap.SwapStep`); one projection run on a feature map only
   polish    stage 'end': the precision rung (`recon.polish`)
 """
 from __future__ import annotations
@@ -49,7 +52,7 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import escalate, pursuit as pursuit_lib, refine, registry
+from recon import escalate, pursuit as pursuit_lib, refine, registry, swap as swap_lib
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -128,15 +131,29 @@ def _build_pursue(section: Any, ctx: Context) -> Optional[pursuit_lib.PursuitSte
     return None
   return pursuit_lib.PursuitStep(
       ctx.pursuit.with_search(starts=section.starts, steps=section.steps,
-                              dead_ratio=section.dead_ratio),
+                              dead_ratio=section.dead_ratio, start_points=section.start_points),
       ctx.loss_fn, ctx.problem, every=section.every, start=section.start, lr=section.lr,
-      unit=ctx.schedule_unit, optimizer=ctx.optimizer)
+      unit=ctx.schedule_unit, optimizer=ctx.optimizer, stop=section.stop)
+
+
+def _build_swap(section: Any, ctx: Context) -> Optional[swap_lib.SwapStep]:
+  if ctx.pursuit is None:
+    logging.info("attack.rescue: 'swap' skipped (it needs one projection run on a feature "
+                 "map: random features, one candidate set)")
+    return None
+  return swap_lib.SwapStep(
+      ctx.pursuit.with_search(starts=section.starts, steps=section.search_steps,
+                              dead_ratio=pursuit_lib.DEAD_RATIO,
+                              start_points=section.start_points),
+      ctx.loss_fn, ctx.problem, ctx.optimizer, start=section.start, steps=section.steps,
+      lr=section.lr, patience=section.patience, unit=ctx.schedule_unit)
 
 
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))
 registry.register('rescue', 'escalate', registry.Rescue(section='escalate',
                                                         build=_build_escalate, batched=True))
 registry.register('rescue', 'pursue', registry.Rescue(section='pursue', build=_build_pursue))
+registry.register('rescue', 'swap', registry.Rescue(section='swap', build=_build_swap))
 registry.register('rescue', 'polish', registry.Rescue(section='polish', stage='end'))
 
 

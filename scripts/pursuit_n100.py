@@ -13,7 +13,9 @@ and `--pursuit_starts` / `--pursuit_steps` set its search. `--pursuit=step`: the
 'pursue' in place of the escalation (`attack.rescue = ('pursue', 'polish')`, `attack.pursue`
 at its defaults; the descent's cosine over the steps before the first round,
 `attack.decay_steps` = `attack.pursue.start`), for the photo patches; `--pursuit=step_escalate`:
-after the escalation (`('escalate', 'pursue', 'polish')`, its whole-set restarts off).
+after the escalation (`('escalate', 'pursue', 'polish')`, its whole-set restarts off);
+`--pursuit=step_swap`: 'step' whose rounds stop where the rescue step 'swap' begins
+(`('pursue', 'swap', 'polish')`, `attack.pursue.stop` = `attack.swap.start`, `attack.refine=3`).
 `--max_steps` sets the step budget (attack.max_steps; the photo patches' recipe runs 28 000).
 One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again with the same
 pursuit and budget replaces its record); OUT.md re-rendered, with the default's rows of results/bench.json (the
@@ -33,7 +35,8 @@ from recon import io, machine
 
 FIELDS = ('n_recovered', 'certified', 'final_loss', 'recon_error', 'steps', 'escalations_tried',
           'escalations_accepted', 'escalation_pursuits', 'escalation_pursuits_accepted',
-          'escalation_seconds', 'pursuit_rounds', 'pursuit_rounds_kept', 'pursuit_rows_placed')
+          'escalation_seconds', 'pursuit_rounds', 'pursuit_rounds_kept', 'pursuit_rows_placed',
+          'swaps', 'swaps_kept')
 TUNING = {
     'synthetic_sphere': 'tuning seed 5 (not reported; rung off, the prototype): the final loss, '
                         'blind, chose pursuit: 1.1e-5 without it (95/100 rows) and 1.4e-9 with '
@@ -61,6 +64,7 @@ def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_s
     c.data.d = 6 if data == 'synthetic_sphere' else c.data.d
     c.victim.p = 4 * c.data.n * c.data.d
     c.attack.pursue.start, c.attack.pursue.every = 500, 500
+    c.attack.swap.start, c.attack.swap.steps = 1000, 100
   c.seed, c.run.overwrite = seed, True
   c.attack.escalate.pursuit = 'auto' if pursuit == 'auto' else 'off'
   if pursuit.startswith('step'):  # the rescue step 'pursue' before the rung; 'step': in place
@@ -68,7 +72,11 @@ def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_s
     # changed neither the rows nor the final loss); 'step_escalate': after it, the escalation's
     # whole-set restarts off (on photo patches never kept, 3 000 steps each)
     keep = ('escalate',) if pursuit == 'step_escalate' else ()
-    c.attack.rescue = tuple(r for r in c.attack.rescue if r in keep) + ('pursue', 'polish')
+    swaps = ('swap',) if pursuit == 'step_swap' else ()
+    c.attack.rescue = tuple(r for r in c.attack.rescue if r in keep) + ('pursue',) + swaps + (
+        'polish',)
+    if swaps:  # the rounds end where the swaps begin; the loss without the ridge's floor
+      c.attack.pursue.stop, c.attack.refine = c.attack.swap.start, 3
     c.attack.escalate.restart_after = 0
     # the descent's cosine ends where the rounds begin: it settles before the first round
     c.attack.decay_steps = c.attack.pursue.start
@@ -125,7 +133,10 @@ def render(out: str) -> None:
                  + (f'{r["escalations_tried"]} ({r["escalations_accepted"]}) | '
                   if r.get('escalations_tried') is not None else '— | ')
                  + (f'{r.get("pursuit_rounds")} ({r.get("pursuit_rounds_kept")}; '
-                    f'{r.get("pursuit_rows_placed")} rows) | ' if r['pursuit'].startswith('step')
+                    f'{r.get("pursuit_rows_placed")} rows)'
+                    + (f'; swaps {r["swaps_kept"]} of {r["swaps"]} kept'
+                       if r.get('swaps') is not None else '') + ' | '
+                    if r['pursuit'].startswith('step')
                     else
                     f'{r.get("escalation_pursuits", "—")} '
                     f'({r.get("escalation_pursuits_accepted", "—")}) | ') +
@@ -171,9 +182,11 @@ def render(out: str) -> None:
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument('--seeds', default='300,301,302')
-  ap.add_argument('--pursuit', default='auto', choices=('auto', 'off', 'step', 'step_escalate'),
+  ap.add_argument('--pursuit', default='auto',
+                  choices=('auto', 'off', 'step', 'step_escalate', 'step_swap'),
                   help="'auto': escalation's pursuit trial; 'step': the rescue step 'pursue' in "
-                       "place of the escalation; 'step_escalate': after it")
+                       "place of the escalation; 'step_escalate': after it; 'step_swap': "
+                       "'step' then the rescue step 'swap'")
   ap.add_argument('--out', default=os.path.join('results', 'pursuit_n100'))
   ap.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'pursuit_n100'))
   ap.add_argument('--render_only', action='store_true')

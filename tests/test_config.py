@@ -179,6 +179,8 @@ BAD = [
     ('attack.momentum=1.5', "config.attack.momentum: invalid value 1.5; accepted: float >= 0 and <= 0.999999"),
     ('attack.tol=-1', "config.attack.tol: invalid value -1.0; accepted: float >= 0"),
     ('attack.refine=-1', "config.attack.refine: invalid value -1; accepted: int >= 0 and <= 100"),
+    ('attack.swap.lr=0', "config.attack.swap.lr: invalid value 0.0; accepted: float > 0"),
+    ('attack.swap.start_points=grid', "config.attack.swap.start_points: invalid value 'grid'; accepted: one of 'sphere', 'rows'"),
     ('seed=-1', "config.seed: invalid value -1; accepted: int >= 0"),
     ('data.label_noise=-0.5', "config.data.label_noise: invalid value -0.5; accepted: float >= 0"),
     ('victim.activation=bogus', "config.victim.activation: invalid value 'bogus'; accepted: one of 'cubic', "),

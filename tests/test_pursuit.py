@@ -45,6 +45,30 @@ def test_a_missing_sample_is_placed_where_the_residual_points():
   assert shares[0] > 0.999  # the placed row explains the whole residual
 
 
+def test_starts_from_the_rows_lie_where_the_rows_do():
+  """'rows': L Lᵀ is the kept rows' second moment (plus 1e-4 of its mean eigenvalue), so the
+  starts of rows in a 4-dim subspace of R^8 hold ~all their energy in it; 'sphere': I."""
+  x, x_hat, theta, ff = _off_subspace()[:4]
+  kept = np.delete(x_hat, [1, 4], 0)
+  assert np.array_equal(np.asarray(pursuit.start_factor(kept, 'sphere')), np.eye(8))
+  factor = np.asarray(pursuit.start_factor(kept, 'rows'), np.float64)
+  moment = kept.T @ kept / len(kept)
+  assert np.allclose(factor @ factor.T, moment + 1e-4 * np.trace(moment) / 8 * np.eye(8),
+                     atol=1e-4)
+  z = np.asarray(jax.random.normal(jax.random.PRNGKey(0), (256, 8))) @ factor.T
+  assert np.sum(z[:, 4:] ** 2) / np.sum(z ** 2) < 1e-3
+  with pytest.raises(ValueError, match="accepted: sphere, rows"):
+    pursuit.start_factor(kept, 'grid')
+  with pytest.raises(ValueError, match="start_points 'grid'"):
+    pursuit.Pursuit(ff, theta, radius=np.sqrt(8), tol=1e-9, key=jax.random.PRNGKey(0),
+                    start_points='grid')
+  # A search from the rows' starts puts a row off the subspace back on its sample.
+  x, x_hat, theta, ff = _off_subspace(wrong=(1,))[:4]
+  x_new, shares = pursuit.place(ff, theta, x_hat, [1], jax.random.PRNGKey(0), np.sqrt(8),
+                                starts=16, steps=200, start_points='rows')
+  assert metrics.per_sample_errors(x, x_new).max() < 0.01 and shares[0] > 0.99
+
+
 def test_the_radii_single_out_a_stuck_row_and_pursuit_fixes_it():
   """The stall the rung and the escalation meet (n = 100 on a tuning seed: 5 such rows): a
   sample whose coefficient in theta is tiny, its candidate anywhere, every other row right;

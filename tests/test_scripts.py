@@ -175,6 +175,13 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
   assert "| step, 1200 | 1 |" in md and "| auto, 1500 | 1 |" in md, md
   assert "in place of the escalation" in md, md
   assert doc['search'].startswith("the rescue step 'pursue': every 500 steps from step 500")
+  _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit=step_swap',
+          '--pursuit_starts=8', '--pursuit_steps=20', '--max_steps=1300', f'--out={out}',
+          f'--runs_dir={tmp_path / "runs"}')
+  swapped = json.loads((tmp_path / 'pursuit_photo.json').read_text())['records'][-1]
+  assert swapped['pursuit'] == 'step_swap' and swapped['pursuit_rounds'] <= 1, swapped
+  assert swapped['swaps'] >= 1 or swapped['steps'] < 1000, swapped
+  assert "| step_swap, 1300 | 1 |" in (tmp_path / 'pursuit_photo.md').read_text()
 
 
 def test_job_times(tmp_path):
