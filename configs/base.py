@@ -183,6 +183,7 @@ def attack() -> ml_collections.ConfigDict:
   c.escalate = escalate()
   c.pursue = pursue()
   c.swap = swap()
+  c.cut = cut()
   c.polish = polish()
   c.split = split()
   return c
@@ -268,6 +269,19 @@ def swap() -> ml_collections.ConfigDict:
   # 'rows': the search starts where the kept rows lie (their second moment); on the shadow
   # seed's end state 8 swaps ended at loss 4.9e-5 against 1.3e-4 from 'sphere' starts.
   c.start_points = 'rows'
+  return c
+
+
+def cut() -> ml_collections.ConfigDict:
+  """The cut of m > n candidates to n (recon/cut.py `CutStep`; docs/random_features.md).
+
+  On while 'cut' is in attack.rescue and attack.n_candidates exceeds data.n, for one projection
+  run on a feature map (random features): once, after the chunk that reaches step `at` (or
+  when the run stops first), the rows of smallest leave-one-out gain are dropped, 5% at a time,
+  until n remain; the descent goes on with the optimiser's state of the kept rows.
+  """
+  c = ml_collections.ConfigDict()
+  c.at = 12000
   return c
 
 

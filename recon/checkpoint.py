@@ -200,7 +200,8 @@ class RunCheckpointer:
     self._manager.reload()
 
   def restore(self, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
-    """(state, history, step) of the newest readable checkpoint, `template` giving the tree.
+    """(state, history, step) of the newest readable checkpoint, `template` giving the tree
+    (or `template(aux) -> tree` of the checkpoint's saved `aux`, when the layout depends on it).
 
     Unreadable newer checkpoints are set aside (`_set_aside`); a one-line
     ExperimentError when none is readable.
@@ -219,6 +220,9 @@ class RunCheckpointer:
         '(start afresh) or another --workdir')
 
   def _restore_step(self, step: int, template: Any) -> Tuple[Any, List[Tuple[int, float]], int]:
+    if callable(template):
+      meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+      template = template(dict(meta.meta.get('aux') or {}))
     try:
       restored = self._manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore({'state': template, 'keys': self._keys}),

@@ -159,7 +159,8 @@ SCHEMA: Dict[str, Any] = {
         prior_bound=Spec(float, low=0.0, low_open=True),
         prior_weight=Spec(float, low=0.0),
         residual_weights=Spec(str, choices=('none', 'gradient_rms')),
-        # Rescue steps: recon/restarts.py, refine.py, escalate.py, pursuit.py, swap.py, polish.py, splitting.py.
+        # Rescue steps: recon/restarts.py, refine.py, escalate.py, pursuit.py, swap.py, cut.py, polish.py,
+        # splitting.py.
         certify_jacobian=Spec(str, choices=lambda: certificate.METHODS + ('off',)),
         restarts=_positive_int(),
         rescue=Spec((tuple, list), choices=lambda: registry.names('rescue'), each=True),
@@ -181,14 +182,10 @@ SCHEMA: Dict[str, Any] = {
         swap=dict(start=Spec(int, low=0), steps=_positive_int(), patience=_positive_int(),
                   lr=Spec(float, low=0.0, low_open=True), starts=Spec(int, low=8),
                   search_steps=_positive_int(), start_points=Spec(str, choices=pursuit.START_POINTS)),
-        polish=dict(
-            tol=Spec(float, low=0.0, low_open=True),
-            starts=Spec(int, low=2),
-            row_steps=_positive_int(),
-            lm_iters=Spec(int, low=0),
-            max_free_share=Spec(float, low=0.0, high=1.0),
-            sign_sweeps=Spec(int, low=0),
-        ),
+        cut=dict(at=Spec(int, low=0)),
+        polish=dict(tol=Spec(float, low=0.0, low_open=True), starts=Spec(int, low=2),
+                    row_steps=_positive_int(), lm_iters=Spec(int, low=0),
+                    max_free_share=Spec(float, low=0.0, high=1.0), sign_sweeps=Spec(int, low=0)),
         split=dict(
             mode=Spec(str, choices=splitting.MODES),
             every=_positive_int(),

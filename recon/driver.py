@@ -61,7 +61,8 @@ class Outcome(NamedTuple):
 def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collections.ConfigDict,
              *, seed: int, workdir: str, config_record: Dict[str, Any], t0: float,
              x_true: Optional[np.ndarray] = None, keys: Optional[Dict[str, Array]] = None,
-             resume: Optional[bool] = None, pursuit=None) -> Outcome:
+             resume: Optional[bool] = None, pursuit=None,
+             n_samples: Optional[int] = None) -> Outcome:
   """Optimises `attack.loss_fn(x, problem)` from `attack.x0` (see
   `recon.reconstruct.reconstruct_and_report`) under the config's `attack` section (optimiser,
   budget, tol, rescue steps) and `run` section (checkpoints, resume, logging).
@@ -69,7 +70,8 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
   `seed` keys the rescue steps; `config_record` (the whole config as a dict) is what the
   checkpoints record, so a resume can refuse a changed config. `x_true` (host array,
   optional) only feeds the progress log's recon_error of `decode(x)`. `pursuit`
-  (`recon.pursuit.Pursuit`, optional) joins the escalation.
+  (`recon.pursuit.Pursuit`, optional) joins the escalation; `n_samples` (the known n, optional)
+  is what the rescue step 'cut' keeps.
   """
   problem, loss_fn, x0, constraint = attack.problem, attack.loss_fn, attack.x0, attack.constraint
   decode, refiner = attack.decode, attack.refiner
@@ -116,10 +118,13 @@ def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collect
       rows_fn=None if batched else attack.rows_fn, jitter=section.jitter,
       schedule_unit=optimize.schedule_unit(section.schedule,
                                            section.decay_steps or section.max_steps,
-                                           section.final_ratio)))
+                                           section.final_ratio),
+      n_samples=n_samples))
   resumed_from = None
   if resume:
-    state, history, resumed_from = checkpointer.restore(state)
+    # A step that changed the candidates' shape ('cut') gives the layout its checkpoints hold.
+    state, history, resumed_from = checkpointer.restore(
+        lambda saved: rescues.template(state, saved))
     now = face(state)
     grew = int(now.status) == optimize.MAX_STEPS and int(now.step) < section.max_steps
     if grew:  # the budget grew: every run that spent the old one goes on

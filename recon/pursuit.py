@@ -220,6 +220,12 @@ class Pursuit:
     return (np.asarray(projection.removal_losses(phi, theta), np.float64)
             - float(projection.projection_loss(phi, theta)))
 
+  def gram_system(self, x) -> Tuple[np.ndarray, np.ndarray, float]:
+    """(G = Φ̂Φ̂ᵀ, b = Φ̂θ, ‖θ‖²) of the rows x in float64 on the host (`recon.cut`)."""
+    phi = np.asarray(self._feature_fn(jnp.asarray(x)), np.float64)
+    theta = np.asarray(self._theta, np.float64)
+    return phi @ phi.T, phi @ theta, float(theta @ theta)
+
   def place_rows(self, x, rows, salt: int) -> np.ndarray:
     """x with `rows` re-placed by `place` (this pursuit's search; its key folded with `salt`)."""
     x_new, _ = place(self._feature_fn, self._theta, np.asarray(x), rows,

@@ -73,7 +73,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
   meta = meta or {}
   report.check_ssim_filter(cfg.run.ssim_filter_size, meta)
   pursuit = None
-  wants = ('pursue' in cfg.attack.rescue or 'swap' in cfg.attack.rescue
+  wants = (any(n in cfg.attack.rescue for n in ('pursue', 'swap', 'cut'))
            or ('escalate' in cfg.attack.rescue and cfg.attack.escalate.pursuit == 'auto'))
   if (wants and attack.feature_fn is not None
       and attack.certify_theta is not None and np.ndim(attack.x0) == 2):
@@ -84,7 +84,7 @@ def reconstruct_and_report(cfg: ml_collections.ConfigDict, workdir: str, attack:
   outcome = driver.optimise(
       attack, cfg.attack, cfg.run, seed=cfg.seed, workdir=workdir, config_record=cfg.to_dict(),
       t0=t0, x_true=None if x_true is None else np.asarray(x_true), keys=keys, resume=resume,
-      pursuit=pursuit)
+      pursuit=pursuit, n_samples=int(cfg.data.n) if cfg.attack.knows_n else None)
   return report.report(
       scoring(cfg), workdir, outcome, attack, x_true=x_true, y=y, meta=meta, t0=t0,
       extra_metrics=extra_metrics, threat_model=threat_model)

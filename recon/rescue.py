@@ -40,6 +40,9 @@ descent in the module that owns them ('polish': the float64 precision rung, run 
   swap      from `start`, after every chunk, the row of smallest leave-one-out gain re-placed
             by residual pursuit, kept when the loss is lower after `steps` steps of descent
             (`recon.swap.SwapStep`); one projection run on a feature map only
+  cut       once, at step `at` (or when the run stops first), m > n candidates are cut to the n
+            of largest leave-one-out gain, the optimiser's state following the kept rows
+            (`recon.cut.CutStep`); one projection run on a feature map that knows n only
   polish    stage 'end': the precision rung (`recon.polish`)
 """
 from __future__ import annotations
@@ -52,7 +55,8 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import escalate, pursuit as pursuit_lib, refine, registry, swap as swap_lib
+from recon import cut as cut_lib, escalate, pursuit as pursuit_lib, refine, registry
+from recon import swap as swap_lib
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -76,6 +80,7 @@ class Context:
   pursuit      recon.pursuit.Pursuit for escalation's extra trial, or None
   rows_fn      `recon.attack.Attack.rows_fn` (one run's), or None; jitter: its loss's
   schedule_unit the optimiser's lr factor at a schedule count (`optimize.schedule_unit`)
+  n_samples    the number of training samples when the attack knows it (attack.knows_n), or None
   """
   key: Array
   loss_fn: Callable[[Any, Any], Array]
@@ -91,6 +96,7 @@ class Context:
   rows_fn: Optional[Callable[[Any, Any], Any]] = None
   jitter: float = 0.0
   schedule_unit: Callable[[Any], Any] = lambda t: 1.0
+  n_samples: Optional[int] = None
 
 
 def _fold(key: Array, data: int, batched: bool) -> Array:
@@ -149,11 +155,21 @@ def _build_swap(section: Any, ctx: Context) -> Optional[swap_lib.SwapStep]:
       lr=section.lr, patience=section.patience, unit=ctx.schedule_unit)
 
 
+def _build_cut(section: Any, ctx: Context) -> Optional[cut_lib.CutStep]:
+  if ctx.pursuit is None or ctx.n_samples is None:
+    logging.info("attack.rescue: 'cut' skipped (it needs one projection run on a feature map "
+                 "that knows n: random features, attack.knows_n)")
+    return None
+  return cut_lib.CutStep(ctx.pursuit.gram_system, ctx.loss_fn, ctx.problem, keep=ctx.n_samples,
+                         at=section.at, max_steps=ctx.max_steps)
+
+
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))
 registry.register('rescue', 'escalate', registry.Rescue(section='escalate',
                                                         build=_build_escalate, batched=True))
 registry.register('rescue', 'pursue', registry.Rescue(section='pursue', build=_build_pursue))
 registry.register('rescue', 'swap', registry.Rescue(section='swap', build=_build_swap))
+registry.register('rescue', 'cut', registry.Rescue(section='cut', build=_build_cut))
 registry.register('rescue', 'polish', registry.Rescue(section='polish', stage='end'))
 
 
@@ -197,6 +213,14 @@ class Chain:
       else:
         missing.append(name)
     return missing
+
+  def template(self, state: Any, saved: Dict[str, Any]) -> Any:
+    """The layout of a checkpoint whose rescue states are `saved` (a step that changes the
+    candidates' shape, 'cut', says how), from the initial `state`."""
+    for name, step in self.steps:
+      if hasattr(step, 'template') and name in saved:
+        state = step.template(state, saved[name])
+    return state
 
   def resumed(self, state: Any, budget_grew: bool) -> Any:
     """After a restore: the steps that define `resumed(state, budget_grew)` catch up (the

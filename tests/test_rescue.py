@@ -13,10 +13,11 @@ from recon import errors, escalate, optimize, pipelines, refine, registry, rescu
 
 
 def test_the_builtin_steps_and_their_stages():
-  assert set(registry.names('rescue')) == {'reseed', 'escalate', 'pursue', 'swap', 'polish'}
+  assert set(registry.names('rescue')) == {'reseed', 'escalate', 'pursue', 'swap', 'cut',
+                                           'polish'}
   assert rescue.descent_steps(('polish', 'escalate', 'reseed')) == ('escalate', 'reseed')
-  assert rescue.unbatched(('reseed', 'escalate', 'pursue', 'swap', 'polish')) == (
-      'reseed', 'pursue', 'swap')
+  assert rescue.unbatched(('reseed', 'escalate', 'pursue', 'swap', 'cut', 'polish')) == (
+      'reseed', 'pursue', 'swap', 'cut')
   assert rescue.batched_names() == ('escalate', 'polish')
 
 
