@@ -152,6 +152,14 @@ def test_pursuit_n100(tmp_path):
   doc = json.loads((tmp_path / 'pursuit_n100.json').read_text())
   assert [(r['seed'], r['pursuit']) for r in doc['records']] == [(0, 'auto')]
   assert 'escalation_pursuits' in doc['records'][0]
+  # 2n candidates, cut to n at step 600 of the 1500 (recon/cut.py)
+  _script('pursuit_n100', '--tiny', '--seeds=0', '--pursuit=cut', '--cut_at=600', f'--out={out}',
+          f'--runs_dir={tmp_path / "runs"}')
+  cut = json.loads((tmp_path / 'pursuit_n100.json').read_text())['records'][-1]
+  assert cut['pursuit'] == 'cut' and cut['cut_at'] == 600, cut
+  assert (cut['cut']['from'], cut['cut']['to']) == (16, 8) and cut['cut']['step'] >= 600, cut
+  md = (tmp_path / 'pursuit_n100.md').read_text()
+  assert '| cut, 1500 | 0 |' in md and 'cut at ' in md and '16 to 8 rows' in md, md
 
 
 def test_pursuit_n100_on_photo_patches(tmp_path):
