@@ -282,6 +282,7 @@ def cut() -> ml_collections.ConfigDict:
   """
   c = ml_collections.ConfigDict()
   c.at = 12000
+  c.state = 'kept'  # the optimiser's state after the cut: 'kept' rows' own, or 'fresh'
   return c
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import ml_collections
 
-from recon import (certificate, data, features, optimize, precision, pursuit, registry,
+from recon import (certificate, cut, data, features, optimize, precision, pursuit, registry,
                    sign_quotient, splitting)
 from recon.io import flatten
 from recon.spec import Spec
@@ -182,7 +182,7 @@ SCHEMA: Dict[str, Any] = {
         swap=dict(start=Spec(int, low=0), steps=_positive_int(), patience=_positive_int(),
                   lr=Spec(float, low=0.0, low_open=True), starts=Spec(int, low=8),
                   search_steps=_positive_int(), start_points=Spec(str, choices=pursuit.START_POINTS)),
-        cut=dict(at=Spec(int, low=0)),
+        cut=dict(at=Spec(int, low=0), state=Spec(str, choices=cut.STATES)),
         polish=dict(tol=Spec(float, low=0.0, low_open=True), starts=Spec(int, low=2),
                     row_steps=_positive_int(), lm_iters=Spec(int, low=0),
                     max_free_share=Spec(float, low=0.0, high=1.0), sign_sweeps=Spec(int, low=0)),

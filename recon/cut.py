@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import scipy.linalg
 from absl import logging
 
@@ -35,6 +36,9 @@ from recon import optimize
 
 SHARE = 0.05  # rows dropped per round, as a share of the current rows (at least one)
 JITTER = 1e-9  # the float64 ridge of the gains, relative to tr(G) / m
+# The optimiser's state after the cut: 'kept', the kept rows' own (moments, counts); 'fresh', a
+# new one at the learning rate the schedule had reached, decaying on from it.
+STATES = ('kept', 'fresh')
 
 
 def gains_from_gram(gram: np.ndarray, b: np.ndarray, tt: float,
@@ -87,9 +91,15 @@ class CutStep:
   float64, `recon.pursuit.Pursuit.gram_system`)."""
 
   def __init__(self, system: Callable[[np.ndarray], Tuple[np.ndarray, np.ndarray, float]],
-               loss_fn: Callable, problem, *, keep: int, at: int, max_steps: int):
-    if keep < 1 or at < 0:
-      raise ValueError(f'cut: keep {keep} must be positive and at {at} non-negative')
+               loss_fn: Callable, problem, *, keep: int, at: int, max_steps: int,
+               optimizer: Optional[optax.GradientTransformation] = None, state: str = 'kept',
+               unit: Callable[[Any], Any] = lambda t: 1.0):
+    if keep < 1 or at < 0 or state not in STATES:
+      raise ValueError(f'cut: keep {keep} must be positive, at {at} non-negative, state '
+                       f'{state!r} one of {", ".join(STATES)}')
+    if state == 'fresh' and optimizer is None:
+      raise ValueError("cut: state 'fresh' needs the optimizer")
+    self._optimizer, self._state, self._unit = optimizer, state, unit
     self._system, self._problem = system, problem
     self._loss = jax.jit(loss_fn)
     self._keep, self._at, self._max_steps = int(keep), int(at), int(max_steps)
@@ -122,6 +132,11 @@ class CutStep:
     before = float(state.loss)
     rows = kept_rows(*self._system(np.asarray(state.x)), self._keep)
     out = take_rows(state, np.shape(state.x), rows)
+    if self._state == 'fresh':  # Adam's moments restart; the lr goes on from where it was
+      lr = optimize.learning_rate_now(state.opt_state, self._unit)
+      opt_state = self._optimizer.init(out.x)
+      out = out._replace(opt_state=opt_state if lr is None else
+                         optimize.set_learning_rate(opt_state, lr, self._unit))
     loss = self._loss(out.x, self._problem).astype(state.loss.dtype)
     status = state.status
     if step < self._max_steps and int(status) != optimize.NONFINITE:

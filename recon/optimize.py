@@ -49,6 +49,23 @@ def schedule_unit(schedule: str, decay_steps: Optional[int], final_ratio: float 
   return optax.cosine_decay_schedule(1.0, decay_steps, alpha=final_ratio)
 
 
+def _schedule_count(opt_state: Any):
+  counts = [s.count for s in jax.tree.leaves(
+      opt_state.inner_state, is_leaf=lambda s: isinstance(s, optax.ScaleByScheduleState))
+            if isinstance(s, optax.ScaleByScheduleState)]
+  return counts[0] if counts else None
+
+
+def learning_rate_now(opt_state: Any, unit: Callable[[Any], Any]) -> Optional[float]:
+  """The learning rate a `make_optimizer` state steps with now (its injected lr times the
+  schedule's factor at its count); None without an injected lr (L-BFGS)."""
+  hyper = getattr(opt_state, 'hyperparams', None)
+  if not isinstance(hyper, dict) or 'learning_rate' not in hyper:
+    return None
+  count = _schedule_count(opt_state)
+  return float(hyper['learning_rate']) * (1.0 if count is None else float(unit(count)))
+
+
 def set_learning_rate(opt_state: Any, lr: float, unit: Callable[[Any], Any]) -> Any:
   """The state of a `make_optimizer` optimiser whose learning rate is `lr` now: the injected
   lr becomes lr / unit(count), count the schedule's own (it restarts with the state), so the
@@ -56,10 +73,8 @@ def set_learning_rate(opt_state: Any, lr: float, unit: Callable[[Any], Any]) -> 
   hyper = getattr(opt_state, 'hyperparams', None)
   if not isinstance(hyper, dict) or 'learning_rate' not in hyper:
     return opt_state
-  counts = [s.count for s in jax.tree.leaves(
-      opt_state.inner_state, is_leaf=lambda s: isinstance(s, optax.ScaleByScheduleState))
-            if isinstance(s, optax.ScaleByScheduleState)]
-  factor = float(unit(counts[0])) if counts else 1.0
+  count = _schedule_count(opt_state)
+  factor = float(unit(count)) if count is not None else 1.0
   old = hyper['learning_rate']
   return opt_state._replace(hyperparams={
       **hyper, 'learning_rate': jnp.full_like(old, lr / max(factor, 1e-30))})

@@ -161,7 +161,8 @@ def _build_cut(section: Any, ctx: Context) -> Optional[cut_lib.CutStep]:
                  "that knows n: random features, attack.knows_n)")
     return None
   return cut_lib.CutStep(ctx.pursuit.gram_system, ctx.loss_fn, ctx.problem, keep=ctx.n_samples,
-                         at=section.at, max_steps=ctx.max_steps)
+                         at=section.at, max_steps=ctx.max_steps, optimizer=ctx.optimizer,
+                         state=section.state, unit=ctx.schedule_unit)
 
 
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))

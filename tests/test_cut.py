@@ -1,5 +1,6 @@
 """recon/cut.py: m > n candidates cut to n by leave-one-out gain, once, the optimiser's state
 following the kept rows; in a run, resumed before or after the cut as an unbroken one."""
+import json
 import shutil
 
 import jax
@@ -146,3 +147,52 @@ def test_the_cut_is_refused_in_sweeps_and_its_step_checked(tmp_path):
   c = _tiny(tmp_path, 200, at=-1)
   with pytest.raises(config_lib.ConfigError, match='attack.cut.at'):
     config_lib.validate(c)
+  c = _tiny(tmp_path, 200)
+  c.attack.cut.state = 'new'
+  with pytest.raises(config_lib.ConfigError, match=r"attack.cut.state: invalid value 'new'; accepted: one of 'kept', 'fresh'"):
+    config_lib.validate(c)
+
+
+@pytest.mark.parametrize('state', ['kept', 'fresh'])
+def test_the_step_cuts_at_its_step_with_the_chosen_optimiser_state(state):
+  """After 40 steps of a cosine over 100 on 4 samples' rows and 4 rows off the data: at step
+  `at` = 40 the cut keeps the 4 samples' rows; 'kept' slices Adam's moments, 'fresh' restarts
+  them (zeros, count 0) at the learning rate the schedule had reached (0.05 unit(40))."""
+  x, ff, theta = _victim(4, 5, 4000)
+  cands = jnp.asarray(np.concatenate([_sphere(jax.random.PRNGKey(3), 4, 5), x]), jnp.float32)
+  loss_fn = lambda z, _: projection.projection_loss(ff(z), jnp.asarray(theta, jnp.float32))  # noqa: E731
+  opt = optimize.make_optimizer('adam', 0.05, 0.9, 'cosine', 100, 0.05)
+  unit = optimize.schedule_unit('cosine', 100, 0.05)
+  sphere = optimize.sphere_constraint(np.sqrt(5))
+  s = optimize.init_state(cands, opt, loss_fn, None, sphere)
+  s = optimize.run_chunk(s, None, jnp.asarray(40), loss_fn=loss_fn, optimizer=opt,
+                         constraint=sphere, tol=1e-30, max_steps=100)
+  assert int(s.step) == 40
+  step = cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=41, max_steps=100,
+                     optimizer=opt, state=state, unit=unit)
+  assert step(s) is s and step.rows is None  # before its step
+  step = cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=40, max_steps=100,
+                     optimizer=opt, state=state, unit=unit)
+  out = step(s)
+  assert step.rows == [4, 5, 6, 7] and out.x.shape == (4, 5) and int(out.step) == 40
+  assert int(out.status) == optimize.RUNNING
+  np.testing.assert_allclose(float(out.loss), float(loss_fn(out.x, None)), rtol=1e-6)
+  assert step.summary()['cut'] == {**step.info, 'step': 40, 'from': 8, 'to': 4}
+  lr = optimize.learning_rate_now(out.opt_state, unit)
+  assert lr == pytest.approx(optimize.learning_rate_now(s.opt_state, unit))
+  assert lr == pytest.approx(0.05 * float(unit(40)), rel=1e-6)
+  moments = [a for a in jax.tree.leaves(out.opt_state) if np.shape(a) == (4, 5)]
+  assert len(moments) == 2  # Adam's mu and nu
+  if state == 'fresh':
+    assert all(not np.any(np.asarray(a)) for a in moments)
+  else:
+    before = [np.asarray(a)[4:] for a in jax.tree.leaves(s.opt_state) if np.shape(a) == (8, 5)]
+    for a, b in zip(moments, before):
+      np.testing.assert_array_equal(a, b)
+  assert step(out) is out  # once
+  saved = step.state_dict()
+  again = cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=40, max_steps=100)
+  again.load_state_dict(json.loads(json.dumps(saved)))
+  assert again.rows == step.rows and again.template(s, saved).x.shape == (4, 5)
+  with pytest.raises(ValueError, match='state'):
+    cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=0, max_steps=9, state='new')
