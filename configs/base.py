@@ -276,12 +276,15 @@ def cut() -> ml_collections.ConfigDict:
   """The cut of m > n candidates to n (recon/cut.py `CutStep`; docs/random_features.md).
 
   On while 'cut' is in attack.rescue and attack.n_candidates exceeds data.n, for one projection
-  run on a feature map (random features): once, after the chunk that reaches step `at` (or
-  when the run stops first), the rows of smallest leave-one-out gain are dropped, 5% at a time,
+  run on a feature map (random features): once, when the run stops (or after the chunk that
+  reaches step `at` > 0), the rows of smallest leave-one-out gain are dropped, 5% at a time,
   until n remain; the descent goes on with the optimiser's state of the kept rows.
+  `at` 0 (at the stop) on photo patches at n = 100, shadow seed 1000: a cut at step 12 000 of
+  20 000 raised the loss 7x in the next 200 steps and ended at 4.4e-4, where a cut at the stop
+  kept every row the 200 candidates held (docs/random_features.md).
   """
   c = ml_collections.ConfigDict()
-  c.at = 12000
+  c.at = 0  # 0: when the run stops
   c.state = 'kept'  # the optimiser's state after the cut: 'kept' rows' own, or 'fresh'
   return c
 

@@ -16,9 +16,10 @@ follows the kept rows (every leaf shaped like the candidates, or ending in their
 sliced; counts and schedules go on), so the descent continues on n rows at the step it had
 reached, at half the cost per step for m = 2n.
 
-It acts once: after the first chunk that ends at or past step `at`, or when the run stops
-before it (converged or out of budget), so the report and the certificate see n rows. A run
-that had converged with m rows and is above tol with n rows descends on while budget remains.
+It acts once: when the run stops (converged or out of budget), so the report and the
+certificate see n rows, or earlier, after the first chunk that ends at or past step `at` > 0,
+so that the last steps cost n rows. A run that had converged with m rows and is above tol with
+n rows descends on while budget remains.
 """
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def take_rows(tree: Any, shape: Sequence[int], rows: np.ndarray) -> Any:
 
 
 class CutStep:
-  """The rescue step 'cut' (module docstring): once, at step `at` or when the run stops, the
+  """The rescue step 'cut' (module docstring): once, at step `at` > 0 or when the run stops, the
   candidates are cut to `keep` rows by leave-one-out gain (`system`: x -> (Gram, Φ̂θ, ‖θ‖²) in
   float64, `recon.pursuit.Pursuit.gram_system`)."""
 
@@ -126,7 +127,8 @@ class CutStep:
   def __call__(self, state: Any) -> Any:
     step, m = int(state.step), int(np.shape(state.x)[0])
     stopped = int(state.status) != optimize.RUNNING or step >= self._max_steps
-    if self.rows is not None or m <= self._keep or (step < self._at and not stopped):
+    due = stopped or (self._at > 0 and step >= self._at)
+    if self.rows is not None or m <= self._keep or not due:
       return state
     t0 = time.time()
     before = float(state.loss)

@@ -17,8 +17,8 @@ after the escalation (`('escalate', 'pursue', 'polish')`, its whole-set restarts
 `--pursuit=step_swap`: 'step' whose rounds stop where the rescue step 'swap' begins
 (`('pursue', 'swap', 'polish')`, `attack.pursue.stop` = `attack.swap.start`, `attack.refine=3`).
 `--pursuit=cut`: twice as many candidates as samples (`attack.n_candidates` = 2n), the descent
-alone, cut to n at `attack.cut.at` by the rescue step 'cut' (`('cut', 'polish')`, the cosine over
-the whole budget, `attack.refine=3`); `--cut_at` sets the step (0: the config's).
+alone, cut to n by the rescue step 'cut' (`('cut', 'polish')`, the cosine over the first
+`attack.pursue.start` steps, `attack.refine=3`); `--cut_at` sets `attack.cut.at` (0: at the stop).
 `--max_steps` sets the step budget (attack.max_steps; the photo patches' recipe runs 28 000).
 One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again with the same
 pursuit and budget replaces its record); OUT.md re-rendered, with the default's rows of results/bench.json (the
@@ -77,8 +77,8 @@ def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_s
   if pursuit == 'cut':  # 2n candidates, the bare descent, cut to n (recon/cut.py)
     c.attack.rescue, c.attack.n_candidates = ('cut', 'polish'), 2 * c.data.n
     c.attack.escalate.restart_after, c.attack.refine = 0, 3
-    c.attack.decay_steps = c.attack.max_steps
-    c.attack.cut.at = cut_at or (c.attack.max_steps // 2 if tiny else c.attack.cut.at)
+    c.attack.decay_steps = c.attack.pursue.start  # as the probe of docs/random_features.md
+    c.attack.cut.at = cut_at
     return c
   if pursuit.startswith('step'):  # the rescue step 'pursue' before the rung; 'step': in place
     # of the escalation (on the shadow seed its plateau trials took a third of the run and
@@ -218,7 +218,7 @@ def main(argv=None):
   ap.add_argument('--max_steps', type=int, default=0,
                   help="the step budget (attack.max_steps); 0: the config's")
   ap.add_argument('--cut_at', type=int, default=0,
-                  help="--pursuit=cut: the step of the cut (attack.cut.at); 0: the config's")
+                  help="--pursuit=cut: the step of the cut (attack.cut.at); 0: at the run's stop")
   args = ap.parse_args(argv)
   if not args.render_only:
     recon.setup_process()

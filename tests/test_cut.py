@@ -127,16 +127,19 @@ def test_a_run_cuts_once_and_resumes_before_or_after_the_cut_as_an_unbroken_one(
 
 @pytest.mark.slow  # three tiny runs
 def test_a_run_that_stops_before_the_step_is_cut_at_its_stop(tmp_path):
-  """A budget below `at`: the cut comes at the stop, so the report and the certificate see n
-  rows, and a larger budget goes on from them; m <= n: no cut."""
-  out = pipelines.run(_tiny(tmp_path, 200, at=5000), str(tmp_path / 'a'))['metrics']
+  """`at` 0 (the default) or a budget below `at`: the cut comes at the stop, so the report and
+  the certificate see n rows, and a larger budget goes on from them; m <= n: no cut."""
+  assert rf_synthetic.get_config().attack.cut.at == 0
+  out = pipelines.run(_tiny(tmp_path, 200, at=0), str(tmp_path / 'a'))['metrics']
   assert out['cut']['step'] == 200 and out['n_candidates'] == 4 and out['steps'] == 200
-  c = _tiny(tmp_path, 300, at=5000)
+  c = _tiny(tmp_path, 300, at=0)
   c.run.resume = True
   more = pipelines.run(c, str(tmp_path / 'a'))['metrics']
   assert more['cut'] == out['cut'] and more['n_candidates'] == 4 and more['steps'] == 300
   out = pipelines.run(_tiny(tmp_path, 200, m=4), str(tmp_path / 'b'))['metrics']
   assert out['cut'] is None and out['n_candidates'] == 4
+  out = pipelines.run(_tiny(tmp_path, 200, at=5000), str(tmp_path / 'c'))['metrics']
+  assert out['cut']['step'] == 200 and out['n_candidates'] == 4
 
 
 def test_the_cut_is_refused_in_sweeps_and_its_step_checked(tmp_path):
