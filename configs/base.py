@@ -285,7 +285,9 @@ def cut() -> ml_collections.ConfigDict:
   """
   c = ml_collections.ConfigDict()
   c.at = 0  # 0: when the run stops
-  c.state = 'kept'  # the optimiser's state after the cut: 'kept' rows' own, or 'fresh'
+  # The optimiser's state after the cut: 'fresh' (new, at the lr reached) or the 'kept' rows' own;
+  # a cut at step 12 000 ended at 3.2e-4 fresh against 4.6e-4 kept (same seed, blind: the loss).
+  c.state = 'fresh'
   return c
 
 
