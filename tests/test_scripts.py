@@ -160,6 +160,8 @@ def test_pursuit_n100(tmp_path):
   assert (cut['cut']['from'], cut['cut']['to']) == (16, 8) and cut['cut']['step'] >= 600, cut
   md = (tmp_path / 'pursuit_n100.md').read_text()
   assert '| cut, 1500 | 0 |' in md and 'cut at ' in md and '16 to 8 rows' in md, md
+  assert '16 candidates cut to 8 after the chunk reaching step 600' in md, md
+  assert "cut: twice as many candidates" in md and 'auto, off: the default' in md, md
 
 
 def test_pursuit_n100_on_photo_patches(tmp_path):
@@ -168,7 +170,7 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
           '--pursuit_steps=20', f'--out={out}', f'--runs_dir={tmp_path / "runs"}')
   doc = json.loads((tmp_path / 'pursuit_photo.json').read_text())
   assert doc['data'] == 'photo_patches' and doc['size'] == '(8, 48, 1536), tiny'
-  assert doc['search'] == '8 starts of 20 steps per re-placed row'
+  assert doc['search'] == {'escalate': '8 starts of 20 steps per re-placed row'}
   assert 'on photo patches' in (tmp_path / 'pursuit_photo.md').read_text()
   _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit=step',
           '--pursuit_starts=8', '--pursuit_steps=20', '--max_steps=1200', f'--out={out}',
@@ -181,8 +183,11 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
   assert step['escalations_tried'] is None  # 'pursue' in place of the escalation
   md = (tmp_path / 'pursuit_photo.md').read_text()
   assert "| step, 1200 | 1 |" in md and "| auto, 1500 | 1 |" in md, md
-  assert "in place of the escalation" in md, md
-  assert doc['search'].startswith("the rescue step 'pursue': every 500 steps from step 500")
+  assert "in place of the escalation" in md and 'auto, off: the default attack' in md, md
+  # each family keeps its own search: the step's run left the escalation's in place
+  assert doc['search']['escalate'] == '8 starts of 20 steps per re-placed row', doc['search']
+  assert doc['search']['step'].startswith("the rescue step 'pursue': every 500 steps from step 500")
+  assert '(8 starts of 20 steps per re-placed row)' in md, md
   _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit=step_swap',
           '--pursuit_starts=8', '--pursuit_steps=20', '--max_steps=1300', f'--out={out}',
           f'--runs_dir={tmp_path / "runs"}')
