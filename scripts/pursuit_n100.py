@@ -4,6 +4,7 @@
     python -m scripts.pursuit_n100 --data=photo_patches --seeds=100,101,102 --pursuit=step \
         --max_steps=28000 --out=results/pursuit_photo100 --runs_dir=/tmp/pursuit_photo100
     python -m scripts.pursuit_n100 --render_only
+    python -m scripts.pursuit_n100 --analyse --out=results/pursuit_photo100 --runs_dir=/tmp/pp
 
 configs/rf_synthetic.py at (n, d, p) = (100, 16, 6400) (p = 4 dn), relu_tanh, the command line's
 defaults (escalation, the precision rung, the certificate) with attack.escalate.pursuit set by
@@ -23,7 +24,9 @@ alone, cut to n by the rescue step 'cut' (`('cut', 'polish')`, the cosine over t
 One `recon.run` per seed, appended to OUT.json as it finishes (a seed run again with the same
 pursuit and budget replaces its record); OUT.md re-rendered, with the default's rows of results/bench.json (the
 same seeds and config, pursuit off) beside it. Wall and CPU seconds are the run's (this
-process's user + system time over the run); the load average is recorded.
+process's user + system time over the run); the load average is recorded. After the run's clock
+each record gets `missing` (`missing_rows`: which rows the run missed, from the ground truth, for
+the analysis only); `--analyse` adds it to the records whose runs are still in --runs_dir.
 """
 from __future__ import annotations
 
@@ -32,9 +35,13 @@ import os
 import resource
 import time
 
+import jax.numpy as jnp
+import numpy as np
+
 import recon
 from configs import rf_synthetic
-from recon import io, machine
+from recon import features, io, machine, metrics, symmetry
+from recon.models import checkpoint
 
 FIELDS = ('n_recovered', 'certified', 'final_loss', 'recon_error', 'steps', 'escalations_tried',
           'escalations_accepted', 'escalation_pursuits', 'escalation_pursuits_accepted',
@@ -62,6 +69,7 @@ TUNING = {
                      'against final losses of 3.2e-4 (a fresh optimiser) and 4.6e-4 (the kept '
                      'moments) for a cut at step 12 000 of 20 000'}
 SIZES = {'synthetic_sphere': (100, 16, 6400), 'photo_patches': (100, 48, 48000)}
+CLOSE = 0.2  # `missing_rows`: a training row with another within this (relative) is paired
 
 
 def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_sphere',
@@ -106,6 +114,41 @@ def config(seed: int, pursuit: str, tiny: bool = False, data: str = 'synthetic_s
   if steps:
     section[prefix + 'steps'] = steps
   return c
+
+
+def run_dir(runs_dir: str, data: str, pursuit: str, seed: int, budget: int, cut_at: int,
+            explicit_budget: bool) -> str:
+  """Where a seed's run is written (the budget in the name when --max_steps set it)."""
+  return os.path.join(runs_dir, f'{data}_{pursuit}_s{seed}' + (
+      f'_{budget}' if explicit_budget else '') + (f'_cut{cut_at}' if cut_at else ''))
+
+
+def missing_rows(workdir: str) -> dict:
+  """Which training rows a finished run misses: GROUND TRUTH, for the analysis only (never an
+  input to the attack or a choice). With k rows missed (`metrics.per_sample_errors` >= the
+  recovered threshold), `least_visible` counts those among the k samples of smallest share
+  s_i = |alpha_i| ||phi(x_i)|| / ||theta*|| (`metrics.sample_shares`: theta* barely carries
+  them), and `close` those of the others that have another training row within CLOSE
+  (near-duplicate samples)."""
+  model = checkpoint.load(workdir)
+  hp, x = model.hparams, np.asarray(model.truth['x'], np.float64)
+  v = features.random_weights(jnp.asarray(model.extras['v_key']), int(hp['p']), int(hp['d']),
+                              rng=hp.get('weight_rng', 'threefry'))
+  phi = np.asarray(features.rf_features(v, jnp.asarray(x, jnp.float32), hp['activation']))
+  shares = metrics.sample_shares(phi, np.asarray(model.trained['theta']))
+  signed = not symmetry.sign_invariant(hp['activation'])
+  err = metrics.per_sample_errors(x, recon.load(workdir).candidates, sign_invariant=not signed)
+  missed = err >= metrics.RECOVERED_THRESHOLD
+  k = int(missed.sum())
+  least = np.zeros(len(x), bool)
+  least[np.argsort(shares)[:k]] = True
+  dist = (metrics.signed_distances if signed else metrics.sign_invariant_distances)(x, x)
+  np.fill_diagonal(dist, np.inf)
+  close = dist.min(axis=1) <= CLOSE
+  return {'missing': k, 'least_visible': int((missed & least).sum()),
+          'close': int((missed & ~least & close).sum()),
+          'share_median_missing': float(np.median(shares[missed])) if k else None,
+          'share_median_found': float(np.median(shares[~missed]))}
 
 
 def cpu_seconds() -> float:
@@ -186,6 +229,18 @@ def render(out: str) -> None:
                  (f'{r["escalation_seconds"]:.0f} | ' if r.get('escalation_seconds') is not None
                   else '— | ') + f'{r["wall_s"]:.0f} | {r["cpu_s"]:.0f} | '
                  f'{r["load"][0]:.1f} |')
+  missed = sorted((r for r in doc['records'] if r.get('missing')),
+                  key=lambda r: (r['pursuit'], _budget(r), r['seed']))
+  if missed:  # ground truth, for the analysis only
+    lines += ['', 'Rows missed (ground truth, for the analysis only: `missing_rows`, with k rows '
+              'missed, how many are among the k samples of smallest share of theta* and how many '
+              f'of the others have another training row within {CLOSE:g}): ' + '; '.join(
+                  f'{r["pursuit"]}, {_budget(r)}, seed {r["seed"]}: {r["missing"]["missing"]} '
+                  f'missed, {r["missing"]["least_visible"]} among the least visible, '
+                  f'{r["missing"]["close"]} of the others close to another row' + (
+                      f' (median share {r["missing"]["share_median_missing"]:.2g} against '
+                      f'{r["missing"]["share_median_found"]:.2g} for the rows found)'
+                      if r['missing']['missing'] else '') for r in missed) + '.']
   earlier = [r for r in doc['records'] if r.get('commit')]
   if earlier:  # kept from an earlier commit's script, the same configuration
     lines += ['', 'Run by the script of an earlier commit (the same configuration): ' + '; '.join(
@@ -233,6 +288,9 @@ def main(argv=None):
   ap.add_argument('--out', default=os.path.join('results', 'pursuit_n100'))
   ap.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'pursuit_n100'))
   ap.add_argument('--render_only', action='store_true')
+  ap.add_argument('--analyse', action='store_true',
+                  help="add the ground-truth analysis of missed rows ('missing') to OUT.json's "
+                       'records whose runs are in --runs_dir, and re-render')
   ap.add_argument('--tiny', action='store_true', help='(8, 6, 192), 1500 steps: a smoke run')
   ap.add_argument('--data', default='synthetic_sphere', choices=tuple(SIZES))
   ap.add_argument('--pursuit_starts', type=int, default=0, help='0: the config\'s')
@@ -242,22 +300,34 @@ def main(argv=None):
   ap.add_argument('--cut_at', type=int, default=0,
                   help="--pursuit=cut: the step of the cut (attack.cut.at); 0: at the run's stop")
   args = ap.parse_args(argv)
-  if not args.render_only:
+  if args.analyse:  # the ground-truth analysis of records whose runs are still in --runs_dir
+    doc = io.read_json(args.out + '.json')
+    for r in doc['records']:
+      for explicit in (True, False):
+        workdir = run_dir(args.runs_dir, doc.get('data', 'synthetic_sphere'), r['pursuit'],
+                          r['seed'], _budget(r), r.get('cut_at') or 0, explicit)
+        if os.path.exists(os.path.join(workdir, 'reconstruction.npz')):
+          r['missing'] = missing_rows(workdir)
+          print(f'{workdir}: {r["missing"]}', flush=True)
+          break
+    io.write_json(args.out + '.json', doc)
+  if not args.render_only and not args.analyse:
     recon.setup_process()
     for seed in [int(s) for s in args.seeds.split(',') if s.strip()]:
       t0, c0 = time.time(), cpu_seconds()
       cfg = config(seed, args.pursuit, args.tiny, args.data, args.pursuit_starts,
                    args.pursuit_steps, args.max_steps, args.cut_at)
       budget = int(cfg.attack.max_steps)
-      res = recon.run(cfg, os.path.join(args.runs_dir, f'{args.data}_{args.pursuit}_s{seed}'
-                                        + (f'_{budget}' if args.max_steps else '')
-                                        + (f'_cut{args.cut_at}' if args.cut_at else '')))
+      workdir = run_dir(args.runs_dir, args.data, args.pursuit, seed, budget, args.cut_at,
+                        bool(args.max_steps))
+      res = recon.run(cfg, workdir)
       m = res.summary['metrics']
       record = {'seed': seed, 'pursuit': args.pursuit, 'max_steps': budget,
                 'cut_at': int(cfg.attack.cut.at) if args.pursuit == 'cut' else None,
                 'wall_s': time.time() - t0,
                 'cpu_s': cpu_seconds() - c0, 'load': list(os.getloadavg()),
                 **{k: m.get(k) for k in FIELDS}, **precision_fields(m)}
+      record['missing'] = missing_rows(workdir)  # after the clock: analysis, not the run
       doc = (io.read_json(args.out + '.json') if os.path.exists(args.out + '.json')
              else {'what': 'residual pursuit at n = 100 (issue #30 item 1)', 'records': []})
       doc['machine'] = machine.describe()

@@ -181,8 +181,20 @@ def test_pursuit_n100_on_photo_patches(tmp_path):
   assert step['pursuit_rounds'] >= 1 or step['steps'] < 500, step
   assert step['max_steps'] == 1200 and step['steps'] <= 1200, step
   assert step['escalations_tried'] is None  # 'pursue' in place of the escalation
+  # the ground-truth analysis of the rows missed (recorded after the run's clock)
+  miss = step['missing']
+  assert miss['missing'] == 8 - step['n_recovered'], (miss, step['n_recovered'])
+  assert 0 <= miss['least_visible'] + miss['close'] <= miss['missing'], miss
+  del step['missing']
+  (tmp_path / 'pursuit_photo.json').write_text(json.dumps(doc))
+  _script('pursuit_n100', '--analyse', '--data=photo_patches', f'--out={out}',
+          f'--runs_dir={tmp_path / "runs"}')
+  again = json.loads((tmp_path / 'pursuit_photo.json').read_text())['records']
+  assert again[1]['missing'] == miss and again[0]['missing']['missing'] == 8 - again[0][
+      'n_recovered'], again
   md = (tmp_path / 'pursuit_photo.md').read_text()
   assert "| step, 1200 | 1 |" in md and "| auto, 1500 | 1 |" in md, md
+  assert 'Rows missed (ground truth' in md and 'step, 1200, seed 1:' in md, md
   assert "in place of the escalation" in md and 'auto, off: the default attack' in md, md
   # each family keeps its own search: the step's run left the escalation's in place
   assert doc['search']['escalate'] == '8 starts of 20 steps per re-placed row', doc['search']
