@@ -26,11 +26,11 @@ import ml_collections
 import numpy as np
 
 from recon import config as config_lib
-from recon import errors, execution
+from recon import errors, execution, metrics
 
 # What `import recon` offers (recon/__init__.py serves them on first use).
 PUBLIC_NAMES = ('get_config', 'run', 'load', 'Result', 'RunError', 'registry', 'setup_process',
-                'load_data', 'leak_width_shadows', 'recertify')
+                'load_data', 'leak_width_shadows', 'recertify', 'sample_shares')
 # Modules that are public as a whole, each a small stable job of its own:
 PUBLIC_MODULES = (
     'recon.registry',  # the registered victims, objectives, data sets, pipelines (extending)
@@ -167,6 +167,32 @@ def recertify(from_dir: str, to_dir: str) -> Dict[str, Any]:
     return sweep_recertify.recertify(from_dir, to_dir)
   except errors.ReconError as e:
     raise RunError(str(e), e.exit_code) from None
+
+
+def sample_shares(workdir: str) -> np.ndarray:
+  """s_i = |alpha_i| ||phi(x_i)|| / ||theta|| (theta = Phi^T alpha): how much of the trained
+  parameters each training sample of a finished random-features run carries
+  (`recon.metrics.sample_shares` on the run's saved victim and training set; the ground truth,
+  for analysing which samples an attack missed, never an input to one). RunError (exit status 2,
+  one line) when `workdir` holds no random-features model with its training set."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  from recon import features  # pylint: disable=import-outside-toplevel
+  from recon.models import checkpoint  # pylint: disable=import-outside-toplevel
+  try:
+    model = checkpoint.load(workdir)
+  except errors.ReconError as e:
+    raise RunError(str(e), e.exit_code) from None
+  extras, truth = model.extras or {}, model.truth if isinstance(model.truth, dict) else {}
+  if model.kind != 'random_features' or 'x' not in truth:
+    raise RunError(f'workdir: {workdir!r} holds a {model.kind} model' + (
+        '' if 'x' in truth else ' without its training set') + '; accepted: a random-features '
+        'run that saved its training set', errors.EXIT_REFUSED)
+  hp, x = model.hparams, np.asarray(truth['x'])
+  v = (np.asarray(extras['v']) if 'v' in extras else features.random_weights(
+      jnp.asarray(extras['v_key']), int(hp['p']), int(hp['d']),
+      rng=hp.get('weight_rng', 'threefry')))
+  phi = features.rf_features(v, x.astype(np.float32).reshape(len(x), -1), hp['activation'])
+  return metrics.sample_shares(np.asarray(phi), np.asarray(model.trained['theta']))
 
 
 _NONFINITE = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}

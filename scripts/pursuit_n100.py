@@ -35,13 +35,11 @@ import os
 import resource
 import time
 
-import jax.numpy as jnp
 import numpy as np
 
 import recon
 from configs import rf_synthetic
-from recon import features, io, machine, metrics, symmetry
-from recon.models import checkpoint
+from recon import io, machine, metrics
 
 FIELDS = ('n_recovered', 'certified', 'final_loss', 'recon_error', 'steps', 'escalations_tried',
           'escalations_accepted', 'escalation_pursuits', 'escalation_pursuits_accepted',
@@ -130,14 +128,11 @@ def missing_rows(workdir: str) -> dict:
   s_i = |alpha_i| ||phi(x_i)|| / ||theta*|| (`metrics.sample_shares`: theta* barely carries
   them), and `close` those of the others that have another training row within CLOSE
   (near-duplicate samples)."""
-  model = checkpoint.load(workdir)
-  hp, x = model.hparams, np.asarray(model.truth['x'], np.float64)
-  v = features.random_weights(jnp.asarray(model.extras['v_key']), int(hp['p']), int(hp['d']),
-                              rng=hp.get('weight_rng', 'threefry'))
-  phi = np.asarray(features.rf_features(v, jnp.asarray(x, jnp.float32), hp['activation']))
-  shares = metrics.sample_shares(phi, np.asarray(model.trained['theta']))
-  signed = not symmetry.sign_invariant(hp['activation'])
-  err = metrics.per_sample_errors(x, recon.load(workdir).candidates, sign_invariant=not signed)
+  run, shares = recon.load(workdir), recon.sample_shares(workdir)
+  with np.load(os.path.join(workdir, 'reconstruction.npz')) as f:
+    x = f['x_true']
+  signed = not run.metrics.get('sign_invariant', True)
+  err = metrics.per_sample_errors(x, run.candidates, sign_invariant=not signed)
   missed = err >= metrics.RECOVERED_THRESHOLD
   k = int(missed.sum())
   least = np.zeros(len(x), bool)

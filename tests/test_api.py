@@ -101,3 +101,22 @@ def test_load_reads_nonfinite_numbers_back_as_floats(tmp_path):
   m = recon.load(str(tmp_path)).metrics
   assert np.isnan(m['loss']) and m['at'] == [float('inf'), -float('inf'), 1.0]
   assert (m['status'], m['name']) == ('nonfinite', 'inference')
+
+
+def test_sample_shares_of_a_finished_run(tmp_path):
+  """One sample carries all of theta (theta = phi(x) y / ||phi||^2: share exactly 1); with more,
+  each share is |alpha_i| ||phi_i|| / ||theta||, finite and positive; no model: one line, exit 2."""
+  rng = np.random.default_rng(0)
+  for n in (1, 4):
+    np.savez(tmp_path / f'train{n}.npz', x=rng.normal(size=(n, 8)), y=rng.normal(size=n) + 2.0)
+    c = recon.get_config('rf_synthetic', {'data.name': 'file', 'data.n': None, 'data.d': None,
+                                          'data.path': str(tmp_path / f'train{n}.npz'),
+                                          'victim.p': 256, 'attack.max_steps': 20})
+    recon.run(c, str(tmp_path / f'w{n}'))
+    shares = recon.sample_shares(str(tmp_path / f'w{n}'))
+    assert shares.shape == (n,) and np.all(np.isfinite(shares)) and np.all(shares > 0), shares
+    if n == 1:
+      np.testing.assert_allclose(shares, [1.0], rtol=1e-4)
+  with pytest.raises(recon.RunError) as e:
+    recon.sample_shares(str(tmp_path / 'nothing'))
+  assert e.value.exit_code == 2 and '\n' not in str(e.value), str(e.value)
