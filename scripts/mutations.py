@@ -326,7 +326,7 @@ def run_tests(root: str, tests: Sequence[str], timeout: float,
               marker: Optional[str] = 'not slow') -> Dict[str, object]:
   """pytest -x -q on `tests`: {'status': 'passed' | 'failed' | 'timeout', 'failed_test',
   'seconds', 'tail'}."""
-  cmd = [sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider', '-rfE']
+  cmd = [sys.executable, '-m', 'pytest', '-x', '-q', '-n', '0', '-p', 'no:cacheprovider', '-rfE']
   cmd += (['-m', marker] if marker else []) + list(tests)
   env = dict(os.environ, PYTHONPATH=root, PYTHONDONTWRITEBYTECODE='1')
   t0 = time.time()

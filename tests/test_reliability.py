@@ -272,7 +272,9 @@ def test_memory_estimate_refuses_before_compute(tmp_path, capsys):
   assert memory.check(*_sections(_tiny()), available=10 ** 12) > 0
 
 
-@pytest.mark.parametrize('content', [os.urandom(64), b'{"format": "recon.model/1", "ki'])
+@pytest.mark.parametrize('content', [np.random.default_rng(0).bytes(64),
+                                     b'{"format": "recon.model/1", "ki'],
+                         ids=['random_bytes', 'truncated'])
 def test_garbage_model_json_is_one_line(tmp_path, capsys, content):
   folder = tmp_path / 'm'
   folder.mkdir()
