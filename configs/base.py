@@ -302,7 +302,7 @@ def polish() -> ml_collections.ConfigDict:
   tol 1e-12: the float64 loss at the true rows of a float32 victim is 1e-14 .. 2e-14
   (the rounding of theta; n = 8, d in {8, 16}, 5 seeds), so 1e-12 leaves a 50x margin; where
   theta's coefficients cancel (data in a low-dim subspace) its rounding floor is higher, and
-  the tolerance is raised to 4x its blind estimate (`recon.polish.rounding_floor`).
+  the tolerance is raised to 4x its blind estimate (`recon.float64_loss.rounding_floor`).
   """
   c = ml_collections.ConfigDict()
   c.tol = 1e-12

@@ -116,7 +116,7 @@ def tangent_jacobian(feature_fn: Callable, x_hat, theta, return_bases: bool = Fa
   theta64 = np.asarray(theta, np.float64).reshape(-1)
   alpha, *_ = np.linalg.lstsq(phi.T, theta64, rcond=None)
   # Rows are independent (phi(x)_i depends on x_i only): one (p, d) Jacobian per candidate
-  # (a feature_fn may bring its own compiled one, as `recon.polish.Features64` does).
+  # (a feature_fn may bring its own compiled one, as `recon.float64_loss.Features64` does).
   row_fn = getattr(feature_fn, 'row_jacobian', None) or jax.vmap(
       jax.jacfwd(lambda xi: feature_fn(xi[None])[0]))
   row_jac = row_fn(x_hat)  # (m, p, *shape)
@@ -435,7 +435,7 @@ def verdict(cert: Dict[str, Any], m: int) -> str:
     return (f'not certified as the whole training set: the {m} candidates are pinned, up to '
             f'{cert["certified_up_to"]}, but ' + '; '.join(cert['reasons']))
   line = 'not certified: ' + '; '.join(cert['reasons'])
-  if 'loss_float64' in ev:  # recon.polish.precision_split
+  if 'loss_float64' in ev:  # recon.float64_loss.precision_split
     line += (f' (at these rows float64 without the ridge: {ev["loss_float64"]:.1e}, '
              f'{ev["precision_share"]:.0%} of the loss is precision)')
   if 'row_pinned' in ev:

@@ -61,9 +61,10 @@ attacker's view (feature map, theta) and blind signals:
 
 The polished set is kept only if its float64 loss is below that of the input set; the
 certificate is then evaluated on it with the float64 loss against
-max(attack.polish.tol, 4 x `rounding_floor`): theta itself was summed in float32, so no set
-reaches a loss below (eps S)^2, S = sum_i |alpha_i| ||phi_i|| / ||theta|| (1e-14 for well-spread
-samples, 1e-12 .. 1e-11 for samples in a 4-dim subspace of R^64, where alpha cancels).
+max(attack.polish.tol, 4 x `float64_loss.rounding_floor`): theta itself was summed in
+float32, so no set reaches a loss below (eps S)^2, S = sum_i |alpha_i| ||phi_i|| / ||theta||
+(1e-14 for well-spread samples, 1e-12 .. 1e-11 for samples in a 4-dim subspace of R^64, where
+alpha cancels).
 Ground truth is never used.
 
 Threads. The rung's host work is hundreds of small NumPy / LAPACK calls (lstsq, QR, a
@@ -93,74 +94,13 @@ import threadpoolctl
 from absl import logging
 
 from recon import certificate, row_search, symmetry
+from recon.float64_loss import Features64, loss64, precision_split, rounding_floor
+from recon.float64_loss import basis as _basis
 from recon.row_search import held_basis, project as _project  # noqa: F401 (held_basis: API)
 
 Array = jax.Array
 MODES = ('auto', 'off')
 FLOOR_MARGIN = 4.0  # the polished set is judged against max(attack.polish.tol, 4 x rounding floor)
-
-
-class Features64:
-  """feature_fn in float64 and its per-row Jacobian `row_jacobian(X)` ((m, p, d)), each jitted
-  once (the rung calls both hundreds of times). Create and call under `jax.enable_x64`."""
-
-  def __init__(self, feature_fn: Callable):
-    f = lambda x: jnp.asarray(feature_fn(x), jnp.float64)  # noqa: E731
-    self._features = jax.jit(f)
-    self.row_jacobian = jax.jit(jax.vmap(jax.jacfwd(lambda xi: f(xi[None])[0])))
-
-  def __call__(self, x) -> Array:
-    return self._features(jnp.asarray(x, jnp.float64))
-
-
-def _basis(features: Array) -> Array:
-  """(p, m) orthonormal basis of the row span of features (m, p)."""
-  q, _ = jnp.linalg.qr(features.T)
-  return q
-
-
-def loss64(feature_fn: Callable, x, theta) -> float:
-  """The projection loss in float64 via QR (no jitter); call under `jax.enable_x64`."""
-  theta = jnp.asarray(theta, jnp.float64).reshape(-1)
-  q = _basis(jnp.asarray(feature_fn(jnp.asarray(x, jnp.float64)), jnp.float64))
-  r = theta - q @ (q.T @ theta)
-  return float(jnp.sum(r ** 2) / jnp.sum(theta ** 2))
-
-
-def rounding_floor(feature_fn: Callable, x, theta) -> float:
-  """The loss theta's own rounding leaves at any exact solution, estimated blind:
-  (eps S)^2 with S = sum_i |alpha_i| ||phi(x_i)|| / ||theta||, alpha theta's coefficients on
-  the candidates' features and eps that of theta's dtype (theta = Phi^T alpha summed in that
-  precision carries an error ~ eps S ||theta||). Measured against the loss at the true rows
-  (float32 victims, d = 64, data in a 4-dim subspace, 10 seeds): truth / estimate 0.16-0.50.
-  Call under `jax.enable_x64`."""
-  eps = float(np.finfo(np.asarray(theta).dtype).eps) if np.issubdtype(
-      np.asarray(theta).dtype, np.floating) else float(np.finfo(np.float64).eps)
-  phi = np.asarray(feature_fn(jnp.asarray(x, jnp.float64)), np.float64)
-  theta64 = np.asarray(theta, np.float64).reshape(-1)
-  alpha, *_ = np.linalg.lstsq(phi.T, theta64, rcond=None)
-  spread = float(np.sum(np.abs(alpha) * np.linalg.norm(phi, axis=1)) /
-                 max(np.linalg.norm(theta64), 1e-300))
-  return (eps * spread) ** 2
-
-
-SPLIT_MAX_ENTRIES = 5 * 10 ** 7  # `precision_split`: p m entries of its float64 features at most
-
-
-def precision_split(feature_fn: Callable, x, theta, loss: float,
-                    max_entries: int = SPLIT_MAX_ENTRIES) -> Optional[Dict[str, float]]:
-  """How much of a run's loss L (its dtype, its ridge jitter tr G / m) is precision, blind:
-  {'loss_float64': L64, 'precision_share': max(0, 1 - L64 / L)}, L64 the same rows' loss in
-  float64 without the ridge (`loss64`). Near 1: the ridge and rounding (right rows with nearly
-  dependent features, whose small Gram eigenvalues the ridge hides); near 0: rows that no
-  precision makes right where they are (the rung may still move them). None if p m > max_entries."""
-  x = np.asarray(x)
-  m, p = x.shape[0], int(np.asarray(theta).size)
-  if p * m > max_entries or not loss > 0:
-    return None
-  with jax.enable_x64(True):
-    l64 = loss64(lambda z: jnp.asarray(feature_fn(z), jnp.float64), x.reshape(m, -1), theta)
-  return {'loss_float64': l64, 'precision_share': max(0.0, 1.0 - l64 / float(loss))}
 
 
 GN_LOG_SECONDS = 10.0  # a Gauss-Newton progress line at most this often

@@ -42,7 +42,7 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import certificate, features, io, machine, metrics, polish
+from recon import certificate, features, float64_loss, io, machine, metrics
 from recon import symmetry
 from recon.models import random_features
 
@@ -131,7 +131,7 @@ def certificate_probe(kind: str, activation: str, n: int, d: int, p: int,
       x_hat = x
     theta = random_features.min_norm_solution(phi, y)
     with jax.enable_x64(True):  # the float64 loss the precision rung hands the certificate
-      loss = polish.loss64(ff, x_hat, theta)
+      loss = float64_loss.loss64(ff, x_hat, theta)
     cert = certificate.certify(final_loss=loss, tol=1e-9, x_hat=np.asarray(x_hat), p=p,
                                activation=activation, n_known=n, feature_fn=ff, theta=theta)
     rec = metrics.reconstruction_metrics(np.asarray(x), np.asarray(x_hat),

@@ -50,7 +50,7 @@ def run_one(n: int, d: int, p: int, method: str, feature_kind: str, noise: float
   import jax
   import jax.numpy as jnp
   import numpy as np
-  from recon import certificate, features, polish
+  from recon import certificate, features, float64_loss
   from recon.models import random_features
   kx, kv, ky, kn = jax.random.split(jax.random.PRNGKey(seed), 4)
   x = jax.random.normal(kx, (n, d))
@@ -64,7 +64,7 @@ def run_one(n: int, d: int, p: int, method: str, feature_kind: str, noise: float
   x_hat = x + noise * jnp.linalg.norm(x[0]) * jax.random.normal(kn, x.shape) / jnp.sqrt(d)
   x_hat = np.asarray(x_hat / jnp.linalg.norm(x_hat, axis=1, keepdims=True) * jnp.sqrt(d))
   with jax.enable_x64(True):
-    loss = polish.loss64(fmap, x_hat, theta)
+    loss = float64_loss.loss64(fmap, x_hat, theta)
   base = _rss_mb()
   t0 = time.time()
   cert = certificate.certify(final_loss=loss, tol=tol, x_hat=x_hat, p=p,

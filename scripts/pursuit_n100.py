@@ -152,7 +152,7 @@ def cpu_seconds() -> float:
 
 
 def precision_fields(metrics: dict) -> dict:
-  """The certificate's precision split of a run's metrics (`recon.polish.precision_split`:
+  """The certificate's precision split of a run's metrics (`recon.float64_loss.precision_split`:
   the final rows' float64 loss without the ridge, and the share of the loss that is precision)."""
   cert = metrics.get('certificate') or {}
   return {k: cert.get(k) for k in ('loss_float64', 'precision_share')}

@@ -158,7 +158,7 @@ def bench_rung(rows: int, steps: int, starts: int = 32, seed: int = 0) -> Dict[s
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from recon import features, polish  # pylint: disable=import-outside-toplevel
+  from recon import features, float64_loss, polish  # pylint: disable=import-outside-toplevel
   try:
     from recon import row_search  # pylint: disable=import-outside-toplevel
   except ImportError:
@@ -171,7 +171,7 @@ def bench_rung(rows: int, steps: int, starts: int = 32, seed: int = 0) -> Dict[s
   free = list(range(rows))
   radius = float(np.sqrt(D))
   with jax.enable_x64(True):
-    ff = polish.Features64(lambda z: features.rf_features(v, z, ACTIVATION))
+    ff = float64_loss.Features64(lambda z: features.rf_features(v, z, ACTIVATION))
     x64 = np.asarray(x, np.float64)
     def once():
       if row_search is not None:
@@ -212,7 +212,7 @@ def prune_check(seed: int, workdir: str, check_rows: int = 8) -> Dict[str, Any]:
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
   import recon  # pylint: disable=import-outside-toplevel
-  from recon import polish, row_search  # pylint: disable=import-outside-toplevel
+  from recon import float64_loss, polish, row_search  # pylint: disable=import-outside-toplevel
   cfg = recon.get_config('rf_synthetic', {'data.n': N, 'data.d': D, 'victim.p': P,
                                           'victim.activation': ACTIVATION, 'seed': seed})
   run_dir = workdir
@@ -224,7 +224,7 @@ def prune_check(seed: int, workdir: str, check_rows: int = 8) -> Dict[str, Any]:
 
   def capture(feature_fn, theta, x_hat, *, free_rows, key, radius, starts, row_steps, lr, **_):
     with jax.enable_x64(True):
-      ff = polish.Features64(feature_fn)
+      ff = float64_loss.Features64(feature_fn)
       x = np.asarray(x_hat, np.float64)
       for label, rows, opts in (('pruned_float32', list(free_rows), {}),
                                 ('all_starts_float64', list(free_rows)[:check_rows],

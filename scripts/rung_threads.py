@@ -26,7 +26,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import threadpoolctl  # noqa: E402
 
-from recon import certificate, io, machine, polish  # noqa: E402
+from recon import certificate, float64_loss, io, machine, polish  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = ((32, 16, 768), (48, 16, 1152))  # (n, d, p): p = 1.5 dn
@@ -55,8 +55,8 @@ def problem(n: int, d: int, p: int, seed: int = 0):
 
 def sweep(feature_fn, theta, x_hat, d: int, threads, lm_iters: int) -> Dict[str, Any]:
   with jax.enable_x64(True), threadpoolctl.threadpool_limits(limits=threads, user_api='blas'):
-    f64 = polish.Features64(feature_fn)
-    polish.loss64(f64, x_hat, theta)  # compile outside the clock
+    f64 = float64_loss.Features64(feature_fn)
+    float64_loss.loss64(f64, x_hat, theta)  # compile outside the clock
     certificate.tangent_jacobian(f64, x_hat, theta)
     t = time.perf_counter()
     _, loss, flipped, steps = polish.sign_sweep(f64, theta, x_hat, radius=float(np.sqrt(d)),

@@ -121,9 +121,9 @@ def test_a_close_pair_is_two_samples_only_when_the_pin_balls_are_well_apart():
 
 
 def loss_at_most(ff, x, theta, tol):
-  from recon import polish
+  from recon import float64_loss
   with jax.enable_x64(True):
-    return polish.loss64(ff, x, theta) <= tol
+    return float64_loss.loss64(ff, x, theta) <= tol
 
 
 def _near(x0, rel, seed=1):
@@ -139,14 +139,14 @@ def test_two_close_training_rows_are_certified_and_one_row_found_twice_is_not(ac
   """Real data has training rows within the recovered threshold of each other: the truth
   with such a pair is certified at the float64 loss the rung reports (its pin balls are far
   apart); one sample found twice with the sample it hides invisible is not."""
-  from recon import polish
+  from recon import float64_loss
   p = 10 * N * D
   x, _, ff, _ = _problem(p, activation)
   x = jnp.asarray(np.asarray(x).copy()).at[1].set(_near(np.asarray(x[0]), 0.05))
   y = jax.random.normal(jax.random.PRNGKey(3), (N,))
   theta = random_features.min_norm_solution(ff(x), y)
   with jax.enable_x64(True):
-    loss = polish.loss64(ff, x, theta)
+    loss = float64_loss.loss64(ff, x, theta)
   cert = certificate.certify(final_loss=loss, tol=1e-9, x_hat=np.asarray(x), p=p,
                              activation=activation, n_known=N, feature_fn=ff, theta=theta)
   assert cert['certified'], cert['reasons']
@@ -160,7 +160,7 @@ def test_two_close_training_rows_are_certified_and_one_row_found_twice_is_not(ac
   twice = x.at[-1].set(_near(np.asarray(x[2]), 0.05, seed=2))
   assert loss_at_most(ff, twice, theta, 1e-9)
   with jax.enable_x64(True):
-    loss = polish.loss64(ff, twice, theta)
+    loss = float64_loss.loss64(ff, twice, theta)
   cert = certificate.certify(final_loss=loss, tol=1e-9, x_hat=np.asarray(twice), p=p,
                              activation=activation, n_known=N, feature_fn=ff, theta=theta)
   assert not cert['certified']

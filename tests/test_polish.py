@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from recon import config as config_lib
-from recon import certificate, features, metrics, polish
+from recon import certificate, features, float64_loss, metrics, polish
 from recon.objectives import projection
 from configs import rf_synthetic
 
@@ -112,7 +112,7 @@ def test_the_rung_never_raises_the_loss():
   x_hat = rng.standard_normal(x.shape)  # far from everything
   x_hat = (x_hat / np.linalg.norm(x_hat, axis=1, keepdims=True) * np.sqrt(D))
   with jax.enable_x64(True):
-    before = polish.loss64(ff, x_hat, theta)
+    before = float64_loss.loss64(ff, x_hat, theta)
   out, info = polish.polish(ff, theta, x_hat, free_rows=[0], key=jax.random.PRNGKey(0),
                             radius=float(np.sqrt(D)), tol=1e-12, starts=4, row_steps=50,
                             lm_iters=3)
@@ -120,7 +120,7 @@ def test_the_rung_never_raises_the_loss():
   if not info['kept']:
     np.testing.assert_array_equal(out, x_hat)
   with jax.enable_x64(True):
-    assert polish.loss64(ff, out, theta) == pytest.approx(info['loss_after'], rel=1e-9)
+    assert float64_loss.loss64(ff, out, theta) == pytest.approx(info['loss_after'], rel=1e-9)
 
 
 def test_the_rung_stays_off_when_certified_below_counting_or_switched_off():
@@ -153,17 +153,6 @@ def test_config_fields_are_validated():
   c.attack.rescue = ('escalate', 'polishing')
   with pytest.raises(config_lib.ConfigError, match='attack.rescue.*polish'):
     config_lib.validate(c)
-
-
-def test_the_rounding_floor_bounds_the_loss_at_the_truth_of_a_float32_victim():
-  p = 8 * N * D
-  x, theta, ff = _planted(p)
-  with jax.enable_x64(True):
-    at_truth = polish.loss64(ff, x, theta)
-    floor32 = polish.rounding_floor(ff, x, theta)
-    floor64 = polish.rounding_floor(ff, x, theta.astype(np.float64))
-  assert 0 < at_truth < polish.FLOOR_MARGIN * floor32
-  assert floor64 < 1e-25 < floor32 < 1e-10  # float64 weights have (almost) no floor
 
 
 def test_relu_candidates_at_mirror_images_are_flipped_back():
@@ -344,29 +333,6 @@ def test_above_the_dense_cap_the_rung_runs_within_the_budget(monkeypatch):
     assert ('too_large' in info) is not runs
     if runs:
       assert 4 in calls[0], calls
-
-
-def test_the_precision_split_tells_the_ridge_from_a_wrong_row():
-  """At the true rows a float32 loss with a ridge is nearly all precision (float64 without the
-  ridge: theta's rounding); with one row wrong nearly none of it is. Blind: from the rows and
-  theta alone."""
-  p = 8 * N * D
-  x, theta, ff = _planted(p, weak=None)
-  x32 = x.astype(np.float32)
-  ridge = float(projection.projection_loss(ff(jnp.asarray(x32)), jnp.asarray(theta), 1e-3))
-  split = polish.precision_split(ff, x32, theta, ridge)
-  assert ridge > 1e-7 and split["loss_float64"] < 1e-10, (ridge, split)
-  assert split['precision_share'] > 0.999
-  wrong = _stuck(x, 2)
-  loss = _loss32(ff, wrong, theta)
-  split = polish.precision_split(ff, wrong, theta, loss)
-  assert split['loss_float64'] == pytest.approx(loss, rel=0.05)
-  assert split['precision_share'] < 0.05
-  with jax.enable_x64(True):  # the split is loss64 of the same rows
-    assert split['loss_float64'] == pytest.approx(polish.loss64(ff, wrong, theta), rel=1e-12)
-  assert jnp.zeros(()).dtype == jnp.float32  # x64 switched back off
-  assert polish.precision_split(ff, wrong, theta, loss, max_entries=p * N - 1) is None
-  assert polish.precision_split(ff, wrong, theta, 0.0) is None
 
 
 def test_a_failed_certificate_carries_the_precision_split_and_says_it():

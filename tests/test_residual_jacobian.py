@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import certificate, features, polish, residual_jacobian
+from recon import certificate, features, float64_loss, residual_jacobian
 from recon.models import random_features
 
 N, D = 6, 5
@@ -111,7 +111,7 @@ def test_every_method_gives_the_dense_verdicts_and_never_certifies_more():
   verdicts = {}
   with jax.enable_x64(True):
     for name, x_hat, theta, fmap, p, act, n_known, tol in _cases():
-      loss = polish.loss64(fmap, x_hat, theta)
+      loss = float64_loss.loss64(fmap, x_hat, theta)
       certs = {method: certificate.certify(
           final_loss=loss, tol=tol, x_hat=x_hat, p=p, activation=act, n_known=n_known,
           feature_fn=fmap, theta=theta, jacobian_method=method)

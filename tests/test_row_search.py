@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import features, metrics, polish, row_search
+from recon import features, float64_loss, metrics, polish, row_search
 from tests.test_polish import D, N, TINY, _planted, _stuck
 
 
@@ -35,7 +35,7 @@ def test_the_shared_basis_gives_every_rows_held_projection(activation):
   ff = lambda z: features.rf_features(v, z, activation)  # noqa: E731
   f = np.random.default_rng(2).standard_normal((p, 3))
   with jax.enable_x64(True):
-    f64 = polish.Features64(ff)
+    f64 = float64_loss.Features64(ff)
     x64 = jnp.asarray(x, jnp.float64)
     feats = f64(x64)
     jac = jax.vmap(jax.jacfwd(lambda z: f64(z[None])[0]))(x64)
@@ -73,7 +73,7 @@ def test_the_vmapped_row_search_finds_what_the_one_row_search_finds():
   x_hat[weak[1]] = -x_hat[weak[0]]
   key = jax.random.PRNGKey(3)
   with jax.enable_x64(True):
-    f64 = polish.Features64(ff)
+    f64 = float64_loss.Features64(ff)
     rows, values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, starts=6,
                                            steps=200, lr=0.05, radius=float(np.sqrt(D)),
                                            row_batch=1, prune=(), basis_dtype=jnp.float64)
@@ -94,7 +94,7 @@ def test_a_long_pass_reports_progress_and_its_chunks_are_one_descent(monkeypatch
   key = jax.random.PRNGKey(5)
   opts = dict(starts=4, steps=200, lr=0.05, radius=float(np.sqrt(D)), row_batch=2, prune=())
   with jax.enable_x64(True):
-    f64 = polish.Features64(ff)
+    f64 = float64_loss.Features64(ff)
     whole = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts)
     lines = []
     monkeypatch.setattr(row_search, 'SEARCH_CHUNK', 37)
@@ -120,7 +120,7 @@ def test_pruned_starts_and_a_float32_product_find_the_rows_the_full_search_finds
   key = jax.random.PRNGKey(3)
   opts = dict(starts=16, steps=200, lr=0.05, radius=float(np.sqrt(D)))
   with jax.enable_x64(True):
-    f64 = polish.Features64(ff)
+    f64 = float64_loss.Features64(ff)
     full, full_values = row_search.row_search_batch(f64, theta, x_hat, list(weak), key, **opts,
                                                     prune=(), basis_dtype=jnp.float64)
     shapes = []
@@ -151,9 +151,9 @@ def test_the_parallel_rung_ends_where_the_sequential_one_does():
   out, info = polish.polish(ff, theta, x_hat, free_rows=list(weak), key=key, radius=radius,
                             tol=1e-12, starts=16, row_steps=600)
   with jax.enable_x64(True):  # the sequential reference
-    f64 = polish.Features64(ff)
+    f64 = float64_loss.Features64(ff)
     seq = np.asarray(x_hat, np.float64)
-    loss = polish.loss64(f64, seq, theta)
+    loss = float64_loss.loss64(f64, seq, theta)
     for n, i in enumerate(weak):
       row, _ = row_search.row_search(f64, theta, seq, i, jax.random.fold_in(key, n), starts=16,
                                  steps=600, lr=0.05, radius=radius)

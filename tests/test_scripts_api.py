@@ -33,21 +33,22 @@ INTERNAL_PROBES = {
         'recon.pipelines.random_features', 'recon.runs', 'recon.sweep'}),
     'certificate_probes.py': ("the certificate on hand-built feature maps and solutions, at the "
                               "rung's float64 loss", {
-        'recon.certificate', 'recon.features', 'recon.models.random_features', 'recon.polish',
+        'recon.certificate', 'recon.features', 'recon.float64_loss', 'recon.models.random_features',
         'recon.symmetry'}),
     'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
-        'recon.certificate', 'recon.features', 'recon.models.random_features', 'recon.polish'}),
+        'recon.certificate', 'recon.features', 'recon.float64_loss',
+        'recon.models.random_features'}),
     'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
         'recon.driver', 'recon.optimize', 'recon.pipelines.random_features', 'recon.precision',
         'recon.runs'}),
     'rung_threads.py': ("times the rung's sign sweep at one BLAS thread and at the default", {
-        'recon.certificate', 'recon.polish'}),
+        'recon.certificate', 'recon.float64_loss', 'recon.polish'}),
     'proposal_cost.py': ("times escalation's proposals by full losses and by rank-two updates", {
         'recon.features', 'recon.objectives.projection'}),
     'sign_quotient_cost.py': ("times the random-features loss step with and without the quotient", {
         'recon.features', 'recon.pipelines.random_features', 'recon.sign_quotient'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {
-        'recon.features', 'recon.polish', 'recon.row_search'}),
+        'recon.features', 'recon.float64_loss', 'recon.polish', 'recon.row_search'}),
     'kkt_diagnose.py': ("a saved KKT victim's dual Jacobian and layer mask", {
         'recon.objectives.kkt', 'recon.pipelines.kkt', 'recon.victims'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed

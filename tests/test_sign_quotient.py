@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import recon
-from recon import features, polish, sign_quotient
+from recon import features, float64_loss, polish, sign_quotient
 from recon.models import random_features
 from recon.pipelines import random_features as rf_pipeline
 
@@ -119,7 +119,7 @@ def test_certificate_and_rung_run_on_the_quotient_features():
     q = sign_quotient.basis(v, 'relu')
     ff, target = sign_quotient.feature_fn(v, 'relu', q), sign_quotient.target(theta, q)
     flipped = np.where((np.arange(n) % 2 == 0)[:, None], -np.asarray(x), np.asarray(x))
-    loss = polish.loss64(polish.Features64(ff), flipped, target)
+    loss = float64_loss.loss64(float64_loss.Features64(ff), flipped, target)
     assert loss < 1e-20
     settings = sign_quotient.certify_settings(dict(p=p, sign_sweeps=2), q.shape[1])
     _, cert, info = polish.certify_or_polish(
