@@ -52,11 +52,11 @@ small as at the truth. The certificate adds evidence that the solution found is
                  (relative; sign-invariant for sign-ambiguous activations) unless the loss
                  at tol pins them apart: one sample found twice leaves one uncovered, but
                  real data has close training rows. A close pair is two samples when
-                 r_i ||x_i|| + r_j ||x_j|| <= SEPARATION (1/2) ||x_i - x_j|| (pin radii r,
-                 `unresolved_pairs`). One sample found twice fails it: one of the two
-                 carries almost no share of theta (alpha ~ 0: an infinite radius), or the
-                 pair slides along its difference at a curvature ~ its distance (large
-                 radii). Probed by `scripts/certificate_probes` (near_duplicate, collapsed).
+                 r_i ||x_i|| + r_j ||x_j|| <= SEPARATION (1/2) ||x_i - x_j|| (pin radii
+                 r, `candidate_pairs.unresolved_pairs`). One sample found twice fails it:
+                 one of the two carries almost no share of theta (alpha ~ 0: an infinite
+                 radius), or the pair slides along its difference at a curvature ~ its
+                 distance (large radii). Probed by `scripts/certificate_probes` (near_duplicate, collapsed).
   * restarts:    when several candidate sets reached tol, they agree (< duplicate_threshold).
 
 `candidates_certified` is the conjunction of the evidence computed; `certified` adds m =
@@ -91,12 +91,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from recon import metrics, residual_jacobian, symmetry
+from recon.candidate_pairs import candidate_duplicates, restarts_agree, unresolved_pairs
 
 RANK_RTOL = 1e-3
 MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
 MAX_GRAM_ENTRIES = 10 ** 8
 FALLBACK_COUNTING_MARGIN = 2.0
-SEPARATION = 0.5
 METHODS = ('auto', 'dense', 'gram', 'matrix_free')
 tangent_bases = residual_jacobian.tangent_bases
 
@@ -178,52 +178,6 @@ def row_radii(feature_fn: Callable, x_hat, theta, loss: float, tol: float) -> np
   tangent = tangent_jacobian(feature_fn, x_hat, theta)
   return _radii(row_pin_scales(tangent, len(x_hat)), x_hat,
                 float(np.linalg.norm(np.asarray(theta, np.float64))), loss, tol)
-
-
-def _pair_distances(x_hat, sign_invariant: bool) -> np.ndarray:
-  """(m, m) symmetric relative distances between candidates, inf on the diagonal."""
-  x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  dist = (metrics.sign_invariant_distances if sign_invariant else metrics.signed_distances)(x, x)
-  dist = np.minimum(dist, dist.T)
-  np.fill_diagonal(dist, np.inf)
-  return dist
-
-
-def candidate_duplicates(x_hat, threshold: float, sign_invariant: bool) -> int:
-  """Number of candidate pairs within `threshold` (relative distance) of one another."""
-  dist = _pair_distances(x_hat, sign_invariant)
-  return int(np.sum(dist[np.triu_indices(len(dist), 1)] < threshold))
-
-
-def unresolved_pairs(x_hat, threshold: float, sign_invariant: bool,
-                     radii: Optional[np.ndarray] = None) -> np.ndarray:
-  """(k, 2) index pairs i < j of near-duplicate candidates (relative distance < `threshold`)
-  that the loss does not resolve into two samples: all of them without `radii`; with the
-  (m,) relative pin radii, those whose pin balls are not well apart,
-      r_i ||x_i|| + r_j ||x_j|| > SEPARATION ||x_i - x_j||   (the sign-matched difference
-  for sign-blind activations), or a radius not finite."""
-  x = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  pairs = np.argwhere(np.triu(_pair_distances(x, sign_invariant) < threshold, 1))
-  if radii is None or not len(pairs):
-    return pairs
-  i, j = pairs[:, 0], pairs[:, 1]
-  gap = np.sum((x[i] - x[j]) ** 2, 1)
-  if sign_invariant:
-    gap = np.minimum(gap, np.sum((x[i] + x[j]) ** 2, 1))
-  reach = np.asarray(radii, np.float64) * np.linalg.norm(x, axis=1)
-  apart = np.isfinite(reach[i] + reach[j]) & (reach[i] + reach[j] <= SEPARATION * np.sqrt(gap))
-  return pairs[~apart]
-
-
-def restarts_agree(candidate_sets: Sequence[np.ndarray], threshold: float,
-                   sign_invariant: bool) -> bool:
-  """True when every candidate set matches the first within `threshold` row by row."""
-  first = np.asarray(candidate_sets[0])
-  for other in candidate_sets[1:]:
-    err = metrics.per_sample_errors(first, np.asarray(other), sign_invariant)
-    if not np.all(err < threshold):
-      return False
-  return True
 
 
 def unseen_share(phi_hat, loss: float, tol: float) -> float:

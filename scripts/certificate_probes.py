@@ -16,7 +16,7 @@ metric that matches its stated symmetry (`certified_up_to`; `recon.symmetry`). T
                   (m = n - 1), or the set itself with its duplicate (m = n).
     near_duplicate  a training set with two samples NEAR (relative distance 0.05, inside
                   the recovered threshold), certified as itself: when are two close
-                  samples told apart (`certificate.unresolved_pairs`)?
+                  samples told apart (`candidate_pairs.unresolved_pairs`)?
     collapsed    one sample found twice: the invisible probe's n - 1 samples plus a copy
                   of sample 0 moved by NEAR (m = n, loss at tol); must never certify.
 

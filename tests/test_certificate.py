@@ -103,23 +103,6 @@ def test_loss_above_tol_and_duplicates_are_not_certified():
   assert not cert['evidence']['row_within'][0] and not cert['evidence']['row_within'][1]
 
 
-def test_a_close_pair_is_two_samples_only_when_the_pin_balls_are_well_apart():
-  x = np.stack([np.array([2.0, 0.0, 0.0]), np.array([2.0, 0.1, 0.0]), np.array([0.0, 0.0, 2.0])])
-  # relative distance 0.05: a near-duplicate pair (0, 1); absolute distance 0.1
-  assert certificate.unresolved_pairs(x, 0.1, False).tolist() == [[0, 1]]
-  tight = np.array([0.012, 0.012, 0.5])  # 0.024 + 0.024 <= 0.1 / 2: apart
-  assert certificate.unresolved_pairs(x, 0.1, False, tight).tolist() == []
-  loose = np.array([0.012, 0.014, 1e-9])  # 0.024 + 0.028 > 0.05
-  assert certificate.unresolved_pairs(x, 0.1, False, loose).tolist() == [[0, 1]]
-  free = np.array([np.inf, 1e-9, 1e-9])
-  assert certificate.unresolved_pairs(x, 0.1, False, free).tolist() == [[0, 1]]
-  # Sign-blind: -x_1 is as close to x_0 as x_1 is, and its distance is the sign-matched one.
-  flipped = x * np.array([[1.0], [-1.0], [1.0]])
-  assert certificate.unresolved_pairs(flipped, 0.1, False, tight).tolist() == []
-  assert certificate.unresolved_pairs(flipped, 0.1, True, tight).tolist() == []
-  assert certificate.unresolved_pairs(flipped, 0.1, True, loose).tolist() == [[0, 1]]
-
-
 def loss_at_most(ff, x, theta, tol):
   from recon import float64_loss
   with jax.enable_x64(True):
@@ -165,13 +148,6 @@ def test_two_close_training_rows_are_certified_and_one_row_found_twice_is_not(ac
                              activation=activation, n_known=N, feature_fn=ff, theta=theta)
   assert not cert['certified']
   assert any('do not keep them apart' in r for r in cert['reasons']), cert['reasons']
-
-
-def test_relu_sign_flips_count_as_duplicates_only_for_sign_ambiguous_activations():
-  x = np.eye(3) * 2.0
-  x_hat = np.stack([x[0], -x[0] * 1.001, x[2]])
-  assert certificate.candidate_duplicates(x_hat, 0.1, sign_invariant=True) == 1
-  assert certificate.candidate_duplicates(x_hat, 0.1, sign_invariant=False) == 0
 
 
 def test_restarts_that_disagree_are_not_certified():
