@@ -8,11 +8,7 @@ from recon import features
 
 # Jitted once per shape: op-by-op dispatch of the hash generators compiles every primitive
 # separately (about 3x the CPU time of one compiled program).
-# pylint: disable=protected-access
 _random_weights = jax.jit(features.random_weights, static_argnames=('p', 'd', 'dtype', 'rng'))
-_box_muller_bits = jax.jit(features._box_muller_bits, static_argnames=('h',))
-_box_muller_blocks = jax.jit(features._box_muller_blocks, static_argnames=('d', 'dtype'))
-# pylint: enable=protected-access
 
 
 @pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
@@ -42,22 +38,6 @@ def test_hash_weights_are_gaussian_and_uncorrelated(dtype, rng):
                # angle is uniform, which the squares' correlation tests.
                (v[:, :8].ravel() ** 2, v[:, 8:].ravel() ** 2)]:
     assert abs(np.corrcoef(a, b)[0, 1]) < 0.03
-
-
-def test_box_muller_float32_polynomials_match_float64_formula():
-  # The float32 path computes log and cos by polynomials; against r (cos t, sin t) in
-  # float64 from the same hash bits it is accurate to float32 round-off.
-  key, rows = jax.random.PRNGKey(2), jnp.arange(3000, dtype=jnp.uint32)
-  bits_r, bits_t = (np.asarray(b, np.float64) for b in _box_muller_bits(key, rows, 7))
-  r = np.sqrt(-2 * np.log((np.floor(bits_r / 2 ** 9) + 0.5) / 2 ** 23))
-  t = 2 * np.pi * bits_t / 2 ** 32
-  a, b = _box_muller_blocks(key, rows, 13, jnp.float32)  # odd d: B has 6 columns
-  assert a.shape == (3000, 7) and b.shape == (3000, 6)
-  np.testing.assert_allclose(np.asarray(a), r * np.cos(t), atol=2e-6)
-  np.testing.assert_allclose(np.asarray(b), (r * np.sin(t))[:, :6], atol=2e-6)
-  assert r.max() > 4.5  # the tails are reached (u down to 2^-24)
-  v = _random_weights(key, 3000, 13, rng='hash_box_muller')
-  np.testing.assert_allclose(np.asarray(v) * np.sqrt(13), np.concatenate([a, b], 1), rtol=1e-6)
 
 
 @pytest.mark.parametrize('d', [1, 2, 5])
