@@ -10,6 +10,7 @@ from recon.objectives import kkt
 
 
 def _net_and_data(seed=0, n=5, d=6, width=7):
+  jax.config.update('jax_enable_x64', True)  # float64 as asked (restored by tests/conftest.py)
   net = homogeneous.HomogeneousMLP(widths=(width, width), out_dim=1, activation='relu',
                                    param_dtype=jnp.float64)
   key = jax.random.PRNGKey(seed)
