@@ -11,6 +11,7 @@ The Python API (recon/api.py), imported on first use so that `import recon` stay
     recon.leak_width_shadows(...)      the leak-width pipeline's shadow runs, without its fit
     recon.recertify(from_dir, to_dir)  a finished sweep's certificate and rung run again
     recon.sample_shares(workdir)       the share of theta each training sample of a run carries
+    recon.truth_certificate(workdir)   the certificate at a run's true rows: the most any attack certifies
 
 Public modules besides (recon.api.PUBLIC_MODULES, docs/api.md): recon.registry, recon.config,
 recon.data, recon.metrics, recon.io, recon.machine, recon.rero, recon.leak_width. Everything else
@@ -20,7 +21,7 @@ is internal.
 __version__ = '0.1.0'
 
 _API = ('run', 'load', 'get_config', 'Result', 'RunError', 'setup_process', 'load_data',
-        'leak_width_shadows', 'recertify', 'sample_shares')
+        'leak_width_shadows', 'recertify', 'sample_shares', 'truth_certificate')
 
 
 def __getattr__(name):

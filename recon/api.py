@@ -30,7 +30,8 @@ from recon import errors, execution, metrics
 
 # What `import recon` offers (recon/__init__.py serves them on first use).
 PUBLIC_NAMES = ('get_config', 'run', 'load', 'Result', 'RunError', 'registry', 'setup_process',
-                'load_data', 'leak_width_shadows', 'recertify', 'sample_shares')
+                'load_data', 'leak_width_shadows', 'recertify', 'sample_shares',
+                'truth_certificate')
 # Modules that are public as a whole, each a small stable job of its own:
 PUBLIC_MODULES = (
     'recon.registry',  # the registered victims, objectives, data sets, pipelines (extending)
@@ -169,12 +170,10 @@ def recertify(from_dir: str, to_dir: str) -> Dict[str, Any]:
     raise RunError(str(e), e.exit_code) from None
 
 
-def sample_shares(workdir: str) -> np.ndarray:
-  """s_i = |alpha_i| ||phi(x_i)|| / ||theta|| (theta = Phi^T alpha): how much of the trained
-  parameters each training sample of a finished random-features run carries
-  (`recon.metrics.sample_shares` on the run's saved victim and training set; the ground truth,
-  for analysing which samples an attack missed, never an input to one). RunError (exit status 2,
-  one line) when `workdir` holds no random-features model with its training set."""
+def _rf_truth(workdir: str, needs: str):
+  """(model, V (p, d), x (n, d)) of a finished random-features run's workdir that saved its
+  training set; RunError (exit status 2, one line) otherwise."""
+  import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   from recon import features  # pylint: disable=import-outside-toplevel
   from recon.models import checkpoint  # pylint: disable=import-outside-toplevel
@@ -185,14 +184,57 @@ def sample_shares(workdir: str) -> np.ndarray:
   extras, truth = model.extras or {}, model.truth if isinstance(model.truth, dict) else {}
   if model.kind != 'random_features' or 'x' not in truth:
     raise RunError(f'workdir: {workdir!r} holds a {model.kind} model' + (
-        '' if 'x' in truth else ' without its training set') + '; accepted: a random-features '
-        'run that saved its training set', errors.EXIT_REFUSED)
+        '' if 'x' in truth else ' without its training set') + f'; accepted for {needs}: a '
+        'random-features run that saved its training set', errors.EXIT_REFUSED)
   hp, x = model.hparams, np.asarray(truth['x'])
-  v = (np.asarray(extras['v']) if 'v' in extras else features.random_weights(
-      jnp.asarray(extras['v_key']), int(hp['p']), int(hp['d']),
-      rng=hp.get('weight_rng', 'threefry')))
-  phi = features.rf_features(v, x.astype(np.float32).reshape(len(x), -1), hp['activation'])
+  dtype = np.asarray(model.trained['theta']).dtype  # V was drawn in the victim's dtype
+  if 'v' in extras:
+    v = np.asarray(extras['v'])
+  else:
+    with jax.enable_x64(dtype == np.float64):
+      v = np.asarray(features.random_weights(
+          jnp.asarray(extras['v_key']), int(hp['p']), int(hp['d']), dtype=dtype,
+          rng=hp.get('weight_rng', 'threefry')))
+  return model, v, x.reshape(len(x), -1)
+
+
+def sample_shares(workdir: str) -> np.ndarray:
+  """s_i = |alpha_i| ||phi(x_i)|| / ||theta|| (theta = Phi^T alpha): how much of the trained
+  parameters each training sample of a finished random-features run carries
+  (`recon.metrics.sample_shares` on the run's saved victim and training set; the ground truth,
+  for analysing which samples an attack missed, never an input to one). RunError (exit status 2,
+  one line) when `workdir` holds no random-features model with its training set."""
+  from recon import features  # pylint: disable=import-outside-toplevel
+  model, v, x = _rf_truth(workdir, 'sample_shares')
+  phi = features.rf_features(v, x.astype(np.float32), model.hparams['activation'])
   return metrics.sample_shares(np.asarray(phi), np.asarray(model.trained['theta']))
+
+
+def truth_certificate(workdir: str, jacobian_method: str = 'auto') -> Dict[str, Any]:
+  """What the certificate says of the TRUE training rows of a finished random-features run:
+  the most any attack on that victim can certify (`recon.certificate_ceiling.at_truth`; the
+  ground truth, for analysis, never an input to an attack). Judged at the run's attack.tol and
+  at the precision rung's tolerance (attack.polish.tol or 4 x theta's rounding floor), with
+  the run's run.recovered_threshold. RunError (exit status 2, one line) when `workdir` holds no
+  random-features model with its training set."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  from recon import features  # pylint: disable=import-outside-toplevel
+  from recon import certificate_ceiling  # pylint: disable=import-outside-toplevel
+  model, v, x = _rf_truth(workdir, 'truth_certificate')
+  cfg = load(workdir).summary.get('config') or {}
+  attack, run_cfg = cfg.get('attack') or {}, cfg.get('run') or {}
+  hp = model.hparams
+  with jax.enable_x64(v.dtype == np.float64):  # a float64 victim's V stays float64
+    fmap = features.rf_feature_map(jnp.asarray(v), hp['activation'])
+  return certificate_ceiling.at_truth(
+      fmap, x,
+      np.asarray(model.trained['theta']), p=int(hp['p']), activation=hp['activation'],
+      tol=float(attack.get('tol', 1e-9)),
+      polish_tol=float((attack.get('polish') or {}).get('tol', 1e-12)),
+      duplicate_threshold=float(run_cfg.get('recovered_threshold',
+                                            metrics.RECOVERED_THRESHOLD)),
+      jacobian_method=jacobian_method)
 
 
 _NONFINITE = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}

@@ -120,3 +120,22 @@ def test_sample_shares_of_a_finished_run(tmp_path):
   with pytest.raises(recon.RunError) as e:
     recon.sample_shares(str(tmp_path / 'nothing'))
   assert e.value.exit_code == 2 and '\n' not in str(e.value), str(e.value)
+
+
+def test_truth_certificate_of_a_finished_run(tmp_path):
+  """The run's own tol and threshold; V regenerated in the victim's dtype (a float64 victim's
+  truth scores float64's loss, not float32's); no model: one line, exit 2."""
+  losses = {}
+  for dtype in ('float32', 'float64'):
+    c = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 6, 'victim.p': 240,
+                                          'attack.max_steps': 20, 'run.dtype': dtype,
+                                          'attack.tol': 1e-8})
+    recon.run(c, str(tmp_path / dtype))
+    out = recon.truth_certificate(str(tmp_path / dtype))
+    assert out['theta_dtype'] == dtype and out['attack']['tol'] == 1e-8, out
+    assert out['certifiable'] and out['attack']['rows_pinned'] == 4, out
+    losses[dtype] = out['loss64']
+  assert losses['float64'] < 1e-20 < losses['float32'] < 1e-9, losses
+  with pytest.raises(recon.RunError) as e:
+    recon.truth_certificate(str(tmp_path / 'nothing'))
+  assert e.value.exit_code == 2 and '\n' not in str(e.value), str(e.value)

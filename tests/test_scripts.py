@@ -164,6 +164,26 @@ def test_pursuit_n100(tmp_path):
   assert "cut: twice as many candidates" in md and 'auto, off: the default' in md, md
 
 
+def test_truth_certificate(tmp_path):
+  """n = 8 photo patches at p = 10 dn: the true rows are certified at both tolerances; a seed
+  run again replaces its record, another seed is added."""
+  out, runs = tmp_path / 'tc', tmp_path / 'runs'
+  for seeds in ('1', '1,2'):
+    _script('truth_certificate', '--tiny', f'--seeds={seeds}', f'--out={out}', f'--runs_dir={runs}')
+  doc = json.loads((tmp_path / 'tc.json').read_text())
+  assert [r['seed'] for r in doc['records']] == [1, 2], doc['records']
+  for r in doc['records']:
+    assert (r['n'], r['d'], r['p'], r['dtype']) == (8, 48, 3840, 'float32'), r
+    assert r['certifiable'] and r['attack']['tol'] == 1e-9 and r['attack']['rows_pinned'] == 8, r
+  md = (tmp_path / 'tc.md').read_text()
+  assert '| photo_patches | (8, 48, 3840) | float32 | 1 |' in md and '| 1e-09 | yes |' in md, md
+  assert 'Certifiable: 2 of 2' in md, md
+  # a finished run's workdir (an audit's): recorded under its config's data, dtype and seed
+  _script('truth_certificate', f'--workdirs={runs / "photo_patches_float32_s2"}', f'--out={out}')
+  again = json.loads((tmp_path / 'tc.json').read_text())['records']
+  assert [r['seed'] for r in again] == [1, 2] and again[1]['loss64'] == doc['records'][1]['loss64']
+
+
 def test_pursuit_n100_on_photo_patches(tmp_path):
   out = tmp_path / 'pursuit_photo'
   _script('pursuit_n100', '--tiny', '--seeds=1', '--data=photo_patches', '--pursuit_starts=8',

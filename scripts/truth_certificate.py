@@ -1,0 +1,134 @@
+"""The certificate at the true training rows: the most any attack on a victim can certify.
+
+    python -m scripts.truth_certificate                   # photo patches, seeds 100-102 and 1000
+    python -m scripts.truth_certificate --data=synthetic_sphere --seeds=300,301,302
+    python -m scripts.truth_certificate --dtype=float64 --seeds=100
+    python -m scripts.truth_certificate --workdirs=results/runs/digits_audit --out=/tmp/tc
+    python -m scripts.truth_certificate --render_only
+
+For each seed: the victim of configs/rf_synthetic.py at the size of issue #30 (photo patches:
+the bundled photographs' 4x4x3 patches, (n, d, p) = (100, 48, 48 000), p = 10 dn; sphere data:
+(100, 16, 6 400), p = 4 dn), relu_tanh, in `--dtype`, trained by a one-step run (the attack
+does nothing: one step, no rescue, no Jacobian test), then `recon.truth_certificate` on its
+workdir: the float64 loss at the true rows, the rounding floor theta's dtype leaves, and the
+certificate of the true rows at attack.tol and at the precision rung's tolerance (ground
+truth, for analysis: nothing here is an input to an attack or a choice). Where neither
+certifies the truth, no attack can be certified on that victim. Records are appended to
+OUT.json as they finish (a (data, dtype, seed) run again replaces its record); OUT.md
+re-rendered. Wall seconds are the certificate's two judgements (the victim not timed).
+`--workdirs`: finished random-features runs instead (an audit of your own data: is any of it
+certifiable from these weights at all?), each recorded under its config's data, dtype and seed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import recon
+from configs import rf_synthetic
+from recon import io, machine
+
+SIZES = {'photo_patches': (100, 48, 48000), 'synthetic_sphere': (100, 16, 6400)}
+
+
+def victim_config(data: str, seed: int, dtype: str, size=None):
+  """configs/rf_synthetic.py's victim at `size` (default SIZES[data]); an attack of one step."""
+  c = rf_synthetic.get_config()
+  (c.data.n, c.data.d, c.victim.p) = size or SIZES[data]
+  c.victim.activation = 'relu_tanh'
+  if data == 'photo_patches':
+    c.data.name, c.data.image_size = data, 4
+  c.seed, c.run.overwrite, c.run.dtype = seed, True, dtype
+  c.attack.max_steps, c.attack.rescue, c.attack.certify_jacobian = 1, (), 'off'
+  return c
+
+
+def record(data: str, seed: int, dtype: str, workdir: str) -> dict:
+  t0 = time.time()
+  out = recon.truth_certificate(workdir)
+  return {'data': data, 'seed': seed, 'dtype': dtype, 'seconds': round(time.time() - t0, 1),
+          'load': list(os.getloadavg()), **out}
+
+
+def _judged(j: dict) -> str:
+  worst = (j.get('least_pinned') or [{}])[0]
+  row = (f"row {worst['row']}: {worst['radius']:.2g} (share rank {worst['share_rank']})"
+         if worst else '-')
+  return (f"{'yes' if j['certified'] else 'no'} | {j['pin_radius']:.2g} | "
+          f"{j['rows_pinned']} | {row}")
+
+
+def render(out: str) -> None:
+  doc = io.read_json(out + '.json')
+  lines = ['# The certificate at the true training rows', '',
+           f"Machine: {doc['machine']}. Command: `python -m scripts.truth_certificate "
+           '--data=DATA --dtype=DTYPE --seeds=SEEDS` (the row\'s data, dtype and seed). Victims: configs/rf_synthetic.py, relu_tanh, the size '
+           'in the table; theta stored in the dtype column. Ground truth, for analysis only: '
+           'the certificate (recon/certificate.py) of the TRUE rows, judged at the run\'s attack.tol '
+           "(default 1e-9) and at the precision rung's tolerance max(attack.polish.tol, 4 x the "
+           "rounding floor of theta's dtype). Where neither certifies, no attack can be "
+           'certified on that victim, whatever rows it brings back. `share rank`: the row\'s '
+           'rank by its share of theta (0: the smallest).', '',
+           '| data | (n, d, p) | dtype | seed | loss at truth | floor | attack.tol | certified | '
+           'pin radius | rows pinned | least pinned row | rung tol | certified | '
+           'pin radius | rows pinned | least pinned row | s |',
+           '|' + '---|' * 17]
+  for r in sorted(doc['records'], key=lambda r: (r['data'], r['dtype'], r['seed'])):
+    lines.append(
+        f"| {r['data']} | ({r['n']}, {r['d']}, {r['p']}) | {r['dtype']} | {r['seed']} | "
+        f"{r['loss64']:.2g} | {r['rounding_floor']:.2g} | {r['attack']['tol']:.2g} | "
+        f"{_judged(r['attack'])} | "
+        f"{r['polished']['tol']:.2g} | {_judged(r['polished'])} | {r['seconds']:.0f} |")
+  named = [f"{r['data']} {r['dtype']} seed {r['seed']}" for r in doc['records']
+           if r['certifiable']]
+  lines += ['', f"Certifiable: {len(named)} of {len(doc['records'])} victims "
+            f"({', '.join(named) or 'none'}).", '']
+  io.write_text(out + '.md', '\n'.join(lines))
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument('--data', default='photo_patches', choices=tuple(SIZES))
+  ap.add_argument('--seeds', default='100,101,102,1000')
+  ap.add_argument('--dtype', default='float32', choices=('float32', 'float64'))
+  ap.add_argument('--tiny', action='store_true', help='n = 8 at the same d and p / dn: a smoke run')
+  ap.add_argument('--out', default=os.path.join('results', 'truth_certificate'))
+  ap.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'truth_certificate'))
+  ap.add_argument('--workdirs', default='',
+                  help='comma-separated finished random-features runs (instead of new victims)')
+  ap.add_argument('--render_only', action='store_true')
+  args = ap.parse_args(argv)
+  if not args.render_only:
+    recon.setup_process()
+    n, d, p = SIZES[args.data]
+    size = (8, d, p * 8 // n) if args.tiny else (n, d, p)  # tiny: n = 8 at the same p / dn
+    if args.workdirs:
+      todo = []
+      for workdir in args.workdirs.split(','):
+        cfg = recon.load(workdir).summary.get('config') or {}
+        todo.append(((cfg.get('data') or {}).get('name'), cfg.get('seed'),
+                     (cfg.get('run') or {}).get('dtype'), workdir))
+    else:
+      todo = [(args.data, int(s), args.dtype,
+               os.path.join(args.runs_dir, f'{args.data}_{args.dtype}_s{int(s)}'))
+              for s in args.seeds.split(',') if s.strip()]
+    for data, seed, dtype, workdir in todo:
+      if not args.workdirs:
+        recon.run(victim_config(data, seed, dtype, size), workdir)
+      rec = record(data, seed, dtype, workdir)
+      doc = (io.read_json(args.out + '.json') if os.path.exists(args.out + '.json')
+             else {'what': 'the certificate at the true training rows', 'records': []})
+      doc['machine'] = machine.describe()
+      doc['records'] = [r for r in doc['records'] if (r['data'], r['dtype'], r['seed']) != (
+          data, dtype, seed)] + [rec]
+      io.write_json(args.out + '.json', doc)
+      render(args.out)
+      print(f"{data} {dtype} seed {seed}: certifiable {rec['certifiable']} "
+            f"(pin radius {rec['attack']['pin_radius']:.2g} at {rec['attack']['tol']:.2g}, "
+            f"{rec['polished']['pin_radius']:.2g} at {rec['polished']['tol']:.2g})", flush=True)
+  render(args.out)
+
+
+if __name__ == '__main__':
+  main()
