@@ -222,18 +222,14 @@ def truth_certificate(workdir: str, jacobian_method: str = 'auto') -> Dict[str, 
   from recon import features  # pylint: disable=import-outside-toplevel
   from recon import certificate_ceiling  # pylint: disable=import-outside-toplevel
   model, v, x = _rf_truth(workdir, 'truth_certificate')
-  cfg = load(workdir).summary.get('config') or {}
-  attack, run_cfg = cfg.get('attack') or {}, cfg.get('run') or {}
+  cfg = load(workdir).summary['config']  # every run's summary.json holds its whole config
   hp = model.hparams
   with jax.enable_x64(v.dtype == np.float64):  # a float64 victim's V stays float64
     fmap = features.rf_feature_map(jnp.asarray(v), hp['activation'])
   return certificate_ceiling.at_truth(
-      fmap, x,
-      np.asarray(model.trained['theta']), p=int(hp['p']), activation=hp['activation'],
-      tol=float(attack.get('tol', 1e-9)),
-      polish_tol=float((attack.get('polish') or {}).get('tol', 1e-12)),
-      duplicate_threshold=float(run_cfg.get('recovered_threshold',
-                                            metrics.RECOVERED_THRESHOLD)),
+      fmap, x, np.asarray(model.trained['theta']), p=int(hp['p']), activation=hp['activation'],
+      tol=float(cfg['attack']['tol']), polish_tol=float(cfg['attack']['polish']['tol']),
+      duplicate_threshold=float(cfg['run']['recovered_threshold']),
       jacobian_method=jacobian_method)
 
 
