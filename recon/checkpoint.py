@@ -33,7 +33,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from recon import io, signals
+from recon import input_hashes, io, signals
 from recon.errors import ExperimentError, Interrupted
 
 # Fields that may differ between a checkpointed run and its resumption because they do
@@ -84,6 +84,7 @@ def config_differences(saved: Dict[str, Any], current: Dict[str, Any]) -> List[s
 
 
 def _manager(workdir: str, keep: int) -> ocp.CheckpointManager:
+  io.claim(checkpoint_dir(workdir))
   return ocp.CheckpointManager(
       checkpoint_dir(workdir),
       options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
@@ -91,14 +92,29 @@ def _manager(workdir: str, keep: int) -> ocp.CheckpointManager:
                                            cleanup_tmp_directories=True))
 
 
-def _read_meta_config(workdir: str, step: int) -> Dict[str, Any]:
+def _read_meta(workdir: str, step: int) -> Dict[str, Any]:
   meta = os.path.join(checkpoint_dir(workdir), str(step), 'meta')
   plain = os.path.join(meta, 'metadata')  # orbax's JSON item file: read without starting JAX
   if os.path.isfile(plain):
     with open(plain, encoding='utf-8') as f:
-      return json.load(f)['config']
-  restored = ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(meta)
-  return restored['config']
+      return json.load(f)
+  return ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(meta)
+
+
+def _read_meta_config(workdir: str, step: int) -> Dict[str, Any]:
+  return _read_meta(workdir, step)['config']
+
+
+def read_inputs(workdir: str) -> Optional[Dict[str, Any]]:
+  """The input-file record (recon.input_hashes) of the newest readable checkpoint; None when
+  there is none (no checkpoint, or one written by an older recon)."""
+  for step in reversed(saved_steps(workdir)):
+    try:
+      meta = _read_meta(workdir, step)
+    except Exception:  # pylint: disable=broad-except  (unreadable: try the older one)
+      continue
+    return meta.get('inputs') if isinstance(meta, dict) else None
+  return None
 
 
 def read_config(workdir: str) -> Optional[Dict[str, Any]]:
@@ -172,6 +188,7 @@ class RunCheckpointer:
                keep: int = DEFAULTS['checkpoint_keep']):
     self._workdir = workdir
     self._config = config
+    self._inputs = input_hashes.current(config or {})  # checked when the run resumes
     self._keys = {k: np.asarray(jax.random.key_data(v) if jax.dtypes.issubdtype(
         getattr(v, 'dtype', None), jax.dtypes.prng_key) else v) for k, v in (keys or {}).items()}
     self._every_seconds = every_seconds
@@ -189,6 +206,7 @@ class RunCheckpointer:
     """Moves the unreadable checkpoint `step` out of the manager's folder (one log line)."""
     src = os.path.join(checkpoint_dir(self._workdir), str(step))
     dst_root = unreadable_dir(self._workdir)
+    io.claim(dst_root)
     os.makedirs(dst_root, exist_ok=True)
     dst, k = os.path.join(dst_root, str(step)), 1
     while os.path.exists(dst):
@@ -272,7 +290,7 @@ class RunCheckpointer:
             aux: Optional[Dict[str, Any]], now: float) -> None:
     if step in self._manager.all_steps():
       return
-    meta = {'config': self._config, 'step': step,
+    meta = {'config': self._config, 'inputs': self._inputs, 'step': step,
             'history': {'step': [int(h[0]) for h in history],
                         'loss': [float(h[1]) for h in history]}}
     if aux:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Optional
 from absl import logging
 
 from recon import config as config_lib
-from recon import errors, failures, io, runs, signals, workdir_lock
+from recon import errors, failures, io, ownership, runs, signals, workdir_lock
 
 
 def default_workdir(name: str) -> str:
@@ -163,8 +163,18 @@ def execute(config: Any, workdir: Optional[str] = None,
   existed = os.path.exists(workdir)
   before = _files_under(workdir)
   try:
+    # recon's manifest first: a folder holding what recon did not write is refused here
+    # (recon/ownership.py), before the lock file is created in it.
+    created = ownership.take(workdir)
+  except errors.ReconError as e:
+    say(str(e))
+    return e.exit_code
+  try:
     lock = workdir_lock.acquire(workdir)  # one run per workdir (recon/workdir_lock.py)
   except errors.ReconError as e:
+    ownership.release(workdir, created)
+    if not existed and not _files_under(workdir):
+      shutil.rmtree(workdir, ignore_errors=True)
     say(str(e))
     return e.exit_code
   previous = signals.install(checkpoint.on_sigint)  # SIGINT and SIGTERM
@@ -215,6 +225,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     signals.restore(previous)
     signals.set_stop_line(None)
     lock.release()
+    ownership.release(workdir, created)  # a manifest alone is not left in a user's folder
   logging.info('%s', outcome_line(summary))
   if (summary.get('metrics') or {}).get('status') == 'nonfinite':
     say(f'the loss or its gradient became non-finite at step {summary["metrics"].get("steps")}; '

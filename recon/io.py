@@ -1,6 +1,7 @@
 """Outputs written atomically: a temporary file in the same folder, then a rename.
 
-A crash mid-write leaves the previous file (or none), never a truncated one. Files get
+A crash mid-write leaves the previous file (or none), never a truncated one. A file written in
+a workdir is first listed in its manifest (recon/ownership.py: recon owns what it wrote). Files get
 the mode an ordinary `open()` would give them (0666 less the process's umask), not
 mkstemp's 0600.
 """
@@ -13,6 +14,8 @@ import tempfile
 from typing import Any
 
 import numpy as np
+
+from recon import ownership
 
 
 def _jsonable(obj: Any) -> Any:
@@ -48,6 +51,7 @@ def umask() -> int:
 
 def _atomic_write(path: str, write) -> None:
   folder = os.path.dirname(os.path.abspath(path))
+  ownership.claim(path)
   os.makedirs(folder, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=folder, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
   try:
@@ -61,6 +65,12 @@ def _atomic_write(path: str, write) -> None:
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+
+
+def claim(path: str) -> None:
+  """Lists `path` in the manifest of the workdir it lies in, before a writer other than the
+  ones below creates it (a folder, orbax's checkpoints, a figure)."""
+  ownership.claim(path)
 
 
 def write_json(path: str, obj: Any) -> None:
@@ -94,6 +104,14 @@ def write_npz_compressed(path: str, **arrays: np.ndarray) -> None:
 
 def write_bytes(path: str, data: bytes) -> None:
   _atomic_write(path, lambda f: f.write(data))
+
+
+def write_figure(path: str, fig: Any, dpi: int = 100) -> None:
+  """A matplotlib figure as PNG, written atomically like every output."""
+  import io as bytes_io  # pylint: disable=import-outside-toplevel
+  buf = bytes_io.BytesIO()
+  fig.savefig(buf, format='png', dpi=dpi)
+  write_bytes(path, buf.getvalue())
 
 
 def flatten(config: Any, prefix: str = '', leaves: tuple = ()) -> dict:

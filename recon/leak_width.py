@@ -252,5 +252,5 @@ def plot(path: str, *, points: Sequence[Dict[str, Any]], fit: Dict[str, Any],
   ax.set_title(title, fontsize=9)
   ax.legend(fontsize=7, loc='lower right')
   fig.tight_layout()
-  io.write_figure(path, fig) if hasattr(io, 'write_figure') else fig.savefig(path, dpi=120)
+  io.write_figure(path, fig, dpi=120)
   plt.close(fig)

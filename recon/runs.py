@@ -3,6 +3,8 @@
 `prepare_run_workdir` applies the resume / overwrite rules of a single run,
 `prepare_workdir` the simpler rule of a sweep (refuse a finished one).
 
+recon touches only what it wrote (recon/ownership.py): a workdir holding anything its
+manifest does not list is refused, and overwrite and cleanup act on listed entries only.
 Overwrite never deletes before the run has shown it can start: the old outputs are moved
 into WORKDIR/.replaced/ (summary.json first, so that the folder never looks finished with
 another config's outputs), and `finish_replace` (called when the run ends, and at the start of
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 from typing import Any, Dict
 
@@ -23,7 +24,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import checkpoint, workdir_lock
+from recon import checkpoint, input_hashes, ownership
 from recon.errors import ExperimentError, ReconError
 
 Array = jax.Array
@@ -66,8 +67,11 @@ def check_workdir(workdir: str) -> None:
 
   Creates nothing: probes the workdir, or its nearest existing ancestor, with a temporary
   file (os.access alone is wrong for root and read-only file systems). A symbolic link whose
-  target is missing (on the path or the workdir itself) is refused.
+  target is missing (on the path or the workdir itself) is refused, and so are a path too
+  long for the file system, the file system's root, the home folder and a repository's root.
   """
+  check_path_length(workdir)
+  ownership.refuse_special(workdir)
   probe = workdir
   while not os.path.exists(probe):
     if os.path.islink(probe):
@@ -92,6 +96,26 @@ def check_workdir(workdir: str) -> None:
                           'you can write to') from None
 
 
+def check_path_length(workdir: str) -> None:
+  """One line for a path the file system cannot hold (a name over NAME_MAX bytes, the whole
+  over PATH_MAX), before any folder on it is created."""
+  probe = workdir
+  while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+    probe = os.path.dirname(probe)
+  try:
+    name_max = os.pathconf(probe, 'PC_NAME_MAX')
+    path_max = os.pathconf(probe, 'PC_PATH_MAX')
+  except (OSError, ValueError):
+    name_max, path_max = 255, 4096
+  longest = max((os.fsencode(part) for part in workdir.split(os.sep)), key=len)
+  if len(longest) > name_max:
+    raise ExperimentError(f'workdir: a folder name of {len(longest)} bytes ({longest[:40].decode(errors="replace")}...); '
+                          f'accepted: names of at most {name_max} bytes')
+  if len(os.fsencode(workdir)) >= path_max:
+    raise ExperimentError(f'workdir: the path is {len(os.fsencode(workdir))} bytes long; '
+                          f'accepted: a path of under {path_max} bytes')
+
+
 def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   """Applies the workdir rules before compute; returns True when resuming.
 
@@ -102,6 +126,7 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   resume, overwrite = cfg.run.resume, cfg.run.overwrite
   if resume and overwrite:
     raise ExperimentError('run.resume, run.overwrite: both True; accepted: at most one of them')
+  ownership.take(workdir)  # (again under the lock: refuses what recon did not write)
   finish_replace(workdir)  # left by a run killed while it replaced this workdir
   remove_stale_temps(workdir)
   if overwrite:
@@ -121,6 +146,7 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
       raise ExperimentError(
           f'run.resume: the config differs from the checkpointed run in {", ".join(diff)}; '
           'restore those values, or choose another --workdir')
+    input_hashes.check(checkpoint.read_inputs(workdir), cfg)  # the same model, init, data
     logging.info('resuming %s from step %d', workdir, steps[-1])
     return True
   # resume=True without a finished checkpoint (killed before or during the first save):
@@ -138,8 +164,8 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
   return False
 
 
-REPLACED = '.replaced'
-KEEP = (REPLACED, workdir_lock.NAME)  # not outputs of a run
+REPLACED = ownership.REPLACED
+KEEP = ownership.BOOKKEEPING  # not outputs of a run
 
 
 def check_model_outside(model_path, workdir: str) -> None:
@@ -156,31 +182,21 @@ def check_model_outside(model_path, workdir: str) -> None:
 
 def remove_stale_temps(workdir: str) -> int:
   """Removes the temporary files and folders that atomic writes of a killed run left in the
-  workdir (`.NAME.XXXX.tmp`: recon.io's files, a saved model's folder); returns how many.
-  Only called with the workdir lock held, so no live writer owns them."""
-  if not os.path.isdir(workdir):
-    return 0
-  stale = [e for e in os.listdir(workdir) if e.startswith('.') and e.endswith('.tmp')]
+  workdir (`.NAME.XXXX.tmp` of a NAME the manifest lists: recon.io's files, a saved model's
+  folder); returns how many. A user's file of that shape is not recon's and stays. Only
+  called with the workdir lock held, so no live writer owns them."""
+  stale = ownership.stale_temps(workdir)
   for name in stale:
-    path = os.path.join(workdir, name)
-    if os.path.isdir(path) and not os.path.islink(path):
-      shutil.rmtree(path, ignore_errors=True)
-    else:
-      try:
-        os.remove(path)
-      except OSError:
-        pass
+    ownership.remove(os.path.join(workdir, name))
   if stale:
     logging.info('workdir: removed %d temporary file(s) left by a killed run: %s', len(stale),
-                 ', '.join(sorted(stale)))
+                 ', '.join(stale))
   return len(stale)
 
 
 def outputs(workdir: str):
-  """The entries of workdir that belong to a run (everything but the lock and .replaced)."""
-  if not os.path.isdir(workdir):
-    return []
-  return sorted(e for e in os.listdir(workdir) if e not in KEEP)
+  """The entries of workdir that a run of recon wrote (listed in its manifest)."""
+  return ownership.outputs(workdir)
 
 
 def set_aside(workdir: str) -> None:
@@ -201,7 +217,7 @@ def finish_replace(workdir: str) -> None:
   if not os.path.isdir(trash):
     return
   if outputs(workdir):
-    shutil.rmtree(trash, ignore_errors=True)
+    ownership.remove(trash)  # holds listed entries only (set_aside)
     return
   try:
     for name in os.listdir(trash):
@@ -211,12 +227,14 @@ def finish_replace(workdir: str) -> None:
     logging.warning('workdir: could not move the replaced outputs back from %s (%s)', trash, e)
 
 
-def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:
-  """Refuses a workdir holding a finished run (`marker`) unless overwrite; creates it."""
+def prepare_workdir(workdir: str, config: ml_collections.ConfigDict,
+                    marker: str = 'summary.json') -> None:
+  """Refuses a workdir holding a finished run (`marker`) unless run.overwrite, or anything
+  recon did not write; creates it."""
+  ownership.take(workdir)
   done = os.path.join(workdir, marker)
   remove_stale_temps(workdir)
-  if os.path.exists(done) and not overwrite:
+  if os.path.exists(done) and not config.run.overwrite:
     raise ExperimentError(
         f'workdir: {workdir} already holds a finished run ({marker}); choose another '
         '--workdir or pass --config.run.overwrite=True')
-  os.makedirs(workdir, exist_ok=True)

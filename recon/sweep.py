@@ -384,7 +384,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   groups = expand(config)
   devices = list(devices if devices is not None else jax.devices())
   check_memory(config, groups, len(devices))
-  runs.prepare_workdir(workdir, config.run.overwrite, marker='sweep.json')
+  runs.prepare_workdir(workdir, config, marker='sweep.json')
   n_points = sum(len(g.points) for g in groups)
   logging.info('sweep: %d points in %d compiled group(s) on %d %s device(s)', n_points,
                len(groups), len(devices), devices[0].platform)

@@ -101,7 +101,6 @@ def recertify(from_dir: str, to_dir: str) -> dict:
                 f'rung: {machine.describe()}',
                 recertified_from=os.path.abspath(from_dir),
                 recertify_seconds=time.time() - t0)
-  os.makedirs(to_dir, exist_ok=True)
   io.write_npz(os.path.join(to_dir, 'sweep.npz'), **new_arrays)
   io.write_json(os.path.join(to_dir, 'sweep.json'), result)
   return result

@@ -37,7 +37,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from recon import checkpoint, io
+from recon import checkpoint, input_hashes, io
 from recon.errors import ExperimentError
 
 FOLDER = 'groups'
@@ -68,7 +68,8 @@ def save(workdir: str, index: int, config: Any, records, info: Dict[str, Any],
          arrays: Dict[str, np.ndarray]) -> None:
   base = os.path.join(folder(workdir), str(index))
   io.write_npz(base + '.npz', **arrays)
-  io.write_json(base + '.json', {'config': config.to_dict(), 'records': records, 'info': info})
+  io.write_json(base + '.json', {'config': config.to_dict(), 'records': records, 'info': info,
+                                 'inputs': input_hashes.current(config)})
 
 
 def csv_text(records: Sequence[Dict[str, Any]]) -> str:
@@ -102,6 +103,7 @@ def load(workdir: str, index: int, config: Any) -> Optional[Dict[str, Any]]:
     raise ExperimentError(
         f'run.resume: the sweep config differs from the saved groups in {folder(workdir)} in '
         f'{", ".join(diff)}; restore those values, or choose another --workdir')
+  input_hashes.check(stored.get('inputs'), config)  # the same model and data files
   return {'records': stored['records'], 'info': stored['info'], 'arrays': arrays}
 
 
@@ -121,6 +123,7 @@ class Partial:
   def __init__(self, workdir: str, index: int, config: Any):
     self.base = os.path.join(folder(workdir), f'{index}.partial')
     self.index, self.config = index, config
+    self.inputs = input_hashes.current(config)
     self.every = float(config.run.checkpoint_every_seconds)
     self.prior_seconds = 0.0  # wall seconds of earlier segments of this group
     self.prior_cpu: Optional[float] = 0.0  # their CPU seconds (None: not recorded)
@@ -147,7 +150,8 @@ class Partial:
     io.write_npz(self.base + '.npz', token=np.asarray(token),
                  **{f'leaf_{i}': v for i, v in enumerate(leaves)})
     io.write_json(self.base + '.json', {
-        'config': self.config.to_dict(), 'token': token, 'seconds': self.seconds(),
+        'config': self.config.to_dict(), 'inputs': self.inputs, 'token': token,
+        'seconds': self.seconds(),
         'cpu_seconds': self.cpu_seconds(),
         'step': int(np.max(np.asarray(jax.device_get(state.step)))),
         'rescue': rescue.state_dict() if rescue is not None else {}})
@@ -172,6 +176,7 @@ class Partial:
           f'run.resume: the sweep config differs from the saved groups in '
           f'{os.path.dirname(self.base)} in {", ".join(diff)}; restore those values, or choose '
           'another --workdir')
+    input_hashes.check(meta.get('inputs'), self.config)
     like, tree = jax.tree.flatten(state)
     if (int(saved.get('token', -1)) != meta.get('token') or len(saved) != len(like) + 1
         or any(saved[f'leaf_{i}'].shape != np.shape(v) for i, v in enumerate(like))):

@@ -15,7 +15,7 @@ import numpy as np
 import optax
 import pytest
 
-from recon import checkpoint, errors, pipelines, report, runs
+from recon import checkpoint, errors, ownership, pipelines, report, runs
 from recon.pipelines import random_features as rf_pipeline
 from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
@@ -184,6 +184,9 @@ def test_resume_with_a_different_config_is_refused(unbroken, tmp_path, overrides
 def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
   """Also when killed during the first save (only an unfinished orbax folder and the model)."""
   workdir = str(tmp_path / 'fresh')
+  ownership.take(workdir)  # the killed run's manifest lists what it had begun to write
+  for name in ('checkpoints', 'model'):
+    ownership.claim(os.path.join(workdir, name))
   os.makedirs(os.path.join(workdir, 'checkpoints', '100.orbax-checkpoint-tmp-7'))
   shutil.copytree(os.path.join(unbroken, 'model'), os.path.join(workdir, 'model'))
   with pytest.raises(errors.ExperimentError, match='already holds an unfinished run'):

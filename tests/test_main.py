@@ -17,7 +17,7 @@ from conftest import subprocess_env
 
 from configs import rf_synthetic
 from recon import config as config_lib
-from recon import host, main
+from recon import host, main, ownership
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
@@ -132,10 +132,22 @@ def test_bad_host_malloc_mode_gets_one_line(monkeypatch):
 
 def test_existing_run_is_not_overwritten(tmp_path, capsys):
   out = tmp_path / 'run'
-  out.mkdir()
+  ownership.take(str(out))  # a workdir of recon's, holding a finished run
+  ownership.claim(str(out / 'summary.json'))
   (out / 'summary.json').write_text('{"keep": true}')
   assert main.execute(_tiny(), str(out)) == 2
   assert 'already holds a finished run' in capsys.readouterr().err
+  assert json.loads((out / 'summary.json').read_text()) == {'keep': True}
+
+
+def test_a_summary_recon_did_not_write_is_refused_even_with_overwrite(tmp_path, capsys):
+  out = tmp_path / 'run'
+  out.mkdir()
+  (out / 'summary.json').write_text('{"keep": true}')
+  assert main.execute(_tiny({'run.overwrite': True}), str(out)) == 2
+  err = capsys.readouterr().err
+  assert 'holds entries recon did not write (summary.json)' in err, err
+  assert sorted(os.listdir(out)) == ['summary.json']
   assert json.loads((out / 'summary.json').read_text()) == {'keep': True}
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from configs import kkt_synthetic, rf_digits, rf_synthetic
-from recon import checkpoint, errors, io, main, memory
+from recon import checkpoint, errors, io, main, memory, ownership
 from recon import config as config_lib
 from recon.models import checkpoint as model_ckpt
 
@@ -493,6 +493,7 @@ def test_overwrite_replaces_every_old_output(finished_run, tmp_path, monkeypatch
   killed after its first checkpoint leaves no old summary.json; one that finishes leaves
   only its own files."""
   w = _copy_run(finished_run, tmp_path / 'W')
+  ownership.claim(str(w / 'stale.png'))  # an output of an older run of recon
   (w / 'stale.png').write_text('old')
   real = checkpoint.RunCheckpointer.__call__
 

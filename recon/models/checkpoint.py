@@ -211,6 +211,7 @@ def save(path: str, model: ModelCheckpoint) -> None:
     meta['data'] = model.data
   path = os.path.abspath(path)
   parent = os.path.dirname(path)
+  recon_io.claim(path)  # a run's workdir lists what it writes (recon/ownership.py)
   os.makedirs(parent, exist_ok=True)
   prefix = '.' + os.path.basename(path) + '.'
   for stale in os.listdir(parent):  # left by a save that was killed
