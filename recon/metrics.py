@@ -10,6 +10,14 @@ The headline `recon_error` uses the variant of the victim's activation; both are
 reported (`recon_error_sign_invariant`, `recon_error_signed`). True rows and
 candidates are paired by the Hungarian algorithm on the headline distance.
 
+Up to norm (`scale_invariant`, `recon.symmetry`: a positively homogeneous feature map, e.g.
+relu or quadratic, cannot see a row's norm): each candidate is rescaled to the norm of the
+true row it is compared with, d(x, x_hat) = ||x - ||x|| x_hat / ||x_hat|| || / ||x||, which is
+the same number as the distance of the normalised rows, ||x / ||x|| - x_hat / ||x_hat|| ||
+(min over the sign as well when sign-invariant). The norm's own error is then reported
+apart (`recon_error_with_norm`: the same matching's pairs scored without rescaling, and
+`norm_error_median`: median | ||x_hat|| / ||x|| - 1 | over the matched pairs).
+
 Counting when n_candidates != n:
   * n_candidates > n: every true row gets one candidate; the extra candidates are
     reported as `n_unmatched_candidates`, and those within `threshold` of some
@@ -28,8 +36,18 @@ from scipy.optimize import linear_sum_assignment
 RECOVERED_THRESHOLD = 0.1
 
 
-def sign_invariant_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
-  """D[i, j] = min(||x_i - x_hat_j||, ||x_i + x_hat_j||) / ||x_i||  (n x m)."""
+def unit_rows(x: np.ndarray) -> np.ndarray:
+  """Rows (flattened) divided by their norm (zero rows stay 0)."""
+  x = np.asarray(x, np.float64).reshape(len(x), -1)
+  return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-300)
+
+
+def sign_invariant_distances(x_true: np.ndarray, x_hat: np.ndarray,
+                             scale_invariant: bool = False) -> np.ndarray:
+  """D[i, j] = min(||x_i - x_hat_j||, ||x_i + x_hat_j||) / ||x_i||  (n x m); with
+  `scale_invariant`, of the normalised rows (x_hat_j rescaled to ||x_i||)."""
+  if scale_invariant:
+    x_true, x_hat = unit_rows(x_true), unit_rows(x_hat)
   x_true = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   x_hat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
   sq_t = np.sum(x_true ** 2, 1)[:, None]
@@ -40,8 +58,12 @@ def sign_invariant_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarra
   return np.minimum(d_minus, d_plus) / np.maximum(np.sqrt(sq_t), 1e-300)
 
 
-def signed_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
-  """D[i, j] = ||x_i - x_hat_j|| / ||x_i||  (n x m)."""
+def signed_distances(x_true: np.ndarray, x_hat: np.ndarray,
+                     scale_invariant: bool = False) -> np.ndarray:
+  """D[i, j] = ||x_i - x_hat_j|| / ||x_i||  (n x m); with `scale_invariant`, of the
+  normalised rows."""
+  if scale_invariant:
+    x_true, x_hat = unit_rows(x_true), unit_rows(x_hat)
   x_true = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   x_hat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
   sq_t = np.sum(x_true ** 2, 1)[:, None]
@@ -50,9 +72,17 @@ def signed_distances(x_true: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
   return d_minus / np.maximum(np.sqrt(sq_t), 1e-300)
 
 
+def distances(x_true: np.ndarray, x_hat: np.ndarray, sign_invariant: bool = True,
+              scale_invariant: bool = False) -> np.ndarray:
+  """The (n x m) relative distances of the given symmetry (module docstring)."""
+  fn = sign_invariant_distances if sign_invariant else signed_distances
+  return fn(x_true, x_hat, scale_invariant)
+
+
 def match(x_true: np.ndarray, x_hat: np.ndarray,
-          sign_invariant: bool = True) -> Dict[str, np.ndarray]:
-  """Hungarian matching on the relative distance (sign-invariant or signed).
+          sign_invariant: bool = True, scale_invariant: bool = False) -> Dict[str, np.ndarray]:
+  """Hungarian matching on the relative distance (sign-invariant or signed; up to each row's
+  norm when `scale_invariant`).
 
   Returns `rows` (matched true indices), `cols` (their candidates), `sign`
   (+1/-1 per matched pair: which of x_hat, -x_hat is closer; always +1 when
@@ -60,7 +90,7 @@ def match(x_true: np.ndarray, x_hat: np.ndarray,
   """
   x_true = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   x_hat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  dist = (sign_invariant_distances if sign_invariant else signed_distances)(x_true, x_hat)
+  dist = distances(x_true, x_hat, sign_invariant, scale_invariant)
   rows, cols = linear_sum_assignment(dist)
   dots = np.sum(x_true[rows] * x_hat[cols], axis=1)
   sign = np.where(dots >= 0, 1.0, -1.0) if sign_invariant else np.ones(len(rows))
@@ -68,10 +98,10 @@ def match(x_true: np.ndarray, x_hat: np.ndarray,
 
 
 def aligned_candidates(x_true: np.ndarray, x_hat: np.ndarray,
-                       sign_invariant: bool = True) -> np.ndarray:
-  """For each true row, its matched candidate (sign fixed when sign-invariant; nearest if
-  unmatched)."""
-  m = match(x_true, x_hat, sign_invariant)
+                       sign_invariant: bool = True, scale_invariant: bool = False) -> np.ndarray:
+  """For each true row, its matched candidate (sign fixed when sign-invariant; rescaled to the
+  true row's norm when `scale_invariant`; nearest if unmatched)."""
+  m = match(x_true, x_hat, sign_invariant, scale_invariant)
   x_hat = np.asarray(x_hat, np.float64)
   out = np.empty((len(x_true),) + x_hat.shape[1:])
   cols = np.argmin(m['dist'], axis=1)
@@ -82,6 +112,9 @@ def aligned_candidates(x_true: np.ndarray, x_hat: np.ndarray,
     signs = np.ones_like(signs)
   cols[m['rows']] = m['cols']
   signs[m['rows']] = m['sign']
+  if scale_invariant:
+    signs = signs * np.linalg.norm(flat_t, axis=1) / np.maximum(
+        np.linalg.norm(flat_h[cols], axis=1), 1e-300)
   for i, (c, s) in enumerate(zip(cols, signs)):
     out[i] = s * x_hat[c]
   return out
@@ -94,9 +127,25 @@ def _errors(m: Dict[str, np.ndarray]) -> np.ndarray:
 
 
 def per_sample_errors(x_true: np.ndarray, x_hat: np.ndarray,
-                      sign_invariant: bool = True) -> np.ndarray:
+                      sign_invariant: bool = True, scale_invariant: bool = False) -> np.ndarray:
   """Relative error of every true row (matched, or nearest if uncovered)."""
-  return _errors(match(x_true, x_hat, sign_invariant))
+  return _errors(match(x_true, x_hat, sign_invariant, scale_invariant))
+
+
+def norm_scoring(m: Dict[str, np.ndarray], x_true: np.ndarray, x_hat: np.ndarray,
+                 sign_invariant: bool) -> Dict[str, float]:
+  """For a matching `m` made up to norm: the same pairs scored with the norm
+  (`recon_error_with_norm`, mean over the true rows, uncovered ones at their nearest
+  candidate) and `norm_error_median`, median | ||x_hat_j|| / ||x_i|| - 1 | of the pairs."""
+  raw = distances(x_true, x_hat, sign_invariant)
+  cols = np.argmin(m['dist'], axis=1)
+  cols[m['rows']] = m['cols']
+  rows = np.arange(len(cols))
+  n_t = np.linalg.norm(np.asarray(x_true, np.float64).reshape(len(x_true), -1), axis=1)
+  n_h = np.linalg.norm(np.asarray(x_hat, np.float64).reshape(len(x_hat), -1), axis=1)
+  ratio = n_h[cols] / np.maximum(n_t, 1e-300)
+  return {'recon_error_with_norm': float(raw[rows, cols].mean()),
+          'norm_error_median': float(np.median(np.abs(ratio - 1.0)))}
 
 
 def dist_abs(x_true: np.ndarray, x_hat: np.ndarray) -> float:
@@ -118,17 +167,21 @@ def dist_abs(x_true: np.ndarray, x_hat: np.ndarray) -> float:
 
 def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
                            threshold: float = RECOVERED_THRESHOLD,
-                           sign_invariant: bool = True) -> Dict[str, float]:
+                           sign_invariant: bool = True,
+                           scale_invariant: bool = False) -> Dict[str, Any]:
   """recon_error, frac_recovered, dist_abs and the n != n_candidates bookkeeping.
 
   The headline errors, the matching and the recovered count use the sign-invariant
   distance when `sign_invariant` (`recon.symmetry.sign_invariant(activation)`), else the signed
-  one; `recon_error_sign_invariant` and `recon_error_signed` are always both reported.
+  one; `recon_error_sign_invariant` and `recon_error_signed` are always both reported. With
+  `scale_invariant` every distance is up to each row's norm (module docstring), and
+  `norm_scoring`'s two figures say how far the norms were off. dist_abs is the paper's
+  figure, always on the raw rows.
   """
-  m = match(x_true, x_hat, sign_invariant)
+  m = match(x_true, x_hat, sign_invariant, scale_invariant)
   n, n_hat = m['dist'].shape
   err = _errors(m)
-  other = _errors(match(x_true, x_hat, not sign_invariant))
+  other = _errors(match(x_true, x_hat, not sign_invariant, scale_invariant))
   matched_err = np.full(n, np.inf)
   matched_err[m['rows']] = m['dist'][m['rows'], m['cols']]
   unmatched = np.setdiff1d(np.arange(n_hat), m['cols'])
@@ -138,6 +191,7 @@ def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
       'recon_error_sign_invariant': float((err if sign_invariant else other).mean()),
       'recon_error_signed': float((other if sign_invariant else err).mean()),
       'sign_invariant': bool(sign_invariant),
+      'scale_invariant': bool(scale_invariant),
       'recon_error_median': float(np.median(err)),
       'recon_error_max': float(err.max()),
       'frac_recovered': float(np.mean(matched_err < threshold)),
@@ -146,6 +200,7 @@ def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
       'n_uncovered_samples': int(n - len(m['rows'])),
       'n_unmatched_candidates': int(len(unmatched)),
       'n_duplicates': int(np.sum(near < threshold)),
+      **(norm_scoring(m, x_true, x_hat, sign_invariant) if scale_invariant else {}),
   }
 
 
@@ -165,10 +220,11 @@ def sample_shares(phi_true: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def pinned_but_wrong(x_true: np.ndarray, x_hat: np.ndarray, pinned: np.ndarray,
-                     threshold: float = RECOVERED_THRESHOLD, sign_invariant: bool = True) -> int:
+                     threshold: float = RECOVERED_THRESHOLD, sign_invariant: bool = True,
+                     scale_invariant: bool = False) -> int:
   """Candidates the certificate calls pinned (`pinned`, (m,) bool) that are NOT within
   `threshold` of their matched training sample (scoring a blind per-row claim: must be 0)."""
-  m = match(x_true, x_hat, sign_invariant)
+  m = match(x_true, x_hat, sign_invariant, scale_invariant)
   err = np.full(len(np.asarray(x_hat)), np.inf)
   err[m['cols']] = m['dist'][m['rows'], m['cols']]
   return int(np.sum(np.asarray(pinned, bool) & ~(err < threshold)))
@@ -233,27 +289,28 @@ def psnr_pairs(a: np.ndarray, b: np.ndarray, image_shape) -> np.ndarray:
 
 
 def per_sample_ssim(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
-                    filter_size: int | None = None, sign_invariant: bool = True) -> np.ndarray:
+                    filter_size: int | None = None, sign_invariant: bool = True,
+                    scale_invariant: bool = False) -> np.ndarray:
   """SSIM of every true image with its matched, sign-aligned candidate (nearest if uncovered)."""
-  return ssim_pairs(x_true, aligned_candidates(x_true, x_hat, sign_invariant), image_shape,
-                    filter_size)
+  return ssim_pairs(x_true, aligned_candidates(x_true, x_hat, sign_invariant, scale_invariant),
+                    image_shape, filter_size)
 
 
 def image_metrics(x_true: np.ndarray, x_hat: np.ndarray, image_shape,
                   threshold: float = SSIM_THRESHOLD,
                   filter_size: int | None = None,
-                  sign_invariant: bool = True) -> Dict[str, float]:
+                  sign_invariant: bool = True, scale_invariant: bool = False) -> Dict[str, float]:
   """SSIM/PSNR summaries and frac_recovered_ssim = share of true images matched with SSIM > threshold.
 
   Uncovered true images (n_candidates < n) enter the means with their nearest
   candidate but never count as recovered (as in `reconstruction_metrics`).
   """
-  aligned = aligned_candidates(x_true, x_hat, sign_invariant)
+  aligned = aligned_candidates(x_true, x_hat, sign_invariant, scale_invariant)
   size = ssim_filter_size(image_shape) if filter_size is None else int(filter_size)
   ssim = ssim_pairs(x_true, aligned, image_shape, size)
   psnr = psnr_pairs(x_true, aligned, image_shape)
   matched = np.zeros(len(ssim), bool)
-  matched[match(x_true, x_hat, sign_invariant)['rows']] = True
+  matched[match(x_true, x_hat, sign_invariant, scale_invariant)['rows']] = True
   recovered = matched & (ssim > threshold)
   return {
       'ssim_mean': float(ssim.mean()),

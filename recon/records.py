@@ -8,6 +8,11 @@ One entry per training record i (written to WORKDIR/records.json by `recon.repor
                      from -x (`recon.symmetry`), else s = +1: the metric of `recon.metrics`,
                      matched one-to-one by the Hungarian algorithm; a record left without a
                      candidate (n_candidates < n) gets its nearest one and `matched` false
+                     With a feature map blind to row norms (relu, quadratic, ...:
+                     `recon.symmetry`, summary.json's scale_invariant) the distance is up to
+                     the norm: x_hat_j rescaled to ||x_i|| (the normalised rows' distance),
+                     and `norm_ratio` = ||x_hat_j|| / ||x_i|| says how far its norm is off
+                     (norm not identifiable from this model: not part of the claim)
   recovered          matched and distance < run.recovered_threshold (summary.json's count)
   verdict            the certificate's word on the matched candidate (`recon.certificate`'s
                      per-row evidence, blind: no ground truth enters it):
@@ -56,11 +61,12 @@ def candidate_verdicts(cert: Optional[Dict[str, Any]], m: int) -> List[str]:
 
 def build(x_true, x_hat, *, threshold: float, sign_invariant: bool,
           cert: Optional[Dict[str, Any]] = None, image_shape: Optional[Sequence[int]] = None,
-          ssim_filter: Optional[int] = None) -> List[Dict[str, Any]]:
+          ssim_filter: Optional[int] = None,
+          scale_invariant: bool = False) -> List[Dict[str, Any]]:
   """The records of a scored run (module docstring), most exposed first."""
   x_true = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   x_hat = np.asarray(x_hat, np.float64).reshape(len(x_hat), -1)
-  m = metrics.match(x_true, x_hat, sign_invariant)
+  m = metrics.match(x_true, x_hat, sign_invariant, scale_invariant)
   dist = m['dist']
   cols = np.argmin(dist, axis=1)
   cols[m['rows']] = m['cols']
@@ -70,8 +76,10 @@ def build(x_true, x_hat, *, threshold: float, sign_invariant: bool,
   signs = np.where(np.sum(x_true * x_hat[cols], axis=1) >= 0, 1, -1) if sign_invariant else \
       np.ones(len(x_true), int)
   verdicts = candidate_verdicts(cert, len(x_hat))
+  ratio = (np.linalg.norm(x_hat[cols], axis=1) /
+           np.maximum(np.linalg.norm(x_true, axis=1), 1e-300))
   ssim = None
-  if image_shape is not None:
+  if image_shape is not None:  # min-max rescaled: the same with or without the norm
     ssim = metrics.ssim_pairs(x_true, signs[:, None] * x_hat[cols], image_shape, ssim_filter)
   out = []
   for i in range(len(x_true)):
@@ -80,6 +88,8 @@ def build(x_true, x_hat, *, threshold: float, sign_invariant: bool,
            'verdict': verdicts[cols[i]] if matched[i] else
                       ('uncertified' if cert is None else 'free'),
            'matched_candidate': int(cols[i]), 'matched': bool(matched[i]), 'sign': int(signs[i])}
+    if scale_invariant:
+      rec['norm_ratio'] = float(ratio[i])
     if ssim is not None:
       rec['ssim'] = float(ssim[i])
     out.append(rec)

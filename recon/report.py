@@ -47,16 +47,18 @@ class Scoring:
 
 def score(x_true: np.ndarray, x_hat: np.ndarray, *, threshold: float, final_loss: float,
           steps: int, status: int, phi_true=None, phi_hat=None, theta=None,
-          sign_invariant: bool = True) -> Dict[str, Any]:
+          sign_invariant: bool = True, scale_invariant: bool = False) -> Dict[str, Any]:
   """Metrics of one finished run (host side): matching errors, feature residual, loss, status.
 
-  `sign_invariant`: errors ignore the sign of a row (`symmetry.sign_invariant(activation)`).
+  `sign_invariant`: errors ignore the sign of a row (`symmetry.sign_invariant(activation)`);
+  `scale_invariant`: and its norm (a feature map blind to norms, `recon.symmetry`).
   With `phi_true` and `theta`: `sample_share_min`, the smallest share of theta a training
   sample carries (`metrics.sample_shares`; ground truth, for analysis only).
   """
   x_true = np.asarray(x_true)
   x_hat = np.asarray(x_hat)
-  result = metrics.reconstruction_metrics(x_true, x_hat, threshold, sign_invariant)
+  result = metrics.reconstruction_metrics(x_true, x_hat, threshold, sign_invariant,
+                                          scale_invariant)
   if phi_true is not None:
     result['feature_residual'] = metrics.feature_residual(np.asarray(phi_true),
                                                           np.asarray(phi_hat))
@@ -80,7 +82,41 @@ COUNTING_NOTE = (
     'recon_error_sign_invariant and recon_error_signed are reported); recovered = matched distance '
     '< recovered_threshold; if n_candidates < n the uncovered samples enter recon_error with '
     'their nearest-candidate distance; if n_candidates > n the extra candidates are '
-    'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample.')
+    'n_unmatched_candidates, of which n_duplicates lie within the threshold of a true sample. '
+    'When scale_invariant (a feature map blind to row norms: relu, quadratic, ...) every '
+    'distance is up to each row\'s norm: the candidate rescaled to the true row\'s norm (the '
+    'normalised rows\' distance); recon_error_with_norm and norm_error_median say how far the '
+    'norms were off.')
+# Rows off the sqrt(d) sphere: norms differing from sqrt(d) by more than this (relative).
+OFF_SPHERE_RTOL = 1e-3
+
+
+def norm_statement(scale_invariant: bool) -> Dict[str, Any]:
+  """summary.json's word on row norms: `norm_identifiable`, and the reason when it is not."""
+  out: Dict[str, Any] = {'scale_invariant': bool(scale_invariant),
+                         'norm_identifiable': not scale_invariant}
+  if scale_invariant:
+    out['norm_note'] = (f'{symmetry.NORM_NOT_IDENTIFIABLE}: its features are positively '
+                        'homogeneous (phi(c x) parallel to phi(x)), so each row is found and '
+                        'scored up to its norm (as a direction)')
+  return out
+
+
+def off_sphere(x_true: np.ndarray, scale_invariant: bool) -> Optional[Dict[str, Any]]:
+  """None when every true row's norm is sqrt(d) to OFF_SPHERE_RTOL; else how many are off,
+  their norms over sqrt(d), and how they were scored (the attack searches on the sphere)."""
+  rows = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
+  ratio = np.linalg.norm(rows, axis=1) / np.sqrt(rows.shape[1])
+  off = np.abs(ratio - 1.0) > OFF_SPHERE_RTOL
+  if not off.any():
+    return None
+  how = ('up to each row\'s norm (directions compared): the features cannot see the norm, '
+         'the attack finds directions on the sqrt(d) sphere' if scale_invariant else
+         'with the norm: the features see it, but the attack searches on the sqrt(d) sphere, '
+         'so a row off it cannot be found exactly (its loss stays above tol: not certified)')
+  return {'count': int(off.sum()), 'n': int(len(rows)),
+          'norm_over_sqrt_d_min': float(ratio.min()), 'norm_over_sqrt_d_max': float(ratio.max()),
+          'scored': how}
 BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so only the blind '
               'metrics (loss, steps, status) are reported')
 
@@ -172,7 +208,8 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
 
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  sign_invariant = symmetry.sign_invariant(scoring.activation)
+  sym = symmetry.of_features(scoring.activation, feature_fn, x_hat)
+  sign_invariant, scale_invariant = sym.sign_invariant, sym.scale_invariant
   cert = polished = None
   if certify_theta is not None:
     # The certificate; when it fails, the precision rung may polish x_hat (recon/polish.py).
@@ -189,18 +226,27 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
                    phi_hat=None if feature_fn is None else feature_fn(
                        jnp.asarray(x_hat, x_true.dtype)),
                    theta=None if feature_fn is None else certify_theta,
-                   sign_invariant=sign_invariant)
+                   sign_invariant=sign_invariant, scale_invariant=scale_invariant)
     result['ground_truth'] = True
-    aligned = metrics.aligned_candidates(x_true_np, x_hat, sign_invariant)
+    aligned = metrics.aligned_candidates(x_true_np, x_hat, sign_invariant, scale_invariant)
     if image_shape is not None:
       result.update(metrics.image_metrics(
           x_true_np, x_hat, image_shape,
           threshold=scoring.ssim_threshold, filter_size=ssim_filter,
-          sign_invariant=sign_invariant))
+          sign_invariant=sign_invariant, scale_invariant=scale_invariant))
+    off = off_sphere(x_true_np, scale_invariant)
+    if off is not None:
+      result['rows_off_sphere'] = off
+      logging.warning('%d of %d training rows are off the sqrt(d) sphere (norms %.2f..%.2f '
+                      'sqrt(d)); scored %s', off['count'], off['n'], off['norm_over_sqrt_d_min'],
+                      off['norm_over_sqrt_d_max'], off['scored'])
   else:
     result = {'projection_loss': final_loss, 'final_loss': final_loss,
               'steps': int(state.step), 'status': status, 'ground_truth': False,
               'n_candidates': int(x_hat.shape[0])}
+  result.update(norm_statement(scale_invariant))
+  if scale_invariant:
+    logging.info('%s (%s)', symmetry.NORM_NOT_IDENTIFIABLE, sym.certified_up_to)
   if gram_fn is not None:
     result['gram_condition'] = projection.check_condition(
         np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
@@ -215,7 +261,7 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
       for name in ('pinned', 'within'):
         result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
             x_true_np, x_hat, cert['evidence'][f'row_{name}'], scoring.recovered_threshold,
-            sign_invariant)
+            sign_invariant, scale_invariant)
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   result.update(outcome.rescue.summary())  # each descent step of attack.rescue
   result.update(extra_metrics or {})
@@ -248,7 +294,8 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
   if has_truth:
     recs = records.build(x_true_np, x_hat, threshold=scoring.recovered_threshold,
                          sign_invariant=sign_invariant, cert=cert, image_shape=image_shape,
-                         ssim_filter=result.get('ssim_filter_size', ssim_filter))
+                         ssim_filter=result.get('ssim_filter_size', ssim_filter),
+                         scale_invariant=scale_invariant)
   write_audit(workdir, summary, recs, x_true=x_true_np, aligned=aligned if has_truth else None,
               x_hat=x_hat, meta=meta, cert=cert)
   if has_truth:

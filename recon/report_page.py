@@ -92,6 +92,24 @@ def _certificate_line(metrics: Dict[str, Any]) -> str:
   return f'not certified: {reasons}'
 
 
+def _norm_lines(metrics: Dict[str, Any]) -> List[str]:
+  """What the page says of row norms: not identifiable (a norm-blind feature map), and rows of
+  the training set off the sqrt(d) sphere with how they were scored."""
+  out = []
+  if 'norm_note' in metrics:
+    extra = (f' (median norm error of the matched candidates '
+             f'{metrics["norm_error_median"]:.0%}: not part of the claim)'
+             if 'norm_error_median' in metrics else '')
+    out.append(f'<p><b>Norm not identifiable from this model</b>: {_e(metrics["norm_note"])}'
+               f'{_e(extra)}.</p>')
+  off = metrics.get('rows_off_sphere')
+  if off:
+    out.append(f'<p>{off["count"]} of {off["n"]} training records are off the &radic;d sphere '
+               f'(norms {off["norm_over_sqrt_d_min"]:.2f}&ndash;{off["norm_over_sqrt_d_max"]:.2f}'
+               f' &radic;d); scored {_e(off["scored"])}.</p>')
+  return out
+
+
 def _threat_rows(job: Dict[str, Any], threat: Dict[str, Any]) -> List[tuple]:
   """The threat model's rows from summary.json's config (`job`) and the pipeline's lists."""
   victim, attack, data = job['victim'], job['attack'], job['data']
@@ -143,7 +161,8 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
     c = counts(records)
     head.append(f'<p><b>{c["recovered"]} of {c["n"]} training records came back</b> (matched '
                 f'candidate within relative distance {_e(threshold)}'
-                + (', up to sign' if m.get('sign_invariant') else '') + ').')
+                + (', up to sign' if m.get('sign_invariant') else '')
+                + (', up to norm' if m.get('scale_invariant') else '') + ').')
     if 'n_recovered_ssim' in m:
       head.append(f' Images with SSIM &gt; {_e(m.get("ssim_threshold"))}: '
                   f'{m["n_recovered_ssim"]} of {c["n"]}.')
@@ -159,6 +178,7 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
       head.append('<p>Candidate verdicts: ' + ', '.join(
           f'<span class="{v}">{v}</span> {list(verdicts).count(v)}'
           for v in ('pinned', 'within', 'free', 'uncertified') if v in verdicts) + '.</p>')
+  head.extend(_norm_lines(m))
   head.append(f'<p>Certificate: {_certificate_line(m)}.</p>')
   head.append(f'<p class="note">optimizer: {_e(m.get("status"))} after {_e(m.get("steps"))} '
               f'steps, loss {m.get("final_loss", float("nan")):.3g}, '

@@ -1,4 +1,5 @@
-"""What the features cannot see: each activation's row-sign symmetry, from its Hermite parity.
+"""What the features cannot see: each activation's row-sign symmetry, from its Hermite parity,
+and each row's norm, from its positive homogeneity.
 
 An attack that reads only the trained parameters sees the training set through the span
 of its features, phi(x) = sigma(V x) (random features) or a network's parameter
@@ -25,6 +26,19 @@ matching metric (`recon.metrics`) uses the sign-invariant distance exactly when
 Unknown activations (None: a model that does not name its activation) are treated as
 sign-blind, the cautious side for both scoring and certifying.
 
+Scale. A positively homogeneous sigma of degree k (sigma(c z) = c^k sigma(z) for every c > 0:
+relu and relu_smooth with k = 1, quadratic 2, cubic 3, quartic 4) gives phi(c x) = c^k phi(x):
+a row's feature keeps its direction when the row is rescaled, so the span, the projection
+loss and its certificate cannot see any row's norm, EXACTLY. The attack searches on the
+sqrt(d) sphere and finds each row's direction; its norm is not identifiable from the model.
+The metric then scores each row up to its norm (`scale_invariant`: candidate and true row
+compared as directions) and `certified_up_to` says so. Homogeneity is measured, not listed
+(`homogeneity_degree`): k fitted from ||sigma(c z)|| / ||sigma(z)|| on a grid for a few c > 0,
+then sigma(c z) = c^k sigma(z) checked to `HOMOGENEITY_RTOL`. A feature map that is not a bare
+sigma(V x) (a network's parameter gradients, biases included) is tested the same way on
+rows (`feature_map_scale_blind`): phi(c x) parallel to phi(x) for each c. relu + tanh,
+softplus + tanh, tanh, gelu, softplus, sin are not homogeneous: their features see the norm.
+
 The parity is measured, not listed: Gauss-Hermite quadrature of ||o - c_1 z||^2 and
 ||e - c_0||^2 relative to ||sigma||^2 (the squared Hermite mass of the odd coefficients of
 order >= 3 and of the even ones of order >= 2); a part below `NONLINEAR_RTOL` counts as
@@ -47,6 +61,14 @@ from recon import features
 # at most ~1e-8 of the loss per unit share, below every tol the attacks use.
 NONLINEAR_RTOL = 1e-4
 QUADRATURE_NODES = 120
+# Homogeneity: sigma(c z) = c^k sigma(z) to this relative L2 error on HOMOGENEITY_GRID for each
+# c in HOMOGENEITY_SCALES (one not a power of 2, so float rounding cannot fake it).
+HOMOGENEITY_RTOL = 1e-6
+HOMOGENEITY_SCALES = (0.5, 1.7, 3.0)
+HOMOGENEITY_GRID = np.linspace(-6.0, 6.0, 1201)
+# Feature maps measured on rows (float32 features): 1 - cos(phi(c x), phi(x)) below this.
+FEATURE_SCALE_ATOL = 1e-6
+SCALE_PROBE_ROWS = 4  # rows a feature map is measured at (a property of the map, not the rows)
 
 NONE = 'none'
 SIGN = 'sign'  # exact: odd or even sigma
@@ -59,11 +81,18 @@ class Symmetry:
 
   `kind`: NONE, SIGN (exact) or SIGN_COMPENSATED (up to an affine part's compensation);
   `odd_nonlinear` / `even_nonlinear`: relative Hermite mass of the odd part beyond order 1
-  and of the even part beyond order 0 (each in [0, 1]).
+  and of the even part beyond order 0 (each in [0, 1]); `degree`: k of a positively
+  homogeneous sigma (None: not homogeneous, the features see each row's norm).
   """
   kind: str
   odd_nonlinear: float
   even_nonlinear: float
+  degree: Optional[float] = None
+
+  @property
+  def scale_invariant(self) -> bool:
+    """True when the features cannot see a row's norm: score each row up to its norm."""
+    return self.degree is not None
 
   @property
   def sign_invariant(self) -> bool:
@@ -73,11 +102,63 @@ class Symmetry:
   @property
   def certified_up_to(self) -> str:
     """What a certificate built on these features can claim the rows are known up to."""
-    return ('the order of the rows' if self.kind == NONE else
-            'the order of the rows and the sign of each row')
+    what = ['the order of the rows']
+    if self.kind != NONE:
+      what.append('the sign of each row')
+    if self.scale_invariant:
+      what.append('the norm of each row')
+    return ', '.join(what[:-1]) + ' and ' + what[-1] if len(what) > 1 else what[0]
+
+  def with_scale(self, scale_invariant: bool) -> 'Symmetry':
+    """This symmetry with the norm's part as measured on a feature map (degree nan: blind
+    to the norm with no single degree measured)."""
+    if scale_invariant == self.scale_invariant:
+      return self
+    return dataclasses.replace(self, degree=float('nan') if scale_invariant else None)
 
 
-UNKNOWN = Symmetry(SIGN, float('nan'), float('nan'))
+NORM_NOT_IDENTIFIABLE = 'norm not identifiable from this model'
+UNKNOWN = Symmetry(SIGN, float('nan'), float('nan'), float('nan'))
+
+
+def homogeneity_degree(sigma) -> Optional[float]:
+  """k when sigma(c z) = c^k sigma(z) for every c in HOMOGENEITY_SCALES (relative L2 error on
+  HOMOGENEITY_GRID below HOMOGENEITY_RTOL, float64), else None. k is fitted per c from the
+  norms, log(||sigma(c z)|| / ||sigma(z)||) / log c, and must agree across c."""
+  z = HOMOGENEITY_GRID
+  with jax.enable_x64(True), jax.ensure_compile_time_eval():
+    f = lambda t: np.asarray(sigma(jnp.asarray(t, jnp.float64)), np.float64)  # noqa: E731
+    base = f(z)
+    scaled = [f(c * z) for c in HOMOGENEITY_SCALES]
+  norm = float(np.linalg.norm(base))
+  if not norm > 0 or not np.all(np.isfinite(base)):
+    return None
+  degrees = []
+  for c, sc in zip(HOMOGENEITY_SCALES, scaled):
+    if not np.all(np.isfinite(sc)) or not np.linalg.norm(sc) > 0:
+      return None
+    degrees.append(np.log(np.linalg.norm(sc) / norm) / np.log(c))
+  k = float(np.mean(degrees))
+  for c, sc in zip(HOMOGENEITY_SCALES, scaled):
+    if np.linalg.norm(sc - c ** k * base) > HOMOGENEITY_RTOL * np.linalg.norm(sc):
+      return None
+  return k
+
+
+def feature_map_scale_blind(feature_fn, x) -> bool:
+  """True when phi(c x_i) is parallel to phi(x_i) (1 - cos < FEATURE_SCALE_ATOL) for every
+  row x_i of `x` and every c in HOMOGENEITY_SCALES: the feature map cannot see a row's norm."""
+  x = jnp.asarray(x)
+  base = np.asarray(feature_fn(x), np.float64).reshape(len(x), -1)
+  for c in HOMOGENEITY_SCALES:
+    other = np.asarray(feature_fn(x * c), np.float64).reshape(len(x), -1)
+    denom = np.linalg.norm(base, axis=1) * np.linalg.norm(other, axis=1)
+    if not np.all(denom > 0):
+      return False
+    cos = np.sum(base * other, axis=1) / denom
+    if not np.all(1.0 - cos < FEATURE_SCALE_ATOL):
+      return False
+  return True
 
 
 def parity_masses(sigma, nodes: int = QUADRATURE_NODES) -> Dict[str, float]:
@@ -110,9 +191,25 @@ def of_activation(name: Optional[str]) -> Symmetry:
     kind = SIGN
   else:
     kind = SIGN_COMPENSATED
-  return Symmetry(kind, mass['odd_nonlinear'], mass['even_nonlinear'])
+  return Symmetry(kind, mass['odd_nonlinear'], mass['even_nonlinear'],
+                  homogeneity_degree(features.get_activation(name)))
+
+
+def of_features(activation: Optional[str], feature_fn=None, x=None) -> Symmetry:
+  """The run's symmetry: the sign's from `activation`; the norm's measured on `feature_fn` at
+  the first SCALE_PROBE_ROWS rows of `x` when both are given (`feature_map_scale_blind`),
+  else `activation`'s."""
+  sym = of_activation(activation)
+  if feature_fn is None or x is None or not len(x):
+    return sym
+  return sym.with_scale(feature_map_scale_blind(feature_fn, np.asarray(x)[:SCALE_PROBE_ROWS]))
 
 
 def sign_invariant(activation: Optional[str]) -> bool:
   """True when `activation`'s features cannot tell a row from its negative (or it is unknown)."""
   return of_activation(activation).sign_invariant
+
+
+def scale_invariant(activation: Optional[str]) -> bool:
+  """True when `activation` is positively homogeneous (or unknown): features blind to norms."""
+  return of_activation(activation).scale_invariant

@@ -366,3 +366,33 @@ def test_the_unseen_share_is_the_loss_resolution_over_the_most_entangled_candida
   for loss, tol in ((1e-12, 1e-9), (1e-6, 1e-9)):
     assert certificate.unseen_share(phi, loss, tol) == pytest.approx(
         np.sqrt(max(loss, tol)) / min(kappa), rel=1e-6)
+
+
+def test_relu_rows_off_the_sphere_are_certified_only_up_to_their_norm():
+  """relu: phi(c x) = c phi(x). The truth's rows at norms 0.6..1.4 sqrt(d) and the same rows
+  put on the sphere (what the attack finds) have the same loss; the certificate says it
+  certifies them up to each row's norm, and the metric that matches the claim scores the
+  directions (the raw rows would count as wrong)."""
+  from recon import metrics
+  p = 10 * N * D
+  kx, kv, ky = jax.random.split(jax.random.PRNGKey(4), 3)
+  u = jax.random.normal(kx, (N, D))
+  u = u / jnp.linalg.norm(u, axis=1, keepdims=True) * jnp.sqrt(D)
+  x = u * jnp.linspace(0.6, 1.4, N)[:, None]
+  v = features.random_weights(kv, p, D)
+  ff = lambda z: features.rf_features(v, z, 'relu')  # noqa: E731
+  theta = random_features.min_norm_solution(ff(x), jax.random.normal(ky, (N,)))
+  loss = lambda z: float(projection.projection_loss(ff(z), theta))  # noqa: E731
+  cert = _certify(u, theta, ff, loss, p, activation='relu', tol=1e-5)
+  assert cert['certified'] and cert['evidence']['scale_invariant'], cert['reasons']
+  assert cert['certified_up_to'].endswith('the norm of each row')
+  claim = metrics.reconstruction_metrics(np.asarray(x), np.asarray(u), scale_invariant=True)
+  assert claim['frac_recovered'] == 1.0
+  assert metrics.reconstruction_metrics(np.asarray(x), np.asarray(u))['frac_recovered'] < 1
+  # relu + tanh sees the norm: the same rows on the sphere are off the zero, and refused.
+  ff2 = lambda z: features.rf_features(v, z, 'relu_tanh')  # noqa: E731
+  theta2 = random_features.min_norm_solution(ff2(x), jax.random.normal(ky, (N,)))
+  loss2 = lambda z: float(projection.projection_loss(ff2(z), theta2))  # noqa: E731
+  cert2 = _certify(u, theta2, ff2, loss2, p, activation='relu_tanh', tol=1e-5)
+  assert not cert2['certified'] and not cert2['evidence']['scale_invariant']
+  assert 'norm' not in cert2['certified_up_to']

@@ -127,3 +127,45 @@ def test_an_error_exactly_at_the_threshold_is_not_recovered():
   assert metrics.per_sample_errors(x, x_hat).tolist() == [0.1, 0.0]
   m = metrics.reconstruction_metrics(x, x_hat, threshold=0.1)
   assert m['n_recovered'] == 1 and m['frac_recovered'] == 0.5
+
+
+def test_up_to_norm_a_rescaled_row_is_recovered_and_its_norm_error_reported():
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((5, 9))
+  scales = np.array([0.6, 0.8, 1.0, 1.2, 1.4])
+  x_hat = (x / scales[:, None])[::-1]  # the right directions at the wrong norms, reordered
+  raw = metrics.reconstruction_metrics(x, x_hat, sign_invariant=True)
+  up_to = metrics.reconstruction_metrics(x, x_hat, sign_invariant=True, scale_invariant=True)
+  assert raw['frac_recovered'] == pytest.approx(0.2) and not raw['scale_invariant']
+  assert 'recon_error_with_norm' not in raw
+  assert up_to['frac_recovered'] == 1.0 and up_to['recon_error'] < 1e-7
+  assert up_to['scale_invariant']
+  assert up_to['recon_error_with_norm'] == pytest.approx(raw['recon_error'])
+  assert up_to['norm_error_median'] == pytest.approx(0.25)  # |1/s - 1|: 0.67 .25 0 .17 .29
+  # a wrong direction stays wrong at any norm
+  wrong = x_hat.copy()
+  wrong[0] = rng.standard_normal(9)
+  assert metrics.reconstruction_metrics(x, wrong, scale_invariant=True)['n_recovered'] == 4
+
+
+def test_up_to_norm_distance_is_the_normalised_rows_distance_with_sign():
+  rng = np.random.default_rng(1)
+  x, x_hat = rng.standard_normal((4, 7)), rng.standard_normal((3, 7)) * 5
+  u = x / np.linalg.norm(x, axis=1, keepdims=True)
+  v = x_hat / np.linalg.norm(x_hat, axis=1, keepdims=True)
+  signed = np.linalg.norm(u[:, None] - v[None], axis=-1)
+  flipped = np.linalg.norm(u[:, None] + v[None], axis=-1)
+  np.testing.assert_allclose(metrics.signed_distances(x, x_hat, scale_invariant=True), signed,
+                             atol=1e-12)
+  np.testing.assert_allclose(metrics.sign_invariant_distances(x, x_hat, scale_invariant=True),
+                             np.minimum(signed, flipped), atol=1e-12)
+
+
+def test_aligned_candidates_up_to_norm_are_at_the_true_rows_norm():
+  rng = np.random.default_rng(2)
+  x = rng.standard_normal((3, 5))
+  x_hat = -3.0 * x[[2, 0, 1]]
+  out = metrics.aligned_candidates(x, x_hat, sign_invariant=True, scale_invariant=True)
+  np.testing.assert_allclose(out, x, atol=1e-9)
+  out_raw = metrics.aligned_candidates(x, x_hat, sign_invariant=True)
+  np.testing.assert_allclose(out_raw, 3.0 * x, atol=1e-12)

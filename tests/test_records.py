@@ -267,3 +267,34 @@ def test_the_kkt_attack_refuses_a_file_in_one_line(tmp_path, capsys):
   err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
   assert len(err) == 1 and "data.name: 'file' with model homogeneous_mlp" in err[0], err
   assert not (tmp_path / 'r').exists()
+
+
+def test_records_up_to_norm_score_directions_and_give_the_norm_ratio():
+  x = RNG.normal(size=(3, 6))
+  x_hat = x[[1, 2, 0]] * np.array([[2.0], [0.5], [1.0]])
+  recs = records.build(x, x_hat, threshold=0.1, sign_invariant=False, scale_invariant=True)
+  assert all(r['recovered'] and r['distance'] < 1e-7 for r in recs)
+  ratio = {r['index']: r['norm_ratio'] for r in recs}
+  assert ratio == pytest.approx({1: 2.0, 2: 0.5, 0: 1.0})
+  raw = records.build(x, x_hat, threshold=0.1, sign_invariant=False)
+  assert sum(r['recovered'] for r in raw) == 1 and 'norm_ratio' not in raw[0]
+
+
+def test_the_page_says_the_norm_is_not_identifiable_and_how_off_sphere_rows_were_scored():
+  from recon import report
+  x = RNG.normal(size=(3, 6))
+  recs = records.build(x, x, threshold=0.1, sign_invariant=False, scale_invariant=True)
+  summary = _summary(3, certified=True,
+                     certified_up_to='the order of the rows and the norm of each row')
+  summary['metrics'].update(report.norm_statement(True), scale_invariant=True,
+                            rows_off_sphere=report.off_sphere(x, True))
+  page = report_page.render(summary, recs, truth=x, candidates=x)
+  assert 'Norm not identifiable from this model' in page and 'up to norm' in page
+  assert '3 of 3 training records are off the &radic;d sphere' in page
+  plain = dict(_summary(3, certified=True, certified_up_to='the order of the rows'))
+  plain['metrics'].update(report.norm_statement(False))
+  page2 = report_page.render(plain, records.build(x, x, threshold=0.1, sign_invariant=False),
+                             truth=x, candidates=x)
+  assert 'not identifiable' not in page2 and '&radic;d sphere' not in page2
+  on_sphere = x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(6)
+  assert report.off_sphere(on_sphere, True) is None

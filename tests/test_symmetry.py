@@ -79,3 +79,66 @@ def test_a_part_small_but_not_zero_makes_the_symmetry_approximate_not_exact(monk
   mass = symmetry.parity_masses(features.get_activation('tanh_plus_probe'))
   assert symmetry.NONLINEAR_RTOL ** 2 < mass['even'] < symmetry.NONLINEAR_RTOL
   assert symmetry.of_activation('tanh_plus_probe').kind == symmetry.SIGN_COMPENSATED
+
+
+@pytest.mark.parametrize('name,degree', [
+    ('relu', 1.0), ('relu_smooth', 1.0), ('relu_leaky_backward', 1.0), ('quadratic', 2.0),
+    ('cubic', 3.0), ('quartic', 4.0),
+    ('relu_tanh', None), ('softplus_tanh', None), ('tanh', None), ('gelu', None), ('sin', None)])
+def test_positive_homogeneity_is_measured_with_its_degree(name, degree):
+  sym = symmetry.of_activation(name)
+  if degree is None:
+    assert sym.degree is None and not sym.scale_invariant
+    assert 'norm' not in sym.certified_up_to
+  else:
+    assert sym.degree == pytest.approx(degree, abs=1e-9)
+    assert sym.scale_invariant and sym.certified_up_to.endswith('the norm of each row')
+
+
+def test_a_new_homogeneous_activation_is_found_without_an_edit(monkeypatch):
+  monkeypatch.setitem(features.ACTIVATIONS, 'leaky_probe', lambda z: jnp.where(z > 0, z, 0.1 * z))
+  monkeypatch.setitem(features.ACTIVATIONS, 'abs15_probe', lambda z: jnp.abs(z) ** 1.5)
+  monkeypatch.setitem(features.ACTIVATIONS, 'shifted_relu_probe', lambda z: jnp.maximum(z - 0.1, 0))
+  assert symmetry.of_activation('leaky_probe').degree == pytest.approx(1.0)
+  assert symmetry.of_activation('abs15_probe').degree == pytest.approx(1.5)
+  assert symmetry.of_activation('shifted_relu_probe').degree is None  # a bias breaks it
+
+
+def test_unknown_activation_is_blind_to_the_norm_too():
+  assert symmetry.scale_invariant(None)
+  assert 'norm' in symmetry.UNKNOWN.certified_up_to
+
+
+def _rf(activation, d=6, p=300, bias=0.0):
+  v = features.random_weights(jax.random.PRNGKey(1), p, d)
+  return lambda z: features.rf_features(v, z, activation) + bias
+
+
+@pytest.mark.parametrize('activation,blind', [('relu', True), ('quadratic', True),
+                                              ('relu_tanh', False), ('gelu', False),
+                                              ('tanh', False), ('softplus_tanh', False)])
+def test_a_feature_map_is_measured_on_rows(activation, blind):
+  x = jax.random.normal(jax.random.PRNGKey(2), (5, 6))
+  assert symmetry.feature_map_scale_blind(_rf(activation), x) == blind
+  sym = symmetry.of_features(activation, _rf(activation), x)
+  assert sym.scale_invariant == blind and sym.kind == symmetry.of_activation(activation).kind
+
+
+def test_a_bias_in_the_feature_map_makes_relu_see_the_norm():
+  x = jax.random.normal(jax.random.PRNGKey(2), (5, 6))
+  assert not symmetry.of_features('relu', _rf('relu', bias=0.3), x).scale_invariant
+  assert symmetry.of_features('relu', None, x).scale_invariant  # no map: the activation's
+
+
+@pytest.mark.parametrize('activation', ['relu', 'quadratic'])
+def test_a_homogeneous_map_leaves_the_loss_at_the_truth_when_rows_are_rescaled(activation):
+  n, d, p = 4, 5, 400
+  x = jax.random.normal(jax.random.PRNGKey(0), (n, d))
+  ff = _rf(activation, d, p)
+  theta = random_features.min_norm_solution(ff(x), jax.random.normal(jax.random.PRNGKey(3), (n,)))
+  scaled = x * jnp.array([0.6, 1.0, 1.4, 2.0])[:, None]
+  assert float(projection.projection_loss(ff(scaled), theta)) < 1e-5  # float32 + ridge
+  # relu + tanh sees the norm: the rescaled rows are off the loss's zero.
+  ff2 = _rf('relu_tanh', d, p)
+  theta2 = random_features.min_norm_solution(ff2(x), jax.random.normal(jax.random.PRNGKey(3), (n,)))
+  assert float(projection.projection_loss(ff2(scaled), theta2)) > 1e-4
