@@ -95,13 +95,19 @@ def _parse_flags(argv):
   configs/base.py's fields when the file cannot be loaded); one with a value of the wrong
   type is reported like a validator error (path, value, accepted).
   """
-  try:
-    return flags.FLAGS(argv)
+  optional = {f for f, v in _config_overrides(argv)
+              if v == 'None' and f in config_lib.FIELDS and config_lib.FIELDS[f].optional}
+  nones = [f for f, v in dict(_config_overrides(argv)).items() if f in optional and v == 'None']
+  try:  # the last override of a field wins; an optional field's 'None' is applied below
+    rest = flags.FLAGS([a for a in argv if not any(a == f'--config.{f}=None' for f in optional)])
   except Exception as e:  # pylint: disable=broad-except
     message = str(e).splitlines()[0] if str(e) else type(e).__name__
     own = config_file_fields(_config_path(argv))
     known = own if own is not None else list(config_lib.FIELDS)
-    for field, value in _config_overrides(argv):
+    overrides = _config_overrides(argv)
+    # The override the parser stopped at first (a field given twice: the value it names).
+    named = [(f, v) for f, v in overrides if f'--config.{f}={v}' in message]
+    for field, value in named + overrides:
       if field not in known:
         near = [k for k in known if k.startswith('sweep.') == field.startswith('sweep.')]
         fail(f'config.{field}: unknown field{config_lib.near_names(field, near)}; '
@@ -110,3 +116,8 @@ def _parse_flags(argv):
       if spec is not None and f'--config.{field}=' in message:
         fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
     fail(message)
+  config = flags.FLAGS['config'].value if 'config' in flags.FLAGS else None
+  for field in nones:  # an optional field set to None (the flags library parses no None)
+    if config is not None:
+      config_lib.set_path(config, field, None)
+  return rest

@@ -37,9 +37,15 @@ def default_workdir(name: str) -> str:
   return os.path.join('results', 'runs', f'{name}-{time.strftime("%Y%m%d-%H%M%S")}')
 
 
+def one_line(message: str) -> str:
+  """`message` with its control characters escaped ('\\n'): a name holding a newline (a
+  workdir, a file) cannot break the line or forge a second 'error:' line."""
+  return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def say_error(message: str) -> None:
   """The one line of a failure, on stderr."""
-  print(f'error: {message}', file=sys.stderr)
+  print(f'error: {one_line(message)}', file=sys.stderr)
   sys.stderr.flush()
 
 
@@ -141,7 +147,7 @@ def execute(config: Any, workdir: Optional[str] = None,
   Every failure prints one 'error: ...' line on stderr. See the module docstring for the
   exit statuses and what each leaves in the workdir.
   """
-  from recon import checkpoint, data, pipelines, sweep  # pylint: disable=import-outside-toplevel
+  from recon import checkpoint, data, pipelines, sweep, sweep_store  # pylint: disable=import-outside-toplevel
   try:
     runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     config_lib.validate(config)
@@ -178,7 +184,8 @@ def execute(config: Any, workdir: Optional[str] = None,
     say(str(e))
     return e.exit_code
   previous = signals.install(checkpoint.on_sigint)  # SIGINT and SIGTERM
-  signals.set_stop_line(lambda: checkpoint.interrupted_line(workdir),
+  stopped_line = sweep_store.interrupted_line if swept else checkpoint.interrupted_line
+  signals.set_stop_line(lambda: stopped_line(workdir),
                         checkpoint.graceful_stop_pending)
   try:
     try:
@@ -194,7 +201,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     return e.exit_code
   except KeyboardInterrupt:
     settle_workdir(workdir, existed, before, None)
-    signals.say_once(checkpoint.interrupted_line(workdir))
+    signals.say_once(stopped_line(workdir))
     return signals.exit_code()
   except errors.ReconError as e:
     settle_workdir(workdir, existed, before, str(e), config)

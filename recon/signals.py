@@ -79,6 +79,7 @@ def say_once(line: str) -> bool:
     if _STATE['said']:
       return False
     _STATE['said'] = True
+    line = ''.join(c if c.isprintable() else repr(c)[1:-1] for c in line)  # stays one line
     print(f'error: {line}', file=sys.stderr)
     sys.stderr.flush()
     return True

@@ -107,6 +107,15 @@ def load(workdir: str, index: int, config: Any) -> Optional[Dict[str, Any]]:
   return {'records': stored['records'], 'info': stored['info'], 'arrays': arrays}
 
 
+def interrupted_line(workdir: str) -> str:
+  """The one line of a sweep stopped by a signal: whether its saved groups let it resume."""
+  if os.path.isdir(folder(workdir)) and any(
+      e.endswith('.json') for e in os.listdir(folder(workdir))):
+    return (f'interrupted; the finished and running groups are saved in {folder(workdir)}; '
+            'continue with --config.run.resume=True and the same --workdir')
+  return 'interrupted before the sweep saved its first group; nothing to resume from'
+
+
 def say_resume(workdir: str, found: int, total: int) -> None:
   if found:
     logging.info('sweep: resuming %s: %d of %d group(s) already finished', workdir, found,

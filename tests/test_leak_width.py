@@ -112,7 +112,10 @@ def test_shadows_run_the_sign_quotient_the_model_would_get(act, n, mode, shadows
                                 "'synthetic_sphere'"),
     ({'leak_width.dim': 'k'}, r"^config.leak_width.dim: invalid value 'k'; accepted: one of "
                               "'auto', 'd', 'pca'"),
-    ({'leak_width.shadow_n': (8, 8)}, r"^config.leak_width.model: 'trend' with one shadow size"),
+    ({'leak_width.shadow_n': (8,)}, r"^config.leak_width.model: 'trend' with one shadow size"),
+    ({'leak_width.shadow_seeds': (1000, 1001, 1000)},
+     r"^config.leak_width.shadow_seeds: 1000 given more than once"),
+    ({'leak_width.ratios': (1e9, 2.0)}, r"^config.leak_width.ratios: .*numbers in \(0, 1e6\)"),
     ({'pipeline': 'nope'}, r"^config.pipeline: invalid value 'nope'; accepted: one of .*"
                            "'leak_width'"),
     ({'sweep.seed': (0, 1)}, r"^config.sweep: axes set with pipeline 'leak_width'"),

@@ -121,6 +121,31 @@ def test_unknown_field_gets_one_line_with_the_near_path(tmp_path, capsys, _fresh
   assert not (tmp_path / 'x').exists()
 
 
+@pytest.mark.slow  # a process each
+@pytest.mark.parametrize('overrides, line', [
+    (['--config.data.n=4', '--config.data.n=2.5'], "config.data.n: invalid value '2.5'"),
+    (['--config.data.n=None'], "config.data.n: None is accepted only with data.name 'file'"),
+    (['--config.data.n=None', '--config.data.n=3', '--config.attack.lr=-1'],
+     'config.attack.lr: invalid value -1.0'),  # the last override of data.n wins
+    (['--config.data.n=3', '--config.data.n=None'], "config.data.n: None is accepted only"),
+])
+def test_overrides_the_last_wins_and_none_sets_an_optional_field(tmp_path, overrides, line):
+  out = _run(f'--config={os.path.join(ROOT, "configs", "rf_synthetic.py")}',
+             f'--workdir={tmp_path / "x"}', *overrides)
+  lines = [l for l in out.stderr.splitlines() if l.startswith('error:')]
+  assert out.returncode == 2 and len(lines) == 1 and line in lines[0], out.stderr[-2000:]
+  assert not (tmp_path / 'x').exists()
+
+
+def test_a_workdir_name_with_a_newline_stays_one_error_line(tmp_path, capsys):
+  w = tmp_path / 'a\nerror: forged'
+  w.mkdir()
+  (w / 'mine.txt').write_text('x')
+  assert main.execute(_tiny(), str(w)) == 2
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1 and err.count('error:') == 2 and 'a\\nerror: forged' in err, err
+
+
 def test_bad_host_malloc_mode_gets_one_line(monkeypatch):
   # main.main turns this ValueError into one 'error:' line and exit status 2 before any work.
   monkeypatch.setenv('RECON_HOST_MALLOC', 'bogus')

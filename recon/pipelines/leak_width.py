@@ -62,12 +62,19 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
   for field, values, ok, what in (
       ('shadow_n', lw.shadow_n, lambda v: isinstance(v, int) and v >= 2, 'ints >= 2'),
       ('ratios', lw.ratios, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-       and 0 < v < 1e6, 'numbers > 0'),
+       and 0 < v < 1e6, 'numbers in (0, 1e6)'),
       ('shadow_seeds', lw.shadow_seeds, lambda v: isinstance(v, int) and v >= 0, 'ints >= 0')):
     if isinstance(values, bool) or not values or not all(ok(v) and not isinstance(v, bool)
                                                          for v in values):
       raise ConfigError(f'config.leak_width.{field}: invalid value {values!r}; accepted: a '
                         f'non-empty tuple of {what}')
+  for field in ('shadow_n', 'ratios', 'shadow_seeds'):
+    values = tuple(lw[field])
+    if len(set(values)) < len(values):
+      twice = sorted({v for v in values if values.count(v) > 1})
+      raise ConfigError(f'config.leak_width.{field}: {", ".join(map(str, twice))} given more '
+                        f'than once in {values!r}; accepted: distinct values (a repeated one '
+                        'would count its shadow runs twice)')
   if len(set(lw.ratios)) < 2 or len(set(lw.shadow_seeds)) < 2:
     raise ConfigError('config.leak_width.ratios / shadow_seeds: fewer than 2 distinct values; '
                       'accepted: >= 2 ratios (bracketing the threshold) and >= 2 seeds')
