@@ -7,6 +7,7 @@ file in a `configs/` folder load from any working directory.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -88,6 +89,45 @@ def config_file_fields(path: Optional[str]) -> Optional[list]:
     return None
 
 
+def _deferred(argv):
+  """The overrides the flags library cannot parse, applied after it: an optional field's
+  'None', and a dict field (victim.module_kwargs) as a JSON object or one key of it
+  (--config.victim.module_kwargs.width=800, the value read as JSON, else as a string).
+  Returns (the other arguments, [(dotted field, key or None, value)]) in argv's order."""
+  rest, later, last = [], [], {}
+  for arg in argv:
+    m = re.match(r'--config\.([^=]+)=(.*)$', arg, re.S)
+    field, value = (m.group(1), m.group(2)) if m else (None, None)
+    spec = config_lib.FIELDS.get(field)
+    parent, _, key = (field or '').rpartition('.')
+    if value == 'None' and spec is not None and spec.optional:
+      later.append((field, None, None))
+    elif field in config_lib.DICT_FIELDS:
+      try:
+        obj = json.loads(value)
+      except ValueError as e:
+        fail(f'config.{field}: invalid JSON {value!r} ({e}); accepted: a JSON object such as '
+             '\'{"width": 800}\'')
+      if not isinstance(obj, dict):
+        fail(f'config.{field}: invalid value {value!r}; accepted: a JSON object such as '
+             '\'{"width": 800}\'')
+      later.append((field, None, obj))
+    elif parent in config_lib.DICT_FIELDS and key:
+      try:
+        obj = json.loads(value)
+      except ValueError:
+        obj = value
+      later.append((parent, key, obj))
+    else:
+      rest.append(arg)
+    if field is not None:
+      last[field] = len(later) if rest[-1:] != [arg] else 'flag'
+  # An optional field's 'None' followed by a value: the value is the last word.
+  later = [item for i, item in enumerate(later)
+           if not (item[1] is None and item[2] is None and last.get(item[0]) == 'flag')]
+  return rest, later
+
+
 def _parse_flags(argv):
   """absl flag parsing whose errors are one line on stderr and exit status 2.
 
@@ -95,11 +135,10 @@ def _parse_flags(argv):
   configs/base.py's fields when the file cannot be loaded); one with a value of the wrong
   type is reported like a validator error (path, value, accepted).
   """
-  optional = {f for f, v in _config_overrides(argv)
-              if v == 'None' and f in config_lib.FIELDS and config_lib.FIELDS[f].optional}
-  nones = [f for f, v in dict(_config_overrides(argv)).items() if f in optional and v == 'None']
-  try:  # the last override of a field wins; an optional field's 'None' is applied below
-    rest = flags.FLAGS([a for a in argv if not any(a == f'--config.{f}=None' for f in optional)])
+  argv, later = _deferred(argv)
+  saved_argv, sys.argv = sys.argv, argv  # ml_collections reads the overrides from sys.argv
+  try:  # the last override of a field wins; the deferred ones are applied below, in order
+    rest = flags.FLAGS(argv)
   except Exception as e:  # pylint: disable=broad-except
     message = str(e).splitlines()[0] if str(e) else type(e).__name__
     own = config_file_fields(_config_path(argv))
@@ -116,8 +155,16 @@ def _parse_flags(argv):
       if spec is not None and f'--config.{field}=' in message:
         fail(f'config.{field}: invalid value {value!r}; accepted: {spec.accepted()}')
     fail(message)
+  finally:
+    sys.argv = saved_argv
   config = flags.FLAGS['config'].value if 'config' in flags.FLAGS else None
-  for field in nones:  # an optional field set to None (the flags library parses no None)
-    if config is not None:
-      config_lib.set_path(config, field, None)
+  for field, key, value in later:
+    if config is None:
+      break
+    if key is None:
+      config_lib.set_path(config, field, value)
+    else:
+      old = config_lib.get_path(config, field)
+      config_lib.set_path(config, field, dict(old.to_dict() if hasattr(old, 'to_dict')
+                                              else old or {}, **{key: value}))
   return rest

@@ -99,6 +99,8 @@ def _fresh_flags():
   level = logging.getLogger('absl').level
   yield
   flags.FLAGS.unparse_flags()
+  for name in [n for n in flags.FLAGS if n.startswith('config.')]:  # overrides register flags
+    delattr(flags.FLAGS, name)
   logging.getLogger('absl').setLevel(level)
 
 
@@ -135,6 +137,35 @@ def test_overrides_the_last_wins_and_none_sets_an_optional_field(tmp_path, overr
   lines = [l for l in out.stderr.splitlines() if l.startswith('error:')]
   assert out.returncode == 2 and len(lines) == 1 and line in lines[0], out.stderr[-2000:]
   assert not (tmp_path / 'x').exists()
+
+
+@pytest.mark.parametrize('overrides, n, kwargs', [
+    (['--config.victim.module_kwargs={"width": 800, "act": "relu"}'], 10,
+     {'width': 800, 'act': 'relu'}),
+    (['--config.victim.module_kwargs.width=800', '--config.victim.module_kwargs.name=big'], 10,
+     {'width': 800, 'name': 'big'}),
+    (['--config.data.n=3', '--config.data.n=None'], None, None),
+    (['--config.data.n=None', '--config.data.n=3'], 3, None),
+])
+def test_dict_fields_and_none_from_the_command_line(_fresh_flags, overrides, n, kwargs):
+  """#69 item 2: a user module's arguments as JSON (whole or one key); None where accepted."""
+  argv = ['recon.main', f'--config={os.path.join(ROOT, "configs", "rf_synthetic.py")}',
+          *overrides]
+  main._parse_flags(argv)
+  config = main._CONFIG.value
+  assert config.data.n == n
+  got = config.victim.module_kwargs
+  assert (dict(got) if got is not None else None) == kwargs
+
+
+def test_a_dict_field_that_is_not_json_is_one_line(_fresh_flags, capsys):
+  argv = ['recon.main', f'--config={os.path.join(ROOT, "configs", "rf_synthetic.py")}',
+          '--config.victim.module_kwargs={width: 800}']
+  with pytest.raises(SystemExit) as e:
+    main._parse_flags(argv)
+  lines = _error_lines(capsys)
+  assert e.value.code == 2 and len(lines) == 1
+  assert 'config.victim.module_kwargs: invalid JSON' in lines[0] and 'accepted: a JSON object' in lines[0]
 
 
 def test_a_workdir_name_with_a_newline_stays_one_error_line(tmp_path, capsys):
