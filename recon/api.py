@@ -68,8 +68,11 @@ class Result:
     return self.summary.get('metrics') or {}
 
   @property
-  def certified(self) -> bool:
-    return bool(self.metrics.get('certified'))
+  def certified(self) -> Optional[bool]:
+    """True / False: the blind certificate's verdict on the whole set; None: this attack has
+    no certificate (trained networks, KKT), so nothing was certified either way."""
+    value = self.metrics.get('certified')
+    return None if value is None else bool(value)
 
   def __repr__(self) -> str:
     m = self.metrics

@@ -139,3 +139,13 @@ def test_truth_certificate_of_a_finished_run(tmp_path):
   with pytest.raises(recon.RunError) as e:
     recon.truth_certificate(str(tmp_path / 'nothing'))
   assert e.value.exit_code == 2 and '\n' not in str(e.value), str(e.value)
+
+
+def test_certified_is_none_where_the_attack_has_no_certificate(tmp_path):
+  """repr and the property agree: None (no certificate: networks), True, False."""
+  from recon import io  # pylint: disable=import-outside-toplevel
+  for value in (None, True, False):
+    metrics = {} if value is None else {'certified': value}
+    io.write_json(str(tmp_path / 'summary.json'), {'metrics': metrics})
+    result = recon.load(str(tmp_path))
+    assert result.certified is value and f'certified={value}' in repr(result)
