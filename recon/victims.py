@@ -148,12 +148,11 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
     cfg.data.d = d
     return cfg
   if cfg.victim.format == 'npz':  # a random-features model's arrays fix p and d
-    v, _ = foreign.read_random_features(path)
+    p, d = foreign.random_features_shape(path)  # V's header: nothing inflated yet
     cfg = ml_collections.ConfigDict(cfg.to_dict())
-    changed = [f'{field}={value}' for field, value in (('victim.p', v.shape[0]),
-                                                       ('data.d', v.shape[1]))
+    changed = [f'{field}={value}' for field, value in (('victim.p', p), ('data.d', d))
                if config_lib.get_path(cfg, field) != value]
-    cfg.victim.p, cfg.data.d = int(v.shape[0]), int(v.shape[1])
+    cfg.victim.p, cfg.data.d = p, d
     if changed:
       logging.info('victim.checkpoint %s sets %s', path, ', '.join(changed))
     return cfg

@@ -66,7 +66,7 @@ def test_files_that_are_not_models_are_refused(tmp_path):
     foreign.read_state_dict(str(junk))
   with pytest.raises(foreign.ForeignModelError, match='is not a flax msgpack file'):
     foreign.read_params(str(junk), 'msgpack')
-  with pytest.raises(foreign.ForeignModelError, match='is not a directory'):
+  with pytest.raises(foreign.ForeignModelError, match='is a file, not a directory'):
     foreign.read_params(str(junk), 'orbax')
   with pytest.raises(foreign.ForeignModelError, match="activation: 'sigmoid' for torch_mlp"):
     foreign.torch_mlp(_state(np.random.default_rng(0), (3, 4, 1)), 'sigmoid')
@@ -211,6 +211,7 @@ def test_a_foreign_model_without_its_init_is_refused_when_the_attack_needs_it(tm
   c.data.n, c.data.num_classes = 4, 1
   c.victim.name, c.victim.format, c.victim.activation = 'torch_mlp', 'safetensors', 'relu'
   c.victim.checkpoint = str(tmp_path / 'm.safetensors')
+  c.attack.knows_init = True  # required explicitly (None: known when given)
   assert main.execute(c, str(tmp_path / 'w')) == 2
   err = capsys.readouterr().err
   assert 'attack.knows_init: True attacks theta = W_L(T) - W_L(0), but victim.init_checkpoint ' \
@@ -360,3 +361,117 @@ def test_random_features_arrays_need_a_path_and_the_right_victim(tmp_path, capsy
   np.save(tmp_path / 'theta.npy', np.ones(3))
   with pytest.raises(foreign.ForeignModelError, match='is a single .npy array'):
     foreign.read_random_features(str(tmp_path / 'theta.npy'))
+
+
+# -- Hostile model files: dtypes, names, widths, layouts (issue 74) --------------------------
+
+def _raw_safetensors(path, tensors):
+  from tests.test_data_headers import raw_safetensors  # pylint: disable=import-outside-toplevel
+  raw_safetensors(path, tensors)
+
+
+@pytest.mark.parametrize('dtype,raw_dtype', [
+    ('complex64', None), ('int8', None), ('bool', None), ('float8_e4m3fn', 'F8_E4M3')])
+def test_parameters_that_are_not_real_floats_are_refused(dtype, raw_dtype, tmp_path):
+  state = _state(np.random.default_rng(0), (4, 8, 1))
+  path = str(tmp_path / 'm.safetensors')
+  if raw_dtype is None:
+    save_file({k: v.astype(dtype) for k, v in state.items()}, path)
+  else:
+    _raw_safetensors(path, {k: (raw_dtype, v.shape, b'\0' * v.size) for k, v in state.items()})
+  with pytest.raises(foreign.ForeignModelError, match=f"of dtype {dtype}; accepted with "
+                                                      "victim.format 'safetensors'") as e:
+    foreign.read_state_dict(path)
+  assert '\n' not in str(e.value) and 'float16, bfloat16, float32, float64' in str(e.value)
+
+
+def test_bfloat16_and_float16_weights_are_read(tmp_path):
+  import ml_dtypes  # pylint: disable=import-outside-toplevel
+  state = _state(np.random.default_rng(0), (4, 8, 1))
+  for dtype in (ml_dtypes.bfloat16, np.float16):
+    save_file({k: v.astype(dtype) for k, v in state.items()}, str(tmp_path / 'm.safetensors'))
+    _, params, d = foreign.torch_mlp(foreign.read_state_dict(str(tmp_path / 'm.safetensors')),
+                                     'relu')
+    assert d == 4 and params['layer_0']['kernel'].dtype == dtype
+
+
+@pytest.mark.parametrize('value', [np.ones((3, 2), np.complex64), np.ones((3, 2), np.int8),
+                                   np.ones((3, 2), bool)])
+def test_msgpack_and_orbax_params_that_are_not_real_floats_are_refused(value, tmp_path):
+  import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+  tree = {'params': {'Dense_0': {'kernel': value, 'bias': np.zeros(2, np.float32)}}}
+  (tmp_path / 'p.msgpack').write_bytes(serialization.to_bytes(tree))
+  ocp.PyTreeCheckpointer().save(str(tmp_path / 'orbax'), tree)
+  for path, fmt in ((tmp_path / 'p.msgpack', 'msgpack'), (tmp_path / 'orbax', 'orbax')):
+    with pytest.raises(foreign.ForeignModelError,
+                       match=f"has parameter 'Dense_0/kernel' of dtype {value.dtype}; "
+                             'accepted: float16, bfloat16, float32, float64'):
+      foreign.read_params(str(path), fmt)
+
+
+@pytest.mark.parametrize('dtype', [np.int8, bool, np.complex128])
+def test_random_features_arrays_of_other_dtypes_are_refused(dtype, tmp_path):
+  np.savez(tmp_path / 'rf.npz', V=np.ones((6, 3), dtype), theta=np.ones(6))
+  with pytest.raises(foreign.ForeignModelError, match=f"'V' of dtype {np.dtype(dtype)}"):
+    foreign.random_features_shape(str(tmp_path / 'rf.npz'))
+
+
+def test_a_zero_width_layer_and_two_names_for_one_layer_are_refused(tmp_path):
+  state = {'0.weight': np.zeros((0, 8), np.float32), '2.weight': np.zeros((1, 0), np.float32)}
+  with pytest.raises(foreign.ForeignModelError, match=r"'0.weight' has shape \(0, 8\), a layer "
+                                                      'of width 0'):
+    foreign.torch_mlp(state, 'relu')
+  state = _state(np.random.default_rng(0), (4, 8, 1))
+  state['00.weight'] = state['0.weight'] * 2
+  save_file(state, str(tmp_path / 'm.safetensors'))
+  for call in (lambda: foreign.torch_mlp(state, 'relu'),
+               lambda: foreign.read_state_dict(str(tmp_path / 'm.safetensors'))):
+    with pytest.raises(foreign.ForeignModelError,
+                       match="both '0.weight' and '00.weight', which name the same parameter"):
+      call()
+
+
+@pytest.mark.parametrize('bias', [True, False])
+def test_a_transposed_weight_is_named_not_its_bias(bias):
+  """A 16 -> 800 layer saved (16, 800), i.e. (in, out): the message names the weight, its
+  shape, PyTorch's (out, in) layout and d, whether the bias or the next layer tells."""
+  rng = np.random.default_rng(0)
+  state = {'0.weight': rng.normal(size=(16, 800)).astype(np.float32),
+           '2.weight': rng.normal(size=(1, 800)).astype(np.float32)}
+  if bias:
+    state['0.bias'] = np.zeros(800, np.float32)
+  with pytest.raises(foreign.ForeignModelError) as e:
+    foreign.torch_mlp(state, 'relu')
+  message = str(e.value)
+  assert message.startswith("victim.checkpoint: key '0.weight' has shape (16, 800), which looks "
+                            'transposed'), message
+  assert '(out_features, in_features) = (800, 16)' in message and 'd = 16' in message
+  assert 'bias' not in message.split('accepted')[0]
+
+
+def test_foreign_files_get_their_true_cause(tmp_path):
+  """A safetensors file given as an .npz is not 'pickled data'; a folder is a folder."""
+  save_file(_state(np.random.default_rng(0), (4, 8, 1)), str(tmp_path / 'm.safetensors'))
+  with pytest.raises(foreign.ForeignModelError, match='it looks like a safetensors file') as e:
+    foreign.read_random_features(str(tmp_path / 'm.safetensors'))
+  assert 'pickle' not in str(e.value)
+  for call in (foreign.read_random_features, foreign.read_state_dict,
+               lambda p: foreign.read_params(p, 'msgpack')):
+    with pytest.raises(foreign.ForeignModelError, match=f'{tmp_path} is a directory'):
+      call(str(tmp_path))
+    with pytest.raises(foreign.ForeignModelError, match='does not exist'):
+      call(str(tmp_path / 'nope'))
+
+
+def test_an_f8_model_through_the_cli_is_one_line_exit_2(tmp_path, capsys):
+  state = _state(np.random.default_rng(0), (8, 16, 1))
+  _raw_safetensors(tmp_path / 'f8.safetensors',
+                   {k: ('F8_E4M3', v.shape, b'\0' * v.size) for k, v in state.items()})
+  c = two_layer.get_config()
+  c.data.n, c.data.num_classes, c.attack.knows_init = 4, 1, False
+  c.victim.name, c.victim.format, c.victim.activation = 'torch_mlp', 'safetensors', 'relu'
+  c.victim.checkpoint = str(tmp_path / 'f8.safetensors')
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+  assert len(err) == 1 and 'of dtype float8_e4m3fn' in err[0], err
+  assert not (tmp_path / 'w').exists()

@@ -2,8 +2,10 @@
 
 The file is an `.npz` holding `x`, shape (n, d) (vectors) or (n, H, W[, C]) (images,
 C = 1 or 3), and optionally `y`, shape (n,) (labels); or an `.npy` holding `x` alone.
-It is read with `allow_pickle=False` (a data file never runs code), every value must be
-a finite real number, and a file that breaks a rule is refused in one line naming the
+It is sized from its headers first (recon/data/headers.py: keys, shapes, dtypes, and bytes
+against the host's memory, before a byte is inflated), then read with `allow_pickle=False`
+(a data file never runs code); every value must be a finite real number, and a file that
+breaks a rule is refused in one line naming the
 key and the expected shape (`DataError`, exit status 2).
 
 What the file is for depends on where the victim comes from (docs/audit.md):
@@ -28,6 +30,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from recon.data import headers
 from recon.data.base import DataError
 
 NAME = 'file'
@@ -49,53 +52,86 @@ def _numeric(path: str, key: str, a: np.ndarray, shape: str) -> np.ndarray:
   return a
 
 
+_KINDS = {'safetensors': 'a safetensors file', 'msgpack': 'a msgpack file',
+          'unknown': 'unrecognised first bytes'}
+
+
+def _headers(path: str) -> Dict[str, headers.Entry]:
+  """{'x': Entry[, 'y': Entry]} of the file from its headers alone (nothing inflated): the
+  keys, shapes, dtypes and sizes checked before a byte of an array is read."""
+  kind = headers.sniff(path)
+  if kind == 'pickle':
+    raise _refuse(path, 'holds pickled data (refused: a data file never runs code)')
+  if kind not in ('npy', 'npz'):
+    raise _refuse(path, f'is not a NumPy .npz / .npy file ({_KINDS[kind]})')
+  try:
+    found = headers.entries(path, kind)
+  except headers.HeaderError as e:
+    raise _refuse(path, str(e)) from None
+  if kind == 'npy':
+    found = {'x': found['']}
+  if 'x' not in found:
+    raise _refuse(path, f"has no array 'x' (keys: {', '.join(found) or 'none'})")
+  x, y = found['x'], found.get('y')
+  _check_dtype(path, 'x', x, '(n, d) or (n, H, W[, C])')
+  shape = list(x.shape)
+  if len(shape) not in (2, 3, 4) or 0 in shape:
+    raise _refuse(path, f"has 'x' of shape {shape} (expected (n, d) or (n, H, W[, C]), n >= 1)")
+  if len(shape) == 4 and shape[3] not in (1, 3):
+    raise _refuse(path, f"has 'x' of shape {shape} (expected (n, H, W, C) with C 1 or 3)")
+  if y is not None:
+    if y.shape != (shape[0],):
+      raise _refuse(path, f"has 'y' of shape {list(y.shape)} (expected ({shape[0]},): one label "
+                          "per row of 'x')")
+    _check_dtype(path, 'y', y, f'({shape[0]},)')
+  return found
+
+
+def _check_dtype(path: str, key: str, entry: headers.Entry, shape: str) -> None:
+  if entry.kind == 'O':
+    raise _refuse(path, f"holds an object array in '{key}' (refused: allow_pickle=False)")
+  if entry.kind not in 'biuf':
+    raise _refuse(path, f"has '{key}' of dtype {entry.dtype} (expected real numbers, shape "
+                        f'{shape})')
+
+
 @functools.lru_cache(maxsize=4)
 def _read(path: str, stamp: Tuple[int, int]) -> Tuple[np.ndarray, Optional[np.ndarray]]:
   del stamp  # the cache key: a changed file is read again
+  _headers(path)
   try:
     loaded = np.load(path, allow_pickle=False)
-  except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-    why = ('holds pickled data (refused: allow_pickle=False)' if 'pickle' in str(e) else
-           f'is not a NumPy .npz / .npy file ({type(e).__name__})')
-    raise _refuse(path, why) from None
-  try:
     if isinstance(loaded, np.ndarray):
       x, y = loaded, None
     else:
       with loaded:
-        if 'x' not in loaded.files:
-          raise _refuse(path, f"has no array 'x' (keys: {', '.join(loaded.files) or 'none'})")
         x = loaded['x']
         y = loaded['y'] if 'y' in loaded.files else None
-  except ValueError as e:  # object arrays need pickle
-    raise _refuse(path, f'holds an object array ({str(e).splitlines()[0][:80]})') from None
-  except (OSError, zipfile.BadZipFile, EOFError) as e:
-    raise _refuse(path, f'is a damaged .npz ({type(e).__name__})') from None
-  if x.ndim not in (2, 3, 4) or x.shape[0] == 0 or 0 in x.shape:
-    raise _refuse(path, f"has 'x' of shape {list(x.shape)} (expected (n, d) or (n, H, W[, C]), "
-                        'n >= 1)')
-  if x.ndim == 4 and x.shape[3] not in (1, 3):
-    raise _refuse(path, f"has 'x' of shape {list(x.shape)} (expected (n, H, W, C) with C 1 or 3)")
+  except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
+    raise _refuse(path, f'is a damaged .npz / .npy ({type(e).__name__}: '
+                        f'{(str(e).splitlines() or [""])[0][:80]})') from None
   _numeric(path, 'x', x, '(n, d) or (n, H, W[, C])')
-  n = x.shape[0]
   if y is not None:
-    if y.shape != (n,):
-      raise _refuse(path, f"has 'y' of shape {list(y.shape)} (expected ({n},): one label per "
-                          "row of 'x')")
-    _numeric(path, 'y', y, f'({n},)')
+    _numeric(path, 'y', y, f'({x.shape[0]},)')
   x.setflags(write=False)
   if y is not None:
     y.setflags(write=False)
   return x, y
 
 
-def read(path: Optional[str]) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-  """(x as stored, y or None) of the file, validated (module docstring); cached per file."""
+def _checked_path(path: Optional[str]) -> str:
   if not path:
     raise DataError(f"config.data.path: required for data.name 'file'; accepted: {EXPECTED}")
   path = os.path.abspath(os.path.expanduser(path))
-  if not os.path.isfile(path):
-    raise _refuse(path, 'does not exist')
+  why = headers.what_is(path)
+  if why is not None:
+    raise _refuse(path, why)
+  return path
+
+
+def read(path: Optional[str]) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+  """(x as stored, y or None) of the file, validated (module docstring); cached per file."""
+  path = _checked_path(path)
   st = os.stat(path)
   return _read(path, (st.st_mtime_ns, st.st_size))
 
@@ -111,15 +147,16 @@ def resolve_sizes(config: Any, *, trains_victim: bool) -> Dict[str, int]:
   """{'n', 'd'} of the file for the data section `config` (data.name 'file'), checked before
   compute: None takes the file's size, a number must agree; `trains_victim` (recon trains the
   victim on the file) needs 'y'; a saved model (not `trains_victim`) needs preprocess 'none'."""
-  x, y = read(config.path)
-  n, d = int(x.shape[0]), int(math.prod(x.shape[1:]))
-  path = os.path.abspath(os.path.expanduser(config.path))
+  path = _checked_path(config.path)
+  found = _headers(path)  # the sizes from the headers: nothing inflated before they agree
+  shape, y = list(found['x'].shape), found.get('y')
+  n, d = int(shape[0]), int(math.prod(shape[1:]))
   for field, want in (('n', n), ('d', d)):
     value = config[field]
     if value is not None and value != want:
       what = f'{want} records' if field == 'n' else f'rows of size {want}'
       raise DataError(f'config.data.{field}: {value} but data.path {path} holds {what} '
-                      f"('x' of shape {list(x.shape)}); accepted: None (the file's) or {want}")
+                      f"('x' of shape {shape}); accepted: None (the file's) or {want}")
   if config.classes is not None or config.image_size is not None or config.grayscale:
     raise DataError("config.data.classes / image_size / grayscale: not applied to data.name "
                     "'file' (the file is the training set as it is); accepted: None, None, False")
@@ -130,6 +167,7 @@ def resolve_sizes(config: Any, *, trains_victim: bool) -> Dict[str, int]:
     raise DataError(f"config.data.preprocess: {config.preprocess!r} with victim.checkpoint and "
                     "data.name 'file' (the file is the truth to score against: the inputs as "
                     "the saved model saw them); accepted: 'none'")
+  read(path)  # the values (finite real numbers), once the sizes agree
   return {'n': n, 'd': d}
 
 

@@ -38,6 +38,7 @@ from recon import features
 from recon import io as recon_io
 from recon import registry
 from recon.errors import ReconError
+from recon.models import param_checks
 # The built-in architectures register themselves with their victims (recon/registry.py).
 from recon.models import homogeneous, networks  # noqa: F401  pylint: disable=unused-import
 
@@ -338,6 +339,10 @@ def check_arrays(model: 'ModelCheckpoint', where: str) -> None:
         refuse("truth['x']", f'of shape {x_shape}', f'shape ({n}, {d}) (n, hparams.d)')
       if y_shape is None or y_shape[:1] != (n,):
         refuse("truth['y']", f'of shape {y_shape}', f'shape ({n},) (n)')
+  for part in ('trained', 'initial'):  # parameters: real floating point only
+    problem = param_checks.tree_dtype_problem(getattr(model, part))
+    if problem is not None:
+      refuse(part, problem.replace('has parameter', 'parameter'), param_checks.ACCEPTED)
   for part in PARTS:
     for path, leaf in jax.tree_util.tree_flatten_with_path(getattr(model, part))[0]:
       a = np.asarray(leaf)
@@ -355,6 +360,10 @@ def load(path: str) -> ModelCheckpoint:
   if not os.path.isdir(arrays):
     raise ModelCheckpointError(f'victim.checkpoint: no arrays/ folder next to model.json in '
                                f'{model_dir(path)!r}; accepted: a folder written by save()')
+  _, too_big = param_checks.orbax_entries(arrays)  # sized from orbax's metadata first
+  if too_big is not None:
+    raise ModelCheckpointError(f'victim.checkpoint: {arrays} {too_big}; accepted: a model '
+                               'that fits in memory')
   try:
     tree = ocp.StandardCheckpointer().restore(arrays)
   except Exception as e:  # pylint: disable=broad-except

@@ -23,7 +23,9 @@ Two victims are registered here (the third format belongs to the built-in victim
 
 Nothing in a model file is executed: a Flax class is imported only from the config's
 `victim.module` (code the auditor names), the arrays are read as numbers (orbax and
-msgpack restore without pickle, safetensors holds raw tensors), and every shape is checked
+msgpack restore without pickle, safetensors holds raw tensors), every file is sized from its
+headers (recon/data/headers.py) before its arrays are read, parameters must be real floating
+point (float16, bfloat16, float32, float64), and every shape is checked
 against the module before compute, each failure one line naming the key and the shape
 expected. The attacked layer is `victim.layer` (default: the last parameter collection, the
 head of an ordinary MLP).
@@ -33,25 +35,24 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import re
 import zipfile
 from typing import Any, Dict, Optional, Tuple
 
 import flax.linen as nn
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from recon import registry
-from recon.errors import ExperimentError
+from recon.data import headers
+from recon.models import param_checks
+from recon.models.torch_state import (  # noqa: F401  (their home before the split)
+    TORCH_ACTIVATIONS, TorchMLP, numpy_forward, read_state_dict, torch_mlp)
 
 FORMATS = ('recon', 'orbax', 'msgpack', 'safetensors', 'npz')
 FLAX_FORMATS = ('orbax', 'msgpack')
-TORCH_ACTIVATIONS = ('relu', 'tanh', 'gelu')
 
 
-class ForeignModelError(ExperimentError):
-  """A model file or module that cannot be used; the message is one line (exit status 2)."""
+ForeignModelError = param_checks.ForeignModelError
 
 
 def import_class(spec: Optional[str]) -> type:
@@ -64,9 +65,13 @@ def import_class(spec: Optional[str]) -> type:
   try:
     module = importlib.import_module(module_name)
   except ImportError as e:
-    raise ForeignModelError(f'victim.module: cannot import {module_name!r} ({e}); accepted: a '
-                            'module on the Python path (PYTHONPATH, or the working directory)'
-                            ) from None
+    raise ForeignModelError(f'victim.module: cannot import {module_name!r} ({param_checks.first_line(e)}); '
+                            'accepted: a module on the Python path (PYTHONPATH, or the working '
+                            'directory)') from None
+  except (Exception, SystemExit) as e:  # pylint: disable=broad-except  (the user's code)
+    raise ForeignModelError(f'victim.module: importing {module_name!r} raised '
+                            f'{param_checks.cause(e)}; accepted: a module that imports cleanly (it is the '
+                            "auditor's own code, run as is)") from None
   obj = module
   for part in attr.split('.'):
     obj = getattr(obj, part, None)
@@ -89,6 +94,9 @@ def build_flax_module(victim) -> nn.Module:
   except TypeError as e:
     raise ForeignModelError(f'victim.module_kwargs: {e} for {victim.module}; accepted: the '
                             "class's constructor arguments") from None
+  except (Exception, SystemExit) as e:  # pylint: disable=broad-except  (the user's code)
+    raise ForeignModelError(f'victim.module: {victim.module}(**victim.module_kwargs) raised '
+                            f"{param_checks.cause(e)}; accepted: a module whose constructor runs") from None
 
 
 def _split_variables(tree: Any) -> Tuple[Any, Dict[str, Any]]:
@@ -104,6 +112,22 @@ def _as_numpy(tree: Any) -> Any:
   return jax.tree.map(np.asarray, tree)
 
 
+def _refuse_dtypes(path: str, named: Dict[str, str], field: str) -> None:
+  problem = param_checks.dtype_problem(named)
+  if problem is not None:
+    raise ForeignModelError(f'{field}: {path} {problem}; accepted: {param_checks.ACCEPTED} '
+                            '(real floating point)')
+
+
+def _checked_variables(tree: Any, path: str, field: str) -> Tuple[Any, Dict[str, Any]]:
+  """(params, other collections) as NumPy, every parameter real floating point."""
+  params, others = _split_variables(tree)
+  params = _as_numpy(params)
+  _refuse_dtypes(path, {k: param_checks.dtype_name(v)
+                        for k, v in param_checks.leaf_names(params).items()}, field)
+  return params, _as_numpy(others)
+
+
 def read_params(path: str, fmt: str, field: str = 'victim.checkpoint') -> Any:
   """The params tree saved at `path` in `fmt` ('orbax' directory or 'msgpack' file)."""
   return read_variables(path, fmt, field)[0]
@@ -114,21 +138,27 @@ def read_variables(path: str, fmt: str,
   """(params, other variable collections) saved at `path` in `fmt`."""
   if fmt == 'orbax':
     if not os.path.isdir(path):
-      raise ForeignModelError(f'{field}: {path} is not a directory; accepted with victim.format '
+      why = headers.what_is(path) or 'is a file, not a directory'
+      raise ForeignModelError(f'{field}: {path} {why}; accepted with victim.format '
                               "'orbax': a directory written by orbax (e.g. "
                               'ocp.StandardCheckpointer().save(path, params))')
     import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+    found, too_big = param_checks.orbax_entries(path)
+    if too_big is not None:
+      raise ForeignModelError(f'{field}: {path} {too_big}; accepted: a params tree that fits in '
+                              'memory')
+    del found  # the dtypes are checked on the params once restored (other collections aside)
     try:
       tree = ocp.PyTreeCheckpointer().restore(os.path.abspath(path))
     except Exception as e:  # pylint: disable=broad-except  (any unreadable folder)
       raise ForeignModelError(f'{field}: {path} is not a readable orbax checkpoint '
                               f'({type(e).__name__}: {str(e).splitlines()[0][:200]}); accepted: '
                               'a params tree saved by orbax') from None
-    params, others = _split_variables(tree)
-    return _as_numpy(params), _as_numpy(others)
+    return _checked_variables(tree, path, field)
   if fmt == 'msgpack':
-    if not os.path.isfile(path):
-      raise ForeignModelError(f'{field}: {path} is not a file; accepted with victim.format '
+    why = headers.what_is(path) or param_checks.file_fits(path)
+    if why is not None:
+      raise ForeignModelError(f'{field}: {path} {why}; accepted with victim.format '
                               "'msgpack': a file written by flax.serialization.to_bytes(params)")
     from flax import serialization  # pylint: disable=import-outside-toplevel
     with open(path, 'rb') as f:
@@ -136,20 +166,39 @@ def read_variables(path: str, fmt: str,
     try:
       tree = serialization.msgpack_restore(raw)
     except Exception as e:  # pylint: disable=broad-except
-      raise ForeignModelError(f'{field}: {path} is not a flax msgpack file ({type(e).__name__}); '
-                              'accepted: flax.serialization.to_bytes(params)') from None
+      raise ForeignModelError(f'{field}: {path} is not a flax msgpack file ({type(e).__name__}'
+                              f'{param_checks.looks_like(path)}); accepted: '
+                              'flax.serialization.to_bytes(params)') from None
     if not isinstance(tree, dict):
       raise ForeignModelError(f'{field}: {path} holds a {type(tree).__name__}, not a params '
                               'tree; accepted: flax.serialization.to_bytes(params)')
-    params, others = _split_variables(tree)
-    return _as_numpy(params), _as_numpy(others)
+    return _checked_variables(tree, path, field)
   raise ForeignModelError(f'victim.format: {fmt!r} holds no Flax params; accepted: '
                           f'{", ".join(FLAX_FORMATS)}')
 
 
+def module_params(module: nn.Module, sample: jax.Array) -> Any:
+  """The shapes of the params `module` creates on `sample` (its init and forward pass, traced);
+  one line naming victim.module when the user's code raises or creates no parameters."""
+  name = getattr(module, '__module__', '') + ':' + type(module).__name__
+  try:
+    variables = jax.eval_shape(module.init, jax.random.PRNGKey(0), sample)
+  except (Exception, SystemExit) as e:  # pylint: disable=broad-except  (the user's code)
+    raise ForeignModelError(f'victim.module: {name} raised {param_checks.cause(e)} in its init / forward '
+                            f'pass on inputs of shape {tuple(sample.shape[1:])}; accepted: a '
+                            'module that runs on the data\'s rows (data.d / data.image_shape)'
+                            ) from None
+  params = variables.get('params') if isinstance(variables, dict) else None
+  if not jax.tree.leaves(params):
+    raise ForeignModelError(f'victim.module: {name} creates no parameters on inputs of shape '
+                            f'{tuple(sample.shape[1:])}; accepted: a module with parameters '
+                            "(the collection 'params', e.g. nn.Dense layers)")
+  return params
+
+
 def check_params_fit(module: nn.Module, params: Any, sample: jax.Array, field: str) -> None:
   """One line naming the first key whose shape differs from what `module` creates."""
-  want = jax.eval_shape(module.init, jax.random.PRNGKey(0), sample)['params']
+  want = module_params(module, sample)
   flat_want = {'/'.join(str(getattr(k, 'key', k)) for k in path): leaf.shape
                for path, leaf in jax.tree_util.tree_flatten_with_path(want)[0]}
   flat_have = {'/'.join(str(getattr(k, 'key', k)) for k in path): np.shape(leaf)
@@ -173,114 +222,41 @@ def check_params_fit(module: nn.Module, params: Any, sample: jax.Array, field: s
                               'finite weights')
 
 
-# -- PyTorch MLPs from safetensors -------------------------------------------------------
-
-_ACTS = {'relu': jax.nn.relu, 'tanh': jnp.tanh,
-         'gelu': lambda z: jax.nn.gelu(z, approximate=False)}  # nn.GELU(): the erf form
-
-
-class TorchMLP(nn.Module):
-  """nn.Sequential(Linear, act, Linear, act, ..., Linear) in Flax: Dense collections named
-  'layer_<index in the Sequential>', kernel = weight^T, the activation between layers."""
-  widths: Tuple[int, ...]  # output width of each Linear, the last one is the head's
-  indices: Tuple[int, ...]  # each Linear's index in the Sequential
-  activation: str = 'relu'
-  use_bias: Tuple[bool, ...] = ()
-
-  @nn.compact
-  def __call__(self, x):
-    act = _ACTS[self.activation]
-    biases = self.use_bias or (True,) * len(self.widths)
-    for i, (width, index, bias) in enumerate(zip(self.widths, self.indices, biases)):
-      x = nn.Dense(width, use_bias=bias, name=f'layer_{index}')(x)
-      if i < len(self.widths) - 1:
-        x = act(x)
-    return x
-
-
-_KEY = re.compile(r'^(\d+)\.(weight|bias)$')
-
-
-def read_state_dict(path: str, field: str = 'victim.checkpoint') -> Dict[str, np.ndarray]:
-  """{name: array} of a safetensors file, read without torch."""
-  if not os.path.isfile(path):
-    raise ForeignModelError(f'{field}: {path} is not a file; accepted with victim.format '
-                            "'safetensors': safetensors.torch.save_file(model.state_dict(), path)")
-  from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
-  from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
-  try:
-    return load_file(path)
-  except (SafetensorError, OSError, ValueError) as e:
-    raise ForeignModelError(f'{field}: {path} is not a safetensors file ({e}); accepted: '
-                            'safetensors.torch.save_file(model.state_dict(), path)') from None
-
-
-def torch_mlp(state: Dict[str, np.ndarray], activation: str,
-              field: str = 'victim.checkpoint') -> Tuple[TorchMLP, Dict[str, Any], int]:
-  """(module, Flax params, input dimension d) of an nn.Sequential MLP's state_dict."""
-  if activation not in TORCH_ACTIVATIONS:
-    raise ForeignModelError(f'victim.activation: {activation!r} for torch_mlp; accepted: '
-                            f'{", ".join(TORCH_ACTIVATIONS)} (the nn.ReLU / nn.Tanh / nn.GELU '
-                            'between the Linear layers)')
-  layers: Dict[int, Dict[str, np.ndarray]] = {}
-  for key, value in state.items():
-    match = _KEY.match(key)
-    if match is None:
-      raise ForeignModelError(f'{field}: key {key!r} is not a Linear layer of an nn.Sequential; '
-                              "accepted: keys '<index>.weight' and '<index>.bias'")
-    layers.setdefault(int(match.group(1)), {})[match.group(2)] = np.asarray(value)
-  if not layers:
-    raise ForeignModelError(f'{field}: no tensors; accepted: an MLP state_dict')
-  indices = tuple(sorted(layers))
-  params, widths, biases, fan_in = {}, [], [], None
-  for index in indices:
-    entry = layers[index]
-    weight = entry.get('weight')
-    if weight is None or weight.ndim != 2:
-      raise ForeignModelError(f"{field}: key '{index}.weight' missing or not 2-D (shape "
-                              f'{None if weight is None else weight.shape}); accepted: '
-                              '(out_features, in_features)')
-    out_f, in_f = weight.shape
-    if fan_in is not None and in_f != fan_in:
-      raise ForeignModelError(f"{field}: key '{index}.weight' has in_features {in_f} but the "
-                              f'layer before outputs {fan_in}; accepted: a chain of Linear layers')
-    bias = entry.get('bias')
-    if bias is not None and bias.shape != (out_f,):
-      raise ForeignModelError(f"{field}: key '{index}.bias' has shape {bias.shape}; accepted: "
-                              f'({out_f},)')
-    for name, arr in entry.items():
-      if not np.all(np.isfinite(arr)):
-        raise ForeignModelError(f"{field}: key '{index}.{name}' holds non-finite values; "
-                                'accepted: finite weights')
-    layer = {'kernel': np.ascontiguousarray(weight.T)}
-    if bias is not None:
-      layer['bias'] = bias
-    params[f'layer_{index}'] = layer
-    widths.append(out_f)
-    biases.append(bias is not None)
-    fan_in = out_f
-  d = layers[indices[0]]['weight'].shape[1]
-  module = TorchMLP(tuple(widths), indices, activation, tuple(biases))
-  return module, params, d
-
-
-def numpy_forward(state: Dict[str, np.ndarray], activation: str, x: np.ndarray) -> np.ndarray:
-  """PyTorch's forward pass of the state_dict's MLP in NumPy (a reference for tests)."""
-  from scipy.special import erf  # pylint: disable=import-outside-toplevel
-  acts = {'relu': lambda z: np.maximum(z, 0), 'tanh': np.tanh,
-          'gelu': lambda z: 0.5 * z * (1 + erf(z / np.sqrt(2)))}
-  indices = sorted({int(_KEY.match(k).group(1)) for k in state})
-  for i, index in enumerate(indices):
-    x = x @ state[f'{index}.weight'].T + state.get(f'{index}.bias', 0.0)
-    if i < len(indices) - 1:
-      x = acts[activation](x)
-  return x
-
-
 # -- A random-features model from arrays ------------------------------------------------
 
 RF_EXPECTED = ("an .npz holding 'V' of shape (p, d) and 'theta' of shape (p,), e.g. "
                'np.savez(path, V=V, theta=theta)')
+
+
+def _rf_keys(path: str, refuse) -> Tuple[str, Dict[str, headers.Entry]]:
+  """(V's key, {key: Entry}) from the .npz's headers alone: keys, dtypes, shapes and sizes
+  checked before a byte of an array is inflated."""
+  kind = headers.sniff(path)
+  if kind == 'npy':
+    raise refuse('is a single .npy array')
+  if kind != 'npz':
+    raise refuse('holds pickled data (refused: a model file never runs code)' if kind == 'pickle'
+                 else f'is not a NumPy .npz file{param_checks.looks_like(path)}')
+  try:
+    found = headers.entries(path, 'npz')
+  except headers.HeaderError as e:
+    raise refuse(str(e)) from None
+  v_key = 'V' if 'V' in found else 'v' if 'v' in found else None
+  if v_key is None or 'theta' not in found:
+    raise refuse(f"has keys {', '.join(sorted(found)) or 'none'}")
+  for name in (v_key, 'theta'):
+    if found[name].kind == 'O':
+      raise refuse(f"holds an object array in '{name}' (refused: allow_pickle=False)")
+    if found[name].dtype not in headers.FLOAT_DTYPES:
+      raise refuse(f"has '{name}' of dtype {found[name].dtype} (expected real floating point: "
+                   f'{param_checks.ACCEPTED})')
+  v, theta = found[v_key].shape, found['theta'].shape
+  if len(v) != 2 or 0 in v:
+    raise refuse(f"has '{v_key}' of shape {v} (expected (p, d))")
+  if theta not in ((v[0],), (v[0], 1)):
+    raise refuse(f"has 'theta' of shape {theta} (expected ({v[0]},): one weight per row of "
+                 f"'{v_key}')")
+  return v_key, found
 
 
 @functools.lru_cache(maxsize=2)
@@ -288,47 +264,44 @@ def _read_rf(path: str, stamp: Tuple[int, int], field: str) -> Tuple[np.ndarray,
   del stamp  # the cache key: a changed file is read again
   refuse = lambda what: ForeignModelError(  # noqa: E731
       f'{field}: {path} {what}; accepted with victim.format \'npz\': {RF_EXPECTED}')
+  v_key, _ = _rf_keys(path, refuse)
   try:
-    loaded = np.load(path, allow_pickle=False)
-  except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-    raise refuse('holds pickled data (refused: allow_pickle=False)' if 'pickle' in str(e)
-                 else f'is not a NumPy .npz file ({type(e).__name__})') from None
-  if isinstance(loaded, np.ndarray):
-    raise refuse('is a single .npy array')
-  try:
-    with loaded:
-      keys = set(loaded.files)
-      v_key = 'V' if 'V' in keys else 'v' if 'v' in keys else None
-      if v_key is None or 'theta' not in keys:
-        raise refuse(f"has keys {', '.join(sorted(keys)) or 'none'}")
+    with np.load(path, allow_pickle=False) as loaded:
       v, theta = loaded[v_key], loaded['theta']
-  except ValueError as e:  # object arrays need pickle
-    raise refuse(f'holds an object array ({str(e).splitlines()[0][:80]})') from None
-  except (OSError, zipfile.BadZipFile, EOFError) as e:
-    raise refuse(f'is a damaged .npz ({type(e).__name__})') from None
+  except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
+    raise refuse(f'is a damaged .npz ({type(e).__name__}: '
+                 f'{param_checks.first_line(e)[:80]})') from None
   for name, a in ((v_key, v), ('theta', theta)):
-    if a.dtype.kind not in 'fiu':
-      raise refuse(f"has '{name}' of dtype {a.dtype} (expected real numbers)")
     if not np.all(np.isfinite(a)):
       raise refuse(f"has non-finite values in '{name}'")
-  if v.ndim != 2 or 0 in v.shape:
-    raise refuse(f"has '{v_key}' of shape {tuple(v.shape)} (expected (p, d))")
-  if theta.ndim == 2 and theta.shape[1] == 1:
-    theta = theta[:, 0]
-  if theta.shape != (v.shape[0],):
-    raise refuse(f"has 'theta' of shape {tuple(theta.shape)} (expected ({v.shape[0]},): one "
-                 f"weight per row of '{v_key}')")
-  return v, theta
+  return v, theta.reshape(-1)
+
+
+def random_features_shape(path: str, field: str = 'victim.checkpoint') -> Tuple[int, int]:
+  """(p, d) of a random-features model saved as arrays, from the .npz's headers (nothing
+  inflated: the memory estimate sees p and d before the arrays are read)."""
+  path = _rf_path(path, field)
+  refuse = lambda what: ForeignModelError(  # noqa: E731
+      f'{field}: {path} {what}; accepted with victim.format \'npz\': {RF_EXPECTED}')
+  v_key, found = _rf_keys(path, refuse)
+  p, d = found[v_key].shape
+  return int(p), int(d)
+
+
+def _rf_path(path: str, field: str) -> str:
+  why = headers.what_is(path)
+  if why is not None:
+    raise ForeignModelError(f'{field}: {path} {why}; accepted with victim.format '
+                            f"'npz': {RF_EXPECTED}")
+  return os.path.abspath(path)
 
 
 def read_random_features(path: str,
                          field: str = 'victim.checkpoint') -> Tuple[np.ndarray, np.ndarray]:
   """(V (p, d), theta (p,)) of a random-features model saved as arrays; one-line refusals."""
-  if not os.path.isfile(path):
-    raise ForeignModelError(f'{field}: {path} is not a file; accepted with victim.format '
-                            f"'npz': {RF_EXPECTED}")
+  path = _rf_path(path, field)
   st = os.stat(path)
-  return _read_rf(os.path.abspath(path), (st.st_mtime_ns, st.st_size), field)
+  return _read_rf(path, (st.st_mtime_ns, st.st_size), field)
 
 
 def _no_training(victim, num_classes):
