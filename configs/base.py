@@ -134,7 +134,10 @@ def attack() -> ml_collections.ConfigDict:
   c.lbfgs_linesearch_steps = 20
   # Trained networks: which parameters are read and what the attacker knows.
   c.jacobian_at = 'trained'  # or 'init_and_trained' / 'midpoint' (need knows_init)
-  c.knows_init = True
+  # The initial parameters W(0): None = known whenever they are given (a model recon trains, a
+  # recon checkpoint holding them, victim.init_checkpoint); True = required (refused without
+  # them); False = ignored even when given (one log line says so). recon.config.knows_init.
+  c.knows_init = placeholder(bool)
   # The adaptive attack against weight decay (docs/defences.md): True adds the initial head
   # W_L(0) to the features' span (projected out of theta and of every feature row), since
   # GD with decay leaves -(1 - (1 - lr wd)^T) W_L(0) in W_L(T) - W_L(0). Needs knows_init.

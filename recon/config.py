@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from recon import registry
 from recon.config_schema import (DICT_FIELDS, FIELDS, SECTIONS, SWEEP_ONLY, SWEEP_STATIC,
@@ -146,6 +146,13 @@ def trained_networks() -> tuple:
                if v.pipeline == 'networks' and v.architecture is not None)
 
 
+def knows_init(setting: Optional[bool], initial_given: bool) -> bool:
+  """Whether the attacker uses the initial parameters W(0): `attack.knows_init` when set (True
+  or False), else (None) exactly when they are given (`initial_given`: a model recon trains,
+  a recon checkpoint with its initial parameters, or victim.init_checkpoint)."""
+  return bool(initial_given) if setting is None else bool(setting)
+
+
 def check_defences(fields: Dict[str, Any]) -> None:
   """The defences (victim.train.dp, victim.release_noise) apply to the victims they name,
   trained here (no victim.checkpoint, not the subspace pipeline); DP needs one noise source;
@@ -173,10 +180,12 @@ def check_defences(fields: Dict[str, Any]) -> None:
     raise ConfigError(f"config.victim.train.dp: {' and '.join(given) or 'neither'} of "
                       "noise_multiplier, target_epsilon given with mode 'on'; accepted: one")
   networks = tuple(n for n, v in registry.items('victim') if v.pipeline == 'networks')
-  if fields['attack.init_in_span'] and not (fields['attack.knows_init'] and model in networks):
+  if fields['attack.init_in_span'] and (fields['attack.knows_init'] is False
+                                       or model not in networks):
     raise ConfigError(f'config.attack.init_in_span: True for victim.name {model!r} with '
                       f"attack.knows_init {fields['attack.knows_init']}; accepted: False, or True "
-                      f"with attack.knows_init=True and victim.name in {', '.join(networks)}")
+                      f"with attack.knows_init True or None (known when given) and victim.name "
+                      f"in {', '.join(networks)}")
   batch = fields['victim.train.dp.batch_size']
   if dp_on and batch is not None and batch > fields['data.n']:
     raise ConfigError(f'config.victim.train.dp.batch_size: {batch} > data.n; accepted: None '

@@ -125,7 +125,7 @@ SCHEMA: Dict[str, Any] = {
         lbfgs_memory=_positive_int(),
         lbfgs_linesearch_steps=_positive_int(),
         jacobian_at=Spec(str, choices=('trained', 'init_and_trained', 'midpoint')),
-        knows_init=Spec(bool),
+        knows_init=Spec(bool, optional=True),  # None: known when given (recon.config.knows_init)
         init_in_span=Spec(bool),
         knows_n=Spec(bool),
         # Subspace-aware reconstruction (recon/subspace.py, recon/pipelines/subspace.py).

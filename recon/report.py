@@ -121,6 +121,24 @@ BLIND_NOTE = ('no ground truth: the model checkpoint holds no training set, so o
               'metrics (loss, steps, status) are reported')
 
 
+def nothing_recovered(result: Dict[str, Any], threat: Dict[str, Any]) -> str:
+  """What a run that recovered no record tried, and what that does not prove (summary.json's
+  `nothing_recovered`, the top of report.html): never a clean bill of health."""
+  tried = (f"tried: {threat.get('target', 'the projection attack on the given parameters')}"
+           f" ({result['status']} after {result['steps']} steps, loss {result['final_loss']:.2e})")
+  why = []
+  if threat.get('attacker_knows_init') is False:
+    why.append('the initial weights W(0) were not used (not given, or attack.knows_init=False): '
+               'without them nothing came back in any training regime of docs/audit.md\'s '
+               'table; give victim.init_checkpoint')
+  why.append('models trained by Adam defeated every variant of this attack even with W(0) known '
+             '(docs/audit.md, "Which training regimes it covers"); other attacks, more '
+             'parameters or more steps may recover what this one did not')
+  return (f"0 of {result['n']} records came back. This does not show the training data is safe "
+          f"from reconstruction, only that this attack did not recover it; {tried}; "
+          + '; '.join(why) + '.')
+
+
 def rung_loss(result: Dict[str, Any]) -> Optional[float]:
   """The precision rung's float64 loss when it ran and was kept, else None."""
   rung = result.get('polish') or {}
@@ -265,6 +283,9 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
     logging.info('%s', certificate.verdict(cert, int(x_hat.shape[0])))
   result.update(outcome.rescue.summary())  # each descent step of attack.rescue
   result.update(extra_metrics or {})
+  if has_truth and result['n_recovered'] == 0:
+    result['nothing_recovered'] = nothing_recovered(result, threat_model or {})
+    logging.warning('%s', result['nothing_recovered'])
   if refiner is not None and hasattr(refiner, 'summary'):
     result['splitting'] = refiner.summary()
   if hasattr(decode, 'summary'):

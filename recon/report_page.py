@@ -118,7 +118,8 @@ def _threat_rows(job: Dict[str, Any], threat: Dict[str, Any]) -> List[tuple]:
   if victim['name'] == 'random_features':
     init = 'not used (random features: the features V are fixed and given)'
   else:
-    init = 'known (W(0) given)' if attack['knows_init'] else 'not known'
+    init = {True: 'known (W(0) given)', False: 'not known (not given, or attack.knows_init=False)',
+            None: 'known when given (attack.knows_init unset)'}[attack['knows_init']]
   rows = [('victim', f'{victim["name"]} ({victim["activation"]}), {source}'),
           ('the attacker was given', ', '.join(threat.get('known', [])) or 'not recorded'),
           ('the attacker was not given', ', '.join(threat.get('unknown', [])) or 'not recorded'),
@@ -163,6 +164,8 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
                 f'candidate within relative distance {_e(threshold)}'
                 + (', up to sign' if m.get('sign_invariant') else '')
                 + (', up to norm' if m.get('scale_invariant') else '') + ').')
+    if 'nothing_recovered' in m:
+      head.append(f' <b>{_e(m["nothing_recovered"])}</b>')
     if 'n_recovered_ssim' in m:
       head.append(f' Images with SSIM &gt; {_e(m.get("ssim_threshold"))}: '
                   f'{m["n_recovered_ssim"]} of {c["n"]}.')

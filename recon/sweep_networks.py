@@ -194,7 +194,8 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
     # As the single run's attack: the weights in the run's dtype (a trained model is saved,
     # then read back and cast).
     p0, pt, oth = jax.tree.map(lambda a: jnp.asarray(a, dtype), (p0, pt, oth))
-    theta = parameter_gradients.layer_delta(pt, p0 if cfg.attack.knows_init else None, layer)
+    knows = config_lib.knows_init(cfg.attack.knows_init, True)  # recon trains it: W(0) given
+    theta = parameter_gradients.layer_delta(pt, p0 if knows else None, layer)
     prob = {'params': net.feature_points(cfg.attack.jacobian_at, p0, pt), 'others': oth}
     if cfg.attack.init_in_span:
       prob['init_dir'] = parameter_gradients.layer_vector(p0, layer)

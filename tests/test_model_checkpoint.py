@@ -166,7 +166,7 @@ def test_trained_params_only(trained_run, tmp_path):
   model.initial = None
   path = str(tmp_path / 'trained_only')
   model_ckpt.save(path, model)
-  for overrides, field in [({}, 'attack.knows_init'),
+  for overrides, field in [({'attack.knows_init': True}, 'attack.knows_init'),
                            ({'attack.knows_init': False, 'attack.jacobian_at': 'midpoint'},
                             'attack.jacobian_at')]:
     with pytest.raises(errors.ExperimentError) as err:
@@ -174,8 +174,8 @@ def test_trained_params_only(trained_run, tmp_path):
     message = str(err.value)
     assert message.startswith(f'{field}: ') and "no initial parameters (part 'initial')" in message
     assert '\n' not in message and not os.path.exists(tmp_path / 'w')
-  summary = pipelines.run(two_layer_config({'victim.checkpoint': path, 'attack.knows_init': False}),
-                           str(tmp_path / 'ok'))
+  # attack.knows_init unset: no initial parameters given, so none are used (not refused).
+  summary = pipelines.run(two_layer_config({'victim.checkpoint': path}), str(tmp_path / 'ok'))
   assert summary['metrics']['ground_truth'] is True and summary['metrics']['steps'] == 100
   assert 'theta = vec(W_head(T))' in summary['threat_model']['target']
 

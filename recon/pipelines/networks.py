@@ -20,6 +20,7 @@ averages them (the trapezoid rule of the GD path; 9e-3 -> 8e-4 on the ViT).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, Dict, Optional, Tuple
@@ -31,6 +32,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
+from recon import config as config_lib
 from recon import (data, defences, driver, errors, optimize, reconstruct, registry, restarts,
                    routes, runs, victims)
 from recon.attack import Attack
@@ -118,7 +120,7 @@ def check_config(data_cfg: ml_collections.ConfigDict, victim: ml_collections.Con
   if not attack.knows_n and attack.n_candidates is None:
     _fail('attack.n_candidates: required when attack.knows_n=False (the attacker must guess n); '
           'accepted: int >= 1')
-  if attack.jacobian_at != 'trained' and not attack.knows_init:
+  if attack.jacobian_at != 'trained' and attack.knows_init is False:
     _fail(f'attack.jacobian_at: {attack.jacobian_at!r} needs the initial weights; accepted: '
           "'trained' when attack.knows_init=False")
   if data_cfg.name == 'synthetic_sphere':
@@ -253,6 +255,23 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                 t0=t0)
 
 
+def initial_params_used(cfg: ml_collections.ConfigDict, initial_given: bool) -> bool:
+  """`config_lib.knows_init` for this run, written back into cfg (summary.json's config
+  records what was used) and said in one log line when W(0) is given but not used, or unset
+  and not given."""
+  used = config_lib.knows_init(cfg.attack.knows_init, initial_given)
+  if initial_given and not used:
+    logging.warning('attack.knows_init=False: the initial parameters%s are ignored; the attack '
+                    'reads theta = W_L(T)', f' in {cfg.victim.init_checkpoint}'
+                    if cfg.victim.init_checkpoint else '')
+  elif cfg.attack.knows_init is None and not initial_given:
+    logging.info('attack.knows_init unset and no initial parameters given (victim.init_checkpoint):'
+                 ' the attack reads theta = W_L(T)')
+  with cfg.unlocked() if hasattr(cfg, 'unlocked') else contextlib.nullcontext():
+    cfg.attack.knows_init = used
+  return used
+
+
 def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
            meta: Dict[str, Any], keys: Dict[str, Any], dtype, t0: float) -> Dict[str, Any]:
   """Reconstructs the training set of a saved (or just trained) network `victim.name`.
@@ -286,7 +305,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   c = cfg.data.num_classes
   n = cfg.data.n
 
-  knows_init = cfg.attack.knows_init
+  knows_init = initial_params_used(cfg, params0 is not None)
   theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
   jacobian_at = cfg.attack.jacobian_at
   feature_params = feature_points(jacobian_at, params0, params_t)
