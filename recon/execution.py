@@ -97,6 +97,8 @@ def outcome_line(summary: Dict[str, Any]) -> str:
   """The last log line of a run: how the optimiser stopped, separately from how much of the
   training set was reconstructed (a converged run may have recovered nothing)."""
   m = summary.get('metrics') or {}
+  if 'p_star' in m and m['p_star'] is None:  # leak_width with one outcome: a bound
+    return f'leak width: {m.get("statement")}'
   if 'p_star' in m:  # pipeline leak_width: a prediction, no attack
     return (f'leak width: p* = {m["p_star"]:.4g}; margin p / p* = {m["margin"]:.3g}, predicted '
             f'recovery {m["predicted_recovery"]:.2f}')

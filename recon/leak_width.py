@@ -178,6 +178,32 @@ def recovery_probability(ratio: float, mu: float, beta: float) -> float:
   return float(1.0 / (1.0 + math.exp(-z))) if z > -700 else 0.0
 
 
+def bound(records: Sequence[Dict[str, Any]], *, n: int, dim: int, p: int
+          ) -> Optional[Dict[str, Any]]:
+  """When every shadow run has one outcome no threshold can be fitted, but the runs still
+  bound it: none recovered up to the largest ratio r (p* > r D n, 'lower'), or all recovered
+  down to the smallest (p* <= r D n, 'upper'). None when the outcomes are mixed (fit them)."""
+  success = [bool(r['success']) for r in records]
+  if not records or (any(success) and not all(success)):
+    return None
+  kind = 'upper' if all(success) else 'lower'
+  ratio = (min if kind == 'upper' else max)(float(r['ratio']) for r in records)
+  p_bound = ratio * dim * n
+  if kind == 'lower':
+    statement = (f'no shadow recovered its training set up to p = {ratio:g} D n: p* > '
+                 f'{p_bound:.4g} at n = {n}, D = {dim}; your p = {p} is '
+                 f'{"below" if p <= p_bound else "above"} that bound'
+                 f'{"" if p <= p_bound else " (no prediction: add larger leak_width.ratios)"}')
+  else:
+    statement = (f'every shadow recovered its training set down to p = {ratio:g} D n: p* <= '
+                 f'{p_bound:.4g} at n = {n}, D = {dim}; your p = {p} is '
+                 f'{"at or above" if p >= p_bound else "below"} that bound'
+                 f'{"" if p >= p_bound else " (no prediction: add smaller leak_width.ratios)"}')
+  statement += ' (the shadows\' ratio carried to your n, as the constant model does)'
+  return {'n': int(n), 'dim': int(dim), 'p': int(p), 'p_over_dim_n': p / (dim * n),
+          'kind': kind, 'ratio_bound': ratio, 'p_star_bound': p_bound, 'statement': statement}
+
+
 def predict(fit: Dict[str, Any], *, n: int, dim: int, p: int) -> Dict[str, Any]:
   """The prediction for a model of width p (attacked parameters) trained on n records of
   dimension `dim` (D): the threshold p* = c D n with its interval, the margin p / p* and the

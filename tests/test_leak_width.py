@@ -88,6 +88,59 @@ def test_the_dimension_comes_from_the_file_by_pca(tmp_path):
   assert (dim['mode'], dim['D'], dim['d'], c.data.n) == ('pca', 2, 8, 30)
 
 
+def _file_config(tmp_path, x, **extra):
+  np.savez(tmp_path / 'train.npz', x=x)
+  c = recon.get_config('leak_width', {'data.name': 'file', 'data.path': str(tmp_path / 'train.npz'),
+                                      'data.n': None, 'data.d': None, **extra})
+  data.resolve_file(c.data, trains_victim=data.trains_victim(c.victim, c.pipeline))
+  return c
+
+
+def test_pca_at_the_row_count_ceiling_falls_back_to_d_and_says_why(tmp_path):
+  """#69: 6 rows of d = 16 hold at most 5 directions; k = 5 measures the row count."""
+  x = np.random.default_rng(2).normal(size=(6, 16))
+  dim = lw_pipeline.dimension(_file_config(tmp_path, x))
+  assert dim['D'] == 16 and dim['k'] == 5 and 'too few to show a subspace' in dim['why']
+  # A true 2-dim subspace in 30 rows is kept, and the shadows search inside it.
+  y = np.random.default_rng(3).normal(size=(30, 2)) @ np.linalg.qr(
+      np.random.default_rng(4).normal(size=(16, 2)))[0].T
+  c = _file_config(tmp_path, y)
+  dim = lw_pipeline.dimension(c)
+  assert dim['D'] == 2 and 'search inside it' in dim['why']
+  shadow = lw_pipeline.shadow_config(c, dim)
+  assert (shadow.data.name, shadow.data.planted_dim, shadow.attack.subspace) == (
+      'synthetic_subspace', 2, 'known')
+  # A two-layer net's shadows cannot search a subspace: D = d, said so.
+  c2 = _file_config(tmp_path, y, **{'victim.name': 'two_layer'})
+  assert lw_pipeline.dimension(c2)['D'] == 16
+
+
+def test_one_outcome_gives_the_bound_the_runs_measured():
+  runs = [{'ratio': r, 'success': False} for r in (0.5, 1.0, 3.0)]
+  b = leak_width.bound(runs, n=6, dim=16, p=800)
+  assert b['kind'] == 'lower' and b['p_star_bound'] == pytest.approx(3.0 * 16 * 6)
+  assert 'p* > 288' in b['statement'] and 'above that bound' in b['statement']
+  ok = [{'ratio': r, 'success': True} for r in (0.5, 1.0, 3.0)]
+  b = leak_width.bound(ok, n=6, dim=16, p=800)
+  assert b['kind'] == 'upper' and b['p_star_bound'] == pytest.approx(0.5 * 16 * 6)
+  assert 'p* <= 48' in b['statement'] and 'at or above' in b['statement']
+  assert leak_width.bound(runs + ok, n=6, dim=16, p=800) is None
+
+
+@pytest.mark.slow  # ~10 s: four tiny shadows
+def test_a_prediction_whose_shadows_all_fail_reports_a_bound_not_an_error(tmp_path):
+  c = recon.get_config('leak_width', {
+      'data.n': 12, 'data.d': 4, 'victim.p': 600, 'victim.activation': 'relu',
+      'leak_width.shadow_n': (3,), 'leak_width.ratios': (0.25, 0.5),
+      'leak_width.shadow_seeds': (1000, 1001), 'leak_width.bootstrap': 10,
+      'leak_width.model': 'constant', 'attack.max_steps': 200})
+  result = recon.run(c, str(tmp_path / 'w'))
+  assert result.metrics['p_star'] is None and result.metrics['bound'] == 'lower'
+  assert result.metrics['p_star_bound'] == pytest.approx(0.5 * 4 * 12)
+  out = json.loads((tmp_path / 'w' / 'leak_width.json').read_text())
+  assert out['fit'] is None and out['prediction']['kind'] == 'lower'
+
+
 @pytest.mark.parametrize('act, n, mode, shadows', [
     ('relu', 100, 'auto', 'on'),  # n > d: the model's attack is quotiented, so are the shadows
     ('relu', 12, 'auto', 'off'),  # n <= d: the plain loss throughout

@@ -88,19 +88,49 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
 
 
 def dimension(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
-  """D and how it was chosen: the row size d, or k by PCA of data.path's rows."""
+  """D and how it was chosen ('why', one sentence): the row size d, or k by PCA of
+  data.path's rows. PCA of n rows finds at most n - 1 directions: a k at that ceiling (or at
+  d) measures the row count, not the data, and D falls back to d. A k < d also falls back to
+  d for a family whose shadows cannot search inside a subspace (the two-layer net's sweep)."""
   mode = cfg.leak_width.dim
   if mode == 'auto':
     mode = 'pca' if cfg.data.name == auditor.NAME else 'd'
-  out: Dict[str, Any] = {'mode': mode, 'd': int(cfg.data.d)}
-  if mode == 'pca':
-    x, _ = auditor.read(cfg.data.path)
-    est = leak_width.estimate_dim(x, cfg.leak_width.variance)
-    out.update(pca=est, k=est['k'])
-    out['D'] = est['k']
+  d = int(cfg.data.d)
+  out: Dict[str, Any] = {'mode': mode, 'd': d, 'D': d,
+                         'why': 'D = d, the row size (leak_width.dim)'}
+  if mode != 'pca':
+    return out
+  x, _ = auditor.read(cfg.data.path)
+  est = leak_width.estimate_dim(x, cfg.leak_width.variance)
+  out.update(pca=est, k=est['k'])
+  ceiling = min(len(x) - 1, d)
+  if est['k'] >= ceiling:
+    out['why'] = (f'PCA of {len(x)} rows finds at most {ceiling} directions and needed all '
+                  f'{est["k"]} for {cfg.leak_width.variance:g} of the variance: the rows are '
+                  f'too few to show a subspace, so D = d = {d}')
+  elif cfg.victim.name != 'random_features':
+    out['why'] = (f'PCA finds k = {est["k"]} < d = {d}, but shadows of {cfg.victim.name!r} '
+                  f'cannot search inside a subspace, so D = d = {d} (a prediction for an attack '
+                  'that searches all of R^d)')
   else:
-    out['D'] = int(cfg.data.d)
+    out['D'] = est['k']
+    out['why'] = (f'PCA finds k = {est["k"]} of {ceiling} possible directions hold '
+                  f'{cfg.leak_width.variance:g} of the variance: D = k, the shadows\' data lie '
+                  'in a planted k-dim subspace and their attacks search inside it')
   return out
+
+
+def cost_line(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> str:
+  """What the shadows will cost, said before any compute: runs, groups, the largest problem."""
+  lw = cfg.leak_width
+  runs = len(lw.shadow_n) * len(lw.ratios) * len(lw.shadow_seeds)
+  largest = max(float(r) for r in lw.ratios) * dim['D'] * max(int(n) for n in lw.shadow_n)
+  groups = len(lw.shadow_n) if cfg.victim.name == 'random_features' else (
+      len(lw.shadow_n) * len(lw.ratios))
+  return (f'leak width: {runs} shadow runs ({len(lw.shadow_n)} sizes x {len(lw.ratios)} ratios x '
+          f'{len(lw.shadow_seeds)} seeds) in {groups} compiled group(s), the largest p = '
+          f'{int(round(largest))}, each up to attack.max_steps = {int(cfg.attack.max_steps)} '
+          'steps; the sweep logs the time left after each group')
 
 
 def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_collections.ConfigDict:
@@ -118,9 +148,11 @@ def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_col
     c.data.path = None
     c.data.name = 'synthetic_sphere'
     c.data.preprocess = 'sphere'
-    if dim['D'] < dim['d']:
+    if dim['D'] < dim['d']:  # data in a planted k-dim subspace, searched inside it
       c.data.name = 'synthetic_subspace'
       c.data.planted_dim = dim['D']
+      c.attack.subspace = 'known'
+      c.attack.subspace_dim = None
     c.victim.checkpoint = None
     c.victim.init_checkpoint = None
     c.attack.n_candidates = None
@@ -218,12 +250,15 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
   check(cfg.data, cfg.victim, cfg.leak_width)
   dim = dimension(cfg)
   lw = cfg.leak_width
-  logging.info('leak width: %s, n=%d, D=%d (%s), width p=%d; shadows n=%s ratios=%s seeds=%s',
-               family(cfg), cfg.data.n, dim['D'], dim['mode'], attacked_width(cfg),
-               tuple(lw.shadow_n), tuple(lw.ratios), tuple(lw.shadow_seeds))
+  logging.info('leak width: %s, n=%d, D=%d: %s; width p=%d', family(cfg), cfg.data.n,
+               dim['D'], dim['why'], attacked_width(cfg))
+  logging.info('%s', cost_line(cfg, dim))
   records = shadow_records(cfg, dim, lw.shadow_n, lw.ratios, lw.shadow_seeds,
                            os.path.join(workdir, 'shadows'))
   points = leak_width.rates(records)
+  bound = leak_width.bound(records, n=int(cfg.data.n), dim=dim['D'], p=attacked_width(cfg))
+  if bound is not None:  # every shadow one outcome: no fit, the bound the runs did measure
+    return _write_bound(cfg, workdir, dim, records, points, bound, t0)
   try:
     fit = leak_width.bootstrap_threshold([r['ratio'] for r in records],
                                          [r['success'] for r in records],
@@ -267,6 +302,25 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
                'predicted recovery %.2f', prediction['p_star'], chosen['c'], round(100 * fit['level']),
                ci[0], ci[1], prediction['p'], prediction['margin'],
                prediction['predicted_recovery'])
+  return summary
+
+
+def _write_bound(cfg, workdir: str, dim, records, points, bound, t0: float) -> Dict[str, Any]:
+  """leak_width.json and summary.json of a prediction that is a bound (no threshold fit)."""
+  lw = cfg.leak_width
+  result = {'family': family(cfg), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
+            'ratios': list(lw.ratios), 'shadow_seeds': list(lw.shadow_seeds), 'model': lw.model,
+            'fit': None, 'fit_trend': None, 'prediction': bound, 'points': points,
+            'runs': records, 'machine': machine.describe(), 'wall_seconds': time.time() - t0}
+  io.write_json(os.path.join(workdir, 'leak_width.json'), result)
+  summary = {'status': 'finished', 'pipeline': NAME, 'config': cfg.to_dict(),
+             'metrics': {'p_star': None, 'p_star_bound': bound['p_star_bound'],
+                         'bound': bound['kind'], 'margin': None,
+                         'predicted_recovery': None, 'D': dim['D'], 'model': lw.model,
+                         'statement': bound['statement']},
+             'wall_seconds': time.time() - t0}
+  io.write_json(os.path.join(workdir, 'summary.json'), summary)
+  logging.info('leak width: %s', bound['statement'])
   return summary
 
 
