@@ -131,9 +131,10 @@ def nothing_recovered(result: Dict[str, Any], threat: Dict[str, Any]) -> str:
     why.append('the initial weights W(0) were not used (not given, or attack.knows_init=False): '
                'without them nothing came back in any training regime of docs/audit.md\'s '
                'table; give victim.init_checkpoint')
-  why.append('models trained by Adam defeated every variant of this attack even with W(0) known '
-             '(docs/audit.md, "Which training regimes it covers"); other attacks, more '
-             'parameters or more steps may recover what this one did not')
+  if 'attacker_knows_init' in threat:  # a trained network: the regimes it does not cover
+    why.append('models trained by Adam defeated every variant of this attack even with W(0) '
+               'known (docs/audit.md, "Which training regimes it covers")')
+  why.append('other attacks, more steps or restarts may recover what this one did not')
   return (f"0 of {result['n']} records came back. This does not show the training data is safe "
           f"from reconstruction, only that this attack did not recover it; {tried}; "
           + '; '.join(why) + '.')

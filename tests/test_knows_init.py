@@ -56,3 +56,5 @@ def test_a_run_that_recovers_nothing_says_what_it_tried_and_never_that_data_is_s
                                                           'safe', ''))
   with_init = report.nothing_recovered(result, {'target': 't', 'attacker_knows_init': True})
   assert 'W(0) were not used' not in with_init and 'Adam' in with_init
+  no_network = report.nothing_recovered(result, {'target': 't'})  # random features: no W(0)
+  assert 'Adam' not in no_network and 'W(0)' not in no_network and 'other attacks' in no_network
