@@ -475,3 +475,44 @@ def test_an_f8_model_through_the_cli_is_one_line_exit_2(tmp_path, capsys):
   err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
   assert len(err) == 1 and 'of dtype float8_e4m3fn' in err[0], err
   assert not (tmp_path / 'w').exists()
+
+
+# -- The auditor's module (victim.module) is trusted code that may fail ----------------------
+
+FAILING_MODULES = {
+    'raises': ("raise RuntimeError('boom at import')\n",
+               "importing '{name}' raised RuntimeError: boom at import"),
+    'syntax': ('def f(:\n  pass\n', "importing '{name}' raised SyntaxError: invalid syntax "
+                                    '({name}.py, line 1)'),
+    'exits': ('import sys\nsys.exit(0)\n', "importing '{name}' raised SystemExit (sys.exit(0))"),
+    'forward': ('import flax.linen as nn\nclass MLP(nn.Module):\n  @nn.compact\n'
+                "  def __call__(self, x):\n    raise ValueError('forward says no')\n",
+                '{name}:MLP raised ValueError: forward says no in its init / forward pass on '
+                'inputs of shape (8,)'),
+    'no_params': ('import flax.linen as nn\nclass MLP(nn.Module):\n  @nn.compact\n'
+                  '  def __call__(self, x):\n    return x.sum(-1, keepdims=True)\n',
+                  '{name}:MLP creates no parameters on inputs of shape (8,)'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(FAILING_MODULES))
+def test_a_failing_user_module_is_one_line_exit_2_leaving_nothing(case, tmp_path, monkeypatch,
+                                                                  capsys):
+  """Raises on import, a syntax error, sys.exit(0) on import, raises in its forward pass, no
+  parameters: one line naming victim.module and the cause, exit 2, no workdir left."""
+  from configs import audit  # pylint: disable=import-outside-toplevel
+  name = f'user_{case}_{os.getpid()}'  # a fresh module name: no import cache across tests
+  code, needle = FAILING_MODULES[case]
+  (tmp_path / f'{name}.py').write_text(code)
+  monkeypatch.syspath_prepend(str(tmp_path))
+  tree = {'Dense_0': {'kernel': np.ones((8, 4), np.float32), 'bias': np.zeros(4, np.float32)}}
+  (tmp_path / 'm.msgpack').write_bytes(serialization.to_bytes(tree))
+  np.savez(tmp_path / 'truth.npz', x=np.ones((4, 8)))
+  c = audit.get_config()
+  c.victim.module, c.victim.checkpoint = f'{name}:MLP', str(tmp_path / 'm.msgpack')
+  c.data.path = str(tmp_path / 'truth.npz')
+  assert main.execute(c, str(tmp_path / 'w')) == 2
+  err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+  assert len(err) == 1 and err[0].startswith('error: victim.module: '), err
+  assert needle.format(name=name) in err[0], err[0]
+  assert not (tmp_path / 'w').exists()
