@@ -263,6 +263,8 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
     result = {'projection_loss': final_loss, 'final_loss': final_loss,
               'steps': int(state.step), 'status': status, 'ground_truth': False,
               'n_candidates': int(x_hat.shape[0])}
+    if 'no_truth' in meta:
+      result['no_ground_truth_reason'] = meta['no_truth']
   result.update(norm_statement(scale_invariant))
   if scale_invariant:
     logging.info('%s (%s)', symmetry.NORM_NOT_IDENTIFIABLE, sym.certified_up_to)
@@ -300,7 +302,7 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
       'config': scoring.config_record,
       'metrics': result,
       'threat_model': threat_model or {},
-      'counting': COUNTING_NOTE if has_truth else BLIND_NOTE,
+      'counting': COUNTING_NOTE if has_truth else meta.get('no_truth', BLIND_NOTE),
       'history': {'step': [h[0] for h in history], 'loss': [h[1] for h in history]},
       'resumed_from_step': outcome.resumed_from,
       'device': str(jax.devices()[0].platform),

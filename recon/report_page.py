@@ -174,9 +174,12 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
                          ('pinned', 'within', 'free', 'uncertified') if c[v])
     head.append(f'<p>Per-record verdicts: {verdicts}.</p>')
   else:
-    head.append('<p><b>No ground truth</b>: the run was given no training set to score '
-                "against (data.name 'file' with data.path gives it), so no record can be "
-                f'named; the attack returned {_e(n_cand)} candidates.</p>')
+    why = m.get('no_ground_truth_reason')
+    head.append('<p><b>No ground truth</b>: '
+                + (_e(why) + '. ' if why else
+                   "the run was given no training set to score against (data.name 'file' "
+                   'with data.path gives it), so no record can be named; ')
+                + f'the attack returned {_e(n_cand)} candidates.</p>')
     if verdicts:
       head.append('<p>Candidate verdicts: ' + ', '.join(
           f'<span class="{v}">{v}</span> {list(verdicts).count(v)}'

@@ -174,6 +174,9 @@ def test_a_model_saved_outside_recon_is_attacked_like_the_same_model_trained_by_
                      '2.weight': np.asarray(p['head']['kernel']).T.copy()}
   save_file(torch(trained), str(tmp_path / 'trained.safetensors'))
   save_file(torch(initial), str(tmp_path / 'initial.safetensors'))
+  # The auditor's file: the reference run's training rows, as the model saw them (a model saved
+  # outside recon is scored only against data.name 'file', never data recon regenerates).
+  np.savez(tmp_path / 'train.npz', x=np.load(work / 'reconstruction.npz')['x_true'])
 
   runs = {
       'msgpack': dict(name='flax_module', format='msgpack', checkpoint='trained.msgpack',
@@ -189,6 +192,7 @@ def test_a_model_saved_outside_recon_is_attacked_like_the_same_model_trained_by_
     c.data.n, c.data.d, c.data.num_classes = 4, 8, 1
     c.attack.max_steps, c.run.dtype = 1500, 'float64'
     c.victim.activation = 'tanh'
+    c.data.name, c.data.path, c.data.preprocess = 'file', str(tmp_path / 'train.npz'), 'none'
     c.victim.name, c.victim.format = fields['name'], fields['format']
     c.victim.checkpoint = str(tmp_path / fields['checkpoint'])
     c.victim.init_checkpoint = str(tmp_path / fields['init_checkpoint'])
