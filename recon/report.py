@@ -112,8 +112,9 @@ def off_sphere(x_true: np.ndarray, scale_invariant: bool) -> Optional[Dict[str, 
     return None
   how = ('up to each row\'s norm (directions compared): the features cannot see the norm, '
          'the attack finds directions on the sqrt(d) sphere' if scale_invariant else
-         'with the norm: the features see it, but the attack searches on the sqrt(d) sphere, '
-         'so a row off it cannot be found exactly (its loss stays above tol: not certified)')
+         'with the norm: the attack searches on the sqrt(d) sphere, so a row off it cannot be '
+         'found exactly where the features see the norm (its loss stays above tol: not '
+         'certified)')
   return {'count': int(off.sum()), 'n': int(len(rows)),
           'norm_over_sqrt_d_min': float(ratio.min()), 'norm_over_sqrt_d_max': float(ratio.max()),
           'scored': how}
@@ -227,7 +228,10 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
 
   x_hat = np.asarray(decode(state.x))
   final_loss = float(loss_fn(state.x, problem))
-  sym = symmetry.of_features(scoring.activation, feature_fn, x_hat)
+  # The norm's symmetry is measured on the run's feature map; without one (the KKT attacks:
+  # margins can fix the norm) rows are scored with their norms, as before.
+  sym = (symmetry.of_features(scoring.activation, feature_fn, x_hat) if feature_fn is not None
+         else symmetry.of_activation(scoring.activation).with_scale(False))
   sign_invariant, scale_invariant = sym.sign_invariant, sym.scale_invariant
   cert = polished = None
   if certify_theta is not None:
