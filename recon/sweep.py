@@ -337,13 +337,16 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
       **sign_quotient.certify_settings(reconstruct.certify_settings(cfg), k),
       final_loss=final_loss, x_hat=z_hat, feature_fn=feature_fn, theta=theta)
   x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
+  scale_invariant = bool(cert['evidence']['scale_invariant'])  # measured on the feature map
   result = report.score(
       x_true, x_hat, threshold=cfg.run.recovered_threshold, final_loss=final_loss,
       steps=int(out['steps'][i]), status=int(out['status'][i]),
       phi_true=features.rf_features(v, x_true, cfg.victim.activation),
       phi_hat=features.rf_features(v, x_hat, cfg.victim.activation),
       theta=out['theta'][i][:cfg.victim.p],
-      sign_invariant=symmetry.sign_invariant(cfg.victim.activation))
+      sign_invariant=symmetry.sign_invariant(cfg.victim.activation),
+      scale_invariant=scale_invariant)
+  result.update(report.norm_statement(scale_invariant))
   result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
   result['certified'] = cert['certified']
   result['candidates_certified'] = cert['candidates_certified']
@@ -355,7 +358,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
     for name in ('pinned', 'within'):
       result[f'rows_{name}_wrong'] = metrics.pinned_but_wrong(
           x_true, x_hat, cert['evidence'][f'row_{name}'], cfg.run.recovered_threshold,
-          symmetry.sign_invariant(cfg.victim.activation))
+          symmetry.sign_invariant(cfg.victim.activation), scale_invariant)
   result.update({k: int(v[i]) for k, v in out.get('rescue_per_run', {}).items()})
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.victim.activation, 'lr': cfg.attack.lr,
