@@ -93,6 +93,15 @@ def settle_workdir(workdir: str, existed: bool, before: Dict[str, Any], reason: 
   return 'marked'
 
 
+def drop_stale_traceback(workdir: str) -> None:
+  """A run that finished removes WORKDIR/traceback.txt, the record of an earlier attempt that
+  failed there (its summary.json is replaced too): a finished workdir holds no stale error."""
+  try:
+    os.remove(os.path.join(workdir, 'traceback.txt'))
+  except OSError:  # none there (or a read-only disk: the run's outputs are what count)
+    pass
+
+
 def outcome_line(summary: Dict[str, Any]) -> str:
   """The last log line of a run: how the optimiser stopped, separately from how much of the
   training set was reconstructed (a converged run may have recovered nothing)."""
@@ -193,6 +202,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     try:
       if swept:
         sweep.run(config, workdir)
+        drop_stale_traceback(workdir)
         return errors.EXIT_OK
       summary = pipelines.run(config, workdir, validated=True)
     finally:
@@ -240,6 +250,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     say(f'the loss or its gradient became non-finite at step {summary["metrics"].get("steps")}; '
          f'the outputs in {workdir} hold the last finite state')
     return errors.EXIT_NONFINITE
+  drop_stale_traceback(workdir)
   return errors.EXIT_OK
 
 

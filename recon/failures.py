@@ -1,6 +1,7 @@
 """Failures of the machine rather than of the run: a full or read-only disk, as one line.
 
-A full disk (ENOSPC, EDQUOT) or a read-only file system (EROFS) can strike any write:
+A full disk (ENOSPC, EDQUOT), a read-only file system (EROFS) or a file-size limit (EFBIG:
+`ulimit -f`; Python ignores SIGXFSZ, so the write fails instead) can strike any write:
 `recon.io`'s atomic files, orbax's checkpoints and saved models (through tensorstore,
 whose errors are `ValueError: RESOURCE_EXHAUSTED ... No space left on device
 [os_error_code='28']`, not OSError, and which must not be read as out of *memory*).
@@ -26,10 +27,13 @@ import sys
 from typing import Optional
 
 _DISK_ERRNOS = {errno.ENOSPC: 'no space left on device', errno.EDQUOT: 'disk quota exceeded',
-                errno.EROFS: 'read-only file system'}
+                errno.EROFS: 'read-only file system',
+                errno.EFBIG: 'file too large (the file-size limit, ulimit -f)'}
 _TEXTS = {'No space left on device': errno.ENOSPC, "os_error_code='28'": errno.ENOSPC,
           'Disk quota exceeded': errno.EDQUOT, 'Read-only file system': errno.EROFS,
-          "os_error_code='30'": errno.EROFS}
+          "os_error_code='30'": errno.EROFS, 'File too large': errno.EFBIG,
+          "os_error_code='27'": errno.EFBIG}
+_REMEDY = {errno.EFBIG: 'raise the file-size limit (ulimit -f)'}
 _PATH = re.compile(r'(?:Failed writing|Error writing local file|local file|Error opening '
                    r'file|Failed to open)[: ]*"([^"]+)"')
 
@@ -62,9 +66,9 @@ def disk_error(exc: BaseException, workdir: str) -> Optional[str]:
     return None
   code, path = found
   where = f'while writing {path}' if path else f'while writing to {workdir}'
-  return (f'workdir: {_DISK_ERRNOS[code]} {where}; accepted: free space there (or make it '
-          'writable), then rerun with --config.run.resume=True: the checkpoints written so '
-          'far are intact')
+  remedy = _REMEDY.get(code, 'free space there (or make it writable)')
+  return (f'workdir: {_DISK_ERRNOS[code]} {where}; accepted: {remedy}, then rerun with '
+          '--config.run.resume=True: the checkpoints written so far are intact')
 
 
 def quiet(record) -> bool:
