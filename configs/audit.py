@@ -11,9 +11,8 @@ victim 'flax_module' reads `victim.module`'s params from `victim.checkpoint` (fo
 here; 'orbax' for an orbax folder); `--config.victim.name=torch_mlp
 --config.victim.format=safetensors` reads a PyTorch nn.Sequential MLP's state_dict. The data
 file (`data.name='file'`) is only the truth the candidates are scored against; the attack sees
-the parameters alone. Without the initial parameters the attack reads the trained head
-(`attack.knows_init=False`); with `victim.init_checkpoint` set, add
-`--config.attack.knows_init=True` to attack theta = W_L(T) - W_L(0).
+the parameters alone. With `victim.init_checkpoint` set the attack uses it (theta = W_L(T) -
+W_L(0); configs/base.py's attack.knows_init None); without it, it reads the trained head.
 """
 import ml_collections
 
@@ -33,7 +32,6 @@ def get_config() -> ml_collections.ConfigDict:
   c.victim.format = 'msgpack'
   c.victim.activation = 'relu'  # the certificate's and the metric's symmetry rule
 
-  c.attack.knows_init = False
   c.attack.jacobian_at = 'trained'
   c.attack.rescue = ('escalate',)  # the precision rung re-searches random-features rows only
   return c

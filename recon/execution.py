@@ -121,8 +121,10 @@ def outcome_line(summary: Dict[str, Any]) -> str:
              f'{len(rung["rows_replaced"])} row(s) replaced')
   if m.get('ground_truth') and 'frac_recovered' in m:
     k = int(round(m['frac_recovered'] * m.get('n', 0)))
+    upto = [w for w, on in (('sign', m.get('sign_invariant')), ('norm', m.get('scale_invariant')))
+            if on]
     line += (f'; reconstructed: {k} of {m.get("n")} training samples within '
-             f'recovered_threshold{" up to sign" if m.get("sign_invariant") else ""} '
+             f'recovered_threshold{" up to " + " and ".join(upto) if upto else ""} '
              f'(frac_recovered {m["frac_recovered"]:.2f})')
   elif m.get('ground_truth') is False:
     line += '; reconstructed: unknown (no ground truth)'

@@ -53,3 +53,13 @@ def test_refuses_to_overwrite_a_finished_run(tmp_path):
   with pytest.raises(errors.ExperimentError, match='already holds a finished run'):
     pipelines.run(_config({'attack.max_steps': 20}), str(tmp_path))
   assert (tmp_path / 'summary.json').read_bytes() == before
+
+
+def test_the_outcome_line_says_what_rows_are_scored_up_to():
+  from recon import execution  # pylint: disable=import-outside-toplevel
+  m = {'status': 'converged', 'steps': 5, 'final_loss': 1e-9, 'ground_truth': True,
+       'frac_recovered': 1.0, 'n': 5}
+  assert 'threshold (frac' in execution.outcome_line({'metrics': m})
+  line = execution.outcome_line({'metrics': dict(m, sign_invariant=True, scale_invariant=True)})
+  assert 'recovered_threshold up to sign and norm' in line
+  assert 'up to norm (' in execution.outcome_line({'metrics': dict(m, scale_invariant=True)})

@@ -36,8 +36,6 @@ def test_an_explicit_false_ignores_a_given_init_in_one_log_line(monkeypatch):
   assert 'knows_init=False' in lines[0]
 
 
-@pytest.mark.xfail(strict=True, reason="configs/audit.py still sets attack.knows_init = False "
-                   "(another owner's file): that line goes, the base's None then applies")
 def test_the_audit_config_leaves_knows_init_to_the_given_init():
   """configs/audit.py with victim.init_checkpoint and nothing else about the init uses it."""
   c = audit.get_config()
