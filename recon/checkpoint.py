@@ -42,6 +42,10 @@ RESUMABLE_FIELDS = ('name', 'run.log_every_seconds', 'run.chunk_steps',
                     'run.checkpoint_every_seconds', 'run.checkpoint_every_steps',
                     'run.checkpoint_keep', 'run.resume', 'run.overwrite')
 GROWABLE_FIELDS = ('attack.max_steps',)
+# Fields a run resolves from its inputs when they are None (attack.knows_init None: known
+# exactly when W(0) is given); the checkpoint holds the resolved value, and the inputs that
+# decide it are compared themselves (paths above, contents by recon.input_hashes).
+RESOLVED_FIELDS = ('attack.knows_init',)
 
 DEFAULTS = {'checkpoint_every_seconds': 60.0, 'checkpoint_every_steps': 0, 'checkpoint_keep': 2}
 
@@ -77,6 +81,8 @@ def config_differences(saved: Dict[str, Any], current: Dict[str, Any]) -> List[s
       continue
     old, new = saved.get(name), current.get(name)
     if name in GROWABLE_FIELDS and old is not None and new is not None and new >= old:
+      continue
+    if name in RESOLVED_FIELDS and new is None:
       continue
     if old != new:
       out.append(f'{name} ({old!r} -> {new!r})')

@@ -427,13 +427,11 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
     records += mine
     group_info.append(info)
     arrays.update(own_arrays)
-    left = sum(len(h.points) for h in groups[gi + 1:])
-    ran = sum(len(h.points) for h, d in zip(groups[:gi + 1], done[:gi + 1]) if d is None)
-    pace = (time.time() - t0) / ran  # seconds per point run by this process so far
-    logging.info('sweep group %d/%d done in %.1fs: median recon_error %.4f; %d of %d points '
-                 'done, about %.0f s left at this pace', gi + 1, len(groups), out['seconds'],
-                 float(np.median([r['recon_error'] for r in mine])), len(records), n_points,
-                 left * pace)
+    ran = sum(len(h.points) for h, d in zip(groups[:gi + 1], done) if d is None)  # this process
+    median = float(np.median([r['recon_error'] for r in mine]))
+    logging.info('sweep group %d/%d done in %.1fs: median recon_error %.4f; %d of %d points done, '
+                 'about %.0f s left', gi + 1, len(groups), out['seconds'], median, len(records),
+                 n_points, (n_points - len(records)) * (time.time() - t0) / ran)
   records.sort(key=lambda r: r['index'])
   result = {
       'config': config.to_dict(),

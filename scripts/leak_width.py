@@ -98,6 +98,10 @@ def define_flags() -> None:
   flags.DEFINE_enum('sign_quotient', 'auto', ['auto', 'on', 'off'],
                     "attack.sign_quotient of every run (relu: 'on' runs the shadows at n <= d "
                     'with the quotient that a target with n > d runs; recon/sign_quotient.py).')
+  flags.DEFINE_list('rederive_direct', None,
+                    'Entries of the JSON (e.g. relu_tanh@n100) whose direct side is re-derived from '
+                    '--direct_from (a recovery law re-run since), keeping their recorded shadows; '
+                    'nothing is run. The entry records the date and source (direct_rederived).')
   flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
 
 
@@ -174,6 +178,45 @@ def add_trend(out: Dict[str, Any]) -> Dict[str, Any]:
   return out
 
 
+def with_direct(out: Dict[str, Any], direct: List[Dict[str, Any]], t_direct: float
+                ) -> Dict[str, Any]:
+  """`out` with its direct side (runs, points, measured fit, the prediction's error) set."""
+  measured = fit_or_bound(direct, seed=1)
+  out.update(direct_ratios=sorted({r['ratio'] for r in direct}), measured_fit=measured,
+             direct_points=leak_width.rates(direct), direct_runs=direct,
+             direct_wall_seconds=t_direct, reported_seeds=sorted({r['seed'] for r in direct}))
+  for key in ('p_star_measured', 'prediction_ratio', 'within_target'):
+    out.pop(key, None)
+  if measured.get('c'):
+    err = out['shadow_fit']['c'] / measured['c']
+    out.update(p_star_measured=measured['c'] * out['d'] * out['n_target'], prediction_ratio=err,
+               within_target=bool(1 / TARGET_FACTOR <= err <= TARGET_FACTOR))
+  return add_trend(out)
+
+
+def rederive_direct(out: Dict[str, Any], key: str) -> Dict[str, Any]:
+  """Entry `key` with its direct side re-read from --direct_from (its shadows as recorded)."""
+  if not FLAGS.direct_from:
+    raise SystemExit('error: --rederive_direct: needs --direct_from (the recovery-law JSON)')
+  family = key.split('@')[0]
+  if family not in FAMILIES or family == 'two_layer':
+    raise SystemExit(f'error: --rederive_direct: {key!r}; accepted: a random-features entry '
+                     'of the JSON (relu@n<n>, relu_tanh@n<n>)')
+  direct = direct_from_law(FLAGS.direct_from, FAMILIES[family]['victim.activation'], out['d'],
+                           out['n_target'])
+  assert not set(out['shadow_seeds']) & {r['seed'] for r in direct}, 'shadow seeds reported'
+  out = with_direct(dict(out, direct_from=FLAGS.direct_from), direct,
+                    sum(r['seconds'] for r in direct))
+  again = (f'python -m scripts.leak_width --rederive_direct={key} '
+           f'--direct_from={FLAGS.direct_from}')
+  command = out.get('command', '').split('; then ')[0]
+  out['command'] = f'{command}; then {again}' if command else again
+  out['direct_rederived'] = (f'the direct side re-derived on {time.strftime("%Y-%m-%d")} from '
+                             f'{FLAGS.direct_from} by --rederive_direct; the shadows are the '
+                             'recorded ones')
+  return out
+
+
 def run_family(family: str) -> Dict[str, Any]:
   t0 = time.time()
   two_layer = family == 'two_layer'
@@ -217,7 +260,6 @@ def run_family(family: str) -> Dict[str, Any]:
     direct = recon.leak_width_shadows(cfg, [n_target], bracket, seeds,
                                       os.path.join(tmp, 'direct'))['records']
     t_direct = time.time() - t1
-  measured = fit_or_bound(direct, seed=1)
   out = {
       'family': found['family'], 'd': FLAGS.d, 'n_target': n_target,
       'shadow_n': shadow_n, 'shadow_ratios': ratios, 'shadow_seeds': shadow_seeds,
@@ -229,18 +271,14 @@ def run_family(family: str) -> Dict[str, Any]:
                  'escalate': 'auto' if 'escalate' in cfg.attack.rescue else 'off'},
       'shadow_fit': fit, 'shadow_fit_per_n': per_n,
       'p_star_pred': fit['c'] * FLAGS.d * n_target,
-      'direct_ratios': bracket, 'measured_fit': measured,
       'direct_from': FLAGS.direct_from,
-      'shadow_points': leak_width.rates(shadows), 'direct_points': leak_width.rates(direct),
-      'shadow_runs': shadows, 'direct_runs': direct,
-      'shadow_wall_seconds': t_shadow, 'direct_wall_seconds': t_direct,
+      'shadow_points': leak_width.rates(shadows), 'shadow_runs': shadows,
+      'shadow_wall_seconds': t_shadow,
       'machine': machine.describe(), 'device': '1 x cpu',
   }
-  if measured.get('c'):
-    err = fit['c'] / measured['c']
-    out.update(p_star_measured=measured['c'] * FLAGS.d * n_target, prediction_ratio=err,
-               within_target=bool(1 / TARGET_FACTOR <= err <= TARGET_FACTOR))
-  return add_trend(out)
+  out = with_direct(out, direct, t_direct)
+  out['direct_ratios'] = bracket
+  return out
 
 
 def render(path_json: str, out_dir: str) -> None:
@@ -353,6 +391,15 @@ def main(argv):
       'description': 'leak-width prediction: threshold c (p* = c d n) from shadows at small n vs '
                      'measured at n_target', 'command': 'python -m scripts.leak_width',
       'families': {}}
+  if FLAGS.rederive_direct:
+    for key in FLAGS.rederive_direct:
+      if key not in result['families']:
+        sys.exit(f'error: --rederive_direct: no entry {key!r} in {path}; accepted: '
+                 f'{", ".join(result["families"])}')
+      result['families'][key] = rederive_direct(result['families'][key], key)
+    io.write_json(path, result)
+    render(path, FLAGS.out_dir)
+    return
   for family in FLAGS.families:
     if family not in FAMILIES:
       sys.exit(f'error: --families: unknown {family!r}; accepted: {", ".join(FAMILIES)}')

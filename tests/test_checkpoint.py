@@ -484,3 +484,12 @@ def test_resume_with_escalation_after_crash_is_bit_for_bit(tmp_path):
   resumed = pipelines.run(tiny_config({'run.resume': True, **ESCALATE}), workdir)
   assert resumed['resumed_from_step'] == before
   assert_same_outputs(unbroken, workdir)
+
+
+def test_a_field_resolved_at_run_time_matches_its_unset_value():
+  """attack.knows_init None resolves to what the run used (the checkpoint holds that); a set
+  value that differs is still a difference."""
+  saved = {'attack': {'knows_init': True, 'lr': 0.1}}
+  assert checkpoint.config_differences(saved, {'attack': {'knows_init': None, 'lr': 0.1}}) == []
+  assert checkpoint.config_differences(saved, {'attack': {'knows_init': False, 'lr': 0.1}}) == [
+      'attack.knows_init (True -> False)']
