@@ -3817,7 +3817,7 @@ claim(AUD, 'the fit\'s point {2.43} inside (2, 3)',
       lambda: 2.4277852570442944 if lw('relu_tanh@n100', 'direct_rederived') else None)
 claim(AUD, 'the constant law at {0.82} and the trend at {0.94}, both below it',
       lambda: (lw('relu_tanh@n100', 'prediction_ratio'), lw('relu_tanh@n100', 'trend_prediction_ratio')))
-claim(AUD, 'The shadows took {238} s ({90} runs); the n = 100 points of the law about {2.9} hours',
+claim(AUD, 'The shadows took {238} s ({90} runs); the n = 100 points of the law about {2.4} hours',
       lambda: (lw('relu_tanh@n100', 'shadow_wall_seconds'), len(lw('relu_tanh@n100', 'shadow_runs')),
                lw('relu_tanh@n100', 'direct_wall_seconds') / 3600))
 claim(AUD, '(n = {32}, {1.5}·dn, seed {100}: {443} of {467} s, {0} of {32} rows back)',
