@@ -149,3 +149,14 @@ def test_network_restarts_report_the_blind_choice(tmp_path):
   np.testing.assert_allclose(m['projection_loss'], min(rs['losses']), rtol=1e-3, atol=1e-7)
   assert m.get('escalations_tried', 0) == 0
   assert np.load(os.path.join(tmp_path, 'reconstruction.npz'))['x_candidates'].shape == (3, 4)
+
+
+def test_the_reported_width_is_the_attacked_layers_fan_in():
+  """#69: a loaded model's width is read off its head, not victim.width's default."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import networks as net_pipeline  # pylint: disable=import-outside-toplevel
+  params = {'Dense_0': {'kernel': np.zeros((16, 800)), 'bias': np.zeros(800)},
+            'Dense_1': {'kernel': np.zeros((800, 1)), 'bias': np.zeros(1)}}
+  assert net_pipeline.attacked_fan_in(params, 'Dense_1') == 800
+  assert net_pipeline.attacked_fan_in(params, 'Dense_0') == 16
+  assert net_pipeline.attacked_fan_in(params, 'Conv_9') is None

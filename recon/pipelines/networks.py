@@ -40,6 +40,13 @@ from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
 from recon.objectives import parameter_gradients
 
+
+def attacked_fan_in(params: Any, layer: str) -> Optional[int]:
+  """The width feeding the attacked layer, read off its kernel (fan-in, first axis): the
+  model's own, not victim.width's default, for a loaded model too. None without a kernel."""
+  kernel = (params.get(layer) or {}).get('kernel') if hasattr(params, 'get') else None
+  return None if kernel is None or np.ndim(kernel) < 2 else int(np.shape(kernel)[0])
+
 def _fail(message: str):
   raise errors.ExperimentError(message)
 
@@ -357,7 +364,9 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
     target += (f' with the direction of W_{layer}(0) added to the span (attack.init_in_span: '
                'the adaptive attack against weight decay)')
   extra = {
-      'model': cfg.victim.name, 'width': cfg.victim.width, 'num_classes': c, 'p_L': p_l,
+      'model': cfg.victim.name, 'num_classes': c, 'p_L': p_l,
+      # a loaded model's width is its own (the head's fan-in), not victim.width's default
+      'width': attacked_fan_in(params_t, layer) if cfg.victim.checkpoint else cfg.victim.width,
       'p_L_over_dn': p_l / (d * n), 'n_params_total': int(sum(
           np.size(l) for l in jax.tree.leaves(params_t))),
       **(model.info.get('train') or {}),
