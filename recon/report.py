@@ -22,7 +22,7 @@ import numpy as np
 from absl import logging
 
 from recon import (certificate, data, driver, io, metrics, optimize, plots, polish, precision,
-                   records, report_page, sign_quotient, symmetry)
+                   provenance, records, report_page, sign_quotient, symmetry)
 from recon.attack import Attack
 from recon.errors import ExperimentError
 from recon.objectives import projection
@@ -311,6 +311,7 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
       'resumed_from_step': outcome.resumed_from,
       'device': str(jax.devices()[0].platform),
       'data': data.describe(meta),
+      'provenance': provenance.record(scoring.config_record),
   }
   arrays = {'x_candidates': x_hat}
   if has_truth:

@@ -3,9 +3,11 @@
 Everything is inline: images are base64 PNG `data:` URIs, vector records small inline SVG
 line plots, the style a <style> block; the page loads nothing (no script, no link, no
 remote or local file). At the top, the summary: how many training records came back,
-whether the run is certified (and why not), the per-record verdicts, and the threat model
-(what the attacker was given: parameters, whether n and the initial parameters were
-known). Below, the records (`recon.records`), most exposed first: the truth next to its
+whether the run is certified (and why not), the per-record verdicts, what the numbers mean (the
+distance scale, the width against the law, what a record that did not come back does not
+show, where the defences are), the threat model (what the attacker was given: parameters,
+whether n and the initial parameters were known) and the provenance (version, commit, time,
+input hashes, command). Below, the records (`recon.records`), most exposed first: the truth next to its
 matched candidate. To keep the file small, pictures are drawn for the first `MAX_PICTURES`
 records and the table lists the first `MAX_ROWS` (records.json has every record); the page
 says when it cut.
@@ -110,6 +112,47 @@ def _norm_lines(metrics: Dict[str, Any]) -> List[str]:
   return out
 
 
+def _meaning_lines(m: Dict[str, Any], n_recovered: Optional[int], n: Optional[int],
+                   threshold: Any) -> List[str]:
+  """What the numbers mean: the distance scale, the width against the law, what a negative
+  result does not show, and where the defences are."""
+  out = [f'<p><b>Distance</b> is the relative error &#8214;x&#770; &minus; x&#8214; / &#8214;x&#8214; '
+         f'of a record\'s matched candidate: 0 is exact, a record counts as recovered below '
+         f'{_e(threshold)}, and a random candidate of the same norm scores about 1.4 '
+         '(&radic;2).</p>']
+  ratio = m.get('p_over_dn', m.get('p_L_over_dn'))
+  if ratio is not None:
+    out.append(f'<p><b>Width</b>: the attacked parameters number p = {ratio:.3g}&middot;d&middot;n. '
+               'The law of reconstruction puts the threshold at p* = c&middot;d&middot;n with c '
+               'of order 2 for random features (measured per family in results/leak_width.md); '
+               'below it expect few records back, above it all. configs/leak_width.py '
+               'predicts p* for your family and n before you train.</p>')
+  if n is not None and n_recovered is not None and n_recovered < n:
+    out.append('<p><b>What a record that did not come back shows</b>: only that this attack, '
+               'with this budget, did not find it; it is not evidence that the record is safe. '
+               'The attack is known to miss networks trained with Adam and any network whose '
+               'initial parameters it was not given (docs/audit.md, "Which training regimes it '
+               'covers"); a longer run or a stronger attack may still find it.</p>')
+  out.append('<p class="note">What stops it: differential privacy in training, with its '
+             'accountant, and the other defences measured in docs/defences.md.</p>')
+  return out
+
+
+def _provenance_rows(prov: Dict[str, Any]) -> List[tuple]:
+  """Version, commit, time, input hashes and command (summary.json's `provenance`)."""
+  commit = prov.get('commit') or 'not a git checkout'
+  if prov.get('local_changes'):
+    commit += ' (with local changes)'
+  rows = [('recon', f'{prov.get("recon_version")}, commit {commit}'),
+          ('created', prov.get('created', ''))]
+  for field, entry in sorted((prov.get('inputs') or {}).items()):
+    rows.append((field, f'{entry["path"]} (sha256 {entry["sha256"][:16]}..., '
+                        f'{entry["bytes"]} bytes)'))
+  rows.append(('command', prov.get('command') or
+               'the Python API (summary.json holds the whole config)'))
+  return rows
+
+
 def _threat_rows(job: Dict[str, Any], threat: Dict[str, Any]) -> List[tuple]:
   """The threat model's rows from summary.json's config (`job`) and the pipeline's lists."""
   victim, attack, data = job['victim'], job['attack'], job['data']
@@ -157,8 +200,8 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
           f'<h1>Reconstruction audit: {_e(job["name"])}</h1>',
           f'<p class="note">{_e(workdir)}</p><div class="box">']
   n_cand = m.get('n_candidates')
+  from recon.records import counts  # pylint: disable=import-outside-toplevel
   if records:
-    from recon.records import counts  # pylint: disable=import-outside-toplevel
     c = counts(records)
     head.append(f'<p><b>{c["recovered"]} of {c["n"]} training records came back</b> (matched '
                 f'candidate within relative distance {_e(threshold)}'
@@ -186,11 +229,16 @@ def render(summary: Dict[str, Any], records: List[Dict[str, Any]], *,
           for v in ('pinned', 'within', 'free', 'uncertified') if v in verdicts) + '.</p>')
   head.extend(_norm_lines(m))
   head.append(f'<p>Certificate: {_certificate_line(m)}.</p>')
+  tally = counts(records) if records else None
+  head.extend(_meaning_lines(m, tally['recovered'] if tally else None,
+                             tally['n'] if tally else None, threshold))
   head.append(f'<p class="note">optimizer: {_e(m.get("status"))} after {_e(m.get("steps"))} '
               f'steps, loss {m.get("final_loss", float("nan")):.3g}, '
               f'{m.get("wall_seconds", float("nan")):.1f} s on {_e(summary.get("device"))}</p>')
   head.append('</div><h2>Threat model</h2>')
   head.append(_table(_threat_rows(job, summary.get('threat_model') or {})))
+  if summary.get('provenance'):
+    head.append('<h2>Provenance</h2>' + _table(_provenance_rows(summary['provenance'])))
   body = _records_table(records, truth, candidates, image_shape, to_unit) if records else \
       _candidates_table(candidates, image_shape, verdicts)
   legend = ('<p class="note">Verdicts are blind (the certificate never sees the data): '

@@ -298,3 +298,43 @@ def test_the_page_says_the_norm_is_not_identifiable_and_how_off_sphere_rows_were
   assert 'not identifiable' not in page2 and '&radic;d sphere' not in page2
   on_sphere = x / np.linalg.norm(x, axis=1, keepdims=True) * np.sqrt(6)
   assert report.off_sphere(on_sphere, True) is None
+
+
+def test_page_says_what_the_numbers_mean_and_where_they_came_from(tmp_path):
+  """#69 item 4: the result sentence, the distance scale, what a negative result does not
+  show, each verdict's reason, the provenance, the width against the law, the defences."""
+  from recon import provenance  # pylint: disable=import-outside-toplevel
+  x = RNG.normal(size=(4, 8))
+  far = x.copy()
+  far[0] = RNG.normal(size=8) * 5  # one record not recovered
+  model = tmp_path / 'model.npz'
+  model.write_bytes(b'weights')
+  cfg = rf_synthetic.get_config()
+  cfg.victim.checkpoint = str(model)
+  summary = _summary(4, certified=False, candidates_certified=False, p_over_dn=2.5,
+                     certificate={'reasons': ['loss 1e-3 > tol']})
+  summary['provenance'] = provenance.record(cfg.to_dict())
+  recs = records.build(x, far, threshold=0.1, sign_invariant=False)
+  page = report_page.render(summary, recs, truth=x, candidates=far)
+  check_self_contained(page)
+  assert '3 of 4 training records came back' in page                      # the result
+  assert 'a random candidate of the same norm scores about 1.4' in page    # the scale
+  assert 'it is not evidence that the record is safe' in page              # a negative result
+  assert 'not certified: loss 1e-3 &gt; tol' in page                       # the verdict's reason
+  assert 'p = 2.5&middot;d&middot;n' in page and 'configs/leak_width.py' in page  # the width
+  assert 'docs/defences.md' in page                                        # the defences
+  assert '<h2>Provenance</h2>' in page and 'victim.checkpoint' in page     # the provenance
+  assert summary['provenance']['inputs']['victim.checkpoint']['sha256'][:16] in page
+  everything = records.build(x, x, threshold=0.1, sign_invariant=False)
+  assert 'not evidence' not in report_page.render(summary, everything, truth=x, candidates=x)
+
+
+def test_provenance_names_the_commit_and_a_cli_command():
+  from recon import provenance  # pylint: disable=import-outside-toplevel
+  git = provenance.git_commit()
+  if git is not None:  # a git checkout (a wheel install has none)
+    assert len(git['commit']) == 40 and isinstance(git['dirty'], bool)
+  line = provenance.command_line(['/x/recon/main.py', '--config=configs/a.py',
+                                  '--config.data.path=my file.npz'])
+  assert line == "python -m recon.main --config=configs/a.py '--config.data.path=my file.npz'"
+  assert provenance.command_line(['/x/scripts/bench.py']) is None
