@@ -5,7 +5,7 @@
     python scripts/bench.py --parts=step,memscale --keep_other_parts --sizes=100x3072x300000
                                               # e.g. on a GPU: larger step sizes, ttr kept
 
-Runs unchanged on CPU or GPU (the device is recorded). Three parts:
+Runs unchanged on CPU or GPU (the device is recorded). Five parts:
   1. step:   per-step time of the compiled reconstruction step (loss + gradient + Adam
              update + sphere projection) at several (n, d, p), dense (V stored) and
              memory-lean (V regenerated per chunk from its key), against the roofline: the
@@ -21,7 +21,14 @@ Runs unchanged on CPU or GPU (the device is recorded). Three parts:
              paper's optimiser ported faithfully at its blind lr, 10x the steps), timed whole,
              recovered / certified read from its summary.json (--pipeline_sizes, _seeds);
              saved after every run and resumed with --keep_other_parts.
-  4. fit:    the victim fit of configs/rf_cifar.py (bundled photo patches, relu, float32,
+  4. headline: the default problem (10, 10, 1000) on fresh seeds (--headline_seeds, default
+             300-302; refused if any was used to choose the default, the port's lr or the
+             rescue: HEADLINE_TUNING), per seed back to back: the default scheme
+             (adam_lr0.05+cosine20k) and the paper's port as optimisers alone (compile excluded,
+             as in ttr), then each as a whole CLI run (as in ttr's default / paper); two ratios
+             side by side, optimiser-only and whole-process, each a lower bound ("at least")
+             where the port reconstructs no seed.
+  5. fit:    the victim fit of configs/rf_cifar.py (bundled photo patches, relu, float32,
              memory-lean features; default its shipped size n = 100, 32 x 32 x 3, p = 3 072 000):
              seconds, memory, train_mse / var(y) and theta*'s distance to a float64 solve, for
              the default (float64 n x n solve) and for a float32 Gram solve (before issue #30).
@@ -664,6 +671,163 @@ def pipeline_lines(part):
   return lines
 
 
+# --- The headline: the default against the paper's port on fresh seeds, on two clocks --------
+# The fixed schemes' table runs seeds 0..--seeds-1: the default scheme was chosen on seeds 0-2
+# there, so its ratio is an in-sample figure. The headline re-measures that comparison on seeds
+# nothing was chosen on, and beside it the whole process (the CLI run end to end), per seed back
+# to back so that both clocks see the same load.
+HEADLINE_PROBLEM = (10, 10)  # p = 10 dn = 1000: configs/rf_synthetic.py's default problem
+HEADLINE_DEFAULT = 'adam_lr0.05+cosine20k'  # configs/rf_synthetic.py's optimiser and schedule
+HEADLINE_SEEDS = '300,301,302'
+HEADLINE_TUNING = {
+    "default_scheme_chosen_on (the fixed schemes' table, configs/rf_synthetic.py)": [0, 1, 2],
+    **PIPELINE_TUNING}
+
+
+def headline_tuning_seeds():
+  """Every seed a choice was made on (the headline's seeds must avoid them all)."""
+  return sorted({s for seeds in HEADLINE_TUNING.values() for s in seeds})
+
+
+def _ratio_side(rows, names, reached_key, time_key):
+  """One clock's default-vs-port summary: seeds reached, medians (all runs), the ratio."""
+  dflt = [r for r in rows if r['method'] == names[0]]
+  port = [r for r in rows if r['method'] == names[1]]
+  if not dflt or not port:
+    return None
+  out = {'default_method': names[0], 'paper_method': names[1], 'seeds': len(dflt),
+         'default_reached': sum(bool(r[reached_key]) for r in dflt),
+         'paper_reached': sum(bool(r[reached_key]) for r in port),
+         'default_median_s': float(np.median([r[time_key] for r in dflt])),
+         'paper_median_s': float(np.median([r[time_key] for r in port])),
+         'paper_mean_steps': float(np.mean([r['steps'] or 0 for r in port]))}
+  out['ratio'] = out['paper_median_s'] / out['default_median_s']
+  # The port's time is budget-capped where it never reconstructs: the ratio is then a floor.
+  out['lower_bound'] = out['paper_reached'] < len(port)
+  out['default_all_reached'] = out['default_reached'] == len(dflt)
+  # Per seed (the same problem on both sides): where the default reconstructs, the port's time
+  # over the default's is a floor on that seed's ratio (exact where the port reconstructs too).
+  by_seed = {r['seed']: r for r in port}
+  out['per_seed'] = [{'seed': r['seed'], 'default_s': r[time_key],
+                      'paper_s': by_seed[r['seed']][time_key],
+                      'default_reached': bool(r[reached_key]),
+                      'paper_reached': bool(by_seed[r['seed']][reached_key]),
+                      'ratio': by_seed[r['seed']][time_key] / r[time_key]}
+                     for r in sorted(dflt, key=lambda r: r['seed']) if r['seed'] in by_seed]
+  reached = [s['ratio'] for s in out['per_seed'] if s['default_reached']]
+  out['min_ratio_where_default_reached'] = min(reached) if reached else None
+  if 'certified' in dflt[0]:
+    out['default_certified'] = sum(bool(r['certified']) for r in dflt)
+    out['paper_certified'] = sum(bool(r['certified']) for r in port)
+    out['default_median_cpu_s'] = float(np.median([r['cpu_s'] for r in dflt]))
+    out['paper_median_cpu_s'] = float(np.median([r['cpu_s'] for r in port]))
+  return out
+
+
+def headline_summary(part):
+  """The two ratios of the headline part, from its rows."""
+  return {'optimizer_only_ratio': _ratio_side(part['optimizer_only']['rows'],
+                                              (HEADLINE_DEFAULT, PAPER), 'reached', 'seconds'),
+          'whole_process_ratio': _ratio_side(part['whole_process']['rows'], PIPELINE_METHODS,
+                                             'all_recovered', 'wall_s')}
+
+
+def headline_part(results, seeds, max_steps, timeout_s, cpu_limit_s, save):
+  """Per fresh seed: both optimisers alone, then both CLI runs whole; saved after each run."""
+  n, d = HEADLINE_PROBLEM
+  p = 10 * d * n
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  part = results['headline'] = {
+      'problem': [n, d, p], 'activation': ACT, 'seeds': list(seeds),
+      'tuning_seeds': HEADLINE_TUNING, 'default_scheme': HEADLINE_DEFAULT, 'paper_scheme': PAPER,
+      'max_steps': max_steps, 'paper_budget_factor': PAPER_BUDGET_FACTOR,
+      'timeout_s': timeout_s, 'cpu_limit_s': cpu_limit_s, 'machine': machine.describe(),
+      'commit': _commit(root), 'recorded': time.strftime('%Y-%m-%d', time.gmtime()),
+      'jax': jax.__version__, 'cpu_count': os.cpu_count(),
+      'loadavg_start': [round(x, 1) for x in os.getloadavg()],
+      'optimizer_only': {'rows': []}, 'whole_process': {'rows': []}}
+  cli_steps = None if max_steps == DEFAULT_MAX_STEPS else max_steps
+  for seed in seeds:
+    for method in (HEADLINE_DEFAULT, PAPER):
+      load = [round(x, 1) for x in os.getloadavg()]
+      r = time_to_reconstruct(n, d, seed, method,
+                              max_steps * (PAPER_BUDGET_FACTOR if method == PAPER else 1))
+      r['loadavg'] = load
+      print(json.dumps(r), flush=True)
+      part['optimizer_only']['rows'].append(r)
+      save()
+    for method in PIPELINE_METHODS:
+      row = pipeline_run(method, n, d, p, seed, cli_steps, timeout_s, cpu_limit_s)
+      print(json.dumps(row), flush=True)
+      part['whole_process']['rows'].append(row)
+      part['loadavg_end'] = [round(x, 1) for x in os.getloadavg()]
+      part.update(headline_summary(part))
+      save()
+
+
+def _ratio_text(side):
+  if side is None:
+    return '-'
+  if not side['default_all_reached']:
+    if side.get('min_ratio_where_default_reached') is None:
+      return f"none: the default reached 0/{side['seeds']} seeds"
+    hit = [s for s in side['per_seed'] if s['default_reached']]
+    missed = [s['seed'] for s in side['per_seed'] if not s['default_reached']]
+    port_missed = all(not s['paper_reached'] for s in side['per_seed'] if not s['default_reached'])
+    return (f"at least {side['min_ratio_where_default_reached']:.0f}x on the "
+            f"{len(hit)} seed(s) the default reached ({', '.join(str(s['seed']) for s in hit)}:"
+            f" {', '.join(format(s['ratio'], '.0f') + 'x' for s in hit)}); seed(s) "
+            f"{', '.join(map(str, missed))}: "
+            + ('neither reached' if port_missed else 'the port reached, the default not')
+            + f" (ratio of medians over all seeds {side['ratio']:.1f}x)")
+  return (f"at least {side['ratio']:.1f}x (the port reached {side['paper_reached']}/"
+          f"{side['seeds']} seeds; its time is its budget's)" if side['lower_bound']
+          else f"{side['ratio']:.1f}x")
+
+
+def headline_lines(part):
+  """The md of the headline: the two ratios side by side, then the runs per seed."""
+  n, d, p = part['problem']
+  tuning = '; '.join(f'{k}: {v[0]}-{v[-1]}' for k, v in part['tuning_seeds'].items())
+  opt, whole = part.get('optimizer_only_ratio'), part.get('whole_process_ratio')
+  lines = ['', f"Headline, the default problem ({n}, {d}, {p}), {part['activation']}, on fresh "
+           f"seeds {part['seeds']} (no choice was made on them; tuning seeds: {tuning}). The "
+           f"default ({part['default_scheme']}; whole: the CLI as configs/rf_synthetic.py ships "
+           f"it) against the paper's optimiser ported faithfully at its blind lr, "
+           f"{part['paper_budget_factor']}x the default's {part['max_steps']} steps. Per seed "
+           'the four runs back to back: optimiser only (in-process, compile excluded, the ground '
+           'truth stops the clock once every sample is within 0.05), then whole (one `python -m '
+           'recon.main --config=configs/rf_synthetic.py` process, wall clock: start-up, victim '
+           'fit, compilation, attack with escalation and the precision rung, certificate; '
+           'recovered = every row within 0.1, read from summary.json afterwards). Measured at '
+           f"{part['commit']} ({part['recorded']}) on {part['machine']}; load (1/5/15 min, shared) "
+           f"{part['loadavg_start']} at the start, {part.get('loadavg_end')} at the end.", '',
+           '| clock | default: reached, median s | paper\'s port: reached, median s | ratio |',
+           '|---|---|---|---|']
+  if opt:
+    lines.append(f"| optimiser only | {opt['default_reached']}/{opt['seeds']}, "
+                 f"{opt['default_median_s']:.2f} | {opt['paper_reached']}/{opt['seeds']}, "
+                 f"{opt['paper_median_s']:.2f} | {_ratio_text(opt)} |")
+  if whole:
+    lines.append(f"| whole process | {whole['default_reached']}/{whole['seeds']} "
+                 f"({whole['default_certified']} certified), {whole['default_median_s']:.1f} | "
+                 f"{whole['paper_reached']}/{whole['seeds']} ({whole['paper_certified']} "
+                 f"certified), {whole['paper_median_s']:.1f} | {_ratio_text(whole)} |")
+  lines += ['', '| seed | clock | method | reached | steps | s | load (1 min) |',
+            '|---|---|---|---|---|---|---|']
+  runs = ([('optimiser only', r, r['reached'], r['seconds']) for r in
+           part['optimizer_only']['rows']] +
+          [('whole process', r, r['all_recovered'], r['wall_s']) for r in
+           part['whole_process']['rows']])
+  for clock, r, ok, secs in sorted(runs, key=lambda c: (c[1]['seed'], c[0] != 'optimiser only')):
+    within = (f"{r['n_within']}/{r['n']}" if 'n_within' in r else
+              f"{r['n_recovered']}/{r['n']}" if r.get('n_recovered') is not None else '-')
+    lines.append(f"| {r['seed']} | {clock} | {r['method']} | {ok} ({within}) | "
+                 f"{r['steps'] if r['steps'] is not None else '-'} | {secs:.2f} | "
+                 f"{r['loadavg'][0]} |")
+  return lines
+
+
 def _table(results):
   loads = '; '.join(f"{part}: {results[f'loadavg_{part}']}" for part in ('step', 'ttr', 'fit')
                     if f'loadavg_{part}' in results)
@@ -725,9 +889,13 @@ def _table(results):
   merged_note = '' if not merged else (
       f" Rows of {', '.join(merged['methods'])} come from a later run (--merge_ttr, load "
       f"{results.get('loadavg_ttr')}); the others from the run with load {merged['kept_loadavg']}.")
+  table_seeds = sorted({r['seed'] for r in results['ttr']})
   lines += ['', 'Time-to-reconstruct (all true samples < 0.05 relative error; compile excluded; '
             f"budget {results['ttr_max_steps']} steps, {PAPER_BUDGET_FACTOR}x that for the "
-            f"paper's scheme):{merged_note}", '',
+            "paper's scheme" + (
+                f"; seeds {table_seeds}, the seeds the default scheme was chosen on: an "
+                'in-sample comparison of optimisers, the headline below is on fresh seeds'
+                if table_seeds else '') + f"):{merged_note}", '',
             '| method | n, d, p | reached | median s (reached runs) | median s (all runs) | '
             'mean steps | mean samples within 0.05 |', '|---|---|---|---|---|---|---|']
   groups = {}
@@ -744,6 +912,8 @@ def _table(results):
                  f"{np.mean([r['steps'] for r in rs]):.0f} | "
                  f"{np.mean([r['n_within'] for r in rs]):.1f}/{n} |")
   lines += ['', *speedup_lines(results)]
+  if results.get('headline'):
+    lines += headline_lines(results['headline'])
   if results.get('ttr_pipeline', {}).get('rows'):
     lines += pipeline_lines(results['ttr_pipeline'])
   return '\n'.join(lines) + '\n'
@@ -787,7 +957,7 @@ def speedup_lines(results):
 DEFAULT_SIZES = '10x10x1000x4096,20x50x10000x4096,20x100x20000x4096,100x30x30000x4096'
 QUICK_SIZES = '10x10x1000x256,20x20x10000x2048'
 CIFAR_SCALE = (100, 3072, 3072000)  # the paper's CIFAR-10 scale: n = 100, d = 3072, p = 10 dn
-PARTS = ('step', 'memscale', 'ttr', 'fit')
+PARTS = ('step', 'memscale', 'ttr', 'headline', 'fit')
 FIT_SIZE = '100x32x3072000'  # configs/rf_cifar.py as shipped: n x image side x p
 
 
@@ -838,6 +1008,9 @@ def parse_args(argv=None):
                        f'(default {PIPELINE_SIZES})')
   ap.add_argument('--pipeline_seeds', default=PIPELINE_SEEDS,
                   help=f'their reported seeds (default {PIPELINE_SEEDS})')
+  ap.add_argument('--headline_seeds', default=HEADLINE_SEEDS,
+                  help=f'headline part: fresh seeds (default {HEADLINE_SEEDS}); refused if any '
+                       'is a tuning seed (HEADLINE_TUNING)')
   ap.add_argument('--pipeline_max_steps', type=int, default=None,
                   help='their attack.max_steps (default: the config\'s own, '
                        f'{DEFAULT_MAX_STEPS}); the paper\'s port gets {PAPER_BUDGET_FACTOR}x')
@@ -896,6 +1069,18 @@ def parse_args(argv=None):
       raise ValueError(f'--pipeline_seeds: {args.pipeline_seeds!r}; accepted: comma-separated '
                        'integers >= 0, e.g. 300,301,302')
     args.pipeline_seeds = seeds
+    try:
+      fresh = [int(v) for v in args.headline_seeds.split(',')]
+    except ValueError:
+      fresh = []
+    if not fresh or min(fresh) < 0:
+      raise ValueError(f'--headline_seeds: {args.headline_seeds!r}; accepted: comma-separated '
+                       'integers >= 0, e.g. 300,301,302')
+    used = sorted(set(fresh) & set(headline_tuning_seeds()))
+    if used:
+      raise ValueError(f'--headline_seeds: {used} chose something (HEADLINE_TUNING); accepted: '
+                       'fresh seeds, e.g. 300,301,302')
+    args.headline_seeds = fresh
     fit_size = parse_sizes(args.fit_size, 3, '--fit_size')
     if len(fit_size) != 1 or 32 % fit_size[0][1]:
       raise ValueError(f'--fit_size: {args.fit_size!r}; accepted: one NxSIDExP with SIDE a '
@@ -934,9 +1119,11 @@ def main(argv=None):
       old = json.load(f)
     if 'ttr_pipeline' in old:  # resumed: rows already measured are not run again
       results['ttr_pipeline'] = old['ttr_pipeline']
+    if 'machine' in old:
+      results['machine'] = old['machine']
     fixed_rerun = [m for m in args.methods.split(',') if m in METHODS] if 'ttr' in parts else []
     for part, key in (('step', 'step'), ('memscale', 'memory_at_scale'), ('ttr', 'ttr'),
-                      ('fit', 'victim_fit')):
+                      ('headline', 'headline'), ('fit', 'victim_fit')):
       if part == 'ttr' and part in parts and not fixed_rerun and key in old:
         # Only the pipeline's methods re-run: the fixed schemes' rows stay as they were.
         results[key] = old[key]
@@ -983,6 +1170,8 @@ def main(argv=None):
   os.makedirs(args.out, exist_ok=True)
 
   def save():
+    if results.get('headline'):
+      results['headline'].update(headline_summary(results['headline']))
     io.write_json(os.path.join(args.out, 'bench.json'), results)
     with open(os.path.join(args.out, 'bench.md'), 'w') as f:
       f.write(_table(results))
@@ -1002,12 +1191,17 @@ def main(argv=None):
           r = time_to_reconstruct(n, d, seed, method, budget)
           print(json.dumps(r), flush=True)
           results['ttr'].append(r)
+  if 'headline' in parts:
+    headline_part(results, args.headline_seeds, max_steps, args.pipeline_timeout_s,
+                  args.pipeline_cpu_limit_s, save)
   if 'fit' in parts:
     stamp('fit')
     results['victim_fit'] = victim_fit(*args.fit_size)
     print(json.dumps(results['victim_fit']), flush=True)
   results['loadavg_end'] = [round(x, 1) for x in os.getloadavg()]
   os.makedirs(args.out, exist_ok=True)
+  if results.get('headline'):
+    results['headline'].update(headline_summary(results['headline']))
   io.write_json(os.path.join(args.out, 'bench.json'), results)
   table = _table(results)
   with open(os.path.join(args.out, 'bench.md'), 'w') as f:

@@ -49,6 +49,9 @@ def test_parse_sizes_default_chunk_and_errors():
     (['--max_steps=0'], '--max_steps'),
     (['--fit_size=10x5x400'], '--fit_size'),
     (['--fit_size=10x4'], '--fit_size'),
+    (['--headline_seeds=300,2'], '--headline_seeds'),  # 2: a seed the default was chosen on
+    (['--headline_seeds=1001'], '--headline_seeds'),  # the port's lr shadow seed
+    (['--headline_seeds=x'], '--headline_seeds'),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, flag, capsys):
   bench = _load_bench()
@@ -70,7 +73,8 @@ def test_render_only_without_results_exits_2(tmp_path, capsys):
 
 @pytest.mark.slow  # three script subprocesses: the smoke test of scripts/bench.py
 def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
-  out = _run('--sizes=8x4x64x32', '--memscale_size=8x4x64', '--problems=4x4',
+  out = _run('--parts=step,memscale,ttr,fit',  # the headline's CLI runs: stubbed below
+             '--sizes=8x4x64x32', '--memscale_size=8x4x64', '--problems=4x4',
              '--methods=adam_lr0.05', '--seeds=1', '--max_steps=200', '--fit_size=12x4x400',
              f'--out={tmp_path}')
   assert out.returncode == 0, out.stderr[-2000:]
@@ -225,3 +229,81 @@ def test_pipeline_only_rerun_keeps_the_fixed_schemes_rows(tmp_path, monkeypatch)
                                                                              ('default', 1)]
   assert '| default | 4, 4, 160 | relu_tanh | Adam 0.05 cosine |' in (
       tmp_path / 'bench.md').read_text()
+
+
+def test_headline_seeds_are_fresh_and_both_ratios_are_recorded():
+  """results/bench.json's headline: fresh seeds (none a tuning seed), both clocks' ratios."""
+  bench = _load_bench()
+  assert not set(bench.parse_args([]).headline_seeds) & set(bench.headline_tuning_seeds())
+  with open(os.path.join(ROOT, 'results', 'bench.json')) as f:
+    part = json.load(f)['headline']
+  tuning = {s for seeds in part['tuning_seeds'].values() for s in seeds}
+  assert {0, 1, 2, 1000} <= tuning  # the default's table seeds and the port's lr shadows
+  assert part['seeds'] and not set(part['seeds']) & tuning
+  assert part['problem'] == [10, 10, 1000] and part['machine'] and part['loadavg_start']
+  for clock, rows in (('optimizer_only', part['optimizer_only']['rows']),
+                      ('whole_process', part['whole_process']['rows'])):
+    assert sorted({r['seed'] for r in rows}) == sorted(part['seeds']), clock
+    side = part[f'{clock}_ratio']
+    assert side['seeds'] == len(part['seeds']) and side['ratio'] > 0
+    assert side['lower_bound'] == (side['paper_reached'] < side['seeds'])
+    assert side['ratio'] == pytest.approx(side['paper_median_s'] / side['default_median_s'])
+  assert all(r['command'].startswith('python -m recon.main --config=configs/rf_synthetic.py')
+             for r in part['whole_process']['rows'])
+
+
+def test_headline_ratios_and_table_from_stubbed_rows():
+  bench = _load_bench()
+  opt = [{'method': m, 'n': 10, 'seed': s, 'reached': m != bench.PAPER, 'steps': 100,
+          'seconds': t, 'n_within': 10, 'loadavg': [1.0]}
+         for s in (300, 301) for m, t in ((bench.HEADLINE_DEFAULT, 0.5), (bench.PAPER, 20.0))]
+  whole = [{**_row(m, 10, s, recovered=m == 'default', certified=m == 'default',
+                   wall=w), 'cpu_s': w, 'loadavg': [1.0]}
+           for s in (300, 301) for m, w in (('default', 8.0), ('paper', 20.0))]
+  part = {'problem': [10, 10, 1000], 'activation': 'relu_tanh', 'seeds': [300, 301],
+          'tuning_seeds': bench.HEADLINE_TUNING, 'default_scheme': bench.HEADLINE_DEFAULT,
+          'paper_budget_factor': 10, 'max_steps': 20000, 'commit': 'abc', 'recorded': 'today',
+          'machine': 'cpu', 'loadavg_start': [1.0], 'optimizer_only': {'rows': opt},
+          'whole_process': {'rows': whole}}
+  part.update(bench.headline_summary(part))
+  assert part['optimizer_only_ratio']['ratio'] == pytest.approx(40.0)
+  assert part['whole_process_ratio']['ratio'] == pytest.approx(2.5)
+  assert part['optimizer_only_ratio']['lower_bound'] and part['whole_process_ratio']['lower_bound']
+  text = '\n'.join(bench.headline_lines(part))
+  assert '| optimiser only | 2/2, 0.50 | 0/2, 20.00 | at least 40.0x' in text
+  assert '| whole process | 2/2 (2 certified), 8.0 | 0/2 (0 certified), 20.0 | at least 2.5x' in text
+
+
+def test_headline_part_runs_both_clocks_per_seed_and_keeps_the_rest(tmp_path, monkeypatch):
+  bench = _load_bench()
+  old = {'device': 'cpu:0', 'platform': 'cpu', 'step': [], 'ttr': [], 'ttr_max_steps': 200,
+         'loadavg_step': [0.5, 0.5, 0.5]}
+  (tmp_path / 'bench.json').write_text(json.dumps(old))
+  calls = []
+
+  def fake_ttr(n, d, seed, method, max_steps):
+    calls.append(('opt', method, seed, max_steps))
+    return {'method': method, 'n': n, 'd': d, 'p': 10 * d * n, 'seed': seed,
+            'reached': method != bench.PAPER, 'seconds': 20.0 if method == bench.PAPER else 0.5,
+            'steps': max_steps, 'n_within': n}
+
+  def fake_run(method, n, d, p, seed, max_steps, timeout_s, cpu_limit_s):
+    calls.append(('cli', method, seed, max_steps))
+    return _row(method, n, seed, recovered=method == 'default', certified=method == 'default',
+                wall=8.0 if method == 'default' else 20.0)
+  monkeypatch.setattr(bench, 'time_to_reconstruct', fake_ttr)
+  monkeypatch.setattr(bench, 'pipeline_run', fake_run)
+  bench.main(['--parts=headline', '--keep_other_parts', '--headline_seeds=301,300',
+              f'--out={tmp_path}'])
+  # Per seed, in the order given: both optimisers alone (the port 10x the budget), then both
+  # CLI runs at the config's own budget.
+  assert calls[:4] == [('opt', bench.HEADLINE_DEFAULT, 301, 20000), ('opt', bench.PAPER, 301, 200000),
+                       ('cli', 'default', 301, None), ('cli', 'paper', 301, None)]
+  assert len(calls) == 8
+  res = json.loads((tmp_path / 'bench.json').read_text())
+  assert res['loadavg_step'] == old['loadavg_step'] and res['ttr_max_steps'] == 200
+  part = res['headline']
+  assert part['seeds'] == [301, 300] and part['problem'] == [10, 10, 1000]
+  assert part['optimizer_only_ratio']['ratio'] == pytest.approx(40.0)
+  assert part['whole_process_ratio']['ratio'] == pytest.approx(2.5)
+  assert 'at least 2.5x' in (tmp_path / 'bench.md').read_text()

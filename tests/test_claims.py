@@ -235,6 +235,28 @@ def bench_step(n, d, p, field):
   return one(load('bench.json')['step'], n=n, d=d, p=p)[field]
 
 
+def headline(clock, field):
+  """bench.json's headline (fresh seeds): one clock's default-vs-port summary field."""
+  return load('bench.json')['headline'][f'{clock}_ratio'][field]
+
+
+def headline_rows(clock, **where):
+  return select(load('bench.json')['headline'][clock]['rows'], **where)
+
+
+def headline_fresh():
+  """The headline's seeds: none of them a seed any choice was made on."""
+  part = load('bench.json')['headline']
+  tuning = {s for seeds in part['tuning_seeds'].values() for s in seeds}
+  return not set(part['seeds']) & tuning and {0, 1, 2, 1000, 1001, 1002} <= tuning
+
+
+def headline_loads():
+  rows = [r for c in ('optimizer_only', 'whole_process')
+          for r in load('bench.json')['headline'][c]['rows']]
+  return min(r['loadavg'][0] for r in rows), max(r['loadavg'][0] for r in rows)
+
+
 # ----------------------------------------------------------------------------------------------
 # Parsing the quoted numbers.
 
@@ -461,12 +483,24 @@ claim(README, 'sample splitting changes either by\n  −{0.01} ± {0.05} (mean �
       lambda: (-mean(split_pairs()), sd(split_pairs()), len(split_pairs()))
       if min(kkt('haim+split', 'n_splits', None) + kkt('loo+split', 'n_splits', None)) > 0
       else None)
-claim(README, 'reconstructs the default problem at least {53}× faster than the\n  paper\'s '
-      'optimiser ported faithfully (its blind lr, {10}× the budget, which reconstructs no seed)',
-      lambda: (ttr('paper_port (blind lr)', 10, 'median_s') / ttr('adam_lr0.05+cosine20k', 10, 'median_s'),
-               ttr('paper_port (blind lr)', 10, 'mean_steps') / load('bench.json')['ttr_max_steps']),
-      op=('>=', '='))
-claim(README, 'which reconstructs no seed', lambda: ttr('paper_port (blind lr)', 10, 'reached') == 0)
+claim(README, 'on fresh seeds {300}–{302} of the default problem the paper\'s optimiser ported '
+      'faithfully (its blind lr, {10}× the budget) reconstructs no seed; the default Adam + cosine '
+      'optimiser alone reconstructs {2} of {3}, at least {27}× faster on those, and the whole '
+      'default run (start-up, fit, escalation, rung, certificate) recovers all {3}, certified, at '
+      'least {2.2}× faster than the port\'s whole run (2 shared cores, 1-minute load {6.6}–{8.0})',
+      lambda: (min(load('bench.json')['headline']['seeds']),
+               max(load('bench.json')['headline']['seeds']),
+               load('bench.json')['headline']['paper_budget_factor'],
+               headline('optimizer_only', 'default_reached'), headline('optimizer_only', 'seeds'),
+               headline('optimizer_only', 'min_ratio_where_default_reached'),
+               min(headline('whole_process', 'default_reached'),
+                   headline('whole_process', 'default_certified')),
+               headline('whole_process', 'ratio'), *headline_loads())
+      if headline_fresh() else None)
+claim(README, 'reconstructs no seed; the default Adam + cosine',
+      lambda: headline('optimizer_only', 'paper_reached') == headline(
+          'whole_process', 'paper_reached') == 0 and headline('optimizer_only', 'lower_bound')
+      and headline('whole_process', 'lower_bound'))
 claim(README, 'the default recovers\n  every row, certified, on {3} of {3} seeds at (10, 10, 1000), (20, 20, 4000), (20, 100, 20 000)\n'
       '  and n = 100 (100, 16, 6400), in a median {7.3}, {15.9}, {35} and {132} s on the CPU',
       lambda: (min(pipe('default', n, d, w) for n, d in ((10, 10), (20, 20), (20, 100), (100, 16))
@@ -2549,11 +2583,14 @@ claim(RF, 'of which Φ is 1172 MB (its float64 temporaries {95} MB against\n{47}
       'solve); the script\'s process peaked at {4181} MB',
       lambda: (vfit('float64_solve_memory', 'temp_mb'), vfit('float32_solve_memory', 'temp_mb'),
                vfit('peak_rss_mb')))
-claim(PERF, 'budget {20000} steps, {10}x that for the paper\'s scheme): Rows of paper_port (blind '
+claim(PERF, 'budget {20000} steps, {10}x that for the paper\'s scheme; seeds [{0}, {1}, {2}], the '
+      'seeds the default scheme was chosen on: an in-sample comparison of optimisers, the headline '
+      'below is on fresh seeds): Rows of paper_port (blind '
       'lr) come from a later run (--merge_ttr, load [{5.4}, {5.3}, {4.9}]); the others from the '
       'run with load [{0.8}, {0.8}, {1.1}].',
       lambda: (load('bench.json')['ttr_max_steps'],
                ttr('paper_port (blind lr)', 10, 'mean_steps') / load('bench.json')['ttr_max_steps'],
+               *sorted({r['seed'] for r in load('bench.json')['ttr']}),
                *load('bench.json')['loadavg_ttr'], *load('bench.json')['ttr_merged']['kept_loadavg']))
 claim(PERF, '* (10, 10, 1000): adam_lr0.05+cosine20k+reseed reconstructs every seed in a median '
       '{0.29} s; the paper\'s scheme takes a median {16.97} s: {58.6}x (a lower bound: the paper\'s '
@@ -2588,22 +2625,125 @@ claim(PERF, 'at CIFAR-10 scale a step needs {214} MB (two_pass; {1.2} GB with st
       '{40} GB.',
       lambda: (mem('lean', 'total_mb'), mem('lean_stored', 'total_mb') / 1000,
                mem('dense', 'total_mb') / 1000))
-claim(PERF, 'reconstructs every seed in a median {0.32} s (with a 5000-step decay, {0.37} s), Adam + '
-      'cosine 20k\n  + re-seeding in {0.29} s; the paper\'s optimiser, ported faithfully at its '
-      'blind lr, reconstructs\n  none of the 3 seeds after {200 000} steps ({10}× the others\' '
-      'budget, median {17.0} s), so the ratio\n  is at least {53}× for the default ({58}× for the '
-      'best scheme).',
+HEADLINE_TABLE = [
+    '| optimiser only | {2}/{3}, {0.31} | {0}/{3}, {9.48} | at least {27}x on the {2} seed(s) the '
+    'default reached ({300}, {301}: {188}x, {27}x); seed(s) {302}: neither reached (ratio of '
+    'medians over all seeds {31.0}x) |',
+    '| whole process | {3}/{3} ({3} certified), {8.6} | {0}/{3} ({0} certified), {18.9} | at least '
+    '{2.2}x (the port reached {0}/{3} seeds; its time is its budget\'s) |',
+]
+HEADLINE_SEED_ROWS = [
+    '| 300 | optimiser only | adam_lr0.05+cosine20k | True ({10}/10) | {1500} | {0.09} | {7.3} |',
+    '| 300 | optimiser only | paper_port (blind lr) | False ({3}/10) | {200000} | {16.59} | {7.3} |',
+    '| 300 | whole process | default | True ({10}/10) | {3750} | {11.96} | {7.9} |',
+    '| 300 | whole process | paper | False ({7}/10) | {200000} | {18.88} | {8.0} |',
+    '| 301 | optimiser only | adam_lr0.05+cosine20k | True ({10}/10) | {4500} | {0.31} | {7.6} |',
+    '| 301 | optimiser only | paper_port (blind lr) | False ({7}/10) | {200000} | {8.34} | {7.6} |',
+    '| 301 | whole process | default | True ({10}/10) | {2802} | {7.33} | {7.2} |',
+    '| 301 | whole process | paper | False ({9}/10) | {200000} | {19.58} | {7.0} |',
+    '| 302 | optimiser only | adam_lr0.05+cosine20k | False ({9}/10) | {20000} | {0.90} | {7.2} |',
+    '| 302 | optimiser only | paper_port (blind lr) | False ({9}/10) | {200000} | {9.48} | {7.2} |',
+    '| 302 | whole process | default | True ({10}/10) | {8982} | {8.63} | {7.0} |',
+    '| 302 | whole process | paper | False ({9}/10) | {200000} | {18.36} | {6.6} |',
+]
+
+
+def headline_table_row(quote):
+  """A headline summary row: seeds reached, medians, and the ratio text's numbers."""
+  clock = {'optimiser only': 'optimizer_only', 'whole process': 'whole_process'}[_cells(quote)[0]]
+  side = load('bench.json')['headline'][f'{clock}_ratio']
+  out = [side['default_reached'], side['seeds']]
+  if clock == 'whole_process':
+    out.append(side['default_certified'])
+  out += [side['default_median_s'], side['paper_reached'], side['seeds']]
+  if clock == 'whole_process':
+    out.append(side['paper_certified'])
+  out.append(side['paper_median_s'])
+  if side['default_all_reached']:
+    return tuple(out + [side['ratio'], side['paper_reached'], side['seeds']])
+  hit = [p for p in side['per_seed'] if p['default_reached']]
+  miss = [p['seed'] for p in side['per_seed'] if not p['default_reached']]
+  return tuple(out + [side['min_ratio_where_default_reached'], len(hit), *[p['seed'] for p in hit],
+                      *[p['ratio'] for p in hit], *miss, side['ratio']])
+
+
+def headline_seed_row(quote):
+  """A headline per-seed row: within, steps, seconds, load; 'reached' must be the JSON's too."""
+  cells = _cells(quote)
+  clock = {'optimiser only': 'optimizer_only', 'whole process': 'whole_process'}[cells[1]]
+  (r,) = headline_rows(clock, method=cells[2], seed=int(cells[0]))
+  ok, within = (r['reached'], r['n_within']) if clock == 'optimizer_only' else (
+      r['all_recovered'], r['n_recovered'])
+  assert cells[3].split()[0] == str(ok), quote
+  return (within, r['steps'], r['seconds'] if clock == 'optimizer_only' else r['wall_s'],
+          r['loadavg'][0])
+
+
+for _row in HEADLINE_TABLE:
+  claim(PERF, _row, lambda q=_row: headline_table_row(q))
+for _row in HEADLINE_SEED_ROWS:
+  claim(PERF, _row, lambda q=_row: headline_seed_row(q))
+claim(PERF, 'Measured at 290b58c (2026-12-04) on cpu: AMD EPYC, 2 cores visible; load (1/5/15 min, '
+      'shared) [{7.3}, {5.7}, {4.3}] at the start, [{6.2}, {6.0}, {4.6}] at the end.',
+      lambda: (*load('bench.json')['headline']['loadavg_start'],
+               *load('bench.json')['headline']['loadavg_end'])
+      if (load('bench.json')['headline']['commit'], load('bench.json')['headline']['recorded'])
+      == ('290b58c', '2026-12-04') else None)
+
+
+claim(PERF, '**met by the optimiser alone on\n  the fresh seeds it reconstructs ({2} of {3}), not by '
+      'the whole process**',
+      lambda: (headline('optimizer_only', 'default_reached'), headline('optimizer_only', 'seeds'))
+      if headline('optimizer_only', 'min_ratio_where_default_reached') >= 10
+      and headline('whole_process', 'ratio') < 10 and headline_fresh() else None)
+
+
+def _hl_opt(seed, method='adam_lr0.05+cosine20k'):
+  (r,) = headline_rows('optimizer_only', method=method, seed=seed)
+  return r
+
+
+claim(PERF, 'reconstructs seeds {300} and {301} in {0.09} and {0.31} s and not seed {302} ({9}/10 '
+      'samples within 0.05\n  after {20 000} steps; escalation recovers it in the whole run)',
+      lambda: (300, 301, _hl_opt(300)['seconds'], _hl_opt(301)['seconds'], 302,
+               _hl_opt(302)['n_within'], _hl_opt(302)['steps'])
+      if _hl_opt(300)['reached'] and _hl_opt(301)['reached'] and not _hl_opt(302)['reached']
+      and one(headline_rows('whole_process', method='default'), seed=302)['all_recovered']
+      else None)
+claim(PERF, 'reconstructs none after {200 000} steps ({10}× the budget, median {9.5} s;\n  the same '
+      '200 000 steps took {8.3}–{16.6} s, load noise): at least {27}× where the default\n  '
+      'reconstructs ({188}× and {27}×).',
+      lambda: (headline('optimizer_only', 'paper_mean_steps'),
+               headline('optimizer_only', 'paper_mean_steps') / load('bench.json')['headline']['max_steps'],
+               headline('optimizer_only', 'paper_median_s'),
+               min(r['seconds'] for r in headline_rows('optimizer_only', method=PAPER_PORT_METHOD)),
+               max(r['seconds'] for r in headline_rows('optimizer_only', method=PAPER_PORT_METHOD)),
+               headline('optimizer_only', 'min_ratio_where_default_reached'),
+               *[s['ratio'] for s in headline('optimizer_only', 'per_seed') if s['default_reached']])
+      if headline('optimizer_only', 'paper_reached') == 0 else None)
+claim(PERF, 'the default recovers every row,\n  certified, on {3} of {3} seeds in a median {8.6} s, the '
+      'port\'s whole run none in {18.9} s: at least\n  {2.2}× (per seed {1.6}–{2.7}×), under a '
+      '1-minute load of {6.6}–{8.0} on the 2 shared cores (the pipeline\n  table above, an earlier '
+      'measurement of the same runs, gives {2.5}×).',
+      lambda: (min(headline('whole_process', 'default_reached'),
+                   headline('whole_process', 'default_certified')),
+               headline('whole_process', 'seeds'), headline('whole_process', 'default_median_s'),
+               headline('whole_process', 'paper_median_s'), headline('whole_process', 'ratio'),
+               min(s['ratio'] for s in headline('whole_process', 'per_seed')),
+               max(s['ratio'] for s in headline('whole_process', 'per_seed')), *headline_loads(),
+               pipe('paper', 10, 10, 'median_wall_s') / pipe('default', 10, 10, 'median_wall_s'))
+      if headline('whole_process', 'paper_reached') == 0 else None)
+claim(PERF, 'its optimiser reconstructs every seed in a\n  median {0.32} s (with a 5000-step decay, '
+      '{0.37} s), Adam + cosine 20k + re-seeding in {0.29} s,\n  against the port\'s {17.0} s for '
+      '{200 000} steps without reconstructing: {53}× there.',
       lambda: (ttr('adam_lr0.05+cosine20k', 10, 'median_s'),
                ttr('adam_lr0.05+cosine5k', 10, 'median_s'),
                ttr('adam_lr0.05+cosine20k+reseed', 10, 'median_s'),
-               ttr(PAPER_PORT_METHOD, 10, 'mean_steps'),
-               ttr(PAPER_PORT_METHOD, 10, 'mean_steps') / load('bench.json')['ttr_max_steps'],
-               ttr(PAPER_PORT_METHOD, 10, 'median_s'),
+               ttr(PAPER_PORT_METHOD, 10, 'median_s'), ttr(PAPER_PORT_METHOD, 10, 'mean_steps'),
                ttr(PAPER_PORT_METHOD, 10, 'median_s') / ttr('adam_lr0.05+cosine20k', 10,
-                                                            'median_s'),
-               ttr(PAPER_PORT_METHOD, 10, 'median_s')
-               / ttr('adam_lr0.05+cosine20k+reseed', 10, 'median_s')),
-      op=('=',) * 6 + ('>=', '>='))
+                                                            'median_s'))
+      if ttr(PAPER_PORT_METHOD, 10, 'reached') == 0
+      and ttr('adam_lr0.05+cosine20k', 10, 'reached') == 3 else None)
 claim(PERF, 'optimiser of the default covers {19.7}/20 ({3.8} s; seeds 0 and 2 complete, in {3.8} and {2.9} s), '
       'Adam + cosine\n  20k + re-seeding the same {19.7}/20 in {4.8} s.',
       lambda: (ttr('adam_lr0.05+cosine20k', 20, 'mean_within'),
