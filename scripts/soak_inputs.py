@@ -2,7 +2,7 @@
 headers, inflate a thousandfold, hold complex / integer / bool / float8 parameters, name one
 layer twice, have a zero-width or transposed layer, and user modules that fail on import, in
 their forward pass or have no parameters; each drawn with random sizes and fed to
-`recon.execution.execute` in-process.
+`recon.run` in-process (the CLI's line and exit status, as recon.RunError).
 
 Every case must end with exit status 2, exactly one 'error:' line (naming the field), no
 traceback, no workdir left, and the process's peak memory must not grow by more than
@@ -181,7 +181,7 @@ def _module_case(rng: random.Random, tmp: str, serial: int) -> Case:
 def run_case(overrides: Dict[str, Any], field: str, workdir: str) -> List[str]:
   """Problems of one case (empty when it was refused as promised)."""
   from configs import audit  # pylint: disable=import-outside-toplevel
-  from recon import execution  # pylint: disable=import-outside-toplevel
+  import recon  # pylint: disable=import-outside-toplevel
   c = audit.get_config()
   c.attack.max_steps = 5
   for key, value in overrides.items():
@@ -190,7 +190,12 @@ def run_case(overrides: Dict[str, Any], field: str, workdir: str) -> List[str]:
   lines: List[str] = []
   err = io.StringIO()
   with contextlib.redirect_stderr(err):
-    rc = execution.execute(c, workdir, say=lambda line: lines.append(line))
+    try:
+      recon.run(c, workdir)
+      rc = 0
+    except recon.RunError as e:  # the CLI's one line and exit status
+      rc = e.exit_code
+      lines.append(str(e))
   problems = []
   if rc != 2:
     problems.append(f'exit {rc}')

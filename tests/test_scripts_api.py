@@ -49,6 +49,8 @@ INTERNAL_PROBES = {
         'recon.features', 'recon.pipelines.random_features', 'recon.sign_quotient'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {
         'recon.features', 'recon.float64_loss', 'recon.polish', 'recon.row_search'}),
+    'soak_ownership.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
+        'recon.ownership'}),
     'kkt_diagnose.py': ("a saved KKT victim's dual Jacobian and layer mask", {
         'recon.objectives.kkt', 'recon.pipelines.kkt', 'recon.victims'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
