@@ -25,7 +25,7 @@ attacker knows n (`n_known`) and m = n: a sample whose share of theta
 tol with or without a candidate for it. `certified` is that whole-set claim;
 `candidates_certified` is the claim on the m candidates alone, and the evidence carries
 `unseen_share`, the largest share a sample can carry and still go unseen:
-    s_unseen = sqrt(max(L, tol)) / min_i kappa_i,
+    s_unseen = sqrt(level) / min_i kappa_i,   (level = `radius_loss`: max(L, tol) in general)
 kappa_i = ||P_perp(others) phi(x_hat_i)|| / ||phi(x_hat_i)|| = 1 / sqrt(G_ii (G^-1)_ii)
 (G = Phi_hat Phi_hat^T) the part of candidate i's feature outside the others' span: a
 missing sample as entangled with the found ones as the most entangled candidate leaves
@@ -52,7 +52,11 @@ small as at the truth. The certificate adds evidence that the solution found is
                  homogeneous features make it a symmetry). To first order, moving the
                  candidates by dx raises the loss by ||J dx||^2 / ||theta||^2, so every
                  candidate set within the *pin radius*
-                     sqrt(max(L, tol)) ||theta|| / sigma_min(J)   (relative to ||x_hat||)
+                     sqrt(level) ||theta|| / sigma_min(J)   (relative to ||x_hat||)
+                 at the loss level `radius_loss`: max(L, tol) for a run's own loss; for a
+                 float64 loss (the precision rung, the truth certificate) the bound on the
+                 truth's own loss max(L / (1 - q), floor), floor theta's rounding estimated
+                 statistically (`float64_loss.rounding_floor_estimate`), no clamp at tol
                  is as good as X_hat. Certification needs the pin radius below the
                  recovered threshold: the loss then determines every row to within what
                  counts as recovered. A rank deficit (sigma_min = 0: a continuum of
@@ -177,10 +181,34 @@ def row_pin_scales_from_eigh(lam: np.ndarray, vec: np.ndarray, m: int) -> np.nda
   return scales
 
 
-def _radii(scales: np.ndarray, x_hat, theta_norm: float, loss: float, tol: float) -> np.ndarray:
+def absorbed_share(m: int, d: int, p: int) -> float:
+  """q = m (d - 1) / (p - m): the share of theta's rounding residual that moving the m
+  candidates on their spheres can absorb (the residual Jacobian's m (d - 1) directions among
+  the p - m outside the features' span); 1 when p <= m (d - 1) + m."""
+  free = p - m
+  return float(min(1.0, m * (d - 1) / free)) if free > 0 else 1.0
+
+
+def radius_loss(loss: float, tol: float, floor: Optional[float] = None, *, m: int = 0,
+                d: int = 0, p: int = 0) -> float:
+  """The loss level the pin radius is taken at (docs/random_features.md, "The pin radius's
+  loss level"). Without `floor` (a run's own loss, in its dtype, with its ridge):
+  max(loss, tol). With `floor` (`loss` a float64 loss without the ridge, as the precision rung
+  and `recon.truth_certificate` compute it; `floor` the statistical bound on the truth's own
+  loss, `float64_loss.rounding_floor_estimate`): max(loss / (1 - q), floor), q =
+  `absorbed_share(m, d, p)` -- a bound on the truth's loss from the loss achieved near it, or
+  from theta's rounding, whichever is larger; no clamp at `tol`."""
+  if floor is None:
+    return max(loss, tol)
+  q = absorbed_share(m, d, p)
+  return max(loss / (1.0 - q) if q < 1.0 else np.inf, float(floor))
+
+
+def _radii(scales: np.ndarray, x_hat, theta_norm: float, loss: float, tol: float,
+           level: Optional[float] = None) -> np.ndarray:
   m = len(x_hat)
   norms = np.maximum(np.linalg.norm(np.asarray(x_hat, np.float64).reshape(m, -1), axis=1), 1e-300)
-  return np.sqrt(max(loss, tol)) * theta_norm * scales / norms
+  return np.sqrt(max(loss, tol) if level is None else level) * theta_norm * scales / norms
 
 
 def row_radii(feature_fn: Callable, x_hat, theta, loss: float, tol: float) -> np.ndarray:
@@ -268,26 +296,33 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
             rank_rtol: float = RANK_RTOL,
             max_jacobian_entries: int = MAX_JACOBIAN_ENTRIES,
             max_gram_entries: int = MAX_GRAM_ENTRIES,
-            jacobian_method: str = 'auto') -> Dict[str, Any]:
+            jacobian_method: str = 'auto', floor: Optional[float] = None) -> Dict[str, Any]:
   """The certificate and its evidence (a JSON-able dict); see the module docstring.
 
   `n_known`: the training set's size when the attacker knows it, else None (then only the
   candidates can be certified, never the whole set). `feature_fn`/`theta` enable the
   Jacobian test (`jacobian_method`, `max_jacobian_entries`, `max_gram_entries`: the module
   docstring); without them the counting margin must be FALLBACK_COUNTING_MARGIN.
+  `floor`: given where `final_loss` is a float64 loss without the ridge (the precision rung,
+  `recon.truth_certificate`): the statistical bound on the truth's own loss
+  (`float64_loss.rounding_floor_estimate`); the pin radii and the unseen share are then taken at
+  `radius_loss` (max(L / (1 - q), floor), no clamp at `tol`), recorded as `radius_loss`.
   """
   x_hat = np.asarray(x_hat)
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
+  level = radius_loss(final_loss, tol, floor, m=m, d=d, p=int(p))
   sym = symmetry.of_features(activation, feature_fn, x_hat)
   sign_invariant, scale_invariant = sym.sign_invariant, sym.scale_invariant
   evidence: Dict[str, Any] = {
       'symmetry': sym.kind, 'n_known': None if n_known is None else int(n_known),
       'loss': float(final_loss), 'tol': float(tol), 'loss_at_tol': bool(final_loss <= tol),
       'p': int(p), 'm_times_d': int(m * d), 'p_over_md': float(p / (m * d)),
-      'counting': bool(p >= m * (d + 1)),
+      'counting': bool(p >= m * (d + 1)), 'radius_loss': float(level),
       'scale_invariant': bool(scale_invariant),
       'duplicate_pairs': candidate_duplicates(x_hat, duplicate_threshold, sign_invariant),
   }
+  if floor is not None:
+    evidence.update(floor=float(floor), absorbed_share=absorbed_share(m, d, int(p)))
   if scale_invariant:  # one sample at two norms is one sample found twice
     evidence['duplicate_pairs'] = candidate_duplicates(x_hat, duplicate_threshold, sign_invariant,
                                                        scale_invariant=True)
@@ -316,8 +351,8 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     row_norm = float(np.median(np.linalg.norm(x_hat.reshape(m, -1), axis=1)))
     theta_norm = float(np.linalg.norm(np.asarray(theta, np.float64)))
     # Linearised: moving the candidates by dx raises the loss by ||J dx||^2 / ||theta||^2, so
-    # every X within this (relative) radius has a loss <= max(loss, tol).
-    pin = (np.sqrt(max(final_loss, tol)) * theta_norm / max(float(sv_min), 1e-300) /
+    # every X within this (relative) radius has a loss <= the level (`radius_loss`).
+    pin = (np.sqrt(level) * theta_norm / max(float(sv_min), 1e-300) /
            max(row_norm, 1e-300)) if m * (d - 1) else np.inf
     rank = spec['rank'](rank_rtol)
     # The precision rung (`recon.polish`: J dense) runs on a plain 'computed' only.
@@ -333,7 +368,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     if m * (d - 1):
       # Per row: the radius within which candidate i can move (others compensating) at
       # this loss; pinned = below the threshold and not half of a near-duplicate pair.
-      radii = _radii(spec['row_scales'], x_hat, theta_norm, final_loss, tol)
+      radii = _radii(spec['row_scales'], x_hat, theta_norm, final_loss, tol, level)
       # A near-duplicate pair whose pin balls are well apart is two samples, not one sample
       # found twice (`unresolved_pairs`): close training rows, as real data has.
       pairs = unresolved_pairs(x_hat, duplicate_threshold, sign_invariant, radii,
@@ -371,9 +406,9 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
     if not evidence['restarts_agree']:
       reasons.append('candidate sets of independent restarts disagree')
   if gram is not None:
-    evidence['unseen_share'] = unseen_share_from_gram(gram, final_loss, tol)
+    evidence['unseen_share'] = unseen_share_from_gram(gram, level, level)
   elif feature_fn is not None and int(p) * m <= max_jacobian_entries:
-    evidence['unseen_share'] = unseen_share(feature_fn(jnp.asarray(x_hat)), final_loss, tol)
+    evidence['unseen_share'] = unseen_share(feature_fn(jnp.asarray(x_hat)), level, level)
   candidates_ok = not reasons
   if n_known is None:
     reasons.append(f'n is unknown: {m} samples found; a sample carrying less than '

@@ -10,15 +10,16 @@ is the training set itself, judged at the tolerance a run is judged at. Two judg
 made, as a run makes them:
   * `attack`:   the truth's float64 loss against `attack.tol` (a float32 run's own verdict:
                 at best the loss reaches tol, so r uses tol);
-  * `polished`: against the precision rung's tolerance max(`attack.polish.tol`,
-                FLOOR_MARGIN x the rounding floor), the floor estimated blind from the truth's
-                coefficients (`float64_loss.rounding_floor`), as `polish.certify_or_polish`
-                judges a polished set.
+  * `polished`: as `polish.certify_or_polish` judges a polished set: the loss test against
+                max(`attack.polish.tol`, FLOOR_MARGIN x F), F the statistical bound on theta's
+                rounding floor estimated blind at the rows (`float64_loss.
+                rounding_floor_estimate`), the pin radii at max(L / (1 - q), F)
+                (`certificate.radius_loss`: no clamp at a tolerance).
 If neither certifies the truth, no attack can be certified on this victim, whatever it
 recovers: the training set is not identifiable to the threshold at the loss's resolution. The
 rows that fail are named (`least_pinned`: the largest row radii), typically the samples theta
 barely carries (`metrics.sample_shares`): a float64 victim (theta stored in float64) lowers
-the floor by ~1e9 and shrinks every radius by ~3e4.
+the floor by ~1e17 and, at the rung's level, shrinks every radius by ~1e8.
 """
 from __future__ import annotations
 
@@ -34,14 +35,16 @@ LEAST_PINNED = 5  # how many of the largest row radii the report names
 
 
 def _judge(loss: float, tol: float, x: np.ndarray, theta64: np.ndarray, ff64, *, p: int,
-           activation: str, duplicate_threshold: float, jacobian_method: str) -> Dict[str, Any]:
+           activation: str, duplicate_threshold: float, jacobian_method: str,
+           floor=None) -> Dict[str, Any]:
   t0 = time.time()
   cert = certificate.certify(final_loss=loss, tol=tol, x_hat=x, p=p, activation=activation,
                              n_known=len(x), feature_fn=ff64, theta=theta64,
                              duplicate_threshold=duplicate_threshold,
-                             jacobian_method=jacobian_method)
+                             jacobian_method=jacobian_method, floor=floor)
   ev = cert['evidence']
-  out = {'tol': float(tol), 'certified': bool(cert['certified']), 'reasons': cert['reasons'],
+  out = {'tol': float(tol), 'radius_loss': ev['radius_loss'],
+         'certified': bool(cert['certified']), 'reasons': cert['reasons'],
          'pin_radius': ev.get('pin_radius'), 'jacobian': ev.get('jacobian'),
          'jacobian_method': ev.get('jacobian_method'),
          'sigma_ratio': ev.get('jacobian_sigma_ratio'), 'rank': ev.get('jacobian_rank'),
@@ -62,21 +65,24 @@ def at_truth(feature_fn: Callable, x_true, theta, *, p: int, activation: str, to
   `feature_fn`: the victim's feature map (a `features.FeatureMap` or a plain function of
   (m, d) rows); `x_true` (n, d) the training rows; `theta` the victim's parameters in the
   dtype it was stored in (the rounding floor reads it). Returns {'loss64': the truth's float64
-  loss without the ridge, 'rounding_floor', 'attack': judgement at `tol`, 'polished':
-  judgement at the rung's tolerance, 'certifiable': either certified, 'shares': each row's
-  share of theta for the least pinned rows}."""
+  loss without the ridge, 'rounding_floor' (the statistical bound F),
+  'rounding_floor_expected', 'rounding_floor_worst' (the triangle inequality (eps S)^2),
+  'attack': judgement at `tol`, 'polished': judgement as the rung judges (its `radius_loss`),
+  'certifiable': either certified, 'shares': each row's share of theta for the least pinned
+  rows}."""
   x = np.asarray(x_true, np.float64).reshape(len(x_true), -1)
   theta_np = np.asarray(theta)
   with jax.enable_x64(True):
     ff64 = float64_loss.Features64(feature_fn)
     loss = float(float64_loss.loss64(feature_fn, x, theta_np))
-    floor = float(float64_loss.rounding_floor(ff64, x, theta_np))
+    est = float64_loss.rounding_floor_estimate(feature_fn, x, theta_np)
+    floor = est['bound']
     theta64 = theta_np.astype(np.float64)
     kw = dict(p=int(p), activation=activation, duplicate_threshold=duplicate_threshold,
               jacobian_method=jacobian_method)
     judged = {'attack': _judge(loss, tol, x, theta64, ff64, **kw),
               'polished': _judge(loss, max(polish_tol, polish.FLOOR_MARGIN * floor), x,
-                                 theta64, ff64, **kw)}
+                                 theta64, ff64, floor=floor, **kw)}
     phi = np.asarray(ff64(x), np.float64)
   shares = metrics.sample_shares(phi, theta64)
   for j in judged.values():
@@ -85,5 +91,6 @@ def at_truth(feature_fn: Callable, x_true, theta, *, p: int, activation: str, to
       row['share_rank'] = int(np.sum(shares < shares[row['row']]))  # 0: the smallest share
   return {'n': int(x.shape[0]), 'd': int(x.shape[1]), 'p': int(p),
           'theta_dtype': str(theta_np.dtype), 'loss64': loss, 'rounding_floor': floor,
+          'rounding_floor_expected': est['expected'], 'rounding_floor_worst': est['worst'],
           **judged, 'certifiable': bool(judged['attack']['certified']
                                         or judged['polished']['certified'])}

@@ -7,9 +7,13 @@ and theta (p):
   L64(X) = ||r||^2 / ||theta||^2,  r = theta - Q Q^T theta,  Q an orthonormal basis of the row
   span of Phi(X) (QR of Phi^T, float64, no jitter)  (`loss64`).
 
-Its floor at an exact solution is the rounding of theta itself: theta = Phi^T alpha summed in
-theta's dtype carries an error ~ eps S ||theta||, S = sum_i |alpha_i| ||phi_i|| / ||theta||, so
-no set goes below (eps S)^2 (`rounding_floor`, blind). `precision_split` compares a run's loss
+Its floor at the truth is the rounding in theta itself: theta = Phi^T alpha, from features in
+theta's dtype, summed and stored there, carries an error delta; the truth scores
+||P_perp delta||^2 / ||theta||^2. `rounding_floor_estimate` (blind) gives its expected size as a
+sum of independent roundings and a statistical upper bound on it (the precision rung's and the
+truth certificate's floor); `rounding_floor` is the worst case (eps S)^2, S = sum_i |alpha_i|
+||phi_i|| / ||theta||, every error aligned (the triangle inequality, 10-50x above the truth's
+loss). `precision_split` compares a run's loss
 with L64 at the same rows: the share of that loss that precision (ridge, rounding), not rows,
 accounts for. `Features64` compiles a feature map in float64 once, with its per-row Jacobian.
 Every function here is float64: call under `jax.enable_x64`.
@@ -67,6 +71,46 @@ def rounding_floor(feature_fn: Callable, x, theta) -> float:
   spread = float(np.sum(np.abs(alpha) * np.linalg.norm(phi, axis=1)) /
                  max(np.linalg.norm(theta64), 1e-300))
   return (eps * spread) ** 2
+
+
+FLOOR_Z = 5.0  # `rounding_floor_estimate`'s bound: the expected floor + FLOOR_Z of its deviations
+
+
+def rounding_floor_estimate(feature_fn: Callable, x, theta) -> Dict[str, float]:
+  """The loss theta's rounding leaves at the true rows, estimated blind as a sum of independent
+  rounding errors (docs/random_features.md, "The rounding floor"), at rows x (candidates).
+
+  theta (p,) in its dtype (u = eps / 2 its unit roundoff) is the victim's Phi_dt^T alpha:
+  features computed in that dtype (Phi_dt), the sum rounded, the result stored. Its error
+  delta = theta - Phi_64^T alpha has independent coordinates of variance
+      v_j = sum_i alpha_i^2 (e_ij^2 + (2 u^2 / 3) phi_ij^2) + ulp(theta_j)^2 / 12,
+  e = Phi_dt(x) - Phi_64(x) the features' own rounding, measured here by evaluating
+  `feature_fn` in theta's dtype (zero for float64), (2 u^2 / 3) phi^2 the product and the
+  addition of each term rounded in theta's dtype, ulp^2 / 12 the stored value's rounding. The
+  truth's loss is L* = ||P_perp delta||^2 / ||theta||^2, a weighted chi-square of p - m terms:
+      expected = sum_j v_j / ||theta||^2  (the (1 - m / p) of the projection dropped),
+      dof = (sum_j v_j)^2 / sum_j v_j^2,  bound = expected (1 + FLOOR_Z sqrt(2 / dof)).
+  Returns {'expected', 'bound', 'dof', 'worst' (`rounding_floor`, the triangle inequality)}.
+  `feature_fn` a plain feature map (not `Features64`: it must compute in the dtype of its
+  input); call under `jax.enable_x64`."""
+  theta_np = np.asarray(theta).reshape(-1)
+  dt = theta_np.dtype if np.issubdtype(theta_np.dtype, np.floating) else np.dtype(np.float64)
+  u = float(np.finfo(dt).eps) / 2
+  x64 = np.asarray(x, np.float64).reshape(len(x), -1)
+  phi = np.asarray(jnp.asarray(feature_fn(jnp.asarray(x64)), jnp.float64), np.float64)
+  phi_dt = np.asarray(jnp.asarray(feature_fn(jnp.asarray(x64.astype(dt))), jnp.float64),
+                      np.float64)
+  theta64 = theta_np.astype(np.float64)
+  alpha, *_ = np.linalg.lstsq(phi.T, theta64, rcond=None)
+  a2 = alpha ** 2
+  ulp = np.spacing(np.abs(theta_np.astype(dt))).astype(np.float64)
+  v = a2 @ ((phi_dt - phi) ** 2 + (2 * u * u / 3) * phi ** 2) + ulp ** 2 / 12
+  norm2 = max(float(theta64 @ theta64), 1e-300)
+  expected = float(np.sum(v)) / norm2
+  dof = float(np.sum(v) ** 2 / max(float(np.sum(v ** 2)), 1e-300))
+  spread = float(np.sum(np.abs(alpha) * np.linalg.norm(phi, axis=1)) / np.sqrt(norm2))
+  return {'expected': expected, 'bound': expected * (1 + FLOOR_Z * np.sqrt(2 / max(dof, 1.0))),
+          'dof': dof, 'worst': (2 * u * spread) ** 2}
 
 
 SPLIT_MAX_ENTRIES = 5 * 10 ** 7  # `precision_split`: p m entries of its float64 features at most

@@ -60,11 +60,12 @@ attacker's view (feature map, theta) and blind signals:
      the rows re-normalised after each step; a step is kept only if L falls.
 
 The polished set is kept only if its float64 loss is below that of the input set; the
-certificate is then evaluated on it with the float64 loss against
-max(attack.polish.tol, 4 x `float64_loss.rounding_floor`): theta itself was summed in
-float32, so no set reaches a loss below (eps S)^2, S = sum_i |alpha_i| ||phi_i|| / ||theta||
-(1e-14 for well-spread samples, 1e-12 .. 1e-11 for samples in a 4-dim subspace of R^64, where
-alpha cancels).
+certificate is then evaluated on it with the float64 loss: its loss test against
+max(attack.polish.tol, FLOOR_MARGIN x F), F the statistical bound on the loss theta's own
+rounding leaves at the truth (`float64_loss.rounding_floor_estimate`: theta was formed from
+float32 features and stored in float32, so no set near the truth goes much below it), and its
+pin radii at the bound on the truth's loss max(L / (1 - q), F) (`certificate.radius_loss`), not
+at the test's tolerance (docs/random_features.md, "The pin radius's loss level").
 Ground truth is never used.
 
 Threads. The rung's host work is hundreds of small NumPy / LAPACK calls (lstsq, QR, a
@@ -94,13 +95,13 @@ import threadpoolctl
 from absl import logging
 
 from recon import certificate, row_search, symmetry
-from recon.float64_loss import Features64, loss64, precision_split, rounding_floor
+from recon.float64_loss import Features64, loss64, precision_split, rounding_floor_estimate
 from recon.float64_loss import basis as _basis
 from recon.row_search import held_basis, project as _project  # noqa: F401 (held_basis: API)
 
 Array = jax.Array
 MODES = ('auto', 'off')
-FLOOR_MARGIN = 4.0  # the polished set is judged against max(attack.polish.tol, 4 x rounding floor)
+FLOOR_MARGIN = 4.0  # the polished set's loss test: max(attack.polish.tol, 4 x the floor's bound)
 
 
 GN_LOG_SECONDS = 10.0  # a Gauss-Newton progress line at most this often
@@ -376,14 +377,15 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
     restart_sets = [x_pol.reshape(x_hat.shape)] + list(restart_sets[1:])
   with jax.enable_x64(True):
     ff64 = Features64(feature_fn)
-    floor = rounding_floor(ff64, x_pol, theta)
-    tol_eff = max(polish_tol, FLOOR_MARGIN * floor)
-    info.update(rounding_floor=floor, tol=tol_eff)
+    floor = rounding_floor_estimate(feature_fn, x_pol, theta)
+    tol_eff = max(polish_tol, FLOOR_MARGIN * floor['bound'])
+    info.update(rounding_floor=floor['bound'], rounding_floor_expected=floor['expected'],
+                rounding_floor_worst=floor['worst'], tol=tol_eff)
     cert2 = certificate.certify(
         final_loss=info['loss_after'], tol=tol_eff, x_hat=x_pol, p=p, activation=activation,
         n_known=n_known, feature_fn=ff64,
         theta=np.asarray(theta, np.float64), duplicate_threshold=duplicate_threshold,
-        restart_sets=restart_sets)
+        restart_sets=restart_sets, floor=floor['bound'])
   cert2['evidence']['precision'] = 'float64 (polished)'
   info['certificate_before'] = {'reasons': cert['reasons'],
                                 'rows_within': ev.get('rows_within')}

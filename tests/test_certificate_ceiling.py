@@ -40,12 +40,13 @@ def test_a_wide_victims_training_set_is_certifiable():
 
 
 def test_a_sample_theta_barely_carries_is_named_and_blocks_the_certificate():
-  """alpha_2 = 1e-7 of the others: the truth is still a zero of the loss, but row 2's radius is
-  ~1e7 times the others', the least pinned row, of the smallest share: not certifiable."""
+  """alpha_2 = 1e-9 of the others, theta in float32 (resolution ~6e-8): the truth is still at
+  the loss's floor, but row 2's radius is ~1e9 times the others', the least pinned row, of the
+  smallest share: not certifiable, at the attack's tol nor at the rung's level (no clamp)."""
   n, d, p = 6, 5, 300
   alpha = np.ones(n)
-  alpha[2] = 1e-7
-  out = _at_truth(*_victim(n, d, p, alpha=alpha, dtype=np.float64), p)
+  alpha[2] = 1e-9
+  out = _at_truth(*_victim(n, d, p, alpha=alpha, dtype=np.float32), p)
   assert not out['certifiable'], out
   for judged in (out['attack'], out['polished']):
     worst = judged['least_pinned'][0]
