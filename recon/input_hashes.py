@@ -13,7 +13,7 @@ import hashlib
 import os
 from typing import Any, Dict, Optional
 
-from recon.config import PATH_FIELDS, get_path
+from recon.config import PATH_FIELDS
 from recon.errors import ExperimentError
 
 _CHUNK = 1 << 20
@@ -56,8 +56,10 @@ def current(config: Any) -> Dict[str, Dict[str, Any]]:
   """{field: {'path', 'sha256', 'bytes'}} of every input file the config names and that exists."""
   out = {}
   for field in PATH_FIELDS:
+    path = config
     try:
-      path = get_path(config, field)
+      for name in field.split('.'):  # (a walk of its own: the config is read once, here)
+        path = path[name]
     except (KeyError, TypeError):  # a partial config (a test's, an older run's): nothing read
       continue
     if isinstance(path, str) and path and os.path.exists(path):

@@ -15,7 +15,7 @@ import pytest
 
 from configs import base
 from recon import config as config_lib
-from recon import io
+from recon import io, ownership
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -242,8 +242,9 @@ CLI_CASES = [b for b in BAD if b[0] in (
 
 @pytest.mark.slow  # 10 CLI subprocesses (test_validator_table covers the values in-process)
 def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
-  workdir = tmp_path / 'existing'
-  workdir.mkdir()
+  workdir = tmp_path / 'existing'  # a recon workdir holding an earlier run's file
+  ownership.take(str(workdir))
+  ownership.claim(str(workdir / 'keep.txt'))
   (workdir / 'keep.txt').write_text('untouched')
   procs = []
   for override, _ in CLI_CASES:
@@ -267,5 +268,5 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
     assert len(lines) == 1, (override, err)
     assert lines[0].startswith('error: ' + expected), (override, lines[0])
     assert out == ''
-  assert sorted(os.listdir(workdir)) == ['keep.txt']
+  assert sorted(os.listdir(workdir)) == [ownership.MANIFEST, 'keep.txt']
   assert (workdir / 'keep.txt').read_text() == 'untouched'
