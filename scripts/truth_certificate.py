@@ -10,8 +10,9 @@ For each seed: the victim of configs/rf_synthetic.py at the size of issue #30 (p
 the bundled photographs' 4x4x3 patches, (n, d, p) = (100, 48, 48 000), p = 10 dn; sphere data:
 (100, 16, 6 400), p = 4 dn), relu_tanh, in `--dtype`, trained by a one-step run (the attack
 does nothing: one step, no rescue, no Jacobian test), then `recon.truth_certificate` on its
-workdir: the float64 loss at the true rows, the rounding floor theta's dtype leaves, and the
-certificate of the true rows at attack.tol and at the precision rung's tolerance (ground
+workdir: the float64 loss at the true rows, the rounding floor theta's dtype leaves (the
+statistical estimate, its bound and the worst case), and the certificate of the true rows at
+attack.tol and as the precision rung judges (its loss test and radius level; ground
 truth, for analysis: nothing here is an input to an attack or a choice). Where neither
 certifies the truth, no attack can be certified on that victim. Records are appended to
 OUT.json as they finish (a (data, dtype, seed) run again replaces its record); OUT.md
@@ -59,6 +60,10 @@ def _judged(j: dict) -> str:
           f"{j['rows_pinned']} | {row}")
 
 
+def _num(value) -> str:
+  return '-' if value is None else f'{value:.2g}'
+
+
 def render(out: str) -> None:
   doc = io.read_json(out + '.json')
   lines = ['# The certificate at the true training rows', '',
@@ -66,20 +71,27 @@ def render(out: str) -> None:
            '--data=DATA --dtype=DTYPE --seeds=SEEDS` (the row\'s data, dtype and seed). Victims: configs/rf_synthetic.py, relu_tanh, the size '
            'in the table; theta stored in the dtype column. Ground truth, for analysis only: '
            'the certificate (recon/certificate.py) of the TRUE rows, judged at the run\'s attack.tol '
-           "(default 1e-9) and at the precision rung's tolerance max(attack.polish.tol, 4 x the "
-           "rounding floor of theta's dtype). Where neither certifies, no attack can be "
-           'certified on that victim, whatever rows it brings back. `share rank`: the row\'s '
-           'rank by its share of theta (0: the smallest).', '',
-           '| data | (n, d, p) | dtype | seed | loss at truth | floor | attack.tol | certified | '
-           'pin radius | rows pinned | least pinned row | rung tol | certified | '
-           'pin radius | rows pinned | least pinned row | s |',
-           '|' + '---|' * 17]
+           '(default 1e-9; pin radius at max(L, tol)) and as the precision rung judges: loss test '
+           'against max(attack.polish.tol, 4 F), pin radii at the level max(L / (1 - q), F) '
+           '(`certificate.radius_loss`, no clamp at a tolerance; q = m (d - 1) / (p - m)). F: '
+           "the statistical bound on theta's rounding floor (`float64_loss.rounding_floor_estimate`, "
+           'blind, at the rows); `expected`: its expected value; `worst`: the triangle inequality '
+           '(eps S)^2 (the floor before issue #66). Where neither judgement certifies, no attack '
+           'can be certified on that victim, whatever rows it brings back. `share rank`: the '
+           'row\'s rank by its share of theta (0: the smallest).', '',
+           '| data | (n, d, p) | dtype | seed | loss at truth | F | expected | worst | attack.tol | '
+           'certified | pin radius | rows pinned | least pinned row | rung tol | radius level | '
+           'certified | pin radius | rows pinned | least pinned row | s |',
+           '|' + '---|' * 20]
   for r in sorted(doc['records'], key=lambda r: (r['data'], r['dtype'], r['seed'])):
+    level = r['polished'].get('radius_loss')
     lines.append(
         f"| {r['data']} | ({r['n']}, {r['d']}, {r['p']}) | {r['dtype']} | {r['seed']} | "
-        f"{r['loss64']:.2g} | {r['rounding_floor']:.2g} | {r['attack']['tol']:.2g} | "
-        f"{_judged(r['attack'])} | "
-        f"{r['polished']['tol']:.2g} | {_judged(r['polished'])} | {r['seconds']:.0f} |")
+        f"{r['loss64']:.2g} | {r['rounding_floor']:.2g} | "
+        f"{_num(r.get('rounding_floor_expected'))} | {_num(r.get('rounding_floor_worst'))} | "
+        f"{r['attack']['tol']:.2g} | {_judged(r['attack'])} | "
+        f"{r['polished']['tol']:.2g} | {_num(level)} | {_judged(r['polished'])} | "
+        f"{r['seconds']:.0f} |")
   named = [f"{r['data']} {r['dtype']} seed {r['seed']}" for r in doc['records']
            if r['certifiable']]
   lines += ['', f"Certifiable: {len(named)} of {len(doc['records'])} victims "
@@ -126,7 +138,8 @@ def main(argv=None):
       render(args.out)
       print(f"{data} {dtype} seed {seed}: certifiable {rec['certifiable']} "
             f"(pin radius {rec['attack']['pin_radius']:.2g} at {rec['attack']['tol']:.2g}, "
-            f"{rec['polished']['pin_radius']:.2g} at {rec['polished']['tol']:.2g})", flush=True)
+            f"{rec['polished']['pin_radius']:.2g} at the level "
+            f"{rec['polished']['radius_loss']:.2g})", flush=True)
   render(args.out)
 
 
