@@ -190,8 +190,11 @@ def run_chunk(state: ReconState, problem: Any, stop_step: Array, *,
       updates, new_opt = optimizer.update(grad, s.opt_state, s.x)
     new_x = constraint(optax.apply_updates(s.x, updates))
     move = finite & ~converged
-    new_x = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_x, s.x)
-    new_opt = jax.tree.map(lambda a, b: jnp.where(move, a, b), new_opt, s.opt_state)
+    # Each leaf keeps its dtype: a learning rate injected as float64 (x64 switched on by an
+    # earlier float64 run in this process) must not promote float32 candidates.
+    keep = lambda a, b: jnp.where(move, a, b).astype(b.dtype)  # noqa: E731
+    new_x = jax.tree.map(keep, new_x, s.x)
+    new_opt = jax.tree.map(keep, new_opt, s.opt_state)
     step = s.step + move.astype(jnp.int32)
     status = jnp.where(~finite, NONFINITE, jnp.where(converged, CONVERGED, RUNNING))
     status = jnp.where((status == RUNNING) & (step >= max_steps), MAX_STEPS, status)

@@ -137,3 +137,30 @@ def test_set_learning_rate_makes_the_next_step_that_long_and_the_schedule_decays
   np.testing.assert_allclose(np.asarray(u), -0.01 * float(unit(600)) / float(unit(400)), rtol=1e-5)
   lbfgs = optimize.make_optimizer('lbfgs', 1.0).init(x)
   assert optimize.set_learning_rate(lbfgs, 0.01, unit) is lbfgs  # no injected lr: left as it is
+
+
+def test_a_float64_learning_rate_does_not_promote_float32_candidates():
+  """x64 on (an earlier float64 run in the process) and float64 numbers in the step (a numpy
+  radius, data the loss closes over): the chunk keeps the candidates' and the optimiser state's
+  dtypes (the while loop's carry; tests/test_swap.py failed so after another test's x64)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  from recon import optimize  # pylint: disable=import-outside-toplevel
+  before = jax.config.jax_enable_x64
+  jax.config.update('jax_enable_x64', True)
+  try:
+    x = jnp.ones((3, 4), jnp.float32) / 2.0
+    opt = optimize.make_optimizer('adam', 0.01, 0.9, 'cosine', 1000, 0.05)
+    target = np.full((3, 4), 0.1)  # a float64 constant: with x64 on, the gradient is float64
+    loss_fn = lambda z, _: jnp.sum((z - target) ** 2)  # noqa: E731
+    state = optimize.init_state(x, opt, loss_fn, None, lambda z: z)
+    state = state._replace(opt_state=optimize.set_learning_rate(  # as swap.SwapStep does
+        opt.init(x), 0.005, optimize.schedule_unit('cosine', 1000, 0.05)))
+    out = optimize.run_chunk(state, None, jnp.asarray(5, jnp.int32), loss_fn=loss_fn,
+                             optimizer=opt, constraint=optimize.sphere_constraint(np.sqrt(4.0)),
+                             tol=0.0, max_steps=100)
+  finally:
+    jax.config.update('jax_enable_x64', before)
+  assert out.x.dtype == jnp.float32 and int(out.step) == 5
+  assert jax.tree.map(lambda a: a.dtype, out.opt_state) == jax.tree.map(lambda a: a.dtype,
+                                                                       state.opt_state)
