@@ -107,3 +107,21 @@ def test_the_committed_timing_is_of_this_notebook():
   assert all(r['audit']['frac_recovered'] == 1.0 for r in record['runs'])
   table = notebook_timing.render(record).splitlines()
   assert sum(line.startswith('| ') and line[2].isdigit() for line in table) == len(record['runs'])
+
+
+def test_what_the_notebook_writes_is_ignored_by_git():
+  """#69: running the notebook in notebooks/ leaves no untracked file (notebooks/.gitignore
+  names every file and folder its cells write)."""
+  import json  # pylint: disable=import-outside-toplevel
+  import re  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(ROOT, 'notebooks', 'audit.ipynb')) as f:
+    cells = json.load(f)['cells']
+  code = '\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'code')
+  written = set(re.findall(r"%%writefile (\S+)", code))
+  written |= set(re.findall(r"open\('([^']+)', 'wb'\)", code))
+  written |= set(re.findall(r"np\.savez\('([^']+)'", code))
+  written |= {w + '/' for w in re.findall(r"workdir='([^']+)'", code)}
+  written |= {w + '/' for w in re.findall(r"WORKDIR = '([^']+)'", code)}
+  with open(os.path.join(ROOT, 'notebooks', '.gitignore')) as f:
+    ignored = {line.strip() for line in f if line.strip() and not line.startswith('#')}
+  assert written and written <= ignored, written - ignored
