@@ -377,15 +377,16 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
     restart_sets = [x_pol.reshape(x_hat.shape)] + list(restart_sets[1:])
   with jax.enable_x64(True):
     ff64 = Features64(feature_fn)
-    floor = rounding_floor_estimate(feature_fn, x_pol, theta)
-    tol_eff = max(polish_tol, FLOOR_MARGIN * floor['bound'])
-    info.update(rounding_floor=floor['bound'], rounding_floor_expected=floor['expected'],
-                rounding_floor_worst=floor['worst'], tol=tol_eff)
+    est = rounding_floor_estimate(feature_fn, x_pol, theta)
+    floor = est['bound']  # the statistical bound F on theta's rounding floor
+    tol_eff = max(polish_tol, FLOOR_MARGIN * floor)
+    info.update(rounding_floor=floor, rounding_floor_expected=est['expected'],
+                rounding_floor_worst=est['worst'], tol=tol_eff)
     cert2 = certificate.certify(
         final_loss=info['loss_after'], tol=tol_eff, x_hat=x_pol, p=p, activation=activation,
         n_known=n_known, feature_fn=ff64,
         theta=np.asarray(theta, np.float64), duplicate_threshold=duplicate_threshold,
-        restart_sets=restart_sets, floor=floor['bound'])
+        restart_sets=restart_sets, floor=floor)
   cert2['evidence']['precision'] = 'float64 (polished)'
   info['certificate_before'] = {'reasons': cert['reasons'],
                                 'rows_within': ev.get('rows_within')}

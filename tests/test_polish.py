@@ -71,6 +71,12 @@ def test_a_row_that_carries_a_tiny_share_is_found_in_float64_and_certified():
   assert cert['certified'], cert['reasons']
   assert cert['evidence']['precision'] == 'float64 (polished)'
   assert cert['evidence']['rows_pinned'] == N
+  # The loss test at max(attack.polish.tol, 4 F); the radii at the level max(L / (1 - q), F),
+  # F the statistical floor (below the worst case), no clamp at either tolerance.
+  assert info['tol'] == max(1e-12, polish.FLOOR_MARGIN * info['rounding_floor'])
+  assert info['rounding_floor'] < info['rounding_floor_worst']
+  assert cert['evidence']['tol'] == info['tol'] and cert['evidence']['floor'] == info['rounding_floor']
+  assert cert['evidence']['radius_loss'] < 1e-12
   assert x_pol.dtype == x_hat.dtype and x_pol.shape == x_hat.shape
 
 
