@@ -217,8 +217,9 @@ def truth_certificate(workdir: str, jacobian_method: str = 'auto') -> Dict[str, 
   """What the certificate says of the TRUE training rows of a finished random-features run:
   the most any attack on that victim can certify (`recon.certificate_ceiling.at_truth`; the
   ground truth, for analysis, never an input to an attack). Judged at the run's attack.tol and
-  at the precision rung's tolerance (attack.polish.tol or 4 x theta's rounding floor), with
-  the run's run.recovered_threshold. RunError (exit status 2, one line) when `workdir` holds no
+  as the precision rung judges (loss at most max(attack.polish.tol, 4 x the rounding floor
+  estimate F), radii at the loss level max(L / (1 - q), F)), with the run's
+  run.recovered_threshold. RunError (exit status 2, one line) when `workdir` holds no
   random-features model with its training set."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel

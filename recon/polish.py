@@ -138,7 +138,12 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
   for _ in range(iters):
     if loss <= tol:
       break
-    jac, bases = certificate.tangent_jacobian(feature_fn, x, theta64, return_bases=True)
+    try:
+      jac, bases = certificate.tangent_jacobian(feature_fn, x, theta64, return_bases=True)
+    except np.linalg.LinAlgError as e:  # LAPACK on a degenerate (non-finite) set: stop here
+      logging.warning('precision rung: Gauss-Newton stopped at step %d (%s); the set it had '
+                      'is kept', kept, e)
+      break
     q = np.asarray(_basis(jnp.asarray(feature_fn(jnp.asarray(x)), jnp.float64)))
     r = theta64 - q @ (q.T @ theta64)
     gram, rhs = jac.T @ jac, jac.T @ r

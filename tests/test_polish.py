@@ -354,3 +354,23 @@ def test_a_failed_certificate_carries_the_precision_split_and_says_it():
   # At tol (the float64 truth, certified or not) there is nothing to split.
   _, cert, _ = _run(x, theta, ff, p, mode='off', tol=1e-3)
   assert 'loss_float64' not in cert['evidence']
+
+
+def test_gauss_newton_stops_where_lapack_refuses_and_keeps_its_set(monkeypatch):
+  """A LinAlgError in the tangent Jacobian (LAPACK on a degenerate set, as clustered rows
+  under tanh gave in the probes) ends the rung's Gauss-Newton with the set it had, instead of
+  an internal error that takes a whole sweep down."""
+  def refuse(*a, **k):
+    raise np.linalg.LinAlgError('SVD did not converge in Linear Least Squares')
+
+  monkeypatch.setattr(certificate, 'tangent_jacobian', refuse)
+  rng = np.random.default_rng(0)
+  v = rng.normal(size=(40, 3))
+  feature_fn = lambda x: jnp.tanh(jnp.asarray(x) @ v.T)  # noqa: E731
+  x = rng.normal(size=(2, 3))
+  x *= np.sqrt(3) / np.linalg.norm(x, axis=1, keepdims=True)
+  theta = np.asarray(feature_fn(rng.normal(size=(2, 3)))).sum(0)
+  with jax.enable_x64(True):
+    out, loss, kept = polish.gauss_newton(feature_fn, theta, x, iters=5, radius=np.sqrt(3),
+                                          tol=0.0)
+  assert kept == 0 and np.array_equal(out, x) and np.isfinite(loss)
