@@ -105,7 +105,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import metrics, residual_jacobian, symmetry
+from recon import float64_loss, metrics, residual_jacobian, symmetry
 from recon.candidate_pairs import candidate_duplicates, restarts_agree, unresolved_pairs
 
 RANK_RTOL = 1e-3
@@ -181,27 +181,16 @@ def row_pin_scales_from_eigh(lam: np.ndarray, vec: np.ndarray, m: int) -> np.nda
   return scales
 
 
-def absorbed_share(m: int, d: int, p: int) -> float:
-  """q = m (d - 1) / (p - m): the share of theta's rounding residual that moving the m
-  candidates on their spheres can absorb (the residual Jacobian's m (d - 1) directions among
-  the p - m outside the features' span); 1 when p <= m (d - 1) + m."""
-  free = p - m
-  return float(min(1.0, m * (d - 1) / free)) if free > 0 else 1.0
-
-
 def radius_loss(loss: float, tol: float, floor: Optional[float] = None, *, m: int = 0,
                 d: int = 0, p: int = 0) -> float:
   """The loss level the pin radius is taken at (docs/random_features.md, "The pin radius's
   loss level"). Without `floor` (a run's own loss, in its dtype, with its ridge):
   max(loss, tol). With `floor` (`loss` a float64 loss without the ridge, as the precision rung
-  and `recon.truth_certificate` compute it; `floor` the statistical bound on the truth's own
-  loss, `float64_loss.rounding_floor_estimate`): max(loss / (1 - q), floor), q =
-  `absorbed_share(m, d, p)` -- a bound on the truth's loss from the loss achieved near it, or
-  from theta's rounding, whichever is larger; no clamp at `tol`."""
+  and `recon.truth_certificate` compute it): the bound on the truth's own loss,
+  `float64_loss.truth_loss_bound` -- no clamp at `tol`."""
   if floor is None:
     return max(loss, tol)
-  q = absorbed_share(m, d, p)
-  return max(loss / (1.0 - q) if q < 1.0 else np.inf, float(floor))
+  return float64_loss.truth_loss_bound(loss, floor, m=m, d=d, p=p)
 
 
 def _radii(scales: np.ndarray, x_hat, theta_norm: float, loss: float, tol: float,
@@ -322,7 +311,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
       'duplicate_pairs': candidate_duplicates(x_hat, duplicate_threshold, sign_invariant),
   }
   if floor is not None:
-    evidence.update(floor=float(floor), absorbed_share=absorbed_share(m, d, int(p)))
+    evidence.update(floor=float(floor), absorbed_share=float64_loss.absorbed_share(m, d, int(p)))
   if scale_invariant:  # one sample at two norms is one sample found twice
     evidence['duplicate_pairs'] = candidate_duplicates(x_hat, duplicate_threshold, sign_invariant,
                                                        scale_invariant=True)

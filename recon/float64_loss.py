@@ -130,3 +130,20 @@ def precision_split(feature_fn: Callable, x, theta, loss: float,
   with jax.enable_x64(True):
     l64 = loss64(lambda z: jnp.asarray(feature_fn(z), jnp.float64), x.reshape(m, -1), theta)
   return {'loss_float64': l64, 'precision_share': max(0.0, 1.0 - l64 / float(loss))}
+
+
+def absorbed_share(m: int, d: int, p: int) -> float:
+  """q = m (d - 1) / (p - m): the share of theta's rounding residual that moving the m
+  candidates on their spheres can absorb (the residual Jacobian's m (d - 1) directions among
+  the p - m outside the features' span); 1 when p <= m (d - 1) + m."""
+  free = p - m
+  return float(min(1.0, m * (d - 1) / free)) if free > 0 else 1.0
+
+
+def truth_loss_bound(loss: float, floor: float, *, m: int, d: int, p: int) -> float:
+  """A bound on the truth's own float64 loss: from the float64 loss `loss` (no ridge) reached
+  at a stationary set near it, loss / (1 - q) (q = `absorbed_share`: the share of the truth's
+  residual such a set can absorb), or from theta's rounding, `floor`
+  (`rounding_floor_estimate`), whichever is larger."""
+  q = absorbed_share(m, d, p)
+  return max(loss / (1.0 - q) if q < 1.0 else np.inf, float(floor))

@@ -164,13 +164,17 @@ def main_(argv=None) -> int:
   parser.add_argument('--seed', type=int, default=1)
   parser.add_argument('--out', default=os.path.join('results', 'soak_ownership.json'))
   args = parser.parse_args(argv)
-  from absl import logging  # pylint: disable=import-outside-toplevel
-  logging.set_verbosity(logging.WARNING)
   if args.faults < 1:
     print(f'error: --faults: {args.faults}; accepted: an int >= 1', file=sys.stderr)
     return 2
-  with tempfile.TemporaryDirectory(prefix='soak_ownership_') as root:
-    result = soak(args.faults, args.seed, root)
+  from absl import logging  # pylint: disable=import-outside-toplevel
+  before = logging.get_verbosity()
+  logging.set_verbosity(logging.WARNING)  # the runs' INFO lines, hundreds of them
+  try:
+    with tempfile.TemporaryDirectory(prefix='soak_ownership_') as root:
+      result = soak(args.faults, args.seed, root)
+  finally:
+    logging.set_verbosity(before)
   result.update(machine=machine.describe(), seed=args.seed,
                 command=f'python -m scripts.soak_ownership --faults={args.faults} '
                         f'--seed={args.seed}')

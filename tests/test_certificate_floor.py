@@ -53,7 +53,7 @@ def _certify(fmap, x, theta, p, loss, tol, floor):
 
 def test_the_radius_level_follows_the_float64_loss_with_no_clamp_at_tol():
   m, d, p = 100, 48, 48000
-  q = certificate.absorbed_share(m, d, p)
+  q = float64_loss.absorbed_share(m, d, p)
   assert q == pytest.approx(100 * 47 / 47900)
   # a run's own loss: clamped at tol, as before
   assert certificate.radius_loss(3.4e-10, 1e-9) == 1e-9
