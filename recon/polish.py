@@ -72,8 +72,8 @@ Threads. The rung's host work is hundreds of small NumPy / LAPACK calls (lstsq, 
 m (d - 1) square solve per Gauss-Newton trial) between jitted JAX calls; run with NumPy's
 OpenBLAS on its default thread count they fight XLA's own CPU threads for the cores. `polish`
 therefore runs with BLAS at one thread (`threadpoolctl`): one sign-sweep pass at n = 32, d = 16,
-p = 768 took 28.3 s with OpenBLAS's two threads and 11.9 s with one on an idle 2-core CPU
-(results/rung_threads.md); on an accelerator backend the limit is not set (`blas_thread_limit`).
+p = 768 took 28.3 s with OpenBLAS's two threads and 11.9 s with one on an idle 2-core CPU,
+with the same flips; on an accelerator backend the limit is not set (`blas_thread_limit`).
 
 Size. The Gauss-Newton step forms the tangent Jacobian densely in float64: J (p, m (d - 1))
 and, while it is built, the per-row Jacobians and their projection, about

@@ -30,8 +30,8 @@ which the reconstruction is scored and certified without anyway (`certified_up_t
 When. With m <= d candidates in general position their linear parts V x_i are independent:
 a flip cannot be made up for, the plain loss sees the signs, and the quotient's projection
 costs a second m p d product per step (2.9x the plain loss's step at (m, d, p) = (20, 100,
-20 000), 1.1x at (32, 16, 2048), 1.5x at (100, 16, 6400) on this CPU:
-results/sign_quotient_cost.md). `attack.sign_quotient` 'auto' (the default)
+20 000), 1.1x at (32, 16, 2048), 1.5x at (100, 16, 6400) on a 2-core
+CPU, measured once). `attack.sign_quotient` 'auto' (the default)
 quotients when m > d, 'on' always (e.g. data in a k-dim subspace, k < m <= d, whose linear
 parts span only k dimensions), 'off' never (the papers' loss).
 

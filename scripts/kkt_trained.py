@@ -64,7 +64,7 @@ def method_overrides(method: str, m: int, every: int) -> dict:
   out = {}
   if method.startswith('loo'):  # free-sign duals on the weight change (Loo et al. 2023)
     # With theta_T - theta_0 every layer's equations hold at a held-out victim's truth
-    # (results/kkt_diagnose.md, target 'delta'), so no layer is left out.
+    # (a one-off diagnosis of a held-out victim, target 'delta'), so no layer is left out.
     out.update({'attack.objective': 'kkt_general', 'attack.kkt_target': 'delta',
                 'attack.lambda_min': 0.0, 'attack.kkt_layers': 'all'})
   if method.endswith('+split'):

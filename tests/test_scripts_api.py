@@ -25,9 +25,6 @@ INTERNAL_PROBES = {
         'recon.compile_cache', 'recon.driver', 'recon.features', 'recon.host',
         'recon.models.random_features', 'recon.optimize', 'recon.pipelines.random_features',
         'recon.precision', 'recon.refine', 'recon.restarts', 'recon.runs'}),
-    'bench_head_rows.py': ("times a linear head's rows against the dense Jacobian rows", {
-        'recon.models.networks', 'recon.objectives.parameter_gradients',
-        'recon.objectives.projection'}),
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
         'recon.compile_cache', 'recon.driver', 'recon.host', 'recon.optimize', 'recon.pipelines',
         'recon.pipelines.random_features', 'recon.runs', 'recon.sweep'}),
@@ -41,18 +38,10 @@ INTERNAL_PROBES = {
     'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
         'recon.driver', 'recon.optimize', 'recon.pipelines.random_features', 'recon.precision',
         'recon.runs'}),
-    'rung_threads.py': ("times the rung's sign sweep at one BLAS thread and at the default", {
-        'recon.certificate', 'recon.float64_loss', 'recon.polish'}),
-    'proposal_cost.py': ("times escalation's proposals by full losses and by rank-two updates", {
-        'recon.features', 'recon.objectives.projection'}),
-    'sign_quotient_cost.py': ("times the random-features loss step with and without the quotient", {
-        'recon.features', 'recon.pipelines.random_features', 'recon.sign_quotient'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {
         'recon.features', 'recon.float64_loss', 'recon.polish', 'recon.row_search'}),
     'soak_ownership.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
         'recon.ownership'}),
-    'kkt_diagnose.py': ("a saved KKT victim's dual Jacobian and layer mask", {
-        'recon.objectives.kkt', 'recon.pipelines.kkt', 'recon.victims'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
     # random restarts): no config field sets the initial candidates.
     'kkt_experiments.py': ('KKT attacks from chosen initial candidates on one trained victim', {

@@ -173,12 +173,6 @@ def test_a_sweep_quotients_each_point_like_its_single_run(tmp_path):
   assert record['certified'] and record['frac_recovered'] == 1.0
 
 
-def test_the_cost_benchmark_times_both_losses():
-  from scripts import sign_quotient_cost
-  r = sign_quotient_cost.step_seconds(4, 3, 48, repeats=2)
-  assert r['plain_ms'] > 0 and r['quotient_ms'] > 0
-  assert r['ratio'] == pytest.approx(r['quotient_ms'] / r['plain_ms'])
-
 
 def test_the_memory_estimate_counts_the_quotient_basis():
   from recon import memory
