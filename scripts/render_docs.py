@@ -1,0 +1,191 @@
+"""Render the docs' tables of measured numbers from results/*.json (issue #68).
+
+    python -m scripts.render_docs            # rewrite every rendered block in README.md and docs/
+    python -m scripts.render_docs --check    # exit 1 naming each stale block, change nothing
+
+A rendered block in a page is
+
+    <!-- render: NAME -->
+    ... (written by this script, never by hand)
+    <!-- /render -->
+
+and NAME is a function of BLOCKS below: it reads results/*.json (nothing else, no recon import)
+and returns markdown. A re-run of a result script followed by this command updates the pages;
+tests/test_docs_render.py fails while a block is stale. Prose outside the blocks carries no
+measured number (tests/test_docs_render.py says what counts as one).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCK = re.compile(r'(<!-- render: (\w+) -->\n)(.*?)(<!-- /render -->)', re.S)
+BLOCKS = {}
+
+
+def block(fn):
+  BLOCKS[fn.__name__] = fn
+  return fn
+
+
+def load(name, root=None):
+  with open(os.path.join(root or ROOT, 'results', name), encoding='utf-8') as f:
+    return json.load(f)
+
+
+def fmt(x, digits=2):
+  """A measured number as the tables print it: 3 significant figures, sci below 1e-3."""
+  if x is None:
+    return '–'
+  if isinstance(x, bool):
+    return 'yes' if x else 'no'
+  if isinstance(x, int):
+    return f'{x:,}'.replace(',', ' ') if abs(x) >= 10000 else str(x)
+  if isinstance(x, str):
+    return x
+  if x != x:
+    return 'nan'
+  if x == 0:
+    return '0'
+  if abs(x) < 1e-3 or abs(x) >= 1e5:
+    return f'{x:.{digits - 1}e}'
+  if abs(x) >= 100:
+    return f'{x:.0f}'
+  return f'{x:.{digits}g}' if abs(x) < 1 else f'{x:.{digits + 1}g}'
+
+
+def ratio(x):
+  return f'{x:g}'
+
+
+def table(header, rows):
+  out = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+  out += ['| ' + ' | '.join(fmt(c) if not isinstance(c, str) else c for c in r) + ' |'
+          for r in rows]
+  return '\n'.join(out)
+
+
+def mean(xs):
+  xs = [x for x in xs if x is not None]
+  return statistics.fmean(xs) if xs else None
+
+
+def machine(m):
+  return f'\n\nMachine: {m}.' if m else ''
+
+
+# -- the blocks ---------------------------------------------------------------------------
+# README.md: the jobs, each one run as a user runs it (scripts/job_times.py)
+JOBS = {  # config: (what it does, where the depth is); the time comes from results/job_times.json
+    'rf_synthetic': ('the default: random features on synthetic sphere data, n = 10, d = 10, '
+                     'p = 10·d·n, relu+tanh', '[random features](docs/random_features.md)'),
+    'rf_phase_transition': ('a sweep over widths, seeds and two activations: the phase transition '
+                            'at p ≈ dn', '[random features](docs/random_features.md#the-phase-transition)'),
+    'rf_digits': ("random features on scikit-learn's 8×8 digits (no download), with an image grid",
+                  '[data](docs/data.md#showcase-digits)'),
+    'rf_faces': ("random features on scikit-image's LFW crops (5×5, no download)",
+                 '[data](docs/data.md#showcase-faces-and-photo-patches)'),
+    'rf_cifar': ('the papers\' CIFAR-10 size (n = 100, d = 3072, p = 10·dn) on bundled photo patches '
+                 'or CIFAR-10, memory-lean; a GPU job (on CPU shrink it: `--config.data.image_size=4 '
+                 '--config.data.n=6`: {s})', '[data](docs/data.md#showcase-faces-and-photo-patches)'),
+    'rf_logistic': ('random features trained by GD on the logistic loss', '[networks](docs/networks.md)'),
+    'two_layer': ('a two-layer net trained by full-batch GD, attacked through its last layer',
+                  '[networks](docs/networks.md)'),
+    'resnet': ('a small ResNet (no batch norm), attacked through its head', '[networks](docs/networks.md)'),
+    'vit': ('a small ViT, attacked through its head', '[networks](docs/networks.md)'),
+    'rf_subspace': ('random features on data in a known subspace, searched inside it',
+                    '[subspace](docs/subspace.md)'),
+    'two_layer_subspace': ('a two-layer net; the data subspace estimated from ΔW1, searched inside it',
+                           '[subspace](docs/subspace.md)'),
+    'kkt_synthetic': ('the KKT attack on a cubic two-layer net trained toward max margin',
+                      '[KKT](docs/kkt.md)'),
+    'kkt_identifiability': ('exact recovery of a planted cubic KKT system (float64)',
+                            '[KKT](docs/kkt.md#identifiability)'),
+    'audit': ('attack a model you trained (Flax params or a PyTorch state_dict), scored against your '
+              'data file: records.json and report.html', '[audit](docs/audit.md#bring-your-own-model)'),
+    'leak_width': ("how wide before it leaks: your model family's threshold p* fitted on small "
+                   'shadow problems, your width\'s margin p / p*',
+                   '[audit](docs/audit.md#how-wide-before-it-leaks)'),
+}
+
+
+@block
+def jobs(root=None):
+  recs = {r['job']: r for r in load('job_times.json', root)['records']}
+  rows = []
+  for job, (what, docs) in JOBS.items():
+    r = recs.get(job)
+    secs = f'{round(r["seconds"])} s' if r and r['exit_status'] == 0 else 'not measured'
+    if '{s}' in what:
+      rows.append([f'`{job}.py`', what.format(s=secs), 'GPU', docs])
+    else:
+      rows.append([f'`{job}.py`', what, secs, docs])
+  return table(['config', 'what it does', 'time', 'docs'], rows)
+
+
+# -- rendering ----------------------------------------------------------------------------
+def pages(root=None):
+  root = root or ROOT
+  out = [os.path.join(root, 'README.md')]
+  docs = os.path.join(root, 'docs')
+  out += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith('.md'))
+  return out
+
+
+def render_text(text, root=None, where=''):
+  """(new text, [names of blocks whose content changed]); an unknown name raises KeyError."""
+  stale = []
+
+  def one(m):
+    name = m.group(2)
+    if name not in BLOCKS:
+      raise KeyError(f'{where}: unknown render block {name!r} (known: {", ".join(sorted(BLOCKS))})')
+    body = BLOCKS[name](root).rstrip('\n') + '\n'
+    if body != m.group(3):
+      stale.append(name)
+    return m.group(1) + body + m.group(4)
+
+  return BLOCK.sub(one, text), stale
+
+
+def render(root=None, check=False):
+  """Render every page under root; returns ['page: block', ...] that were (or are) stale."""
+  root = root or ROOT
+  stale = []
+  for path in pages(root):
+    with open(path, encoding='utf-8') as f:
+      text = f.read()
+    rel = os.path.relpath(path, root)
+    new, names = render_text(text, root, rel)
+    stale += [f'{rel}: {n}' for n in names]
+    if names and not check:
+      with open(path, 'w', encoding='utf-8') as f:
+        f.write(new)
+  return stale
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--check', action='store_true',
+                      help='change nothing; exit 1 naming each stale block')
+  parser.add_argument('--root', default=ROOT, help='the repository root (default: this checkout)')
+  args = parser.parse_args(argv)
+  try:
+    stale = render(args.root, check=args.check)
+  except (KeyError, OSError, ValueError) as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 2
+  if args.check and stale:
+    for s in stale:
+      print(f'stale: {s} (run python -m scripts.render_docs)', file=sys.stderr)
+    return 1
+  for s in stale:
+    print(f'rendered: {s}')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
