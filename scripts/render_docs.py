@@ -126,6 +126,139 @@ def jobs(root=None):
   return table(['config', 'what it does', 'time', 'docs'], rows)
 
 
+# docs/random_features.md
+def _fresh(r):
+  seeds = r['per_seed']['seed']
+  return min(seeds) >= 100
+
+
+def _pivot(recs, row_of, cols, value):
+  cells = {}
+  for r in sorted(recs, key=lambda r: (r['activation'], r['n'], r['d'], r['k'] or 0)):
+    cells.setdefault(row_of(r), {})[r['p_over_dn'] if 'p_over_dn' in r else r['p_over_kn']] = value(r)
+  return [[name] + [fmt(cells[name].get(c)) if c in cells[name] else '–' for c in cols]
+          for name in cells]
+
+
+@block
+def recovery_law(root=None):
+  recs = [r for r in load('recovery_law.json', root)['records']
+          if r['method'] == 'default' and r['search'] == 'full' and r['n'] == 8 and r['k'] is None
+          and _fresh(r)]
+  cols = [0.25, 0.5, 1, 2, 4, 8, 10, 16]
+  rows = _pivot(recs, lambda r: f'{r["activation"]}, d = {r["d"]}', cols,
+                lambda r: r['recovery_rate'])
+  allr = [r for r in load('recovery_law.json', root)['records'] if r['method'] == 'default']
+  runs = sum(r['seeds'] for r in allr)
+  cert = sum(round(r['certified_rate'] * r['seeds']) for r in allr)
+  false = sum(r['false_certified'] for r in allr)
+  return (table(['p / dn'] + [ratio(c) for c in cols], rows) +
+          f'\n\nShare of fresh seeds (100–119) with every row recovered, n = 8, the default attack. '
+          f'Over every point of the default method in results/recovery_law.json: {runs} runs, '
+          f'{cert} certified, {false} false certificates (certified with a row missed).')
+
+
+@block
+def law_in_n(root=None):
+  recs = [r for r in load('recovery_law.json', root)['records']
+          if r['method'] == 'default' and r['search'] == 'full' and r['d'] == 16 and r['k'] is None
+          and _fresh(r)]
+  cols = [0.5, 1, 1.25, 1.5, 2, 3, 4, 10]
+  rows = _pivot(recs, lambda r: f'{r["activation"]}, n = {r["n"]} ({r["seeds"]} seed'
+                f'{"s" if r["seeds"] > 1 else ""})', cols,
+                lambda r: r['recovery_rate'])
+  return table(['p / dn'] + [ratio(c) for c in cols], rows)
+
+
+@block
+def methods(root=None):
+  recs = [r for r in load('recovery_law.json', root)['records']
+          if r['method'] != 'default' and r['search'] == 'full' and r['n'] == 8]
+  cols = [1, 2, 4, 8, 10, 16]
+  rows = []
+  for method in ('previous', 'paper', 'paper_lr20_exact'):
+    for act in ('relu', 'relu_tanh'):
+      cells = {}
+      for r in recs:
+        if r['method'] == method and r['activation'] == act:
+          cells.setdefault(r['p_over_dn'], []).append(r['recovery_rate'])
+      if cells:
+        rows.append([f'{method}, {act}'] + [
+            f'{fmt(min(cells[c]))}–{fmt(max(cells[c]))}' if c in cells else '–' for c in cols])
+  return table(['method, activation (range over d)'] + [ratio(c) for c in cols], rows)
+
+
+@block
+def law_table(root=None):
+  data = load('law_table.json', root)
+  rows = []
+  for r in data['rows']:
+    ms = lambda k: f'{fmt(r[k]["mean"])} ± {fmt(r[k]["std"])}'
+    rows.append([r['activation'], r['regime'], r['p'], fmt(r['train_mse']['mean']),
+                 ms('recon_error'), ms('dist_abs'), ms('frac_recovered')])
+  s = data['setup']
+  return (table(['activation', 'regime', 'p', 'train MSE', 'recon_error', 'dist_abs',
+                 'frac_recovered'], rows) +
+          f'\n\nMean ± SD over seeds {s["seeds"][0]}–{s["seeds"][-1]}; n = {s["n"]}, d = {s["d"]}, '
+          f'{s["optimizer"]} lr {s["lr"]:g}.' + machine(s.get('machine')))
+
+
+@block
+def n_candidates(root=None):
+  data = load('n_candidates.json', root)
+  rows = [[r['n_candidates'], fmt(r['frac_recovered']['mean']), fmt(r['n_duplicates']['mean']),
+           fmt(r['n_uncovered_samples']['mean']), fmt(r['projection_loss']['median'])]
+          for r in data['rows']]
+  return table(['n̂', 'frac_recovered', 'duplicates', 'uncovered samples', 'median loss'], rows)
+
+
+@block
+def certificate_probes(root=None):
+  d = load('certificate_probes.json', root)
+  rows = [[name, k['runs'], k['certified'], k['recovered'], k['false_certified'], k['crashed']]
+          for name, k in (('(a) attack-produced sets, m = n', d['kind_a']),
+                          ('  of which relu / quadratic off the sphere or on images',
+                           d['kind_a_homogeneous_off_sphere_or_images']),
+                          ('(b) structural checks', d['kind_b']))]
+  return table(['probe', 'runs', 'certified', 'recovered', 'false certificates', 'crashed'],
+               rows) + machine(d.get('machine'))
+
+
+@block
+def certificate_scale(root=None):
+  d = load('certificate_scale.json', root)
+  rows = [[f'({r["n"]}, {r["d"]}, {r["p"]})', r['features'],
+           r['method_used'] + (' (auto)' if r['method'] == 'auto' else ''), fmt(r['seconds']),
+           fmt(r['peak_rss_mb']), fmt(r['certified']), fmt(r['pin_radius']),
+           fmt(r['pin_radius_at_attack_tol']), f'{r["rows_pinned"]} of {r["n"]}']
+          for r in d['rows']]
+  return table(['(n, d, p)', 'features', 'method', 'wall s', 'peak MB', 'certified',
+                'pin radius', 'at attack tol', 'rows pinned'], rows) + machine(d.get('machine'))
+
+
+@block
+def truth_certificate(root=None):
+  d = load('truth_certificate.json', root)
+  rows = [[f'{r["data"]} ({r["n"]}, {r["d"]}, {r["p"]})', r['seed'], r['theta_dtype'],
+           fmt(r['loss64']), fmt(r['rounding_floor']), fmt(r['rounding_floor_worst']),
+           fmt(r['attack']['pin_radius']), fmt(r['polished']['pin_radius']), fmt(r['certifiable'])]
+          for r in d['records']]
+  return table(['victim', 'seed', 'θ* dtype', 'loss at the truth L*', 'floor F', 'worst case',
+                'pin radius at attack tol', 'at the rung\'s level', 'certifiable'], rows) + \
+      machine(d.get('machine'))
+
+
+@block
+def bench_sweep(root=None):
+  d = load('bench_sweep.json', root)
+  rows = [[r['grid'], f'{r["k"]} points, widths {sorted(set(r["widths"]))}',
+           fmt(r['steady']['batched_seconds']), fmt(r['steady']['single_mean_seconds']),
+           fmt(r['steady']['ratio_per_point']), fmt(r['end_to_end']['batched_seconds']),
+           fmt(r['end_to_end']['k_singles_seconds'])]
+          for r in d['rows']]
+  return table(['grid', 'points', 'steady s, batched', 'steady s, one run', 'per-point ratio',
+                'end to end s, sweep', 'K single runs s'], rows) + machine(d.get('machine'))
+
 # -- rendering ----------------------------------------------------------------------------
 def pages(root=None):
   root = root or ROOT

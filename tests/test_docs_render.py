@@ -45,7 +45,7 @@ _STRIP = [
     re.compile(r'<!-- render: (\w+) -->\n.*?<!-- /render -->', re.S),    # rendered blocks
     re.compile(r'^```.*?^```', re.S | re.M),                             # code blocks
     re.compile(r'<!--.*?-->', re.S),                                     # comments
-    re.compile(r'`[^`\n]+`'),                                            # inline code
+    re.compile(r'`[^`]+`'),                                              # inline code
     re.compile(r'\]\([^)\s]*\)'),                                        # link targets
     re.compile(r'arXiv:? ?\d+\.\d+'),                                    # a paper's number
 ]
