@@ -259,6 +259,46 @@ def bench_sweep(root=None):
   return table(['grid', 'points', 'steady s, batched', 'steady s, one run', 'per-point ratio',
                 'end to end s, sweep', 'K single runs s'], rows) + machine(d.get('machine'))
 
+# docs/kkt.md
+@block
+def kkt_identifiability(root=None):
+  rows = [[r['activation'], r['victim'], r['n_candidates'], r['init'], fmt(r['recon_error']),
+           f'{r["n_recovered"]} of {r["n"]}', fmt(r['final_loss']),
+           f'{r["neuron_gram_rank_span_x"]} / {r["neuron_gram_rank"]} of {r["neuron_gram_dim"]}']
+          for r in load('kkt_identifiability.json', root)]
+  return table(['activation', 'victim', 'n̂', 'init', 'recon_error', 'recovered', 'final loss',
+                'neuron-Gram rank (span x / all)'], rows)
+
+
+@block
+def kkt_splitting(root=None):
+  groups = {}
+  for r in load('kkt_splitting.json', root):
+    groups.setdefault((r['objective'], r['split']), []).append(r)
+  rows = [[obj, split, len(rs), fmt(mean(r['recon_error'] for r in rs)),
+           fmt(mean(r['n_recovered'] for r in rs)), fmt(mean(r['final_loss'] for r in rs)),
+           fmt(mean(r['n_splits'] for r in rs)), fmt(mean(r['seconds'] for r in rs))]
+          for (obj, split), rs in groups.items()]
+  return table(['objective', 'split', 'seeds', 'mean recon_error', 'mean recovered',
+                'mean final loss', 'mean splits', 'mean s'], rows)
+
+
+@block
+def kkt_trained(root=None):
+  d = load('kkt_trained.json', root)
+  groups = {}
+  for r in d['rows']:
+    groups.setdefault(r['method'], []).append(r)
+  rows = []
+  for method, rs in groups.items():
+    v = [r['frac_ssim_0_5'] for r in rs]
+    sd = statistics.stdev(v) if len(v) > 1 else 0.0
+    rows.append([method, ', '.join(str(r['seed']) for r in rs), f'{fmt(mean(v))} ± {fmt(sd)}',
+                 fmt(mean(r['ssim_median'] for r in rs)),
+                 fmt(mean(r['n_distinct_nearest'] for r in rs))])
+  return table(['method', 'seeds', 'share at SSIM ≥ 0.5 (mean ± sample SD)', 'median SSIM',
+                'distinct nearest'], rows)
+
 # -- rendering ----------------------------------------------------------------------------
 def pages(root=None):
   root = root or ROOT
