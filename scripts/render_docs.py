@@ -299,6 +299,49 @@ def kkt_trained(root=None):
   return table(['method', 'seeds', 'share at SSIM ≥ 0.5 (mean ± sample SD)', 'median SSIM',
                 'distinct nearest'], rows)
 
+# docs/networks.md
+@block
+def network_law(root=None):
+  d = load('network_law.json', root)
+  cols = [0.25, 0.5, 1, 3, 10, 16]
+  near = lambda x: min(cols, key=lambda c: abs(c - x) / c)
+  cells = {}
+  for r in d['records']:
+    cells.setdefault((r['victim'], r['dataset']), {}).setdefault(near(r['p_L_over_dn']), []).append(
+        r['recon_error'])
+  rows = [[f'{v}, {ds}'] + [fmt(mean(c[x])) if x in c else '–' for x in cols]
+          for (v, ds), c in cells.items()]
+  return (table(['victim, data (mean recon_error)'] + [f'{ratio(c)}·dn' for c in cols], rows) +
+          f'\n\nMean recon_error over the reported seeds {", ".join(map(str, d["seeds"]["reported"]))} '
+          f'(n = 4; columns: p_L / dn).')
+
+
+@block
+def two_layer_threshold(root=None):
+  d = load('two_layer_threshold.json', root)
+  by = {}
+  for r in d['runs']:
+    by.setdefault(r['p_L_over_dn'], []).append(r)
+  rows = [[fmt(round(x, 2)), ', '.join(fmt(r['recon_error']) for r in rs),
+           ', '.join(fmt(r['frac_recovered']) for r in rs),
+           ', '.join(fmt(r['projection_loss_at_truth']) for r in rs)]
+          for x, rs in sorted(by.items())]
+  return table(['p_L / dn', 'recon_error (per seed)', 'frac_recovered', 'loss at the true data'],
+               rows)
+
+
+@block
+def network_showcase(root=None):
+  d = load('network_showcase.json', root)
+  rows = [[name, r['model'], fmt(r['p_L_over_dn']), fmt(r['n_params_total']), r['train_loss_name'],
+           r['train_steps'], fmt(r['projection_loss_at_truth']), fmt(r['projection_loss']),
+           fmt(r['recon_error']), fmt(r['frac_recovered']), r['jacobian_at'],
+           fmt(r['wall_seconds'])]
+          for name, r in d['runs'].items()]
+  return table(['config', 'model', 'p_L / dn', 'params', 'train loss', 'train steps',
+                'loss at truth', 'loss reached', 'recon_error', 'frac_recovered', 'features',
+                'wall s'], rows)
+
 # -- rendering ----------------------------------------------------------------------------
 def pages(root=None):
   root = root or ROOT
