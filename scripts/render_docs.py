@@ -342,6 +342,47 @@ def network_showcase(root=None):
                 'loss at truth', 'loss reached', 'recon_error', 'frac_recovered', 'features',
                 'wall s'], rows)
 
+# docs/performance.md
+@block
+def bench_steps(root=None):
+  d = load('bench.json', root)
+  rows = [[f'({r["n"]}, {r["d"]}, {r["p"]})', fmt(r['dense_step_s'] * 1e3),
+           fmt(r['dense_over_roofline']), fmt(r['lean_stored_over_dense']),
+           fmt(r['lean_stored_bm_over_dense']), fmt(r['regenerate_v_s'] * 1e3),
+           fmt(r['regenerate_v_bm_s'] * 1e3)]
+          for r in d['step']]
+  return table(['(n, d, p)', 'dense step ms', 'dense / roofline', 'lean (stored) / dense',
+                'lean (stored, box-muller) / dense', 'regenerate V ms (threefry)',
+                'regenerate V ms (box-muller)'], rows) + machine(d.get('machine'))
+
+
+@block
+def bench_memory(root=None):
+  m = load('bench.json', root)['memory_at_scale']
+  rows = [[mode, fmt(m[key]['argument_mb']), fmt(m[key]['temp_mb']), fmt(m[key]['total_mb'])]
+          for mode, key in (('dense (V stored)', 'dense_memory'), ('lean, two_pass', 'lean_memory'),
+                            ('lean, stored Z', 'lean_stored_memory'))]
+  return (f'One compiled step at (n, d, p) = ({m["n"]}, {m["d"]}, {m["p"]}), compiled only:\n\n' +
+          table(['features', 'arguments MB', 'temporaries MB', 'total MB'], rows))
+
+
+@block
+def bench_pipeline(root=None):
+  d = load('bench.json', root)['ttr_pipeline']
+  groups = {}
+  for r in d['rows']:
+    groups.setdefault((r['method'], r['n'], r['d'], r['p'], r['activation']), []).append(r)
+  rows = []
+  for (method, n, dd, p, act), rs in groups.items():
+    rows.append([method, f'({n}, {dd}, {p})', act, f'{sum(r["all_recovered"] for r in rs)} of {len(rs)}',
+                 f'{sum(bool(r["certified"]) for r in rs)} of {len(rs)}',
+                 fmt(statistics.median(r['wall_s'] for r in rs)),
+                 fmt(statistics.median(r['steps'] for r in rs))])
+  return (table(['method', '(n, d, p)', 'activation', 'every row back', 'certified',
+                 'median wall s', 'median steps'], rows) +
+          f'\n\nSeeds {", ".join(map(str, d["seeds"]))}, the CLI run whole (start-up, fit, attack, '
+          f'rescue, certificate).' + machine(d.get('machine')))
+
 # -- rendering ----------------------------------------------------------------------------
 def pages(root=None):
   root = root or ROOT
