@@ -383,6 +383,24 @@ def bench_pipeline(root=None):
           f'\n\nSeeds {", ".join(map(str, d["seeds"]))}, the CLI run whole (start-up, fit, attack, '
           f'rescue, certificate).' + machine(d.get('machine')))
 
+# docs/reliability.md
+@block
+def soak(root=None):
+  rows = []
+  for name in ('soak.json', 'soak_short.json'):
+    s = load(name, root)
+    kinds = ', '.join(f'{k} {v.get("injected", v.get("count", ""))}'.strip()
+                      for k, v in s['by_kind'].items())
+    rows.append([f'[{name}](../results/{name})', s['faults_injected'], s['trials'],
+                 s['faults_survived'], s['runs_lost'], len(s['half_made_or_wrong']),
+                 fmt(s['seconds'] / 60)])
+  o = load('soak_ownership.json', root)
+  return (table(['record', 'faults', 'trials', 'faults survived', 'runs lost', 'half-made or wrong',
+                 'minutes'], rows) +
+          f'\n\n[soak_ownership.json](../results/soak_ownership.json): {o["faults"]} faults in '
+          f'{o["workdirs"]} workdirs, {o["user_files_checked"]} user-file checks, '
+          f'{len(o["user_files_lost"])} user files lost, {len(o["wrong"])} wrong states.')
+
 # -- rendering ----------------------------------------------------------------------------
 def pages(root=None):
   root = root or ROOT
