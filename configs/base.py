@@ -1,4 +1,4 @@
-"""Every default of every job, once, in sections (recon/config.py validates them).
+"""Every default of every job, once, in sections (recon/config/validate.py validates them).
 
 A job is `configs/<job>.py`: `c = base.get_config()`, then only what differs
 (`c.victim.name = 'resnet'`, `c.data.n = 4`, ...). The sections are what the
@@ -49,7 +49,7 @@ def victim() -> ml_collections.ConfigDict:
   c.p = 1000  # random features: the number of features
   c.width = 250  # trained networks: hidden width
   c.depth = 1  # hidden layers / blocks
-  c.activation = 'relu_tanh'  # recon.features.ACTIVATIONS
+  c.activation = 'relu_tanh'  # recon.models.features.ACTIVATIONS
   c.act_alpha = 50.0  # backward sigmoid(alpha z) of 'relu_smooth'
   c.init_scale = 0.2  # homogeneous MLP: initial weight scale (hidden layers)
   c.first_init_scale = 1.0  # homogeneous MLP: initial weight scale of the first layer
@@ -113,7 +113,7 @@ def attack() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.objective = 'projection'  # a registered objective (recon.registry.names('objective'))
   c.n_candidates = placeholder(int)  # None: n (2n for the KKT attacks)
-  c.optimizer = 'sgd'  # recon.optimize.OPTIMIZERS
+  c.optimizer = 'sgd'  # recon.attack.optimiser.OPTIMIZERS
   c.lr = 5.0
   c.momentum = 0.9  # SGD's momentum, Adam's b1
   c.schedule = 'constant'  # 'cosine': lr -> lr * final_ratio over decay_steps
@@ -127,7 +127,7 @@ def attack() -> ml_collections.ConfigDict:
   c.refine = 0
   # Random features with a relu-like activation (odd part linear; sigmoid-like: even part
   # constant): the features with the compensating space projected out, blind to every row's
-  # sign (recon/sign_quotient.py; dense features only). 'auto': when n_candidates > d (the
+  # sign (recon/attack/sign_quotient.py; dense features only). 'auto': when n_candidates > d (the
   # sign traps), 'on': always, 'off': the papers' plain loss.
   c.sign_quotient = 'auto'
   c.lbfgs_memory = 10  # optimizer 'lbfgs'
@@ -136,7 +136,7 @@ def attack() -> ml_collections.ConfigDict:
   c.jacobian_at = 'trained'  # or 'init_and_trained' / 'midpoint' (need knows_init)
   # The initial parameters W(0): None = known whenever they are given (a model recon trains, a
   # recon checkpoint holding them, victim.init_checkpoint); True = required (refused without
-  # them); False = ignored even when given (one log line says so). recon.config.knows_init.
+  # them); False = ignored even when given (one log line says so). recon.config.validate.knows_init.
   c.knows_init = placeholder(bool)
   # The adaptive attack against weight decay (docs/defences.md): True adds the initial head
   # W_L(0) to the features' span (projected out of theta and of every feature row), since
@@ -166,19 +166,19 @@ def attack() -> ml_collections.ConfigDict:
   c.prior_bound = 1.0
   c.prior_weight = 1.0
   c.residual_weights = 'none'  # or 'gradient_rms'
-  # Restarts chosen by the blind loss (recon/restarts.py): K candidate sets optimised at
+  # Restarts chosen by the blind loss (recon/attack/restarts.py): K candidate sets optimised at
   # once (vmapped), the one with the lowest loss wins; 1 = one candidate set.
-  # The certificate's Jacobian test (recon/certificate.py): 'auto' picks dense / gram /
+  # The certificate's Jacobian test (recon/certify/certificate.py): 'auto' picks dense / gram /
   # matrix_free by size; 'off' computes none, and certification then needs the counting
   # margin p >= 2 m d (said in the evidence) -- for the papers' CIFAR size, where the
   # matrix-free test costs minutes of float64 passes over V (docs/random_features.md).
   c.certify_jacobian = 'auto'
   c.restarts = 1
-  # The rescue steps (recon/rescue.py), each a registered name with its section below:
+  # The rescue steps (recon/attack/rescue/chain.py), each a registered name with its section below:
   # 'reseed' and 'escalate' act between chunks of the descent, in this order; 'polish' (the
   # float64 precision rung) after it, when the certificate fails. () : none.
   c.rescue = ('escalate', 'polish')
-  # Blind re-seeding of candidates that collapsed onto one another (recon/refine.py).
+  # Blind re-seeding of candidates that collapsed onto one another (recon/attack/rescue/reseed.py).
   c.reseed = ml_collections.ConfigDict()
   c.reseed.every = 2000  # steps between checks
   c.reseed.threshold = 0.95
@@ -193,7 +193,7 @@ def attack() -> ml_collections.ConfigDict:
 
 
 def escalate() -> ml_collections.ConfigDict:
-  """Escalation on a loss plateau (recon/escalate.py; docs/random_features.md#escalation).
+  """Escalation on a loss plateau (recon/attack/rescue/escalate.py; docs/random_features.md#escalation).
 
   On a plateau above tol the weakest candidate (leave-one-out loss) is replaced by its
   mirror image or a random proposal, kept if a short trial halves the loss; after
@@ -213,22 +213,22 @@ def escalate() -> ml_collections.ConfigDict:
   c.restart_steps = 3000
   c.accept_ratio = 0.5  # a trial is kept if it brings the loss below this x L
   # Weak candidates, replaced together: leave-one-out gain L_{-j} - L at most weak_ratio x the
-  # median gain (the weakest always), at most max(1, max_weak_share x m) (recon/escalate.py).
+  # median gain (the weakest always), at most max(1, max_weak_share x m) (recon/attack/rescue/escalate.py).
   c.weak_ratio = 0.25
   c.max_weak_share = 0.25
   # 'auto': one more trial per plateau of a single projection run with a feature map (random
   # features): the rows the certificate's pin radii call stuck, re-placed by residual pursuit
-  # (recon/pursuit.py). 'off' (default): not yet measured on reported seeds.
+  # (recon/attack/rescue/pursuit.py). 'off' (default): not yet measured on reported seeds.
   c.pursuit = 'off'
   # Residual pursuit's search per re-placed row: Adam runs from this many random starts, this
-  # many steps each (recon/pursuit.py). Fewer starts where many rows are dead (n = 100 photos).
+  # many steps each (recon/attack/rescue/pursuit.py). Fewer starts where many rows are dead (n = 100 photos).
   c.pursuit_starts = 512
   c.pursuit_steps = 300
   return c
 
 
 def pursue() -> ml_collections.ConfigDict:
-  """Residual pursuit as a rescue step (recon/pursuit.py `PursuitStep`; docs/random_features.md).
+  """Residual pursuit as a rescue step (recon/attack/rescue/pursuit.py `PursuitStep`; docs/random_features.md).
 
   On while 'pursue' is in attack.rescue, for one projection run on a feature map (random
   features): every `every` steps from step `start`, the dead rows (leave-one-out gain at most
@@ -247,13 +247,13 @@ def pursue() -> ml_collections.ConfigDict:
   c.lr = 0.01
   c.stop = 0  # no round from this step on (0: none stops them); e.g. where 'swap' starts
   # Where each row's search starts: 'sphere' (uniform) or 'rows' (the kept rows' second
-  # moment, recon/pursuit.py `start_factor`).
+  # moment, recon/attack/rescue/pursuit.py `start_factor`).
   c.start_points = 'sphere'
   return c
 
 
 def swap() -> ml_collections.ConfigDict:
-  """Row swaps as a rescue step (recon/swap.py `SwapStep`; docs/random_features.md).
+  """Row swaps as a rescue step (recon/attack/rescue/swap.py `SwapStep`; docs/random_features.md).
 
   On while 'swap' is in attack.rescue, for one projection run on a feature map (random
   features): from step `start`, after every chunk, the row of smallest leave-one-out gain is
@@ -276,7 +276,7 @@ def swap() -> ml_collections.ConfigDict:
 
 
 def cut() -> ml_collections.ConfigDict:
-  """The cut of m > n candidates to n (recon/cut.py `CutStep`; docs/random_features.md).
+  """The cut of m > n candidates to n (recon/attack/rescue/cut.py `CutStep`; docs/random_features.md).
 
   On while 'cut' is in attack.rescue and attack.n_candidates exceeds data.n, for one projection
   run on a feature map (random features): once, when the run stops (or after the chunk that
@@ -295,7 +295,7 @@ def cut() -> ml_collections.ConfigDict:
 
 
 def polish() -> ml_collections.ConfigDict:
-  """The precision rung (recon/polish.py; docs/random_features.md#escalation).
+  """The precision rung (recon/certify/rung.py; docs/random_features.md#escalation).
 
   When the certificate fails with p >= m d, the rows it leaves free are re-searched in
   float64 one at a time (the others held to first order) and the set is polished by
@@ -305,7 +305,7 @@ def polish() -> ml_collections.ConfigDict:
   tol 1e-12: the float64 loss at the true rows of a float32 victim is 1e-14 .. 2e-14
   (the rounding of theta; n = 8, d in {8, 16}, 5 seeds), so 1e-12 leaves a 50x margin; where
   theta's coefficients cancel (data in a low-dim subspace) its rounding floor is higher, and
-  the tolerance is raised to 4x its blind estimate (`recon.float64_loss.rounding_floor`).
+  the tolerance is raised to 4x its blind estimate (`recon.certify.float64_loss.rounding_floor`).
   """
   c = ml_collections.ConfigDict()
   c.tol = 1e-12
@@ -324,7 +324,7 @@ def polish() -> ml_collections.ConfigDict:
 
 
 def split() -> ml_collections.ConfigDict:
-  """Sample splitting (recon/splitting.py; docs/kkt.md, "Sample splitting"), off."""
+  """Sample splitting (recon/attack/splitting.py; docs/kkt.md, "Sample splitting"), off."""
   c = ml_collections.ConfigDict()
   c.mode = 'none'  # none | every | plateau
   c.every = 2000
@@ -353,7 +353,7 @@ def run() -> ml_collections.ConfigDict:
   c.matmul_precision = 'highest'
   # True: jax.distributed.initialize() at start-up (cluster auto-detection); the environment
   # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same
-  # (recon/distributed.py).
+  # (recon/runtime/distributed.py).
   c.distributed = False
   c.chunk_steps = 200  # steps per compiled call (progress / checkpoints between)
   c.log_every_seconds = 10.0
@@ -362,7 +362,7 @@ def run() -> ml_collections.ConfigDict:
   c.checkpoint_every_seconds = 60.0  # 0: off
   c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
   c.checkpoint_keep = 2
-  c.sweep_memory_budget_gb = 8.0  # a sweep group's estimated peak (recon/sweep.py)
+  c.sweep_memory_budget_gb = 8.0  # a sweep group's estimated peak (recon/sweep/grid.py)
   c.recovered_threshold = 0.1  # relative distance that counts as recovered
   c.ssim_threshold = 0.7  # images: recovered = matched and SSIM above this
   c.ssim_filter_size = placeholder(int)  # None: 11 for sides >= 16 pixels, else 3
@@ -370,12 +370,12 @@ def run() -> ml_collections.ConfigDict:
 
 
 def sweep() -> ml_collections.ConfigDict:
-  """Sweep axes (recon/sweep.py): a tuple of values per swept field, None = not swept.
+  """Sweep axes (recon/sweep/grid.py): a tuple of values per swept field, None = not swept.
 
   Vectorised axes share one compiled program (widths padded to the largest p, lr and
   momentum in the optimiser state, seeds as a batch of keys); static axes change shapes
   or code and loop outside, one compiled group per value. `victim.p_over_dn` sweeps
-  p = p_over_dn * d * n; `victim.width` is a network victim's (recon/sweep_networks.py).
+  p = p_over_dn * d * n; `victim.width` is a network victim's (recon/sweep/networks.py).
   """
   c = ml_collections.ConfigDict()
   c.seed = placeholder(tuple)
@@ -391,7 +391,7 @@ def sweep() -> ml_collections.ConfigDict:
 
 
 def leak_width() -> ml_collections.ConfigDict:
-  """The leak-width prediction (pipeline 'leak_width', recon/leak_width.py; docs/audit.md,
+  """The leak-width prediction (pipeline 'leak_width', recon/audit/threshold.py; docs/audit.md,
   "How wide before it leaks"): shadow problems of the victim's family at small n, the
   threshold p* = c D n fitted on them, the prediction for the victim's width."""
   c = ml_collections.ConfigDict()

@@ -11,7 +11,7 @@ patches").
 
 At full size V (p x d) is 37.7 GB in float32: feature_mode 'auto' regenerates it chunk by
 chunk from its key (weight_rng 'hash_box_muller', the cheapest generator to regenerate),
-and the fit solves the n x n Gram problem in float64 on the float32 features (recon/precision.py):
+and the fit solves the n x n Gram problem in float64 on the float32 features (recon/models/min_norm.py):
 these correlated patches give cond(G) ~ 1e6, where a float32 Gram left train_mse / var(y) 7.5e-5
 and the float64 solve leaves 3.9e-19, theta* and the attack staying float32
 (docs/random_features.md, "The fit at any width"; results/bench.md). A GPU run.

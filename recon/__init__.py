@@ -13,8 +13,8 @@ The Python API (recon/api.py), imported on first use so that `import recon` stay
     recon.sample_shares(workdir)       the share of theta each training sample of a run carries
     recon.truth_certificate(workdir)   the certificate at a run's true rows: the most any attack certifies
 
-Public modules besides (recon.api.PUBLIC_MODULES, docs/api.md): recon.registry, recon.config,
-recon.data, recon.metrics, recon.io, recon.machine, recon.rero, recon.leak_width. Everything else
+Public modules besides (recon.api.PUBLIC_MODULES, docs/api.md): recon.registry, recon.config.validate,
+recon.data, recon.metrics, recon.runtime.io, recon.runtime.machine, recon.audit.rero, recon.audit.threshold. Everything else
 is internal.
 """
 

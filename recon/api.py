@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 import ml_collections
 import numpy as np
 
-from recon import config as config_lib
+from recon.config import validate as config_lib
 from recon import errors, execution, metrics
 
 # What `import recon` offers (recon/__init__.py serves them on first use).
@@ -35,13 +35,13 @@ PUBLIC_NAMES = ('get_config', 'run', 'load', 'Result', 'RunError', 'registry', '
 # Modules that are public as a whole, each a small stable job of its own:
 PUBLIC_MODULES = (
     'recon.registry',  # the registered victims, objectives, data sets, pipelines (extending)
-    'recon.config',    # the config schema: FIELDS, get_path / set_path, sweep_axes, validate
+    'recon.config.validate',    # the config schema: FIELDS, get_path / set_path, sweep_axes, validate
     'recon.data',      # the data sets a config names: load, image_shape, to_pixels, ...
     'recon.metrics',   # scoring candidates against the truth (matching, distances, SSIM)
-    'recon.io',        # atomic writes and reads of result files (json, text, npz)
-    'recon.machine',   # the one-line machine / device description a result records
-    'recon.rero',      # what DP promises against reconstruction (Hayes et al.'s bounds)
-    'recon.leak_width',  # the leak-width law: threshold fits, bootstraps, rates of shadow runs
+    'recon.runtime.io',        # atomic writes and reads of result files (json, text, npz)
+    'recon.runtime.machine',   # the one-line machine / device description a result records
+    'recon.audit.rero',      # what DP promises against reconstruction (Hayes et al.'s bounds)
+    'recon.audit.threshold',  # the leak-width law: threshold fits, bootstraps, rates of shadow runs
 )
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs')
@@ -127,35 +127,36 @@ def run(config: Any, workdir: Optional[str] = None, *, nonfinite_ok: bool = Fals
 
 def setup_process() -> Optional[str]:
   """What the command line does once per process before its first run, for a script that
-  calls `run` many times: keep XLA's large CPU buffers mapped between steps (recon/host.py)
-  and turn on JAX's persistent compilation cache (recon/compile_cache.py). Idempotent; returns
+  calls `run` many times: keep XLA's large CPU buffers mapped between steps (recon/runtime/host.py)
+  and turn on JAX's persistent compilation cache (recon/runtime/compile_cache.py). Idempotent; returns
   the cache folder (None when the cache is off). A bad RECON_HOST_MALLOC raises ValueError."""
-  from recon import compile_cache, host  # pylint: disable=import-outside-toplevel
+  from recon.runtime import compile_cache, host  # pylint: disable=import-outside-toplevel
   host.keep_buffers_mapped()
   return compile_cache.enable()
 
 
 def load_data(config: Any, seed: int, dtype: Any = None):
   """(X (n, d), y (n,), meta): the training set a run of `config` with seed `seed` draws
-  (its data key, `recon.runs.split_keys(seed)['data']`); meta['indices'] names the images an
+  (its data key, `recon.runtime.runs.split_keys(seed)['data']`); meta['indices'] names the images an
   image data set picked. dtype: default float32."""
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  from recon import data, runs  # pylint: disable=import-outside-toplevel
+  from recon import data  # pylint: disable=import-outside-toplevel
+  from recon.runtime import runs
   return data.load(config.data, runs.split_keys(seed)['data'],
                    jnp.float32 if dtype is None else dtype)
 
 
 def leak_width_shadows(config: Any, ns: List[int], ratios: List[float], seeds: List[int],
                        workdir: str) -> Dict[str, Any]:
-  """The leak-width pipeline's shadow problems (recon/pipelines/leak_width.py) without its fit:
+  """The leak-width pipeline's shadow problems (recon/audit/leak_width.py) without its fit:
   `config` (configs/leak_width.py's sections) describes the family; its shadows run at sizes
   `ns`, widths p = r D n for r in `ratios`, seeds `seeds`, in `workdir` (a stopped call resumes
   there). Returns {'family', 'dimension' (D and how it was chosen), 'records' (one per run:
   n, ratio, p, seed, success, certified, frac_recovered, steps, seconds)}; the fits over the
-  records are recon.leak_width's."""
-  from recon import pipelines, victims  # pylint: disable=import-outside-toplevel
+  records are recon.audit.threshold's."""
+  from recon.audit import leak_width as lw  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import victims  # pylint: disable=import-outside-toplevel
   cfg = victims.resolve(config)
-  lw = pipelines.leak_width
   dim = lw.dimension(cfg)
   return {'family': lw.family(cfg), 'dimension': dim,
           'records': lw.shadow_records(cfg, dim, ns, ratios, seeds, workdir)}
@@ -164,9 +165,9 @@ def leak_width_shadows(config: Any, ns: List[int], ratios: List[float], seeds: L
 def recertify(from_dir: str, to_dir: str) -> Dict[str, Any]:
   """A finished random-features sweep's records re-derived from its saved candidates in
   `to_dir` (the certificate, the precision rung and the scores, with this code on this machine;
-  not the descent): recon/sweep_recertify.py. Returns the new sweep dict; RunError (exit status 2, one
+  not the descent): recon/sweep/recertify.py. Returns the new sweep dict; RunError (exit status 2, one
   line) when `from_dir` holds no such sweep or `to_dir` already holds one."""
-  from recon import sweep_recertify  # pylint: disable=import-outside-toplevel
+  from recon.sweep import recertify as sweep_recertify  # pylint: disable=import-outside-toplevel
   try:
     return sweep_recertify.recertify(from_dir, to_dir)
   except errors.ReconError as e:
@@ -178,8 +179,8 @@ def _rf_truth(workdir: str, needs: str):
   training set; RunError (exit status 2, one line) otherwise."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  from recon import features  # pylint: disable=import-outside-toplevel
-  from recon.models import checkpoint  # pylint: disable=import-outside-toplevel
+  from recon.models import features  # pylint: disable=import-outside-toplevel
+  from recon.models import saved as checkpoint
   try:
     model = checkpoint.load(workdir)
   except errors.ReconError as e:
@@ -207,7 +208,7 @@ def sample_shares(workdir: str) -> np.ndarray:
   (`recon.metrics.sample_shares` on the run's saved victim and training set; the ground truth,
   for analysing which samples an attack missed, never an input to one). RunError (exit status 2,
   one line) when `workdir` holds no random-features model with its training set."""
-  from recon import features  # pylint: disable=import-outside-toplevel
+  from recon.models import features  # pylint: disable=import-outside-toplevel
   model, v, x = _rf_truth(workdir, 'sample_shares')
   phi = features.rf_features(v, x.astype(np.float32), model.hparams['activation'])
   return metrics.sample_shares(np.asarray(phi), np.asarray(model.trained['theta']))
@@ -215,7 +216,7 @@ def sample_shares(workdir: str) -> np.ndarray:
 
 def truth_certificate(workdir: str, jacobian_method: str = 'auto') -> Dict[str, Any]:
   """What the certificate says of the TRUE training rows of a finished random-features run:
-  the most any attack on that victim can certify (`recon.certificate_ceiling.at_truth`; the
+  the most any attack on that victim can certify (`recon.certify.ceiling.at_truth`; the
   ground truth, for analysis, never an input to an attack). Judged at the run's attack.tol and
   as the precision rung judges (loss at most max(attack.polish.tol, 4 x the rounding floor
   estimate F), radii at the loss level max(L / (1 - q), F)), with the run's
@@ -223,8 +224,8 @@ def truth_certificate(workdir: str, jacobian_method: str = 'auto') -> Dict[str, 
   random-features model with its training set."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  from recon import features  # pylint: disable=import-outside-toplevel
-  from recon import certificate_ceiling  # pylint: disable=import-outside-toplevel
+  from recon.models import features  # pylint: disable=import-outside-toplevel
+  from recon.certify import ceiling as certificate_ceiling  # pylint: disable=import-outside-toplevel
   model, v, x = _rf_truth(workdir, 'truth_certificate')
   cfg = load(workdir).summary['config']  # every run's summary.json holds its whole config
   hp = model.hparams
@@ -241,7 +242,7 @@ _NONFINITE = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}
 
 
 def _numbers(obj: Any) -> Any:
-  """`obj` read from JSON with the non-finite numbers recon.io wrote as 'nan' / 'inf' / '-inf'
+  """`obj` read from JSON with the non-finite numbers recon.runtime.io wrote as 'nan' / 'inf' / '-inf'
   (JSON has none) back as floats."""
   if isinstance(obj, dict):
     return {k: _numbers(v) for k, v in obj.items()}

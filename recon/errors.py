@@ -17,6 +17,8 @@ Lives at the bottom of the package so that low modules (data loaders, checkpoint
 raise these without importing the experiment driver.
 """
 
+import sys
+
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_REFUSED = 2
@@ -42,3 +44,15 @@ class NonFiniteError(ReconError):
 class Interrupted(ReconError):
   """SIGINT / Ctrl-C after the checkpoint was written (exit status 130)."""
   exit_code = EXIT_INTERRUPTED
+
+
+def one_line(message: str) -> str:
+  """`message` with its control characters escaped ('\\n'): a name holding a newline (a
+  workdir, a file) cannot break the line or forge a second 'error:' line."""
+  return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+def say_error(message: str) -> None:
+  """The one line of a failure, on stderr."""
+  print(f'error: {one_line(message)}', file=sys.stderr)
+  sys.stderr.flush()

@@ -12,7 +12,7 @@ paths, refuses bad input before compute, runs the sweep or the registered pipeli
        after compute started, WORKDIR/summary.json says `status: failed` and `reason`
   3    stopped on non-finite values; the outputs hold the last finite state
   130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
-  143  terminated (SIGTERM), handled as Ctrl-C (recon/signals.py)
+  143  terminated (SIGTERM), handled as Ctrl-C (recon/runtime/signals.py)
   1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
 
 Every failure is one line, given to `say` (default: 'error: ...' on stderr).
@@ -29,27 +29,15 @@ from typing import Any, Callable, Dict, Optional
 
 from absl import logging
 
-from recon import config as config_lib
-from recon import errors, failures, io, ownership, runs, signals, workdir_lock
+from recon.config import validate as config_lib
+from recon import errors
+from recon.errors import say_error
+from recon.runtime import failures, io, ownership, runs, signals, workdir_lock
 
 
 def default_workdir(name: str) -> str:
   return os.path.join('results', 'runs', f'{name}-{time.strftime("%Y%m%d-%H%M%S")}')
 
-
-def one_line(message: str) -> str:
-  """`message` with its control characters escaped ('\\n'): a name holding a newline (a
-  workdir, a file) cannot break the line or forge a second 'error:' line."""
-  return ''.join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-
-
-def say_error(message: str) -> None:
-  """The one line of a failure, on stderr."""
-  print(f'error: {one_line(message)}', file=sys.stderr)
-  sys.stderr.flush()
-
-
-check_workdir = runs.check_workdir  # (recon/runs.py)
 
 
 def _files_under(folder: str) -> Dict[str, Any]:
@@ -160,7 +148,10 @@ def execute(config: Any, workdir: Optional[str] = None,
   Every failure prints one 'error: ...' line on stderr. See the module docstring for the
   exit statuses and what each leaves in the workdir.
   """
-  from recon import checkpoint, data, pipelines, sweep, sweep_store  # pylint: disable=import-outside-toplevel
+  from recon import data, pipelines  # pylint: disable=import-outside-toplevel
+  from recon.runtime import checkpoint
+  from recon.sweep import grid as sweep
+  from recon.sweep import store as sweep_store
   try:
     runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     config_lib.validate(config)
@@ -171,10 +162,10 @@ def execute(config: Any, workdir: Optional[str] = None,
                         trains_victim=data.trains_victim(config.victim, config.pipeline))
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
-    check_workdir(workdir)
+    runs.check_workdir(workdir)
     check_backend()
     swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
-    from recon import precision  # pylint: disable=import-outside-toplevel
+    from recon.models import min_norm as precision  # pylint: disable=import-outside-toplevel
     precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
   except errors.ReconError as e:
     say(str(e))
@@ -183,13 +174,13 @@ def execute(config: Any, workdir: Optional[str] = None,
   before = _files_under(workdir)
   try:
     # recon's manifest first: a folder holding what recon did not write is refused here
-    # (recon/ownership.py), before the lock file is created in it.
+    # (recon/runtime/ownership.py), before the lock file is created in it.
     created = ownership.take(workdir)
   except errors.ReconError as e:
     say(str(e))
     return e.exit_code
   try:
-    lock = workdir_lock.acquire(workdir)  # one run per workdir (recon/workdir_lock.py)
+    lock = workdir_lock.acquire(workdir)  # one run per workdir (recon/runtime/workdir_lock.py)
   except errors.ReconError as e:
     ownership.release(workdir, created)
     if not existed and not _files_under(workdir):
@@ -222,7 +213,7 @@ def execute(config: Any, workdir: Optional[str] = None,
     say(str(e))
     return e.exit_code
   except Exception as e:  # pylint: disable=broad-except
-    disk = failures.disk_error(e, workdir)  # full / read-only disk: one line (recon/failures.py)
+    disk = failures.disk_error(e, workdir)  # full / read-only disk: one line (recon/runtime/failures.py)
     if disk is not None:
       settle_workdir(workdir, existed, before, disk, config)
       say(disk)

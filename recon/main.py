@@ -1,6 +1,6 @@
 """Command line: python -m recon.main --config=configs/X.py [--workdir=DIR] [--config.a.b=v].
 
-A thin absl app: flags (recon/cli_flags.py) -> `recon.execution.execute` -> exit status. Every
+A thin absl app: flags (recon/config/cli_flags.py) -> `recon.execution.execute` -> exit status. Every
 failure is one line on stderr ('error: ...'), and the exit status says which
 (recon/errors.py, docs/reliability.md, "Exit status and failures"):
 
@@ -10,7 +10,7 @@ failure is one line on stderr ('error: ...'), and the exit status says which
        after compute started, WORKDIR/summary.json says `status: failed` and `reason`
   3    stopped on non-finite values; the outputs hold the last finite state
   130  interrupted (Ctrl-C); the running chunk ends and a checkpoint is written first
-  143  terminated (SIGTERM), handled as Ctrl-C (recon/signals.py)
+  143  terminated (SIGTERM), handled as Ctrl-C (recon/runtime/signals.py)
   1    an unexpected internal error (traceback in WORKDIR/traceback.txt or a temp file)
 
 Paths (--config=, --workdir=, victim.checkpoint, data.dir) may be relative: they are
@@ -20,7 +20,7 @@ loads from any working directory (its `from configs import base` finds that fold
 from __future__ import annotations
 
 if __name__ == '__main__':  # Ctrl-C / SIGTERM during the imports below: one line, exit 130 / 143
-  from recon import signals as _signals
+  from recon.runtime import signals as _signals
   _signals.guard_startup()
 
 import os
@@ -30,12 +30,10 @@ from typing import Any
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from recon import compile_cache, distributed, failures, host, log_filters, signals
-# The names tests and scripts reach through recon.main.
-from recon.cli_flags import (_check_config_path, _config_path, _parse_flags,  # noqa: F401
-                             add_config_import_root, config_import_root, fail as _fail)
-from recon.execution import (_files_under, check_workdir, default_workdir, execute,  # noqa: F401
-                             outcome_line, settle_workdir)
+from recon.runtime import compile_cache, distributed, failures, host, log_filters, signals
+from recon.config.cli_flags import (_check_config_path, _config_path, _parse_flags,
+                                    add_config_import_root, fail as _fail)
+from recon.execution import default_workdir, execute
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Path to a config file (configs/*.py).',
                                           lock_config=True)
@@ -50,15 +48,15 @@ def main(argv):
   if config is None and _config_path(sys.argv) is None:
     _fail('--config: missing; accepted: a path to a config file such as configs/rf_synthetic.py')
   try:
-    host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/host.py)
+    host.keep_buffers_mapped()  # reuse XLA's large CPU buffers across steps (recon/runtime/host.py)
   except ValueError as e:
     _fail(str(e))
-  try:  # several processes / hosts: before any JAX computation (recon/distributed.py)
+  try:  # several processes / hosts: before any JAX computation (recon/runtime/distributed.py)
     multi = distributed.initialize(_distributed_flag(config))
   except ValueError as e:
     _fail(str(e))
-  compile_cache.enable()  # reuse compiled programs across processes (recon/compile_cache.py)
-  signals.start_watchdog()  # a second Ctrl-C / SIGTERM stops within seconds (recon/signals.py)
+  compile_cache.enable()  # reuse compiled programs across processes (recon/runtime/compile_cache.py)
+  signals.start_watchdog()  # a second Ctrl-C / SIGTERM stops within seconds (recon/runtime/signals.py)
   failures.quiet_unraisable()  # tensorstore's reports of writes a full disk abandoned
   workdir = _WORKDIR.value
   if multi:  # process i > 0 writes WORKDIR.process<i>

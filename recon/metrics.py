@@ -4,13 +4,13 @@ Distances between a true row x and a candidate x_hat are relative to ||x||. Two
 variants exist:
   * sign-invariant, d(x, x_hat) = min(||x - x_hat||, ||x + x_hat||) / ||x||, for
     activations whose features cannot tell x from -x (odd and even activations exactly,
-    relu-like ones up to a linear compensation): `recon.symmetry.sign_invariant(activation)`;
+    relu-like ones up to a linear compensation): `recon.certify.symmetry.sign_invariant(activation)`;
   * signed, d(x, x_hat) = ||x - x_hat|| / ||x||, for every other activation.
 The headline `recon_error` uses the variant of the victim's activation; both are
 reported (`recon_error_sign_invariant`, `recon_error_signed`). True rows and
 candidates are paired by the Hungarian algorithm on the headline distance.
 
-Up to norm (`scale_invariant`, `recon.symmetry`: a positively homogeneous feature map, e.g.
+Up to norm (`scale_invariant`, `recon.certify.symmetry`: a positively homogeneous feature map, e.g.
 relu or quadratic, cannot see a row's norm): each candidate is rescaled to the norm of the
 true row it is compared with, d(x, x_hat) = ||x - ||x|| x_hat / ||x_hat|| || / ||x||, which is
 the same number as the distance of the normalised rows, ||x / ||x|| - x_hat / ||x_hat|| ||
@@ -172,7 +172,7 @@ def reconstruction_metrics(x_true: np.ndarray, x_hat: np.ndarray,
   """recon_error, frac_recovered, dist_abs and the n != n_candidates bookkeeping.
 
   The headline errors, the matching and the recovered count use the sign-invariant
-  distance when `sign_invariant` (`recon.symmetry.sign_invariant(activation)`), else the signed
+  distance when `sign_invariant` (`recon.certify.symmetry.sign_invariant(activation)`), else the signed
   one; `recon_error_sign_invariant` and `recon_error_signed` are always both reported. With
   `scale_invariant` every distance is up to each row's norm (module docstring), and
   `norm_scoring`'s two figures say how far the norms were off. dist_abs is the paper's

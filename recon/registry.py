@@ -19,7 +19,7 @@ Kinds and their entries:
              the pipeline that owns it (KKT, unified)
   dataset    a loader `(data section, key, dtype) -> (X (n, d), y (n,), meta)`
   pipeline   `Pipeline`: `run(cfg, workdir, dtype, resuming) -> summary` and its checks
-  rescue     `Rescue`: a step of `attack.rescue` (recon/rescue.py): its builder and where it
+  rescue     `Rescue`: a step of `attack.rescue` (recon/attack/rescue/chain.py): its builder and where it
              acts (between chunks of the descent, or after it)
 
 This module is the lowest layer of the house: it imports nothing of `recon` but the
@@ -41,9 +41,9 @@ FIELD = {'victim': 'victim.name', 'objective': 'attack.objective', 'dataset': 'd
 
 _TABLES: Dict[str, Dict[str, Any]] = {kind: {} for kind in KINDS}
 # The modules whose import registers every built-in entry (the pipelines import every victim,
-# objective and data set module). They are imported by name on the first read of a table, not
+# objective and data set module; the audit's leak-width pipeline runs sweeps of them). They are imported by name on the first read of a table, not
 # here: this module stays importable first, from any module, with no import circle.
-BUILTINS = ('recon.pipelines',)
+BUILTINS = ('recon.pipelines', 'recon.audit.leak_width')
 _builtins_state = {'loaded': False}
 
 
@@ -119,16 +119,16 @@ class Pipeline:
 
 @dataclasses.dataclass(frozen=True)
 class Rescue:
-  """What a rescue-step name in `attack.rescue` means (recon/rescue.py).
+  """What a rescue-step name in `attack.rescue` means (recon/attack/rescue/chain.py).
 
-  build     (its config section, recon.rescue.Context) -> the step (stage 'descent'): a
+  build     (its config section, recon.attack.rescue.chain.Context) -> the step (stage 'descent'): a
             callable `state -> state` applied after each chunk, with `chunk` (set to the
             bare compiled chunk, for its own trials), `state_dict()`, `load_state_dict(d)`
             and `summary()`; or None where it does not apply to this attack (logged)
   section   the `attack` sub-section it reads (`attack.escalate`)
   stage     'descent': between chunks, in the order of `attack.rescue`; 'end': after the
-            descent, by the module that owns it (the precision rung, in recon.polish)
-  batched   it also serves a vmapped batch of runs (recon.sweep)
+            descent, by the module that owns it (the precision rung, in recon.certify.rung)
+  batched   it also serves a vmapped batch of runs (recon.sweep.grid)
   """
   section: str
   build: Optional[Callable[[Any, Any], Any]] = None

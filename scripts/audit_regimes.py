@@ -34,7 +34,7 @@ from flax import serialization
 
 from configs import audit
 import recon
-from recon import io, machine
+from recon.runtime import io, machine
 from scripts.byo_mlp import MLP
 
 # (optimizer, learning rate, steps): full-batch, MSE.

@@ -51,9 +51,13 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from configs import rf_cifar, rf_synthetic  # noqa: E402
-from recon import (compile_cache, data, driver, features, host, io, machine, metrics,  # noqa: E402
-                   optimize, precision, refine, restarts, runs)
-from recon.models import random_features  # noqa: E402
+from recon import data, metrics
+from recon.runtime import compile_cache, host, io, machine, runs
+from recon.attack import driver, restarts
+from recon.attack import optimiser as optimize
+from recon.models import features, random_features  # noqa: E402
+from recon.models import min_norm as precision
+from recon.attack.rescue import reseed as refine
 from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 from scripts import paper_baseline  # noqa: E402
 
@@ -257,7 +261,7 @@ METHODS = {
     # L-BFGS (zoom line search; lr scales the direction, schedule ignored).
     'lbfgs': ('lbfgs', 1.0, 0.9, 0, 'constant', None),
     # K restarts optimised at once, the clock stops when the block of lowest blind loss
-    # reconstructs (recon/restarts.py).
+    # reconstructs (recon/attack/restarts.py).
     'adam_lr0.05+cosine5k+restarts4': ('adam', 0.05, 0.9, 0, 'cosine', 5000),
     'adam_lr0.05+cosine20k+restarts4': ('adam', 0.05, 0.9, 0, 'cosine', 20000),
 }
@@ -836,7 +840,7 @@ def _table(results):
   lines = [f"Device: {results['device']} ({results['platform']}). 1/5/15-min load averages "
            f"({cores} cores) when each part started: {loads}. "
            'Timings are noisy when other jobs share the machine. Host heap: '
-           f"{malloc} ({'recon.host.keep_buffers_mapped' if malloc == 'tuned' else 'glibc defaults'}"
+           f"{malloc} ({'recon.runtime.host.keep_buffers_mapped' if malloc == 'tuned' else 'glibc defaults'}"
            ').', '',
            'Lean step time over the dense step, per residual mode and generator of V '
            '(two_pass: 3 regenerations of V per step, gram and stored: 2; threefry, hash or '
@@ -1210,6 +1214,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  host.keep_buffers_mapped()  # recon/runtime/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/runtime/compile_cache.py: reuse compiled programs
   main()

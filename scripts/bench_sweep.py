@@ -7,7 +7,7 @@ Two measures per grid:
   steady: seconds of `steps` optimiser steps once compiled (best of `repeats`): the batched
           vmapped chunk over all K points vs each point's unbatched jitted chunk (the
           single-run path of recon.pipelines); ratio = (batched / K) / mean(single);
-  end_to_end: wall seconds of `recon.sweep.run` (compile, run, score, write) vs the sum of
+  end_to_end: wall seconds of `recon.sweep.grid.run` (compile, run, score, write) vs the sum of
           K `recon.pipelines.run` calls (each compiles its own program), `steps` steps each.
 Target: batched <= 1.2 x one single run per point (ratio <= 1.2).
 
@@ -31,8 +31,12 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 
 from configs import base, rf_phase_transition  # noqa: E402
-from recon import compile_cache, data, driver, host, io, optimize, pipelines, runs, sweep  # noqa: E402
-from recon import config as config_lib  # noqa: E402
+from recon import data, pipelines  # noqa: E402
+from recon.runtime import compile_cache, host, io, runs
+from recon.attack import driver
+from recon.attack import optimiser as optimize
+from recon.sweep import grid as sweep
+from recon.config import validate as config_lib  # noqa: E402
 from recon.pipelines import random_features as rf_pipeline  # noqa: E402
 
 GRIDS = {
@@ -147,6 +151,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  host.keep_buffers_mapped()  # recon/host.py: reuse large CPU buffers
-  compile_cache.enable()  # recon/compile_cache.py: reuse compiled programs
+  host.keep_buffers_mapped()  # recon/runtime/host.py: reuse large CPU buffers
+  compile_cache.enable()  # recon/runtime/compile_cache.py: reuse compiled programs
   main()

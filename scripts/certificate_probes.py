@@ -3,7 +3,7 @@
 A certificate is false when it is true while a training sample is not recovered (relative
 distance >= `metrics.RECOVERED_THRESHOLD`) in the metric that matches its stated symmetry:
 `certified_up_to` names what the rows are known up to (their order; each row's sign; each
-row's norm, for a feature map blind to norms: `recon.symmetry`), and `judge` scores the
+row's norm, for a feature map blind to norms: `recon.certify.symmetry`), and `judge` scores the
 candidates in exactly that metric (`recon.metrics`), from the sweep's true rows and candidates,
 not from the sweep's own record. Two classes of probe:
 
@@ -61,9 +61,10 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import certificate, features, float64_loss, io, machine, metrics
-from recon import symmetry
-from recon.models import random_features
+from recon import metrics
+from recon.certify import certificate, float64_loss, symmetry
+from recon.models import features, random_features
+from recon.runtime import io, machine
 
 ACTIVATIONS = ('relu', 'relu_tanh', 'gelu', 'tanh', 'softplus_tanh', 'quadratic')
 DATA_KINDS = ('sphere', 'off_sphere', 'digits', 'faces', 'clustered')

@@ -50,8 +50,8 @@ def run_one(n: int, d: int, p: int, method: str, feature_kind: str, noise: float
   import jax
   import jax.numpy as jnp
   import numpy as np
-  from recon import certificate, features, float64_loss
-  from recon.models import random_features
+  from recon.certify import certificate, float64_loss
+  from recon.models import features, random_features
   kx, kv, ky, kn = jax.random.split(jax.random.PRNGKey(seed), 4)
   x = jax.random.normal(kx, (n, d))
   x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(d)
@@ -122,7 +122,7 @@ def main(argv):
     print(json.dumps(run_one(int(n), int(d), int(p), method, FLAGS.features, FLAGS.noise,
                              FLAGS.seed, FLAGS.tol, FLAGS.attack_tol)))
     return
-  from recon import machine
+  from recon.runtime import machine
   rows: List[Dict[str, Any]] = []
   for spec in FLAGS.sizes.split(','):
     # n x d x p, optionally :methods:features ('+'-separated) overriding the flags.

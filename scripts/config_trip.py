@@ -33,7 +33,7 @@ import jax  # noqa: E402
 import ml_collections  # noqa: E402
 
 import recon  # noqa: E402
-from recon import io, machine  # noqa: E402
+from recon.runtime import io, machine  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, 'recon') + os.sep

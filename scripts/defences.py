@@ -33,7 +33,7 @@ Strength 0 (epsilon = inf) is the undefended victim, one run per (victim, ratio,
 by its defences. Records are keyed by point and appended to results/defences.json after each
 run (a point already there is skipped: resumable); results/defences.{md,png} are re-rendered
 from the JSON (`--render_only`). The DP panel draws Hayes et al. (2023)'s upper bound on the
-probability of reconstructing a row (recon.rero.rero_bound_dp / _gdp) with the
+probability of reconstructing a row (recon.audit.rero.rero_bound_dp / _gdp) with the
 prior's success kappa = 2 n P(cap of relative radius 0.1) (n candidates, either sign).
 
 Sizes are kept small for a shared 2-core CPU: n = 8, d = 8, p_L in {4, 10} d n, seeds
@@ -64,7 +64,8 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import io, machine, rero
+from recon.runtime import io, machine
+from recon.audit import rero
 from scripts import network_law
 
 FLAGS = flags.FLAGS

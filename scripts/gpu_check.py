@@ -44,7 +44,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from configs import rf_cifar  # noqa: E402
-from recon import driver, io, optimize, precision, runs  # noqa: E402
+from recon.attack import driver  # noqa: E402
+from recon.attack import optimiser as optimize
+from recon.runtime import io, runs
+from recon.models import min_norm as precision
 from recon.pipelines import random_features as rf  # noqa: E402
 from scripts import paper_scale  # noqa: E402
 

@@ -32,7 +32,7 @@ import time
 from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from recon import io, machine  # noqa: E402
+from recon.runtime import io, machine  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The README's table, in its order: job -> the overrides its row names.

@@ -30,9 +30,11 @@ from absl import logging  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import recon  # noqa: E402
-from recon import data, io, reconstruct, runs, victims  # noqa: E402
-from recon import config as config_lib  # noqa: E402
-from recon.pipelines import kkt as ke  # noqa: E402
+from recon import data  # noqa: E402
+from recon.runtime import io, runs
+from recon.pipelines import reconstruct, victims  # noqa: E402
+from recon.pipelines import kkt as ke
+from recon.config import validate as config_lib  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
 
 OUT = 'results'  # --out_dir

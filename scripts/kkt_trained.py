@@ -37,9 +37,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import jax  # noqa: E402
 
 from configs import kkt_haim  # noqa: E402
-from recon import config as config_lib  # noqa: E402
+from recon.config import validate as config_lib  # noqa: E402
 import recon  # noqa: E402
-from recon import data, io, metrics  # noqa: E402
+from recon import data, metrics  # noqa: E402
+from recon.runtime import io
 
 METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
 # Reference without any attack: 2n UNSEEN images of the same distribution as the candidates
@@ -186,7 +187,7 @@ def load_rows(path: str) -> list:
   with open(path) as f:
     got = json.load(f)
   rows = got['rows'] if isinstance(got, dict) else got
-  # recon.io writes non-finite floats as the strings 'nan' / 'inf' / '-inf': back to floats,
+  # recon.runtime.io writes non-finite floats as the strings 'nan' / 'inf' / '-inf': back to floats,
   # so that rows read back render as they were written.
   back = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}
   return [{k: back.get(v, v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]

@@ -6,7 +6,7 @@ at d = 16, with the attack of configs/leak_width.py (Adam, cosine decay, escalat
 off unless --polish=auto) capped at --max_steps on every run alike:
 
   1. shadows: n in --shadow_n, widths p = r d n for r in --ratios, shadow seeds
-     (--shadow_seeds, never reported on); the logistic fit of `recon.leak_width` gives
+     (--shadow_seeds, never reported on); the logistic fit of `recon.audit.threshold` gives
      c_pred with its bootstrap interval, p*_pred = c_pred d n_target;
   2. direct: n = n_target (--n_target; --n_target_two_layer for the costlier two-layer net),
      widths at r = c_pred x --bracket (default 2/3, 1, 3/2: both sides of the prediction), fresh
@@ -42,7 +42,8 @@ import numpy as np
 
 from configs import leak_width as leak_width_config
 import recon
-from recon import io, leak_width, machine
+from recon.runtime import io, machine
+from recon.audit import threshold as leak_width
 
 FAMILIES = {
     'relu': {'victim.name': 'random_features', 'victim.activation': 'relu'},
@@ -97,7 +98,7 @@ def define_flags() -> None:
   flags.DEFINE_bool('redo', False, 'Rerun families already in the JSON.')
   flags.DEFINE_enum('sign_quotient', 'auto', ['auto', 'on', 'off'],
                     "attack.sign_quotient of every run (relu: 'on' runs the shadows at n <= d "
-                    'with the quotient that a target with n > d runs; recon/sign_quotient.py).')
+                    'with the quotient that a target with n > d runs; recon/attack/sign_quotient.py).')
   flags.DEFINE_list('rederive_direct', None,
                     'Entries of the JSON (e.g. relu_tanh@n100) whose direct side is re-derived from '
                     '--direct_from (a recovery law re-run since), keeping their recorded shadows; '

@@ -16,7 +16,7 @@ the reason a survivor is accepted (an equivalent mutation, or one only a slow te
 reaches); docs/testing.md discusses the score. The harness refuses to start when a file
 it mutates has uncommitted changes.
 
-Results: results/mutations.{json,md}, with the machine (`recon.machine.describe()`).
+Results: results/mutations.{json,md}, with the machine (`recon.runtime.machine.describe()`).
 
     python -m scripts.mutations                  # every entry (~15 min on 2 CPU cores)
     python -m scripts.mutations --slow           # and survivors against their slow tests (+3 min)
@@ -60,77 +60,77 @@ class Mutation:
 
 CERT = ('tests/test_certificate.py',)
 MUTATIONS: Tuple[Mutation, ...] = (
-    # --- recon/certificate.py: every check the certificate makes ---
-    Mutation('cert_loss_at_tol', 'recon/certificate.py',
+    # --- recon/certify/certificate.py: every check the certificate makes ---
+    Mutation('cert_loss_at_tol', 'recon/certify/certificate.py',
              "'loss_at_tol': bool(final_loss <= tol)",
              "'loss_at_tol': bool(final_loss <= 10 * tol)", CERT,
              'the loss check loosened 10x'),
-    Mutation('cert_counting', 'recon/certificate.py',
+    Mutation('cert_counting', 'recon/certify/certificate.py',
              "'counting': bool(p >= m * (d + 1))", "'counting': bool(p >= m * d)", CERT,
              'the counting margin p >= m (d + 1) relaxed to the square system p >= m d'),
-    Mutation('cert_duplicates_skipped', 'recon/certificate.py',
+    Mutation('cert_duplicates_skipped', 'recon/certify/certificate.py',
              'if unresolved:', 'if False and unresolved:',
              CERT, 'the near-duplicate check never refuses'),
-    Mutation('cert_pairs_always_apart', 'recon/candidate_pairs.py',
+    Mutation('cert_pairs_always_apart', 'recon/certify/pairs.py',
              'apart = np.isfinite(reach[i] + reach[j]) & (reach[i] + reach[j] <= SEPARATION',
              'apart = np.isfinite(reach[i] + reach[j]) & (0.0 <= SEPARATION',
              ('tests/test_candidate_pairs.py',) + CERT,
              'a near-duplicate pair counts as two samples whatever its pin radii'),
-    Mutation('cert_pin_100x', 'recon/certificate.py',
+    Mutation('cert_pin_100x', 'recon/certify/certificate.py',
              'if not pin < duplicate_threshold:', 'if not pin < 100 * duplicate_threshold:',
              CERT, 'the pin-radius test loosened 100x'),
-    Mutation('cert_row_radii_100x', 'recon/certificate.py',
+    Mutation('cert_row_radii_100x', 'recon/certify/certificate.py',
              'within = (radii < duplicate_threshold) & ~in_pair',
              'within = (radii < 100 * duplicate_threshold) & ~in_pair', CERT,
              'the per-row radius test loosened 100x (row_pinned / rows_pinned)',
              slow=('tests/test_certificate.py::'
                    'test_a_sample_theta_does_not_carry_is_the_one_row_left_unpinned',)),
-    Mutation('cert_pinned_above_tol', 'recon/certificate.py',
+    Mutation('cert_pinned_above_tol', 'recon/certify/certificate.py',
              "pinned = within & evidence['loss_at_tol']", 'pinned = within', CERT,
              'rows counted as pinned although the loss is above tol'),
-    Mutation('cert_restarts_ignored', 'recon/certificate.py',
+    Mutation('cert_restarts_ignored', 'recon/certify/certificate.py',
              "if not evidence['restarts_agree']:",
              "if False and not evidence['restarts_agree']:", CERT,
              'restarts that disagree do not refuse'),
-    Mutation('cert_restarts_any_row', 'recon/candidate_pairs.py',
+    Mutation('cert_restarts_any_row', 'recon/certify/pairs.py',
              'if not np.all(err < threshold):', 'if not np.any(err < threshold):',
              ('tests/test_candidate_pairs.py',) + CERT,
              'restarts agree when one row matches (any instead of all)'),
-    Mutation('cert_duplicates_signed', 'recon/certificate.py',
+    Mutation('cert_duplicates_signed', 'recon/certify/certificate.py',
              'candidate_duplicates(x_hat, duplicate_threshold, sign_invariant)',
              'candidate_duplicates(x_hat, duplicate_threshold, False)', CERT,
              'duplicates judged with the signed distance whatever the symmetry'),
-    Mutation('cert_whole_set', 'recon/certificate.py',
+    Mutation('cert_whole_set', 'recon/certify/certificate.py',
              'elif n_known != m:', 'elif n_known < m:', CERT,
              'm < n_known candidates certified as the whole set'),
-    Mutation('cert_unseen_share_max', 'recon/certificate.py',
+    Mutation('cert_unseen_share_max', 'recon/certify/certificate.py',
              'np.sqrt(max(float(kappa2.min()), 1e-300))',
              'np.sqrt(max(float(kappa2.max()), 1e-300))', CERT,
              'unseen_share from the least entangled candidate (kappa max, not min)'),
-    Mutation('cert_fallback_margin', 'recon/certificate.py',
+    Mutation('cert_fallback_margin', 'recon/certify/certificate.py',
              "if evidence['counting'] and p < FALLBACK_COUNTING_MARGIN * m * d:",
              "if evidence['counting'] and p < m * d:", CERT,
              'without the Jacobian test, the 2 m d margin dropped'),
-    # --- recon/residual_jacobian.py: the certificate's Jacobian without forming it ---
-    Mutation('rj_projection_dropped', 'recon/residual_jacobian.py',
+    # --- recon/certify/residual_jacobian.py: the certificate's Jacobian without forming it ---
+    Mutation('rj_projection_dropped', 'recon/certify/residual_jacobian.py',
              'return dc * alpha[None, :, None] - (phi.T @ c).reshape(count, m, -1)',
              'return dc * alpha[None, :, None]', ('tests/test_residual_jacobian.py',),
              "the blocked Jacobian not projected off the candidates' span"),
-    Mutation('rj_row_blocks_transposed', 'recon/residual_jacobian.py',
+    Mutation('rj_row_blocks_transposed', 'recon/certify/residual_jacobian.py',
              'l_inv[:, i * k:(i + 1) * k].T @ l_inv[:, i * k:(i + 1) * k]',
              'l_inv[i * k:(i + 1) * k] @ l_inv[i * k:(i + 1) * k].T',
              ('tests/test_residual_jacobian.py',),
              "the rows' radii from rows, not columns, of L^-1 (the Cholesky spectrum)"),
-    # --- recon/symmetry.py: which activations are sign-blind ---
-    Mutation('sym_min_to_max', 'recon/symmetry.py',
+    # --- recon/certify/symmetry.py: which activations are sign-blind ---
+    Mutation('sym_min_to_max', 'recon/certify/symmetry.py',
              "if min(mass['odd_nonlinear'], mass['even_nonlinear']) >= NONLINEAR_RTOL:",
              "if max(mass['odd_nonlinear'], mass['even_nonlinear']) >= NONLINEAR_RTOL:",
              ('tests/test_symmetry.py',), 'one nonlinear part (not both) enough to see the sign'),
-    Mutation('sym_exact_threshold', 'recon/symmetry.py',
+    Mutation('sym_exact_threshold', 'recon/certify/symmetry.py',
              "elif min(mass['odd'], mass['even']) < NONLINEAR_RTOL ** 2:",
              "elif min(mass['odd'], mass['even']) < NONLINEAR_RTOL:",
              ('tests/test_symmetry.py',), 'the exact-parity threshold loosened 1e-8 -> 1e-4'),
-    Mutation('sym_compensated_sees_sign', 'recon/symmetry.py',
+    Mutation('sym_compensated_sees_sign', 'recon/certify/symmetry.py',
              'return self.kind != NONE', 'return self.kind == SIGN',
              ('tests/test_symmetry.py',),
              'relu-like (sign with linear compensation) scored with the signed distance'),
@@ -152,14 +152,14 @@ MUTATIONS: Tuple[Mutation, ...] = (
              'return int(np.sum(np.asarray(pinned, bool) & ~(err < threshold)))',
              'return int(np.sum(~(err < threshold)))',
              ('tests/test_metrics.py',), 'pinned_but_wrong counts unpinned rows too'),
-    # --- recon/precision.py: the min-norm fit ---
-    Mutation('prec_no_refine', 'recon/precision.py',
+    # --- recon/models/min_norm.py: the min-norm fit ---
+    Mutation('prec_no_refine', 'recon/models/min_norm.py',
              'for _ in range(refine_steps):', 'for _ in range(0):', ('tests/test_width.py',),
              "the Gram fit's refinement steps dropped"),
-    Mutation('prec_no_kahan', 'recon/precision.py',
+    Mutation('prec_no_kahan', 'recon/models/min_norm.py',
              't = _dot(block, block, ((1,), (1,))) - c', 't = _dot(block, block, ((1,), (1,)))',
              ('tests/test_width.py',), "the Gram's Kahan compensation dropped (plain summation)"),
-    Mutation('prec_kahan_final_term', 'recon/precision.py',
+    Mutation('prec_kahan_final_term', 'recon/models/min_norm.py',
              'return g - comp', 'return g', ('tests/test_width.py',),
              "the Kahan sum's final correction dropped",
              slow=('tests/test_width.py::test_dense_fit_and_loss_floor_at_3e6_float32',
@@ -168,24 +168,24 @@ MUTATIONS: Tuple[Mutation, ...] = (
                   'below half an ulp of G, so `g - comp` rounds to `g` (measured: identical '
                   'errors, 2.5e-8 to 3.8e-8 of G, with and without it, 3 seeds, 4096 chunks); '
                   'the slow 3e6-wide fits pass too'),
-    Mutation('prec_cutoff_by_p', 'recon/precision.py',
+    Mutation('prec_cutoff_by_p', 'recon/models/min_norm.py',
              'eigen_cutoff(phi.shape[0], phi.dtype, solve_dtype))',
              'eigen_cutoff(phi.shape[1], phi.dtype, solve_dtype))', ('tests/test_width.py',),
              'the eigenvalue cut-off scaled by p (the issue-17 bug)'),
-    # --- recon/escalate.py ---
-    Mutation('esc_argmax', 'recon/escalate.py',
+    # --- recon/attack/rescue/escalate.py ---
+    Mutation('esc_argmax', 'recon/attack/rescue/escalate.py',
              'rank = jnp.argsort(jnp.argsort(gain, axis=-1), axis=-1)',
              'rank = jnp.argsort(jnp.argsort(-gain, axis=-1), axis=-1)', ('tests/test_escalate.py',),
              'escalation replaces the strongest candidates'),
-    Mutation('esc_accept_any', 'recon/escalate.py',
+    Mutation('esc_accept_any', 'recon/attack/rescue/escalate.py',
              'if new < self._accept_ratio * float(losses[b]):', 'if new < float(losses[b]):',
              ('tests/test_escalate.py',),
              'a trial accepted on any decrease (accept_ratio ignored)'),
-    Mutation('esc_plateau_ratio', 'recon/escalate.py',
+    Mutation('esc_plateau_ratio', 'recon/attack/rescue/escalate.py',
              'if loss > self._plateau_ratio * past[-1]:', 'if loss > past[-1]:',
              ('tests/test_escalate.py',),
              'plateau only when the loss rose (plateau_ratio ignored)'),
-    Mutation('esc_restart_always_kept', 'recon/escalate.py',
+    Mutation('esc_restart_always_kept', 'recon/attack/rescue/escalate.py',
              'if float(new_loss[b]) < float(losses[b]):', 'if True:', ('tests/test_escalate.py',),
              'a restart kept even when its loss is worse',
              slow=('tests/test_escalate.py::test_after_rejected_replacements_a_new_candidate_set_'
@@ -200,43 +200,43 @@ MUTATIONS: Tuple[Mutation, ...] = (
              ('tests/test_projection.py',),
              'the ridge jitter tr(G) instead of tr(G)/m (its closed-form gradient disagrees)',
              slow=('tests/test_projection.py::test_closed_form_gradients_equal_autodiff',)),
-    # --- recon/polish.py: the float64 precision rung ---
-    Mutation('polish_always_kept', 'recon/polish.py',
+    # --- recon/certify/rung.py: the float64 precision rung ---
+    Mutation('polish_always_kept', 'recon/certify/rung.py',
              'improved = loss < before', 'improved = True', ('tests/test_polish.py',),
              'the polished set kept even when its loss did not fall'),
-    Mutation('polish_tol_loosened', 'recon/polish.py',
+    Mutation('polish_tol_loosened', 'recon/certify/rung.py',
              'tol_eff = max(polish_tol, FLOOR_MARGIN * floor)',
              'tol_eff = max(1e3 * polish_tol, FLOOR_MARGIN * floor)', ('tests/test_polish.py',),
              "the polished certificate's tol loosened 1000x"),
-    # --- resume: recon/checkpoint.py, recon/driver.py, recon/escalate.py, recon/refine.py, recon/runs.py ---
-    Mutation('resume_oldest_checkpoint', 'recon/checkpoint.py',
+    # --- resume: recon/runtime/checkpoint.py, recon/attack/driver.py, recon/attack/rescue/escalate.py, recon/attack/rescue/reseed.py, recon/runtime/runs.py ---
+    Mutation('resume_oldest_checkpoint', 'recon/runtime/checkpoint.py',
              'steps = sorted(self._manager.all_steps(), reverse=True)',
              'steps = sorted(self._manager.all_steps())', ('tests/test_checkpoint.py',),
              'resume from the oldest checkpoint, not the newest'),
-    Mutation('resume_budget_not_grown', 'recon/driver.py',
+    Mutation('resume_budget_not_grown', 'recon/attack/driver.py',
              'grew = int(now.status) == optimize.MAX_STEPS and int(now.step) < '
              'section.max_steps',
              'grew = False', ('tests/test_checkpoint.py',),
              'a run resumed with a larger max_steps stays stopped',
              slow=('tests/test_checkpoint.py::test_resume_with_more_steps_is_bit_for_bit',)),
-    Mutation('resume_escalator_state_dropped', 'recon/escalate.py',
+    Mutation('resume_escalator_state_dropped', 'recon/attack/rescue/escalate.py',
              "raw = jnp.asarray(np.asarray(saved['key'], np.uint32))", 'return',
              ('tests/test_checkpoint.py',), "the escalator's state not restored on resume",
              slow=('tests/test_checkpoint.py::'
                    'test_resume_with_escalation_after_crash_is_bit_for_bit',)),
-    Mutation('resume_reseeder_state_dropped', 'recon/refine.py',
+    Mutation('resume_reseeder_state_dropped', 'recon/attack/rescue/reseed.py',
              "raw = jnp.asarray(np.asarray(saved['key'], np.uint32))", 'return',
              ('tests/test_checkpoint.py',),
              "the re-seeder's key and counters not restored on resume",
              slow=('tests/test_checkpoint.py::'
                    'test_resume_with_reseeding_after_crash_is_bit_for_bit',)),
-    Mutation('pursue_keeps_any_loss', 'recon/pursuit.py', '    if not new < current:',
+    Mutation('pursue_keeps_any_loss', 'recon/attack/rescue/pursuit.py', '    if not new < current:',
              '    if False:', ('tests/test_pursuit.py',),
              "the rescue step 'pursue' keeps a re-placement that does not lower the loss"),
-    Mutation('pursuit_dead_rows_median_ignored', 'recon/pursuit.py',
+    Mutation('pursuit_dead_rows_median_ignored', 'recon/attack/rescue/pursuit.py',
              'return order[gains[order] <= ratio * med]', 'return order[gains[order] <= ratio]',
              ('tests/test_pursuit.py',), 'dead rows by an absolute gain, not against the median'),
-    Mutation('keys_split_swapped', 'recon/runs.py',
+    Mutation('keys_split_swapped', 'recon/runtime/runs.py',
              'k_data, k_model, k_init = jax.random.split(key, 3)',
              'k_data, k_init, k_model = jax.random.split(key, 3)',
              ('tests/test_checkpoint.py',), 'the model and init keys of the key tree swapped'),
@@ -431,7 +431,7 @@ def main(argv):
       print(f'{m.id:32s} {m.file}:{locate(ROOT, m)}  {m.what}')
     return
   refuse_dirty(ROOT, mutations)
-  from recon import machine  # pylint: disable=import-outside-toplevel
+  from recon.runtime import machine  # pylint: disable=import-outside-toplevel
   commit = subprocess.run(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD'],
                           capture_output=True, text=True).stdout.strip()
   records = []

@@ -24,7 +24,7 @@ and seed. The victims' training sets are never used to choose. The attack's step
 budget is per kind (`MAX_STEPS`).
 
 The attack escalates on a loss plateau (`--escalate`, the default: the configs'
-`common.add_escalation` fields, recon/escalate.py); every record carries `escalate` and
+`common.add_escalation` fields, recon/attack/rescue/escalate.py); every record carries `escalate` and
 the escalation counters, and a point is identified by (victim, data set, ratio, seed, n,
 escalate). `--baseline` (default results/network_law_no_escalation, the grid without
 escalation) is shown beside the results in the md and the png.
@@ -59,7 +59,7 @@ from configs import rf_digits as rf_cfg
 from configs import two_layer as two_layer_cfg
 from configs import vit as vit_cfg
 import recon
-from recon import io, machine
+from recon.runtime import io, machine
 
 VICTIMS = ('two_layer_mse', 'two_layer_logistic', 'two_layer_ce', 'resnet', 'vit',
            'vit_zero_head', 'rf')
@@ -69,7 +69,7 @@ VICTIM_FIELDS = {'vit_zero_head': {'victim.head_init': 'zeros'}}
 # Attack settings are recorded (results/network_law.json) under these names; their config paths.
 SETTING_PATHS = {'lr': 'attack.lr', 'jacobian_at': 'attack.jacobian_at',
                  'lr_schedule': 'attack.schedule', 'n_restarts': 'attack.restarts'}
-# Candidate sets optimised at once per run in the calibration's first stage (recon/restarts.py;
+# Candidate sets optimised at once per run in the calibration's first stage (recon/attack/restarts.py;
 # the lowest projection loss is the answer, escalation is off); its second stage also tries
 # one set with escalation (`attack_grid`).
 N_RESTARTS = {'vit_zero_head': 4}
@@ -108,7 +108,7 @@ _CALIBRATE = flags.DEFINE_bool('calibrate', True, 'Choose attack settings on a s
                                '(else the first grid setting, recorded as not calibrated).')
 _RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png from the JSON.')
 _OUT = flags.DEFINE_string('out', 'results/network_law', 'Output path without suffix.')
-_ESCALATE = flags.DEFINE_bool('escalate', True, 'Escalate on a loss plateau (recon/escalate.py, '
+_ESCALATE = flags.DEFINE_bool('escalate', True, 'Escalate on a loss plateau (recon/attack/rescue/escalate.py, '
                               "'escalate' in attack.rescue), else without it.")
 _TUNING = flags.DEFINE_string(
     'tuning', 'results/network_law_tuning_seeds',

@@ -19,7 +19,7 @@ from absl import app, flags, logging
 
 from configs import resnet, rf_logistic, two_layer, vit
 import recon
-from recon import io
+from recon.runtime import io
 
 _OUT = flags.DEFINE_string('out', 'results/network_showcase', 'Output path without suffix.')
 _ONLY = flags.DEFINE_list('only', ['two_layer', 'resnet', 'vit', 'rf_logistic'], 'Which runs.')

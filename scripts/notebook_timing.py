@@ -92,7 +92,7 @@ def one_run(folder: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]
 
 
 def run_all(out: str, repeats: int) -> Dict[str, Any]:
-  from recon import io, machine  # pylint: disable=import-outside-toplevel
+  from recon.runtime import io, machine  # pylint: disable=import-outside-toplevel
   runs = []
   for i in range(repeats):
     with tempfile.TemporaryDirectory(prefix='recon-notebook-') as folder:

@@ -6,7 +6,7 @@ to norm sqrt(d) after every step, no rescue of any kind, stopping at |loss| <= 1
 back-propagates relu as a leaky relu (slope 0.02 off the support) while the forward pass is
 relu. `recon`'s port (`paper_overrides`): optimizer 'sgd', lr_schedule 'constant', tol 1e-7,
 escalation / re-seeding / the precision rung off, activation relu -> relu_leaky_backward and
-relu_tanh -> relu_tanh_leaky_backward (`recon.features.leaky_backward`; the reference's
+relu_tanh -> relu_tanh_leaky_backward (`recon.models.features.leaky_backward`; the reference's
 relu+tanh mask read from the true inputs, a ground-truth leak, is not ported). The victim,
 the metric and the certificate use the exact forward activation.
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import io, machine
+from recon.runtime import io, machine
 
 LEAKY = {'relu': 'relu_leaky_backward', 'relu_tanh': 'relu_tanh_leaky_backward'}
 TOL = 1e-7

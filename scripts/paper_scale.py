@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from configs import rf_cifar  # noqa: E402
-from recon import io  # noqa: E402
+from recon.runtime import io  # noqa: E402
 
 # The reference curve: the law-of-reconstruction paper (Iurada, Bombari, Tommasi, Mondelli,
 # ICLR 2026), its CIFAR-10 random-features table (n = 100, d = 3072, relu): the reconstruction
@@ -77,7 +77,7 @@ def add_record(path: str, record) -> None:
 
 
 def build_config(args, activation: str, point: str):
-  from recon import config as config_lib  # pylint: disable=import-outside-toplevel
+  from recon.config import validate as config_lib  # pylint: disable=import-outside-toplevel
   c = rf_cifar.get_config()
   c.data.name = args.dataset
   if args.data_dir:

@@ -42,8 +42,9 @@ from absl import logging  # noqa: E402
 
 from configs import base, rf_phase_transition  # noqa: E402
 import recon  # noqa: E402
-from recon import io, machine, metrics  # noqa: E402
-from recon import config as config_lib  # noqa: E402
+from recon import metrics  # noqa: E402
+from recon.runtime import io, machine
+from recon.config import validate as config_lib  # noqa: E402
 
 RESULTS = 'results'  # --out_dir
 RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')

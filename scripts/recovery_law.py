@@ -54,7 +54,8 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import io, machine, metrics
+from recon import metrics
+from recon.runtime import io, machine
 from scripts import paper_baseline
 
 PRESETS = {
@@ -184,7 +185,7 @@ def relabel_old_paper(rec: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def write_records(path: str, records: List[Dict[str, Any]]) -> None:
-  """{"records": [...]} with one record per line (atomic, as `recon.io` writes)."""
+  """{"records": [...]} with one record per line (atomic, as `recon.runtime.io` writes)."""
   io.write_text(path, '{"records": [\n' + ',\n'.join(json.dumps(io.normalized(r))
                                                       for r in records) + '\n]}\n')
 
@@ -452,7 +453,7 @@ def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
 
 
 def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
-  """Markdown: what the precision rung (recon/polish.py) did over the default's runs."""
+  """Markdown: what the precision rung (recon/certify/rung.py) did over the default's runs."""
   kept = replaced = ok = cert = 0
   for r in records:
     ps = r.get('per_seed')

@@ -1,6 +1,6 @@
 """Rescue at n = 100: the issue-30 run (relu+tanh, n = 100, d = 16, p = 4 dn = 6400) before and
-after the rescue that scales with the number of stuck rows (recon/escalate.py: all weak
-candidates per round; recon/polish.py: free rows re-searched vmapped, in rounds).
+after the rescue that scales with the number of stuck rows (recon/attack/rescue/escalate.py: all weak
+candidates per round; recon/certify/rung.py: free rows re-searched vmapped, in rounds).
 
 Each record is one run of `python -m recon.main --config=configs/rf_synthetic.py` at those
 sizes: wall and CPU seconds (the machine is shared: CPU seconds compare better), steps, rows
@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional
 
 from absl import app, flags
 
-from recon import io, machine
+from recon.runtime import io, machine
 
 N, D, ACTIVATION = 100, 16, 'relu_tanh'
 P = 4 * D * N
@@ -150,17 +150,19 @@ def record(label: str, seed: int, workdir: str, log_path: str, commit: str) -> D
 def bench_rung(rows: int, steps: int, starts: int = 32, seed: int = 0) -> Dict[str, Any]:
   """CPU and wall seconds of the rung's row search for `rows` rows at n = 100, d = 16,
   p = 6400 (relu+tanh; the cost does not depend on where the rows are), with the code on the
-  path: recon.row_search.row_search_batch (vmapped) if present, else the one-row
-  recon.polish.row_search in a loop (the code before). Compiled by a first call, timed on the
+  path: recon.certify.row_search.row_search_batch (vmapped) if present, else the one-row
+  recon.certify.rung.row_search in a loop (the code before). Compiled by a first call, timed on the
   second."""
   import resource  # pylint: disable=import-outside-toplevel
   import time  # pylint: disable=import-outside-toplevel
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from recon import features, float64_loss, polish  # pylint: disable=import-outside-toplevel
+  from recon.models import features  # pylint: disable=import-outside-toplevel
+  from recon.certify import float64_loss
+  from recon.certify import rung as polish
   try:
-    from recon import row_search  # pylint: disable=import-outside-toplevel
+    from recon.certify import row_search  # pylint: disable=import-outside-toplevel
   except ImportError:
     row_search = None
   kx, kv, ka = jax.random.split(jax.random.PRNGKey(seed), 3)
@@ -212,7 +214,8 @@ def prune_check(seed: int, workdir: str, check_rows: int = 8) -> Dict[str, Any]:
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
   import recon  # pylint: disable=import-outside-toplevel
-  from recon import float64_loss, polish, row_search  # pylint: disable=import-outside-toplevel
+  from recon.certify import float64_loss, row_search  # pylint: disable=import-outside-toplevel
+  from recon.certify import rung as polish
   cfg = recon.get_config('rf_synthetic', {'data.n': N, 'data.d': D, 'victim.p': P,
                                           'victim.activation': ACTIVATION, 'seed': seed})
   run_dir = workdir

@@ -22,7 +22,7 @@ from absl import logging  # pylint: disable=wrong-import-position
 
 from configs import rf_digits  # pylint: disable=wrong-import-position
 import recon  # pylint: disable=wrong-import-position
-from recon import io  # pylint: disable=wrong-import-position
+from recon.runtime import io  # pylint: disable=wrong-import-position
 
 COLUMNS = ('seed', 'frac_recovered', 'frac_recovered_ssim', 'ssim_mean', 'ssim_min', 'psnr_mean',
            'recon_error', 'recon_error_median', 'final_loss', 'steps', 'status', 'wall_seconds')

@@ -230,7 +230,7 @@ def main(argv=None) -> Dict[str, Any]:
 
 def _write(args, counts, trials, lost, problems, can_mount, t0, complete: bool):
   """results JSON (rewritten after every trial, so a stopped soak keeps what it did)."""
-  from recon import io, machine  # pylint: disable=import-outside-toplevel
+  from recon.runtime import io, machine  # pylint: disable=import-outside-toplevel
   result = {
       'machine': machine.describe(), 'complete': complete,
       'settings': dict(vars(args), out=os.path.relpath(args.out, ROOT)), 'seed': args.seed,

@@ -35,7 +35,7 @@ from typing import Dict
 
 from configs import rf_synthetic
 import recon
-from recon import io, machine, ownership
+from recon.runtime import io, machine, ownership
 
 
 def _config(seed: int, mode: str):

@@ -30,7 +30,7 @@ from absl import logging  # pylint: disable=wrong-import-position
 from sklearn.datasets import load_digits  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
-from recon import io  # pylint: disable=wrong-import-position
+from recon.runtime import io  # pylint: disable=wrong-import-position
 
 OUT = 'results'  # --out_dir
 N = 6

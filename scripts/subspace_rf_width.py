@@ -26,7 +26,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
-from recon import io  # pylint: disable=wrong-import-position
+from recon.runtime import io  # pylint: disable=wrong-import-position
 
 P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)

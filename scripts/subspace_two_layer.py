@@ -30,7 +30,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
-from recon import io  # pylint: disable=wrong-import-position
+from recon.runtime import io  # pylint: disable=wrong-import-position
 
 WIDTHS = (96, 192)
 SEEDS = (0, 1)

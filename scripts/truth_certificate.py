@@ -28,7 +28,7 @@ import time
 
 import recon
 from configs import rf_synthetic
-from recon import io, machine
+from recon.runtime import io, machine
 
 SIZES = {'photo_patches': (100, 48, 48000), 'synthetic_sphere': (100, 16, 6400)}
 
@@ -70,7 +70,7 @@ def render(out: str) -> None:
            f"Machine: {doc['machine']}. Command: `python -m scripts.truth_certificate "
            '--data=DATA --dtype=DTYPE --seeds=SEEDS` (the row\'s data, dtype and seed). Victims: configs/rf_synthetic.py, relu_tanh, the size '
            'in the table; theta stored in the dtype column. Ground truth, for analysis only: '
-           'the certificate (recon/certificate.py) of the TRUE rows, judged at the run\'s attack.tol '
+           'the certificate (recon/certify/certificate.py) of the TRUE rows, judged at the run\'s attack.tol '
            '(default 1e-9; pin radius at max(L, tol)) and as the precision rung judges: loss test '
            'against max(attack.polish.tol, 4 F), pin radii at the level max(L / (1 - q), F) '
            '(`certificate.radius_loss`, no clamp at a tolerance; q = m (d - 1) / (p - m)). F: '

@@ -24,7 +24,7 @@ import numpy as np
 
 from configs import two_layer
 import recon
-from recon import io
+from recon.runtime import io
 
 _RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / (d n) values.')
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')

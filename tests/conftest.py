@@ -6,7 +6,7 @@ import sys
 import tempfile
 
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
-# One persistent compilation cache per test session (recon/compile_cache.py), in a temporary
+# One persistent compilation cache per test session (recon/runtime/compile_cache.py), in a temporary
 # folder that subprocesses (CLI and script tests) inherit: tests that build the same program
 # compile it once, and nothing is written to the user's ~/.cache. RECON_COMPILATION_CACHE set
 # by the caller (a folder, or 'off') is respected.
@@ -22,7 +22,7 @@ if REPO_ROOT not in sys.path:
 import jax  # noqa: E402  (after JAX_PLATFORMS is set)
 import pytest  # noqa: E402
 
-from recon import compile_cache  # noqa: E402
+from recon.runtime import compile_cache  # noqa: E402
 
 compile_cache.enable()
 

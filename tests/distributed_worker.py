@@ -3,7 +3,7 @@
     python tests/distributed_worker.py OUT.json RESIDUAL   (env: XLA_FLAGS device count,
     JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID)
 
-Initialises jax.distributed through recon.distributed, builds a small memory-lean
+Initialises jax.distributed through recon.runtime.distributed, builds a small memory-lean
 random-features problem, and writes the feature-sharded (global mesh over both processes)
 loss and gradient next to this process's unsharded ones.
 """
@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from recon import distributed  # noqa: E402
+from recon.runtime import distributed  # noqa: E402
 
 N, D, P, CHUNK = 4, 6, 96, 12
 
@@ -22,7 +22,9 @@ def problem_and_x():
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
 
-  from recon import data, driver, runs  # pylint: disable=import-outside-toplevel
+  from recon import data  # pylint: disable=import-outside-toplevel
+  from recon.attack import driver
+  from recon.runtime import runs
   from recon.pipelines import random_features as rf  # pylint: disable=import-outside-toplevel
   keys = runs.split_keys(0)
   x, y = data.synthetic_sphere(keys['data'], N, D)

@@ -64,7 +64,8 @@ def test_docs_api_shows_a_complete_audit_in_at_most_15_lines():
 
 def test_load_data_is_the_runs_training_set():
   """recon.load_data draws with the run's data key: the rows a run of that seed trains on."""
-  from recon import data, runs  # pylint: disable=import-outside-toplevel
+  from recon import data  # pylint: disable=import-outside-toplevel
+  from recon.runtime import runs
   c = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 5})
   x, y, meta = recon.load_data(c, 3)
   x_run, y_run, _ = data.load(c.data, runs.split_keys(3)['data'])
@@ -94,7 +95,7 @@ def test_a_nonfinite_run_raises_unless_nonfinite_ok(tmp_path):
 
 
 def test_load_reads_nonfinite_numbers_back_as_floats(tmp_path):
-  from recon import io  # pylint: disable=import-outside-toplevel
+  from recon.runtime import io  # pylint: disable=import-outside-toplevel
   io.write_json(str(tmp_path / 'summary.json'),
                 {'metrics': {'loss': float('nan'), 'at': [float('inf'), -float('inf'), 1.0],
                              'status': 'nonfinite', 'name': 'inference'}})
@@ -143,7 +144,7 @@ def test_truth_certificate_of_a_finished_run(tmp_path):
 
 def test_certified_is_none_where_the_attack_has_no_certificate(tmp_path):
   """repr and the property agree: None (no certificate: networks), True, False."""
-  from recon import io  # pylint: disable=import-outside-toplevel
+  from recon.runtime import io  # pylint: disable=import-outside-toplevel
   for value in (None, True, False):
     metrics = {} if value is None else {'certified': value}
     io.write_json(str(tmp_path / 'summary.json'), {'metrics': metrics})

@@ -1,10 +1,10 @@
-"""recon/attack.py: the attack bundle checks its fields at construction and stays immutable."""
+"""recon/attack/plan.py: the attack bundle checks its fields at construction and stays immutable."""
 import dataclasses
 
 import jax.numpy as jnp
 import pytest
 
-from recon.attack import Attack
+from recon.attack.plan import Attack
 
 
 def _loss(x, problem):

@@ -1,9 +1,9 @@
-"""Near-duplicate candidates (recon/candidate_pairs.py): a close pair is two samples only when
+"""Near-duplicate candidates (recon/certify/pairs.py): a close pair is two samples only when
 its pin balls are well apart; relu's mirror images count only for sign-blind activations;
 restarts agree when their sets match row by row."""
 import numpy as np
 
-from recon import candidate_pairs
+from recon.certify import pairs as candidate_pairs
 
 
 def test_a_close_pair_is_two_samples_only_when_the_pin_balls_are_well_apart():

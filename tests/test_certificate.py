@@ -4,8 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import certificate, features
-from recon.models import random_features
+from recon.certify import certificate
+from recon.models import features, random_features
 from recon.objectives import projection
 
 N, D = 6, 5
@@ -104,7 +104,7 @@ def test_loss_above_tol_and_duplicates_are_not_certified():
 
 
 def loss_at_most(ff, x, theta, tol):
-  from recon import float64_loss
+  from recon.certify import float64_loss
   with jax.enable_x64(True):
     return float64_loss.loss64(ff, x, theta) <= tol
 
@@ -122,7 +122,7 @@ def test_two_close_training_rows_are_certified_and_one_row_found_twice_is_not(ac
   """Real data has training rows within the recovered threshold of each other: the truth
   with such a pair is certified at the float64 loss the rung reports (its pin balls are far
   apart); one sample found twice with the sample it hides invisible is not."""
-  from recon import float64_loss
+  from recon.certify import float64_loss
   p = 10 * N * D
   x, _, ff, _ = _problem(p, activation)
   x = jnp.asarray(np.asarray(x).copy()).at[1].set(_near(np.asarray(x[0]), 0.05))
@@ -335,7 +335,7 @@ def test_a_row_whose_own_radius_is_above_the_threshold_is_not_pinned():
 def test_without_the_jacobian_test_counting_alone_is_not_enough():
   """p = m (d + 1) passes counting; without the pin test (no feature map) the certificate
   asks for p >= 2 m d, and that check alone refuses. Above the dense Jacobian's size the pin
-  test is still computed (block by block, `recon.residual_jacobian`), never the fallback."""
+  test is still computed (block by block, `recon.certify.residual_jacobian`), never the fallback."""
   p = N * (D + 1)
   x, theta, ff, loss = _problem(p)
   cert = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x, p=p, activation='relu_tanh',

@@ -1,10 +1,10 @@
-"""recon/certificate_ceiling.py: the certificate at the true rows, the most an attack can certify."""
+"""recon/certify/ceiling.py: the certificate at the true rows, the most an attack can certify."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import certificate_ceiling, features
-from recon.models import random_features
+from recon.certify import ceiling as certificate_ceiling
+from recon.models import features, random_features
 
 
 def _victim(n, d, p, seed=0, alpha=None, dtype=np.float32):

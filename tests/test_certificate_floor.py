@@ -1,5 +1,5 @@
-"""The pin radius's loss level for a float64 loss (recon.certificate.radius_loss) and the
-statistical rounding floor (recon.float64_loss.rounding_floor_estimate): no clamp at a
+"""The pin radius's loss level for a float64 loss (recon.certify.certificate.radius_loss) and the
+statistical rounding floor (recon.certify.float64_loss.rounding_floor_estimate): no clamp at a
 tolerance, a floor measured against the rounding residual it estimates, the truth inside the
 radius, and a wrong row at a loss just under the new tolerance never certified."""
 import functools
@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import certificate, features, float64_loss, polish
-from recon.models import random_features
+from recon.certify import certificate, float64_loss
+from recon.certify import rung as polish
+from recon.models import features, random_features
 
 N, D = 8, 6
 

@@ -15,10 +15,12 @@ import numpy as np
 import optax
 import pytest
 
-from recon import checkpoint, errors, ownership, pipelines, report, runs
+from recon import errors, pipelines
+from recon.runtime import checkpoint, ownership, runs
+from recon.report import scoring as report
 from recon.pipelines import random_features as rf_pipeline
-from recon.models import checkpoint as model_ckpt
 from recon.models import networks, train
+from recon.models import saved as model_ckpt
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -196,7 +198,7 @@ def test_resume_without_checkpoint_starts_fresh(unbroken, tmp_path):
   assert_same_outputs(unbroken, workdir)
 
 
-# Blind re-seeding (recon/refine.py) keeps host-side state (key, schedule, counters): it
+# Blind re-seeding (recon/attack/rescue/reseed.py) keeps host-side state (key, schedule, counters): it
 # rides in the checkpoint, so a resumed run re-seeds exactly like an unbroken one.
 RESEED = {'attack.n_candidates': 8, 'attack.rescue': ('reseed', 'escalate', 'polish'),
           'attack.reseed.every': 50, 'attack.reseed.threshold': 0.3,
@@ -420,7 +422,7 @@ def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
 def test_restoring_a_state_of_another_layout_is_one_line(tmp_path):
   # E.g. a checkpoint written with SGD restored into an Adam run (or by an older version
   # whose optimiser state had another layout): a one-line ExperimentError, not a traceback.
-  from recon import optimize  # pylint: disable=import-outside-toplevel
+  from recon.attack import optimiser as optimize  # pylint: disable=import-outside-toplevel
   x = jnp.ones((3, 2))
   loss = lambda xx, prob: jnp.sum(xx ** 2)
   sgd = optimize.init_state(x, optimize.make_optimizer('sgd', 0.1), loss, None, lambda v: v)
@@ -459,7 +461,7 @@ def test_the_key_tree_of_a_seed_is_the_one_results_were_made_with():
                   'init': [4146024105, 2718843009]}
 
 
-# Escalation (recon/escalate.py) keeps host-side state (trace of losses, counters, key) that
+# Escalation (recon/attack/rescue/escalate.py) keeps host-side state (trace of losses, counters, key) that
 # rides in the checkpoint like the re-seeder's.
 ESCALATE = {'attack.rescue': ('escalate', 'polish'), 'attack.escalate.every': 50,
             'attack.escalate.window': 100, 'attack.escalate.trial_steps': 50,

@@ -1,4 +1,4 @@
-"""recon/compile_cache.py: the persistent compilation cache (folder choice, reuse across
+"""recon/runtime/compile_cache.py: the persistent compilation cache (folder choice, reuse across
 processes with identical results, graceful fallback). Each process-level check runs in a
 fresh interpreter, since JAX sets its cache up once per process."""
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from recon import compile_cache
+from recon.runtime import compile_cache
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = r"""
 import json, sys
 import jax, jax.numpy as jnp
-from recon import compile_cache
+from recon.runtime import compile_cache
 events = []
 jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
 path = compile_cache.enable()

@@ -14,8 +14,9 @@ import ml_collections
 import pytest
 
 from configs import base
-from recon import config as config_lib
-from recon import io, ownership
+from recon.config import validate as config_lib
+from recon.config.spec import flatten
+from recon.runtime import io, ownership
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,9 +45,9 @@ def test_every_config_loads_and_validates(path):
 
 def test_base_defines_every_field_once():
   """configs/base.py holds a default for exactly the fields the schema knows."""
-  fields = io.flatten({k: v for k, v in base.get_config().items() if k != 'sweep'})
+  fields = flatten({k: v for k, v in base.get_config().items() if k != 'sweep'})
   assert sorted(fields) == sorted(config_lib.FIELDS)
-  axes = io.flatten(base.sweep())
+  axes = flatten(base.sweep())
   assert sorted(axes) == sorted(config_lib.SWEEP_VECTORISED + config_lib.SWEEP_STATIC)
   assert all(v is None for v in axes.values())
 
@@ -57,7 +58,7 @@ def test_every_job_starts_from_base(path):
   text = open(path).read()
   assert 'base.get_config()' in text
   assert 'ConfigDict(' not in text, 'a job adds no section or field of its own'
-  assert sorted(io.flatten(load_config(path))) == sorted(io.flatten(base.get_config()))
+  assert sorted(flatten(load_config(path))) == sorted(flatten(base.get_config()))
 
 
 def _recon_sources():

@@ -1,4 +1,4 @@
-"""recon/cut.py: m > n candidates cut to n by leave-one-out gain, once, the optimiser's state
+"""recon/attack/rescue/cut.py: m > n candidates cut to n by leave-one-out gain, once, the optimiser's state
 following the kept rows; in a run, resumed before or after the cut as an unbroken one."""
 import json
 import shutil
@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 
 from configs import rf_synthetic
-from recon import config as config_lib
-from recon import cut, features, metrics, optimize, pipelines, pursuit, sweep
+from recon.config import validate as config_lib
+from recon import metrics, pipelines
+from recon.attack.rescue import cut, pursuit
+from recon.models import features
+from recon.attack import optimiser as optimize
+from recon.sweep import grid as sweep
 from recon.objectives import projection
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from configs import base, rf_cifar, rf_faces
-from recon import config as config_lib
+from recon.config import validate as config_lib
 from recon import data, pipelines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""Defences (recon/models/privacy.py, recon/defences.py): the DP-SGD mechanism, its
+"""Defences (recon/models/privacy.py, recon/models/defences.py): the DP-SGD mechanism, its
 accountant, noise on the release, their config checks, and defended runs end to end."""
 import json
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from configs import base, rf_synthetic
-from recon import config as config_lib
-from recon import defences, main
-from recon.models import privacy, train
+from recon.config import validate as config_lib
+from recon import main
+from recon.models import defences, privacy, train
 
 
 def _aggregate(grads, *, clip, sigma, key=0, sample_rate=1.0):

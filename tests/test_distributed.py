@@ -1,4 +1,4 @@
-"""Beyond one host (recon/distributed.py): the environment / config parsing, and two local
+"""Beyond one host (recon/runtime/distributed.py): the environment / config parsing, and two local
 processes (jax.distributed over 127.0.0.1, gloo collectives on CPU) whose feature-sharded
 loss and gradient equal the single-process ones."""
 import json
@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from recon import distributed
+from recon.runtime import distributed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, 'tests', 'distributed_worker.py')

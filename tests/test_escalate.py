@@ -6,8 +6,11 @@ import optax
 import pytest
 
 from configs import base
-from recon import driver, escalate, features, metrics, optimize
-from recon.models import random_features
+from recon import metrics
+from recon.attack import driver
+from recon.attack import optimiser as optimize
+from recon.attack.rescue import escalate
+from recon.models import features, random_features
 from recon.objectives import projection
 
 N, D, P = 5, 5, 250

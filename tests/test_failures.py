@@ -1,4 +1,4 @@
-"""Failures of the machine (recon/failures.py) as the documented one line: a file-size limit
+"""Failures of the machine (recon/runtime/failures.py) as the documented one line: a file-size limit
 (`ulimit -f`, EFBIG) like a full disk; a finished run leaves no stale traceback.txt."""
 import errno
 import os
@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from configs import rf_synthetic
-from recon import failures, io, main, pipelines
+from recon import main, pipelines
+from recon.runtime import failures, io
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import features
+from recon.models import features
 
 
 # Jitted once per shape: op-by-op dispatch of the hash generators compiles every primitive

@@ -1,4 +1,4 @@
-"""The projection loss in float64 (recon/float64_loss.py): it is the residual of theta off the
+"""The projection loss in float64 (recon/certify/float64_loss.py): it is the residual of theta off the
 candidates' feature span with no ridge, its blind rounding floor bounds what the truth scores,
 and the precision split tells the ridge from a wrong row."""
 import jax
@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import float64_loss, polish
+from recon.certify import float64_loss
+from recon.certify import rung as polish
 from recon.objectives import projection
 from tests.test_polish import D, N, _loss32, _planted, _stuck
 

@@ -13,9 +13,10 @@ from safetensors.numpy import save_file
 
 from configs import base, two_layer
 import recon
-from recon import main, victims
-from recon.models import checkpoint as model_ckpt
+from recon import main
+from recon.pipelines import victims
 from recon.models import foreign
+from recon.models import saved as model_ckpt
 
 
 def _state(rng, sizes, bias=True, gap=2):

@@ -1,11 +1,11 @@
-"""Tests for recon/host.py: the glibc heap keeps large buffers mapped once tuned."""
+"""Tests for recon/runtime/host.py: the glibc heap keeps large buffers mapped once tuned."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from recon import host
+from recon.runtime import host
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,7 +31,7 @@ def test_bad_mode_names_the_variable_and_the_accepted_values(fresh_state, monkey
 
 _PROBE = """
 import numpy as np
-from recon import host
+from recon.runtime import host
 def delta():
   before = host.mmapped_chunks()
   big = np.ones(64 << 18, np.float32)  # 64 MB: above glibc's largest mmap threshold (32 MB)

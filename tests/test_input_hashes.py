@@ -1,11 +1,12 @@
-"""recon/input_hashes.py: a resumed run reads the same input files it started on."""
+"""recon/runtime/input_hashes.py: a resumed run reads the same input files it started on."""
 import os
 import shutil
 
 import pytest
 
 from configs import rf_synthetic
-from recon import checkpoint, errors, input_hashes, main
+from recon import errors, main
+from recon.runtime import checkpoint, input_hashes
 
 
 def _small(overrides=None):

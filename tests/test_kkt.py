@@ -5,7 +5,7 @@ import numpy as np
 import optax
 import pytest
 
-from recon import config as config_lib
+from recon.config import validate as config_lib
 from recon import data
 from recon.models import homogeneous, train
 from recon.objectives import kkt
@@ -122,7 +122,7 @@ def test_bad_lambda_min():
 
 
 def test_smooth_relu_and_homogeneity():
-  from recon import features
+  from recon.models import features
   r = features.make_activation('relu_smooth', 10.0)
   z = jnp.asarray([-1.0, 0.3])
   np.testing.assert_allclose(r(z), [0.0, 0.3])
@@ -142,7 +142,7 @@ def test_smooth_relu_and_homogeneity():
 
 def test_config_rejects_negative_lambda_min_and_split_budget():
   import importlib.util
-  from recon import config as config_lib
+  from recon.config import validate as config_lib
   spec = importlib.util.spec_from_file_location('kkt_cfg', 'configs/kkt_synthetic.py')
   mod = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(mod)
@@ -194,7 +194,8 @@ def test_eliminated_loss_is_the_minimum_over_free_lambda():
 
 @pytest.mark.slow  # ~7 CPU-s
 def test_lbfgs_attack_recovers_planted_cubic_exactly_with_n_candidates():
-  from recon import metrics, optimize
+  from recon import metrics
+  from recon.attack import optimiser as optimize
   x, _, theta, apply_vec, prob = _planted_cubic()
   radius = 2.0
   prob['weights'] = kkt.residual_weights(theta, apply_vec, 4, radius, jax.random.PRNGKey(3))
@@ -242,7 +243,8 @@ def test_neuron_gram_rank():
 
 
 def test_kkt_victims_need_two_classes_or_more():
-  from recon import errors, victims
+  from recon import errors
+  from recon.pipelines import victims
   from recon.pipelines import kkt as ke
   from configs import kkt_synthetic
   c = kkt_synthetic.get_config()
@@ -253,7 +255,8 @@ def test_kkt_victims_need_two_classes_or_more():
 
 
 def test_eliminate_rejects_split_lambda_min_and_box():
-  from recon import errors, victims
+  from recon import errors
+  from recon.pipelines import victims
   from recon.pipelines import kkt as ke
   from configs import kkt_identifiability
   for field, value, match in (('attack.split.mode', 'every', 'split'),

@@ -96,7 +96,7 @@ def test_rows_read_back_render_as_written(tmp_path):
   # The JSON holds 'nan' for the unseen reference's losses; a second run appends to the rows
   # read back and renders them all (this failed with "Unknown format code 'g' for str").
   from scripts import kkt_trained
-  from recon import io
+  from recon.runtime import io
   row = {'method': 'unseen', 'dataset': 'lfw_faces', 'n': 4, 'width': 0, 'seed': 7,
          'frac_ssim_0_5': 0.25, 'frac_ssim_0_4': 0.5, 'ssim_median': 0.3, 'n_distinct_nearest': 3,
          'train_loss': float('nan'), 'kkt_loss': float('nan'), 'steps': 0, 'n_candidates_final': 8,

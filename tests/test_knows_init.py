@@ -6,8 +6,8 @@ import pytest
 from absl import logging
 
 from configs import audit, base, two_layer
-from recon import config as config_lib
-from recon import report
+from recon.config import validate as config_lib
+from recon.report import scoring as report
 from recon.pipelines import networks
 
 

@@ -1,4 +1,4 @@
-"""The leak-width prediction (recon/leak_width.py, recon/pipelines/leak_width.py)."""
+"""The leak-width prediction (recon/audit/threshold.py, recon/audit/leak_width.py)."""
 import json
 import math
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import recon
-from recon import data, errors, leak_width
-from recon.pipelines import leak_width as lw_pipeline
+from recon import data, errors
+from recon.audit import threshold as leak_width
+from recon.audit import leak_width as lw_pipeline
 
 
 def _synthetic_success(c, beta, ratios, per_ratio, seed=0):

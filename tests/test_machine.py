@@ -1,7 +1,7 @@
-"""recon/machine.py: one line naming the device and the host CPU."""
+"""recon/runtime/machine.py: one line naming the device and the host CPU."""
 import os
 
-from recon import machine
+from recon.runtime import machine
 
 
 def test_describe_names_the_platform_and_the_core_count():

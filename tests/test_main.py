@@ -16,8 +16,9 @@ from absl import flags
 from conftest import subprocess_env
 
 from configs import rf_synthetic
-from recon import config as config_lib
-from recon import host, main, ownership
+from recon.config import validate as config_lib
+from recon import main
+from recon.runtime import host, ownership
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')

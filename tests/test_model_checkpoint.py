@@ -1,4 +1,4 @@
-"""Saved Flax models (recon.models.checkpoint) and attacking them with victim.checkpoint."""
+"""Saved Flax models (recon.models.saved) and attacking them with victim.checkpoint."""
 import json
 import os
 import subprocess
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from recon import errors, pipelines
-from recon.models import checkpoint as model_ckpt
 from recon.models import homogeneous, networks
+from recon.models import saved as model_ckpt
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -4,7 +4,7 @@ import numpy as np
 import optax
 import pytest
 
-from recon import optimize
+from recon.attack import optimiser as optimize
 
 
 def _quadratic(x, target):
@@ -145,7 +145,7 @@ def test_a_float64_learning_rate_does_not_promote_float32_candidates():
   dtypes (the while loop's carry; tests/test_swap.py failed so after another test's x64)."""
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  from recon import optimize  # pylint: disable=import-outside-toplevel
+  from recon.attack import optimiser as optimize  # pylint: disable=import-outside-toplevel
   before = jax.config.jax_enable_x64
   jax.config.update('jax_enable_x64', True)
   try:

@@ -1,4 +1,4 @@
-"""recon/ownership.py: recon touches only what it wrote (the workdir manifest)."""
+"""recon/runtime/ownership.py: recon touches only what it wrote (the workdir manifest)."""
 import json
 import os
 import random
@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 from configs import rf_synthetic
-from recon import errors, io, main, ownership, runs
+from recon import errors, main
+from recon.runtime import io, ownership, runs
 
 
 def _tiny(overrides=None):
@@ -131,7 +132,7 @@ def test_soak_user_files_survive_overwrite_resume_and_kills(tmp_path):
   recon workdirs that sit beside a user's files, and on workdirs a user has added files to
   (notes, temp-shaped names, links, a git repository): no user file is lost, a workdir
   holding them is refused, and a recon workdir always holds only listed entries."""
-  from recon import checkpoint  # pylint: disable=import-outside-toplevel
+  from recon.runtime import checkpoint  # pylint: disable=import-outside-toplevel
   rng = random.Random(7)
   real = checkpoint.RunCheckpointer.__call__
   user = {'notes.txt': 'n', '.summary.json.user.tmp.bak': 't', '.mine.x1y2z3.tmp': 'm'}

@@ -32,7 +32,7 @@ def test_calibration_picks_the_lowest_median_loss_on_shadow_seeds_and_launch_rec
   text = open(out + '.md').read()
   assert 'Launch problem (n = 3, d = 4, p = 120' in text and '| relu | 3 | 4 |' in text
   path = str(tmp_path / 'pb.json')
-  from recon import io
+  from recon.runtime import io
   io.write_json(path, doc)
   assert pb.calibrated_lr(path, 'relu', 3, 4) == cal['lr']
   assert pb.calibrated_lr(path, 'relu', 3, 8) is None and np.isfinite(cal['lr'])

@@ -4,10 +4,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import data, features
-from recon.models import networks, train
-from recon.objectives import parameter_gradients as pg
+from recon import data
+from recon.models import features, networks, train
 from recon.objectives import projection
+from recon.objectives import parameter_gradients as pg
 
 
 def _setup(model, x, key=0):

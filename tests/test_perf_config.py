@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from configs import rf_synthetic
-from recon import config as config_lib
-from recon import optimize
+from recon.config import validate as config_lib
+from recon.attack import optimiser as optimize
 
 
 def test_default_config_validates():

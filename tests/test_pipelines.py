@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from recon import pipelines, registry, routes
+from recon import pipelines, registry
+from recon.config import routes
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs')
 

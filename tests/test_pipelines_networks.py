@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from recon import config as config_lib
+from recon.config import validate as config_lib
 from recon import errors, pipelines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

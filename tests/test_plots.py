@@ -7,7 +7,9 @@ import pytest
 from matplotlib import image as mpimg
 
 from configs import base
-from recon import errors, pipelines, plots, report
+from recon import errors, pipelines
+from recon.report import plots
+from recon.report import scoring as report
 
 PNG = b'\x89PNG\r\n\x1a\n'
 
@@ -101,7 +103,7 @@ def test_write_plots_without_pixel_metadata(tmp_path):
 
 
 def test_the_precision_rungs_float64_loss_is_drawn_on_the_loss_curve(tmp_path):
-  from recon import report
+  from recon.report import scoring as report
   assert report.rung_loss({'polish': {'kept': True, 'loss_after': 2e-13}}) == 2e-13
   assert report.rung_loss({'polish': {'kept': False, 'loss_after': 2e-13}}) is None
   assert report.rung_loss({'polish': {'applied': False}}) is None and report.rung_loss({}) is None

@@ -1,4 +1,4 @@
-"""The precision rung (recon/polish.py): a row that carries a tiny share of theta, wrong in
+"""The precision rung (recon/certify/rung.py): a row that carries a tiny share of theta, wrong in
 float32, is found in float64; the rung never raises the loss and stays off where it has no
 business (certified runs, p < m d, mode 'off')."""
 import jax
@@ -6,8 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import config as config_lib
-from recon import certificate, features, float64_loss, metrics, polish
+from recon.config import validate as config_lib
+from recon import metrics
+from recon.certify import certificate, float64_loss
+from recon.certify import rung as polish
+from recon.models import features
 from recon.objectives import projection
 from configs import rf_synthetic
 
@@ -283,7 +286,8 @@ def test_the_rungs_size_cap_follows_the_memory_budget_and_the_pipelines_pass_it(
   """rung_max_entries: bytes / RUNG_BYTES_PER_ENTRY, never below the certificate's dense cap;
   the pipelines' settings carry it from run.sweep_memory_budget_gb; BLAS at one thread only
   where XLA computes on the host CPU."""
-  from recon import certificate, reconstruct  # pylint: disable=import-outside-toplevel
+  from recon.certify import certificate  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import reconstruct
   assert polish.rung_max_entries(8.0) == int(8 * 2 ** 30 / polish.RUNG_BYTES_PER_ENTRY)
   assert polish.rung_max_entries(8.0) > 100 * 16 * 16_000  # n = 100, d = 16 at 10 dn
   assert polish.rung_max_entries(8.0) < 500 * 16 * 32_000  # n = 500 at 4 dn: off
@@ -304,7 +308,7 @@ def test_above_the_dense_cap_the_rung_runs_within_the_budget(monkeypatch):
   by block): the rung stays off under that cap, and runs under the pipelines' (the memory
   budget's) -- as at n = 100, d = 16, p = 10 dn, where the old cap left 9 of 10 relu+tanh
   seeds one row short."""
-  from recon import certificate  # pylint: disable=import-outside-toplevel
+  from recon.certify import certificate  # pylint: disable=import-outside-toplevel
   n, d, p = 10, 10, 210_000
   assert n * d * p > certificate.MAX_JACOBIAN_ENTRIES
   kx, kv, ky = jax.random.split(jax.random.PRNGKey(3), 3)

@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import data, features
-from recon.models import random_features
+from recon import data
+from recon.models import features, random_features
 from recon.objectives import projection
 
 

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from configs import base
-from recon import features, pipelines, runs
+from recon import pipelines
+from recon.models import features
+from recon.runtime import runs
 from recon.pipelines import random_features as rf_pipeline
 from recon.objectives import projection, projection_streamed
 from conftest import subprocess_env
@@ -158,7 +160,7 @@ def test_accuracy_near_convergence_two_pass_vs_gram():
 
 _SHARDED = textwrap.dedent('''
     import json, jax, jax.numpy as jnp, numpy as np
-    from recon import features
+    from recon.models import features
     from recon.objectives import projection_streamed as ps
     assert jax.device_count() == 2, jax.devices()
     key = jax.random.PRNGKey(0); chunk, p, d = 16, 100, 5

@@ -1,4 +1,4 @@
-"""Residual pursuit (recon/pursuit.py): stuck rows found by the radii gap, a missing sample
+"""Residual pursuit (recon/attack/rescue/pursuit.py): stuck rows found by the radii gap, a missing sample
 re-placed where the residual of theta points, and the escalation trial that uses them."""
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,11 @@ import numpy as np
 import optax
 import pytest
 
-from recon import certificate, features, metrics, optimize, pursuit
+from recon import metrics
+from recon.certify import certificate
+from recon.models import features
+from recon.attack import optimiser as optimize
+from recon.attack.rescue import pursuit
 from recon.objectives import projection
 
 N, D = 6, 6

@@ -4,8 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import data, features
-from recon.models import random_features
+from recon import data
+from recon.models import features, random_features
 
 
 # Jitted: op-by-op dispatch compiles every primitive separately (several times the CPU time).

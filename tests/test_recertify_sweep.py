@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import recon
-from recon import main, sweep
+from recon import main
+from recon.sweep import grid as sweep
 from conftest import subprocess_env
 from tests.test_reliability import _untimed
 from tests.test_sweep import tiny_config

@@ -1,4 +1,4 @@
-"""The per-record audit (recon/records.py) and its page (recon/report_page.py); an end-to-end
+"""The per-record audit (recon/report/records.py) and its page (recon/report/page.py); an end-to-end
 run on the auditor's own file through recon.main writes records.json and report.html."""
 import html.parser
 import json
@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from configs import rf_synthetic
-from recon import main, records, report_page, runs
-from recon.models import checkpoint as model_ckpt
+from recon import main
+from recon.report import records
+from recon.report import page as report_page
+from recon.runtime import runs
+from recon.models import saved as model_ckpt
 from recon.pipelines import random_features
 
 RNG = np.random.default_rng(0)
@@ -251,7 +254,7 @@ def test_sizes_and_settings_that_disagree_with_the_file(tmp_path, capsys):
 def test_a_saved_models_truth_gives_way_to_the_auditors_file(tmp_path):
   """Every pipeline that loads a saved model (networks, subspace) scores against the file."""
   from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
-  from recon import victims  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import victims  # pylint: disable=import-outside-toplevel
   np.savez(tmp_path / 'x.npz', x=_sphere_rows(3, 4, 0))
   cfg = _file_config(tmp_path / 'x.npz')
   model = SimpleNamespace(data={'config': {}}, truth={'x': np.zeros((3, 4)), 'y': None})
@@ -281,7 +284,7 @@ def test_records_up_to_norm_score_directions_and_give_the_norm_ratio():
 
 
 def test_the_page_says_the_norm_is_not_identifiable_and_how_off_sphere_rows_were_scored():
-  from recon import report
+  from recon.report import scoring as report
   x = RNG.normal(size=(3, 6))
   recs = records.build(x, x, threshold=0.1, sign_invariant=False, scale_invariant=True)
   summary = _summary(3, certified=True,
@@ -303,7 +306,7 @@ def test_the_page_says_the_norm_is_not_identifiable_and_how_off_sphere_rows_were
 def test_page_says_what_the_numbers_mean_and_where_they_came_from(tmp_path):
   """#69 item 4: the result sentence, the distance scale, what a negative result does not
   show, each verdict's reason, the provenance, the width against the law, the defences."""
-  from recon import provenance  # pylint: disable=import-outside-toplevel
+  from recon.report import provenance  # pylint: disable=import-outside-toplevel
   x = RNG.normal(size=(4, 8))
   far = x.copy()
   far[0] = 1.5 * x[0]  # one record not recovered (relative distance 0.5), matched to itself
@@ -330,7 +333,7 @@ def test_page_says_what_the_numbers_mean_and_where_they_came_from(tmp_path):
 
 
 def test_provenance_names_the_commit_and_a_cli_command():
-  from recon import provenance  # pylint: disable=import-outside-toplevel
+  from recon.report import provenance  # pylint: disable=import-outside-toplevel
   git = provenance.git_commit()
   if git is not None:  # a git checkout (a wheel install has none)
     assert len(git['commit']) == 40 and isinstance(git['dirty'], bool)

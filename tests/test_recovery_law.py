@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from recon import io
+from recon.runtime import io
 from scripts import recovery_law
 
 
@@ -241,7 +241,7 @@ def test_photo_points_list_their_steps_and_the_sphere_control_at_the_same_size()
 
 def test_memory_budget_gb_sets_the_sweeps_and_the_rungs_budget(monkeypatch):
   """--memory_budget_gb replaces run.sweep_memory_budget_gb of the point's sweep (the padded
-  group's cap and the precision rung's, recon.polish.rung_max_entries); default: the config's."""
+  group's cap and the precision rung's, recon.certify.rung.rung_max_entries); default: the config's."""
   seen = []
 
   class Stop(Exception):

@@ -4,7 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import optimize, refine, runs
+from recon.attack import optimiser as optimize
+from recon.attack.rescue import reseed as refine
+from recon.runtime import runs
 from recon.pipelines import random_features as rf_pipeline
 
 ACT = 'relu_tanh'
@@ -68,7 +70,7 @@ def test_close_true_samples_are_not_reseeded():
 def test_ranked_proposals_choose_as_the_full_losses_do():
   # best_replacement with `score` (escalation's rank-two route) picks the proposal the 64 full
   # losses pick, and returns that proposal's full loss, on a set one row away from the truth.
-  from recon import features  # pylint: disable=import-outside-toplevel
+  from recon.models import features  # pylint: disable=import-outside-toplevel
   from recon.objectives import projection  # pylint: disable=import-outside-toplevel
   m, d, p = 12, 6, 600
   v = features.random_weights(jax.random.PRNGKey(0), p, d)

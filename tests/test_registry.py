@@ -8,8 +8,10 @@ import jax.numpy as jnp
 import pytest
 
 from configs import base
-from recon import config as config_lib
-from recon import features, main, pipelines, registry, routes  # noqa: F401  (pipelines: built-ins)
+from recon.config import routes
+from recon.config import validate as config_lib
+from recon import main, pipelines, registry  # noqa: F401  (pipelines: built-ins)
+from recon.models import features
 from recon.objectives import projection
 
 
@@ -149,7 +151,7 @@ def test_the_toy_objective_equals_the_projection_loss():
 
 @pytest.mark.slow  # compiles and runs an attack (over ~3 s)
 def test_the_toy_victim_and_objective_sweep_with_no_more_code(toys, tmp_path):
-  """A registered network victim is vectorised by `recon.sweep_networks` as it stands."""
+  """A registered network victim is vectorised by `recon.sweep.networks` as it stands."""
   CALLS.update(objective=0, build=0)
   c = _toy_config()
   c.run.dtype = 'float32'

@@ -1,5 +1,5 @@
 """Issue #18: every failure one line with a documented exit status, nothing half-made, and
-resume that always works (recon.main.execute, recon.checkpoint, recon.config, recon.io)."""
+resume that always works (recon.main.execute, recon.runtime.checkpoint, recon.config.validate, recon.runtime.io)."""
 import json
 import re
 import logging as py_logging
@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 
 from configs import kkt_synthetic, rf_digits, rf_synthetic
-from recon import checkpoint, errors, io, main, memory, ownership
-from recon import config as config_lib
-from recon.models import checkpoint as model_ckpt
+from recon import errors, execution, main
+from recon.config import cli_flags
+from recon.runtime import checkpoint, host, io, ownership
+from recon.attack import memory
+from recon.config import validate as config_lib
+from recon.models import saved as model_ckpt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,7 +57,7 @@ def test_shipped_config_loads_from_any_working_directory(tmp_path):
            '--config.data.n=0', cwd=tmp_path)
   assert r.returncode == 2 and r.stderr.strip().count('\n') == 0, r.stderr
   assert 'config.data.n: invalid value 0' in r.stderr  # the file loaded (no 'No module named')
-  assert main.config_import_root(f'{ROOT}/configs/rf_digits.py') == ROOT
+  assert cli_flags.config_import_root(f'{ROOT}/configs/rf_digits.py') == ROOT
 
 
 def test_unknown_field_names_the_closest_fields_of_this_config(tmp_path, capsys):
@@ -340,12 +343,12 @@ def test_nonfinite_loss_exits_3(tmp_path, capsys):
 
 
 def test_outcome_line_separates_converged_from_reconstructed():
-  line = main.outcome_line({'metrics': {'status': 'converged', 'steps': 10, 'final_loss': 1e-9,
+  line = execution.outcome_line({'metrics': {'status': 'converged', 'steps': 10, 'final_loss': 1e-9,
                                         'ground_truth': True, 'frac_recovered': 0.0,
                                         'n': 4}})
   assert 'converged (loss <= tol)' in line and 'reconstructed: 0 of 4' in line
   assert kkt_synthetic.get_config().victim.name == 'homogeneous_mlp'
-  polished = main.outcome_line({'metrics': {
+  polished = execution.outcome_line({'metrics': {
       'status': 'max_steps', 'steps': 20000, 'final_loss': 3e-7, 'certified': True,
       'polish': {'applied': True, 'kept': True, 'loss_after': 4.9e-14, 'rows_replaced': [4]}}})
   assert 'precision rung: float64 loss 4.9e-14, 1 row(s) replaced' in polished
@@ -411,12 +414,12 @@ def _edited_json(src, dst, edit):
 def test_edited_model_json_is_refused_before_compute(finished_run, tmp_path, capsys, edit, key):
   """Row 1: model.json keys, types and shapes are checked before use; nothing is written."""
   folder = _edited_json(finished_run, tmp_path / 'm', edit)
-  before = main._files_under(str(folder))
+  before = execution._files_under(str(folder))
   capsys.readouterr()
   assert main.execute(_small({'victim.checkpoint': str(folder)}), str(tmp_path / 'w')) == 2
   lines = _error_lines(capsys)
   assert len(lines) == 1 and key in lines[0] and 'accepted:' in lines[0], lines
-  assert not (tmp_path / 'w').exists() and main._files_under(str(folder)) == before
+  assert not (tmp_path / 'w').exists() and execution._files_under(str(folder)) == before
 
 
 def _saved_rf(folder, theta, extras, truth=None, p=320, d=8, n=4):
@@ -464,13 +467,13 @@ def _copy_run(src, dst):
 def test_overwrite_validates_before_removing_anything(finished_run, tmp_path, capsys):
   """Row 5: an overwrite refused (here: its data) leaves the finished run as it was."""
   w = _copy_run(finished_run, tmp_path / 'W')
-  before = main._files_under(str(w))
+  before = execution._files_under(str(w))
   c = _small({'run.overwrite': True, 'data.name': 'mnist', 'data.dir': str(tmp_path / 'none'),
               'data.d': 784})
   capsys.readouterr()
   assert main.execute(c, str(w)) == 2
   assert len(_error_lines(capsys)) == 1
-  assert main._files_under(str(w)) == before
+  assert execution._files_under(str(w)) == before
   assert sorted(os.listdir(w)) == sorted(os.listdir(finished_run))
 
 
@@ -478,14 +481,14 @@ def test_attacking_a_model_inside_the_workdir_it_would_overwrite_is_refused(
     finished_run, tmp_path, capsys):
   """Row 5: victim.checkpoint=W with run.overwrite=True into W is refused; W keeps its model."""
   w = _copy_run(finished_run, tmp_path / 'W')
-  before = main._files_under(str(w))
+  before = execution._files_under(str(w))
   capsys.readouterr()
   for model in (w, w / 'model'):
     assert main.execute(_small({'run.overwrite': True, 'victim.checkpoint': str(model)}),
                         str(w)) == 2
   lines = _error_lines(capsys)
   assert len(lines) == 2 and all('lies inside the workdir' in l for l in lines), lines
-  assert main._files_under(str(w)) == before
+  assert execution._files_under(str(w)) == before
 
 
 def test_overwrite_replaces_every_old_output(finished_run, tmp_path, monkeypatch):
@@ -520,7 +523,7 @@ def test_overwrite_replaces_every_old_output(finished_run, tmp_path, monkeypatch
 
 def test_a_second_run_on_a_locked_workdir_is_refused(tmp_path, capsys):
   """Row 4: one run per workdir; the second is refused at once, naming the owner's pid."""
-  from recon import workdir_lock  # pylint: disable=import-outside-toplevel
+  from recon.runtime import workdir_lock  # pylint: disable=import-outside-toplevel
   w = tmp_path / 'w'
   lock = workdir_lock.acquire(str(w))
   try:
@@ -538,7 +541,7 @@ def test_a_lock_held_by_another_process_refuses_and_a_dead_ones_is_taken_over(tm
   """Row 4: a live process's lock refuses; once it is killed (SIGKILL: its .lock file stays,
   naming a dead pid) the next run takes the workdir over and finishes."""
   w = tmp_path / 'w'
-  code = ('import sys, time; from recon import workdir_lock; '
+  code = ('import sys, time; from recon.runtime import workdir_lock; '
           f'workdir_lock.acquire({str(w)!r}); print("locked", flush=True); time.sleep(60)')
   holder = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, stdout=subprocess.PIPE,
                             env=dict(os.environ, PYTHONPATH=ROOT), text=True)
@@ -627,11 +630,11 @@ def test_interrupt_line_names_the_newest_checkpoint(tmp_path, monkeypatch, capsy
 
 def test_a_second_ctrl_c_stops_a_long_xla_call_within_seconds(tmp_path):
   """Row 17: the main thread blocked in one long compiled computation (a victim fit) does not
-  run Python's signal handlers; the CLI's watchdog (recon.signals) ends the process within
+  run Python's signal handlers; the CLI's watchdog (recon.runtime.signals) ends the process within
   seconds of the second Ctrl-C, with one line and exit status 130."""
   code = """if True:
     import jax, jax.numpy as jnp
-    from recon import checkpoint, signals
+    from recon.runtime import checkpoint, signals
     signals.install(checkpoint.on_sigint)
     signals.start_watchdog(grace=1.0)
     signals.set_stop_line(lambda: checkpoint.interrupted_line('%s'), checkpoint.graceful_stop_pending)
@@ -767,7 +770,7 @@ def test_names_are_file_name_safe(tmp_path, capsys, monkeypatch, name):
 def test_memory_estimate_counts_the_fit(tmp_path, capsys, monkeypatch, overrides):
   """Row 2: the memory-lean path streams V and the attack's features, but the fit builds
   the n x p features whole: p = 2e9 (and n 50, p 1e8) are refused at once, not run."""
-  monkeypatch.setattr(memory, 'host_available_bytes', lambda: 24 * 2 ** 30)
+  monkeypatch.setattr(host, 'host_available_bytes', lambda: 24 * 2 ** 30)
   c = _small(overrides)
   assert memory.estimate_bytes(c.data, c.victim, c.attack, c.run.dtype) >= 3 * c.data.n * c.victim.p * 4
   capsys.readouterr()
@@ -779,7 +782,7 @@ def test_memory_estimate_counts_the_fit(tmp_path, capsys, monkeypatch, overrides
 
 def test_memory_estimate_uses_the_saved_models_n(finished_run, tmp_path, capsys, monkeypatch):
   """Row 2: a saved model's n (here 100000) is adopted before the estimate."""
-  monkeypatch.setattr(memory, 'host_available_bytes', lambda: 24 * 2 ** 30)
+  monkeypatch.setattr(host, 'host_available_bytes', lambda: 24 * 2 ** 30)
   folder = tmp_path / 'm'
   import shutil  # pylint: disable=import-outside-toplevel
   shutil.copytree(finished_run / 'model', folder)
@@ -912,7 +915,7 @@ def _tiny_sweep(overrides=None):
 def test_a_killed_sweep_resumes_from_its_finished_groups(tmp_path, monkeypatch, caplog):
   """Row 7: a sweep killed during its second group keeps the first; resume=True runs the
   second only and writes the unbroken sweep's outputs; a resume that finds nothing says so."""
-  from recon import sweep  # pylint: disable=import-outside-toplevel
+  from recon.sweep import grid as sweep  # pylint: disable=import-outside-toplevel
   real, calls = sweep.run_group, []
 
   def second_dies(g, **k):
@@ -965,7 +968,7 @@ def test_a_sweep_stopped_after_its_descent_resumes_there_not_from_the_start(tmp_
   """The descent's end is saved whatever the checkpoint cadence (here: never by time), so a
   sweep stopped in the certificate / rung (its records) resumes at the descent's last step and
   ends as the unbroken sweep."""
-  from recon import sweep  # pylint: disable=import-outside-toplevel
+  from recon.sweep import grid as sweep  # pylint: disable=import-outside-toplevel
   real = sweep._record  # pylint: disable=protected-access
 
   def stopped(*a, **k):
@@ -996,7 +999,7 @@ def test_a_sweep_killed_inside_its_group_resumes_at_its_last_chunk(tmp_path, mon
   """Row 7: a one-group sweep killed after step 150 of 300 saved its descent and escalation state
   after each chunk; resume=True continues from there and ends bit for bit as the unbroken
   sweep; the finished group leaves no running state behind; its seconds count both segments."""
-  from recon import sweep_store  # pylint: disable=import-outside-toplevel
+  from recon.sweep import store as sweep_store  # pylint: disable=import-outside-toplevel
   real, saves = sweep_store.Partial.after_chunk, []
 
   def dies_at_150(self, state, rescue):
@@ -1039,7 +1042,7 @@ def test_a_sweep_killed_inside_its_group_resumes_at_its_last_chunk(tmp_path, mon
 def test_tpu_probe_noise_is_filtered_unless_a_tpu_was_asked_for(monkeypatch):
   """Target: "Unable to initialize backend 'tpu'" (JAX probing a missing libtpu) is not shown
   by the CLI's log, unless JAX_PLATFORMS names tpu."""
-  from recon import log_filters  # pylint: disable=import-outside-toplevel
+  from recon.runtime import log_filters  # pylint: disable=import-outside-toplevel
   record = py_logging.LogRecord(
       'jax._src.xla_bridge', py_logging.INFO, '/site-packages/jax/_src/xla_bridge.py', 846,
       "Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so", None, None)
@@ -1070,7 +1073,7 @@ def test_every_promise_names_tests_that_exist():
 def test_a_signal_during_the_clis_imports_is_one_line():
   """Rows 8-9 (found by the soak): SIGTERM or Ctrl-C while the CLI still imports JAX is one
   line and exit 143 / 130, not a KeyboardInterrupt traceback or a silent death."""
-  code = ('from recon import signals; signals.guard_startup(); import time; '
+  code = ('from recon.runtime import signals; signals.guard_startup(); import time; '
           'print("ready", flush=True); time.sleep(60)')
   for sig in (signal.SIGTERM, signal.SIGINT):
     proc = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, text=True,
@@ -1093,7 +1096,7 @@ def test_a_signal_while_a_finished_run_shuts_down_leaves_exit_status_0():
   (simulated here by an atexit callback signalling its own process) neither kills the
   process by the default action nor turns 0 into 130 / 143."""
   code = ('import atexit, os, signal, time\n'
-          'from recon import failures, signals\n'
+          'from recon.runtime import failures, signals\n'
           'signals.guard_startup()\n'
           'def late():\n'
           '  os.kill(os.getpid(), {signum}); time.sleep(0.2)\n'
@@ -1121,7 +1124,7 @@ def test_abandoned_tensorstore_callbacks_are_not_reported(monkeypatch, capsys):
   """Rows 3 and 9 (found by the soak): after a full disk, tensorstore reports its abandoned
   writes' callbacks ('Event loop is closed') as unraisable, and a Ctrl-C that lands in a
   finaliser is reported (and swallowed) as one: the CLI's hook drops those only."""
-  from recon import failures  # pylint: disable=import-outside-toplevel
+  from recon.runtime import failures  # pylint: disable=import-outside-toplevel
   seen = []
   monkeypatch.setattr(sys, 'unraisablehook', seen.append)
   failures.quiet_unraisable()

@@ -1,8 +1,8 @@
-"""recon/rero.py: the ReRo bounds of Hayes et al. (2023) and the prior's cap probability."""
+"""recon/audit/rero.py: the ReRo bounds of Hayes et al. (2023) and the prior's cap probability."""
 import numpy as np
 import pytest
 
-from recon import rero
+from recon.audit import rero
 from recon.models import privacy
 
 

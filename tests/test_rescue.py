@@ -1,4 +1,4 @@
-"""recon/rescue.py: rescue steps composed in the order of attack.rescue, each with its own
+"""recon/attack/rescue/chain.py: rescue steps composed in the order of attack.rescue, each with its own
 state in the run's checkpoints; a toy step registered from this file runs end to end."""
 import json
 
@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 
 from configs import rf_synthetic
-from recon import config as config_lib
-from recon import errors, escalate, optimize, pipelines, refine, registry, rescue, sweep  # noqa: F401
+from recon.config import validate as config_lib
+from recon import errors, pipelines, registry  # noqa: F401
+from recon.attack.rescue import escalate
+from recon.attack.rescue import reseed as refine
+from recon.attack.rescue import chain as rescue
+from recon.attack import optimiser as optimize
+from recon.sweep import grid as sweep
 
 
 def test_the_builtin_steps_and_their_stages():

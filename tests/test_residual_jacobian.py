@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import certificate, features, float64_loss, residual_jacobian
-from recon.models import random_features
+from recon.certify import certificate, float64_loss, residual_jacobian
+from recon.models import features, random_features
 
 N, D = 6, 5
 

@@ -9,7 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import driver, optimize, restarts, runs
+from recon.attack import driver, restarts
+from recon.attack import optimiser as optimize
+from recon.runtime import runs
 from recon.pipelines import random_features as rf_pipeline
 from conftest import subprocess_env
 
@@ -76,7 +78,7 @@ def test_best_restart_skips_a_nonfinite_block():
 def test_each_block_follows_its_own_single_run(name, tmp_path):
   """The driver runs K restarts as a batch: block k == the run from start k alone."""
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
-  from recon.attack import Attack  # pylint: disable=import-outside-toplevel
+  from recon.attack.plan import Attack  # pylint: disable=import-outside-toplevel
   prob = _problem()
   c = rf_synthetic.get_config()
   c.attack.update(optimizer=name, lr=0.05 if name == 'adam' else 1.0, momentum=0.9,

@@ -1,11 +1,14 @@
-"""The row re-search of the precision rung (recon/row_search.py): the held basis, the vmapped
+"""The row re-search of the precision rung (recon/certify/row_search.py): the held basis, the vmapped
 search equals the one-row search, and the rung that uses it ends where the sequential one did."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import features, float64_loss, metrics, polish, row_search
+from recon import metrics
+from recon.models import features
+from recon.certify import float64_loss, row_search
+from recon.certify import rung as polish
 from tests.test_polish import D, N, TINY, _planted, _stuck
 
 

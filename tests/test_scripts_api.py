@@ -1,6 +1,6 @@
 """scripts/ call only the public API: `import recon` and its names (recon.api.PUBLIC_NAMES:
 recon.run, recon.get_config, recon.registry, ...) and the public modules (recon.api.PUBLIC_MODULES:
-recon.io, recon.machine, recon.metrics, ...), never a pipeline's or the optimiser's internals.
+recon.runtime.io, recon.runtime.machine, recon.metrics, ...), never a pipeline's or the optimiser's internals.
 
 Parsed with `ast` (nothing is imported; the public lists are read from recon/api.py's source).
 Every import is counted, including those inside functions, and so is every `recon.X` attribute
@@ -22,30 +22,30 @@ LEAD_EDITING = ()
 # of those internals.
 INTERNAL_PROBES = {
     'bench.py': ('times the chunk loop, the lean and dense losses, restarts, re-seeding', {
-        'recon.compile_cache', 'recon.driver', 'recon.features', 'recon.host',
-        'recon.models.random_features', 'recon.optimize', 'recon.pipelines.random_features',
-        'recon.precision', 'recon.refine', 'recon.restarts', 'recon.runs'}),
+        'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.models.features', 'recon.runtime.host',
+        'recon.models.random_features', 'recon.attack.optimiser', 'recon.pipelines.random_features',
+        'recon.models.min_norm', 'recon.attack.rescue.reseed', 'recon.attack.restarts', 'recon.runtime.runs'}),
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
-        'recon.compile_cache', 'recon.driver', 'recon.host', 'recon.optimize', 'recon.pipelines',
-        'recon.pipelines.random_features', 'recon.runs', 'recon.sweep'}),
+        'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.runtime.host', 'recon.attack.optimiser', 'recon.pipelines',
+        'recon.pipelines.random_features', 'recon.runtime.runs', 'recon.sweep.grid'}),
     'certificate_probes.py': ("the certificate on hand-built feature maps and solutions, at the "
                               "rung's float64 loss", {
-        'recon.certificate', 'recon.features', 'recon.float64_loss', 'recon.models.random_features',
-        'recon.symmetry'}),
+        'recon.certify.certificate', 'recon.models.features', 'recon.certify.float64_loss', 'recon.models.random_features',
+        'recon.certify.symmetry'}),
     'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
-        'recon.certificate', 'recon.features', 'recon.float64_loss',
+        'recon.certify.certificate', 'recon.models.features', 'recon.certify.float64_loss',
         'recon.models.random_features'}),
     'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
-        'recon.driver', 'recon.optimize', 'recon.pipelines.random_features', 'recon.precision',
-        'recon.runs'}),
+        'recon.attack.driver', 'recon.attack.optimiser', 'recon.pipelines.random_features', 'recon.models.min_norm',
+        'recon.runtime.runs'}),
     'rescue_scale.py': ("the float64 rung's row search at scale", {
-        'recon.features', 'recon.float64_loss', 'recon.polish', 'recon.row_search'}),
+        'recon.models.features', 'recon.certify.float64_loss', 'recon.certify.rung', 'recon.certify.row_search'}),
     'soak_ownership.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
-        'recon.ownership'}),
+        'recon.runtime.ownership'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
     # random restarts): no config field sets the initial candidates.
     'kkt_experiments.py': ('KKT attacks from chosen initial candidates on one trained victim', {
-        'recon.pipelines.kkt', 'recon.reconstruct', 'recon.runs', 'recon.victims'}),
+        'recon.pipelines.kkt', 'recon.pipelines.reconstruct', 'recon.runtime.runs', 'recon.pipelines.victims'}),
 }
 
 
@@ -83,15 +83,31 @@ def internal_uses(path):
         if node.module == 'recon':
           ok = a.name in PUBLIC_NAMES or _public_module(f'recon.{a.name}')
         else:
-          ok = _public_module(node.module)
+          ok = _public_module(node.module) or _public_module(f'{node.module}.{a.name}')
         if not ok:
           bad.append(f'{node.module}.{a.name}')
-  for node in ast.walk(tree):  # recon.X on the imported package
-    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-        and node.value.id in package_names):
-      if node.attr not in PUBLIC_NAMES and not _public_module(f'recon.{node.attr}') and (
-          not node.attr.startswith('__')):
-        bad.append(f'recon.{node.attr}')
+  inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+  for node in ast.walk(tree):  # recon.X.Y on the imported package (the longest chain)
+    if not isinstance(node, ast.Attribute) or id(node) in inner:
+      continue
+    chain, root = [], node
+    while isinstance(root, ast.Attribute):
+      chain.insert(0, root.attr)
+      root = root.value
+    if not (isinstance(root, ast.Name) and root.id in package_names):
+      continue
+    dotted = ['recon'] + chain
+    public = chain[0] in PUBLIC_NAMES or chain[0].startswith('__') or any(
+        _public_module('.'.join(dotted[:k])) for k in range(2, len(dotted) + 1))
+    if not public:
+      # the deepest prefix naming a module (recon.sweep.grid.run -> recon.sweep.grid)
+      name = '.'.join(dotted[:2])
+      for k in range(len(dotted), 1, -1):
+        rel = os.path.join(ROOT, *dotted[:k])
+        if os.path.isfile(rel + '.py') or os.path.isdir(rel):
+          name = '.'.join(dotted[:k])
+          break
+      bad.append(name)
   return sorted(set(bad))
 
 
@@ -132,9 +148,9 @@ def test_public_lists_match_the_package():
 def test_the_check_catches_internal_imports(tmp_path):
   """The detector itself: each way of reaching an internal is caught, public ones are not."""
   script = tmp_path / 's.py'
-  script.write_text('import recon\nfrom recon import io, machine, run, pipelines\n'
-                    'from recon.pipelines import kkt as k\nimport recon.optimize\n'
+  script.write_text('import recon\nfrom recon.runtime import io, machine\nfrom recon import run, pipelines\n'
+                    'from recon.pipelines import kkt as k\nimport recon.attack.optimiser\n'
                     'from recon.data import preprocess\n'
-                    'def f():\n  from recon import driver\n  return recon.sweep, recon.run\n')
-  assert internal_uses(str(script)) == ['recon.driver', 'recon.optimize', 'recon.pipelines',
-                                        'recon.pipelines.kkt', 'recon.sweep']
+                    'def f():\n  from recon.attack import driver\n  return recon.sweep.grid, recon.run\n')
+  assert internal_uses(str(script)) == ['recon.attack.driver', 'recon.attack.optimiser', 'recon.pipelines',
+                                        'recon.pipelines.kkt', 'recon.sweep.grid']

@@ -6,7 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from recon import data, io, runs
+from recon import data
+from recon.runtime import io, runs
 from scripts import network_law as nl
 
 FIELDS = ('victim', 'loss', 'dataset', 'n', 'd', 'width', 'p_L', 'p_L_over_dn', 'seed',

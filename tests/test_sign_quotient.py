@@ -1,12 +1,14 @@
-"""recon/sign_quotient.py: the relu-like features with the compensating space projected out."""
+"""recon/attack/sign_quotient.py: the relu-like features with the compensating space projected out."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import recon
-from recon import features, float64_loss, polish, sign_quotient
-from recon.models import random_features
+from recon.models import features, random_features
+from recon.certify import float64_loss
+from recon.certify import rung as polish
+from recon.attack import sign_quotient
 from recon.pipelines import random_features as rf_pipeline
 
 
@@ -175,7 +177,7 @@ def test_a_sweep_quotients_each_point_like_its_single_run(tmp_path):
 
 
 def test_the_memory_estimate_counts_the_quotient_basis():
-  from recon import memory
+  from recon.attack import memory
   kw = dict(n=32, d=16, m=32, p_total=2048, batch=1, itemsize=4)
   extra = memory.point_bytes(**kw, quotient=True) - memory.point_bytes(**kw)
   assert extra == (2048 * 16 + 2 * 32 * 2048) * 4

@@ -4,8 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import data, features, splitting
-from recon.models import homogeneous
+from recon import data
+from recon.models import features, homogeneous
+from recon.attack import splitting
 from recon.objectives import kkt
 
 

@@ -1,4 +1,4 @@
-"""Tests of recon/subspace.py and the subspace-aware pipelines (recon/subspace_pipeline.py)."""
+"""Tests of recon/attack/data_subspace.py and the subspace-aware pipelines (recon/subspace_pipeline.py)."""
 import os
 
 import jax
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from configs import base
-from recon import config as config_lib
-from recon import data, errors, pipelines, subspace
+from recon.config import validate as config_lib
+from recon import data, errors, pipelines
+from recon.attack import data_subspace as subspace
 from recon.pipelines import subspace as subspace_pipeline
 
 

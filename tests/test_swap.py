@@ -1,11 +1,13 @@
-"""Row swaps (recon/swap.py): the deadest row re-placed by residual pursuit, kept when the loss
+"""Row swaps (recon/attack/rescue/swap.py): the deadest row re-placed by residual pursuit, kept when the loss
 after a short descent is lower, undone otherwise; its schedule, patience and saved state."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import metrics, optimize, pursuit, swap
+from recon import metrics
+from recon.attack import optimiser as optimize
+from recon.attack.rescue import pursuit, swap
 from recon.objectives import projection
 from tests.test_pursuit import _off_subspace
 

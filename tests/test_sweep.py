@@ -1,4 +1,4 @@
-"""Tests of recon/sweep.py: batched == unbatched, sharded == unsharded, bad input, outputs."""
+"""Tests of recon/sweep/grid.py: batched == unbatched, sharded == unsharded, bad input, outputs."""
 import csv
 import json
 import os
@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from configs import base, rf_synthetic
-from recon import config as config_lib
-from recon import errors, memory, pipelines, sweep
+from recon.config import validate as config_lib
+from recon import errors, pipelines
+from recon.attack import memory
+from recon.sweep import grid as sweep
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,7 +51,8 @@ _SUBPROCESS = textwrap.dedent('''
     import json, sys
     import jax, ml_collections, numpy as np
     from absl import logging
-    from recon import errors, pipelines, sweep
+    from recon import errors, pipelines
+    from recon.sweep import grid as sweep
     from tests.test_sweep import tiny_config, single_config
     logging.set_verbosity(logging.WARNING)
     out = {'n_devices': len(jax.devices())}
@@ -220,7 +223,7 @@ def test_memory_budget(tmp_path):
   small = memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4)
   # Escalation's leave-one-out pass holds LOO_BATCH forward losses (n = 500, p = 32 000 ran out
   # of memory in its proposals before they went 16 slots at a time).
-  from recon import escalate  # pylint: disable=import-outside-toplevel
+  from recon.attack.rescue import escalate  # pylint: disable=import-outside-toplevel
   assert (memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4, escalate=True)
           - small) == 2 * 4 * escalate.LOO_BATCH * 3 * 3 * 100
   assert memory.point_bytes(n=3, d=4, m=3, p_total=200, batch=2, itemsize=4) > small

@@ -1,4 +1,4 @@
-"""Tests of recon/sweep_kkt.py: a sweep of max-margin MLPs and their KKT attacks equals the
+"""Tests of recon/sweep/kkt.py: a sweep of max-margin MLPs and their KKT attacks equals the
 single runs."""
 import os
 
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from configs import base, kkt_haim, kkt_synthetic
-from recon import config as config_lib
-from recon import pipelines, sweep
+from recon.config import validate as config_lib
+from recon import pipelines
+from recon.sweep import grid as sweep
 
 
 def tiny_config(axes=None, make=kkt_synthetic.get_config):

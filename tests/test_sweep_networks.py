@@ -1,4 +1,4 @@
-"""Tests of recon/sweep_networks.py: a sweep of GD-trained networks equals their single runs."""
+"""Tests of recon/sweep/networks.py: a sweep of GD-trained networks equals their single runs."""
 import os
 
 import ml_collections
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from configs import base, rf_synthetic, two_layer
-from recon import config as config_lib
-from recon import pipelines, sweep
+from recon.config import validate as config_lib
+from recon import pipelines
+from recon.sweep import grid as sweep
 
 
 def tiny_config(axes=None, max_steps=20):

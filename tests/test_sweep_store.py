@@ -1,7 +1,7 @@
-"""recon/sweep_store.py: what a stopped sweep says, and the inputs its saved groups record."""
+"""recon/sweep/store.py: what a stopped sweep says, and the inputs its saved groups record."""
 import os
 
-from recon import sweep_store
+from recon.sweep import store as sweep_store
 
 
 def test_the_stop_line_says_whether_the_sweep_can_resume(tmp_path):

@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import features, symmetry
-from recon.models import random_features
+from recon.models import features, random_features
+from recon.certify import symmetry
 from recon.objectives import projection
 
 

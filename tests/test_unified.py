@@ -4,7 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from recon import features, optimize
+from recon.models import features
+from recon.attack import optimiser as optimize
 from recon.objectives import projection, unified
 
 

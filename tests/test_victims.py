@@ -5,7 +5,8 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from configs import two_layer
-from recon import main, victims
+from recon import main
+from recon.pipelines import victims
 
 
 def _torch_mlp(tmp_path, d=8, width=32):

@@ -1,10 +1,10 @@
-"""The counter-based generators of V (recon/weight_hash.py): the float32 Box-Muller path's
+"""The counter-based generators of V (recon/models/weight_hash.py): the float32 Box-Muller path's
 polynomial log and cos against the float64 formula on the same hashed bits."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recon import features, weight_hash
+from recon.models import features, weight_hash
 
 # Jitted once per shape (op-by-op dispatch compiles every primitive separately).
 _random_weights = jax.jit(features.random_weights, static_argnames=('p', 'd', 'dtype', 'rng'))

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 from configs import rf_cifar, rf_synthetic
-from recon import config as config_lib
-from recon import data, features, pipelines, precision, runs
+from recon.config import validate as config_lib
+from recon import data, pipelines
+from recon.models import features, random_features
+from recon.models import min_norm as precision
+from recon.runtime import runs
 from recon.pipelines import random_features as rf_pipeline
-from recon.models import random_features
 
 WIDE = 3_072_000  # 10 d n at the papers' CIFAR-10 setting (d = 3072, n = 100)
 

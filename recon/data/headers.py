@@ -27,7 +27,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 from numpy.lib import format as npy_format
 
-from recon.memory import host_available_bytes
+from recon.runtime.host import host_available_bytes
 
 FLOAT_DTYPES = ('float16', 'bfloat16', 'float32', 'float64')  # parameters: these only
 MAX_INFLATION = 100  # an .npz member's bytes over its compressed bytes (real arrays: < 10)

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from recon import features, registry
-from recon.models import train
+from recon import registry
+from recon.models import features, train
 
 Array = jax.Array
 

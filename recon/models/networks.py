@@ -17,7 +17,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from recon import features, registry
+from recon import registry
+from recon.models import features
 
 # W ~ N(0, 1 / fan_in) (the paper's initialisation; jax's 'normal' is untruncated).
 fan_in_normal = nn.initializers.variance_scaling(1.0, 'fan_in', 'normal')

@@ -26,7 +26,7 @@ about s ||W|| (s = victim.release_noise). For random features this is output per
 theta* = Phi^+ y (the min-norm interpolant has unbounded sensitivity, so s is a relative
 strength, not an epsilon).
 
-What DP promises against reconstruction (the ReRo bounds of Hayes et al.) is recon/rero.py.
+What DP promises against reconstruction (the ReRo bounds of Hayes et al.) is recon/audit/rero.py.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from optax import contrib
 
 ACCOUNTANTS = ('rdp', 'pld')
 # Key offsets folded into the run's seed: the defences draw their own randomness, so the
-# data, model and candidate keys (recon.runs.split_keys) stay as they are.
+# data, model and candidate keys (recon.runtime.runs.split_keys) stay as they are.
 DP_KEY, RELEASE_KEY = 0xD9, 0xDEF
 
 

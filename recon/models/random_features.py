@@ -10,7 +10,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from recon import precision, registry
+from recon import registry
+from recon.models import min_norm as precision
 
 Array = jax.Array
 
@@ -20,7 +21,7 @@ def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
 
   p <= SVD_MAX_RATIO * n (near-square, where Phi may be rank-deficient or close to it):
   the thin SVD with numpy's cut-off max(n, p) * eps * s_max. Wider: the n x n Gram route
-  `recon.precision.min_norm_gram` (Gram, eigen-solve and residuals in float64 on Phi in its
+  `recon.models.min_norm.min_norm_gram` (Gram, eigen-solve and residuals in float64 on Phi in its
   own dtype, cut-off set by n and the dtypes, iterative refinement against Phi), which stays
   at the rounding floor at p = 3e6 in float32 where the SVD's p-dependent cut-off dropped
   half the spectrum, and on correlated inputs (cond(G) ~ 1e6) where a float32 Gram did not.
@@ -43,7 +44,7 @@ def min_norm_solution(phi: Array, y: Array, n_features=None) -> Array:
 
 def train_mse(phi: Array, theta: Array, y: Array) -> Array:
   """Mean squared error of phi(x)^T theta on the training set (Phi theta summed in float64,
-  `recon.precision.train_residual`), in Phi's dtype."""
+  `recon.models.min_norm.train_residual`), in Phi's dtype."""
   return precision.train_residual(phi, theta, y)
 
 

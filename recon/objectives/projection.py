@@ -135,7 +135,7 @@ def removal_losses(features: Array, target: Array, jitter: float = DEFAULT_JITTE
 
   the residual gaining back alpha_j's part along the row's dual direction Phi^T A^{-1} e_j
   (exact for eps = 0). O(m^2 p + m^3) for all m, where m losses would be O(m^3 p). Against the
-  float64 duplicate-row losses of `recon.escalate.leave_one_out_losses` its gains L_{-j} - L are
+  float64 duplicate-row losses of `recon.attack.rescue.escalate.leave_one_out_losses` its gains L_{-j} - L are
   within 1.5% in float32 (the float32 duplicate-row losses: 13%) and give the same weak rows
   (tests/test_escalate.py)."""
   chol = _ridge_cholesky(features, target, jitter)

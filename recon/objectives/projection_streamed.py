@@ -4,7 +4,7 @@ Same loss as `recon.objectives.projection.projection_loss`,
 L(X_hat) = ||theta - Phi_hat^T alpha||^2 / ||theta||^2,  alpha = (G + eps I)^{-1} Phi_hat theta,
 but Phi_hat (m x P) is only ever seen one column chunk at a time through
 `chunk_fn(aux, x, c) -> Phi_hat[:, c*chunk:(c+1)*chunk]` (e.g. random features whose
-weights are regenerated from a PRNG key, `recon.features.rf_feature_chunk`).
+weights are regenerated from a PRNG key, `recon.models.features.rf_feature_chunk`).
 
 Forward:  pass 1 accumulates G = sum_c Phi_c Phi_c^T and v = sum_c Phi_c theta_c;
           alpha from a Cholesky solve; then the residual norm either

@@ -4,11 +4,12 @@
   networks         last layer of a GD-trained Flax network (two_layer, resnet, vit, ...)
   subspace         unified objective inside a known / estimated data subspace
   kkt              KKT conditions of a homogeneous MLP trained toward max margin
-  leak_width       no attack: the width at which the described model leaks, predicted from
-                   shadow problems (named by `pipeline = 'leak_width'`)
+
+The leak-width pipeline (no attack: the width at which the described model leaks, predicted
+from shadow problems; `pipeline = 'leak_width'`) is the audit's: recon/audit/leak_width.py.
 
 Each module registers a `registry.Pipeline` (its `run(cfg, workdir, dtype, resuming)` and
-its checks) under its name; `pipeline_for(cfg)` looks up the one `recon.routes.pipeline_name`
+its checks) under its name; `pipeline_for(cfg)` looks up the one `recon.config.routes.pipeline_name`
 names, and `run(config, workdir)` is the single-run entry point behind `recon.main`:
 resolve the config, refuse bad input before compute, apply the workdir rules, hand over.
 """
@@ -18,10 +19,16 @@ from typing import Any, Dict
 
 import ml_collections
 
-from recon import memory, precision, registry, restarts, routes, runs, victims
+from recon import registry
+from recon.runtime import runs
+from recon.attack import memory
+from recon.models import min_norm as precision
+from recon.attack import restarts
+from recon.config import routes
+from recon.pipelines import victims
 # Importing the pipelines registers them (and, through them, every built-in victim,
 # objective and data set).
-from recon.pipelines import kkt, leak_width, networks, random_features, subspace  # noqa: F401  pylint: disable=unused-import
+from recon.pipelines import (kkt, networks, random_features, subspace)  # noqa: F401  pylint: disable=unused-import
 
 
 def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
@@ -32,7 +39,7 @@ def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
 def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
         ) -> Dict[str, Any]:
   """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary.
-  `validated`: `config` has passed `recon.config.validate` (`recon.execution` runs it before
+  `validated`: `config` has passed `recon.config.validate.validate` (`recon.execution` runs it before
   the workdir is touched)."""
   cfg = victims.resolve(config, validated=validated)
   if cfg.pipeline is not None:  # a named pipeline (leak_width) attacks nothing: its own checks
@@ -41,7 +48,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
     resuming = runs.prepare_run_workdir(workdir, cfg)
     return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
   victims.check_model_checkpoint(cfg.victim, cfg.attack)
-  memory.check(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype)  # with a saved model's n, p, d adopted (recon/memory.py)
+  memory.check(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype)  # with a saved model's n, p, d adopted (recon/attack/memory.py)
   restarts.check_config(cfg.attack, cfg.victim)
   pipeline = pipeline_for(cfg)
   victims.check_victim(cfg.victim)

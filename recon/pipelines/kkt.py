@@ -6,7 +6,7 @@ on the logistic (binary) or cross-entropy (multiclass) loss, optionally polished
 the nearby exact KKT point of the max-margin problem (`victim.train.polish`). The attacker
 knows theta (and theta_0 when `kkt_target='delta'`), the architecture, attack.n_candidates
 and the candidate labels' balance; it fits x_hat (and duals) with the shared tail
-`recon.reconstruct.reconstruct_and_report`.
+`recon.pipelines.reconstruct.reconstruct_and_report`.
 """
 from __future__ import annotations
 
@@ -20,10 +20,15 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import data, errors, optimize, reconstruct, registry, routes, runs, splitting, victims
-from recon.attack import Attack
-from recon.models import checkpoint as model_ckpt
+from recon import data, errors, registry
+from recon.attack import splitting
+from recon.attack import optimiser as optimize
+from recon.pipelines import reconstruct, victims
+from recon.config import routes
+from recon.runtime import runs
+from recon.attack.plan import Attack
 from recon.models import homogeneous, train
+from recon.models import saved as model_ckpt
 from recon.objectives import kkt, projection
 
 Array = jax.Array

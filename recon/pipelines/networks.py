@@ -4,7 +4,7 @@ config -> data -> Flax model (two_layer / resnet / vit / random_features_gd) ->
 full-batch Optax GD on mse / logistic / cross_entropy -> theta = vec(W_L(T) - W_L(0))
 -> features J(X_hat) = d f(X_hat) / d vec(W_L) at the trained weights (per-class
 rows) -> the shared projection loss ||P_perp theta||^2 / ||theta||^2 ->
-`recon.reconstruct.reconstruct_and_report`.
+`recon.pipelines.reconstruct.reconstruct_and_report`.
 
 Threat model (explicit fields): the attacker always knows every trained weight
 (the layers below the head define the features) and the architecture; it knows
@@ -32,12 +32,16 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import config as config_lib
-from recon import (data, defences, driver, errors, optimize, reconstruct, registry, restarts,
-                   routes, runs, victims)
-from recon.attack import Attack
-from recon.models import checkpoint as model_ckpt
-from recon.models import networks, train
+from recon.config import routes
+from recon.config import validate as config_lib
+from recon import data, errors, registry
+from recon.models import defences, networks, train
+from recon.models import saved as model_ckpt
+from recon.attack import driver, restarts
+from recon.attack import optimiser as optimize
+from recon.pipelines import reconstruct, victims
+from recon.runtime import runs
+from recon.attack.plan import Attack
 from recon.objectives import parameter_gradients
 
 
@@ -137,7 +141,7 @@ def check_config(data_cfg: ml_collections.ConfigDict, victim: ml_collections.Con
 # attack.jacobian_at -> the weight points (fractions s of the straight line W(0) -> W(T)) whose
 # head-Jacobian rows are the features; 'midpoint' averages its two points, the others stack.
 # (Straight-line interior points, e.g. (0, 0.5, 1) stacked, are supported by
-# `feature_points`; recon/config.py admits only these three names.)
+# `feature_points`; recon/config/validate.py admits only these three names.)
 JACOBIAN_POINTS = {'trained': (1.0,), 'midpoint': (0.0, 1.0), 'init_and_trained': (0.0, 1.0)}
 
 
@@ -284,7 +288,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   """Reconstructs the training set of a saved (or just trained) network `victim.name`.
 
   Needs model.trained; model.initial too when attack.knows_init or attack.jacobian_at !=
-  'trained' (`recon.victims.check_model_checkpoint` has refused the rest). x_true=None:
+  'trained' (`recon.pipelines.victims.check_model_checkpoint` has refused the rest). x_true=None:
   blind metrics only.
   """
   desc = model.data or {}

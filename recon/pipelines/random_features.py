@@ -5,8 +5,8 @@ theta* = Phi^+ y the min-norm least-squares fit on the features Phi = sigma(V X^
 The attack minimises the projection loss (`recon.objectives.projection`)
   L(X_hat) = ||P_perp(Phi(X_hat)) theta*||^2 / ||theta*||^2
 over candidates on the sqrt(d) sphere. The pieces are pure functions of a PRNG key
-(`make_rf_problem`, `rf_loss`, `recon.driver.init_candidates`) so that
-`recon.sweep` can vmap them over a grid; the memory-lean variants
+(`make_rf_problem`, `rf_loss`, `recon.attack.driver.init_candidates`) so that
+`recon.sweep.grid` can vmap them over a grid; the memory-lean variants
 (`make_rf_problem_lean`, `rf_lean_loss`) regenerate V chunk by chunk; `run` is the
 single-run pipeline (dense or lean), with optional restarts and sample splitting.
 """
@@ -24,14 +24,19 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon import (data, defences, distributed, driver, features, optimize, precision, registry,
-                   restarts, routes, runs, sign_quotient, splitting, victims)
-from recon.attack import Attack
+from recon import data, registry
+from recon.models import defences, features, random_features
+from recon.models import min_norm as precision
+from recon.models import saved as model_ckpt
+from recon.runtime import distributed, runs
+from recon.attack import driver, restarts, sign_quotient, splitting
+from recon.attack import optimiser as optimize
+from recon.config import routes
+from recon.pipelines import victims
+from recon.attack.plan import Attack
 from recon.errors import ExperimentError, NonFiniteError
-from recon.models import checkpoint as model_ckpt
-from recon.models import random_features
 from recon.objectives import projection, projection_streamed
-from recon.reconstruct import reconstruct_and_report
+from recon.pipelines.reconstruct import reconstruct_and_report
 
 Array = jax.Array
 
@@ -124,7 +129,7 @@ def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 
 def rf_rows(x_hat: Array, problem: Dict[str, Array], *, activation: str
             ) -> Tuple[Array, Array]:
   """(rows, target) of the projection loss: Phi(x_hat) and theta*; with problem['quotient']
-  (Q, `recon.sign_quotient`) Psi = Phi (I - Q Q^T) and problem['theta_quotient'] =
+  (Q, `recon.attack.sign_quotient`) Psi = Phi (I - Q Q^T) and problem['theta_quotient'] =
   (I - Q Q^T) theta*, blind to every row's sign."""
   phi_hat = features.rf_features(problem['v'], x_hat, activation, problem['mask'])
   if 'quotient' in problem:
@@ -147,7 +152,7 @@ def rf_loss_fn(cfg: ml_collections.ConfigDict):
 
 
 def rf_rows_fn(cfg: ml_collections.ConfigDict):
-  """`rows(x_hat, problem) -> (rows, target)` of `rf_loss_fn(cfg)` (`recon.attack.Attack`)."""
+  """`rows(x_hat, problem) -> (rows, target)` of `rf_loss_fn(cfg)` (`recon.attack.plan.Attack`)."""
   return functools.partial(rf_rows, activation=cfg.victim.activation)
 
 
@@ -314,7 +319,7 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                n, d, p, p / (d * n), train_mse)
-  # Across processes (recon/distributed.py) the attack's inputs become global arrays,
+  # Across processes (recon/runtime/distributed.py) the attack's inputs become global arrays,
   # replicated over the mesh (every process computed the same ones from the seed).
   problem = distributed.replicate(problem, mesh)
   loss_fn, x0, decode = restarts.with_restarts(cfg.attack.restarts, loss_fn, problem,
@@ -380,7 +385,7 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   certify_theta, quotient_dims = problem['theta'], 0
   if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
                          cfg.attack.n_candidates, cfg.data.d):
-    # Relu-like features: attack the part that cannot see signs (recon/sign_quotient.py).
+    # Relu-like features: attack the part that cannot see signs (recon/attack/sign_quotient.py).
     problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation)
     feature_fn = sign_quotient.feature_fn(problem['v'], cfg.victim.activation,
                                           problem['quotient'])

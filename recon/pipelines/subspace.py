@@ -8,7 +8,7 @@ x_hat = U z (||z|| = sqrt(d)) when a basis U is used, else over x_hat in R^d:
     decay); dtheta = vec(W2_T - W2_0), features sigma(W1 x) at W1_T and/or W1_0;
     U = top-k right singular vectors of dW1 = W1_T - W1_0 ('estimated') or the
     planted basis ('known').
-Both end in `recon.reconstruct.reconstruct_and_report` with candidates mapped back to R^d.
+Both end in `recon.pipelines.reconstruct.reconstruct_and_report` with candidates mapped back to R^d.
 """
 from __future__ import annotations
 
@@ -22,20 +22,24 @@ import numpy as np
 import optax
 from absl import logging
 
-from recon import config as config_lib
-from recon import data, errors, features, optimize, reconstruct, registry, routes, runs, victims
-from recon import subspace as subspace_lib
-from recon.attack import Attack
-from recon.models import checkpoint as model_ckpt
-from recon.models import networks, train
-from recon.objectives import unified
+from recon.config import routes
+from recon.config import validate as config_lib
+from recon import data, errors, registry
+from recon.models import features, networks, train
+from recon.models import saved as model_ckpt
+from recon.attack import optimiser as optimize
+from recon.attack import data_subspace as subspace_lib
+from recon.pipelines import reconstruct, victims
 from recon.pipelines import random_features as rf_pipeline
+from recon.runtime import runs
+from recon.attack.plan import Attack
+from recon.objectives import unified
 
 Array = jax.Array
 
 
 def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
-  """True when this pipeline runs `cfg` (`recon.routes.uses_subspace_pipeline`)."""
+  """True when this pipeline runs `cfg` (`recon.config.routes.uses_subspace_pipeline`)."""
   return routes.uses_subspace_pipeline(cfg.attack)
 
 

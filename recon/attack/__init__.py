@@ -1,0 +1,1 @@
+"""The attack: one objective descended on candidates, its optimiser, restarts, splitting, rescue steps."""

@@ -1,0 +1,1 @@
+"""The auditor's answers beyond one run: the leak-width threshold, what DP promises (ReRo)."""
