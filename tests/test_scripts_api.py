@@ -35,11 +35,6 @@ INTERNAL_PROBES = {
     'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
         'recon.certify.certificate', 'recon.models.features', 'recon.certify.float64_loss',
         'recon.models.random_features'}),
-    'gpu_check.py': ('times the compiled step per feature path and precision on an accelerator', {
-        'recon.attack.driver', 'recon.attack.optimiser', 'recon.pipelines.random_features', 'recon.models.min_norm',
-        'recon.runtime.runs'}),
-    'rescue_scale.py': ("the float64 rung's row search at scale", {
-        'recon.models.features', 'recon.certify.float64_loss', 'recon.certify.rung', 'recon.certify.row_search'}),
     'soak_ownership.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
         'recon.runtime.ownership'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
