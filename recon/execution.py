@@ -19,6 +19,7 @@ Every failure is one line, given to `say` (default: 'error: ...' on stderr).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -155,7 +156,7 @@ def execute(config: Any, workdir: Optional[str] = None,
   try:
     runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     config_lib.validate(config)
-    with config.unlocked() if hasattr(config, 'unlocked') else _nullcontext():
+    with config.unlocked() if hasattr(config, 'unlocked') else contextlib.nullcontext():
       config_lib.resolve_paths(config)
       # data.name 'file': data.n / data.d None take the file's sizes (before the memory check).
       data.resolve_file(config.data,
@@ -245,11 +246,3 @@ def execute(config: Any, workdir: Optional[str] = None,
     return errors.EXIT_NONFINITE
   drop_stale_traceback(workdir)
   return errors.EXIT_OK
-
-
-class _nullcontext:  # pylint: disable=invalid-name
-  def __enter__(self):
-    return None
-
-  def __exit__(self, *exc):
-    return False

@@ -146,7 +146,6 @@ def test_the_toy_objective_equals_the_projection_loss():
   phi, theta = rng.normal(size=(3, 40)), rng.normal(size=40)
   assert float(toy_loss(phi, theta, 1e-9)) == pytest.approx(
       float(projection.projection_loss(phi, theta, 1e-9)), rel=1e-6)
-  assert os.path.basename(__file__) == 'test_registry.py'
 
 
 @pytest.mark.slow  # compiles and runs an attack (over ~3 s)

@@ -32,20 +32,6 @@ class SubspaceError(ValueError):
   """A subspace request that cannot be met; the message is one line."""
 
 
-def lift(z: Array, basis: Array) -> Array:
-  """x = U z for every row z (m x k) -> (m x d)."""
-  chex.assert_rank([z, basis], 2)
-  chex.assert_equal(z.shape[1], basis.shape[1])
-  return z @ basis.T
-
-
-def project_coords(x: Array, basis: Array) -> Array:
-  """z = U^T x for every row x (m x d) -> (m x k)."""
-  chex.assert_rank([x, basis], 2)
-  chex.assert_equal(x.shape[1], basis.shape[0])
-  return x @ basis
-
-
 def choose_k(s: np.ndarray, noise_floor: float = DEFAULT_NOISE_FLOOR) -> int:
   """k = argmax_{i <= r} s_i / max(s_{i+1}, floor * s_1), r = #{s_i > floor * s_1}."""
   s = np.asarray(s, np.float64)

@@ -145,13 +145,6 @@ def tangent_jacobian(feature_fn: Callable, x_hat, theta, return_bases: bool = Fa
   return (tangent, bases) if return_bases else tangent  # (p, m (d - 1))
 
 
-def tangent_jacobian_singular_values(feature_fn: Callable, x_hat, theta) -> np.ndarray:
-  """Singular values (descending) of `tangent_jacobian`: m (d - 1) values."""
-  tangent = tangent_jacobian(feature_fn, x_hat, theta)
-  eig = np.clip(np.linalg.eigvalsh(tangent.T @ tangent)[::-1], 0.0, None)
-  return np.sqrt(eig)
-
-
 def row_pin_scales(tangent: np.ndarray, m: int) -> np.ndarray:
   """(m,) s_i = sqrt(lambda_max([(J^T J)^{-1}]_ii)): how far candidate i can move, per unit
   of residual, when every other candidate re-adjusts to compensate.

@@ -70,12 +70,6 @@ def degree_in_params(activation: str, depth: int) -> Optional[int]:
   return deg + 1
 
 
-def degree_in_inputs(activation: str, depth: int) -> Optional[int]:
-  """q^depth: f(theta; c x) = c^(q^depth) f(theta; x) for c > 0; None if not homogeneous."""
-  q = features.HOMOGENEITY_DEGREE.get(activation)
-  return None if q is None else q ** depth
-
-
 def margins(outputs: Array, labels: Array, kind: str) -> Array:
   """Per-sample margins: y f (binary, labels +-1) or f_y - max_{j != y} f_j (multiclass)."""
   if kind == 'binary':

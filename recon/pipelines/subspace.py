@@ -38,11 +38,6 @@ from recon.objectives import unified
 Array = jax.Array
 
 
-def uses_this_pipeline(cfg: ml_collections.ConfigDict) -> bool:
-  """True when this pipeline runs `cfg` (`recon.config.routes.uses_subspace_pipeline`)."""
-  return routes.uses_subspace_pipeline(cfg.attack)
-
-
 def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
           attack: ml_collections.ConfigDict) -> None:
   """Cross-field checks of the data, victim and attack sections before any compute; one-line

@@ -82,7 +82,3 @@ def enable() -> Optional[str]:
   _state['dir'] = path
   return path
 
-
-def cache_dir() -> Optional[str]:
-  """The folder `enable` chose (None before it ran or when the cache is off)."""
-  return _state['dir']
