@@ -78,6 +78,9 @@ def run():
   _check_config_path(sys.argv)
   add_config_import_root(_config_path(sys.argv))
   logging.set_verbosity(logging.INFO)
+  # INFO lines plain on the console ('step ... loss ...'); --showprefixforinfo brings absl's
+  # 'I1204 22:13:24.84 ... file.py:12]' prefix back (scripts that time a run's phases use it).
+  flags.FLAGS.set_default('showprefixforinfo', False)
   logging.get_absl_handler().addFilter(log_filters.RunLogFilter())  # orbax, TPU probe noise
   app.run(main, flags_parser=_parse_flags)
 

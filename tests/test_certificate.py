@@ -396,3 +396,10 @@ def test_relu_rows_off_the_sphere_are_certified_only_up_to_their_norm():
   cert2 = _certify(u, theta2, ff2, loss2, p, activation='relu_tanh', tol=1e-5)
   assert not cert2['certified'] and not cert2['evidence']['scale_invariant']
   assert 'norm' not in cert2['certified_up_to']
+
+
+def test_a_loss_just_above_tol_is_written_above_it():
+  """The refusal's reason never reads 'loss 1.00e-09 > tol 1e-09'."""
+  assert certificate.above(2.13e-7, 1e-9) == '2.13e-07'
+  text = certificate.above(1.0000003e-9, 1e-9)
+  assert float(text) > 1e-9 and text != '1.00e-09', text

@@ -47,8 +47,14 @@ def _error_lines(capsys):
 
 def test_run_writes_summary(tmp_path):
   out = tmp_path / 'run'
-  r = _run(f'--config={CONFIG}', f'--workdir={out}', *TINY)
+  # a fresh matplotlib config folder: its font cache is built during this run, quietly
+  r = _run(f'--config={CONFIG}', f'--workdir={out}', *TINY, MPLCONFIGDIR=str(tmp_path / 'mpl'))
   assert r.returncode == 0, r.stderr
+  lines = [l for l in r.stderr.splitlines() if l.strip()]
+  # the console is plain: no absl 'I1204 22:13:24.8 ... file.py:12]' prefix, no font-cache line
+  assert lines and not [l for l in lines if re.match(r'^[IWEF]\d{4} ', l)], lines
+  assert not [l for l in lines if 'fontManager' in l or 'font cache' in l], lines
+  assert any(l.startswith('optimizer: ') for l in lines), lines
   summary = json.loads((out / 'summary.json').read_text())
   for key in ('recon_error', 'frac_recovered', 'dist_abs', 'feature_residual',
               'projection_loss', 'train_mse', 'steps', 'wall_seconds', 'n', 'd', 'p',

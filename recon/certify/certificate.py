@@ -272,6 +272,15 @@ def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[s
   return out
 
 
+def above(loss: float, tol: float) -> str:
+  """`loss` (> tol) written with the digits that show it is above `tol`: 2.13e-07, but
+  1.0000003e-09 where two digits would print the tol itself."""
+  for digits in range(2, 10):
+    text = f'{loss:.{digits}e}'
+    if float(text) > tol:
+      return text
+  return repr(float(loss))
+
 def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optional[str],
             n_known: Optional[int], feature_fn: Optional[Callable] = None, theta=None,
             duplicate_threshold: float = metrics.RECOVERED_THRESHOLD,
@@ -311,7 +320,7 @@ def certify(*, final_loss: float, tol: float, x_hat, p: int, activation: Optiona
                                                        scale_invariant=True)
   reasons = []
   if not evidence['loss_at_tol']:
-    reasons.append(f'loss {final_loss:.2e} > tol {tol:.0e}')
+    reasons.append(f'loss {above(final_loss, tol)} > tol {tol:.0e}')
   if not evidence['counting']:
     reasons.append(f'p = {p} < m (d + 1) = {m * (d + 1)}: ' + (
         'zero-loss solutions are not isolated' if p < m * d else

@@ -3,6 +3,7 @@
 * orbax's per-save INFO lines (its warnings still pass);
 * orbax's per-array thread errors repeating a full or read-only disk (`recon.runtime.failures.quiet`:
   the run's one `error:` line says it);
+* matplotlib's "generated new fontManager" on a first run (a font cache being built);
 * JAX's "Unable to initialize backend 'tpu': ... libtpu.so ..." on a machine without a TPU
   (JAX probes every backend it knows and logs the failure at INFO, which the CLI's verbosity
   shows), unless a TPU was asked for (JAX_PLATFORMS names 'tpu').
@@ -24,6 +25,8 @@ class RunLogFilter(logging.Filter):
 
   def filter(self, record: logging.LogRecord) -> bool:
     if failures.quiet(record):
+      return False
+    if record.name.startswith('matplotlib') and record.levelno <= logging.INFO:
       return False
     if (record.name.startswith('jax') and not tpu_requested()
         and "Unable to initialize backend 'tpu'" in str(record.msg)):
