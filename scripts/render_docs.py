@@ -18,12 +18,14 @@ import argparse
 import json
 import os
 import re
+import math
 import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK = re.compile(r'(<!-- render: (\w+) -->\n)(.*?)(<!-- /render -->)', re.S)
 BLOCKS = {}
+SUP = str.maketrans('0123456789-', '⁰¹²³⁴⁵⁶⁷⁸⁹⁻')
 
 
 def block(fn):
@@ -77,6 +79,24 @@ def machine(m):
   return f'\n\nMachine: {m}.' if m else ''
 
 
+def per_record(recs, spec):
+  """A table of one row per record; spec: [(header, key or function of the record)]."""
+  return table([h for h, _ in spec], [[g(r) if callable(g) else r[g] for _, g in spec]
+                                      for r in recs])
+
+
+def size(r):
+  return f'({r["n"]}, {r["d"]}, {r["p"]})'
+
+
+def of(k, total):
+  return lambda r: f'{r[k]} of {r[total] if isinstance(total, str) else total}'
+
+
+def joined(xs, f=fmt):
+  return ', '.join(f(x) for x in xs)
+
+
 # -- the blocks ---------------------------------------------------------------------------
 # README.md: the jobs, each one run as a user runs it (scripts/job_times.py)
 JOBS = {  # config: (what it does, where the depth is); the time comes from results/job_times.json
@@ -119,40 +139,30 @@ def jobs(root=None):
   for job, (what, docs) in JOBS.items():
     r = recs.get(job)
     secs = f'{round(r["seconds"])} s' if r and r['exit_status'] == 0 else 'not measured'
-    if '{s}' in what:
-      rows.append([f'`{job}.py`', what.format(s=secs), 'GPU', docs])
-    else:
-      rows.append([f'`{job}.py`', what, secs, docs])
+    gpu = '{s}' in what
+    rows.append([f'`{job}.py`', what.format(s=secs), 'GPU' if gpu else secs, docs])
   return table(['config', 'what it does', 'time', 'docs'], rows)
 
 
 # docs/random_features.md
-def _fresh(r):
-  seeds = r['per_seed']['seed']
-  return min(seeds) >= 100
-
-
-def _pivot(recs, row_of, cols, value):
+def _law(root, keep, cols, row_of):
   cells = {}
+  recs = [r for r in load('recovery_law.json', root)['records'] if r['method'] == 'default' and
+          r['search'] == 'full' and r['k'] is None and min(r['per_seed']['seed']) >= 100 and keep(r)]
   for r in sorted(recs, key=lambda r: (r['activation'], r['n'], r['d'], r['k'] or 0)):
-    cells.setdefault(row_of(r), {})[r['p_over_dn'] if 'p_over_dn' in r else r['p_over_kn']] = value(r)
-  return [[name] + [fmt(cells[name].get(c)) if c in cells[name] else '–' for c in cols]
-          for name in cells]
+    cells.setdefault(row_of(r), {})[r['p_over_dn']] = r['recovery_rate']
+  return table(['p / dn'] + [ratio(c) for c in cols],
+               [[name] + [fmt(c.get(x)) if x in c else '–' for x in cols] for name, c in cells.items()])
 
 
 @block
 def recovery_law(root=None):
-  recs = [r for r in load('recovery_law.json', root)['records']
-          if r['method'] == 'default' and r['search'] == 'full' and r['n'] == 8 and r['k'] is None
-          and _fresh(r)]
-  cols = [0.25, 0.5, 1, 2, 4, 8, 10, 16]
-  rows = _pivot(recs, lambda r: f'{r["activation"]}, d = {r["d"]}', cols,
-                lambda r: r['recovery_rate'])
   allr = [r for r in load('recovery_law.json', root)['records'] if r['method'] == 'default']
   runs = sum(r['seeds'] for r in allr)
   cert = sum(round(r['certified_rate'] * r['seeds']) for r in allr)
   false = sum(r['false_certified'] for r in allr)
-  return (table(['p / dn'] + [ratio(c) for c in cols], rows) +
+  return (_law(root, lambda r: r['n'] == 8, [0.25, 0.5, 1, 2, 4, 8, 10, 16],
+               lambda r: f'{r["activation"]}, d = {r["d"]}') +
           f'\n\nShare of fresh seeds (100–119) with every row recovered, n = 8, the default attack. '
           f'Over every point of the default method in results/recovery_law.json: {runs} runs, '
           f'{cert} certified, {false} false certificates (certified with a row missed).')
@@ -160,14 +170,9 @@ def recovery_law(root=None):
 
 @block
 def law_in_n(root=None):
-  recs = [r for r in load('recovery_law.json', root)['records']
-          if r['method'] == 'default' and r['search'] == 'full' and r['d'] == 16 and r['k'] is None
-          and _fresh(r)]
-  cols = [0.5, 1, 1.25, 1.5, 2, 3, 4, 10]
-  rows = _pivot(recs, lambda r: f'{r["activation"]}, n = {r["n"]} ({r["seeds"]} seed'
-                f'{"s" if r["seeds"] > 1 else ""})', cols,
-                lambda r: r['recovery_rate'])
-  return table(['p / dn'] + [ratio(c) for c in cols], rows)
+  return _law(root, lambda r: r['d'] == 16, [0.5, 1, 1.25, 1.5, 2, 3, 4, 10],
+              lambda r: f'{r["activation"]}, n = {r["n"]} ({r["seeds"]} seed'
+              f'{"s" if r["seeds"] > 1 else ""})')
 
 
 @block
@@ -188,109 +193,108 @@ def methods(root=None):
   return table(['method, activation (range over d)'] + [ratio(c) for c in cols], rows)
 
 
+def pm(x):
+  return f'{fmt(x["mean"])} ± {fmt(x["std"])}'
+
+
 @block
 def law_table(root=None):
-  data = load('law_table.json', root)
-  rows = []
-  for r in data['rows']:
-    ms = lambda k: f'{fmt(r[k]["mean"])} ± {fmt(r[k]["std"])}'
-    rows.append([r['activation'], r['regime'], r['p'], fmt(r['train_mse']['mean']),
-                 ms('recon_error'), ms('dist_abs'), ms('frac_recovered')])
-  s = data['setup']
-  return (table(['activation', 'regime', 'p', 'train MSE', 'recon_error', 'dist_abs',
-                 'frac_recovered'], rows) +
+  data, s = load('law_table.json', root), load('law_table.json', root)['setup']
+  return (per_record(data['rows'], [
+      ('activation', 'activation'), ('regime', 'regime'), ('p', 'p'),
+      ('train MSE', lambda r: r['train_mse']['mean']), ('recon_error', lambda r: pm(r['recon_error'])),
+      ('dist_abs', lambda r: pm(r['dist_abs'])), ('frac_recovered', lambda r: pm(r['frac_recovered']))]) +
           f'\n\nMean ± SD over seeds {s["seeds"][0]}–{s["seeds"][-1]}; n = {s["n"]}, d = {s["d"]}, '
           f'{s["optimizer"]} lr {s["lr"]:g}.' + machine(s.get('machine')))
 
 
 @block
 def n_candidates(root=None):
-  data = load('n_candidates.json', root)
-  rows = [[r['n_candidates'], fmt(r['frac_recovered']['mean']), fmt(r['n_duplicates']['mean']),
-           fmt(r['n_uncovered_samples']['mean']), fmt(r['projection_loss']['median'])]
-          for r in data['rows']]
-  return table(['n̂', 'frac_recovered', 'duplicates', 'uncovered samples', 'median loss'], rows)
+  return per_record(load('n_candidates.json', root)['rows'], [
+      ('n̂', 'n_candidates'), ('frac_recovered', lambda r: r['frac_recovered']['mean']),
+      ('duplicates', lambda r: r['n_duplicates']['mean']),
+      ('uncovered samples', lambda r: r['n_uncovered_samples']['mean']),
+      ('median loss', lambda r: r['projection_loss']['median'])])
 
 
 @block
 def certificate_probes(root=None):
   d = load('certificate_probes.json', root)
-  rows = [[name, k['runs'], k['certified'], k['recovered'], k['false_certified'], k['crashed']]
-          for name, k in (('(a) attack-produced sets, m = n', d['kind_a']),
-                          ('  of which relu / quadratic off the sphere or on images',
-                           d['kind_a_homogeneous_off_sphere_or_images']),
-                          ('(b) structural checks', d['kind_b']))]
-  return table(['probe', 'runs', 'certified', 'recovered', 'false certificates', 'crashed'],
-               rows) + machine(d.get('machine'))
+  kinds = [('(a) attack-produced sets, m = n', 'kind_a'),
+           ('  of which relu / quadratic off the sphere or on images',
+            'kind_a_homogeneous_off_sphere_or_images'), ('(b) structural checks', 'kind_b')]
+  return per_record([dict(d[k], name=name) for name, k in kinds], [
+      ('probe', 'name'), ('runs', 'runs'), ('certified', 'certified'), ('recovered', 'recovered'),
+      ('false certificates', 'false_certified'), ('crashed', 'crashed')]) + machine(d.get('machine'))
 
 
 @block
 def certificate_scale(root=None):
   d = load('certificate_scale.json', root)
-  rows = [[f'({r["n"]}, {r["d"]}, {r["p"]})', r['features'],
-           r['method_used'] + (' (auto)' if r['method'] == 'auto' else ''), fmt(r['seconds']),
-           fmt(r['peak_rss_mb']), fmt(r['certified']), fmt(r['pin_radius']),
-           fmt(r['pin_radius_at_attack_tol']), f'{r["rows_pinned"]} of {r["n"]}']
-          for r in d['rows']]
-  return table(['(n, d, p)', 'features', 'method', 'wall s', 'peak MB', 'certified',
-                'pin radius', 'at attack tol', 'rows pinned'], rows) + machine(d.get('machine'))
+  return per_record(d['rows'], [
+      ('(n, d, p)', size), ('features', 'features'),
+      ('method', lambda r: r['method_used'] + (' (auto)' if r['method'] == 'auto' else '')),
+      ('wall s', 'seconds'), ('peak MB', 'peak_rss_mb'), ('certified', 'certified'),
+      ('pin radius', 'pin_radius'), ('at attack tol', 'pin_radius_at_attack_tol'),
+      ('rows pinned', of('rows_pinned', 'n'))]) + machine(d.get('machine'))
 
 
 @block
 def truth_certificate(root=None):
   d = load('truth_certificate.json', root)
-  rows = [[f'{r["data"]} ({r["n"]}, {r["d"]}, {r["p"]})', r['seed'], r['theta_dtype'],
-           fmt(r['loss64']), fmt(r['rounding_floor']), fmt(r['rounding_floor_worst']),
-           fmt(r['attack']['pin_radius']), fmt(r['polished']['pin_radius']), fmt(r['certifiable'])]
-          for r in d['records']]
-  return table(['victim', 'seed', 'θ* dtype', 'loss at the truth L*', 'floor F', 'worst case',
-                'pin radius at attack tol', 'at the rung\'s level', 'certifiable'], rows) + \
-      machine(d.get('machine'))
+  return per_record(d['records'], [
+      ('victim', lambda r: f'{r["data"]} {size(r)}'), ('seed', 'seed'), ('θ* dtype', 'theta_dtype'),
+      ('loss at the truth L*', 'loss64'), ('floor F', 'rounding_floor'),
+      ('worst case', 'rounding_floor_worst'),
+      ('pin radius at attack tol', lambda r: r['attack']['pin_radius']),
+      ('at the rung\'s level', lambda r: r['polished']['pin_radius']),
+      ('certifiable', 'certifiable')]) + machine(d.get('machine'))
 
 
 @block
 def bench_sweep(root=None):
   d = load('bench_sweep.json', root)
-  rows = [[r['grid'], f'{r["k"]} points, widths {sorted(set(r["widths"]))}',
-           fmt(r['steady']['batched_seconds']), fmt(r['steady']['single_mean_seconds']),
-           fmt(r['steady']['ratio_per_point']), fmt(r['end_to_end']['batched_seconds']),
-           fmt(r['end_to_end']['k_singles_seconds'])]
-          for r in d['rows']]
-  return table(['grid', 'points', 'steady s, batched', 'steady s, one run', 'per-point ratio',
-                'end to end s, sweep', 'K single runs s'], rows) + machine(d.get('machine'))
+  return per_record(d['rows'], [
+      ('grid', 'grid'), ('points', lambda r: f'{r["k"]} points, widths {sorted(set(r["widths"]))}'),
+      ('steady s, batched', lambda r: r['steady']['batched_seconds']),
+      ('steady s, one run', lambda r: r['steady']['single_mean_seconds']),
+      ('per-point ratio', lambda r: r['steady']['ratio_per_point']),
+      ('end to end s, sweep', lambda r: r['end_to_end']['batched_seconds']),
+      ('K single runs s', lambda r: r['end_to_end']['k_singles_seconds'])]) + machine(d.get('machine'))
+
 
 # docs/kkt.md
 @block
 def kkt_identifiability(root=None):
-  rows = [[r['activation'], r['victim'], r['n_candidates'], r['init'], fmt(r['recon_error']),
-           f'{r["n_recovered"]} of {r["n"]}', fmt(r['final_loss']),
-           f'{r["neuron_gram_rank_span_x"]} / {r["neuron_gram_rank"]} of {r["neuron_gram_dim"]}']
-          for r in load('kkt_identifiability.json', root)]
-  return table(['activation', 'victim', 'n̂', 'init', 'recon_error', 'recovered', 'final loss',
-                'neuron-Gram rank (span x / all)'], rows)
+  return per_record(load('kkt_identifiability.json', root), [
+      ('activation', 'activation'), ('victim', 'victim'), ('n̂', 'n_candidates'), ('init', 'init'),
+      ('recon_error', 'recon_error'), ('recovered', of('n_recovered', 'n')),
+      ('final loss', 'final_loss'),
+      ('neuron-Gram rank (span x / all)', lambda r: f'{r["neuron_gram_rank_span_x"]} / '
+       f'{r["neuron_gram_rank"]} of {r["neuron_gram_dim"]}')])
+
+
+def groups(recs, key):
+  out = {}
+  for r in recs:
+    out.setdefault(key(r), []).append(r)
+  return out
 
 
 @block
 def kkt_splitting(root=None):
-  groups = {}
-  for r in load('kkt_splitting.json', root):
-    groups.setdefault((r['objective'], r['split']), []).append(r)
-  rows = [[obj, split, len(rs), fmt(mean(r['recon_error'] for r in rs)),
-           fmt(mean(r['n_recovered'] for r in rs)), fmt(mean(r['final_loss'] for r in rs)),
-           fmt(mean(r['n_splits'] for r in rs)), fmt(mean(r['seconds'] for r in rs))]
-          for (obj, split), rs in groups.items()]
+  g = groups(load('kkt_splitting.json', root), lambda r: (r['objective'], r['split']))
+  keys = ('recon_error', 'n_recovered', 'final_loss', 'n_splits', 'seconds')
   return table(['objective', 'split', 'seeds', 'mean recon_error', 'mean recovered',
-                'mean final loss', 'mean splits', 'mean s'], rows)
+                'mean final loss', 'mean splits', 'mean s'],
+               [[o, s, len(rs)] + [fmt(mean(r[k] for r in rs)) for k in keys]
+                for (o, s), rs in g.items()])
 
 
 @block
 def kkt_trained(root=None):
-  d = load('kkt_trained.json', root)
-  groups = {}
-  for r in d['rows']:
-    groups.setdefault(r['method'], []).append(r)
   rows = []
-  for method, rs in groups.items():
+  for method, rs in groups(load('kkt_trained.json', root)['rows'], lambda r: r['method']).items():
     v = [r['frac_ssim_0_5'] for r in rs]
     sd = statistics.stdev(v) if len(v) > 1 else 0.0
     rows.append([method, ', '.join(str(r['seed']) for r in rs), f'{fmt(mean(v))} ± {fmt(sd)}',
@@ -298,6 +302,7 @@ def kkt_trained(root=None):
                  fmt(mean(r['n_distinct_nearest'] for r in rs))])
   return table(['method', 'seeds', 'share at SSIM ≥ 0.5 (mean ± sample SD)', 'median SSIM',
                 'distinct nearest'], rows)
+
 
 # docs/networks.md
 @block
@@ -318,48 +323,41 @@ def network_law(root=None):
 
 @block
 def two_layer_threshold(root=None):
-  d = load('two_layer_threshold.json', root)
-  by = {}
-  for r in d['runs']:
-    by.setdefault(r['p_L_over_dn'], []).append(r)
-  rows = [[fmt(round(x, 2)), ', '.join(fmt(r['recon_error']) for r in rs),
-           ', '.join(fmt(r['frac_recovered']) for r in rs),
-           ', '.join(fmt(r['projection_loss_at_truth']) for r in rs)]
-          for x, rs in sorted(by.items())]
+  by = groups(load('two_layer_threshold.json', root)['runs'], lambda r: r['p_L_over_dn'])
   return table(['p_L / dn', 'recon_error (per seed)', 'frac_recovered', 'loss at the true data'],
-               rows)
+               [[fmt(round(x, 2))] + [joined(r[k] for r in rs) for k in (
+                   'recon_error', 'frac_recovered', 'projection_loss_at_truth')]
+                for x, rs in sorted(by.items())])
 
 
 @block
 def network_showcase(root=None):
   d = load('network_showcase.json', root)
-  rows = [[name, r['model'], fmt(r['p_L_over_dn']), fmt(r['n_params_total']), r['train_loss_name'],
-           r['train_steps'], fmt(r['projection_loss_at_truth']), fmt(r['projection_loss']),
-           fmt(r['recon_error']), fmt(r['frac_recovered']), r['jacobian_at'],
-           fmt(r['wall_seconds'])]
-          for name, r in d['runs'].items()]
-  return table(['config', 'model', 'p_L / dn', 'params', 'train loss', 'train steps',
-                'loss at truth', 'loss reached', 'recon_error', 'frac_recovered', 'features',
-                'wall s'], rows)
+  return per_record([dict(r, name=k) for k, r in d['runs'].items()], [
+      ('config', 'name'), ('model', 'model'), ('p_L / dn', 'p_L_over_dn'), ('params', 'n_params_total'),
+      ('train loss', 'train_loss_name'), ('train steps', 'train_steps'),
+      ('loss at truth', 'projection_loss_at_truth'), ('loss reached', 'projection_loss'),
+      ('recon_error', 'recon_error'), ('frac_recovered', 'frac_recovered'), ('features', 'jacobian_at'),
+      ('wall s', 'wall_seconds')])
+
 
 # docs/performance.md
 @block
 def bench_steps(root=None):
   d = load('bench.json', root)
-  rows = [[f'({r["n"]}, {r["d"]}, {r["p"]})', fmt(r['dense_step_s'] * 1e3),
-           fmt(r['dense_over_roofline']), fmt(r['lean_stored_over_dense']),
-           fmt(r['lean_stored_bm_over_dense']), fmt(r['regenerate_v_s'] * 1e3),
-           fmt(r['regenerate_v_bm_s'] * 1e3)]
-          for r in d['step']]
-  return table(['(n, d, p)', 'dense step ms', 'dense / roofline', 'lean (stored) / dense',
-                'lean (stored, box-muller) / dense', 'regenerate V ms (threefry)',
-                'regenerate V ms (box-muller)'], rows) + machine(d.get('machine'))
+  ms = lambda k: lambda r: r[k] * 1e3
+  return per_record(d['step'], [
+      ('(n, d, p)', size), ('dense step ms', ms('dense_step_s')),
+      ('dense / roofline', 'dense_over_roofline'), ('lean (stored) / dense', 'lean_stored_over_dense'),
+      ('lean (stored, box-muller) / dense', 'lean_stored_bm_over_dense'),
+      ('regenerate V ms (threefry)', ms('regenerate_v_s')),
+      ('regenerate V ms (box-muller)', ms('regenerate_v_bm_s'))]) + machine(d.get('machine'))
 
 
 @block
 def bench_memory(root=None):
   m = load('bench.json', root)['memory_at_scale']
-  rows = [[mode, fmt(m[key]['argument_mb']), fmt(m[key]['temp_mb']), fmt(m[key]['total_mb'])]
+  rows = [[mode, m[key]['argument_mb'], m[key]['temp_mb'], m[key]['total_mb']]
           for mode, key in (('dense (V stored)', 'dense_memory'), ('lean, two_pass', 'lean_memory'),
                             ('lean, stored Z', 'lean_stored_memory'))]
   return (f'One compiled step at (n, d, p) = ({m["n"]}, {m["d"]}, {m["p"]}), compiled only:\n\n' +
@@ -369,37 +367,174 @@ def bench_memory(root=None):
 @block
 def bench_pipeline(root=None):
   d = load('bench.json', root)['ttr_pipeline']
-  groups = {}
-  for r in d['rows']:
-    groups.setdefault((r['method'], r['n'], r['d'], r['p'], r['activation']), []).append(r)
-  rows = []
-  for (method, n, dd, p, act), rs in groups.items():
-    rows.append([method, f'({n}, {dd}, {p})', act, f'{sum(r["all_recovered"] for r in rs)} of {len(rs)}',
-                 f'{sum(bool(r["certified"]) for r in rs)} of {len(rs)}',
-                 fmt(statistics.median(r['wall_s'] for r in rs)),
-                 fmt(statistics.median(r['steps'] for r in rs))])
+  g = groups(d['rows'], lambda r: (r['method'], r['n'], r['d'], r['p'], r['activation']))
+  rows = [[method, f'({n}, {dd}, {p})', act, f'{sum(r["all_recovered"] for r in rs)} of {len(rs)}',
+           f'{sum(bool(r["certified"]) for r in rs)} of {len(rs)}',
+           fmt(statistics.median(r['wall_s'] for r in rs)),
+           fmt(statistics.median(r['steps'] for r in rs))]
+          for (method, n, dd, p, act), rs in g.items()]
   return (table(['method', '(n, d, p)', 'activation', 'every row back', 'certified',
                  'median wall s', 'median steps'], rows) +
           f'\n\nSeeds {", ".join(map(str, d["seeds"]))}, the CLI run whole (start-up, fit, attack, '
           f'rescue, certificate).' + machine(d.get('machine')))
 
+
 # docs/reliability.md
 @block
 def soak(root=None):
-  rows = []
-  for name in ('soak.json', 'soak_short.json'):
-    s = load(name, root)
-    kinds = ', '.join(f'{k} {v.get("injected", v.get("count", ""))}'.strip()
-                      for k, v in s['by_kind'].items())
-    rows.append([f'[{name}](../results/{name})', s['faults_injected'], s['trials'],
-                 s['faults_survived'], s['runs_lost'], len(s['half_made_or_wrong']),
-                 fmt(s['seconds'] / 60)])
+  recs = [dict(load(name, root), name=name) for name in ('soak.json', 'soak_short.json')]
   o = load('soak_ownership.json', root)
-  return (table(['record', 'faults', 'trials', 'faults survived', 'runs lost', 'half-made or wrong',
-                 'minutes'], rows) +
+  return (per_record(recs, [
+      ('record', lambda s: f'[{s["name"]}](../results/{s["name"]})'), ('faults', 'faults_injected'),
+      ('trials', 'trials'), ('faults survived', 'faults_survived'), ('runs lost', 'runs_lost'),
+      ('half-made or wrong', lambda s: len(s['half_made_or_wrong'])),
+      ('minutes', lambda s: s['seconds'] / 60)]) +
           f'\n\n[soak_ownership.json](../results/soak_ownership.json): {o["faults"]} faults in '
           f'{o["workdirs"]} workdirs, {o["user_files_checked"]} user-file checks, '
           f'{len(o["user_files_lost"])} user files lost, {len(o["wrong"])} wrong states.')
+
+# docs/audit.md
+def _ci(fit):
+  lo, hi = fit['c_ci']
+  return f'{fmt(fit["c"])} (a clean gap)' if lo == hi else f'{fmt(fit["c"])} [{fmt(lo)}, {fmt(hi)}]'
+
+
+def _family(f):
+  kind, act = f['family'].split('/')[:2]
+  name = 'two-layer MSE net' if kind == 'two_layer' else act.replace('relu_tanh', 'relu+tanh')
+  extra = [x for x, on in (('the rung', f['attack'].get('polish') == 'auto'),
+                           ('the sign quotient', f['attack'].get('sign_quotient') == 'on'),
+                           ('float64', f.get('dtype') == 'float64')) if on]
+  return ', '.join([name] + extra)
+
+
+@block
+def leak_width(root=None):
+  fams = list(load('leak_width.json', root)['families'].values())
+  return per_record(fams, [
+      ('family (attack extras)', _family), ('shadow n', lambda f: joined(f['shadow_n'], str)),
+      ('target n', 'n_target'), ('c, constant law', lambda f: _ci(f['shadow_fit'])),
+      ('c, trend in n', lambda f: _ci(f['trend_fit'])), ('c measured at n', lambda f: _ci(f['measured_fit'])),
+      ('constant / measured', 'prediction_ratio'), ('trend / measured', 'trend_prediction_ratio')]) + (
+      f'\n\nc with its 95% bootstrap interval; shadows on seeds {joined(fams[0]["shadow_seeds"], str)}, '
+      f'the target on fresh seeds.' + machine(fams[0].get('machine')))
+
+
+@block
+def audit_regimes(root=None):
+  d = load('audit_regimes.json', root)
+  cell = lambda t: f'{t["recovered_all"]} of {t["seeds"]} seeds (mean share {fmt(t["mean_frac_recovered"])})'
+  rows = [[name.replace('_lr', ', lr ').replace('gd', 'GD').replace('adam', 'Adam'),
+           fmt(d['first_layer_moved'][name])] + [cell(t[a]) for a in ('init_trained', 'init_stacked', 'no_init')]
+          for name, t in d['table'].items()]
+  c = d['choice']
+  return (table(['regime', 'first layer moved (median)', 'W(0) known, features at W(T)',
+                 'W(0) known, W(0) and W(T) stacked', 'W(0) unknown'], rows) +
+          f'\n\nSeeds {joined(d["reported_seeds"], str)}; n = {d["n"]}, d = {d["d"]}, hidden '
+          f'{d["hidden"]}. Median final loss on the tuning seeds: ' +
+          ', '.join(f'{k} {fmt(v)}' for k, v in c['median_final_loss'].items()) + '.' + machine(d['machine']))
+
+
+# docs/defences.md
+def _strength(defence, x):
+  if defence != 'dp':
+    return 'none' if x == 0 else fmt(x)
+  if x == 0:
+    return 'ε = ∞'
+  e = round(math.log10(x))
+  return 'ε = ' + (f'10{str(e).translate(SUP)}' if x >= 1000 and 10 ** e == x else fmt(x))
+
+
+def _crossover(key, c):
+  s = lambda x: _strength(key.split('/')[1], x)
+  if c is None:
+    return '–'
+  if c['still_recovered_at'] is None:
+    return 'not recovered undefended'
+  return f'{s(c["still_recovered_at"])} → ' + ('not stopped' if c['stopped_at'] is None else s(c['stopped_at']))
+
+
+@block
+def defences(root=None):
+  d = load('defences.json', root)
+  cross = d['meta']['crossovers']
+  pairs = dict.fromkeys(k.rsplit('/', 1)[0] for k in cross)
+  rows = [[f'`{p.split("/")[0]}` / {p.split("/", 1)[1].replace("_", " ")}'] +
+          [_crossover(p, cross.get(f'{p}/{w}')) for w in (4, 10)] for p in pairs]
+  dp = [r for r in d['records'] if r['defence'] == 'dp' and r['strength'] <= 64]
+  back = round(sum(r['frac_recovered'] * r['n'] for r in dp))
+  certs = d['meta']['certificates'].values()
+  return (table(['victim / defence', 'p_L = 4·dn', '10·dn'], rows) +
+          f'\n\nThe strongest measured defence at which at least half the rows still come back '
+          f'(mean over the seeds) → the next one, at which they do not. DP at ε ≤ 64: '
+          f'{back} of {sum(r["n"] for r in dp)} rows back in {len(dp)} runs. Certified runs: '
+          f'{sum(c["certified"] for c in certs)}, false certificates: '
+          f'{sum(c["false_certified"] for c in certs)}.' + machine(d['meta']['machine']))
+
+
+# docs/subspace.md
+@block
+def subspace_rf_width(root=None):
+  g = groups(load('subspace_rf_width.json', root)['rows'], lambda r: (r['p'], r['p_over_kn'], r['p_over_dn']))
+  return table(['p', 'p / kn', 'p / dn', 'full space (R^d), per seed', 'inside the subspace (R^k)'],
+               [[p, ratio(kn), ratio(dn)] + [joined(r['recon_error'] for r in rs if r['subspace'] == s)
+                                             for s in ('none', 'known')] for (p, kn, dn), rs in g.items()])
+
+
+@block
+def subspace_two_layer(root=None):
+  rows = load('subspace_two_layer.json', root)['rows']
+  a = groups([r for r in rows if r['part'] == 'A'], lambda r: r['width'])
+  one = table(['width (p / kn, p / dn)', 'full space', 'U from ΔW1', 'true U'], [
+      [f'{w} ({ratio(rs[0]["p_over_kn"])}, {ratio(rs[0]["p_over_dn"])})'] +
+      [joined(r['recon_error'] for r in rs if r['subspace'] == s) or '–'
+       for s in ('none', 'estimated', 'known')] for w, rs in a.items()])
+  two = per_record([r for r in rows if r['part'] == 'B'], [
+      ('weight_decay', 'weight_decay'), ('max principal angle °', 'max_principal_angle_deg'),
+      ('true data outside U', 'subspace_residual_true'), ('automatic k', 'auto_k'),
+      ('recon_error (k = 4)', 'recon_error')])
+  return f'recon_error per seed:\n\n{one}\n\nWeight decay (seed 0):\n\n{two}'
+
+
+@block
+def subspace_digits(root=None):
+  runs = load('subspace_digits.json', root)['runs']
+  return per_record([dict(r, name=k) for k, r in runs.items()], [
+      ('search', lambda r: 'full space' if r['name'] == 'none' else 'span of ΔW1'),
+      ('dimension', 'search_dim'), ('recon_error', 'recon_error'), ('frac_recovered', 'frac_recovered')])
+
+
+# docs/data.md
+@block
+def rf_digits(root=None):
+  return per_record(load('rf_digits/metrics.json', root)['seeds'], [
+      ('seed', 'seed'), ('frac_recovered', 'frac_recovered'), ('frac_recovered_ssim', 'frac_recovered_ssim'),
+      ('SSIM mean', 'ssim_mean'), ('SSIM min', 'ssim_min'), ('recon_error', 'recon_error'),
+      ('steps', 'steps'), ('status', 'status'), ('wall s', 'wall_seconds')])
+
+
+# docs/colab.md
+@block
+def paper_scale_gpu(root=None):
+  return per_record(load('paper_scale_gpu.json', root)['records'], [
+      ('p / dn', 'p_over_dn'), ('precision', 'matmul_precision'), ('train MSE', 'train_mse'),
+      ('steps (status)', lambda r: f'{r["steps"]} ({r["status"]})'), ('final loss', 'final_loss'),
+      ('recon_error', 'recon_error'), ('wall s', 'wall_seconds')])
+
+
+# docs/testing.md
+@block
+def mutations(root=None):
+  d = load('mutations.json', root)
+  s = d['score']
+  odd = [m for m in d['mutations'] if m['outcome'] != 'caught']
+  return (f'{s["caught_fast"]} of {s["total"]} mutations caught by the fast tier, '
+          f'{s["caught_slow_only"]} more only by a slow test, {s["survived"]} survived '
+          f'({d["command"]}, commit {d["commit"]}).\n\n' + per_record(odd, [
+              ('mutation', lambda m: f'`{m["id"]}`'), ('what', 'what'), ('outcome', 'outcome'),
+              ('slow test or note', lambda m: m['note'] or ', '.join(
+                  f'`{t.split("/")[-1]}`' for t in m['slow_tests']))]))
+
 
 # -- rendering ----------------------------------------------------------------------------
 def pages(root=None):
