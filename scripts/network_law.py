@@ -1,42 +1,20 @@
-"""The law of reconstruction beyond random features (issue #21).
+"""The law of reconstruction beyond random features (issue #21): results/network_law.*
 
-recon_error against p_L / (d n) for networks trained by full-batch GD and attacked
-through their last layer's Jacobian (`recon/pipelines/networks.py`), with the
-random-features model as reference, on real images:
+recon_error against p_L / (d n) for networks trained by full-batch GD and attacked through
+their last layer's Jacobian (recon/pipelines/networks.py), random features as the reference:
+victims two_layer_mse / _logistic / _ce, resnet, vit, vit_zero_head (W_L(0) = 0), rf, on digits
+at 4x4 (d = 16) or lfw_faces at 5x5 (d = 25), n = 4. p_L is the last layer's parameter count;
+the width at a ratio r is round(r d n / (p_L per unit width)).
 
-  victims   two_layer_mse, two_layer_logistic, two_layer_ce (cross-entropy, C = 3
-            on digits, C = 2 on lfw_faces, which has two classes), resnet, vit,
-            vit_zero_head (the same ViT with W_L(0) = 0, the original ViT's head
-            initialisation), rf
-  datasets  digits at 4x4 (d = 16), lfw_faces at 5x5 (d = 25); n = 4 by default
+Attack settings (`attack_grid`) are chosen blind per victim and data set on shadow victims
+(the same architecture trained on the attacker's own images, disjoint from every victim's) at
+p_L = 10 dn: the lowest mean shadow error wins. The attack escalates on a plateau (--escalate;
+--noescalate --out=results/network_law_no_escalation is the grid without it; --seeds=0,1,2
+--out=results/network_law_tuning_seeds the tuning seeds').
 
-p_L is the last layer's parameter count (width * C for the two-layer net,
-positions * width * C for the flattened ResNet / ViT heads, p for random
-features); the width at a ratio r is round(r * d n / (p_L per unit width)).
-
-Attack settings (`attack_grid`: the Adam learning rate and/or the Jacobian point
-`trained` / `midpoint` / `init_and_trained`) are chosen BLIND, per victim and data set,
-on *shadow* victims: the same architecture trained by the attacker on its own images
-of the same distribution (data seeds whose images are disjoint from every victim
-seed's; `shadow_count` of them), at p_L = 10 dn; the setting with the lowest mean
-error on the shadows' training sets (which the attacker owns) is used for every width
-and seed. The victims' training sets are never used to choose. The attack's step
-budget is per kind (`MAX_STEPS`).
-
-The attack escalates on a loss plateau (`--escalate`, the default: the configs'
-`common.add_escalation` fields, recon/attack/rescue/escalate.py); every record carries `escalate` and
-the escalation counters, and a point is identified by (victim, data set, ratio, seed, n,
-escalate). `--baseline` (default results/network_law_no_escalation, the grid without
-escalation) is shown beside the results in the md and the png.
-
-Writes results/network_law.json (appends; points already present are skipped unless they
-were run with another step budget than the kind's current one, in which case the new run
-replaces them; a calibration run with another budget is redone the same way), beside it
-results/network_law.npz (each record's images x_true / x_matched, for the png's grid, keyed
-by `record_key`; the JSON keeps scalars and metadata; a JSON still holding them inline loads,
-and its next write moves them to the npz), .md and .png (re-rendered from the JSON and the
-npz; `--render_only` renders without running) and prints the points of the full grid still
-missing. Example:
+OUT.json gains a record per point (a point present with the kind's current step budget is
+skipped, another budget is run again and replaced); each record's images go to OUT.npz; OUT.md
+and OUT.png are rendered from both (--render_only: nothing run).
 
     python -m scripts.network_law --victims=two_layer_mse,rf --datasets=digits
     python -m scripts.network_law --render_only
@@ -60,6 +38,7 @@ from configs import two_layer as two_layer_cfg
 from configs import vit as vit_cfg
 import recon
 from recon.runtime import io, machine
+from scripts import common
 
 VICTIMS = ('two_layer_mse', 'two_layer_logistic', 'two_layer_ce', 'resnet', 'vit',
            'vit_zero_head', 'rf')
@@ -110,15 +89,6 @@ _RENDER_ONLY = flags.DEFINE_bool('render_only', False, 'Only re-render md/png fr
 _OUT = flags.DEFINE_string('out', 'results/network_law', 'Output path without suffix.')
 _ESCALATE = flags.DEFINE_bool('escalate', True, 'Escalate on a loss plateau (recon/attack/rescue/escalate.py, '
                               "'escalate' in attack.rescue), else without it.")
-_TUNING = flags.DEFINE_string(
-    'tuning', 'results/network_law_tuning_seeds',
-    'A JSON (path without suffix) of the same grid on the tuning seeds, shown beside the '
-    'fresh seeds in the md summary; missing: not shown.')
-_BASELINE = flags.DEFINE_string(
-    'baseline', 'results/network_law_no_escalation',
-    'A JSON (path without suffix) of the same grid run otherwise (here: without escalation), '
-    'shown beside the results in the md; missing: not shown.')
-
 
 def classes_for(victim: str, dataset: str):
   if victim == 'two_layer_ce' and dataset == 'digits':
@@ -424,19 +394,13 @@ def write_arrays(path, arrays: Dict[str, Dict[str, np.ndarray]]) -> None:
 
 
 def load(path) -> Dict[str, Any]:
-  """The JSON at `path`, each record with its ARRAY_FIELDS as numpy arrays: from the npz
-  beside it, or inline where an older JSON still holds them (those win: that JSON was
-  written without the npz)."""
+  """The JSON at `path`, each record with its ARRAY_FIELDS as numpy arrays from the npz."""
   if not os.path.exists(path):
     return {'records': [], 'calibration': {}}
   res = io.read_json(path)
   stored = read_arrays(npz_path(path))
   for r in res['records']:
-    for field in ARRAY_FIELDS:
-      if field in r:
-        r[field] = np.asarray(r[field], dtype=np.float64)
-      elif field in stored.get(record_key(r), {}):
-        r[field] = stored[record_key(r)][field]
+    r.update(stored.get(record_key(r), {}))
   return res
 
 
@@ -546,15 +510,6 @@ def _errors(rs) -> str:
   return f'{e.mean():.3g} ± {e.std():.2g} [{e.min():.3g}–{e.max():.3g}]'
 
 
-def _baseline_lookup(baseline) -> Dict[tuple, List[Dict[str, Any]]]:
-  """(victim, dataset, n, p_L/dn rounded) -> the baseline's records of that point."""
-  out: Dict[tuple, List[Dict[str, Any]]] = {}
-  for r in (baseline or {}).get('records', []):
-    out.setdefault((r['victim'], r['dataset'], r['n'], round(r['p_L_over_dn'], 6)),
-                   []).append(r)
-  return out
-
-
 def transition(by_ratio) -> str:
   """'(a, b]': the last ratio with mean error > 0.5 and the first after it with < 0.05."""
   ratios = sorted(by_ratio)
@@ -566,12 +521,6 @@ def transition(by_ratio) -> str:
   return f'> 0.5 up to {a}; < 0.05 from {b}'
 
 
-def _member_text(rec: Dict[str, Any]) -> str:
-  """'K4 cosine' / 'K1 constant': the portfolio member a record is (restarts, schedule)."""
-  a = rec['attack']
-  return f'K{a.get("n_restarts", 1)} {a.get("lr_schedule", "constant")}'
-
-
 def _setting_text(setting: Dict[str, Any]) -> str:
   if 'portfolio' in setting:
     return ('the lowest projection loss of [' +
@@ -579,136 +528,49 @@ def _setting_text(setting: Dict[str, Any]) -> str:
   return ', '.join(f'{k} {v}' for k, v in setting.items())
 
 
-def render_md(res, n, baseline=None, baseline_name='', tuning=None, tuning_name='') -> str:
-  """The md tables of `res`; `baseline` (another JSON of the same grid, e.g. without
-  escalation) adds its recon_error beside each point; `tuning` (the same grid on the tuning
-  seeds) adds a summary row per group."""
-  lines = ['# The law of reconstruction beyond random features (issue #21)', '',
-           'Generated by `python -m scripts.network_law` from results/network_law.json. '
-           'recon_error (mean relative distance of the matched candidates, see docs) per '
-           'p_L/(dn): mean ± std over seeds [min–max], frac recovered (< 0.1) mean. '
-           'Machine: ' + (res['records'][0]['device'] if res['records'] else '?') + '.', '']
-  seeds = res.get('seeds') or {}
-  reported = sorted({int(r['seed']) for r in res['records']})
-  lines.append(f'Seeds: reported {", ".join(map(str, reported))} (fresh: '
-               f'{seeds.get("rule", "?")}).')
-  if tuning:
-    lines.append(f'The tuning seeds {", ".join(map(str, seeds.get("tuning", [])))}: '
-                 f'`{tuning_name}.json` (the same grid, run before the fresh seeds), the rows '
-                 '"tuning seeds" of the summary. Where the two differ, the fresh seeds stand.')
-  lines.append('')
+def render_md(res, n) -> str:
+  """The md of `res`: a summary (mean recon_error per victim and p_L/dn), then per victim and
+  data set the blind choice of its attack settings and one row per width."""
   groups = _groups(res)
-  base = _baseline_lookup(baseline)
-  tune = _baseline_lookup(tuning)
-  if base:
-    lines.append(f'Baseline: `{baseline_name}.json`, the same points run with escalate='
-                 f"{(baseline['records'][0].get('escalate', 'off'))!r} (its own calibration) on "
-                 f"seeds {', '.join(map(str, sorted({int(r['seed']) for r in baseline['records']})))}; "
-                 'its recon_error is the column "baseline".')
-    lines.append('')
-  summary = ['| victim | escalate | features (jacobian_at) | ' +
-             ' | '.join(f'{r:g} dn' for r in RATIOS) + ' |',
-             '|---|---|---|' + '---|' * len(RATIOS)]
-  for (victim, dataset, nn, mode), by_ratio in groups.items():
-    cells = []
-    for target in RATIOS:
-      rs = [r for x in by_ratio for r in by_ratio[x] if float(r['ratio_target']) == target]
-      cells.append(f'{np.mean([r["recon_error"] for r in rs]):.3g}' if rs else '–')
-    jac = sorted({str(r.get('jacobian_at')) for x in by_ratio for r in by_ratio[x]})
-    summary.append(f'| {victim} / {dataset} | {mode} | {", ".join(jac)} | ' +
-                   ' | '.join(cells) + ' |')
-    if any(k[:3] == (victim, dataset, nn) for k in tune):  # the tuning seeds' run
-      tcells = []
-      for target in RATIOS:
-        ts = [r for k, v in tune.items() if k[:3] == (victim, dataset, nn) for r in v
-              if float(r['ratio_target']) == target and r.get('escalate', 'off') == mode]
-        tcells.append(f'{np.mean([r["recon_error"] for r in ts]):.3g}' if ts else '–')
-      summary.append(f'| {victim} / {dataset} | tuning seeds | {", ".join(jac)} | ' +
-                     ' | '.join(tcells) + ' |')
-    if any(k[:3] == (victim, dataset, nn) for k in base):  # a baseline of this kind
-      bcells = []
-      for target in RATIOS:
-        bs = [r for k, v in base.items() if k[:3] == (victim, dataset, nn) for r in v
-              if float(r['ratio_target']) == target]
-        bcells.append(f'{np.mean([r["recon_error"] for r in bs]):.3g}' if bs else '–')
-      bjac = sorted({str(r.get('jacobian_at')) for k, v in base.items()
-                     if k[:3] == (victim, dataset, nn) for r in v})
-      summary.append(f'| {victim} / {dataset} | baseline | {", ".join(bjac)} | ' +
-                     ' | '.join(bcells) + ' |')
-  lines += ['## Summary: recon_error, mean over seeds', ''] + summary + ['']
-  for (victim, dataset, nn, mode), by_ratio in groups.items():
-    ratios = sorted(by_ratio)
-    recs = [r for x in ratios for r in by_ratio[x]]
-    r0 = recs[0]
-    cal = res['calibration'].get(calibration_key(victim, dataset, nn, mode != 'off'),
-                                 res['calibration'].get(f'{victim}/{dataset}/n{nn}', {}))
-    lines.append(f'## {victim} on {dataset} (n={nn}, d={r0["d"]}, loss {r0["loss"]}, '
-                 f'C={r0["num_classes"]}, escalate={mode})')
-    lines.append('')
-    threat = ('fixed random features known' if victim == 'rf' else
-              f'attacker knows all trained weights and W(0) '
-              f'(attacker_knows_init={r0["attacker_knows_init"]}), n; not the labels; '
-              f'victim head_init={r0.get("head_init") or "fan_in"}')
-    if r0.get('portfolio'):
-      attack = (f'the lowest projection loss of {len(r0["portfolio"])} runs per point ('
-                + ' | '.join(_setting_text(m['setting']) for m in r0['portfolio'])
-                + f'; max_steps {r0["attack"]["max_steps"]}, escalation on for one set)')
-    else:
-      attack = f'attack {r0["attack"]}'
-    lines.append(f'* threat model: {threat}; jacobian_at={r0["jacobian_at"]}; {attack}')
-    if r0.get('portfolio'):
-      won = '; '.join(f'{x:.3g} dn: ' + ', '.join(_member_text(r) for r in sorted(
-          by_ratio[x], key=lambda r: r['seed'])) for x in ratios)
-      lines.append(f'* run of lowest loss per point (seeds in order): {won}')
-    if cal.get('calibrated'):
-      tr = '; '.join(f'{_setting_text(t["setting"])}: {t["shadow_recon_error"]:.3g}' + (
-          f' ({", ".join(f"{e:.2g}" for e in t["shadow_recon_errors"])})'
-          if len(t.get('shadow_recon_errors', [])) > 1 else '') for t in cal['trials'])
-      seeds = cal['shadow'].get('seeds', [cal['shadow'].get('seed')])
-      lines.append(f'* blind choice on shadow seed{"s" if len(seeds) > 1 else ""} '
-                   f'{", ".join(str(x) for x in seeds)} (images disjoint from seeds '
-                   f'{cal["shadow"]["disjoint_from_seeds"]}) at p_L = {cal["ratio"]:g} dn, '
-                   f'mean shadow recon_error per setting: {tr} -> '
-                   f'{_setting_text(cal["chosen"])}')
-    else:
-      lines.append('* attack settings NOT calibrated (defaults)')
-    lines.append(f'* transition (mean over seeds): {transition(by_ratio)}')
-    lines.append('')
-    lines.append('| p_L/dn | width | p_L | seeds | recon_error | frac recovered | seeds all '
-                 'recovered | per-sample median error (median over seeds) | ssim | '
-                 'train loss (max) | proj. loss reached / at truth (median) | escalations '
-                 'accepted/tried, restarts kept/tried (all seeds) | wall s (mean) | '
-                 'baseline recon_error |')
-    lines.append('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
-    for x in ratios:
-      rs = by_ratio[x]
-      e = np.array([r['recon_error'] for r in rs])
-      ssim = [r['ssim_mean'] for r in rs if r.get('ssim_mean') is not None]
-      pl = np.median([_number(r['projection_loss']) for r in rs])
-      pt = [_number(r['projection_loss_at_truth']) for r in rs
-            if r.get('projection_loss_at_truth') is not None]
-      esc = (f'{sum(r.get("escalations_accepted", 0) for r in rs)}/'
-             f'{sum(r.get("escalations_tried", 0) for r in rs)}, '
-             f'{sum(r.get("escalation_restarts_kept", 0) for r in rs)}/'
-             f'{sum(r.get("escalation_restarts", 0) for r in rs)}')
-      bs = base.get((victim, dataset, nn, round(x, 6)))
-      lines.append(
-          f'| {x:.3g} | {rs[0]["width"]} | {rs[0]["p_L"]} | {len(rs)} | {_errors(rs)} | '
-          f'{np.mean([r["frac_recovered"] for r in rs]):.2f} | '
-          f'{sum(r["frac_recovered"] == 1.0 for r in rs)}/{len(rs)} | '
-          f'{np.median([r["recon_error_median"] for r in rs]):.2g} | '
-          f'{np.mean(ssim) if ssim else float("nan"):.2f} | '
-          f'{max(r["train_loss"] for r in rs):.2g} | '
-          f'{pl:.2g} / {np.median(pt) if pt else float("nan"):.2g} | {esc} | '
-          f'{np.mean([r["wall_seconds"] for r in rs]):.0f} | '
-          f'{_errors(bs) if bs else "–"} |')
-    lines.append('')
-  miss = missing(res, n)
-  lines.append('## Missing points of the full grid')
-  lines.append('')
-  lines += [f'* {m}' for m in miss] or ['* none']
-  lines.append('')
-  return '\n'.join(lines)
+  summary = [[f'{v} / {ds}', mode] + [
+      _mean([r for x in by for r in by[x] if float(r['ratio_target']) == t]) for t in RATIOS]
+             for (v, ds, _, mode), by in groups.items()]
+  blocks = ['## Summary: recon_error, mean over seeds',
+            common.table(['victim', 'escalate'] + [f'{r:g} dn' for r in RATIOS], summary)]
+  for (victim, dataset, nn, mode), by in groups.items():
+    r0 = by[min(by)][0]
+    cal = res['calibration'].get(calibration_key(victim, dataset, nn, mode != 'off'), {})
+    chosen = (f"blind choice on shadow seeds {cal['shadow'].get('seeds')} at p_L = "
+              f"{cal['ratio']:g} dn: {_setting_text(cal['chosen'])}" if cal.get('calibrated')
+              else 'attack settings not calibrated (defaults)')
+    rows = [[f'{x:.3g}', rs[0]['width'], rs[0]['p_L'], len(rs), _errors(rs),
+             float(np.mean([r['frac_recovered'] for r in rs])),
+             f"{sum(r['frac_recovered'] == 1.0 for r in rs)}/{len(rs)}",
+             max(r['train_loss'] for r in rs),
+             float(np.median([_number(r['projection_loss']) for r in rs])),
+             f"{sum(r.get('escalations_accepted', 0) for r in rs)}/"
+             f"{sum(r.get('escalations_tried', 0) for r in rs)}",
+             float(np.mean([r['wall_seconds'] for r in rs]))]
+            for x, rs in sorted(by.items())]
+    blocks += [f"## {victim} on {dataset} (n={nn}, d={r0['d']}, loss {r0['loss']}, "
+               f"C={r0['num_classes']}, escalate={mode})",
+               f"jacobian_at={r0['jacobian_at']}; {chosen}; transition (mean over seeds): "
+               f'{transition(by)}.',
+               common.table(['p_L/dn', 'width', 'p_L', 'seeds', 'recon_error', 'frac recovered',
+                             'seeds all recovered', 'train loss (max)', 'proj. loss (median)',
+                             'escalations kept/tried', 'wall s'], rows)]
+  blocks += ['## Missing points of the full grid',
+             '\n'.join(f'* {m}' for m in missing(res, n)) or '* none']
+  seeds = res.get('seeds') or {}
+  return common.page(
+      'The law of reconstruction beyond random features',
+      f"recon_error per p_L/(dn): mean ± std over seeds [min–max]. Reported seeds "
+      f"{sorted({int(r['seed']) for r in res['records']})} ({seeds.get('rule', '')}). Machine: "
+      + (res['records'][0]['device'] if res['records'] else '?') + '.', *blocks)
+
+
+def _mean(rs):
+  return float(np.mean([r['recon_error'] for r in rs])) if rs else None
 
 
 def grid_records(res) -> List[tuple]:
@@ -729,9 +591,9 @@ def grid_records(res) -> List[tuple]:
 MARKERS = ('o', 's', '^', 'D', 'v', 'P', 'X', '*', 'h', '<')
 
 
-def render_png(res, path, baseline=None):
+def render_png(res, path):
   """One panel per data set (recon_error vs p_L/dn; a colour and a marker per victim, bars
-  min-max over seeds, faint crosses: the no-escalation baseline), then a grid of thumbnails:
+  min-max over seeds), then a grid of thumbnails:
   one row per (victim, data set) at its largest width, truth | reconstruction."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
@@ -749,7 +611,6 @@ def render_png(res, path, baseline=None):
   fig = plt.figure(figsize=(max(12, 1.3 * cells + 2), 5 + 1.25 * len(grid)))
   top, bottom = fig.subfigures(2, 1, height_ratios=[5, 1.25 * len(grid)])
   axes = np.atleast_1d(top.subplots(1, len(datasets), sharey=True))
-  base = _baseline_lookup(baseline)
   for ax, dataset in zip(axes, datasets):
     for (victim, ds, _, mode), by_ratio in groups.items():
       if ds != dataset:
@@ -760,13 +621,6 @@ def render_png(res, path, baseline=None):
       ax.errorbar(xs, mean, yerr=[mean - [e.min() for e in es], [e.max() for e in es] - mean],
                   fmt=markers[victim] + '-', ms=5, capsize=2, color=colors[victim],
                   label=victim + ('' if mode == 'auto' else f' ({mode})'))
-    drawn = sorted({k[:3] for k in base if k[1] == dataset and k[0] in colors})
-    for key in drawn:
-      xs = sorted(k[3] for k in base if k[:3] == key)
-      ax.plot(xs, [np.mean([r['recon_error'] for r in base[key + (x,)]]) for x in xs],
-              'x:', ms=4, lw=0.8, alpha=0.4, color=colors[key[0]])
-    if drawn:
-      ax.plot([], [], 'x:', color='gray', alpha=0.6, label='faint: no escalation')
     ax.axvline(1.0, color='gray', ls=':', lw=0.8)
     for y in (0.05, 0.5):
       ax.axhline(y, color='gray', ls=':', lw=0.6)
@@ -796,22 +650,13 @@ def render_png(res, path, baseline=None):
   plt.close(fig)
 
 
-def render(out, n, baseline: Optional[str] = None, tuning: Optional[str] = None):
-  """md and png from OUT.json; `baseline` (a path without suffix) is drawn beside it;
-  `tuning` (a path without suffix) adds the tuning seeds' summary rows to the md."""
+def render(out, n):
+  """md and png from OUT.json."""
   res = load(out + '.json')
-
-  def beside(path):
-    return (load(path + '.json') if path and os.path.exists(path + '.json')
-            and os.path.abspath(path) != os.path.abspath(out) else None)
-
-  other = beside(baseline)
-  io.write_text(out + '.md', render_md(res, n, other, baseline or '', beside(tuning),
-                                       tuning or ''))
-  render_png(res, out + '.png', other)
+  io.write_text(out + '.md', render_md(res, n))
+  render_png(res, out + '.png')
   for m in missing(res, n):
     print('missing: ' + m, file=sys.stderr)
-  print(f'wrote {out}.md and .png', file=sys.stderr)
 
 
 def main(argv):
@@ -828,7 +673,7 @@ def main(argv):
     run_points(_OUT.value, _VICTIMS.value, _DATASETS.value, [float(r) for r in _RATIOS.value],
                [int(s) for s in _SEEDS.value], _N.value, _MAX_STEPS.value, _CALIBRATE.value,
                _ESCALATE.value)
-  render(_OUT.value, _N.value, _BASELINE.value, _TUNING.value)
+  render(_OUT.value, _N.value)
 
 
 if __name__ == '__main__':

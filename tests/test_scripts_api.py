@@ -21,10 +21,9 @@ LEAD_EDITING = ()
 # is no longer needed, so the list cannot go stale). Their results/ files report the numbers
 # of those internals.
 INTERNAL_PROBES = {
-    'bench.py': ('times the chunk loop, the lean and dense losses, restarts, re-seeding', {
+    'bench.py': ('times the compiled step, dense and lean, against the roofline', {
         'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.models.features', 'recon.runtime.host',
-        'recon.models.random_features', 'recon.attack.optimiser', 'recon.pipelines.random_features',
-        'recon.models.min_norm', 'recon.attack.rescue.reseed', 'recon.attack.restarts', 'recon.runtime.runs'}),
+        'recon.attack.optimiser', 'recon.pipelines.random_features', 'recon.runtime.runs'}),
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
         'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.runtime.host', 'recon.attack.optimiser', 'recon.pipelines',
         'recon.pipelines.random_features', 'recon.runtime.runs', 'recon.sweep.grid'}),
