@@ -509,7 +509,8 @@ def subspace_digits(root=None):
 def rf_digits(root=None):
   return per_record(load('rf_digits/metrics.json', root)['seeds'], [
       ('seed', 'seed'), ('frac_recovered', 'frac_recovered'), ('frac_recovered_ssim', 'frac_recovered_ssim'),
-      ('SSIM mean', 'ssim_mean'), ('SSIM min', 'ssim_min'), ('recon_error', 'recon_error'),
+      ('SSIM mean', lambda r: fmt(r['ssim_mean'], 3)), ('SSIM min', lambda r: fmt(r['ssim_min'], 3)),
+      ('recon_error', 'recon_error'),
       ('steps', 'steps'), ('status', 'status'), ('wall s', 'wall_seconds')])
 
 

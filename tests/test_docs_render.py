@@ -88,13 +88,13 @@ def test_the_pages_have_rendered_blocks_and_every_block_is_used():
 
 
 def _copy(tmp_path):
-  """README.md, docs/ and results/*.json of this checkout under tmp_path."""
+  """README.md, docs/ and the JSON of results/ (its folders too, not runs/) under tmp_path."""
   shutil.copy(os.path.join(ROOT, 'README.md'), tmp_path / 'README.md')
   shutil.copytree(os.path.join(ROOT, 'docs'), tmp_path / 'docs')
-  (tmp_path / 'results').mkdir()
-  for f in os.listdir(os.path.join(ROOT, 'results')):
-    if f.endswith('.json'):
-      shutil.copy(os.path.join(ROOT, 'results', f), tmp_path / 'results' / f)
+  results = os.path.join(ROOT, 'results')
+  shutil.copytree(results, tmp_path / 'results', ignore=lambda folder, names: [
+      n for n in names if n == 'runs' or not (n.endswith('.json') or
+                                             os.path.isdir(os.path.join(folder, n)))])
   return tmp_path
 
 
