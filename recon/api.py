@@ -80,17 +80,35 @@ class Result:
             f'certified={m.get("certified")}, records={len(self.records)})')
 
 
+def configs_dir() -> str:
+  """The folder of the job configs: configs/ beside the package (a checkout, an editable
+  install), else the copy an installed wheel carries (PREFIX/share/recon/configs, setup.cfg's
+  data_files), found through the installed distribution's file list."""
+  if os.path.isdir(CONFIGS):
+    return CONFIGS
+  import importlib.metadata  # pylint: disable=import-outside-toplevel
+  try:
+    dist = importlib.metadata.distribution('recon')
+  except importlib.metadata.PackageNotFoundError:
+    return CONFIGS
+  for f in dist.files or ():
+    if str(f).replace(os.sep, '/').endswith('share/recon/configs/base.py'):
+      return os.path.dirname(os.path.abspath(str(dist.locate_file(f))))
+  return CONFIGS
+
+
 def get_config(job: str = 'rf_synthetic',
                overrides: Optional[Dict[str, Any]] = None) -> ml_collections.ConfigDict:
-  """configs/<job>.py's config with `overrides` ({'data.n': 8, ...}) applied (a checkout or an
-  editable install: the configs/ folder beside the package)."""
-  path = os.path.join(CONFIGS, f'{job}.py')
+  """configs/<job>.py's config with `overrides` ({'data.n': 8, ...}) applied (`configs_dir`:
+  a checkout's configs/, or an installed wheel's copy)."""
+  folder = configs_dir()
+  path = os.path.join(folder, f'{job}.py')
   if not os.path.isfile(path):
-    names = sorted(f[:-3] for f in os.listdir(CONFIGS) if f.endswith('.py')) if os.path.isdir(
-        CONFIGS) else []
-    raise RunError(f'job: no config {job!r} in {CONFIGS}; accepted: {", ".join(names)}',
+    names = sorted(f[:-3] for f in os.listdir(folder) if f.endswith('.py')) if os.path.isdir(
+        folder) else []
+    raise RunError(f'job: no config {job!r} in {folder}; accepted: {", ".join(names)}',
                    errors.EXIT_REFUSED)
-  execution_root = os.path.dirname(CONFIGS)
+  execution_root = os.path.dirname(folder)
   import sys  # pylint: disable=import-outside-toplevel
   if execution_root not in sys.path:
     sys.path.insert(0, execution_root)  # the config files `from configs import base`

@@ -66,10 +66,14 @@ def test_the_install_cell_installs_only_where_recon_is_missing(monkeypatch, tmp_
   run()  # as on a machine without recon: installs the checkout the notebook sits in
   assert calls == [[sys.executable, '-m', 'pip', 'install', '-q', '-e', '..']]
   assert sys.path[0] == ROOT
-  monkeypatch.chdir(tmp_path)  # Colab's /content with no ./recon: one clear error
-  with pytest.raises(FileNotFoundError, match='no recon repository at .*set RECON_SOURCE'):
+  monkeypatch.chdir(tmp_path)  # Colab's /content with no ./recon and no RECON_PIP: one clear error
+  with pytest.raises(FileNotFoundError, match='no recon repository at .* RECON_PIP is empty'):
     run()
   assert len(calls) == 1
+  # RECON_PIP set (an uploaded wheel): installed as given, never the index's unrelated 'recon'
+  wheel = 'recon-0.1.0-py3-none-any.whl'
+  exec(compile(source.replace("RECON_PIP = ''", f'RECON_PIP = {wheel!r}'), 'install', 'exec'), {})  # pylint: disable=exec-used
+  assert calls[1] == [sys.executable, '-m', 'pip', 'install', '-q', wheel]
 
 
 def test_docs_colab_shows_the_notebooks_install_cell():
