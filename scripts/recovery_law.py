@@ -1,36 +1,18 @@
 """The width law as a phase diagram: recovery and certification rates against p / (d n).
 
-For each point (method, activation, d, k, n, p) the random-features attack runs for
-`--seeds` seeds (configs/rf_synthetic.py; for k set, data in a planted k-dim subspace of
-R^d, configs/rf_subspace.py's data) and records
+Per point (method, activation, d, k, n, p) the random-features attack runs `--seeds` seeds
+(configs/rf_synthetic.py; with k, data in a planted k-dim subspace, searched in full space or in
+the known subspace) and records recovery_rate (seeds with every row recovered), certified_rate,
+false_certified (certified with a row missed: must be 0) and median_seconds.
 
-  recovery_rate    share of seeds with every row recovered (frac_recovered = 1)
-  certified_rate   share of seeds whose run certified itself (metrics.certified)
-  false_certified  seeds certified although a row was not recovered (must be 0)
-  median_seconds   median wall time of a run
-
-Methods: `default` (Adam + cosine decay + escalation on a plateau + the float64 precision
-rung on uncertified runs, and for relu with more candidates than dimensions the sign quotient:
-the shipped default), `plain` (the default on the plain projection loss, no sign quotient),
-`previous` (the same without escalation, the rung or the quotient) and `paper`, the reference code's optimiser ported step for step
-(`scripts/paper_baseline.py`: momentum SGD at a constant lr, relu back-propagated as leaky
-relu, tol 1e-7, no rescue), its lr the blind choice per (activation, d) recorded in
-results/paper_baseline.json, its budget 10x the steps the default took at the same point
-(at least --max_steps). Records of an earlier port (lr 20, exact relu gradient, tol 1e-9, the
-default's budget) are kept as method `paper_lr20_exact`. For k set, `search` is 'full' (candidates in R^d) or
-'subspace' (candidates in the known subspace: random features have no first layer to
-estimate it from, so the attacker is given the basis).
-
-Results append to results/recovery_law.json (a point already there is skipped), and
-results/recovery_law.{md,png} are re-rendered from the JSON each time (`--render_only`).
-Presets: `--preset=full` is the issue's grid (d in {8, 16, 32}, p/dn 0.25..16, 20 seeds;
-hours on 2 CPU cores); `--preset=reduced` is what a 2-core CPU finishes in minutes;
-`--preset=in_n --n=N` the law in n at d = 16 (p/dn 0.5..10 with 1.25 and 1.5 near the
-threshold), drawn as one curve per n in the png's last panel (`plain` rows dashed); `--ks`
-picks the subspace rows' k. `--data=photo_patches` runs the full-space points on the bundled
-photographs' patches (d = 3 image_size^2; their clustering and, per seed, which rows were missed
-are recorded); `--work_dir=DIR` keeps each point's sweep there, saved every 5 minutes, so that a
-point of hours (n = 500) stopped mid-way resumes when the same command runs again.
+Methods: `default` (the shipped attack), `plain` (no sign quotient), `previous` (no escalation,
+rung or quotient) and `paper`, the reference code's optimiser ported (scripts/paper_baseline.py)
+at its blind lr from results/paper_baseline.json and 10x the default's steps; records of an
+earlier port stay as `paper_lr20_exact`. Presets: `full` (the issue's grid, hours on 2 cores),
+`reduced` (minutes), `tiny`, `in_n --n=N` (the law in n at d = 16). `--data=photo_patches` runs
+the bundled photographs' patches; `--work_dir=DIR` keeps each point's sweep there (a stopped
+point of hours resumes). Points append to results/recovery_law.json (present ones are skipped;
+--redo runs them again); .md and .png are re-rendered from it (--render_only).
 
     python -m scripts.recovery_law --preset=reduced
     python -m scripts.recovery_law --preset=full --methods=default --activations=relu
@@ -387,213 +369,6 @@ def curves(records: List[Dict[str, Any]]) -> Dict[tuple, List[Dict[str, Any]]]:
   return {k: sorted(v, key=lambda r: r['p']) for k, v in out.items()}
 
 
-def width_at(rows: List[Dict[str, Any]], rate: float):
-  """The smallest-p record from which on every larger record recovers >= rate, or None."""
-  found = None
-  for r in reversed(rows):
-    if r['recovery_rate'] < rate:
-      break
-    found = r
-  return found
-
-
-SHARE_FLOOR = 0.01
-
-
-def polished_cell(ps: Dict[str, list], i: int) -> str:
-  """The misses table's rung column: rows replaced, 'none', or '-' (not applied / not recorded)."""
-  rows = ps.get('polished', [None] * (i + 1))[i]
-  if rows is None:
-    return '-'
-  loss = ps.get('polished_loss', [None] * (i + 1))[i]
-  flips = ps.get('flipped', [None] * (i + 1))[i]
-  text = (str(rows) if rows else 'none') + (f', {flips} flipped' if flips else '')
-  return text + ('' if loss is None else f' (float64 loss {loss:.1g})')
-
-
-def misses(records: List[Dict[str, Any]], floor: float) -> List[str]:
-  """Markdown: every seed of a `default` point at p >= 4 dn that missed a row, with the
-  smallest share of theta a training sample carries (ground truth, `metrics.sample_shares`),
-  and the recovery rate over seeds whose every sample carries >= `floor`."""
-  rows, kept, kept_ok = [], 0, 0
-  for r in sorted(records, key=lambda r: (r['activation'], r['d'], r['k'] or 0, r['search'],
-                                          r['p'])):
-    ps = r.get('per_seed')
-    if (r['method'] != 'default' or r['p_over_dn'] < 4 or not isinstance(ps, dict)
-        or 'min_share' not in ps or r.get('data', DATA[0]) != DATA[0]):  # real data: own section
-      continue
-    for i, seed in enumerate(ps['seed']):
-      share = ps['min_share'][i]
-      if share is not None and share >= floor:
-        kept += 1
-        kept_ok += bool(ps['recovered'][i])
-      if ps['recovered'][i]:
-        continue
-      pinned = ps.get('rows_within', ps['rows_pinned'])[i]
-      rows.append(f'| {r["activation"]} | {data_label(r)} | {r["k"] or ""} | {r["search"]} | '
-                  f'{r["p_over_dn"]:.3g} | {seed} | {ps["frac_recovered"][i]:.3g} | '
-                  f'{ps["final_loss"][i]:.2g} | {"-" if share is None else f"{share:.1e}"} | '
-                  f'{"-" if pinned is None else pinned} of {r["n"]} | '
-                  f'{"yes" if ps["certified"][i] else "no"} | {polished_cell(ps, i)} |')
-  if not rows and not kept:
-    return []
-  out = ['', '## Misses of the default above the threshold (p >= 4 dn)', '',
-         'Every seed that left a row unrecovered, with the smallest share of theta a training '
-         'sample carries, min_i |alpha_i| ||phi(x_i)|| / ||theta|| (theta = Phi^T alpha; '
-         'computed from the ground truth for this analysis only, never used by the attack), and '
-         'how many candidates the blind row test holds within the threshold at the loss '
-         'reached (`row_within`).', '',
-         '| activation | d | k | search | p/dn | seed | frac recovered | loss | min share | '
-         'rows within | certified | rows replaced by the precision rung |',
-         '|' + '---|' * 12] + (rows or ['| none |' + ' |' * 11])
-  if kept:
-    out += ['', f'Seeds whose every sample carries >= {floor:g} of theta: {kept_ok} of {kept} '
-            f'recovered ({kept_ok / kept:.3f}).']
-  return out
-
-
-def rung_summary(records: List[Dict[str, Any]]) -> List[str]:
-  """Markdown: what the precision rung (recon/certify/rung.py) did over the default's runs."""
-  kept = replaced = ok = cert = 0
-  for r in records:
-    ps = r.get('per_seed')
-    if r['method'] != 'default' or not isinstance(ps, dict) or 'polished' not in ps:
-      continue
-    flips = ps.get('flipped', [0] * len(ps['polished']))
-    for i, rows in enumerate(ps['polished']):
-      if rows is None:
-        continue
-      kept += 1
-      if rows or flips[i]:
-        replaced += 1
-        ok += bool(ps['recovered'][i])
-        cert += bool(ps['certified'][i])
-  if not kept:
-    return []
-  return ['', f'Precision rung (`polish`, default method): a float64 polish kept on {kept} '
-          f'uncertified runs; it flipped (relu) or replaced a row in {replaced}, of which {ok} '
-          f'ended with every row recovered and {cert} certified.']
-
-
-def on_accelerator(record: Dict[str, Any]) -> bool:
-  """Whether a record ran on an accelerator (its `device` is not the CPU)."""
-  return 'cpu' not in str(record.get('device', 'cpu'))
-
-
-def law_in_n(records: List[Dict[str, Any]]) -> List[str]:
-  """Markdown: the default's full-space rows at d = 16 on fresh seeds, one row per (activation,
-  n), and the `plain` method's (relu without the sign quotient) as 'ACT, plain loss'; recovery
-  (certified) per p/dn, then the cost: median wall seconds per seed, median steps,
-  and the 1-min load average around the point (records that carry it)."""
-  rows = [dict(r, activation=r['activation'] + ('' if r['method'] == 'default' else
-                                                 ', plain loss'))
-          for r in records if r['method'] in ('default', 'plain') and r['d'] == 16
-          and r['k'] is None and r.get('first_seed', 0) >= 100
-          and r.get('data', DATA[0]) == DATA[0]]
-  ns = sorted({r['n'] for r in rows})
-  if len(ns) < 2:
-    return []
-  ratios = sorted({round(r['p_over_dn'], 6) for r in rows if r['n'] > 8})
-  ratios = [x for x in sorted({round(r['p_over_dn'], 6) for r in rows}) if x in ratios]
-  pick = {(r['activation'], r['n'], round(r['p_over_dn'], 6)): r for r in rows}
-  head = '| activation | n | seeds | ' + ' | '.join(f'{x:g}' for x in ratios) + ' |'
-  rule = '|' + '---|' * (len(ratios) + 3)
-  rate = lambda v: '0' if v == 0 else f'{v:.2f}'  # noqa: E731
-  table, cost = [head, rule], [head.replace('| seeds ', '| load ', 1), rule]
-  for act in sorted({r['activation'] for r in rows}):
-    for n in ns:
-      got = [pick.get((act, n, x)) for x in ratios]
-      if not any(got):
-        continue
-      seeds = '/'.join(str(v) for v in sorted({r['seeds'] for r in got if r}))
-      cells = ['–' if r is None else rate(r['recovery_rate']) if
-               r['recovery_rate'] == r['certified_rate'] else
-               f'{rate(r["recovery_rate"])} ({rate(r["certified_rate"])})' for r in got]
-      table.append(f'| {act} | {n} | {seeds} | ' + ' | '.join(cells) + ' |')
-      loads = [v for r in got if r and r.get('load') and not on_accelerator(r)
-               for v in r['load']]
-      load = f'{min(loads):.1f}–{max(loads):.1f}' if loads else '-'
-      cost.append(f'| {act} | {n} | {load} | ' + ' | '.join(
-          '–' if r is None else f'{r["median_seconds"]:.1f} s, {r["median_steps"]:.0f}'
-          + (' †' if on_accelerator(r) else '') + (' ‡' if 'recertify_seconds' in r else '')
-          for r in got) + ' |')
-  accel = sorted({r['machine'] for r in rows if on_accelerator(r)})
-  again = [r for r in rows if 'recertify_seconds' in r]
-  return ['', '## The law in n (d = 16, default method, fresh seeds)', '',
-          'Share of seeds with every row recovered (certified where it differs) against p/dn, '
-          'one row per n (`--preset=in_n --n=N --first_seed=100`; n = 8 from the full '
-          'preset). The counting limit is p = n(d + 1), p/dn = 1.06 at d = 16.', ''] + table + [
-          '', 'Cost per point: wall seconds per seed (the vectorised call over its seeds) and '
-          'median steps per seed; load: the 1-min load average before and after the point '
-          '(CPU points).', ''] + cost + (
-              ['', '† on ' + ' | '.join(accel) + ' (the others on the CPU that the Machine line '
-               'names).'] if accel else []) + (
-              ['', '‡ the certificate and the precision rung re-derived afterwards on the second '
-               'machine named (`scripts/recertify_sweep.py`): ' + '; '.join(
-                   f'{r["activation"]} n = {r["n"]}, {r["p_over_dn"]:g} dn: '
-                   f'{r["recertify_seconds"]:.0f} s there' for r in again)
-               + '; the seconds in the table are the descent machine\'s.'] if again else [])
-
-
-def real_data(records: List[Dict[str, Any]]) -> List[str]:
-  """Markdown: the points on photo patches, per seed (rows back, loss, how clustered the rows
-  are: rows with another row within the recovered threshold, top-5 energy share)."""
-  rows = [r for r in records if r.get('data', DATA[0]) != DATA[0]]
-  if not rows:
-    return []
-  out = ['', '## Photo patches (real, correlated rows)', '',
-         '`--data=photo_patches`: the bundled photographs\' patches block-averaged to d = 3 s^2, '
-         'standardised and put on the sqrt(d)-sphere. Per seed: share of rows recovered, final '
-         'loss, certified; then the rows\' clustering (ground truth, analysis only): rows with '
-         'another training row within the recovered threshold (0.1 relative) and within 0.2, '
-         'rows with another row within 0.1 of their mirror image (antipodal), the median '
-         'nearest-neighbour distance, and the share of the rows\' energy in the top 5 of '
-         'd singular directions.', '',
-         '| activation | d | n | p/dn | seed | rows back | loss | steps / budget | certified | '
-         'rows with a neighbour < 0.1 / < 0.2 | antipodal | median nn | top-5 energy | s / seed |',
-         '|' + '---|' * 14]
-  for r in sorted(rows, key=lambda r: (r['activation'], r['d'], r['n'], r['p'])):
-    ps = r['per_seed']
-    for i, seed in enumerate(ps['seed']):
-      stat = lambda k: ps[k][i] if k in ps else '-'  # noqa: E731
-      out.append(f'| {r["activation"]} | {r["d"]} | {r["n"]} | {r["p_over_dn"]:.3g} | {seed} | '
-                 f'{ps["frac_recovered"][i]:.2f} | {ps["final_loss"][i]:.2g} | '
-                 f'{ps["steps"][i]} / {r["max_steps"]} | '
-                 f'{"yes" if ps["certified"][i] else "no"} | {stat("close_0p1")} / '
-                 f'{stat("close_0p2")} | {stat("antipodal_0p1")} | {stat("median_nn")} | '
-                 f'{stat("top5_energy")} | '
-                 f'{r["median_seconds"]:.0f} |')
-  same = lambda a, b: all(a[k] == b[k] for k in ('activation', 'd', 'n', 'p'))  # noqa: E731
-  controls = [c for c in records if c.get('data', DATA[0]) == DATA[0] and c['k'] is None
-              and c['method'] == 'default' and any(same(c, r) for r in rows)]
-  if controls:
-    out += ['', 'Sphere rows at the same (activation, d, n, p), the control:', '',
-            '| activation | d | n | p/dn | seeds | rows back (per seed) | certified | steps / '
-            'budget (median) | s / seed |', '|' + '---|' * 9]
-    out += [f'| {c["activation"]} | {c["d"]} | {c["n"]} | {c["p_over_dn"]:.3g} | '
-            f'{seed_cell(c)} | {", ".join(f"{v:.2f}" for v in c["per_seed"]["frac_recovered"])} '
-            f'| {sum(c["per_seed"]["certified"])} of {c["seeds"]} | {c["median_steps"]:.0f} / '
-            f'{c["max_steps"]} | {c["median_seconds"]:.0f} |' for c in controls]
-  found = [(r, dict(zip(r['per_seed'], v)), '') for r in rows if 'mirror_rows' in r['per_seed']
-           for v in zip(*r['per_seed'].values())]
-  found += [(r, m, f' ({m["note"]})') for r in rows for m in r.get('reruns', [])]
-  if found:
-    out += ['', 'Which rows were missed (the candidates against the true rows; ground truth, '
-            'analysis only): rows back among the clustered ones (another row within 0.1) and '
-            'among the others, rows trapped at their mirror image (a candidate within 0.1 of '
-            '-x on no training row), candidates with another candidate within 0.1 on the same '
-            'nearest row (collapsed); - where the candidates were not kept.', '',
-            '| activation | d | p/dn | seed | clustered rows back | other rows back | mirror rows | '
-            'collapsed candidates |', '|' + '---|' * 8]
-    dash = lambda v: '-' if v is None else v  # noqa: E731
-    for r, m, note in found:
-      out.append(f'| {r["activation"]} | {r["d"]} | {r["p_over_dn"]:.3g} | {m["seed"]}{note} | '
-                 f'{m["back_clustered"]} of {m["clustered"]} | {m["back_isolated"]} of '
-                 f'{m["isolated"]} | {dash(m.get("mirror_rows"))} | '
-                 f'{dash(m.get("collapsed_candidates"))} |')
-  return out
-
-
 def render(records: List[Dict[str, Any]], out: str) -> None:
   """Writes OUT.md (the table) and OUT.png (recovery rate vs p/dn, and vs p/kn)."""
   lines = ['# Recovery law (random features): recovery and certification rates', '',
@@ -617,35 +392,6 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
   certified = sum(round(r['certified_rate'] * r['seeds']) for r in records)
   lines += ['', f'False certificates: {sum(r["false_certified"] for r in records)} of '
             f'{certified} certified runs ({runs} runs in all).']
-  pinned = [r for r in records if 'false_pinned_rows' in r and 'rows_within' in r['per_seed']]
-  if pinned:
-    count = lambda name: sum(sum(v or 0 for v in r['per_seed'][name]) for r in pinned)  # noqa: E731
-    lines += ['', f'Rows the certificate pins one by one (`certificate.row_pinned`: loss at tol, '
-              f'row radius below the threshold, also in runs not certified as a whole): '
-              f'{count("rows_pinned")} pinned rows in {len(pinned)} points, of which '
-              f'{sum(r["false_pinned_rows"] for r in pinned)} are not within the recovered '
-              f'threshold of their sample. The same radius test at any loss (`row_within`, '
-              f'evidence only): {count("rows_within")} rows, of which '
-              f'{sum(r["false_within_rows"] for r in pinned)} are wrong.']
-  lines += rung_summary(records)
-  lines += law_in_n(records)
-  lines += real_data(records)
-  lines += misses(records, SHARE_FLOOR)
-  lines += ['', '## Width needed for 95% recovery', '',
-            'The smallest measured width from which on every larger measured width recovers '
-            '>= 95% of seeds ("-": none does). Full space against d n; planted k-dim subspace '
-            'against k n and d n.', '',
-            '| method | activation | d | k | search | n | p/dn at 95% | p/kn at 95% | seeds |',
-            '|---|---|---|---|---|---|---|---|---|']
-  for key, rows in sorted(curves(records).items(),
-                          key=lambda kv: (kv[0][3] is not None, kv[0][0], kv[0][1], kv[0][2],
-                                          kv[0][3] or 0, kv[0][4], kv[0][5])):
-    method, act, d, k, search, n = key
-    at = width_at(rows, 0.95)
-    dn = '-' if at is None else f'{at["p_over_dn"]:.3g}'
-    kn = '' if k is None else ('-' if at is None else f'{at["p_over_kn"]:.3g}')
-    lines.append(f'| {method} | {act} | {d} | {k or ""} | {search} | {n} | {dn} | {kn} | '
-                 f'{min(r["seeds"] for r in rows)} |')
   io.write_text(out + '.md', '\n'.join(lines) + '\n')
   acts = sorted({r['activation'] for r in records})
   if not acts:

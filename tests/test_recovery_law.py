@@ -68,50 +68,6 @@ def test_one_point_runs_renders_and_is_skipped_when_present(tmp_path, monkeypatc
   assert len(io.read_json(path)['records']) == 2  # one record per line, valid JSON
 
 
-def test_width_at_95_is_the_start_of_the_last_run_of_successes():
-  rows = [dict(p=p, recovery_rate=r) for p, r in ((1, 0.0), (2, 1.0), (4, 0.9), (8, 1.0),
-                                                  (16, 0.95))]
-  assert recovery_law.width_at(rows, 0.95)['p'] == 8
-  assert recovery_law.width_at(rows[:3], 0.95) is None
-
-
-def test_misses_list_every_unrecovered_seed_above_4dn_with_its_smallest_share():
-  def rec(method, ratio, recovered, shares):
-    k = len(recovered)
-    return dict(method=method, activation='relu', d=8, k=None, search='full', n=8, p=ratio * 64,
-                p_over_dn=ratio, per_seed=dict(
-                    seed=list(range(k)), recovered=recovered, certified=recovered,
-                    frac_recovered=[1.0 if r else 0.875 for r in recovered],
-                    final_loss=[1e-10 if r else 1e-8 for r in recovered], min_share=shares,
-                    rows_pinned=[8 if r else 7 for r in recovered]))
-  records = [rec('default', 10, [True, False, True], [0.2, 0.001, 0.05]),
-             rec('default', 2, [False], [0.3]),  # below 4 dn: not listed
-             rec('paper', 10, [False], [0.3])]  # another method: not listed
-  text = '\n'.join(recovery_law.misses(records, 0.01))
-  assert '| relu | 8 |  | full | 10 | 1 | 0.875 | 1e-08 | 1.0e-03 | 7 of 8 | no | - |' in text
-  assert text.count('| relu | 8 |') == 1
-  assert '2 of 2 recovered (1.000)' in text  # the seed with share 0.001 is set apart
-  assert recovery_law.misses([rec('default', 2, [False], [0.3])], 0.01) == []
-
-
-def test_the_precision_rung_column_and_summary_count_what_the_rung_did():
-  ps = dict(seed=[0, 1, 2, 3], recovered=[True, False, True, False],
-            certified=[True, False, True, False], frac_recovered=[1.0, 0.75, 1.0, 0.875],
-            final_loss=[1e-8, 4e-5, 1e-10, 1e-8], min_share=[2e-4, 0.1, 0.2, 3e-4],
-            rows_pinned=[8, 6, 8, 7], polished=[1, 1, None, 0],
-            polished_loss=[1e-14, 4e-5, None, 1e-9], flipped=[0, 2, None, 0])
-  records = [dict(method='default', activation='relu', d=8, k=None, search='full', n=8, p=640,
-                  p_over_dn=10, per_seed=ps)]
-  text = '\n'.join(recovery_law.rung_summary(records))
-  assert 'kept on 3 uncertified runs; it flipped (relu) or replaced a row in 2, of which 1 ended' in text
-  assert '1 certified' in text
-  assert recovery_law.polished_cell(ps, 1) == '1, 2 flipped (float64 loss 4e-05)'
-  assert recovery_law.polished_cell(ps, 3) == 'none (float64 loss 1e-09)'
-  assert recovery_law.polished_cell(ps, 2) == '-'
-  assert recovery_law.polished_cell({'seed': [0]}, 0) == '-'  # older records: no column
-  assert recovery_law.rung_summary([dict(records[0], method='paper')]) == []
-
-
 def test_a_long_point_shows_its_progress_and_nothing_else():
   import logging as std_logging  # pylint: disable=import-outside-toplevel
 
@@ -128,34 +84,6 @@ def test_a_long_point_shows_its_progress_and_nothing_else():
   # ... and the sweep writes those lines (a 1e9-second interval once silenced a 50-minute point).
   pt = dict(method='default', activation='relu', d=16, k=None, search=None, n=8, p=512)
   assert recovery_law.config_for(pt, 2, 100).run.log_every_seconds <= 60
-
-
-def test_the_law_in_n_lists_the_plain_loss_beside_the_default():
-  def rec(method, act, n, ratio, rate):
-    return dict(method=method, activation=act, d=16, k=None, search='full', n=n, p=ratio * 16 * n,
-                p_over_dn=ratio, first_seed=100, seeds=20, recovery_rate=rate,
-                certified_rate=rate, median_seconds=1.0, median_steps=100, load=[1.0, 2.0])
-  records = [rec('default', 'relu', 8, 4, 1.0), rec('default', 'relu', 32, 4, 0.95),
-             rec('plain', 'relu', 32, 4, 0.0), rec('previous', 'relu', 32, 4, 0.5)]
-  text = '\n'.join(recovery_law.law_in_n(records))
-  assert '| relu | 32 | 20 | 0.95 |' in text
-  assert '| relu, plain loss | 32 | 20 | 0 |' in text
-  assert 'previous' not in text and '0.50' not in text
-  assert recovery_law.METHODS['plain'] == {'attack.sign_quotient': 'off'}
-  assert recovery_law.METHODS['previous']['attack.sign_quotient'] == 'off'
-  assert '†' not in text  # every record on the CPU (no device field: the CPU)
-  gpu = dict(rec('default', 'relu', 100, 10, 1.0), device='1 x gpu', load=[0.0, 9.0],
-             machine='1 x NVIDIA H200 (gpu); host: x')
-  text = '\n'.join(recovery_law.law_in_n(records + [rec('default', 'relu', 100, 4, 1.0), gpu]))
-  assert '| relu | 100 | 1.0–2.0 | 1.0 s, 100 | 1.0 s, 100 † |' in text  # the GPU's load left out
-  assert '† on 1 x NVIDIA H200 (gpu); host: x (the others on the CPU' in text
-  assert recovery_law.on_accelerator(gpu) and not recovery_law.on_accelerator(
-      dict(gpu, device='1 x cpu'))
-  assert '‡' not in text
-  again = dict(gpu, recertify_seconds=394.6)  # its rung re-derived on a CPU afterwards
-  text = '\n'.join(recovery_law.law_in_n(records + [again]))
-  assert '1.0 s, 100 † ‡ |' in text
-  assert 'relu n = 100, 10 dn: 395 s there' in text
 
 
 def test_photo_patch_points_keep_p_over_dn_and_configure_the_bundled_patches():
@@ -176,7 +104,6 @@ def test_photo_patch_points_keep_p_over_dn_and_configure_the_bundled_patches():
              certified_rate=1.0, false_certified=0, median_seconds=1.0, device='1 x cpu')
   assert recovery_law.data_label(rec) == '48 (photo patches)'
   assert recovery_law.data_label(dict(rec, data='synthetic_sphere', d=16)) == '16'
-  assert recovery_law.law_in_n([rec, dict(rec, n=8)]) == []  # the law in n is synthetic only
   assert list(recovery_law.curves([rec]))[0][0] == 'default/photo_patches'
 
 
@@ -221,22 +148,6 @@ def test_candidates_on_antipodal_or_neighbouring_rows_are_neither_traps_nor_coll
   x_hat[1] = e[0] + 0.02 * e[3]
   m = recovery_law.miss_analysis(x_true, x_hat)
   assert m['back_isolated'] == 1 and m['collapsed_candidates'] == 2 and m['mirror_rows'] == 0
-
-
-def test_photo_points_list_their_steps_and_the_sphere_control_at_the_same_size():
-  per = dict(seed=[1000, 1001], frac_recovered=[0.8, 0.9], final_loss=[1e-4, 2e-4],
-             steps=[60000, 60000], certified=[False, False])
-  photo = dict(method='default', activation='relu_tanh', d=48, k=None, search='full', n=32,
-               p=15360, data='photo_patches', p_over_dn=10.0, seeds=2, median_seconds=300.0,
-               max_steps=60000, per_seed=per, seed_list=[1000, 1001])
-  sphere = dict(photo, data='synthetic_sphere', max_steps=20000, median_steps=17000.0,
-                per_seed=dict(per, frac_recovered=[1.0, 1.0], certified=[True, False]))
-  other = dict(sphere, n=8, p=3840)  # not the photo point's size: no control row
-  text = '\n'.join(recovery_law.real_data([photo, sphere, other]))
-  assert '| relu_tanh | 48 | 32 | 10 | 1000 | 0.80 | 0.0001 | 60000 / 60000 | no |' in text
-  assert ('| relu_tanh | 48 | 32 | 10 | 2 (1000-1001) | 1.00, 1.00 | 1 of 2 | 17000 / 20000 '
-          '| 300 |') in text
-  assert text.count('| relu_tanh | 48 | 8 |') == 0
 
 
 def test_memory_budget_gb_sets_the_sweeps_and_the_rungs_budget(monkeypatch):
