@@ -1,48 +1,19 @@
 """What stops the attack: recovery against each defence's strength, with the victim's utility.
 
-Victims (n samples on the sqrt(d)-sphere, labels <x, g> + noise, configs/rf_synthetic.py's
-attack: Adam, cosine decay, escalation; the certificate where it is computed):
-
-  rf_gd   random features trained by GD on the MSE (victim 'random_features_gd', p_L = width
-          = ratio * d n), attacked through theta = W_L(T) - W_L(0). Defences:
-            dp             DP-GD (full batch, clip 1, exactly --train_steps steps), the noise
-                           multiplier the accountant (RDP, delta 1e-5) calibrates to each epsilon
-            weight_decay   GD with weight decay
-            release_noise  relative Gaussian noise on the released trained weights
-  rf      random features fitted in closed form (theta* = Phi^+ y, p = ratio * d n). Defence:
-            release_noise  output perturbation of theta* (relative Gaussian noise)
-
-Two-layer nets trained by GD (`NETS`: scripts/network_law.py's two_layer_mse / _ce /
-_logistic victims on digits 4x4 and lfw_faces 5x5, n = 4, p_L in {10, 4} dn; --nets and
---net_ratios pick them), attacked as network_law attacks them at every width (the stacked
-W(0)/W(T) Jacobian rows, or their midpoint, and the learning rate its shadow calibration chose
-at 10 dn: `NET_SETTINGS`), under dp (DP-SGD, exactly 200 full-batch steps), release_noise and
-weight_decay. Reported seeds: the first 5 whose images are disjoint from network_law's shadow
-victims (`net_seeds`). Net points of the default grid not yet run are listed, with the command
-that runs them, in the md's 'Not measured' (`missing`).
-
-The adaptive attack against weight decay (`ADAPTIVE`: rf_gd and mse_digits): the same attack
-with attack.init_in_span=True, which adds W_L(0) to the features' span (GD with decay leaves
--(1 - (1 - lr wd)^T) W_L(0) in theta); its records carry attack='adaptive' and its curves are
-'weight_decay+adaptive' (strength 0 included: the undefended victim attacked adaptively).
-
-For every (victim, defence, strength, ratio, seed) one run (`recon.run`, in process)
-records frac_recovered (rows within 0.1), recon_error, certified, the loss and the utility
-(train / held-out loss and accuracy for rf_gd; train / held-out MSE and sign accuracy for rf).
-Strength 0 (epsilon = inf) is the undefended victim, one run per (victim, ratio, seed) shared
-by its defences. Records are keyed by point and appended to results/defences.json after each
-run (a point already there is skipped: resumable); results/defences.{md,png} are re-rendered
-from the JSON (`--render_only`). The DP panel draws Hayes et al. (2023)'s upper bound on the
-probability of reconstructing a row (recon.audit.rero.rero_bound_dp / _gdp) with the
-prior's success kappa = 2 n P(cap of relative radius 0.1) (n candidates, either sign).
-
-Sizes are kept small for a shared 2-core CPU: n = 8, d = 8, p_L in {4, 10} d n, seeds
-100-104 (no attack setting was tuned here: the attack is configs/rf_synthetic.py's; seed 7
-located the range of the DP grid). 180 runs, 25 minutes on 2 shared CPU cores; the nets and
-the adaptive attack about 10 s a run more (docs/defences.md has the counts).
+Victims: rf_gd (random features trained by GD on the MSE, attacked through W_L(T) - W_L(0);
+defences dp (DP-GD, clip 1, the noise the RDP accountant calibrates to each epsilon at delta
+1e-5), weight_decay, release_noise), rf (closed-form random features; release_noise), and the
+two-layer nets of scripts/network_law.py (`NETS`, attacked with its calibrated settings:
+`NET_SETTINGS`; dp as DP-SGD, release_noise, weight_decay). The adaptive attack against weight
+decay (`ADAPTIVE`) adds W_L(0) to the features' span (attack.init_in_span). Sizes fit a shared
+2-core CPU: n = 8, d = 8, p_L in {4, 10} dn, seeds 100-104 (nothing was tuned on them; the
+nets' seeds are the first disjoint from network_law's shadows). Strength 0 is the undefended
+victim. One `recon.run` per (victim, defence, strength, ratio, seed) records frac_recovered,
+recon_error, certified, the loss at the truth and the victim's utility; records append to
+results/defences.json (present points are skipped), .md and .png are re-rendered from it
+(--render_only), the DP panel with Hayes et al. (2023)'s ReRo bound (recon.audit.rero).
 
     python -m scripts.defences               # the grid (about an hour on 2 CPU cores)
-    python -m scripts.defences --nets=mse_digits,ce_digits,mse_lfw   # these nets only
     python -m scripts.defences --nets=mse_digits --net_ratios=4       # one net at p_L = 4 dn
     python -m scripts.defences --tiny --out=/tmp/defences
 """
@@ -66,7 +37,7 @@ from configs import rf_synthetic
 import recon
 from recon.runtime import io, machine
 from recon.audit import rero
-from scripts import network_law
+from scripts import common, network_law
 
 FLAGS = flags.FLAGS
 # Defence strengths per (victim, defence), weakest first; 0 / inf is the undefended victim.
@@ -399,11 +370,7 @@ def crossover(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _fmt(v, digits=3):
-  if v is None:
-    return '-'
-  if isinstance(v, float) and math.isinf(v):
-    return 'inf'
-  return f'{v:.{digits}g}'
+  return 'inf' if isinstance(v, float) and math.isinf(v) else common.fmt(v, f'.{digits}g')
 
 
 def strength_label(defence: str, s: float) -> str:
@@ -415,86 +382,47 @@ def strength_label(defence: str, s: float) -> str:
 def render(records: List[Dict[str, Any]], meta: Dict[str, Any], out: str) -> Dict[str, Any]:
   """Writes OUT.md and OUT.png; returns the crossovers."""
   cur = curves(records)
-  lines = ['# Defences against the reconstruction attack', '',
-           'Regenerate: `python -m scripts.defences` (resumable; `--render_only`). Per point: mean '
-           'over seeds of frac_recovered (rows within 0.1), recon_error, the projection loss at '
-           'the true rows (a diagnostic, never an attack input), the runs certified '
-           '(false: certified with a row not recovered), the utility of the released victim. '
-           'epsilon from the RDP accountant (dp_accounting) at delta = 1e-5. ReRo bound: Hayes '
-           'et al. (2023), the most any attack recovers a row under the mechanism (GDP form; '
-           f'prior success kappa = {_fmt(kappa(meta["n"], meta["d"]))}).', '',
-           '| victim | defence | p_L/dn | strength | sigma | seeds | frac rec. | '
-           'recon_error | loss at truth | certified (false) | ReRo bound | train loss / mse | '
-           'held-out loss / mse | held-out acc. | s / run |',
-           '|' + '---|' * 15]
-  crossovers = {}
+  rows, crossovers = [], {}
   for key in sorted(cur, key=lambda k: (VICTIM_ORDER.index(k[0]), k[1] != 'dp', k[1], k[4])):
     victim, defence, n, d, ratio = key
-    rows = cur[key]
-    for r in rows:
-      bound = '-'
+    for r in cur[key]:
+      bound = None
       if defence == 'dp':
         mu = (0.0 if not r['noise_multiplier'] else
               math.sqrt(r['dp_steps'] or meta['train_steps']) / r['noise_multiplier'])
-        bound = _fmt(1.0 if r['strength'] == 0.0 else rero.rero_bound_gdp(mu, kappa(n, d)))
-      tl = r['train_loss'] if victim != 'rf' else r['train_mse']
-      hl = r['held_out_loss'] if victim != 'rf' else r['held_out_mse']
-      ha = r['held_out_accuracy'] if victim != 'rf' else r['held_out_sign_accuracy']
-      label = strength_label(defence.split('+')[0], r['strength'])
-      lines.append(f'| {victim} | {defence} | {ratio:g} | {label}'
-                   f' | {_fmt(r["noise_multiplier"])} | {r["seeds"]} | '
-                   f'{_fmt(r["frac_recovered"], 2)} | {_fmt(r["recon_error"])} | '
-                   f'{_fmt(r["loss_at_truth"], 2)} | '
-                   f'{r["certified"]} ({r["false_certified"]}) | {bound} | {_fmt(tl)} | '
-                   f'{_fmt(hl)} | {_fmt(ha, 2)} | {_fmt(r["seconds"], 2)} |')
-    crossovers[f'{victim}/{defence}/{ratio:g}'] = crossover(rows)
-  lines += ['', '## Crossover', '',
-            'The strongest measured defence at which at least half the rows still come back '
-            '(mean frac_recovered >= 0.5), and the next stronger measured one, at which they '
-            'do not ("-": none measured).', '',
-            '| victim / defence / p_L/dn | still recovered at | stopped at |', '|---|---|---|']
-  for name, c in crossovers.items():
-    defence = name.split('/')[1].split('+')[0]
-    show = lambda s: '-' if s is None else strength_label(defence, s)  # noqa: E731
-    lines.append(f'| {name} | {show(c["still_recovered_at"])} | {show(c["stopped_at"])} |')
-  runs = len(records)
-  certified = sum(bool(r.get('certified')) for r in records)
+        bound = 1.0 if r['strength'] == 0.0 else rero.rero_bound_gdp(mu, kappa(n, d))
+      rf = victim == 'rf'
+      rows.append([victim, defence, f'{ratio:g}', strength_label(defence.split('+')[0],
+                                                                 r['strength']),
+                   _fmt(r['noise_multiplier']), r['seeds'], _fmt(r['frac_recovered'], 2),
+                   _fmt(r['recon_error']), _fmt(r['loss_at_truth'], 2),
+                   f"{r['certified']} ({r['false_certified']})", _fmt(bound),
+                   _fmt(r['train_mse' if rf else 'train_loss']),
+                   _fmt(r['held_out_mse' if rf else 'held_out_loss']),
+                   _fmt(r['held_out_sign_accuracy' if rf else 'held_out_accuracy'], 2),
+                   _fmt(r['seconds'], 2)])
+    crossovers[f'{victim}/{defence}/{ratio:g}'] = crossover(cur[key])
+  show = lambda name, s: '-' if s is None else strength_label(  # noqa: E731
+      name.split('/')[1].split('+')[0], s)
   false = sum(bool(r.get('certified')) and r['frac_recovered'] < 1.0 for r in records)
-  defended = [r for r in records if r['defence'] != 'none' and r['strength'] > 0]
-  defended_false = sum(bool(r.get('certified')) and r['frac_recovered'] < 1.0 for r in defended)
-  defended_cert = sum(bool(r.get('certified')) for r in records
-                      if r['defence'] == 'release_noise')
-  lines += ['', f'Runs: {runs}; certified: {certified}, of which {defended_cert} on a noised '
-            f'release; false certificates: {false} ({defended_false} among the '
-            f'{len(defended)} defended runs).',
-            '', f'Sizes: n = {meta["n"]}, d = {meta["d"]}, seeds {meta["seeds"]}; attack '
-            f'{meta["attack_steps"]} steps; GD victims {meta["train_steps"]} training steps '
-            f'(DP: exactly that many). Machine: {meta["machine"]}.']
-  nets = meta.get('nets')
-  if nets:
-    lines += ['', f'Two-layer nets ({", ".join(nets["settings"])}): n = {nets["n"]}, p_L in '
-              f'{{{", ".join(f"{r:g}" for r in nets["ratios_measured"])}}} dn (adaptive attack: '
-              f'{", ".join(f"{r:g}" for r in ADAPTIVE_NET_RATIOS)} dn), seeds {nets["seeds"]}; '
-              'the attack of scripts/network_law.py at every width '
-              f'(Jacobian point and learning rate: {nets["settings"]}), Adam, escalation, '
-              f'{nets["attack_steps"]} steps; DP-SGD {nets["dp_steps"]} full-batch steps, clip 1. '
-              f'Tuning: {nets["tuning_seeds"]}. The ReRo bound of the image nets takes the '
-              'uniform prior on the sphere (kappa at their n and d).']
-  gaps = meta.get('missing') or []
-  if gaps:
-    lines += ['', '## Not measured', '',
-              f'Points of the default grid (every net of `NETS` at p_L in '
-              f'{{{", ".join(f"{r:g}" for r in NET_SIZES["ratios"])}}} dn, '
-              f'{NET_SIZES["seeds"]} seeds) with fewer seeds than that; each command runs only '
-              'what is missing (resumable).', '',
-              '| net | p_L/dn | points missing | command |', '|---|---|---|---|']
-    for g in gaps:
-      pts = g['points']
-      shown = ('all (' + str(len(pts)) + ' points)' if len(pts) == len(
-          net_points({g['victim']: NET_GRID}, ADAPTIVE, dict(NET_SIZES, ratios=(g['ratio'],)),
-                     lambda v: [0])) else ', '.join(pts))
-      lines.append(f'| {g["victim"]} | {g["ratio"]:g} | {shown} | `{g["command"]}` |')
-  io.write_text(out + '.md', '\n'.join(lines) + '\n')
+  io.write_text(out + '.md', common.page(
+      'Defences against the reconstruction attack',
+      'Per point, means over seeds: frac_recovered (rows within 0.1), recon_error, the '
+      'projection loss at the true rows (a diagnostic), runs certified (false: with a row not '
+      'recovered), the released victim\'s utility; the ReRo bound (Hayes et al. 2023, GDP form, '
+      f'prior success kappa = {_fmt(kappa(meta["n"], meta["d"]))}). n = {meta["n"]}, d = '
+      f'{meta["d"]}, seeds {meta["seeds"]}, attack {meta["attack_steps"]} steps, GD victims '
+      f'{meta["train_steps"]} steps. Runs: {len(records)}, certified '
+      f'{sum(bool(r.get("certified")) for r in records)}, false certificates {false}. '
+      f'Machine: {meta["machine"]}.',
+      common.table(['victim', 'defence', 'p_L/dn', 'strength', 'sigma', 'seeds', 'frac rec.',
+                    'recon_error', 'loss at truth', 'certified (false)', 'ReRo bound',
+                    'train loss / mse', 'held-out loss / mse', 'held-out acc.', 's / run'], rows),
+      '## Crossover\n\nThe strongest measured defence at which half the rows still come back, '
+      'and the next stronger one, at which they do not:',
+      common.table(['victim / defence / p_L/dn', 'still recovered at', 'stopped at'],
+                   [[k, show(k, c['still_recovered_at']), show(k, c['stopped_at'])]
+                    for k, c in crossovers.items()])))
   _plot(cur, meta, out + '.png')
   return crossovers
 
