@@ -16,6 +16,8 @@ command line names: `--config.data.n=8`, `--config.victim.p=400`,
 """
 import ml_collections
 
+from recon.config import sections
+
 placeholder = ml_collections.config_dict.placeholder
 
 
@@ -178,169 +180,15 @@ def attack() -> ml_collections.ConfigDict:
   # 'reseed' and 'escalate' act between chunks of the descent, in this order; 'polish' (the
   # float64 precision rung) after it, when the certificate fails. () : none.
   c.rescue = ('escalate', 'polish')
-  # Blind re-seeding of candidates that collapsed onto one another (recon/attack/rescue/reseed.py).
-  c.reseed = ml_collections.ConfigDict()
-  c.reseed.every = 2000  # steps between checks
-  c.reseed.threshold = 0.95
-  c.reseed.proposals = 64
-  c.escalate = escalate()
-  c.pursue = pursue()
-  c.swap = swap()
-  c.cut = cut()
-  c.polish = polish()
-  c.split = split()
-  return c
-
-
-def escalate() -> ml_collections.ConfigDict:
-  """Escalation on a loss plateau (recon/attack/rescue/escalate.py; docs/random_features.md#escalation).
-
-  On a plateau above tol the weakest candidate (leave-one-out loss) is replaced by its
-  mirror image or a random proposal, kept if a short trial halves the loss; after
-  `restart_after` rejected replacements in a row a whole new candidate set is tried for
-  `restart_steps` and kept if its loss is lower. On while 'escalate' is in attack.rescue, for
-  each candidate set (every one of attack.restarts; skipped with sample splitting).
-
-  window 1500 and restart_after 1 were chosen over 3000 and 2 by the certified rate (a blind
-  signal) of 20-seed sweeps at n = d = 8: relu p = 16 dn 0.95 vs 0.75, p = 4 dn 0.85 vs 0.55;
-  relu+tanh p = 4 dn 0.95 vs 1.0 (scripts/recovery_law.py; docs/random_features.md).
-  """
-  c = ml_collections.ConfigDict()
-  c.every = 500
-  c.window = 1500
-  c.trial_steps = 500
-  c.restart_after = 1  # 0: never restart the whole set
-  c.restart_steps = 3000
-  c.accept_ratio = 0.5  # a trial is kept if it brings the loss below this x L
-  # Weak candidates, replaced together: leave-one-out gain L_{-j} - L at most weak_ratio x the
-  # median gain (the weakest always), at most max(1, max_weak_share x m) (recon/attack/rescue/escalate.py).
-  c.weak_ratio = 0.25
-  c.max_weak_share = 0.25
-  # 'auto': one more trial per plateau of a single projection run with a feature map (random
-  # features): the rows the certificate's pin radii call stuck, re-placed by residual pursuit
-  # (recon/attack/rescue/pursuit.py). 'off' (default): not yet measured on reported seeds.
-  c.pursuit = 'off'
-  # Residual pursuit's search per re-placed row: Adam runs from this many random starts, this
-  # many steps each (recon/attack/rescue/pursuit.py). Fewer starts where many rows are dead (n = 100 photos).
-  c.pursuit_starts = 512
-  c.pursuit_steps = 300
-  return c
-
-
-def pursue() -> ml_collections.ConfigDict:
-  """Residual pursuit as a rescue step (recon/attack/rescue/pursuit.py `PursuitStep`; docs/random_features.md).
-
-  On while 'pursue' is in attack.rescue, for one projection run on a feature map (random
-  features): every `every` steps from step `start`, the dead rows (leave-one-out gain at most
-  dead_ratio x the median; the pin radii's stuck rows where the dense Jacobian fits) are
-  re-placed one after another where the residual of theta points, each by `starts` Adam runs
-  of `steps` on the sphere, and the new set is kept when its loss is lower on the spot.
-  The defaults were set on photo patches at n = 100 (shadow seed 1000, docs/random_features.md).
-  """
-  c = ml_collections.ConfigDict()
-  c.every = 4000
-  c.start = 8000
-  c.starts = 32
-  c.steps = 200
-  c.dead_ratio = 0.1
-  # The learning rate from a kept round on, the schedule decaying on from it; 0: unchanged.
-  c.lr = 0.01
-  c.stop = 0  # no round from this step on (0: none stops them); e.g. where 'swap' starts
-  # Where each row's search starts: 'sphere' (uniform) or 'rows' (the kept rows' second
-  # moment, recon/attack/rescue/pursuit.py `start_factor`).
-  c.start_points = 'sphere'
-  return c
-
-
-def swap() -> ml_collections.ConfigDict:
-  """Row swaps as a rescue step (recon/attack/rescue/swap.py `SwapStep`; docs/random_features.md).
-
-  On while 'swap' is in attack.rescue, for one projection run on a feature map (random
-  features): from step `start`, after every chunk, the row of smallest leave-one-out gain is
-  re-placed by residual pursuit (`starts` Adam runs of `search_steps`), the descent runs `steps`
-  steps from a fresh optimiser (lr a cosine from `lr`), and the swap is kept when the loss is
-  then lower, else undone; `patience` refused swaps in a row end the swaps.
-  Set on photo patches at n = 100 (shadow seed 1000, docs/random_features.md).
-  """
-  c = ml_collections.ConfigDict()
-  c.start = 16000
-  c.steps = 800
-  c.lr = 0.003
-  c.patience = 8
-  c.starts = 32
-  c.search_steps = 200
-  # 'rows': the search starts where the kept rows lie (their second moment); on the shadow
-  # seed's end state 8 swaps ended at loss 4.9e-5 against 1.3e-4 from 'sphere' starts.
-  c.start_points = 'rows'
-  return c
-
-
-def cut() -> ml_collections.ConfigDict:
-  """The cut of m > n candidates to n (recon/attack/rescue/cut.py `CutStep`; docs/random_features.md).
-
-  On while 'cut' is in attack.rescue and attack.n_candidates exceeds data.n, for one projection
-  run on a feature map (random features): once, when the run stops (or after the chunk that
-  reaches step `at` > 0), the rows of smallest leave-one-out gain are dropped, 5% at a time,
-  until n remain; the descent goes on with the optimiser's state of the kept rows.
-  `at` 0 (at the stop) on photo patches at n = 100, shadow seed 1000: a cut at step 12 000 of
-  20 000 raised the loss 7x in the next 200 steps and ended at 4.4e-4, where a cut at the stop
-  kept every row the 200 candidates held (docs/random_features.md).
-  """
-  c = ml_collections.ConfigDict()
-  c.at = 0  # 0: when the run stops
-  # The optimiser's state after the cut: 'fresh' (new, at the lr reached) or the 'kept' rows' own;
-  # a cut at step 12 000 ended at 3.2e-4 fresh against 4.6e-4 kept (same seed, blind: the loss).
-  c.state = 'fresh'
-  return c
-
-
-def polish() -> ml_collections.ConfigDict:
-  """The precision rung (recon/certify/rung.py; docs/random_features.md#escalation).
-
-  When the certificate fails with p >= m d, the rows it leaves free are re-searched in
-  float64 one at a time (the others held to first order) and the set is polished by
-  Gauss-Newton; the polished set is certified in float64 against tol. On while 'polish' is
-  in attack.rescue, where the certificate is computed.
-
-  tol 1e-12: the float64 loss at the true rows of a float32 victim is 1e-14 .. 2e-14
-  (the rounding of theta; n = 8, d in {8, 16}, 5 seeds), so 1e-12 leaves a 50x margin; where
-  theta's coefficients cancel (data in a low-dim subspace) its rounding floor is higher, and
-  the tolerance is raised to 4x its blind estimate (`recon.certify.float64_loss.rounding_floor`).
-  """
-  c = ml_collections.ConfigDict()
-  c.tol = 1e-12
-  c.starts = 32  # starts per re-searched row: the row, its mirror image, 30 random
-  c.row_steps = 1000
-  c.lm_iters = 20
-  # Polish only when at most this share of the rows (at least one) is free: the rung is for
-  # a row or two that float32 cannot resolve (the misses had 1 or 2 of 8), not a failed run.
-  # Counted again after a first Gauss-Newton pass when more are free at the float32 loss.
-  c.max_free_share = 0.25
-  # relu: passes of greedy sign flips (x_j := -x_j, kept if the float64 loss falls) first;
-  # 0 = none. Measured: 3 of 6 relu runs with data in a 4-dim subspace of R^64 (8 kn) that
-  # ended with candidates at mirror images reach the float64 floor.
-  c.sign_sweeps = 2
-  return c
-
-
-def split() -> ml_collections.ConfigDict:
-  """Sample splitting (recon/attack/splitting.py; docs/kkt.md, "Sample splitting"), off."""
-  c = ml_collections.ConfigDict()
-  c.mode = 'none'  # none | every | plateau
-  c.every = 2000
-  c.plateau_window = 1000
-  c.plateau_tol = 1e-3
-  c.budget = 8
-  c.max_per_round = 2
-  c.eig_tol = 1e-9
-  c.eig_method = 'auto'
-  c.dense_max_dim = 64
-  c.lanczos_steps = 20
-  c.eps_min = 1e-3
-  c.eps_max = 0.3
-  c.eps_grid = 16
-  c.merge_tol = 1e-3
-  c.require_decrease = True
+  # Their sections and sample splitting's, each defined once (defaults, bounds, provenance)
+  # in recon/config/sections.py, where its consumer reads it whole.
+  c.reseed = sections.Reseed.defaults()  # blind re-seeding of collapsed candidates
+  c.escalate = sections.Escalate.defaults()  # escalation on a loss plateau
+  c.pursue = sections.Pursue.defaults()  # residual pursuit
+  c.swap = sections.Swap.defaults()  # row swaps
+  c.cut = sections.Cut.defaults()  # m > n candidates cut to n
+  c.polish = sections.Polish.defaults()  # the float64 precision rung
+  c.split = sections.Split.defaults()  # sample splitting (recon/attack/splitting.py), off
   return c
 
 

@@ -3,8 +3,11 @@
 Defaults live in configs/base.py only: every job starts from it, defines no field it lacks,
 and recon/ reads no field with a fallback default (`cfg.get(name, default)`).
 """
+import dataclasses
 import glob
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import subprocess
@@ -14,6 +17,7 @@ import ml_collections
 import pytest
 
 from configs import base
+from recon.config import choices, sections
 from recon.config import validate as config_lib
 from recon.config.spec import flatten
 from recon.runtime import io, ownership
@@ -271,3 +275,93 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
     assert out == ''
   assert sorted(os.listdir(workdir)) == [ownership.MANIFEST, 'keep.txt']
   assert (workdir / 'keep.txt').read_text() == 'untouched'
+
+
+# Each consumer of a section of recon/config/sections.py, taking it whole.
+def _consumers():
+  from recon.attack import splitting  # pylint: disable=import-outside-toplevel
+  from recon.attack.rescue import escalate  # pylint: disable=import-outside-toplevel
+  return {'attack.escalate': [escalate.Escalator.__init__],
+          'attack.split': [splitting.Splitter.__init__, splitting.check_config]}
+
+
+def defaults_outside(definition, consumer) -> list:
+  """The parameters of `consumer` that hold a default of one of `definition`'s fields (a
+  parameter named as a field): settings a consumer would declare a second time."""
+  fields = {f.name for f in dataclasses.fields(definition)}
+  return sorted(name for name, p in inspect.signature(consumer).parameters.items()
+                if name in fields)
+
+
+def test_base_holds_each_sections_defaults_as_its_definition():
+  """configs/base.py's values of a section are its definition's defaults, field by field and
+  type by type (a value set in base beside the definition fails here)."""
+  cfg = base.get_config()
+  assert set(sections.SECTIONS) >= set(_consumers())
+  for path, definition in sections.SECTIONS.items():
+    held = config_lib.get_path(cfg, path).to_dict()
+    own = dataclasses.asdict(definition())
+    assert sorted(held) == sorted(own), path
+    for name, value in own.items():
+      assert held[name] == value and type(held[name]) is type(value), f'{path}.{name}'
+    assert definition.from_section(config_lib.get_path(cfg, path)) == definition()
+    assert {f'{path}.{k}': s for k, s in definition.specs().items()} == {
+        k: v for k, v in config_lib.FIELDS.items() if k.startswith(path + '.')}
+    assert all(s.check(v) for s, v in zip(definition.specs().values(), own.values())), path
+
+
+def test_consumers_declare_no_setting_of_their_own():
+  """0 defaults outside a setting's definition: a consumer takes its section whole, none of
+  its fields as a parameter of its own (the check flags a consumer that does)."""
+  for path, consumers in _consumers().items():
+    for consumer in consumers:
+      assert defaults_outside(sections.SECTIONS[path], consumer) == [], consumer
+  def toy(settings, *, window=3000, tol=1e-9):  # a second default of escalate.window
+    return settings, window, tol
+  assert defaults_outside(sections.Escalate, toy) == ['window']
+
+
+def test_a_section_read_from_a_config_refuses_unknown_fields():
+  section = sections.Split.defaults()
+  section.budgett = 3
+  with pytest.raises(TypeError, match='budgett'):
+    sections.Split.from_section(section)
+
+
+# The modules that keep a table keyed by the names a field accepts (recon/config/choices.py).
+TABLES = (('ACTIVATIONS', 'recon.models.features', 'ACTIVATIONS'),
+          ('HEAD_INITS', 'recon.models.networks', 'HEAD_INITS'),
+          ('PREPROCESS', 'recon.data.base', 'PREPROCESS'),
+          ('POOLS', 'recon.models.networks', 'POOLS'),
+          ('FEATURE_MODES', 'recon.models.features', 'FEATURE_MODES'),
+          ('WEIGHT_RNGS', 'recon.models.features', 'WEIGHT_RNGS'),
+          ('RESIDUAL_MODES', 'recon.objectives.projection_streamed', 'RESIDUAL_MODES'),
+          ('FORMATS', 'recon.models.foreign', 'FORMATS'),
+          ('LOSSES', 'recon.models.train', 'LOSSES'),
+          ('ACCOUNTANTS', 'recon.models.privacy', 'ACCOUNTANTS'),
+          ('OPTIMIZERS', 'recon.attack.optimiser', 'OPTIMIZERS'),
+          ('SCHEDULES', 'recon.attack.optimiser', 'SCHEDULES'),
+          ('SIGN_QUOTIENT', 'recon.attack.sign_quotient', 'MODES'),
+          ('GRADIENT_AT', 'recon.objectives.unified', 'GRADIENT_AT'),
+          ('ALPHA_MODES', 'recon.objectives.unified', 'ALPHA_MODES'),
+          ('LAMBDA_CONSTRAINTS', 'recon.objectives.kkt', 'LAMBDA_CONSTRAINTS'),
+          ('PRIORS', 'recon.objectives.kkt', 'PRIORS'),
+          ('JACOBIAN_METHODS', 'recon.certify.certificate', 'METHODS'),
+          ('START_POINTS', 'recon.attack.rescue.pursuit', 'START_POINTS'),
+          ('CUT_STATES', 'recon.attack.rescue.cut', 'STATES'),
+          ('MATMUL_PRECISIONS', 'recon.models.min_norm', 'MATMUL_PRECISIONS'))
+
+
+@pytest.mark.parametrize('name,module,attr', TABLES, ids=[t[0] for t in TABLES])
+def test_the_names_a_field_accepts_are_those_its_module_acts_on(name, module, attr):
+  table = getattr(importlib.import_module(module), attr)
+  assert sorted(table) == sorted(getattr(choices, name))
+
+
+def test_validating_a_config_imports_no_model_code():
+  code = ('import sys; from recon.config import schema; '
+          "print(sorted(m for m in sys.modules if m.startswith(('recon.models', 'recon.attack', "
+          "'recon.objectives', 'recon.certify', 'recon.data'))))")
+  out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True,
+                       check=True, env=subprocess_env()).stdout.strip()
+  assert out == '[]'

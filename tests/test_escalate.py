@@ -1,4 +1,6 @@
 """Escalation on a plateau: the weakest candidate by leave-one-out loss is replaced."""
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +12,7 @@ from recon import metrics
 from recon.attack import driver
 from recon.attack import optimiser as optimize
 from recon.attack.rescue import escalate
+from recon.config import sections
 from recon.models import features, random_features
 from recon.objectives import projection
 
@@ -37,14 +40,22 @@ def test_leave_one_out_finds_the_candidate_that_explains_nothing():
   np.testing.assert_allclose(loo[2], float(loss_fn(xh, prob)), rtol=1e-3)
 
 
+def _settings(kw, **fixed):
+  """(the Escalate settings, the Escalator's keywords) from a test's keywords: the section's
+  fields go to the settings, the rest (max_steps, ...) to the Escalator, with tol 1e-9."""
+  names = {f.name for f in dataclasses.fields(sections.Escalate)}
+  settings = sections.Escalate(**fixed, **{k: v for k, v in kw.items() if k in names})
+  return settings, {'tol': 1e-9, **{k: v for k, v in kw.items() if k not in names}}
+
+
 def _escalator(prob, loss_fn, **kw):
   cfg = base.get_config()
   cfg.attack.tol, cfg.attack.max_steps = 1e-9, 100000
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
   chunk = jax.jit(driver.chunk_fn(cfg.attack, loss_fn, opt, constraint))
-  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
-                           every=100, window=300, trial_steps=600, **kw)
+  settings, kw = _settings(kw, every=100, window=300, trial_steps=600)
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, settings, **kw)
   esc.chunk = lambda s, stop: chunk(s, prob, stop)
   return esc, opt, constraint
 
@@ -122,8 +133,9 @@ def test_a_batch_escalates_each_run_on_its_own():
                            in_axes=(0, 0, None)))
   probs = jax.tree.map(lambda a: jnp.stack([a, a]), prob)
   keys = jnp.stack([jax.random.PRNGKey(1), jax.random.PRNGKey(2)])
-  esc = escalate.Escalator(keys, loss_fn, probs, constraint, opt, tol=1e-9, every=100,
-                           window=300, trial_steps=600, batched=True)
+  esc = escalate.Escalator(keys, loss_fn, probs, constraint, opt,
+                           sections.Escalate(every=100, window=300, trial_steps=600), tol=1e-9,
+                           batched=True)
   esc.chunk = lambda s, stop: chunk(s, probs, stop)
   x0 = jnp.stack([x.at[3].set(-x[3]), x * (1 + 1e-3)])
   state = jax.vmap(lambda z: optimize.init_state(z, opt, loss_fn, prob, constraint))(x0)
@@ -242,8 +254,9 @@ def test_the_candidate_replaced_is_the_one_whose_removal_costs_least():
   xh = x.at[2].set(z / jnp.linalg.norm(z) * jnp.sqrt(D))
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
-  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
-                           every=100, window=100, accept_ratio=1e9, restart_after=0)
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt,
+                           sections.Escalate(every=100, window=100, accept_ratio=1e9,
+                                             restart_after=0), tol=1e-9)
   esc.chunk = lambda s, stop: s  # the trial changes nothing: only the replacement shows
   state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
   for step in (100, 200):
@@ -262,8 +275,8 @@ def _escalator_with_trials_at(factor, **kw):
   xh = x.at[2].set(z / jnp.linalg.norm(z) * jnp.sqrt(D))
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(D)))
-  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
-                           every=100, window=100, **kw)
+  settings, kw = _settings(kw, every=100, window=100)
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, settings, **kw)
   state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
   esc.chunk = lambda s, stop: s._replace(loss=jnp.asarray(factor, s.loss.dtype) * state.loss,
                                          step=jnp.maximum(s.step, stop).astype(s.step.dtype))
@@ -340,8 +353,9 @@ def test_all_corrupted_candidates_are_flagged_and_replaced_in_one_round():
   d = xh.shape[1]
   opt = optimize.make_optimizer('adam', 0.01, 0.9)
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
-  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt, tol=1e-9,
-                           every=100, window=100, accept_ratio=1e9, restart_after=0)
+  esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob, constraint, opt,
+                           sections.Escalate(every=100, window=100, accept_ratio=1e9,
+                                             restart_after=0), tol=1e-9)
   esc.chunk = lambda s, stop: s  # the trial changes nothing: only the replacements show
   state = optimize.init_state(xh, opt, loss_fn, prob, constraint)
   for step in (100, 200):
@@ -358,7 +372,8 @@ def test_one_run_shares_its_problem_and_never_copies_it_with_a_run_axis():
   _, prob, loss_fn = _problem()
   esc = escalate.Escalator(jax.random.PRNGKey(1), loss_fn, prob,
                            optimize.sphere_constraint(float(np.sqrt(D))),
-                           optimize.make_optimizer('adam', 0.01, 0.9), tol=1e-9)
+                           optimize.make_optimizer('adam', 0.01, 0.9), sections.Escalate(),
+                           tol=1e-9)
   assert all(a is b for a, b in zip(jax.tree.leaves(esc._problem), jax.tree.leaves(prob)))
   assert len(esc.tried_per_run) == 1
 

@@ -27,18 +27,6 @@ LAYERS = (
     ('recon.execution', 'recon.api', 'recon.main', 'recon'),
 )
 MAX_TOP_LEVEL = 8  # modules directly in recon/, __init__ included
-# Upward imports whose removal is under way (issue #67 item 2: validating a config imports no
-# model code). The test fails once a listed import is gone, so the list cannot go stale.
-PENDING_UP = {
-    'recon.config.schema': {
-        'recon.attack.optimiser', 'recon.attack.rescue.cut', 'recon.attack.rescue.pursuit',
-        'recon.attack.sign_quotient', 'recon.attack.splitting', 'recon.certify.certificate',
-        'recon.data', 'recon.models.features', 'recon.models.foreign', 'recon.models.homogeneous',
-        'recon.models.min_norm', 'recon.models.networks', 'recon.models.privacy',
-        'recon.models.random_features', 'recon.models.train', 'recon.objectives.kkt',
-        'recon.objectives.projection', 'recon.objectives.projection_streamed',
-        'recon.objectives.unified'},
-}
 
 
 def module_files(root=ROOT):
@@ -152,12 +140,10 @@ def upward_imports(graph, layers=LAYERS):
 
 
 def test_no_import_from_a_lower_layer_up():
+  # recon.config among them: validating a config imports no model code (its names come from
+  # the registry and recon/config/choices.py, its sections from recon/config/sections.py).
   up = upward_imports(import_graph())
-  unexpected = {m: sorted(t - PENDING_UP.get(m, set())) for m, t in up.items()
-                if t - PENDING_UP.get(m, set())}
-  assert not unexpected, f'upward imports: {unexpected}'
-  gone = {m: sorted(t - up.get(m, set())) for m, t in PENDING_UP.items() if t - up.get(m, set())}
-  assert not gone, f'no longer imported, remove from PENDING_UP: {gone}'
+  assert not up, f'upward imports: { {m: sorted(t) for m, t in up.items()} }'
 
 
 def test_few_modules_directly_in_the_package():

@@ -7,6 +7,7 @@ import pytest
 from recon import data
 from recon.models import features, homogeneous
 from recon.attack import splitting
+from recon.config import sections
 from recon.objectives import kkt
 
 
@@ -69,7 +70,7 @@ def test_splitting_matrix_is_the_non_gauss_newton_part_of_the_x_hessian():
 @pytest.mark.slow  # ~10 CPU-s
 def test_split_changes_loss_by_half_eps_squared_vt_t_v():
   state, problem, loss, model, _ = _kkt_case()
-  cfg = splitting.SplitConfig(eig_method='dense')
+  cfg = sections.Split(eig_method='dense')
   evals, evecs = splitting.smallest_eigenpairs(model, state, problem, cfg, jax.random.PRNGKey(0))
   j = int(np.argmin(evals))
   l0 = float(loss(state, problem))
@@ -105,7 +106,7 @@ def test_planted_saddle_split_escapes_a_local_minimum():
   hess = jax.hessian(lambda x: loss({'x': x[None], 'lam': state['lam']}, {}))(state['x'][0])
   assert float(jnp.max(jnp.abs(grad))) == 0.0
   assert float(jnp.min(jnp.linalg.eigvalsh(hess))) >= 0  # plain GD is stuck here
-  evals, evecs = splitting.smallest_eigenpairs(model, state, {}, splitting.SplitConfig(),
+  evals, evecs = splitting.smallest_eigenpairs(model, state, {}, sections.Split(),
                                                jax.random.PRNGKey(0))
   np.testing.assert_allclose(float(evals[0]), -4.0, rtol=1e-10)  # T = -2 * d^2 x0^2 = -4
   l0 = float(loss(state, {}))
@@ -118,9 +119,9 @@ def test_planted_saddle_split_escapes_a_local_minimum():
 
 def test_splitter_round_with_line_search_and_merge():
   model, loss = _toy_model(k=2.0)
-  cfg = splitting.SplitConfig(mode='every', every=1, budget=1, eps_min=1e-3, eps_max=1.0,
-                              merge_tol=0.5)
-  splitter = splitting.Splitter(cfg, model, loss, lambda z: z)
+  cfg = sections.Split(mode='every', every=1, budget=1, eps_min=1e-3, eps_max=1.0,
+                       merge_tol=0.5)
+  splitter = splitting.Splitter(cfg, model, loss, lambda z: z, seed=0)
   # Candidate norms are 0 here: the eps grid is relative to the median norm, so use x = (0, 1).
   state = {'x': jnp.asarray([[0.0, 1.0]]), 'lam': jnp.ones((1,))}
   out = splitter(state, {}, 5, [(0, 1.0), (5, 1.0)])
@@ -161,9 +162,9 @@ def test_projection_split_model_residual_matches_projection_loss():
 
 def test_bad_split_input_one_line():
   with pytest.raises(splitting.SplitError, match='attack.split.budget') as e:
-    splitting.check_config(splitting.SplitConfig(mode='every', budget=-1))
+    splitting.check_config(sections.Split(mode='every', budget=-1))
   assert '\n' not in str(e.value)
   with pytest.raises(splitting.SplitError, match='second derivative'):
-    splitting.check_config(splitting.SplitConfig(mode='every'), 'relu')
-  splitting.check_config(splitting.SplitConfig(mode='every'), 'relu_smooth')
-  splitting.check_config(splitting.SplitConfig(mode='none'), 'relu')
+    splitting.check_config(sections.Split(mode='every'), 'relu')
+  splitting.check_config(sections.Split(mode='every'), 'relu_smooth')
+  splitting.check_config(sections.Split(mode='none'), 'relu')

@@ -16,7 +16,7 @@ from a dense eigh of T_j (d <= split_dense_max_dim, built column by column from 
 or Lanczos with full re-orthogonalisation on HVPs. Projection loss: the weight is
 implicit (alpha is re-solved after the split), so splitting = adding a candidate at
 x_j + eps v and moving x_j to x_j - eps v; its decrease is at least the fixed-weight
-one. Choices the paper leaves open are config fields (see `SplitConfig`).
+one. Choices the paper leaves open are config fields (`recon.config.sections.Split`).
 """
 from __future__ import annotations
 
@@ -26,13 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from recon.config import choices, sections
 from recon.models import features
 
 Array = jax.Array
-
-MODES = ('none', 'every', 'plateau')
-EIG_METHODS = ('auto', 'dense', 'lanczos')
-
 
 class SplitError(ValueError):
   """Invalid splitting input; one-line message."""
@@ -54,29 +51,11 @@ class SplitModel(NamedTuple):
   per_candidate: Tuple[str, ...] = ('labels',)
 
 
-class SplitConfig(NamedTuple):
-  mode: str = 'none'  # 'every' K steps, or on a 'plateau' of the loss
-  every: int = 1000  # K (and the minimum gap between two rounds)
-  plateau_window: int = 500  # steps over which the relative decrease is measured
-  plateau_tol: float = 1e-3  # plateau: relative decrease over the window below this
-  budget: int = 16  # total splits allowed in a run
-  max_per_round: int = 4  # splits per round (most negative eigenvalues first)
-  eig_tol: float = 1e-9  # split only if lambda_min(T_j) < -eig_tol
-  eig_method: str = 'auto'  # dense if d <= dense_max_dim, else Lanczos
-  dense_max_dim: int = 64
-  lanczos_steps: int = 20
-  eps_min: float = 1e-3  # eps range, relative to the median candidate norm
-  eps_max: float = 0.3
-  eps_grid: int = 16  # log-spaced eps values tried (one eps per round)
-  merge_tol: float = 1e-3  # merge two children closer than this (relative distance)
-  require_decrease: bool = True  # reject a round whose best eps does not lower the loss
-  seed: int = 0
-
-
-def check_config(cfg: SplitConfig, activation: Optional[str] = None) -> None:
+def check_config(cfg: sections.Split, activation: Optional[str] = None) -> None:
   """One-line errors for a bad split budget or an activation without curvature."""
-  if cfg.mode not in MODES:
-    raise SplitError(f'attack.split.mode: unknown mode {cfg.mode!r}; accepted: {", ".join(MODES)}')
+  if cfg.mode not in choices.SPLIT_MODES:
+    raise SplitError(f'attack.split.mode: unknown mode {cfg.mode!r}; accepted: '
+                     f'{", ".join(choices.SPLIT_MODES)}')
   if cfg.budget < 0:
     raise SplitError(f'attack.split.budget: invalid value {cfg.budget!r}; accepted: int >= 0')
   if cfg.mode != 'none' and activation is not None and not features.has_second_derivative(
@@ -145,7 +124,7 @@ def lanczos_smallest(matvec: Callable[[Array], Array], v0: Array, steps: int
   return jnp.vdot(vec, matvec(vec)), vec  # Rayleigh quotient with the true operator
 
 
-def smallest_eigenpairs(model: SplitModel, state: Any, problem: Any, cfg: SplitConfig,
+def smallest_eigenpairs(model: SplitModel, state: Any, problem: Any, cfg: sections.Split,
                         key: Array) -> Tuple[Array, Array]:
   """(eigenvalues (m,), unit eigenvectors (m, d)) of every candidate's splitting matrix."""
   hvp = splitting_hvp(model, state, problem)
@@ -211,9 +190,11 @@ class Splitter:
   `log` records every round (step, eigenvalues, eps, loss before/after, splits, merges).
   """
 
-  def __init__(self, cfg: SplitConfig, model: SplitModel, loss_fn: Callable,
-               constraint: Callable):
+  def __init__(self, cfg: sections.Split, model: SplitModel, loss_fn: Callable,
+               constraint: Callable, *, seed: int):
+    """`cfg`: the section attack.split, whole; `seed`: the run's (its rounds' keys)."""
     self.cfg, self.model, self.loss_fn, self.constraint = cfg, model, loss_fn, constraint
+    self.seed = seed
     self.splits = 0
     self.merges = 0
     self.last_step = 0
@@ -265,7 +246,7 @@ class Splitter:
       return (state, problem) if merged else None
     self.last_step = step
     cfg = self.cfg
-    key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), step)
+    key = jax.random.fold_in(jax.random.PRNGKey(self.seed), step)
     evals, evecs = self._eig(state, problem, key)
     evals = np.asarray(evals)
     order = np.argsort(evals)
@@ -358,8 +339,3 @@ def kkt_split_model(apply_vec, kind: str) -> SplitModel:
                               apply_vec=apply_vec, kind=kind)
 
   return SplitModel(residual=residual, contribution=contribution)
-
-
-def config_from(split: Any, seed: int) -> SplitConfig:
-  """SplitConfig from the config's `attack.split` section and the run's seed."""
-  return SplitConfig(**dict(split.items()), seed=seed)

@@ -24,7 +24,7 @@ from recon import data, errors, registry
 from recon.attack import splitting
 from recon.attack import optimiser as optimize
 from recon.pipelines import reconstruct, victims
-from recon.config import routes
+from recon.config import routes, sections
 from recon.runtime import runs
 from recon.attack.plan import Attack
 from recon.models import homogeneous, train
@@ -78,7 +78,7 @@ def check_attack_config(data_cfg, victim, attack) -> None:
   check_data_name(data_cfg)
   try:
     kkt.check_lambda_min(attack.lambda_min)
-    splitting.check_config(splitting.config_from(attack.split, 0),
+    splitting.check_config(sections.Split.from_section(attack.split),
                            attack_activation(victim, attack)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
@@ -311,8 +311,8 @@ def _with_splitter(cfg, split_model, **fields) -> Attack:
   """`Attack(**fields)`, refined by the sample splitter when attack.split.mode != 'none'."""
   refiner = None
   if cfg.attack.split.mode != 'none':
-    refiner = splitting.Splitter(splitting.config_from(cfg.attack.split, cfg.seed), split_model,
-                                 fields['loss_fn'], fields['constraint'])
+    refiner = splitting.Splitter(sections.Split.from_section(cfg.attack.split), split_model,
+                                 fields['loss_fn'], fields['constraint'], seed=cfg.seed)
   return Attack(refiner=refiner, **fields)
 
 

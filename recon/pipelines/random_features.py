@@ -31,7 +31,7 @@ from recon.models import saved as model_ckpt
 from recon.runtime import distributed, runs
 from recon.attack import driver, restarts, sign_quotient, splitting
 from recon.attack import optimiser as optimize
-from recon.config import routes
+from recon.config import routes, sections
 from recon.pipelines import victims
 from recon.attack.plan import Attack
 from recon.errors import ExperimentError, NonFiniteError
@@ -253,7 +253,7 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
         f"(got feature mode {'lean' if lean else 'dense'}, attack.rescue "
         f"{tuple(cfg.attack.rescue)}); accepted: attack.split.mode 'none', or "
         "victim.feature_mode 'dense' with no 'reseed' in attack.rescue")
-  split_cfg = splitting.config_from(cfg.attack.split, cfg.seed)
+  split_cfg = sections.Split.from_section(cfg.attack.split)
   try:
     splitting.check_config(split_cfg, cfg.victim.activation)
   except splitting.SplitError as e:
@@ -267,7 +267,8 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
                             splitting.projection_split_model(
                                 feature_one, cfg.attack.jitter,
                                 target_key='theta_quotient' if quotient else 'theta'),
-                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
+                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
+                            seed=cfg.seed)
 
 
 def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,

@@ -61,6 +61,7 @@ from recon.attack.rescue import cut as cut_lib
 from recon.attack.rescue import pursuit as pursuit_lib
 from recon.attack.rescue import reseed as refine
 from recon.attack.rescue import swap as swap_lib
+from recon.config import sections
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -125,12 +126,8 @@ def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
     return None
   return escalate.Escalator(
       _fold(ctx.key, 0xE5C, ctx.batched), ctx.loss_fn, ctx.problem, ctx.constraint,
-      ctx.optimizer, tol=ctx.tol, every=section.every, window=section.window,
-      trial_steps=section.trial_steps, restart_after=section.restart_after,
-      restart_steps=section.restart_steps, max_steps=ctx.max_steps,
-      accept_ratio=section.accept_ratio, batched=ctx.batched, weak_ratio=section.weak_ratio,
-      max_weak_share=section.max_weak_share,
-      pursuit=ctx.pursuit if section.pursuit == 'auto' else None, rows_fn=ctx.rows_fn,
+      ctx.optimizer, sections.Escalate.from_section(section), tol=ctx.tol,
+      max_steps=ctx.max_steps, batched=ctx.batched, residual_pursuit=ctx.pursuit, rows_fn=ctx.rows_fn,
       jitter=ctx.jitter)
 
 

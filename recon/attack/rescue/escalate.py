@@ -8,7 +8,7 @@ through its linear part). The loss then plateaus at 1e-4 instead of reaching `to
 Detection and repair use only the candidates and the loss, never the ground truth:
 
   plateau:  at a check, L > tol, no escalation within the last `window` steps, and
-            either L > `plateau_ratio` * L_w (L_w: the loss one `window` of steps ago) or,
+            either L > `PLATEAU_RATIO` * L_w (L_w: the loss one `window` of steps ago) or,
             given `max_steps`, the loss falls too slowly to reach tol in the budget left:
                 window * log(L / tol) / log(L_w / L) > max_steps - step
             (a candidate creeping along a shallow valley at a wrong point);
@@ -32,7 +32,7 @@ Detection and repair use only the candidates and the loss, never the ground trut
             median D while wrong rows sit at 0.005 .. 0.5 median D). Hence the cap, and the
             trials below judge every replacement by the loss. The weakest candidate
             (argmin D_j) is always in W; |W| = 1 is the former rule;
-  trials:   for every row of W, its mirror image -x_j and the best of `n_proposals` random
+  trials:   for every row of W, its mirror image -x_j and the best of `N_PROPOSALS` random
             points for its slot, the others held (`refine.best_replacement`, vmapped over the
             rows of W), with the loss of each with that row alone replaced. Trials: the
             weakest alone by its mirror ('mirror') and by its random proposal ('random') --
@@ -77,6 +77,7 @@ import optax
 from absl import logging
 
 from recon.attack import optimiser as optimize
+from recon.config import sections
 from recon.attack.rescue import reseed as refine
 from recon.objectives import projection
 from recon.attack.optimiser import reset_rows, reset_state
@@ -88,6 +89,8 @@ Array = jax.Array
 LOO_BATCH = 16  # candidates per vmapped batch of the leave-one-out pass (bounds its memory)
 TRIAL_CHUNK = 250  # steps per compiled call of a restart's trial (a progress line between)
 TRIAL_LOG_SECONDS = 10.0  # a restart trial's progress line at most this often
+PLATEAU_RATIO = 0.9  # a plateau: the loss above this x the loss one window ago
+N_PROPOSALS = 64  # random proposals per weak row and trial
 
 
 def leave_one_out_losses(x: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
@@ -121,17 +124,17 @@ class Escalator:
   """Wraps a compiled chunk `chunk(state, stop) -> state`; see the module docstring."""
 
   def __init__(self, key: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
-               constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation, *,
-               tol: float, every: int = 500, window: int = 3000, plateau_ratio: float = 0.9,
-               trial_steps: int = 500, accept_ratio: float = 0.5, n_proposals: int = 64,
-               restart_after: int = 2, restart_steps: int = 3000,
-               max_steps: Optional[int] = None, batched: bool = False,
-               weak_ratio: float = 0.25, max_weak_share: float = 0.25,
-               pursuit: Optional[Callable[[Any, float], Any]] = None,
+               constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation,
+               settings: sections.Escalate, *, tol: float, max_steps: Optional[int] = None,
+               batched: bool = False,
+               residual_pursuit: Optional[Callable[[Any, float], Any]] = None,
                rows_fn: Optional[Callable[[Any, Any], Any]] = None,
                jitter: float = projection.DEFAULT_JITTER):
+    """`settings`: the section attack.escalate, whole; `residual_pursuit` (one run's
+    `recon.attack.rescue.pursuit.Pursuit`) joins the trials when settings.pursuit is 'auto'."""
+    every, window = settings.every, settings.window
     self._batched = batched
-    self._pursuit = None if batched else pursuit  # recon.attack.rescue.pursuit.Pursuit: one more trial
+    self._pursuit = residual_pursuit if not batched and settings.pursuit == 'auto' else None
     # One key per run (a batch passes its runs' keys stacked), so that a run's draws do not
     # depend on the other runs of its batch.
     self._keys = key if batched else jnp.asarray(key)[None]
@@ -141,14 +144,14 @@ class Escalator:
     self._tol = tol
     self._every = every
     self._window = window
-    self._plateau_ratio = plateau_ratio
-    self._trial_steps = trial_steps
-    self._accept_ratio = accept_ratio
-    self._restart_after = restart_after
+    self._plateau_ratio = PLATEAU_RATIO
+    self._trial_steps = settings.trial_steps
+    self._accept_ratio = settings.accept_ratio
+    self._restart_after = settings.restart_after
     self._max_steps = max_steps
-    self._restart_steps = restart_steps
-    self._weak_ratio = weak_ratio
-    self._max_weak_share = max_weak_share
+    self._restart_steps = settings.restart_steps
+    self._weak_ratio = settings.weak_ratio
+    self._max_weak_share = settings.max_weak_share
     size = jax.tree.leaves(problem)[0].shape[0] if batched else 1
     self._next = [every] * size
     self._trace: List[List[Tuple[int, float]]] = [[] for _ in range(size)]
@@ -182,7 +185,7 @@ class Escalator:
         score = lambda j, z: projection.replacement_losses(  # noqa: E731
             basis, j, rows_fn(z, prob)[0])
       z, lz = jax.lax.map(lambda kj: refine.best_replacement(
-          kj[0], x, kj[1], loss_fn, prob, constraint, n_proposals, score), (keys, idx),
+          kj[0], x, kj[1], loss_fn, prob, constraint, N_PROPOSALS, score), (keys, idx),
                           batch_size=batch)
       mirror = constraint(-x[idx])
       lm = jax.lax.map(lambda jz: loss_fn(x.at[jz[0]].set(jz[1]), prob), (idx, mirror),
@@ -399,7 +402,7 @@ class Escalator:
         what = (f'{len(which)} stuck candidate(s) by pin radius {which} re-placed by residual '
                 'pursuit' if name == 'pursuit' else
                 f'{len(which)} weak candidate(s) by leave-one-out loss {which} (gain / L '
-                f'{np.round(gain[b, which] / float(losses[b]), 2).tolist()}) replaced by their '
+                f'{", ".join(f"{g:.2g}" for g in gain[b, which] / float(losses[b]))}) replaced by their '
                 f'{name} proposals')
         logging.info('%sstep %d: loss plateau at %.2e; %s: %.2e after %d trial steps',
                      self._prefix(b), int(steps[b]), float(losses[b]), what, new,
