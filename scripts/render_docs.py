@@ -10,15 +10,16 @@ A rendered block in a page is
     <!-- /render -->
 
 and NAME is a function of BLOCKS below: it reads results/*.json (nothing else, no recon import)
-and returns markdown. A re-run of a result script followed by this command updates the pages;
+and returns markdown. Most blocks are one table row per record, declared in TABLES; the others
+pivot or aggregate. A re-run of a result script followed by this command updates the pages;
 tests/test_docs_render.py fails while a block is stale. Prose outside the blocks carries no
 measured number (tests/test_docs_render.py says what counts as one).
 """
 import argparse
 import json
+import math
 import os
 import re
-import math
 import statistics
 import sys
 
@@ -40,18 +41,12 @@ def load(name, root=None):
 
 def fmt(x, digits=2):
   """A measured number as the tables print it: 3 significant figures, sci below 1e-3."""
-  if x is None:
-    return '–'
-  if isinstance(x, bool):
-    return 'yes' if x else 'no'
+  if x is None or isinstance(x, (bool, str)):
+    return {None: '–', True: 'yes', False: 'no'}[x] if not isinstance(x, str) else x
   if isinstance(x, int):
     return f'{x:,}'.replace(',', ' ') if abs(x) >= 10000 else str(x)
-  if isinstance(x, str):
-    return x
-  if x != x:
-    return 'nan'
-  if x == 0:
-    return '0'
+  if x != x or x == 0:
+    return 'nan' if x != x else '0'
   if abs(x) < 1e-3 or abs(x) >= 1e5:
     return f'{x:.{digits - 1}e}'
   if abs(x) >= 100:
@@ -59,15 +54,39 @@ def fmt(x, digits=2):
   return f'{x:.{digits}g}' if abs(x) < 1 else f'{x:.{digits + 1}g}'
 
 
-def ratio(x):
-  return f'{x:g}'
-
-
 def table(header, rows):
   out = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
-  out += ['| ' + ' | '.join(fmt(c) if not isinstance(c, str) else c for c in r) + ' |'
-          for r in rows]
-  return '\n'.join(out)
+  return '\n'.join(out + ['| ' + ' | '.join(map(fmt, r)) + ' |' for r in rows])
+
+
+def get(r, key):
+  """r's field `key`: a function of r, or a dotted path ('steady.batched_seconds')."""
+  if callable(key):
+    return key(r)
+  for k in key.split('.'):
+    r = r[k]
+  return r
+
+
+def per_record(recs, spec):
+  """A table of one row per record; spec: [(header, key)], a bare key being its own header."""
+  spec = [(c, c) if isinstance(c, str) else c for c in spec]
+  return table([h for h, _ in spec], [[get(r, k) for _, k in spec] for r in recs])
+
+
+def groups(recs, key):
+  out = {}
+  for r in recs:
+    out.setdefault(key(r), []).append(r)
+  return out
+
+
+def pivot(recs, row, col, cell, cols, corner, col_name=lambda c: f'{c:g}'):
+  """A row per row(r) (in order of first appearance), a column per c of cols: cell(records)."""
+  g = groups(recs, lambda r: (row(r), col(r)))
+  return table([corner] + [col_name(c) for c in cols],
+               [[n] + [cell(g[n, c]) if (n, c) in g else '–' for c in cols]
+                for n in dict.fromkeys(row(r) for r in recs)])
 
 
 def mean(xs):
@@ -75,97 +94,173 @@ def mean(xs):
   return statistics.fmean(xs) if xs else None
 
 
-def machine(m):
-  return f'\n\nMachine: {m}.' if m else ''
+# pylint: disable=unnecessary-lambda-assignment
+machine = lambda m: f'\n\nMachine: {m}.' if m else ''
+MACHINE = lambda d: machine(d.get('machine'))
+joined = lambda xs, f=fmt: ', '.join(f(x) for x in xs)
+size = lambda r: f'({r["n"]}, {r["d"]}, {r["p"]})'
+of = lambda k, total: lambda r: f'{r[k]} of {r[total]}'
+scaled = lambda k, factor: lambda r: r[k] * factor
+mean_sd = lambda k: lambda r: f'{fmt(r[k]["mean"])} ± {fmt(r[k]["std"])}'
+named = lambda d: [dict(r, name=k) for k, r in d.items()]
+# pylint: enable=unnecessary-lambda-assignment
 
 
-def per_record(recs, spec):
-  """A table of one row per record; spec: [(header, key or function of the record)]."""
-  return table([h for h, _ in spec], [[g(r) if callable(g) else r[g] for _, g in spec]
-                                      for r in recs])
-
-
-def size(r):
-  return f'({r["n"]}, {r["d"]}, {r["p"]})'
-
-
-def of(k, total):
-  return lambda r: f'{r[k]} of {r[total] if isinstance(total, str) else total}'
-
-
-def joined(xs, f=fmt):
-  return ', '.join(f(x) for x in xs)
-
-
-# -- the blocks ---------------------------------------------------------------------------
-# README.md: the jobs, each one run as a user runs it (scripts/job_times.py)
-JOBS = {  # config: (what it does, where the depth is); the time comes from results/job_times.json
+# -- README.md: the jobs, each one run as a user runs it (scripts/job_times.py) -------------
+JOBS = {  # config: (what it does, its page[#anchor] in docs/); the time: results/job_times.json
     'rf_synthetic': ('the default: random features on synthetic sphere data, n = 10, d = 10, '
-                     'p = 10·d·n, relu+tanh', '[random features](docs/random_features.md)'),
-    'rf_phase_transition': ('a sweep over widths, seeds and two activations: the phase transition '
-                            'at p ≈ dn', '[random features](docs/random_features.md#the-phase-transition)'),
-    'rf_digits': ("random features on scikit-learn's 8×8 digits (no download), with an image grid",
-                  '[data](docs/data.md#showcase-digits)'),
+                     'p = 10·d·n, relu+tanh', 'random_features'),
+    'rf_phase_transition': ('a sweep over widths, seeds and two activations: the phase '
+                            'transition at p ≈ dn', 'random_features#the-phase-transition'),
+    'rf_digits': ("random features on scikit-learn's 8×8 digits (no download), with an image "
+                  'grid', 'data#showcase-digits'),
     'rf_faces': ("random features on scikit-image's LFW crops (5×5, no download)",
-                 '[data](docs/data.md#showcase-faces-and-photo-patches)'),
-    'rf_cifar': ('the papers\' CIFAR-10 size (n = 100, d = 3072, p = 10·dn) on bundled photo patches '
-                 'or CIFAR-10, memory-lean; a GPU job (on CPU shrink it: `--config.data.image_size=4 '
-                 '--config.data.n=6`: {s})', '[data](docs/data.md#showcase-faces-and-photo-patches)'),
-    'rf_logistic': ('random features trained by GD on the logistic loss', '[networks](docs/networks.md)'),
+                 'data#showcase-faces-and-photo-patches'),
+    'rf_cifar': ("the papers' CIFAR-10 size (n = 100, d = 3072, p = 10·dn) on bundled photo "
+                 'patches or CIFAR-10, memory-lean; a GPU job (on CPU shrink it: '
+                 '`--config.data.image_size=4 --config.data.n=6`: {s})',
+                 'data#showcase-faces-and-photo-patches'),
+    'rf_logistic': ('random features trained by GD on the logistic loss', 'networks'),
     'two_layer': ('a two-layer net trained by full-batch GD, attacked through its last layer',
-                  '[networks](docs/networks.md)'),
-    'resnet': ('a small ResNet (no batch norm), attacked through its head', '[networks](docs/networks.md)'),
-    'vit': ('a small ViT, attacked through its head', '[networks](docs/networks.md)'),
+                  'networks'),
+    'resnet': ('a small ResNet (no batch norm), attacked through its head', 'networks'),
+    'vit': ('a small ViT, attacked through its head', 'networks'),
     'rf_subspace': ('random features on data in a known subspace, searched inside it',
-                    '[subspace](docs/subspace.md)'),
-    'two_layer_subspace': ('a two-layer net; the data subspace estimated from ΔW1, searched inside it',
-                           '[subspace](docs/subspace.md)'),
-    'kkt_synthetic': ('the KKT attack on a cubic two-layer net trained toward max margin',
-                      '[KKT](docs/kkt.md)'),
+                    'subspace'),
+    'two_layer_subspace': ('a two-layer net; the data subspace estimated from ΔW1, searched '
+                           'inside it', 'subspace'),
+    'kkt_synthetic': ('the KKT attack on a cubic two-layer net trained toward max margin', 'kkt'),
     'kkt_identifiability': ('exact recovery of a planted cubic KKT system (float64)',
-                            '[KKT](docs/kkt.md#identifiability)'),
-    'audit': ('attack a model you trained (Flax params or a PyTorch state_dict), scored against your '
-              'data file: records.json and report.html', '[audit](docs/audit.md#bring-your-own-model)'),
+                            'kkt#identifiability'),
+    'audit': ('attack a model you trained (Flax params or a PyTorch state_dict), scored against '
+              'your data file: records.json and report.html', 'audit#bring-your-own-model'),
     'leak_width': ("how wide before it leaks: your model family's threshold p* fitted on small "
-                   'shadow problems, your width\'s margin p / p*',
-                   '[audit](docs/audit.md#how-wide-before-it-leaks)'),
+                   "shadow problems, your width's margin p / p*", 'audit#how-wide-before-it-leaks'),
 }
+PAGE_NAMES = {'random_features': 'random features', 'kkt': 'KKT'}
 
 
 @block
 def jobs(root=None):
-  recs = {r['job']: r for r in load('job_times.json', root)['records']}
-  rows = []
-  for job, (what, docs) in JOBS.items():
-    r = recs.get(job)
+  recs, rows = {r['job']: r for r in load('job_times.json', root)['records']}, []
+  for job, (what, page) in JOBS.items():
+    r, name = recs.get(job), page.split('#')[0]
     secs = f'{round(r["seconds"])} s' if r and r['exit_status'] == 0 else 'not measured'
-    gpu = '{s}' in what
-    rows.append([f'`{job}.py`', what.format(s=secs), 'GPU' if gpu else secs, docs])
+    link = f'[{PAGE_NAMES.get(name, name)}](docs/{name}.md{page[len(name):]})'
+    rows.append([f'`{job}.py`', what.format(s=secs), 'GPU' if '{s}' in what else secs, link])
   return table(['config', 'what it does', 'time', 'docs'], rows)
 
 
-# docs/random_features.md
+# -- one row per record: name -> (results file, where its records are (a dotted path, a
+# function of the file, or '' for the file itself), the columns, a function of the file
+# giving the text after the table, or None)
+TABLES = {
+    # docs/random_features.md
+    'n_candidates': ('n_candidates.json', 'rows', [
+        ('n̂', 'n_candidates'), ('frac_recovered', 'frac_recovered.mean'),
+        ('duplicates', 'n_duplicates.mean'), ('uncovered samples', 'n_uncovered_samples.mean'),
+        ('median loss', 'projection_loss.median')], None),
+    'law_table': ('law_table.json', 'rows', [
+        'activation', 'regime', 'p', ('train MSE', 'train_mse.mean'),
+        ('recon_error', mean_sd('recon_error')), ('dist_abs', mean_sd('dist_abs')),
+        ('frac_recovered', mean_sd('frac_recovered'))], lambda d: (lambda s: (
+            f'\n\nMean ± SD over seeds {s["seeds"][0]}–{s["seeds"][-1]}; n = {s["n"]}, '
+            f'd = {s["d"]}, {s["optimizer"]} lr {s["lr"]:g}.' + MACHINE(s)))(d['setup'])),
+    'certificate_probes': ('certificate_probes.json', lambda d: [dict(d[k], name=name) for name, k in (
+        ('(a) attack-produced sets, m = n', 'kind_a'),
+        ('  of which relu / quadratic off the sphere or on images',
+         'kind_a_homogeneous_off_sphere_or_images'),
+        ('(b) structural checks', 'kind_b'))], [
+            ('probe', 'name'), 'runs', 'certified', 'recovered',
+            ('false certificates', 'false_certified'), 'crashed'], MACHINE),
+    'certificate_scale': ('certificate_scale.json', 'rows', [
+        ('(n, d, p)', size), 'features',
+        ('method', lambda r: r['method_used'] + (' (auto)' if r['method'] == 'auto' else '')),
+        ('wall s', 'seconds'), ('peak MB', 'peak_rss_mb'), 'certified',
+        ('pin radius', 'pin_radius'), ('at attack tol', 'pin_radius_at_attack_tol'),
+        ('rows pinned', of('rows_pinned', 'n'))], MACHINE),
+    'truth_certificate': ('truth_certificate.json', 'records', [
+        ('victim', lambda r: f'{r["data"]} {size(r)}'), 'seed', ('θ* dtype', 'theta_dtype'),
+        ('loss at the truth L*', 'loss64'), ('floor F', 'rounding_floor'),
+        ('worst case', 'rounding_floor_worst'), ('pin radius at attack tol', 'attack.pin_radius'),
+        ('at the rung\'s level', 'polished.pin_radius'), 'certifiable'], MACHINE),
+    'bench_sweep': ('bench_sweep.json', 'rows', [
+        'grid', ('points', lambda r: f'{r["k"]} points, widths {sorted(set(r["widths"]))}'),
+        ('steady s, batched', 'steady.batched_seconds'),
+        ('steady s, one run', 'steady.single_mean_seconds'),
+        ('per-point ratio', 'steady.ratio_per_point'),
+        ('end to end s, sweep', 'end_to_end.batched_seconds'),
+        ('K single runs s', 'end_to_end.k_singles_seconds')], MACHINE),
+    # docs/kkt.md
+    'kkt_identifiability': ('kkt_identifiability.json', '', [
+        'activation', 'victim', ('n̂', 'n_candidates'), 'init', 'recon_error',
+        ('recovered', of('n_recovered', 'n')), ('final loss', 'final_loss'),
+        ('neuron-Gram rank (span x / all)', lambda r: f'{r["neuron_gram_rank_span_x"]} / '
+         f'{r["neuron_gram_rank"]} of {r["neuron_gram_dim"]}')], None),
+    # docs/networks.md
+    'network_showcase': ('network_showcase.json', lambda d: named(d['runs']), [
+        ('config', 'name'), 'model', ('p_L / dn', 'p_L_over_dn'), ('params', 'n_params_total'),
+        ('train loss', 'train_loss_name'), ('train steps', 'train_steps'),
+        ('loss at truth', 'projection_loss_at_truth'), ('loss reached', 'projection_loss'),
+        'recon_error', 'frac_recovered', ('features', 'jacobian_at'), ('wall s', 'wall_seconds')],
+                         None),
+    # docs/performance.md
+    'bench_steps': ('bench.json', 'step', [
+        ('(n, d, p)', size), ('dense step ms', scaled('dense_step_s', 1e3)),
+        ('dense / roofline', 'dense_over_roofline'),
+        ('lean (stored) / dense', 'lean_stored_over_dense'),
+        ('lean (stored, box-muller) / dense', 'lean_stored_bm_over_dense'),
+        ('regenerate V ms (threefry)', scaled('regenerate_v_s', 1e3)),
+        ('regenerate V ms (box-muller)', scaled('regenerate_v_bm_s', 1e3))], MACHINE),
+    # docs/subspace.md
+    'subspace_digits': ('subspace_digits.json', lambda d: named(d['runs']), [
+        ('search', lambda r: 'full space' if r['name'] == 'none' else 'span of ΔW1'),
+        ('dimension', 'search_dim'), 'recon_error', 'frac_recovered'], None),
+    # docs/data.md
+    'rf_digits': ('rf_digits/metrics.json', 'seeds', [
+        'seed', 'frac_recovered', 'frac_recovered_ssim',
+        ('SSIM mean', lambda r: fmt(r['ssim_mean'], 3)),
+        ('SSIM min', lambda r: fmt(r['ssim_min'], 3)), 'recon_error', 'steps', 'status',
+        ('wall s', 'wall_seconds')], None),
+    # docs/colab.md
+    'paper_scale_gpu': ('paper_scale_gpu.json', 'records', [
+        ('p / dn', 'p_over_dn'), ('precision', 'matmul_precision'), ('train MSE', 'train_mse'),
+        ('steps (status)', lambda r: f'{r["steps"]} ({r["status"]})'),
+        ('final loss', 'final_loss'), 'recon_error', ('wall s', 'wall_seconds')], None),
+}
+
+
+def _one_per_record(file, where, spec, after):
+  def render(root=None):
+    d = load(file, root)
+    return per_record(get(d, where) if where else d, spec) + (after(d) if after else '')
+  return render
+
+
+BLOCKS.update({name: _one_per_record(*args) for name, args in TABLES.items()})
+
+
+# -- docs/random_features.md ----------------------------------------------------------------
 def _law(root, keep, cols, row_of):
-  cells = {}
-  recs = [r for r in load('recovery_law.json', root)['records'] if r['method'] == 'default' and
-          r['search'] == 'full' and r['k'] is None and min(r['per_seed']['seed']) >= 100 and keep(r)]
-  for r in sorted(recs, key=lambda r: (r['activation'], r['n'], r['d'], r['k'] or 0)):
-    cells.setdefault(row_of(r), {})[r['p_over_dn']] = r['recovery_rate']
-  return table(['p / dn'] + [ratio(c) for c in cols],
-               [[name] + [fmt(c.get(x)) if x in c else '–' for x in cols] for name, c in cells.items()])
+  recs = [r for r in load('recovery_law.json', root)['records']
+          if r['method'] == 'default' and r['search'] == 'full' and r['k'] is None and
+          min(r['per_seed']['seed']) >= 100 and keep(r)]
+  return pivot(sorted(recs, key=lambda r: (r['activation'], r['n'], r['d'], r['k'] or 0)),
+               row_of, lambda r: r['p_over_dn'], lambda rs: fmt(rs[-1]['recovery_rate']), cols,
+               'p / dn')
 
 
 @block
 def recovery_law(root=None):
   allr = [r for r in load('recovery_law.json', root)['records'] if r['method'] == 'default']
-  runs = sum(r['seeds'] for r in allr)
   cert = sum(round(r['certified_rate'] * r['seeds']) for r in allr)
-  false = sum(r['false_certified'] for r in allr)
   return (_law(root, lambda r: r['n'] == 8, [0.25, 0.5, 1, 2, 4, 8, 10, 16],
                lambda r: f'{r["activation"]}, d = {r["d"]}') +
-          f'\n\nShare of fresh seeds (100–119) with every row recovered, n = 8, the default attack. '
-          f'Over every point of the default method in results/recovery_law.json: {runs} runs, '
-          f'{cert} certified, {false} false certificates (certified with a row missed).')
+          f'\n\nShare of fresh seeds (100–119) with every row recovered, n = 8, the default '
+          f'attack. Over every point of the default method in results/recovery_law.json: '
+          f'{sum(r["seeds"] for r in allr)} runs, {cert} certified, '
+          f'{sum(r["false_certified"] for r in allr)} false certificates (certified with a row '
+          f'missed).')
 
 
 @block
@@ -177,117 +272,25 @@ def law_in_n(root=None):
 
 @block
 def methods(root=None):
+  order = [f'{m}, {a}' for m in ('previous', 'paper', 'paper_lr20_exact')
+           for a in ('relu', 'relu_tanh')]
+  name = lambda r: f'{r["method"]}, {r["activation"]}'
+  rate = lambda rs, f: fmt(f(r['recovery_rate'] for r in rs))
   recs = [r for r in load('recovery_law.json', root)['records']
           if r['method'] != 'default' and r['search'] == 'full' and r['n'] == 8]
-  cols = [1, 2, 4, 8, 10, 16]
-  rows = []
-  for method in ('previous', 'paper', 'paper_lr20_exact'):
-    for act in ('relu', 'relu_tanh'):
-      cells = {}
-      for r in recs:
-        if r['method'] == method and r['activation'] == act:
-          cells.setdefault(r['p_over_dn'], []).append(r['recovery_rate'])
-      if cells:
-        rows.append([f'{method}, {act}'] + [
-            f'{fmt(min(cells[c]))}–{fmt(max(cells[c]))}' if c in cells else '–' for c in cols])
-  return table(['method, activation (range over d)'] + [ratio(c) for c in cols], rows)
+  return pivot(sorted(recs, key=lambda r: order.index(name(r))), name, lambda r: r['p_over_dn'],
+               lambda rs: f'{rate(rs, min)}–{rate(rs, max)}', [1, 2, 4, 8, 10, 16],
+               'method, activation (range over d)')
 
 
-def pm(x):
-  return f'{fmt(x["mean"])} ± {fmt(x["std"])}'
-
-
-@block
-def law_table(root=None):
-  data, s = load('law_table.json', root), load('law_table.json', root)['setup']
-  return (per_record(data['rows'], [
-      ('activation', 'activation'), ('regime', 'regime'), ('p', 'p'),
-      ('train MSE', lambda r: r['train_mse']['mean']), ('recon_error', lambda r: pm(r['recon_error'])),
-      ('dist_abs', lambda r: pm(r['dist_abs'])), ('frac_recovered', lambda r: pm(r['frac_recovered']))]) +
-          f'\n\nMean ± SD over seeds {s["seeds"][0]}–{s["seeds"][-1]}; n = {s["n"]}, d = {s["d"]}, '
-          f'{s["optimizer"]} lr {s["lr"]:g}.' + machine(s.get('machine')))
-
-
-@block
-def n_candidates(root=None):
-  return per_record(load('n_candidates.json', root)['rows'], [
-      ('n̂', 'n_candidates'), ('frac_recovered', lambda r: r['frac_recovered']['mean']),
-      ('duplicates', lambda r: r['n_duplicates']['mean']),
-      ('uncovered samples', lambda r: r['n_uncovered_samples']['mean']),
-      ('median loss', lambda r: r['projection_loss']['median'])])
-
-
-@block
-def certificate_probes(root=None):
-  d = load('certificate_probes.json', root)
-  kinds = [('(a) attack-produced sets, m = n', 'kind_a'),
-           ('  of which relu / quadratic off the sphere or on images',
-            'kind_a_homogeneous_off_sphere_or_images'), ('(b) structural checks', 'kind_b')]
-  return per_record([dict(d[k], name=name) for name, k in kinds], [
-      ('probe', 'name'), ('runs', 'runs'), ('certified', 'certified'), ('recovered', 'recovered'),
-      ('false certificates', 'false_certified'), ('crashed', 'crashed')]) + machine(d.get('machine'))
-
-
-@block
-def certificate_scale(root=None):
-  d = load('certificate_scale.json', root)
-  return per_record(d['rows'], [
-      ('(n, d, p)', size), ('features', 'features'),
-      ('method', lambda r: r['method_used'] + (' (auto)' if r['method'] == 'auto' else '')),
-      ('wall s', 'seconds'), ('peak MB', 'peak_rss_mb'), ('certified', 'certified'),
-      ('pin radius', 'pin_radius'), ('at attack tol', 'pin_radius_at_attack_tol'),
-      ('rows pinned', of('rows_pinned', 'n'))]) + machine(d.get('machine'))
-
-
-@block
-def truth_certificate(root=None):
-  d = load('truth_certificate.json', root)
-  return per_record(d['records'], [
-      ('victim', lambda r: f'{r["data"]} {size(r)}'), ('seed', 'seed'), ('θ* dtype', 'theta_dtype'),
-      ('loss at the truth L*', 'loss64'), ('floor F', 'rounding_floor'),
-      ('worst case', 'rounding_floor_worst'),
-      ('pin radius at attack tol', lambda r: r['attack']['pin_radius']),
-      ('at the rung\'s level', lambda r: r['polished']['pin_radius']),
-      ('certifiable', 'certifiable')]) + machine(d.get('machine'))
-
-
-@block
-def bench_sweep(root=None):
-  d = load('bench_sweep.json', root)
-  return per_record(d['rows'], [
-      ('grid', 'grid'), ('points', lambda r: f'{r["k"]} points, widths {sorted(set(r["widths"]))}'),
-      ('steady s, batched', lambda r: r['steady']['batched_seconds']),
-      ('steady s, one run', lambda r: r['steady']['single_mean_seconds']),
-      ('per-point ratio', lambda r: r['steady']['ratio_per_point']),
-      ('end to end s, sweep', lambda r: r['end_to_end']['batched_seconds']),
-      ('K single runs s', lambda r: r['end_to_end']['k_singles_seconds'])]) + machine(d.get('machine'))
-
-
-# docs/kkt.md
-@block
-def kkt_identifiability(root=None):
-  return per_record(load('kkt_identifiability.json', root), [
-      ('activation', 'activation'), ('victim', 'victim'), ('n̂', 'n_candidates'), ('init', 'init'),
-      ('recon_error', 'recon_error'), ('recovered', of('n_recovered', 'n')),
-      ('final loss', 'final_loss'),
-      ('neuron-Gram rank (span x / all)', lambda r: f'{r["neuron_gram_rank_span_x"]} / '
-       f'{r["neuron_gram_rank"]} of {r["neuron_gram_dim"]}')])
-
-
-def groups(recs, key):
-  out = {}
-  for r in recs:
-    out.setdefault(key(r), []).append(r)
-  return out
-
-
+# -- docs/kkt.md ------------------------------------------------------------------------------
 @block
 def kkt_splitting(root=None):
   g = groups(load('kkt_splitting.json', root), lambda r: (r['objective'], r['split']))
   keys = ('recon_error', 'n_recovered', 'final_loss', 'n_splits', 'seconds')
   return table(['objective', 'split', 'seeds', 'mean recon_error', 'mean recovered',
                 'mean final loss', 'mean splits', 'mean s'],
-               [[o, s, len(rs)] + [fmt(mean(r[k] for r in rs)) for k in keys]
+               [[o, s, len(rs)] + [mean(r[k] for r in rs) for k in keys]
                 for (o, s), rs in g.items()])
 
 
@@ -297,63 +300,34 @@ def kkt_trained(root=None):
   for method, rs in groups(load('kkt_trained.json', root)['rows'], lambda r: r['method']).items():
     v = [r['frac_ssim_0_5'] for r in rs]
     sd = statistics.stdev(v) if len(v) > 1 else 0.0
-    rows.append([method, ', '.join(str(r['seed']) for r in rs), f'{fmt(mean(v))} ± {fmt(sd)}',
-                 fmt(mean(r['ssim_median'] for r in rs)),
-                 fmt(mean(r['n_distinct_nearest'] for r in rs))])
+    rows.append([method, joined((r['seed'] for r in rs), str), f'{fmt(mean(v))} ± {fmt(sd)}',
+                 mean(r['ssim_median'] for r in rs), mean(r['n_distinct_nearest'] for r in rs)])
   return table(['method', 'seeds', 'share at SSIM ≥ 0.5 (mean ± sample SD)', 'median SSIM',
                 'distinct nearest'], rows)
 
 
-# docs/networks.md
+# -- docs/networks.md ---------------------------------------------------------------------------
 @block
 def network_law(root=None):
-  d = load('network_law.json', root)
-  cols = [0.25, 0.5, 1, 3, 10, 16]
-  near = lambda x: min(cols, key=lambda c: abs(c - x) / c)
-  cells = {}
-  for r in d['records']:
-    cells.setdefault((r['victim'], r['dataset']), {}).setdefault(near(r['p_L_over_dn']), []).append(
-        r['recon_error'])
-  rows = [[f'{v}, {ds}'] + [fmt(mean(c[x])) if x in c else '–' for x in cols]
-          for (v, ds), c in cells.items()]
-  return (table(['victim, data (mean recon_error)'] + [f'{ratio(c)}·dn' for c in cols], rows) +
-          f'\n\nMean recon_error over the reported seeds {", ".join(map(str, d["seeds"]["reported"]))} '
+  d, cols = load('network_law.json', root), [0.25, 0.5, 1, 3, 10, 16]
+  return (pivot(d['records'], lambda r: f'{r["victim"]}, {r["dataset"]}',
+                lambda r: min(cols, key=lambda c: abs(c - r['p_L_over_dn']) / c),
+                lambda rs: fmt(mean(r['recon_error'] for r in rs)), cols,
+                'victim, data (mean recon_error)', lambda c: f'{c:g}·dn') +
+          f'\n\nMean recon_error over the reported seeds {joined(d["seeds"]["reported"], str)} '
           f'(n = 4; columns: p_L / dn).')
 
 
 @block
 def two_layer_threshold(root=None):
   by = groups(load('two_layer_threshold.json', root)['runs'], lambda r: r['p_L_over_dn'])
+  keys = ('recon_error', 'frac_recovered', 'projection_loss_at_truth')
   return table(['p_L / dn', 'recon_error (per seed)', 'frac_recovered', 'loss at the true data'],
-               [[fmt(round(x, 2))] + [joined(r[k] for r in rs) for k in (
-                   'recon_error', 'frac_recovered', 'projection_loss_at_truth')]
+               [[fmt(round(x, 2))] + [joined(r[k] for r in rs) for k in keys]
                 for x, rs in sorted(by.items())])
 
 
-@block
-def network_showcase(root=None):
-  d = load('network_showcase.json', root)
-  return per_record([dict(r, name=k) for k, r in d['runs'].items()], [
-      ('config', 'name'), ('model', 'model'), ('p_L / dn', 'p_L_over_dn'), ('params', 'n_params_total'),
-      ('train loss', 'train_loss_name'), ('train steps', 'train_steps'),
-      ('loss at truth', 'projection_loss_at_truth'), ('loss reached', 'projection_loss'),
-      ('recon_error', 'recon_error'), ('frac_recovered', 'frac_recovered'), ('features', 'jacobian_at'),
-      ('wall s', 'wall_seconds')])
-
-
-# docs/performance.md
-@block
-def bench_steps(root=None):
-  d = load('bench.json', root)
-  ms = lambda k: lambda r: r[k] * 1e3
-  return per_record(d['step'], [
-      ('(n, d, p)', size), ('dense step ms', ms('dense_step_s')),
-      ('dense / roofline', 'dense_over_roofline'), ('lean (stored) / dense', 'lean_stored_over_dense'),
-      ('lean (stored, box-muller) / dense', 'lean_stored_bm_over_dense'),
-      ('regenerate V ms (threefry)', ms('regenerate_v_s')),
-      ('regenerate V ms (box-muller)', ms('regenerate_v_bm_s'))]) + machine(d.get('machine'))
-
-
+# -- docs/performance.md --------------------------------------------------------------------------
 @block
 def bench_memory(root=None):
   m = load('bench.json', root)['memory_at_scale']
@@ -370,41 +344,40 @@ def bench_pipeline(root=None):
   g = groups(d['rows'], lambda r: (r['method'], r['n'], r['d'], r['p'], r['activation']))
   rows = [[method, f'({n}, {dd}, {p})', act, f'{sum(r["all_recovered"] for r in rs)} of {len(rs)}',
            f'{sum(bool(r["certified"]) for r in rs)} of {len(rs)}',
-           fmt(statistics.median(r['wall_s'] for r in rs)),
-           fmt(statistics.median(r['steps'] for r in rs))]
+           statistics.median(r['wall_s'] for r in rs), statistics.median(r['steps'] for r in rs)]
           for (method, n, dd, p, act), rs in g.items()]
   return (table(['method', '(n, d, p)', 'activation', 'every row back', 'certified',
                  'median wall s', 'median steps'], rows) +
-          f'\n\nSeeds {", ".join(map(str, d["seeds"]))}, the CLI run whole (start-up, fit, attack, '
+          f'\n\nSeeds {joined(d["seeds"], str)}, the CLI run whole (start-up, fit, attack, '
           f'rescue, certificate).' + machine(d.get('machine')))
 
 
-# docs/reliability.md
+# -- docs/reliability.md --------------------------------------------------------------------------
 @block
 def soak(root=None):
-  recs = [dict(load(name, root), name=name) for name in ('soak.json', 'soak_short.json')]
   o = load('soak_ownership.json', root)
-  return (per_record(recs, [
+  return (per_record([dict(load(n, root), name=n) for n in ('soak.json', 'soak_short.json')], [
       ('record', lambda s: f'[{s["name"]}](../results/{s["name"]})'), ('faults', 'faults_injected'),
-      ('trials', 'trials'), ('faults survived', 'faults_survived'), ('runs lost', 'runs_lost'),
+      'trials', ('faults survived', 'faults_survived'), ('runs lost', 'runs_lost'),
       ('half-made or wrong', lambda s: len(s['half_made_or_wrong'])),
       ('minutes', lambda s: s['seconds'] / 60)]) +
           f'\n\n[soak_ownership.json](../results/soak_ownership.json): {o["faults"]} faults in '
           f'{o["workdirs"]} workdirs, {o["user_files_checked"]} user-file checks, '
           f'{len(o["user_files_lost"])} user files lost, {len(o["wrong"])} wrong states.')
 
-# docs/audit.md
+
+# -- docs/audit.md --------------------------------------------------------------------------------
 def _ci(fit):
   lo, hi = fit['c_ci']
-  return f'{fmt(fit["c"])} (a clean gap)' if lo == hi else f'{fmt(fit["c"])} [{fmt(lo)}, {fmt(hi)}]'
+  return f'{fmt(fit["c"])} ' + ('(a clean gap)' if lo == hi else f'[{fmt(lo)}, {fmt(hi)}]')
 
 
 def _family(f):
   kind, act = f['family'].split('/')[:2]
-  name = 'two-layer MSE net' if kind == 'two_layer' else act.replace('relu_tanh', 'relu+tanh')
   extra = [x for x, on in (('the rung', f['attack'].get('polish') == 'auto'),
                            ('the sign quotient', f['attack'].get('sign_quotient') == 'on'),
                            ('float64', f.get('dtype') == 'float64')) if on]
+  name = 'two-layer MSE net' if kind == 'two_layer' else act.replace('relu_tanh', 'relu+tanh')
   return ', '.join([name] + extra)
 
 
@@ -414,71 +387,75 @@ def leak_width(root=None):
   return per_record(fams, [
       ('family (attack extras)', _family), ('shadow n', lambda f: joined(f['shadow_n'], str)),
       ('target n', 'n_target'), ('c, constant law', lambda f: _ci(f['shadow_fit'])),
-      ('c, trend in n', lambda f: _ci(f['trend_fit'])), ('c measured at n', lambda f: _ci(f['measured_fit'])),
-      ('constant / measured', 'prediction_ratio'), ('trend / measured', 'trend_prediction_ratio')]) + (
-      f'\n\nc with its 95% bootstrap interval; shadows on seeds {joined(fams[0]["shadow_seeds"], str)}, '
-      f'the target on fresh seeds.' + machine(fams[0].get('machine')))
+      ('c, trend in n', lambda f: _ci(f['trend_fit'])),
+      ('c measured at n', lambda f: _ci(f['measured_fit'])),
+      ('constant / measured', 'prediction_ratio'), ('trend / measured', 'trend_prediction_ratio')
+  ]) + (f'\n\nc with its 95% bootstrap interval; shadows on seeds '
+        f'{joined(fams[0]["shadow_seeds"], str)}, the target on fresh seeds.' + MACHINE(fams[0]))
 
 
 @block
 def audit_regimes(root=None):
   d = load('audit_regimes.json', root)
-  cell = lambda t: f'{t["recovered_all"]} of {t["seeds"]} seeds (mean share {fmt(t["mean_frac_recovered"])})'
+  cell = lambda t: (f'{t["recovered_all"]} of {t["seeds"]} seeds '
+                    f'(mean share {fmt(t["mean_frac_recovered"])})')
   rows = [[name.replace('_lr', ', lr ').replace('gd', 'GD').replace('adam', 'Adam'),
-           fmt(d['first_layer_moved'][name])] + [cell(t[a]) for a in ('init_trained', 'init_stacked', 'no_init')]
+           d['first_layer_moved'][name]] +
+          [cell(t[a]) for a in ('init_trained', 'init_stacked', 'no_init')]
           for name, t in d['table'].items()]
-  c = d['choice']
+  losses = d['choice']['median_final_loss'].items()
   return (table(['regime', 'first layer moved (median)', 'W(0) known, features at W(T)',
                  'W(0) known, W(0) and W(T) stacked', 'W(0) unknown'], rows) +
           f'\n\nSeeds {joined(d["reported_seeds"], str)}; n = {d["n"]}, d = {d["d"]}, hidden '
-          f'{d["hidden"]}. Median final loss on the tuning seeds: ' +
-          ', '.join(f'{k} {fmt(v)}' for k, v in c['median_final_loss'].items()) + '.' + machine(d['machine']))
+          f'{d["hidden"]}. Median final loss on the tuning seeds: '
+          f'{", ".join(f"{k} {fmt(v)}" for k, v in losses)}.' + MACHINE(d))
 
 
-# docs/defences.md
+# -- docs/defences.md -----------------------------------------------------------------------------
 def _strength(defence, x):
   if defence != 'dp':
     return 'none' if x == 0 else fmt(x)
-  if x == 0:
-    return 'ε = ∞'
-  e = round(math.log10(x))
-  return 'ε = ' + (f'10{str(e).translate(SUP)}' if x >= 1000 and 10 ** e == x else fmt(x))
+  e = round(math.log10(x)) if x else None
+  return 'ε = ' + ('∞' if not x else f'10{str(e).translate(SUP)}' if x >= 1000 and 10 ** e == x
+                   else fmt(x))
 
 
 def _crossover(key, c):
   s = lambda x: _strength(key.split('/')[1], x)
-  if c is None:
-    return '–'
-  if c['still_recovered_at'] is None:
-    return 'not recovered undefended'
-  return f'{s(c["still_recovered_at"])} → ' + ('not stopped' if c['stopped_at'] is None else s(c['stopped_at']))
+  if c is None or c['still_recovered_at'] is None:
+    return '–' if c is None else 'not recovered undefended'
+  stop = 'not stopped' if c['stopped_at'] is None else s(c['stopped_at'])
+  return f'{s(c["still_recovered_at"])} → {stop}'
 
 
 @block
 def defences(root=None):
   d = load('defences.json', root)
-  cross = d['meta']['crossovers']
-  pairs = dict.fromkeys(k.rsplit('/', 1)[0] for k in cross)
+  cross, certs = d['meta']['crossovers'], d['meta']['certificates'].values()
   rows = [[f'`{p.split("/")[0]}` / {p.split("/", 1)[1].replace("_", " ")}'] +
-          [_crossover(p, cross.get(f'{p}/{w}')) for w in (4, 10)] for p in pairs]
+          [_crossover(p, cross.get(f'{p}/{w}')) for w in (4, 10)]
+          for p in dict.fromkeys(k.rsplit('/', 1)[0] for k in cross)]
   dp = [r for r in d['records'] if r['defence'] == 'dp' and r['strength'] <= 64]
   back = round(sum(r['frac_recovered'] * r['n'] for r in dp))
-  certs = d['meta']['certificates'].values()
   return (table(['victim / defence', 'p_L = 4·dn', '10·dn'], rows) +
           f'\n\nThe strongest measured defence at which at least half the rows still come back '
-          f'(mean over the seeds) → the next one, at which they do not. DP at ε ≤ 64: '
-          f'{back} of {sum(r["n"] for r in dp)} rows back in {len(dp)} runs. Certified runs: '
+          f'(mean over the seeds) → the next one, at which they do not. DP at ε ≤ 64: {back} of '
+          f'{sum(r["n"] for r in dp)} rows back in {len(dp)} runs. Certified runs: '
           f'{sum(c["certified"] for c in certs)}, false certificates: '
-          f'{sum(c["false_certified"] for c in certs)}.' + machine(d['meta']['machine']))
+          f'{sum(c["false_certified"] for c in certs)}.' + MACHINE(d['meta']))
 
 
-# docs/subspace.md
+# -- docs/subspace.md -----------------------------------------------------------------------------
+def _errors(rs, subspace):
+  return joined(r['recon_error'] for r in rs if r['subspace'] == subspace) or '–'
+
+
 @block
 def subspace_rf_width(root=None):
-  g = groups(load('subspace_rf_width.json', root)['rows'], lambda r: (r['p'], r['p_over_kn'], r['p_over_dn']))
+  g = groups(load('subspace_rf_width.json', root)['rows'],
+             lambda r: (r['p'], f'{r["p_over_kn"]:g}', f'{r["p_over_dn"]:g}'))
   return table(['p', 'p / kn', 'p / dn', 'full space (R^d), per seed', 'inside the subspace (R^k)'],
-               [[p, ratio(kn), ratio(dn)] + [joined(r['recon_error'] for r in rs if r['subspace'] == s)
-                                             for s in ('none', 'known')] for (p, kn, dn), rs in g.items()])
+               [list(k) + [_errors(rs, 'none'), _errors(rs, 'known')] for k, rs in g.items()])
 
 
 @block
@@ -486,64 +463,34 @@ def subspace_two_layer(root=None):
   rows = load('subspace_two_layer.json', root)['rows']
   a = groups([r for r in rows if r['part'] == 'A'], lambda r: r['width'])
   one = table(['width (p / kn, p / dn)', 'full space', 'U from ΔW1', 'true U'], [
-      [f'{w} ({ratio(rs[0]["p_over_kn"])}, {ratio(rs[0]["p_over_dn"])})'] +
-      [joined(r['recon_error'] for r in rs if r['subspace'] == s) or '–'
-       for s in ('none', 'estimated', 'known')] for w, rs in a.items()])
+      [f'{w} ({rs[0]["p_over_kn"]:g}, {rs[0]["p_over_dn"]:g})'] +
+      [_errors(rs, s) for s in ('none', 'estimated', 'known')] for w, rs in a.items()])
   two = per_record([r for r in rows if r['part'] == 'B'], [
-      ('weight_decay', 'weight_decay'), ('max principal angle °', 'max_principal_angle_deg'),
+      'weight_decay', ('max principal angle °', 'max_principal_angle_deg'),
       ('true data outside U', 'subspace_residual_true'), ('automatic k', 'auto_k'),
       ('recon_error (k = 4)', 'recon_error')])
   return f'recon_error per seed:\n\n{one}\n\nWeight decay (seed 0):\n\n{two}'
 
 
-@block
-def subspace_digits(root=None):
-  runs = load('subspace_digits.json', root)['runs']
-  return per_record([dict(r, name=k) for k, r in runs.items()], [
-      ('search', lambda r: 'full space' if r['name'] == 'none' else 'span of ΔW1'),
-      ('dimension', 'search_dim'), ('recon_error', 'recon_error'), ('frac_recovered', 'frac_recovered')])
-
-
-# docs/data.md
-@block
-def rf_digits(root=None):
-  return per_record(load('rf_digits/metrics.json', root)['seeds'], [
-      ('seed', 'seed'), ('frac_recovered', 'frac_recovered'), ('frac_recovered_ssim', 'frac_recovered_ssim'),
-      ('SSIM mean', lambda r: fmt(r['ssim_mean'], 3)), ('SSIM min', lambda r: fmt(r['ssim_min'], 3)),
-      ('recon_error', 'recon_error'),
-      ('steps', 'steps'), ('status', 'status'), ('wall s', 'wall_seconds')])
-
-
-# docs/colab.md
-@block
-def paper_scale_gpu(root=None):
-  return per_record(load('paper_scale_gpu.json', root)['records'], [
-      ('p / dn', 'p_over_dn'), ('precision', 'matmul_precision'), ('train MSE', 'train_mse'),
-      ('steps (status)', lambda r: f'{r["steps"]} ({r["status"]})'), ('final loss', 'final_loss'),
-      ('recon_error', 'recon_error'), ('wall s', 'wall_seconds')])
-
-
-# docs/testing.md
+# -- docs/testing.md ------------------------------------------------------------------------------
 @block
 def mutations(root=None):
   d = load('mutations.json', root)
   s = d['score']
-  odd = [m for m in d['mutations'] if m['outcome'] != 'caught']
   return (f'{s["caught_fast"]} of {s["total"]} mutations caught by the fast tier, '
           f'{s["caught_slow_only"]} more only by a slow test, {s["survived"]} survived '
-          f'({d["command"]}, commit {d["commit"]}).\n\n' + per_record(odd, [
-              ('mutation', lambda m: f'`{m["id"]}`'), ('what', 'what'), ('outcome', 'outcome'),
+          f'({d["command"]}, commit {d["commit"]}).\n\n' +
+          per_record([m for m in d['mutations'] if m['outcome'] != 'caught'], [
+              ('mutation', lambda m: f'`{m["id"]}`'), 'what', 'outcome',
               ('slow test or note', lambda m: m['note'] or ', '.join(
                   f'`{t.split("/")[-1]}`' for t in m['slow_tests']))]))
 
 
-# -- rendering ----------------------------------------------------------------------------
+# -- rendering --------------------------------------------------------------------------------
 def pages(root=None):
-  root = root or ROOT
-  out = [os.path.join(root, 'README.md')]
-  docs = os.path.join(root, 'docs')
-  out += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith('.md'))
-  return out
+  docs = os.path.join(root or ROOT, 'docs')
+  return [os.path.join(root or ROOT, 'README.md')] + sorted(
+      os.path.join(docs, f) for f in os.listdir(docs) if f.endswith('.md'))
 
 
 def render_text(text, root=None, where=''):
@@ -564,13 +511,11 @@ def render_text(text, root=None, where=''):
 
 def render(root=None, check=False):
   """Render every page under root; returns ['page: block', ...] that were (or are) stale."""
-  root = root or ROOT
   stale = []
   for path in pages(root):
+    rel = os.path.relpath(path, root or ROOT)
     with open(path, encoding='utf-8') as f:
-      text = f.read()
-    rel = os.path.relpath(path, root)
-    new, names = render_text(text, root, rel)
+      new, names = render_text(f.read(), root, rel)
     stale += [f'{rel}: {n}' for n in names]
     if names and not check:
       with open(path, 'w', encoding='utf-8') as f:
@@ -589,13 +534,12 @@ def main(argv=None):
   except (KeyError, OSError, ValueError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
-  if args.check and stale:
-    for s in stale:
-      print(f'stale: {s} (run python -m scripts.render_docs)', file=sys.stderr)
-    return 1
   for s in stale:
-    print(f'rendered: {s}')
-  return 0
+    if args.check:
+      print(f'stale: {s} (run python -m scripts.render_docs)', file=sys.stderr)
+    else:
+      print(f'rendered: {s}')
+  return 1 if args.check and stale else 0
 
 
 if __name__ == '__main__':
