@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import sys
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from recon.errors import ReconError
@@ -40,6 +41,9 @@ FIELD = {'victim': 'victim.name', 'objective': 'attack.objective', 'dataset': 'd
          'pipeline': 'pipeline', 'rescue': 'attack.rescue'}
 
 _TABLES: Dict[str, Dict[str, Any]] = {kind: {} for kind in KINDS}
+# (kind, name) -> the module whose `register` call added it: the one place that may compare a
+# config's name with it (tests/test_registry.py: every other module asks the entry).
+_ORIGINS: Dict[Tuple[str, str], str] = {}
 # The modules whose import registers every built-in entry (the pipelines import every victim,
 # objective and data set module; the audit's leak-width pipeline runs sweeps of them). They are imported by name on the first read of a table, not
 # here: this module stays importable first, from any module, with no import circle.
@@ -73,6 +77,14 @@ class Victim:
                       KKT attack: 2n)
   check               optional (victim section) -> an error message or None: cross-field
                       checks of the section, before any compute
+  features            what the attack's features of a candidate are: 'gradient' (parameter
+                      gradients of a trained network: its initial parameters and dW1 exist)
+                      or 'random' (sigma(V x) of a fixed random first layer V, given with
+                      the model and never trained: victim.p is its width)
+  homogeneous         positively homogeneous in its parameters and trained toward max
+                      margin: the KKT conditions of its training hold (attack.kkt_target)
+  patched             cuts an image input into victim.patch_size patches (the image's
+                      sides are multiples of it)
   """
   pipeline: str
   build: Optional[Callable[[Any, int], Any]] = None
@@ -83,6 +95,9 @@ class Victim:
   restartable: bool = True
   candidates_per_sample: int = 1
   check: Optional[Callable[[Any], Optional[str]]] = None
+  features: str = 'gradient'
+  homogeneous: bool = False
+  patched: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,10 +110,17 @@ class Objective:
   pipeline    the pipeline that owns the objective (its loss is built there: the KKT
               conditions, the unified subspace objective); None: the victim's pipeline
   pipelines   the victims' pipelines whose attack accepts `loss`
+  head_rows   `loss` may read a linear head's penultimate rows against the reshaped target
+              (`recon.objectives.parameter_gradients.head_rows`) instead of the per-class
+              Jacobian rows: the same value with a C-times smaller Gram (the projection loss)
+  kkt_labels  the label kind of the KKT conditions it writes ('binary', 'multiclass',
+              'general'; its state holds candidates and duals); None for a loss on features
   """
   loss: Optional[Callable[..., Any]] = None
   pipeline: Optional[str] = None
   pipelines: Tuple[str, ...] = ()
+  head_rows: bool = False
+  kkt_labels: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,12 +164,20 @@ def register(kind: str, name: str, entry: Any) -> Any:
   if name in table and table[name] is not entry:
     raise RegistryError(f'{kind} {name!r}: registered twice; accepted: one registration per name')
   table[name] = entry
+  _ORIGINS[(kind, name)] = sys._getframe(1).f_globals.get('__name__', '')  # pylint: disable=protected-access
   return entry
 
 
 def unregister(kind: str, name: str) -> None:
   """Removes a name (tests that register toys clean up with it)."""
   _table(kind).pop(name, None)
+  _ORIGINS.pop((kind, name), None)
+
+
+def origin(kind: str, name: str) -> str:
+  """The module that registered `name` (its dotted name)."""
+  lookup(kind, name)
+  return _ORIGINS[(kind, name)]
 
 
 @contextlib.contextmanager

@@ -60,7 +60,7 @@ def estimate_bytes(data: Any, victim: Any, attack: Any, dtype: str) -> int:
   `data`, `victim` and `attack` sections and `run.dtype`."""
   n, d, m = int(data.n), int(data.d), n_candidates(data, victim, attack)
   itemsize = _itemsize(dtype)
-  if registry.lookup('victim', victim.name).pipeline == 'random_features':
+  if registry.lookup('victim', victim.name).features == 'random':
     p = int(victim.p)
     if not _lean(victim, d, itemsize):
       quotient = sign_quotient.active(attack.sign_quotient, victim.activation, m, d)
@@ -126,7 +126,8 @@ def check(data: Any, victim: Any, attack: Any, dtype: str, available: Optional[i
     raise ExperimentError(
         f'memory: this run needs about {need / 2 ** 30:.3g} GB (n_candidates '
         f'{n_candidates(data, victim, attack)}, n {data.n}, d {data.d}'
-        + (f', p {victim.p}' if victim.name == 'random_features' else '')
+        + (f', p {victim.p}' if registry.lookup('victim', victim.name).features == 'random'
+           else '')
         + f') but the device has {available / 2 ** 30:.3g} GB ({where or "available"}); '
         'accepted: a smaller n_candidates / p / n, or a larger device')
   return need

@@ -41,9 +41,15 @@ from recon.data import auditor
 NAME = 'leak_width'
 
 
+def random_features(victim: ml_collections.ConfigDict) -> bool:
+  """True for a random-features victim (its registered features), False for the two-layer
+  network (`leak_width.SUPPORTED` holds the two)."""
+  return registry.lookup('victim', victim.name).features == 'random'
+
+
 def attacked_width(cfg: ml_collections.ConfigDict) -> int:
   """p of the described model: victim.p (random features) or width x classes (two-layer)."""
-  if cfg.victim.name == 'random_features':
+  if random_features(cfg.victim):
     return int(cfg.victim.p)
   return int(cfg.victim.width) * int(cfg.data.num_classes)
 
@@ -60,7 +66,7 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
   if acts is not None and victim.activation not in acts:
     raise ConfigError(f'config.victim.activation: {victim.activation!r} with pipeline '
                       f'leak_width and victim {family!r}; accepted: {", ".join(acts)}')
-  if family == 'two_layer' and victim.train.loss != 'mse':
+  if not random_features(victim) and victim.train.loss != 'mse':
     raise ConfigError(f'config.victim.train.loss: {victim.train.loss!r} with pipeline '
                       "leak_width and victim 'two_layer'; accepted: 'mse'")
   for field, values, ok, what in (
@@ -112,7 +118,7 @@ def dimension(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
     out['why'] = (f'PCA of {len(x)} rows finds at most {ceiling} directions and needed all '
                   f'{est["k"]} for {cfg.leak_width.variance:g} of the variance: the rows are '
                   f'too few to show a subspace, so D = d = {d}')
-  elif cfg.victim.name != 'random_features':
+  elif not random_features(cfg.victim):
     out['why'] = (f'PCA finds k = {est["k"]} < d = {d}, but shadows of {cfg.victim.name!r} '
                   f'cannot search inside a subspace, so D = d = {d} (a prediction for an attack '
                   'that searches all of R^d)')
@@ -129,7 +135,7 @@ def cost_line(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> str:
   lw = cfg.leak_width
   runs = len(lw.shadow_n) * len(lw.ratios) * len(lw.shadow_seeds)
   largest = max(float(r) for r in lw.ratios) * dim['D'] * max(int(n) for n in lw.shadow_n)
-  groups = len(lw.shadow_n) if cfg.victim.name == 'random_features' else (
+  groups = len(lw.shadow_n) if random_features(cfg.victim) else (
       len(lw.shadow_n) * len(lw.ratios))
   return (f'leak width: {runs} shadow runs ({len(lw.shadow_n)} sizes x {len(lw.ratios)} ratios x '
           f'{len(lw.shadow_seeds)} seeds) in {groups} compiled group(s), the largest p = '
@@ -236,12 +242,12 @@ def shadow_records(cfg, dim, ns, ratios, seeds, workdir: str) -> List[Dict[str, 
   """Per-run records {'n', 'ratio', 'p', 'seed', 'success', 'certified', 'steps', 'seconds'}
   of the family's shadows at sizes `ns`, ratios p / (D n), seeds."""
   base = shadow_config(cfg, dim)
-  run = shadow_records_rf if cfg.victim.name == 'random_features' else shadow_records_two_layer
+  run = shadow_records_rf if random_features(cfg.victim) else shadow_records_two_layer
   return run(base, dim, ns, ratios, seeds, workdir)
 
 
 def family(cfg: ml_collections.ConfigDict) -> str:
-  if cfg.victim.name == 'random_features':
+  if random_features(cfg.victim):
     return f'random_features/{cfg.victim.activation}'
   return f'two_layer/{cfg.victim.activation}/{cfg.victim.train.loss}'
 

@@ -15,6 +15,7 @@ import os
 from typing import Any, Dict, Optional
 
 from recon import registry
+from recon.config import routes
 from recon.config.schema import (DICT_FIELDS, FIELDS, SECTIONS, SWEEP_ONLY, SWEEP_STATIC,
                                  SWEEP_VECTORISED)
 from recon.config.spec import Spec, flatten
@@ -142,7 +143,7 @@ def trained_networks() -> tuple:
   """The registered victims recon trains by GD (the networks pipeline's own architectures):
   what victim.train.dp applies to."""
   return tuple(n for n, v in registry.items('victim')
-               if v.pipeline == 'networks' and v.architecture is not None)
+               if v.pipeline == routes.NETWORKS and v.architecture is not None)
 
 
 def knows_init(setting: Optional[bool], initial_given: bool) -> bool:
@@ -165,7 +166,8 @@ def check_defences(fields: Dict[str, Any]) -> None:
   if noise > 0 and model not in released:
     raise ConfigError(f'config.victim.release_noise: {noise!r} for victim.name {model!r}; '
                       f'accepted: 0, or > 0 with victim.name in {", ".join(released)}')
-  subspace = (fields['attack.objective'] == 'unified' or fields['attack.subspace'] != 'none'
+  subspace = (registry.lookup('objective', fields['attack.objective']).pipeline == routes.SUBSPACE
+              or fields['attack.subspace'] != 'none'
               or fields['attack.alpha_mode'] != 'closed_form')
   for why, field in ((subspace, 'attack.objective'), (fields['victim.checkpoint'],
                                                        'victim.checkpoint')):
@@ -178,7 +180,7 @@ def check_defences(fields: Dict[str, Any]) -> None:
   if dp_on and len(given) != 1:
     raise ConfigError(f"config.victim.train.dp: {' and '.join(given) or 'neither'} of "
                       "noise_multiplier, target_epsilon given with mode 'on'; accepted: one")
-  networks = tuple(n for n, v in registry.items('victim') if v.pipeline == 'networks')
+  networks = tuple(n for n, v in registry.items('victim') if v.pipeline == routes.NETWORKS)
   if fields['attack.init_in_span'] and (fields['attack.knows_init'] is False
                                        or model not in networks):
     raise ConfigError(f'config.attack.init_in_span: True for victim.name {model!r} with '

@@ -177,8 +177,11 @@ def _load_file(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, 
   return jnp.asarray(x, dtype), y, meta
 
 
-registry.register('dataset', 'synthetic_sphere', _load_sphere)
-registry.register('dataset', 'synthetic_subspace', _load_subspace)
+# The synthetic sets' names, for the pipelines that build their own rows of them (the KKT
+# pipeline's balanced class labels) or read their planted subspace.
+SPHERE, SUBSPACE = 'synthetic_sphere', 'synthetic_subspace'
+registry.register('dataset', SPHERE, _load_sphere)
+registry.register('dataset', SUBSPACE, _load_subspace)
 for _name in NATIVE:  # digits, cifar10, mnist, lfw_faces, photo_patches
   registry.register('dataset', _name, _load_image_set)
 registry.register('dataset', auditor.NAME, _load_file)
@@ -214,7 +217,7 @@ def load_held_out(config: Any, key: Array, m: int,
   preprocessing; images drawn twice are dropped, so m' <= m rows may come back; a class too
   small for m halves m until it fits).
   """
-  if config.name == 'synthetic_sphere':
+  if config.name == SPHERE:
     kx, kg, ke = jax.random.split(key, 3)
     x = sphere_rows(jax.random.fold_in(kx, 1), m, config.d, dtype)
     g = jax.random.normal(kg, (config.d,), dtype) / jnp.sqrt(jnp.asarray(config.d, dtype))

@@ -223,6 +223,7 @@ def _widths_fields(hparams) -> Dict[str, Any]:
 # Haim et al.'s attack uses 2n candidates.
 registry.register('victim', 'homogeneous_mlp', registry.Victim(
     pipeline='kkt', architecture=HomogeneousMLP, restartable=False, candidates_per_sample=2,
+    homogeneous=True,
     checkpoint_fields={'activation': 'victim.activation', 'alpha': 'victim.act_alpha',
                        'init_scale': 'victim.init_scale',
                        'first_init_scale': 'victim.first_init_scale'},

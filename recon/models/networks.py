@@ -198,7 +198,7 @@ registry.register('victim', 'resnet', registry.Victim(
     build=lambda v, c: ResNet(v.width, c, v.depth, v.activation, v.pool,
                               head_init=v.head_init)))
 registry.register('victim', 'vit', registry.Victim(
-    pipeline='networks', architecture=ViT, image_input=True, check=_vit_check,
+    pipeline='networks', architecture=ViT, image_input=True, patched=True, check=_vit_check,
     checkpoint_fields={**_SAVED, 'depth': 'victim.depth', 'patch_size': 'victim.patch_size',
                        'num_heads': 'victim.num_heads', 'pool': 'victim.pool'},
     build=lambda v, c: ViT(v.width, c, v.depth, v.patch_size, v.num_heads, v.activation,

@@ -51,5 +51,5 @@ def train_mse(phi: Array, theta: Array, y: Array) -> Array:
 # f(x) = sigma(V x)^T theta with theta* = Phi^+ y (recon/pipelines/random_features.py); a
 # saved one (kind 'random_features') fixes p, d and the activation.
 registry.register('victim', 'random_features', registry.Victim(
-    pipeline='random_features',
+    pipeline='random_features', features='random',
     checkpoint_fields={'p': 'victim.p', 'd': 'data.d', 'activation': 'victim.activation'}))

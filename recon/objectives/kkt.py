@@ -318,4 +318,4 @@ def subspace_constraint(base: Callable[[Dict[str, Array]], Dict[str, Array]], ba
 # al.), built by the KKT pipeline (recon/pipelines/kkt.py) for each label kind.
 for _kind in KINDS:
   registry.register('objective', f'kkt_{_kind}', registry.Objective(
-      pipeline='kkt', pipelines=('kkt',)))
+      pipeline='kkt', pipelines=('kkt',), kkt_labels=_kind))

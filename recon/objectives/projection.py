@@ -252,4 +252,4 @@ def check_condition(gram: np.ndarray, jitter: float = DEFAULT_JITTER,
 # builds features (sigma(V x) of random features, the head's Jacobian rows of a network, the
 # KKT pipeline's projection variant).
 registry.register('objective', 'projection', registry.Objective(
-    loss=projection_loss, pipelines=('random_features', 'networks', 'kkt')))
+    loss=projection_loss, pipelines=('random_features', 'networks', 'kkt'), head_rows=True))

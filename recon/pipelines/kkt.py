@@ -29,10 +29,16 @@ from recon.runtime import runs
 from recon.attack.plan import Attack
 from recon.models import homogeneous, train
 from recon.models import saved as model_ckpt
-from recon.objectives import kkt, projection
+from recon.objectives import kkt
 
 Array = jax.Array
 
+
+
+def kkt_labels(attack) -> Optional[str]:
+  """The label kind of attack.objective's KKT conditions ('binary', 'multiclass', 'general'),
+  None for a loss on features (the projection objective): the objective's registration."""
+  return registry.lookup('objective', attack.objective).kkt_labels
 
 
 def task(data_cfg, attack) -> Tuple[str, int, str]:
@@ -41,11 +47,12 @@ def task(data_cfg, attack) -> Tuple[str, int, str]:
     raise errors.ExperimentError(
         f'data.num_classes: {data_cfg.num_classes} for a homogeneous_mlp victim; accepted: >= 2 '
         '(2: binary labels +-1)')
-  if attack.objective == 'kkt_binary' and data_cfg.num_classes != 2:
+  labels = kkt_labels(attack)
+  if labels == 'binary' and data_cfg.num_classes != 2:
     raise errors.ExperimentError(
         f'data.num_classes: {data_cfg.num_classes} with objective kkt_binary; accepted: 2 '
         '(or objective kkt_multiclass)')
-  if attack.objective == 'kkt_multiclass' or data_cfg.num_classes > 2:
+  if labels == 'multiclass' or data_cfg.num_classes > 2:
     return 'multiclass', data_cfg.num_classes, 'cross_entropy'
   return 'binary', 1, 'logistic'
 
@@ -82,7 +89,8 @@ def check_attack_config(data_cfg, victim, attack) -> None:
                            attack_activation(victim, attack)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
-  if attack.lambda_solve == 'eliminate' and attack.objective != 'projection':
+  on_features = kkt_labels(attack) is None
+  if attack.lambda_solve == 'eliminate' and not on_features:
     if attack.split.mode != 'none':
       raise errors.ExperimentError("attack.split.mode: sample splitting needs explicit duals; "
                                    "accepted with lambda_solve 'eliminate': 'none'")
@@ -93,13 +101,13 @@ def check_attack_config(data_cfg, victim, attack) -> None:
       raise errors.ExperimentError("attack.prior: 'box' with lambda_solve 'eliminate'; accepted: "
                                        "'sphere', 'none'")
   if attack.kkt_layers not in (None, '', 'all') and (
-      attack.objective == 'projection' or attack.lambda_solve == 'eliminate'):
+      on_features or attack.lambda_solve == 'eliminate'):
     raise errors.ExperimentError(f"attack.kkt_layers: {attack.kkt_layers!r} with objective "
                                      f"{attack.objective!r} / lambda_solve "
                                      f"{attack.lambda_solve!r}; accepted: 'all' "
                                      "(a layer subset needs explicit duals)")
   if attack.candidate_subspace != 'none' and (
-      attack.objective == 'projection' or attack.lambda_solve == 'eliminate'):
+      on_features or attack.lambda_solve == 'eliminate'):
     raise errors.ExperimentError(f"attack.candidate_subspace: {attack.candidate_subspace!r} "
                                      f"with objective {attack.objective!r} / lambda_solve "
                                      f"{attack.lambda_solve!r}; accepted: 'none'")
@@ -109,7 +117,7 @@ def check_attack_config(data_cfg, victim, attack) -> None:
   if victim.train.weight_decay > 0 and victim.train.polish:
     raise errors.ExperimentError('victim.train.polish: True with victim.train.weight_decay > 0 '
                                  '(an exact stationary point already); accepted: False')
-  if attack.objective == 'projection' and attack.prior == 'box':
+  if on_features and attack.prior == 'box':
     raise errors.ExperimentError("attack.prior: 'box' with objective projection; accepted: "
                                      "'sphere', 'none'")
 
@@ -189,16 +197,13 @@ def kkt_layer_mask(cfg, params) -> Optional[Array]:
     raise errors.ExperimentError(str(e)) from None
 
 
-KKT_KINDS = {'kkt_binary': 'binary', 'kkt_multiclass': 'multiclass', 'kkt_general': 'general'}
-
-
 def constraint_args_for(cfg, params, radius: float, dtype) -> Dict[str, Any]:
   """What the attack's constraint reads of one victim: the sphere prior's radius and, with
   attack.candidate_subspace 'first_layer' (explicit duals), the basis B (d, k) of the top-k
   right singular subspace of W_1 (k = attack.candidate_subspace_rank or n)."""
   args: Dict[str, Any] = {'radius': radius}
   a = cfg.attack
-  if (a.candidate_subspace == 'first_layer' and a.objective != 'projection'
+  if (a.candidate_subspace == 'first_layer' and kkt_labels(a) is not None
       and a.lambda_solve != 'eliminate'):
     rank = a.candidate_subspace_rank or cfg.data.n
     basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
@@ -215,7 +220,7 @@ def attack_constraint(attack, kind: str, args: Dict[str, Any]):
   'sphere') for the projection objective; none for eliminated duals (the sphere is a
   reparametrisation there); else x onto the prior and the duals onto [lambda_min, inf)
   (`kkt.make_constraint`), inside span(B) when a basis is given."""
-  if attack.objective == 'projection':
+  if kkt_labels(attack) is None:
     return (optimize.sphere_constraint(args['radius']) if attack.prior == 'sphere'
             else (lambda z: z))
   if attack.lambda_solve == 'eliminate':
@@ -245,20 +250,22 @@ def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int,
     x0 = optimize.sphere_constraint(radius)(x0)
   out_dim = 1 if kind == 'binary' else num_classes
 
-  if cfg.attack.objective == 'projection':
+  kkt_kind = kkt_labels(cfg.attack)
+  if kkt_kind is None:  # a loss on the candidates' parameter gradients
+    objective = registry.lookup('objective', cfg.attack.objective).loss
+
     def feature_one(xj, prob):
       return jax.jacrev(lambda th: apply_vec(th, xj[None])[0])(prob['theta_eval'])  # (C, P)
 
     def loss_fn(x, prob):
       phi = jax.vmap(lambda xj: feature_one(xj, prob))(x).reshape(-1, theta.shape[0])
-      return projection.projection_loss(phi, prob['theta'], cfg.attack.jitter)
+      return objective(phi, prob['theta'], cfg.attack.jitter)
 
-    constraint = attack_constraint(cfg.attack, 'projection', {'radius': radius})
+    constraint = attack_constraint(cfg.attack, kind, {'radius': radius})
     problem = {'theta': target, 'theta_eval': theta}
     return _with_splitter(cfg, splitting.projection_split_model(feature_one, cfg.attack.jitter),
                           problem=problem, loss_fn=loss_fn, x0=x0, constraint=constraint)
 
-  kkt_kind = KKT_KINDS[cfg.attack.objective]
   labels = kkt.balanced_labels(m, kkt_kind, num_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
@@ -403,20 +410,20 @@ def load_data(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
   """The training set (x, labels, meta) of seed key `key`: rows on the sqrt(d)-sphere with
   balanced random class labels (data.name 'synthetic_sphere'), or an image data set
   (`load_images`)."""
-  if cfg.data.name != 'synthetic_sphere':
+  if cfg.data.name != data.SPHERE:
     return load_images(cfg, key, dtype)
   kind, _, _ = task(cfg.data, cfg.attack)
   k_x, k_y = jax.random.split(key)
   x = data.sphere_rows(k_x, cfg.data.n, cfg.data.d, dtype)
   labels = balanced_labels(k_y, cfg.data.n, kind, cfg.data.num_classes, dtype)
-  meta = {'name': 'synthetic_sphere', 'image_shape': None,
+  meta = {'name': data.SPHERE, 'image_shape': None,
           'row_norms': np.full(cfg.data.n, np.sqrt(cfg.data.d))}
   return x, labels, meta
 
 
 def check_data_name(data_cfg) -> None:
   """One-line refusal of a data set the homogeneous MLP's pipeline does not load."""
-  if data_cfg.name != 'synthetic_sphere' and data_cfg.name not in data.NATIVE:
+  if data_cfg.name != data.SPHERE and data_cfg.name not in data.NATIVE:
     raise errors.ExperimentError(
         f'data.name: {data_cfg.name!r} with model homogeneous_mlp; accepted: '
         f"'synthetic_sphere', {', '.join(repr(k) for k in sorted(data.NATIVE))}")

@@ -43,17 +43,18 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
   """Cross-field checks of the data, victim and attack sections before any compute; one-line
   ConfigError naming the field."""
   mode = attack.subspace
-  if data_cfg.name == 'synthetic_subspace':
+  if data_cfg.name == data.SUBSPACE:
     k = data_cfg.planted_dim
     if k is None or k > data_cfg.d:
       raise config_lib.ConfigError(
           f'config.data.planted_dim: invalid value {k!r} for dataset synthetic_subspace with '
           f'd={data_cfg.d}; accepted: int 1..{data_cfg.d}')
-  if mode == 'estimated' and victim.name == 'random_features':
+  entry = registry.lookup('victim', victim.name)
+  if mode == 'estimated' and entry.features == 'random':
     raise config_lib.ConfigError(
         "config.attack.subspace: 'estimated' needs a trainable first layer, and random_features' "
         "first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
-  if mode == 'known' and data_cfg.name != 'synthetic_subspace':
+  if mode == 'known' and data_cfg.name != data.SUBSPACE:
     raise config_lib.ConfigError(
         f"config.attack.subspace: 'known' needs a dataset with a known subspace, not "
         f"{data_cfg.name!r}; accepted: dataset 'synthetic_subspace', or subspace "
@@ -72,7 +73,7 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
       raise config_lib.ConfigError(
           f"config.attack.subspace_dim: {k} differs from the known subspace's dimension "
           f"data.planted_dim={data_cfg.planted_dim}; accepted: None or {data_cfg.planted_dim}")
-  if victim.name == 'two_layer' and routes.uses_subspace_pipeline(attack):
+  if entry.architecture is networks.TwoLayer and routes.uses_subspace_pipeline(attack):
     if victim.train.lr is None:
       raise config_lib.ConfigError('config.victim.train.lr: None; accepted: a GD step > 0 (the '
                                    'subspace pipeline does not pick one)')
@@ -135,8 +136,9 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
 
 def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
         resuming: bool = False) -> Dict[str, Any]:
-  """Dispatch on cfg.model (the config has passed `check`)."""
-  if cfg.victim.name == 'random_features':
+  """Dispatch on the victim's features (the config has passed `check`): a random-features
+  model, else the two-layer network."""
+  if registry.lookup('victim', cfg.victim.name).features == 'random':
     return run_random_features(cfg, workdir, dtype)
   return run_two_layer(cfg, workdir, dtype, resuming=resuming)
 

@@ -353,7 +353,7 @@ def initial_params_needed(victim: ml_collections.ConfigDict,
     if attack.jacobian_at != 'trained':
       return (f'attack.jacobian_at: {attack.jacobian_at!r} evaluates features at the '
               'initial weights')
-  if victim.name == 'homogeneous_mlp' and attack.kkt_target == 'delta':
+  if registry.lookup('victim', victim.name).homogeneous and attack.kkt_target == 'delta':
     return "attack.kkt_target: 'delta' attacks theta(T) - theta(0)"
   return None
 
@@ -373,11 +373,12 @@ def check_model_checkpoint(victim: ml_collections.ConfigDict,
   path = victim.checkpoint
   if not path:
     return
-  if victim.name == 'random_features' and routes.uses_subspace_pipeline(attack):
+  entry = registry.lookup('victim', victim.name)
+  if entry.features == 'random' and routes.uses_subspace_pipeline(attack):
     raise ExperimentError(
         'victim.checkpoint: the random-features subspace / free-alpha pipeline trains its own '
         "model; accepted: victim.checkpoint with subspace 'none', alpha_mode 'closed_form'")
-  if victim.name == 'homogeneous_mlp' and attack.kkt_target == 'planted':
+  if entry.homogeneous and attack.kkt_target == 'planted':
     raise ExperimentError("attack.kkt_target: 'planted' is an oracle built from the training run's "
                           "duals; accepted with victim.checkpoint: 'theta', 'delta'")
   why = initial_params_needed(victim, attack)

@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from recon import registry
+
 MAX_PICTURES = 200
 MAX_ROWS = 2000
 MAX_PLOT_POINTS = 128  # vectors: the first coordinates drawn
@@ -158,7 +160,8 @@ def _threat_rows(job: Dict[str, Any], threat: Dict[str, Any]) -> List[tuple]:
   victim, attack, data = job['victim'], job['attack'], job['data']
   source = (f'a saved model, {victim["checkpoint"]}' if victim['checkpoint'] else
             'trained by recon on the training set below')
-  if victim['name'] == 'random_features':
+  if (victim['name'] in registry.names('victim')  # a toy registered for a test may be gone
+      and registry.lookup('victim', victim['name']).features == 'random'):
     init = 'not used (random features: the features V are fixed and given)'
   else:
     init = {True: 'known (W(0) given)', False: 'not known (not given, or attack.knows_init=False)',

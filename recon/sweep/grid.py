@@ -43,7 +43,7 @@ from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon.config import validate as config_lib
-from recon import data, metrics
+from recon import data, metrics, registry
 from recon.attack import driver, sign_quotient
 from recon.attack import optimiser as optimize
 from recon.models import features
@@ -129,7 +129,8 @@ def _check_random_features(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...
     raise config_lib.ConfigError(
         "config.sweep.victim.width: the width of a network victim; accepted for random features: "
         'sweep.victim.p or sweep.victim.p_over_dn')
-  if (cfg.victim.name != 'random_features' or cfg.attack.subspace not in ('none', 'known')
+  if (registry.lookup('victim', cfg.victim.name).features != 'random'
+      or cfg.attack.subspace not in ('none', 'known')
       or cfg.attack.alpha_mode != 'closed_form'):
     raise config_lib.ConfigError(
         f'config.victim.name: sweeps run random features, the networks and KKT pipelines '

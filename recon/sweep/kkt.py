@@ -181,7 +181,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
         "attack.lambda_solve 'eliminate' with the sphere prior cannot vectorise; accepted: "
         "data.name 'synthetic_sphere', or one run per seed")
   loss_fn, decode = first.loss_fn, first.decode or (lambda s: s)
-  kkt_kind = pk.KKT_KINDS.get(cfg.attack.objective, kind)
+  kkt_kind = pk.kkt_labels(cfg.attack) or kind
   problems, x0, cargs = jax.device_put(
       (_stack([a.problem for a in attacks]), _stack([a.x0 for a in attacks]), _stack(cargs)),
       batched)
