@@ -164,3 +164,15 @@ def test_a_float64_learning_rate_does_not_promote_float32_candidates():
   assert out.x.dtype == jnp.float32 and int(out.step) == 5
   assert jax.tree.map(lambda a: a.dtype, out.opt_state) == jax.tree.map(lambda a: a.dtype,
                                                                        state.opt_state)
+
+
+def test_progress_logs_on_time_and_last_but_never_one_step_twice():
+  logged = []
+  log = optimize.ProgressLogger(lambda s: logged.append(int(s.step)), every_seconds=1e9)
+  state = lambda k: optimize.ReconState(None, None, jnp.asarray(k), None, None)
+  log(state(200))  # the first call logs
+  log(state(400))  # too soon
+  log(state(400), force=True)  # the last state: logged
+  log(state(400), force=True)  # the same step again: not twice
+  log(state(600), force=True)
+  assert logged == [200, 400, 600]

@@ -245,17 +245,20 @@ def drive(state: ReconState, chunk_fn: Callable[[ReconState, Array], ReconState]
 
 
 class ProgressLogger:
-  """Calls `log_fn(state)` at most every `every_seconds` (always on the last call)."""
+  """Calls `log_fn(state)` at most every `every_seconds`, and on the last call (`force`) unless
+  that state's step was the one logged last (no line twice)."""
 
   def __init__(self, log_fn: Callable[[ReconState], None], every_seconds: float):
     self._log_fn = log_fn
     self._every = every_seconds
     self._last = -float('inf')
+    self._last_step = None
 
   def __call__(self, state: ReconState, force: bool = False) -> None:
     now = time.monotonic()
-    if force or now - self._last >= self._every:
-      self._last = now
+    step = np.asarray(jax.device_get(state.step)).tobytes()
+    if (force and step != self._last_step) or now - self._last >= self._every:
+      self._last, self._last_step = now, step
       self._log_fn(state)
 
 

@@ -278,7 +278,8 @@ def report(scoring: Scoring, workdir: str, outcome: driver.Outcome,
       result['no_ground_truth_reason'] = meta['no_truth']
   result.update(norm_statement(scale_invariant))
   if scale_invariant:
-    logging.info('%s (%s)', symmetry.NORM_NOT_IDENTIFIABLE, sym.certified_up_to)
+    logging.info('scored up to %s: the %s (the features are homogeneous)',
+                 sym.certified_up_to, symmetry.NORM_NOT_IDENTIFIABLE)
   if gram_fn is not None:
     result['gram_condition'] = projection.check_condition(
         np.asarray(gram_fn(jnp.asarray(x_hat, x0.dtype))),
