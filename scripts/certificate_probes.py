@@ -1,47 +1,21 @@
 """Held-out probes of the blind certificate: settings the certificate was not designed on.
 
-A certificate is false when it is true while a training sample is not recovered (relative
-distance >= `metrics.RECOVERED_THRESHOLD`) in the metric that matches its stated symmetry:
-`certified_up_to` names what the rows are known up to (their order; each row's sign; each
-row's norm, for a feature map blind to norms: `recon.certify.symmetry`), and `judge` scores the
-candidates in exactly that metric (`recon.metrics`), from the sweep's true rows and candidates,
-not from the sweep's own record. Two classes of probe:
+A certificate is false when it holds while a training sample is not recovered (relative
+distance >= `metrics.RECOVERED_THRESHOLD`) in the metric its own claim names (`certified_up_to`:
+order, each row's sign, each row's norm; `recon.certify.symmetry`); `judge` scores the true rows
+against the candidates in exactly that metric. Two classes of probe:
 
-  (a) attack-produced candidate sets with m = n: the only kind that can be false. The shipped
-      random-features attack (`configs/rf_synthetic.py`), one vectorised sweep per probe over
-      fresh seeds x widths p = r dn (r in `ratios`: near the counting threshold, where a
-      descent can stop at a wrong set, and well above it), on
-        sphere      synthetic rows on the sqrt(d) sphere (`synthetic_sphere`);
-        off_sphere  an auditor's file (`data.name='file'`, `data.preprocess='none'`) of rows
-                    with uniform directions and norms uniform in NORMS * sqrt(d); a file holds
-                    one training set, so a probe is one file x its seeds (V and the start);
-        digits      scikit-learn's 8x8 digits, small `image_size`, `preprocess='standardize'`;
-        faces       scikit-image's LFW crops (`lfw_faces`), likewise;
-        clustered   a file of sphere rows in CLUSTERS tight clusters (each row at relative
-                    distance `spread` from its cluster's centre: close, not duplicates);
-      for relu, relu_tanh, gelu, tanh, softplus_tanh and quadratic (sin and cubic on the
-      sphere too). relu and quadratic are positively homogeneous: their certificates are up to
-      each row's norm, and the rows off the sphere and the standardised images test that claim.
-  (b) structural refusals and certificate-level checks: cannot be false by construction,
-      they test that the refusal is said:
-    fewer         relu_tanh, relu and tanh with n_candidates = n - 1 at p = 10 dn (attack): the
-                  candidates can be pinned, the whole set never;
-    invisible     a sample whose share of theta is ~3e-9 (its label is what the others
-                  predict), left out of m = n - 1 candidates: loss at tol, all pinned;
-    duplicate     a training set with a sample twice; candidates = the distinct samples
-                  (m = n - 1), or the set itself with its duplicate (m = n).
-    near_duplicate  a training set with two samples NEAR (relative distance 0.05, inside
-                  the recovered threshold), certified as itself: when are two close
-                  samples told apart (`candidate_pairs.unresolved_pairs`)?
-    collapsed     one sample found twice: the invisible probe's n - 1 samples plus a copy
-                  of sample 0 moved by NEAR (m = n, loss at tol); must never certify.
+  (a) attack-produced sets with m = n (the only kind that can be false): the shipped attack
+      (configs/rf_synthetic.py), one sweep per probe over fresh seeds x widths near and above
+      the counting threshold, on rows on the sphere, off it (a data file, norms in NORMS),
+      digits, faces or in CLUSTERS tight clusters; for relu, relu_tanh, gelu, tanh,
+      softplus_tanh and quadratic (relu and quadratic are homogeneous: certified up to norm).
+  (b) structural refusals and certificate-level checks, which must be said: fewer candidates
+      than samples, an invisible sample, a duplicate, a near duplicate, a collapsed pair.
 
-`false_certified` counts runs certified with a sample not recovered; it must be 0. A probe whose
-claim is wider than its activation's measured symmetry (`claims_wider`) would make the metric
-lenient: it must be 0 too. Seeds from --first_seed (300) are fresh: no attack choice was ever
-made on them (the shipped attack was tuned on seeds 0-19, these probes' sizes on 0-4); the data
-files' rows are drawn from (first_seed, data code, file index). Results go to
-results/certificate_probes.{json,md} (`--render_only` re-renders the md from the JSON).
+false_certified and claims_wider (a claim wider than the activation's symmetry) must be 0.
+Seeds from --first_seed (300) are fresh (the attack was tuned on 0-19, these sizes on 0-4).
+Results: results/certificate_probes.{json,md} (--render_only re-renders the md).
 
     python -m scripts.certificate_probes            # ~25 min on 2 CPU cores
     python -m scripts.certificate_probes --preset=tiny --out=/tmp/probes
@@ -65,6 +39,7 @@ from recon import metrics
 from recon.certify import certificate, float64_loss, symmetry
 from recon.models import features, random_features
 from recon.runtime import io, machine
+from scripts import common
 
 ACTIVATIONS = ('relu', 'relu_tanh', 'gelu', 'tanh', 'softplus_tanh', 'quadratic')
 DATA_KINDS = ('sphere', 'off_sphere', 'digits', 'faces', 'clustered')
@@ -460,63 +435,35 @@ def _norms(pair) -> str:
 
 def render(doc: Dict[str, Any], out: str) -> None:
   a, b, hard = doc['kind_a'], doc['kind_b'], doc['kind_a_homogeneous_off_sphere_or_images']
-  lines = [
-      '# Certificate probes: held-out settings, fresh seeds',
-      '',
-      'Generated by `python -m scripts.certificate_probes` from `certificate_probes.json` '
-      f'(preset {doc["preset"]}'
-      + (f', {doc["wall_seconds"] / 60:.0f} min' if doc.get('wall_seconds') else '') + ').',
-      f'Machine: {doc["machine"]}. Probe seeds {doc["seeds"]} (fresh: no attack choice was made '
-      f'on them); tuning seeds {doc["tuning_seeds"]}.',
-      '',
-      'A certificate is false when it is true while a sample is not recovered (relative error '
-      f'>= {doc["threshold"]}) in the metric its own claim names (`certified_up_to`: up to '
-      'order, and each row\'s sign and norm where it says so), scored here from the true rows '
-      'and the candidates.',
-      '',
-      f'**Kind (a), attack-produced candidate sets with m = n (the only kind that can be false): '
-      f'{a["false_certified"]} false certificates in {a["runs"]} probes** ({a["certified"]} '
-      f'certified, {a["recovered"]} with every row recovered); of them {hard["runs"]} with a '
-      f'homogeneous activation (relu, quadratic) on rows off the sphere or standardised images: '
-      f'{hard["false_certified"]} false ({hard["certified"]} certified). Claims wider than the '
-      f'activation\'s symmetry: {a["claims_wider"]}. Seeds whose sweep crashed (no record: '
-      f'`crashed_seeds` in the JSON): {a["crashed"]}.',
-      '',
-      f'Kind (b), structural refusals and certificate-level checks: {b["false_certified"]} false '
-      f'in {b["runs"]} ({b["certified"]} certified).',
-      '',
+  false = [f"- {r['data']} {r['kind']} {r['activation']} seed {s['seed']}: up to "
+           f"{s.get('certified_up_to', r['certified_up_to'])}, rows {s.get('missed_rows')} at "
+           f"{s.get('distances')}" for r in doc['records'] for s in r['per_seed'] if s.get('false')]
+  io.write_text(out + '.md', common.page(
+      'Certificate probes: held-out settings, fresh seeds',
+      f"Machine: {doc['machine']}; preset {doc['preset']}. Probe seeds {doc['seeds']} (fresh); "
+      f"tuning seeds {doc['tuning_seeds']}. A certificate is false when it holds while a sample "
+      f"is not recovered (relative error >= {doc['threshold']}) in the metric its own claim names "
+      f"(`certified_up_to`). Kind (a), attack-produced sets with m = n: {a['false_certified']} "
+      f"false in {a['runs']} ({a['certified']} certified, {a['recovered']} recovered); of them "
+      f"homogeneous off the sphere or on images: {hard['false_certified']} false in "
+      f"{hard['runs']}. Claims wider than the symmetry: {a['claims_wider']}; crashed seeds: "
+      f"{a['crashed']}. Kind (b), structural checks: {b['false_certified']} false in "
+      f"{b['runs']}.",
       '## Kind (a) per data and activation',
-      '',
-      '| data | activation | d | sweeps | runs | certified | recovered | false certified | '
-      '‖x‖/√d | certified up to |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-  ]
-  for r in by_setting(doc['records']):
-    lines.append(f'| {r["data"]} | {r["activation"]} | {r["d"]} | {r["sweeps"]} | {r["runs"]} | '
-                 f'{r["certified"]} | {r["recovered"]} | {r["false_certified"]} | '
-                 f'{_norms(r["norms"])} | {r["certified_up_to"]} |')
-  lines += ['', '## Every probe', '',
-            '| class | level | probe | activation | n | m | d | p or p/dn | runs | certified | '
-            'candidates certified | recovered | false certified | ‖x‖/√d | seeds |',
-            '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
-  for r in doc['records']:
-    width = r['p'] if r.get('p_over_dn') is None else '/'.join(f'{x:g}' for x in r['p_over_dn'])
-    norms = _norms(r['row_norm_over_sqrt_d']) if 'row_norm_over_sqrt_d' in r else '1'
-    lines.append(f'| {r["probe_class"]} | {r["level"]} | {r["kind"]} | {r["activation"]} | '
-                 f'{r["n"]} | {r["n_candidates"]} | {r["d"]} | {width} | {r["runs"]} | '
-                 f'{r["certified"]} | {r["candidates_certified"]} | {r["recovered"]} | '
-                 f'{r["false_certified"]} | {norms} | {_seed_ranges(r["seeds"])} |')
-  false = [(r, s) for r in doc['records'] for s in r['per_seed'] if s.get('false')]
-  if false:
-    lines += ['', '## False certificates', '']
-    for r, s in false:
-      lines.append(f'- {r["data"]} {r["kind"]} {r["activation"]} seed {s["seed"]} p '
-                   f'{s.get("p", r.get("p"))}: up to {s.get("certified_up_to", r["certified_up_to"])}'
-                   f'; rows {s.get("missed_rows")} at {s.get("distances")}')
-  lines += ['', f'**{doc["false_certified"]} false certificates in {doc["runs"]} probes** '
-            f'({doc["attack_runs"]} attack runs, {doc["runs"] - doc["attack_runs"]} '
-            'certificate-level checks).', '']
-  io.write_text(out + '.md', '\n'.join(lines))
+      common.table(['data', 'activation', 'd', 'sweeps', 'runs', 'certified', 'recovered',
+                    'false certified', '‖x‖/√d', 'certified up to'],
+                   [[r['data'], r['activation'], r['d'], r['sweeps'], r['runs'], r['certified'],
+                     r['recovered'], r['false_certified'], _norms(r['norms']),
+                     r['certified_up_to']] for r in by_setting(doc['records'])]),
+      '## Every probe',
+      common.table(['class', 'level', 'probe', 'activation', 'n', 'm', 'd', 'p or p/dn', 'runs',
+                    'certified', 'recovered', 'false certified', 'seeds'],
+                   [[r['probe_class'], r['level'], r['kind'], r['activation'], r['n'],
+                     r['n_candidates'], r['d'], r['p'] if r.get('p_over_dn') is None else
+                     '/'.join(f'{x:g}' for x in r['p_over_dn']), r['runs'], r['certified'],
+                     r['recovered'], r['false_certified'], _seed_ranges(r['seeds'])]
+                    for r in doc['records']]),
+      '## False certificates\n\n' + ('\n'.join(false) or 'none')))
 
 
 def define_flags() -> None:

@@ -18,10 +18,9 @@ mean over (activation, p/dn) of log10 of the median loss over the tuning seeds. 
 scored after the rung (records: projection_loss before it, loss_after_rung after it). The other stages run at the chosen lr (read back from
 phase_transition_lr.json) on the reported seeds; every JSON records both seed lists.
 
-Regenerate everything (run dirs go to results/runs/phase_transition/):
-  python scripts/phase_transition.py
-or some stages:  python scripts/phase_transition.py --stages=curve,law
-A smoke test elsewhere: python scripts/phase_transition.py --tiny --out_dir=/tmp/pt
+    python scripts/phase_transition.py                     # every stage (runs: results/runs/)
+    python scripts/phase_transition.py --stages=curve,law
+    python scripts/phase_transition.py --tiny --out_dir=/tmp/pt
 """
 from __future__ import annotations
 
@@ -45,6 +44,7 @@ import recon  # noqa: E402
 from recon import metrics  # noqa: E402
 from recon.runtime import io, machine
 from recon.config import validate as config_lib  # noqa: E402
+from scripts import common  # noqa: E402
 
 RESULTS = 'results'  # --out_dir
 RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')
@@ -176,13 +176,7 @@ def stage_lr():
       'chosen': {'lr': best, 'rule': LR_RULE,
                  'scores': [{'lr': lr, 'score': v} for lr, v in sorted(scores.items())]},
       'rows': rows, 'records': slim(result['records'])})
-  print(f'chosen lr {best:g} ({LR_RULE}); scores ' +
-        ', '.join(f'{lr:g}: {v:.2f}' for lr, v in sorted(scores.items())))
-  for r in rows:
-    print(f"lr {r['lr']:5g}  {r['activation']:9s} p/dn {r['p_over_dn']:3g}  recon_error "
-          f"{r['recon_error']['mean']:.3f} +- {r['recon_error']['std']:.3f}  frac_recovered "
-          f"{r['frac_recovered']['mean']:.2f}")
-
+  print(f'chosen lr {best:g}: ' + ', '.join(f'{lr:g}: {v:.2f}' for lr, v in sorted(scores.items())))
 
 def plot_curve(rows, c, path):
   fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -229,12 +223,7 @@ def stage_curve():
       'groups': result['groups'],
       'rows': rows, 'records': slim(result['records'])})
   plot_curve(rows, c, os.path.join(RESULTS, 'phase_transition.png'))
-  for r in rows:
-    print(f"{r['activation']:9s} p/dn {r['p_over_dn']:6g}  recon_error "
-          f"{r['recon_error']['mean']:.3f} +- {r['recon_error']['std']:.3f}  train_mse "
-          f"{r['train_mse']['mean']:.2e}")
   print(f'curve: {len(result["records"])} points in {seconds:.0f}s')
-
 
 def fmt(s):
   return f"{s['mean']:.3g} ± {s['std']:.2g}"
@@ -253,30 +242,18 @@ def stage_law():
   io.write_json(os.path.join(RESULTS, 'law_table.json'), {
       'what': "the paper's table (p = n, dn, 10 dn) at CPU scale; mean ± std over seeds",
       'setup': setup_text(c, seconds, **how), 'rows': rows, 'records': slim(result['records'])})
-  lines = [
-      '# The law of reconstruction at CPU scale',
-      '',
-      f'Random features on synthetic sphere data, n = {c.data.n}, d = {c.data.d} (dn = {c.data.d * c.data.n}), '
-      f'SGD momentum {c.attack.momentum}, lr {c.attack.lr:g}, at most {c.attack.max_steps} steps, '
-      f'seeds {list(c.sweep.seed)} (mean ± std; lr chosen blind on seeds {list(TUNING_SEEDS)}). One sweep, {len(result["records"])} runs, '
-      f'{seconds:.0f} s on 2 shared CPU cores. Regenerate: '
-      '`python scripts/phase_transition.py --stages=law`.',
-      '',
-      '| activation | regime | p | train MSE | recon_error | dist_abs | frac_recovered | '
-      'paper (CIFAR-10 RF, relu) |',
-      '|---|---|---|---|---|---|---|---|',
-  ]
-  for r in sorted(rows, key=lambda r: (r['activation'], r['p_over_dn'])):
-    lines.append(f"| {r['activation']} | {r['regime']} | {r['p']} | {fmt(r['train_mse'])} | "
-                 f"{fmt(r['recon_error'])} | {fmt(r['dist_abs'])} | "
-                 f"{fmt(r['frac_recovered'])} | {r['paper']} |")
-  lines += ['', 'recon_error: mean over true rows of the sign-invariant relative distance '
-            'min(‖x − x̂‖, ‖x + x̂‖)/‖x‖ after Hungarian matching (the paper\'s ρ plays this '
-            'role); dist_abs: the paper\'s |x|-distance; frac_recovered: share of rows with '
-            'matched distance < 0.1.', '']
-  io.write_text(os.path.join(RESULTS, 'law_table.md'), '\n'.join(lines))
-  print('\n'.join(lines))
-
+  io.write_text(os.path.join(RESULTS, 'law_table.md'), common.page(
+      'The law of reconstruction at CPU scale',
+      f'Random features on synthetic sphere data, n = {c.data.n}, d = {c.data.d}, SGD momentum '
+      f'{c.attack.momentum}, lr {c.attack.lr:g} (chosen blind on seeds {list(TUNING_SEEDS)}), '
+      f'at most {c.attack.max_steps} steps, seeds {list(c.sweep.seed)}: mean ± std. recon_error: '
+      'the sign-invariant relative distance after matching (the paper\'s ρ); dist_abs: the '
+      "paper's |x|-distance; frac_recovered: rows within 0.1.",
+      common.table(['activation', 'regime', 'p', 'train MSE', 'recon_error', 'dist_abs',
+                    'frac_recovered', 'paper (CIFAR-10 RF, relu)'],
+                   [[r['activation'], r['regime'], r['p']] + [fmt(r[f]) for f in LAW_FIELDS]
+                    + [r['paper']]
+                    for r in sorted(rows, key=lambda r: (r['activation'], r['p_over_dn']))])))
 
 def candidate_report(record, x_true, x_hat, threshold):
   """What the candidates did: near a sample, duplicates of one, or between samples (merges)."""
@@ -303,46 +280,14 @@ def candidate_report(record, x_true, x_hat, threshold):
   }
 
 
-def what_happened(c, lo, hi, control):
-  """The md's summary, each sentence stated only where the records support it."""
-  n, seeds = c.data.n, len(lo)
-  rec = lambda rs: sum(q['n_recovered'] for q in rs)  # noqa: E731
-  near_lo = [v for q in lo for v in q['candidate_nearest_distance']]
-  closer_to_pair = sum(q['candidates_closer_to_a_pair_midpoint'] for q in lo)
-  out = [f'* n̂ = n/2 = {n // 2}: recovered {rec(lo)} of {n * len(lo)} rows over the seeds; the '
-         f"loss ends at {min(q['projection_loss'] for q in lo):.1e}–"
-         f"{max(q['projection_loss'] for q in lo):.1e}. The candidates sit "
-         f'{min(near_lo):.2f}–{max(near_lo):.2f} from their nearest sample; '
-         f'{closer_to_pair} of {len(near_lo)} are closer to a normalised pair x_i ± x_j than to '
-         'any sample' + (' (compromises between samples, not pair midpoints).'
-                         if closer_to_pair == 0 else '.')]
-  extra_hi = [v for q in hi for v in sorted(q['candidate_nearest_distance'])[n:]]
-  dups = sum(q['n_duplicates'] for q in hi)
-  sentence = (f'* n̂ = 2n = {2 * n}: recovered {rec(hi)} of {n * len(hi)} rows; '
-              f'{dups} duplicate candidates. The {n} candidates farthest from the samples end '
-              f'{min(extra_hi):.2f}–{max(extra_hi):.2f} from every sample')
-  if rec(hi) == n * len(hi) and dups == 0:
-    sentence += (': once n candidates span the true feature subspace the loss is zero wherever '
-                 'the others are, so the surplus stays where the optimisation left it (the '
-                 'paper reports true samples plus duplicates).')
-  out.append(sentence + ('' if sentence.endswith('.') else '.'))
-  out.append(f'* n̂ = n (the control): recovered {rec(control)} of {n * len(control)} '
-             f'over {seeds} seeds.')
-  return out
-
-
-def stage_ncand(reuse=False):
+def stage_ncand():
   c, how = reported_config('ncand')
   c.sweep = base.sweep()
   c.sweep.attack.n_candidates = (c.data.n // 2, c.data.n, 2 * c.data.n)
   c.sweep.victim.activation = ('relu_tanh',)
   c.sweep.victim.p_over_dn = (10.0,)
   c.sweep.seed = REPORTED_SEEDS['ncand']
-  if reuse:  # re-score a finished run without running it again
-    result = io.read_json(os.path.join(RUNS, 'ncand', 'sweep.json'))
-    seconds = result['wall_seconds']
-  else:
-    result, seconds = run_sweep(c, 'ncand')
+  result, seconds = run_sweep(c, 'ncand')
   arrays = np.load(os.path.join(RUNS, 'ncand', 'sweep.npz'))
   records = slim(result['records'])
   for r in records:
@@ -355,39 +300,20 @@ def stage_ncand(reuse=False):
   io.write_json(os.path.join(RESULTS, 'n_candidates.json'), {
       'what': 'n_candidates (n_hat) = n/2, n, 2n at p = 10 dn; mean/std over seeds',
       'setup': setup_text(c, seconds, **how), 'rows': rows, 'records': records})
-  lines = [
-      '# Reconstruction with the wrong number of candidates (n̂ ≠ n)',
-      '',
-      f'relu+tanh random features, n = {c.data.n}, d = {c.data.d}, p = 10·dn = {10 * c.data.d * c.data.n}, '
-      f'SGD momentum {c.attack.momentum} lr {c.attack.lr:g}, {c.attack.max_steps} steps, seeds '
-      f'{list(c.sweep.seed)}; {seconds:.0f} s on 2 shared CPU cores. Regenerate: '
-      '`python scripts/phase_transition.py --stages=ncand`. A candidate is "near" a sample '
-      f'when its sign-invariant relative distance is < {c.run.recovered_threshold}.',
-      '',
-      '| n̂ | seed | recon_error | recovered (of n) | samples with a near candidate | '
-      'duplicates | candidates far from every sample | candidates closer to a pair '
-      'midpoint than to any sample | projection loss | candidate → nearest-sample distance '
-      '(→ nearest pair midpoint) |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-  ]
-  for r in sorted(records, key=lambda r: (r['n_candidates'], r['seed'])):
-    lines.append(
-        f"| {r['n_candidates']} | {r['seed']} | {r['recon_error']:.3f} | "
-        f"{r['n_recovered']}/{c.data.n} | {r['samples_covered']} | {r['n_duplicates']} | "
-        f"{r['candidates_far_from_every_sample']} | "
-        f"{r['candidates_closer_to_a_pair_midpoint']} | {r['projection_loss']:.2e} | "
-        + ', '.join(f'{a:.2f} ({b:.2f})' for a, b in zip(r['candidate_nearest_distance'],
-                                                        r['candidate_pair_midpoint_distance']))
-        + ' |')
-  by = {r['n_candidates']: [q for q in records if q['n_candidates'] == r['n_candidates']]
-        for r in records}
-  lo, hi = by.get(c.data.n // 2, []), by.get(2 * c.data.n, [])
-  if lo and hi:
-    lines += ['', '## What happened', ''] + what_happened(c, lo, hi, by.get(c.data.n, []))
-  lines.append('')
-  io.write_text(os.path.join(RESULTS, 'n_candidates.md'), '\n'.join(lines))
-  print('\n'.join(lines))
-
+  io.write_text(os.path.join(RESULTS, 'n_candidates.md'), common.page(
+      'Reconstruction with the wrong number of candidates (n̂ ≠ n)',
+      f'relu+tanh random features, n = {c.data.n}, d = {c.data.d}, p = 10 dn, SGD momentum '
+      f'{c.attack.momentum} lr {c.attack.lr:g}, {c.attack.max_steps} steps, seeds '
+      f'{list(c.sweep.seed)}. A candidate is near a sample within {c.run.recovered_threshold} '
+      '(sign-invariant relative distance).',
+      common.table(['n̂', 'seed', 'recon_error', 'recovered', 'samples with a near candidate',
+                    'duplicates', 'candidates far from every sample',
+                    'closer to a pair x_i ± x_j than to any sample', 'projection loss'],
+                   [[r['n_candidates'], r['seed'], r['recon_error'], r['n_recovered'],
+                     r['samples_covered'], r['n_duplicates'],
+                     r['candidates_far_from_every_sample'],
+                     r['candidates_closer_to_a_pair_midpoint'], r['projection_loss']]
+                    for r in sorted(records, key=lambda r: (r['n_candidates'], r['seed']))])))
 
 STAGES = {'lr': stage_lr, 'curve': stage_curve, 'law': stage_law, 'ncand': stage_ncand}
 
@@ -395,8 +321,6 @@ STAGES = {'lr': stage_lr, 'curve': stage_curve, 'law': stage_law, 'ncand': stage
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--stages', default='lr,curve,law,ncand')
-  parser.add_argument('--reuse', action='store_true',
-                      help='ncand: re-score the finished run in results/runs instead of running')
   parser.add_argument('--out_dir', default='results',
                       help='where the results (and runs/phase_transition/) are written')
   parser.add_argument('--tiny', action='store_true',
@@ -408,10 +332,7 @@ def main(argv=None):
   logging.set_verbosity(logging.INFO)
   for name in args.stages.split(','):
     t0 = time.time()
-    if args.reuse and name == 'ncand':
-      stage_ncand(reuse=True)
-    else:
-      STAGES[name]()
+    STAGES[name]()
     print(f'stage {name}: {time.time() - t0:.0f}s')
 
 

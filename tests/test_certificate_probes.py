@@ -81,7 +81,7 @@ def test_the_report_splits_the_kinds_and_counts_false_certificates(tmp_path):
   out = str(tmp_path / 'p')
   probes.render(doc, out)
   text = open(out + '.md').read()
-  assert '1 false certificates in 6 probes' in text and '## False certificates' in text
+  assert '1 false in 6' in text and '## False certificates' in text
   assert '| off_sphere | relu | 4 | 1 | 3 | 2 | 2 | 1 | 0.50-1.50 |' in text
   json.dumps(doc)
 
