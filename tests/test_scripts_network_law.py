@@ -287,7 +287,7 @@ def test_tiny_run_appends_skips_and_renders(tmp_path):
   assert all(r['x_true'].shape == (2, 16) for r in nl.load(out + '.json')['records'])
   nl.render(out, 2)
   md = io.read_text(out + '.md') if hasattr(io, 'read_text') else open(out + '.md').read()
-  assert '## two_layer_mse on digits' in md and 'NOT calibrated' in md
+  assert '## two_layer_mse on digits' in md and 'not calibrated' in md
   assert 'Missing points' in md and os.path.getsize(out + '.png') > 0
 
 
