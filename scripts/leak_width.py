@@ -1,29 +1,19 @@
 """Validation of the leak-width prediction: the threshold at a large n predicted from shadows
 at small n, against the threshold measured directly at that n.
 
-Per family (random features relu / relu_tanh, the two-layer MSE net of configs/two_layer.py)
-at d = 16, with the attack of configs/leak_width.py (Adam, cosine decay, escalation; the precision rung
-off unless --polish=auto) capped at --max_steps on every run alike:
-
-  1. shadows: n in --shadow_n, widths p = r d n for r in --ratios, shadow seeds
-     (--shadow_seeds, never reported on); the logistic fit of `recon.audit.threshold` gives
-     c_pred with its bootstrap interval, p*_pred = c_pred d n_target;
-  2. direct: n = n_target (--n_target; --n_target_two_layer for the costlier two-layer net),
-     widths at r = c_pred x --bracket (default 2/3, 1, 3/2: both sides of the prediction), fresh
-     seeds (--seeds); the same fit on them gives c_measured with its interval;
+Per family (random features relu / relu_tanh, the two-layer MSE net) at d = 16, with the attack
+of configs/leak_width.py capped at --max_steps on every run alike:
+  1. shadows: n in --shadow_n, p = r d n for r in --ratios, --shadow_seeds (never reported);
+     `recon.audit.threshold`'s logistic fit gives c_pred with its bootstrap interval;
+  2. direct: n = --n_target, widths c_pred x --bracket, fresh --seeds (or the recovery law's
+     runs: --direct_from); the same fit gives c_measured;
   3. the prediction error c_pred / c_measured (target: within a factor 1.5).
+Both stages run `recon.leak_width_shadows`. Families merge into results/leak_width.json (one
+already there is skipped unless --redo); .md and .png are rendered from it. The results' runs
+were made per family and n into their own --out_dir and merged as `F@n<n>`.
 
-Both stages run through `recon.leak_width_shadows`, the leak-width pipeline's shadows (random
-features: one vectorised sweep per n; two-layer: its pipeline per run). Results merge into
-results/leak_width.json per family (a family already there is skipped unless --redo), and
-results/leak_width.{md,png} are rendered from the JSON.
-
-    python -m scripts.leak_width --families=relu --shadow_n=4,8 --n_target=16
     python -m scripts.leak_width --families=relu --shadow_n=4,8,16 --n_target=32
-
-(the runs in results/: each family and n into its own --out_dir, merged as `F@n<n>`). The
-defaults (shadows at 8, 16, 32, n = 100, the two-layer net too) are the issue's target, which
-2 shared CPU cores did not afford (docs/audit.md, "How wide before it leaks").
+    python -m scripts.leak_width --tiny --out_dir=/tmp/lw
 """
 from __future__ import annotations
 
@@ -44,6 +34,7 @@ from configs import leak_width as leak_width_config
 import recon
 from recon.runtime import io, machine
 from recon.audit import threshold as leak_width
+from scripts import common
 
 FAMILIES = {
     'relu': {'victim.name': 'random_features', 'victim.activation': 'relu'},
@@ -99,10 +90,6 @@ def define_flags() -> None:
   flags.DEFINE_enum('sign_quotient', 'auto', ['auto', 'on', 'off'],
                     "attack.sign_quotient of every run (relu: 'on' runs the shadows at n <= d "
                     'with the quotient that a target with n > d runs; recon/attack/sign_quotient.py).')
-  flags.DEFINE_list('rederive_direct', None,
-                    'Entries of the JSON (e.g. relu_tanh@n100) whose direct side is re-derived from '
-                    '--direct_from (a recovery law re-run since), keeping their recorded shadows; '
-                    'nothing is run. The entry records the date and source (direct_rederived).')
   flags.DEFINE_bool('tiny', False, 'Smoke test: tiny sizes.')
 
 
@@ -195,29 +182,6 @@ def with_direct(out: Dict[str, Any], direct: List[Dict[str, Any]], t_direct: flo
   return add_trend(out)
 
 
-def rederive_direct(out: Dict[str, Any], key: str) -> Dict[str, Any]:
-  """Entry `key` with its direct side re-read from --direct_from (its shadows as recorded)."""
-  if not FLAGS.direct_from:
-    raise SystemExit('error: --rederive_direct: needs --direct_from (the recovery-law JSON)')
-  family = key.split('@')[0]
-  if family not in FAMILIES or family == 'two_layer':
-    raise SystemExit(f'error: --rederive_direct: {key!r}; accepted: a random-features entry '
-                     'of the JSON (relu@n<n>, relu_tanh@n<n>)')
-  direct = direct_from_law(FLAGS.direct_from, FAMILIES[family]['victim.activation'], out['d'],
-                           out['n_target'])
-  assert not set(out['shadow_seeds']) & {r['seed'] for r in direct}, 'shadow seeds reported'
-  out = with_direct(dict(out, direct_from=FLAGS.direct_from), direct,
-                    sum(r['seconds'] for r in direct))
-  again = (f'python -m scripts.leak_width --rederive_direct={key} '
-           f'--direct_from={FLAGS.direct_from}')
-  command = out.get('command', '').split('; then ')[0]
-  out['command'] = f'{command}; then {again}' if command else again
-  out['direct_rederived'] = (f'the direct side re-derived on {time.strftime("%Y-%m-%d")} from '
-                             f'{FLAGS.direct_from} by --rederive_direct; the shadows are the '
-                             'recorded ones')
-  return out
-
-
 def run_family(family: str) -> Dict[str, Any]:
   t0 = time.time()
   two_layer = family == 'two_layer'
@@ -287,64 +251,33 @@ def render(path_json: str, out_dir: str) -> None:
   with open(path_json) as f:
     result = json.load(f)
   fams = result['families']
-  lines = ['# Leak-width prediction: the threshold at large n from shadows at small n', '',
-           'Regenerate: `python -m scripts.leak_width` (see the script). c: p* = c d n, the width '
-           'at which half the seeds recover every row (logistic fit of per-seed success on '
-           'log(p / dn); 95% bootstrap interval over seeds). Shadow seeds are never reported on; '
-           'direct seeds are fresh.', '',
-           '| family | d | shadow n | n | c, constant law [95% CI] | c, trend in n [95% CI] | '
-           'c measured at n [95% CI] | constant / measured | trend / measured | shadow s | '
-           'direct s |', '|---|---|---|---|---|---|---|---|---|---|---|']
   fmt = lambda f: (f'{f["c"]:.3g} [{f["c_ci"][0]:.3g}, {f["c_ci"][1]:.3g}]'  # noqa: E731
                    if f.get('c') and f.get('c_ci') else (f'{f["c"]:.3g}' if f.get('c')
                                                          else f.get('bound', '-')))
-  ratio = lambda v: '-' if v is None else f'{v:.2f}'  # noqa: E731
-  for name, r in fams.items():
-    lines.append(f'| {r["family"]} | {r["d"]} | {r["shadow_n"]} | {r["n_target"]} | '
-                 f'{fmt(r["shadow_fit"])} | {fmt(r.get("trend_fit", {}))} | '
-                 f'{fmt(r["measured_fit"])} | {ratio(r.get("prediction_ratio"))} | '
-                 f'{ratio(r.get("trend_prediction_ratio"))} | '
-                 f'{r["shadow_wall_seconds"]:.0f} | {r["direct_wall_seconds"]:.0f} |')
-  lines += ['', 'Target: predicted / measured within 1/1.5 .. 1.5. The trend form '
-            'c(n) = exp(mu0) n^gamma: gamma per family in leak_width.json (`trend_fit`).']
-  for name, r in fams.items():
-    if r.get('direct_from'):
-      lines += ['', f'{name}: the direct measurement is the recovery law\'s ({r["direct_from"]}: '
-                f'default method, seeds {min(r["reported_seeds"])}-{max(r["reported_seeds"])}, '
-                f'p/dn {", ".join(f"{x:g}" for x in r["direct_ratios"])}); its "direct s" is '
-                'the sum over its runs of the law\'s wall seconds per seed. The shadows ran '
-                f'the same attack (precision rung {r["attack"]["polish"]}'
-                + (', sign quotient on: the target, n > d, runs it'
-                   if r['attack'].get('sign_quotient') == 'on' else '') + ').']
-  lines += ['', '## Per shadow n (fit of that n alone)', '',
-            '| family | run for n | shadow n | c [95% CI] |', '|---|---|---|---|']
-  for name, r in fams.items():
-    for n, f in r['shadow_fit_per_n'].items():
-      lines.append(f'| {r["family"]} | {r["n_target"]} | {n} | {fmt(f)} |')
-  lines += ['', '## Direct measurements (fresh seeds; also cited by issue #30)', '',
-            '| family | n | d | p | p/dn | seeds | recovery | certified | false cert. | '
-            'median s / seed | median steps |', '|---|---|---|---|---|---|---|---|---|---|---|']
-  for name, r in fams.items():
-    for p in r['direct_points']:
-      lines.append(f'| {r["family"]} | {p["n"]} | {r["d"]} | {p["p"]} | {p["ratio"]:.3g} | '
-                   f'{len(p["seeds"])} ({min(p["seeds"])}-{max(p["seeds"])}) | '
-                   f'{p["recovery_rate"]:.2f} | {p["certified_rate"]:.2f} | '
-                   f'{p["false_certified"]} | {p["median_seconds"]:.1f} | {p["median_steps"]:.0f} |')
-  lines += ['', '## Shadow points', '',
-            '| family | run for n | n | p/dn | seeds | recovery | certified |',
-            '|---|---|---|---|---|---|---|']
-  for name, r in fams.items():
-    for p in r['shadow_points']:
-      lines.append(f'| {r["family"]} | {r["n_target"]} | {p["n"]} | {p["ratio"]:.3g} | '
-                   f'{len(p["seeds"])} | '
-                   f'{p["recovery_rate"]:.2f} | {p["certified_rate"]:.2f} |')
-  for name, note in result.get('not_measured', {}).items():
-    lines += ['', f'## Not measured: {name}', '', note['why']]
-  machines = sorted({r['machine'] for r in fams.values()})
-  lines += ['', f'Machine: {"; ".join(machines)} (shared with other jobs); attack.max_steps per '
-            f'run: {sorted({r["max_steps"] for r in fams.values()})}. Seconds per seed of a '
-            'vectorised sweep are its wall time over its points.', '']
-  io.write_text(os.path.join(out_dir, 'leak_width.md'), '\n'.join(lines))
+  io.write_text(os.path.join(out_dir, 'leak_width.md'), common.page(
+      'Leak-width prediction: the threshold at large n from shadows at small n',
+      'c: p* = c d n, the width at which half the seeds recover every row (logistic fit of '
+      'per-seed success on log(p / dn); 95% bootstrap interval over seeds); the trend form '
+      'c(n) = exp(mu0) n^gamma. Target: predicted / measured within 1/1.5 .. 1.5. Shadow seeds '
+      'are never reported on; direct seeds are fresh. Machine: '
+      + '; '.join(sorted({r['machine'] for r in fams.values()})) + '.',
+      common.table(['family', 'd', 'shadow n', 'n', 'c, constant law', 'c, trend in n',
+                    'c measured at n', 'constant / measured', 'trend / measured', 'shadow s',
+                    'direct s'],
+                   [[r['family'], r['d'], str(r['shadow_n']), r['n_target'],
+                     fmt(r['shadow_fit']), fmt(r.get('trend_fit', {})), fmt(r['measured_fit']),
+                     r.get('prediction_ratio'), r.get('trend_prediction_ratio'),
+                     round(r['shadow_wall_seconds']), round(r['direct_wall_seconds'])]
+                    for r in fams.values()]),
+      '## Direct measurements (fresh seeds)',
+      common.table(['family', 'n', 'p', 'p/dn', 'seeds', 'recovery', 'certified',
+                    'false cert.', 'median s / seed', 'median steps'],
+                   [[r['family'], p['n'], p['p'], p['ratio'], len(p['seeds']),
+                     p['recovery_rate'], p['certified_rate'], p['false_certified'],
+                     p['median_seconds'], p['median_steps']]
+                    for r in fams.values() for p in r['direct_points']]),
+      *[f"## Not measured: {name}\n\n{note['why']}"
+        for name, note in result.get('not_measured', {}).items()]))
   fig, axes = plt.subplots(1, max(1, len(fams)), figsize=(4.6 * max(1, len(fams)), 3.8),
                            squeeze=False)
   for ax, (name, r) in zip(axes[0], fams.items()):
@@ -392,15 +325,6 @@ def main(argv):
       'description': 'leak-width prediction: threshold c (p* = c d n) from shadows at small n vs '
                      'measured at n_target', 'command': 'python -m scripts.leak_width',
       'families': {}}
-  if FLAGS.rederive_direct:
-    for key in FLAGS.rederive_direct:
-      if key not in result['families']:
-        sys.exit(f'error: --rederive_direct: no entry {key!r} in {path}; accepted: '
-                 f'{", ".join(result["families"])}')
-      result['families'][key] = rederive_direct(result['families'][key], key)
-    io.write_json(path, result)
-    render(path, FLAGS.out_dir)
-    return
   for family in FLAGS.families:
     if family not in FAMILIES:
       sys.exit(f'error: --families: unknown {family!r}; accepted: {", ".join(FAMILIES)}')
