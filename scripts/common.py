@@ -1,5 +1,6 @@
 """What the result scripts share: the result files they resume from and write (OUT.json and the
 markdown OUT.md beside it), the command line that made them, comma lists, markdown tables."""
+import ast
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
@@ -50,6 +51,18 @@ def ints(text: str) -> List[int]:
 
 def floats(text: str) -> List[float]:
   return [float(v) for v in str(text).split(',') if v.strip()]
+
+
+def overrides(pairs: Optional[Sequence[str]]) -> Dict[str, Any]:
+  """--set PATH=VALUE flags as {PATH: VALUE}: a python literal where VALUE is one, else text."""
+  out = {}
+  for pair in pairs or ():
+    key, _, text = pair.partition('=')
+    try:
+      out[key] = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      out[key] = text
+  return out
 
 
 def fmt(x: Any, spec: str = '.3g') -> str:

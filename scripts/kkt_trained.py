@@ -17,7 +17,7 @@ Appends rows to results/kkt_trained.json and re-renders results/kkt_trained.{md,
 {'rows': [...], 'seeds': {'reported', 'tuning', 'rule'}}: the reported seeds are the rows'; the
 tuning seeds (`--tuning_seeds`) are the victims any setting was chosen on or after
 (results/kkt_tune.* ran on seed 100; seeds 0-2 were reported while the methods were built, and
-are kept in results/kkt_trained_tuning_seeds.*). A file holding a bare list of rows loads too.
+are kept in results/kkt_trained_tuning_seeds.*).
 """
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ from configs import kkt_haim  # noqa: E402
 from recon.config import validate as config_lib  # noqa: E402
 import recon  # noqa: E402
 from recon import data, metrics  # noqa: E402
-from recon.runtime import io
+from recon.runtime import io  # noqa: E402
+from scripts import common  # noqa: E402
 
 METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
 # Reference without any attack: 2n UNSEEN images of the same distribution as the candidates
@@ -181,16 +182,12 @@ def save_arrays(out: str, row: dict) -> None:
 
 
 def load_rows(path: str) -> list:
-  """The rows of a results JSON ({'rows': [...], ...} or a bare list); [] if it is missing."""
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    got = json.load(f)
-  rows = got['rows'] if isinstance(got, dict) else got
-  # recon.runtime.io writes non-finite floats as the strings 'nan' / 'inf' / '-inf': back to floats,
-  # so that rows read back render as they were written.
+  """The rows of a results JSON ({'rows': [...]} or, results/kkt_tune.json, a bare list), [] if
+  it is missing; the 'nan' / 'inf' strings recon.runtime.io writes back to floats."""
+  got = common.load(path, [])
   back = {'nan': float('nan'), 'inf': float('inf'), '-inf': float('-inf')}
-  return [{k: back.get(v, v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+  return [{k: back.get(v, v) if isinstance(v, str) else v for k, v in r.items()}
+          for r in (got['rows'] if isinstance(got, dict) else got)]
 
 
 def seed_lists(rows: list, tuning: list) -> dict:
@@ -207,34 +204,29 @@ def seed_lists(rows: list, tuning: list) -> dict:
 
 def render(out: str, rows: list, seeds: dict = None) -> None:
   """Markdown table (per row and mean +- std over seeds per setting) and the best-match grid."""
-  lines = ['# KKT reconstruction from trained networks (scripts/kkt_trained.py)', '',
-           'Evaluation: for every training image the candidate of highest NCC; SSIM after '
-           'per-image min-max rescaling (dm-pix, window 3 below 16 px).', '']
-  if seeds:
-    lines += [f"Seeds: reported {', '.join(map(str, seeds['reported']))}; tuning "
-              f"{', '.join(map(str, seeds['tuning']))} ({seeds['rule']}).", '']
-  lines += ['| method | dataset | n | width | seed | frac SSIM>=0.5 | frac SSIM>=0.4 | median SSIM '
-           '| KKT loss | train loss | steps | m final | wall s | device |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
-  for r in rows:
-    lines.append(f"| {r['method']} | {r['dataset']} | {r['n']} | {r['width']} | {r['seed']} | "
-                 f"{r['frac_ssim_0_5']:.2f} | {r['frac_ssim_0_4']:.2f} | "
-                 f"{r['ssim_median']:.3f} | {r.get('kkt_loss', float('nan')):.3g} | "
-                 f"{r['train_loss']:.2g} | {r['steps']} | {r.get('n_candidates_final', '')} | "
-                 f"{r['wall_seconds']:.0f} | {r['device']} |")
-  lines += ['', '## Mean +- std over seeds', '',
-            '| method | dataset | n | seeds | frac SSIM>=0.5 | frac SSIM>=0.4 | median SSIM |',
-            '|---|---|---|---|---|---|---|']
   groups = {}
   for r in rows:
     groups.setdefault((r['method'], r['dataset'], r['n'], r['width']), []).append(r)
-  for (meth, ds, n, _), g in groups.items():
-    f = lambda k: (f"{np.mean([r[k] for r in g]):.3f} +- "  # noqa: E731
-                   f"{np.std([r[k] for r in g]):.3f}")
-    lines.append(f"| {meth} | {ds} | {n} | {len(g)} | {f('frac_ssim_0_5')} | "
-                 f"{f('frac_ssim_0_4')} | {f('ssim_median')} |")
-  with open(out + '.md', 'w') as fh:
-    fh.write('\n'.join(lines) + '\n')
+  ms = lambda g, k: f"{np.mean([r[k] for r in g]):.3f} ± {np.std([r[k] for r in g]):.3f}"  # noqa: E731
+  io.write_text(out + '.md', common.page(
+      'KKT reconstruction from trained networks',
+      'For every training image the candidate of highest NCC; SSIM after per-image min-max '
+      'rescaling (dm-pix, window 3 below 16 px).' + (
+          f" Seeds: reported {seeds['reported']}; tuning {seeds['tuning']} ({seeds['rule']})."
+          if seeds else ''),
+      common.table(['method', 'dataset', 'n', 'width', 'seed', 'frac SSIM>=0.5',
+                    'frac SSIM>=0.4', 'median SSIM', 'KKT loss', 'train loss', 'steps',
+                    'm final', 'wall s', 'device'],
+                   [[r[k] for k in ('method', 'dataset', 'n', 'width', 'seed', 'frac_ssim_0_5',
+                                    'frac_ssim_0_4', 'ssim_median')]
+                    + [r.get('kkt_loss'), r['train_loss'], r['steps'],
+                       r.get('n_candidates_final'), round(r['wall_seconds']), r['device']]
+                    for r in rows]),
+      '## Mean ± std over seeds',
+      common.table(['method', 'dataset', 'n', 'seeds', 'frac SSIM>=0.5', 'frac SSIM>=0.4',
+                    'median SSIM'],
+                   [[m, ds, n, len(g), ms(g, 'frac_ssim_0_5'), ms(g, 'frac_ssim_0_4'),
+                     ms(g, 'ssim_median')] for (m, ds, n, _), g in groups.items()])))
   # Grid: for the first seed of each method, training images (top) and their best candidate
   # (below), sorted by SSIM, best first.
   firsts = {}
@@ -279,14 +271,7 @@ def main(argv=None) -> int:
   ap.add_argument('--set', action='append', default=[],
                   help='config override PATH=VALUE (python literal), e.g. --set attack.max_steps=200')
   args = ap.parse_args(argv)
-  overrides = {}
-  for kv in args.set:
-    k, v = kv.split('=', 1)
-    try:
-      import ast  # pylint: disable=import-outside-toplevel
-      overrides[k] = ast.literal_eval(v)
-    except (ValueError, SyntaxError):
-      overrides[k] = v
+  overrides = common.overrides(args.set)
   os.makedirs(os.path.dirname(args.out) or '.', exist_ok=True)
   path = args.out + '.json'
   rows = load_rows(path)
