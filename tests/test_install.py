@@ -28,7 +28,9 @@ def installed(tmp_path_factory):
                   '-w', str(tmp / 'dist'), str(src)], check=True, capture_output=True, timeout=600)
   (wheel,) = glob.glob(str(tmp / 'dist' / 'recon-*.whl'))
   prefix = tmp / 'prefix'
+  # --ignore-installed: the environment's own recon (an editable install) is left alone
   subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--no-index',
+                  '--ignore-installed',
                   '--prefix', str(prefix), wheel], check=True, capture_output=True, timeout=600)
   (site,) = glob.glob(str(prefix / 'lib' / 'python*' / 'site-packages'))
   return site, prefix
@@ -79,3 +81,15 @@ def test_the_notebook_runs_from_the_wheel_in_a_fresh_kernel(installed, tmp_path)
       os.path.dirname(os.path.dirname(os.path.dirname(site))))), out
   assert out['recovered'] == 1.0, out
   assert not os.path.exists(tmp_path / 'recon')  # nothing cloned or unpacked: the wheel alone
+
+
+
+@pytest.mark.slow
+def test_installing_the_wheel_leaves_the_environments_recon_alone(installed, tmp_path):
+  """The fixture installs into its own prefix only: a fresh process, away from the checkout and
+  with no PYTHONPATH, still imports this checkout's recon (a test run must not uninstall the
+  user's editable install)."""
+  env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+  out = subprocess.run([sys.executable, '-c', 'import recon; print(recon.__file__)'],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0 and out.stdout.startswith(ROOT), (out.stdout, out.stderr)
