@@ -20,7 +20,6 @@ Runs unchanged on CPU or GPU (the machine is recorded); a part not run is kept f
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import signal
@@ -272,7 +271,6 @@ def pipeline_run(method: str, n: int, d: int, p: int, seed: int, max_steps: Opti
   cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
   with open(os.path.join(tmp, 'log.txt')) as f:
     log_text = f.read()
-  tail = log_text[-1500:]
   row = {'method': method, 'n': n, 'd': d, 'p': p, 'activation': pipeline_activation(n, d, p),
          'victim_activation': overrides['victim.activation'], 'seed': seed,
          'lr': overrides.get('attack.lr'),
@@ -297,16 +295,10 @@ def pipeline_run(method: str, n: int, d: int, p: int, seed: int, max_steps: Opti
         'certificate_jacobian': cert.get('jacobian'),
         'false_certified': bool(m['certified']) and m['n_recovered'] < n})
   else:
-    progress = re.findall(r'step\s+(\d+)\s+loss\s+([0-9.eE+-]+)', log_text)
     row.update({'frac_recovered': None, 'n_recovered': None, 'all_recovered': False,
                 'recon_error': None, 'certified': False, 'steps': None,
-                # How far the log says it got: the last descent step and loss, and whether
-                # the precision rung had started.
-                'last_logged_step': int(progress[-1][0]) if progress else None,
-                'last_logged_loss': float(progress[-1][1]) if progress else None,
-                'in_rung': 'precision rung' in log_text,
                 'status': f'stopped ({stopped} limit)' if stopped else f'exit {code}',
-                'log_tail': tail})
+                'log_tail': log_text[-1500:]})
   shutil.rmtree(tmp, ignore_errors=True)
   return row
 
@@ -407,24 +399,20 @@ def render(results):
                      f"Machine: {results.get('machine')}.", *blocks)
 
 
-def parse_sizes(text, n_fields, flag, default_chunk=4096, form_example=None):
-  """'NxDxP[xCHUNK],...' (n_fields = 4), 'NxSIDExP' (3) or 'NxD,...' (2) -> list of int tuples.
-
-  Raises ValueError naming the flag and the accepted form on anything else.
-  """
-  form, example = {4: ('NxDxP[xCHUNK]', '20x50x10000x4096'), 3: ('NxSIDExP', '100x32x3072000'),
-                   2: ('NxD', '10x10')}[n_fields] if form_example is None else form_example
+def parse_sizes(text, n_fields, flag, default_chunk=4096):
+  """'NxDxP[xCHUNK],...' (n_fields 4: CHUNK defaults to default_chunk) or 'NxDxP,...' (3) ->
+  int tuples; ValueError naming the flag and the form on anything else."""
+  form = 'NxDxP[xCHUNK]' if n_fields == 4 else 'NxDxP'
   out = []
   for item in text.split(','):
     try:
       vals = tuple(int(v) for v in item.strip().split('x'))
     except ValueError:
       vals = ()
-    if n_fields == 4 and len(vals) == 3:
-      vals = vals + (default_chunk,)
+    vals += (default_chunk,) if n_fields == 4 and len(vals) == 3 else ()
     if len(vals) != n_fields or min(vals) < 1:
       raise ValueError(f'{flag}: {item!r} is not {form} with positive integers; accepted: a '
-                       f'comma-separated list such as {example}')
+                       'comma-separated list such as 20x50x10000')
     out.append(vals)
   return out
 
@@ -460,8 +448,7 @@ def parse_args(argv=None):
     args.memscale_size = parse_sizes(args.memscale_size, 4, '--memscale_size')
     if len(args.memscale_size) != 1:
       raise ValueError('--memscale_size: lists several sizes; accepted: one NxDxP[xCHUNK]')
-    args.pipeline_sizes = [tuple(s) for s in parse_sizes(
-        args.pipeline_sizes, 3, '--pipeline_sizes', form_example=('NxDxP', '20x20x4000'))]
+    args.pipeline_sizes = parse_sizes(args.pipeline_sizes, 3, '--pipeline_sizes')
     try:
       args.pipeline_seeds = common.ints(args.pipeline_seeds)
     except ValueError:

@@ -249,27 +249,6 @@ def net_points(net_grid: Dict[str, Dict[str, tuple]], adaptive: Dict[str, tuple]
   return out
 
 
-def missing(records: List[Dict[str, Any]], net_sizes: Dict[str, Any]) -> List[Dict[str, Any]]:
-  """The default grid's net points (every net of NETS, NET_GRID, ADAPTIVE at net_sizes'
-  widths) with fewer than net_sizes['seeds'] records, grouped per (net, width): the strengths
-  missing and the command that runs them (resumable: it runs only what is missing)."""
-  have: Dict[tuple, int] = {}
-  for r in records:
-    k = (r['victim'], float(r['ratio']), defence_of(r), float(r['strength']))
-    have[k] = have.get(k, 0) + 1
-  out: Dict[tuple, List[str]] = {}
-  for pt in net_points({v: NET_GRID for v in NETS}, ADAPTIVE, net_sizes, lambda v: [0]):
-    k = (pt['victim'], pt['ratio'], defence_of(pt), pt['strength'])
-    if have.get(k, 0) < net_sizes['seeds']:
-      label = ('none' if pt['defence'] == 'none' else
-               strength_label(pt['defence'], pt['strength'])
-               + (' (adaptive attack)' if pt.get('attack') == 'adaptive' else ''))
-      out.setdefault((pt['victim'], pt['ratio']), []).append(label)
-  return [{'victim': v, 'ratio': ratio, 'points': labels,
-           'command': f'python -m scripts.defences --nets={v} --net_ratios={ratio:g}'}
-          for (v, ratio), labels in out.items()]
-
-
 def adaptive_rf_points(adaptive: Dict[str, tuple], sizes: Dict[str, Any]) -> List[Dict[str, Any]]:
   """rf_gd under weight decay, attacked adaptively (attack.init_in_span)."""
   return [dict(n=sizes['n'], d=sizes['d'], victim='rf_gd', defence='weight_decay',
@@ -582,7 +561,6 @@ def main(argv):
   meta['certificates'] = certificates(records)
   meta['nets']['ratios_measured'] = sorted({float(r['ratio']) for r in records
                                            if r['victim'] in NETS}, reverse=True)
-  meta['missing'] = [] if FLAGS.tiny else missing(records, NET_SIZES)
   meta['crossovers'] = render(records, meta, FLAGS.out)
   write_records(path, records, meta)
 

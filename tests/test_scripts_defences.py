@@ -1,4 +1,4 @@
-"""scripts/defences.py's grid bookkeeping: the nets' widths, the missing points, bad flags."""
+"""scripts/defences.py's grid bookkeeping: the nets' widths, bad flags."""
 import os
 import subprocess
 import sys
@@ -25,20 +25,6 @@ def test_net_points_cover_each_width_with_the_adaptive_attack_at_ten_dn_only():
   dp = [p['strength'] for p in narrow if p['defence'] == 'dp']
   assert dp == sorted(dp, key=lambda s: s < 64)  # epsilon below 64 after the rest
   assert all(p['d'] == 16 and p['n'] == 4 for p in pts)
-
-
-def test_missing_lists_the_points_with_too_few_seeds_and_the_command():
-  sizes = dict(SIZES, seeds=2)
-  done = df.net_points({'mse_digits': df.NET_GRID}, df.ADAPTIVE, dict(sizes, ratios=(10.0,)),
-                       lambda v: [0, 1])
-  half = [dict(p) for p in df.net_points({'mse_digits': {'dp': (8.0,)}}, {},
-                                         dict(sizes, ratios=(4.0,)), lambda v: [0])]
-  gaps = {(g['victim'], g['ratio']): g for g in df.missing(done + half, sizes)}
-  assert ('mse_digits', 10.0) not in gaps  # every point with both seeds
-  narrow = gaps[('mse_digits', 4.0)]
-  assert 'none' in narrow['points'] and 'eps = 8' in narrow['points']  # one seed of two
-  assert narrow['command'] == 'python -m scripts.defences --nets=mse_digits --net_ratios=4'
-  assert set(df.NETS) <= {v for v, _ in gaps}
 
 
 def _script(*args):
