@@ -92,27 +92,22 @@ def run_one(n: int, d: int, p: int, method: str, feature_kind: str, noise: float
 
 
 def _markdown(doc: Dict[str, Any]) -> str:
-  lines = ['# The certificate at scale', '',
-           f'Machine: {doc["machine"]}. Command: `{doc["command"]}`. Victim: relu_tanh random '
-           f'features, float32, seed {doc["seed"]}; candidates = the true rows plus relative '
-           f'noise {doc["noise"]:g}; the certificate at tol {doc["tol"]:g} (n known); the pin '
-           f'radius also at the attack\'s tol {doc["attack_tol"]:g} (the same spectrum, '
-           'rescaled). Peak = the process\'s peak RSS (victim included; "before" = the RSS just '
-           f'before the certificate). Load average while it ran: '
-           f'{", ".join(f"{v:.1f}" for v in doc["load_average"])} (a shared 2-core machine: '
-           'wall times are upper bounds).', '',
-           '| n | d | p | p/dn | features | method | wall s | peak MB | before MB | certified '
-           '| pin radius | at attack tol | max row radius | rows pinned | sigma ratio | rank |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
-  for r in doc['rows']:
-    lines.append(
-        f'| {r["n"]} | {r["d"]} | {r["p"]} | {r["p_over_dn"]:g} | {r["features"]} | '
-        f'{r["method_used"] or r["jacobian"]} | {r["seconds"]:.1f} | {r["peak_rss_mb"]:.0f} | '
-        f'{r["baseline_rss_mb"]:.0f} | {r["certified"]} | {r["pin_radius"]:.2e} | '
-        f'{r["pin_radius_at_attack_tol"]:.2e} | '
-        f'{r["row_pin_radius_max"]:.2e}{" (bound)" if r["row_radius_kind"] != "exact" else ""}'
-        f' | {r["rows_pinned"]} | {r["sigma_ratio"]:.2e} | {r["rank"]} of {r["full_rank"]} |')
-  return '\n'.join(lines) + '\n'
+  from scripts import common  # pylint: disable=import-outside-toplevel
+  return common.page(
+      'The certificate at scale',
+      f'Machine: {doc["machine"]}; load {", ".join(f"{v:.1f}" for v in doc["load_average"])}. '
+      f'Command: `{doc["command"]}`. relu_tanh random features, float32, seed {doc["seed"]}; '
+      f'candidates = the true rows plus relative noise {doc["noise"]:g}; the certificate at tol '
+      f'{doc["tol"]:g}, its pin radius also at the attack\'s tol {doc["attack_tol"]:g}. Peak = '
+      'the process\'s peak RSS, "before" = the RSS just before the certificate.',
+      common.table(['n', 'd', 'p', 'p/dn', 'features', 'method', 'wall s', 'peak MB',
+                    'before MB', 'certified', 'pin radius', 'at attack tol', 'max row radius',
+                    'rows pinned', 'sigma ratio', 'rank'],
+                   [[r['n'], r['d'], r['p'], r['p_over_dn'], r['features'],
+                     r['method_used'] or r['jacobian'], r['seconds'], round(r['peak_rss_mb']),
+                     round(r['baseline_rss_mb']), r['certified'], r['pin_radius'],
+                     r['pin_radius_at_attack_tol'], r['row_pin_radius_max'], r['rows_pinned'],
+                     r['sigma_ratio'], f"{r['rank']} of {r['full_rank']}"] for r in doc['rows']]))
 
 
 def main(argv):
@@ -142,11 +137,8 @@ def main(argv):
          'noise': FLAGS.noise, 'tol': FLAGS.tol, 'attack_tol': FLAGS.attack_tol,
          'command': 'python -m scripts.certificate_scale ' + ' '.join(sys.argv[1:]),
          'rows': rows}
-  os.makedirs(os.path.dirname(FLAGS.out) or '.', exist_ok=True)
-  with open(FLAGS.out + '.json', 'w') as f:
-    json.dump(doc, f, indent=1)
-  with open(FLAGS.out + '.md', 'w') as f:
-    f.write(_markdown(doc))
+  from scripts import common  # pylint: disable=import-outside-toplevel
+  common.save(FLAGS.out, doc, _markdown(doc))
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ import time
 import recon
 from configs import rf_synthetic
 from recon.runtime import io, machine
+from scripts import common
 
 SIZES = {'photo_patches': (100, 48, 48000), 'synthetic_sphere': (100, 16, 6400)}
 
@@ -52,51 +53,37 @@ def record(data: str, seed: int, dtype: str, workdir: str) -> dict:
           'load': list(os.getloadavg()), **out}
 
 
-def _judged(j: dict) -> str:
+def _judged(j: dict) -> list:
   worst = (j.get('least_pinned') or [{}])[0]
-  row = (f"row {worst['row']}: {worst['radius']:.2g} (share rank {worst['share_rank']})"
-         if worst else '-')
-  return (f"{'yes' if j['certified'] else 'no'} | {j['pin_radius']:.2g} | "
-          f"{j['rows_pinned']} | {row}")
-
-
-def _num(value) -> str:
-  return '-' if value is None else f'{value:.2g}'
+  return [j['certified'], j['pin_radius'], j['rows_pinned'],
+          f"row {worst['row']}: {worst['radius']:.2g} (share rank {worst['share_rank']})"
+          if worst else '-']
 
 
 def render(out: str) -> None:
   doc = io.read_json(out + '.json')
-  lines = ['# The certificate at the true training rows', '',
-           f"Machine: {doc['machine']}. Command: `python -m scripts.truth_certificate "
-           '--data=DATA --dtype=DTYPE --seeds=SEEDS` (the row\'s data, dtype and seed). Victims: configs/rf_synthetic.py, relu_tanh, the size '
-           'in the table; theta stored in the dtype column. Ground truth, for analysis only: '
-           'the certificate (recon/certify/certificate.py) of the TRUE rows, judged at the run\'s attack.tol '
-           '(default 1e-9; pin radius at max(L, tol)) and as the precision rung judges: loss test '
-           'against max(attack.polish.tol, 4 F), pin radii at the level max(L / (1 - q), F) '
-           '(`certificate.radius_loss`, no clamp at a tolerance; q = m (d - 1) / (p - m)). F: '
-           "the statistical bound on theta's rounding floor (`float64_loss.rounding_floor_estimate`, "
-           'blind, at the rows); `expected`: its expected value; `worst`: the triangle inequality '
-           '(eps S)^2 (the floor before issue #66). Where neither judgement certifies, no attack '
-           'can be certified on that victim, whatever rows it brings back. `share rank`: the '
-           'row\'s rank by its share of theta (0: the smallest).', '',
-           '| data | (n, d, p) | dtype | seed | loss at truth | F | expected | worst | attack.tol | '
-           'certified | pin radius | rows pinned | least pinned row | rung tol | radius level | '
-           'certified | pin radius | rows pinned | least pinned row | s |',
-           '|' + '---|' * 20]
-  for r in sorted(doc['records'], key=lambda r: (r['data'], r['dtype'], r['seed'])):
-    level = r['polished'].get('radius_loss')
-    lines.append(
-        f"| {r['data']} | ({r['n']}, {r['d']}, {r['p']}) | {r['dtype']} | {r['seed']} | "
-        f"{r['loss64']:.2g} | {r['rounding_floor']:.2g} | "
-        f"{_num(r.get('rounding_floor_expected'))} | {_num(r.get('rounding_floor_worst'))} | "
-        f"{r['attack']['tol']:.2g} | {_judged(r['attack'])} | "
-        f"{r['polished']['tol']:.2g} | {_num(level)} | {_judged(r['polished'])} | "
-        f"{r['seconds']:.0f} |")
+  rows = [[r['data'], f"({r['n']}, {r['d']}, {r['p']})", r['dtype'], r['seed'], r['loss64'],
+           r['rounding_floor'], r.get('rounding_floor_expected'), r.get('rounding_floor_worst'),
+           r['attack']['tol'], *_judged(r['attack']), r['polished']['tol'],
+           r['polished'].get('radius_loss'), *_judged(r['polished']), round(r['seconds'])]
+          for r in sorted(doc['records'], key=lambda r: (r['data'], r['dtype'], r['seed']))]
   named = [f"{r['data']} {r['dtype']} seed {r['seed']}" for r in doc['records']
            if r['certifiable']]
-  lines += ['', f"Certifiable: {len(named)} of {len(doc['records'])} victims "
-            f"({', '.join(named) or 'none'}).", '']
-  io.write_text(out + '.md', '\n'.join(lines))
+  io.write_text(out + '.md', common.page(
+      'The certificate at the true training rows',
+      f"Machine: {doc['machine']}. Victims: configs/rf_synthetic.py, relu_tanh, theta stored in "
+      "the dtype column. The certificate of the TRUE rows (ground truth, for analysis only), "
+      "judged at the run's attack.tol (pin radius at max(L, tol)) and as the precision rung "
+      'judges (loss test against max(attack.polish.tol, 4 F), radii at the level '
+      "max(L / (1 - q), F)). F: the statistical bound on theta's rounding floor; expected: its "
+      'expected value; worst: (eps S)^2. Where neither certifies, no attack can be certified on '
+      "that victim. share rank: the row's rank by its share of theta (0: the smallest).",
+      common.table(['data', '(n, d, p)', 'dtype', 'seed', 'loss at truth', 'F', 'expected',
+                    'worst', 'attack.tol', 'certified', 'pin radius', 'rows pinned',
+                    'least pinned row', 'rung tol', 'radius level', 'certified', 'pin radius',
+                    'rows pinned', 'least pinned row', 's'], rows),
+      f"Certifiable: {len(named)} of {len(doc['records'])} victims "
+      f"({', '.join(named) or 'none'})."))
 
 
 def main(argv=None):
@@ -129,11 +116,10 @@ def main(argv=None):
       if not args.workdirs:
         recon.run(victim_config(data, seed, dtype, size), workdir)
       rec = record(data, seed, dtype, workdir)
-      doc = (io.read_json(args.out + '.json') if os.path.exists(args.out + '.json')
-             else {'what': 'the certificate at the true training rows', 'records': []})
+      doc = common.load(args.out + '.json', {'what': 'the certificate at the true training rows',
+                                              'records': []})
       doc['machine'] = machine.describe()
-      doc['records'] = [r for r in doc['records'] if (r['data'], r['dtype'], r['seed']) != (
-          data, dtype, seed)] + [rec]
+      common.upsert(doc['records'], rec, lambda r: (r['data'], r['dtype'], r['seed']))
       io.write_json(args.out + '.json', doc)
       render(args.out)
       print(f"{data} {dtype} seed {seed}: certifiable {rec['certifiable']} "
