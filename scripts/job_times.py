@@ -112,25 +112,20 @@ def time_job(job: str, scratch: str, timeout: float) -> dict:
 
 
 def render_md(records: List[dict]) -> str:
-  lines = ['# Wall time of the README\'s jobs (scripts/job_times.py)', '',
-           'Each job run as `python -m recon.main --config=configs/JOB.py` in a new process with '
-           'an empty compilation cache (a first run on a new machine), timed from process start '
-           'to exit. Load: the one-minute load average before / after (2 cores: above ~2 the '
-           'machine was shared).', '',
-           '| job | seconds | exit | load before / after | overrides | last line |',
-           '|---|---|---|---|---|---|']
-  for r in records:
-    lb = '–' if r['load_before'] is None else f'{r["load_before"]:.1f}'
-    la = '–' if r['load_after'] is None else f'{r["load_after"]:.1f}'
-    extra = ' '.join(r['overrides']) or '–'
-    if 'prepare_seconds' in r:
-      extra += f' (after `{r["prepare"]}`, {r["prepare_seconds"]:.0f} s)'
-    tail = r['last_line'].replace('|', '/')
-    lines.append(f'| {r["job"]} | {r["seconds"]:.0f} | {r["exit_status"]} | {lb} / {la} | '
-                 f'{extra} | {tail} |')
-  if records:
-    lines += ['', f'Machine: {records[0]["machine"]}; device: {records[0]["device"]}.']
-  return '\n'.join(lines) + '\n'
+  from scripts import common  # pylint: disable=import-outside-toplevel
+  return common.page(
+      "Wall time of the README's jobs",
+      'Each job run as `python -m recon.main --config=configs/JOB.py` in a new process with an '
+      'empty compilation cache (a first run on a new machine), timed from process start to '
+      'exit; load: the one-minute load average before / after (2 cores: above ~2 the machine '
+      'was shared).' + (f" Machine: {records[0]['machine']}." if records else ''),
+      common.table(['job', 'seconds', 'exit', 'load before / after', 'overrides', 'last line'],
+                   [[r['job'], round(r['seconds']), r['exit_status'],
+                     f"{common.fmt(r['load_before'])} / {common.fmt(r['load_after'])}",
+                     ' '.join(r['overrides']) + (f" (after `{r['prepare']}`, "
+                                                 f"{r['prepare_seconds']:.0f} s)"
+                                                 if 'prepare_seconds' in r else ''),
+                     r['last_line'].replace('|', '/')] for r in records]))
 
 
 def main(argv=None) -> int:
