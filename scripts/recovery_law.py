@@ -159,35 +159,10 @@ def paper_budget(pt: Dict[str, Any], records: List[Dict[str, Any]], max_steps: i
       PAPER_BUDGET_FACTOR * max_steps)
 
 
-def relabel_old_paper(rec: Dict[str, Any]) -> Dict[str, Any]:
-  """A `paper` record of the earlier port (no `port` field) becomes OLD_PAPER."""
-  if rec['method'] == 'paper' and rec.get('port') != 'faithful':
-    rec['method'] = OLD_PAPER
-  return rec
-
-
 def write_records(path: str, records: List[Dict[str, Any]]) -> None:
   """{"records": [...]} with one record per line (atomic, as `recon.runtime.io` writes)."""
   io.write_text(path, '{"records": [\n' + ',\n'.join(json.dumps(io.normalized(r))
                                                       for r in records) + '\n]}\n')
-
-
-def with_pin_columns(rec: Dict[str, Any]) -> Dict[str, Any]:
-  """Records written before rows were pinned only at tol held the any-loss test under the
-  pinned names: move them to rows_within / within_wrong and derive the at-tol columns from
-  the seed's status (converged = loss at tol)."""
-  ps = rec.get('per_seed')
-  if not isinstance(ps, dict) or 'rows_pinned' not in ps or 'rows_within' in ps:
-    return rec
-  ps['rows_within'], ps['within_wrong'] = ps['rows_pinned'], ps['pinned_wrong']
-  at_tol = [s == 'converged' for s in ps['status']]
-  ps['rows_pinned'] = [v if t else (None if v is None else 0)
-                       for v, t in zip(ps['rows_within'], at_tol)]
-  ps['pinned_wrong'] = [v if t else (None if v is None else 0)
-                        for v, t in zip(ps['within_wrong'], at_tol)]
-  rec['false_within_rows'] = int(sum(v or 0 for v in ps['within_wrong']))
-  rec['false_pinned_rows'] = int(sum(v or 0 for v in ps['pinned_wrong']))
-  return rec
 
 
 def free_before_rung(r: Dict[str, Any]) -> Optional[int]:
@@ -201,10 +176,7 @@ def free_before_rung(r: Dict[str, Any]) -> Optional[int]:
 
 
 def compact_seeds(per_seed) -> Dict[str, list]:
-  """Per-seed details as columns ({field: [value per seed]}), floats to 3 significant digits
-  (a list of per-seed dicts, the older format, is converted)."""
-  if isinstance(per_seed, dict):
-    return per_seed
+  """Per-seed details as columns ({field: [value per seed]}), floats to 3 significant digits."""
   out: Dict[str, list] = {}
   for rec in per_seed:
     for k, v in rec.items():
@@ -505,11 +477,6 @@ def main(argv):
   recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
   path = FLAGS.out + '.json'
   records = io.read_json(path)['records'] if os.path.exists(path) else []
-  for r in records:
-    if 'per_seed' in r:
-      r['per_seed'] = compact_seeds(r['per_seed'])
-      with_pin_columns(r)
-    relabel_old_paper(r)
   if not FLAGS.render_only:
     for name in FLAGS.methods:
       if name not in METHODS:

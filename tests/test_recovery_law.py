@@ -42,9 +42,6 @@ def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkey
   assert recovery_law.paper_budget(pt, [default], 20000) == 30000
   assert recovery_law.paper_budget(pt, [dict(default, median_steps=500.0)], 20000) == 20000
   assert recovery_law.paper_budget(pt, [], 20000) == 200000
-  old = dict(pt)
-  assert recovery_law.relabel_old_paper(old)['method'] == recovery_law.OLD_PAPER
-  assert recovery_law.relabel_old_paper(dict(pt, port='faithful'))['method'] == 'paper'
 
 
 @pytest.mark.slow
