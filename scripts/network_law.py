@@ -305,12 +305,6 @@ def shadow_seeds(victim, dataset, n, victim_seeds, count: int = 1) -> Dict[str, 
   return {'seeds': found[:count], 'disjoint_from_seeds': list(victim_seeds)}
 
 
-def shadow_seed(victim, dataset, n, victim_seeds) -> Dict[str, Any]:
-  """First seed >= SHADOW_SEED0 whose images are disjoint from every victim seed's."""
-  found = shadow_seeds(victim, dataset, n, victim_seeds, 1)
-  return {'seed': found['seeds'][0], 'disjoint_from_seeds': found['disjoint_from_seeds']}
-
-
 def calibrate(victim, dataset, n, max_steps, victim_seeds, escalate=True,
               count: Optional[int] = None) -> Dict[str, Any]:
   """Runs every `attack_grid` setting on the shadow victims at p_L = CALIBRATION_RATIO dn and
