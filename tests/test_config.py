@@ -281,16 +281,23 @@ def test_cli_rejects_bad_values_in_one_line_and_writes_nothing(tmp_path):
 def _consumers():
   from recon.attack import splitting  # pylint: disable=import-outside-toplevel
   from recon.attack.rescue import escalate  # pylint: disable=import-outside-toplevel
-  return {'attack.escalate': [escalate.Escalator.__init__],
+  from recon.attack.rescue import cut, pursuit, reseed, swap  # pylint: disable=import-outside-toplevel
+  from recon.certify import rung  # pylint: disable=import-outside-toplevel
+  return {'attack.reseed': [reseed.Reseeder.__init__],
+          'attack.escalate': [escalate.Escalator.__init__],
+          'attack.pursue': [pursuit.PursuitStep.__init__],
+          'attack.swap': [swap.SwapStep.__init__],
+          'attack.cut': [cut.CutStep.__init__],
+          'attack.polish': [rung.certify_or_polish],
           'attack.split': [splitting.Splitter.__init__, splitting.check_config]}
 
 
 def defaults_outside(definition, consumer) -> list:
   """The parameters of `consumer` that hold a default of one of `definition`'s fields (a
-  parameter named as a field): settings a consumer would declare a second time."""
+  parameter named as a field, with a default): settings a consumer declares a second time."""
   fields = {f.name for f in dataclasses.fields(definition)}
   return sorted(name for name, p in inspect.signature(consumer).parameters.items()
-                if name in fields)
+                if name in fields and p.default is not inspect.Parameter.empty)
 
 
 def test_base_holds_each_sections_defaults_as_its_definition():
@@ -347,8 +354,6 @@ TABLES = (('ACTIVATIONS', 'recon.models.features', 'ACTIVATIONS'),
           ('LAMBDA_CONSTRAINTS', 'recon.objectives.kkt', 'LAMBDA_CONSTRAINTS'),
           ('PRIORS', 'recon.objectives.kkt', 'PRIORS'),
           ('JACOBIAN_METHODS', 'recon.certify.certificate', 'METHODS'),
-          ('START_POINTS', 'recon.attack.rescue.pursuit', 'START_POINTS'),
-          ('CUT_STATES', 'recon.attack.rescue.cut', 'STATES'),
           ('MATMUL_PRECISIONS', 'recon.models.min_norm', 'MATMUL_PRECISIONS'))
 
 

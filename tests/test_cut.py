@@ -12,6 +12,7 @@ from configs import rf_synthetic
 from recon.config import validate as config_lib
 from recon import metrics, pipelines
 from recon.attack.rescue import cut, pursuit
+from recon.config import sections
 from recon.models import features
 from recon.attack import optimiser as optimize
 from recon.sweep import grid as sweep
@@ -175,11 +176,11 @@ def test_the_step_cuts_at_its_step_with_the_chosen_optimiser_state(state):
   s = optimize.run_chunk(s, None, jnp.asarray(40), loss_fn=loss_fn, optimizer=opt,
                          constraint=sphere, tol=1e-30, max_steps=100)
   assert int(s.step) == 40
-  step = cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=41, max_steps=100,
-                     optimizer=opt, state=state, unit=unit)
+  step = cut.CutStep(_system(ff, theta), loss_fn, None, sections.Cut(at=41, state=state),
+                     keep=4, max_steps=100, optimizer=opt, unit=unit)
   assert step(s) is s and step.rows is None  # before its step
-  step = cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=40, max_steps=100,
-                     optimizer=opt, state=state, unit=unit)
+  step = cut.CutStep(_system(ff, theta), loss_fn, None, sections.Cut(at=40, state=state),
+                     keep=4, max_steps=100, optimizer=opt, unit=unit)
   out = step(s)
   assert step.rows == [4, 5, 6, 7] and out.x.shape == (4, 5) and int(out.step) == 40
   assert int(out.status) == optimize.RUNNING
@@ -198,8 +199,10 @@ def test_the_step_cuts_at_its_step_with_the_chosen_optimiser_state(state):
       np.testing.assert_array_equal(a, b)
   assert step(out) is out  # once
   saved = step.state_dict()
-  again = cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=40, max_steps=100)
+  again = cut.CutStep(_system(ff, theta), loss_fn, None, sections.Cut(at=40, state='kept'),
+                      keep=4, max_steps=100)
   again.load_state_dict(json.loads(json.dumps(saved)))
   assert again.rows == step.rows and again.template(s, saved).x.shape == (4, 5)
   with pytest.raises(ValueError, match='state'):
-    cut.CutStep(_system(ff, theta), loss_fn, None, keep=4, at=0, max_steps=9, state='new')
+    cut.CutStep(_system(ff, theta), loss_fn, None, sections.Cut(at=0, state='new'), keep=4,
+                max_steps=9)

@@ -10,6 +10,7 @@ from recon.config import validate as config_lib
 from recon import metrics
 from recon.certify import certificate, float64_loss
 from recon.certify import rung as polish
+from recon.config import sections
 from recon.models import features
 from recon.objectives import projection
 from configs import rf_synthetic
@@ -51,7 +52,7 @@ def _run(x_hat, theta, ff, p, mode='auto', activation='relu_tanh', tol=1e-9, max
   return polish.certify_or_polish(
       final_loss=_loss32(ff, x_hat, theta), tol=tol, x_hat=x_hat, p=p, activation=activation,
       n_known=len(x_hat), feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD, mode=mode,
-      polish_tol=1e-12, key=jax.random.PRNGKey(0), starts=16, row_steps=600,
+      rung=sections.Polish(tol=1e-12, starts=16, row_steps=600), key=jax.random.PRNGKey(0),
       max_entries=max_entries)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from recon import metrics
 from recon.certify import certificate
+from recon.config import sections
 from recon.models import features
 from recon.attack import optimiser as optimize
 from recon.attack.rescue import pursuit
@@ -175,8 +176,8 @@ def test_the_pursue_step_re_places_the_dead_rows_on_schedule(monkeypatch):
   opt = optimize.make_optimizer('adam', 0.05, 0.9, 'cosine', 1000, 0.05)
   unit = optimize.schedule_unit('cosine', 1000, 0.05)
   search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0))
-  step = pursuit.PursuitStep(search.with_search(starts=128, steps=300, dead_ratio=0.1),
-                             loss_fn, None, every=100, start=50, lr=0.01, unit=unit)
+  settings = sections.Pursue(every=100, start=50, lr=0.01, starts=128, steps=300, dead_ratio=0.1)
+  step = pursuit.PursuitStep(search, loss_fn, None, settings, unit=unit)
   state = _state(x_hat, loss_fn, opt)
   state = state._replace(opt_state=jax.tree.map(
       lambda a: jnp.ones_like(a) if a.shape == x_hat.shape else a, state.opt_state))
@@ -202,15 +203,17 @@ def test_the_pursue_step_re_places_the_dead_rows_on_schedule(monkeypatch):
   assert later.loss == out.loss and step.rounds == 1
   assert np.isclose(lr(later), step.learning_rate(149), rtol=1e-6) and lr(later) < 6e-4
   # A fresh step restored from the saved state agrees.
-  again = pursuit.PursuitStep(search, loss_fn, None, every=100, start=50, lr=0.01, unit=unit)
+  again = pursuit.PursuitStep(search, loss_fn, None, settings, unit=unit)
   again.load_state_dict(step.state_dict())
   assert again.summary() == step.summary() and again.state_dict() == step.state_dict()
   assert again.learning_rate(120) == step.learning_rate(120)
   assert again(out._replace(step=jnp.asarray(149, jnp.int32))).loss == out.loss
   # Given the attack's optimiser, a kept round starts it afresh: every moment and count zero
   # (Adam's bias correction restarts), the learning rate still the step's.
-  fresh = pursuit.PursuitStep(search, loss_fn, None, every=100, start=50, lr=0.01, unit=unit,
-                              optimizer=opt)(state._replace(step=jnp.asarray(50, jnp.int32)))
+  fresh = pursuit.PursuitStep(search, loss_fn, None,
+                              sections.Pursue(every=100, start=50, lr=0.01, starts=512, steps=300),
+                              unit=unit, optimizer=opt)(
+                                  state._replace(step=jnp.asarray(50, jnp.int32)))
   assert all(np.all(np.asarray(a) == 0) for a in jax.tree.leaves(fresh.opt_state)
              if a.shape == x_hat.shape or jnp.issubdtype(a.dtype, jnp.integer))
   assert np.isclose(lr(fresh), 0.01, rtol=1e-6)
@@ -224,14 +227,15 @@ def test_the_pursue_step_keeps_nothing_that_raises_the_loss(monkeypatch):
   n, d = x.shape
   monkeypatch.setattr(certificate, 'MAX_JACOBIAN_ENTRIES', p * n * d - 1)
   loss_fn = lambda z, _: projection.projection_loss(ff(z), jnp.asarray(theta))  # noqa: E731
-  search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0),
-                           starts=8, steps=1)  # a search too short to find anything better
-  step = pursuit.PursuitStep(search, loss_fn, None, every=10, start=0)
+  search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0))
+  # a search too short to find anything better
+  step = pursuit.PursuitStep(search, loss_fn, None,
+                             sections.Pursue(every=10, start=0, lr=0.0, starts=8, steps=1))
   state = _state(x, loss_fn, optax.adam(0.01))
   out = step(state)
   assert out is state and step.summary() == {'pursuit_rounds': 1, 'pursuit_rounds_kept': 0,
                                              'pursuit_rows_placed': 0}
-  assert search.calls == 1  # it did re-place a row
+  assert step._pursuit.calls == 1  # it did re-place a row (the step's search: `settings`)
   stopped = state._replace(status=jnp.asarray(optimize.CONVERGED, jnp.int32),
                            step=jnp.asarray(1000, jnp.int32))
   assert step(stopped) is stopped and step.rounds == 1

@@ -6,6 +6,7 @@ import pytest
 
 from recon.attack import optimiser as optimize
 from recon.attack.rescue import reseed as refine
+from recon.config import sections
 from recon.runtime import runs
 from recon.pipelines import random_features as rf_pipeline
 
@@ -29,8 +30,8 @@ def _reseeder(problem, every=1):
   loss_fn = jax.jit(lambda x, prob: rf_pipeline.rf_loss(x, prob, activation=ACT, jitter=1e-6))
   opt = optimize.make_optimizer('adam', 0.05)
   constraint = optimize.sphere_constraint(float(np.sqrt(6)))
-  r = refine.Reseeder(jax.random.PRNGKey(1), loss_fn, problem, constraint, opt, every=every,
-                      n_proposals=32)
+  r = refine.Reseeder(jax.random.PRNGKey(1), loss_fn, problem, constraint, opt,
+                      sections.Reseed(every=every, proposals=32))
   return r, loss_fn, opt, constraint
 
 

@@ -8,6 +8,7 @@ import recon
 from recon.models import features, random_features
 from recon.certify import float64_loss
 from recon.certify import rung as polish
+from recon.config import sections
 from recon.attack import sign_quotient
 from recon.pipelines import random_features as rf_pipeline
 
@@ -103,9 +104,10 @@ def test_a_mirror_pair_buys_nothing_under_the_quotient():
 
 
 def test_certify_settings_count_p_minus_k_and_drop_the_flips():
-  base = {'p': 2048, 'sign_sweeps': 2, 'tol': 1e-9}
+  base = {'p': 2048, 'rung': sections.Polish(sign_sweeps=2), 'tol': 1e-9}
   assert sign_quotient.certify_settings(base, 0) is base
-  assert sign_quotient.certify_settings(base, 16) == {'p': 2032, 'sign_sweeps': 0, 'tol': 1e-9}
+  assert sign_quotient.certify_settings(base, 16) == {
+      'p': 2032, 'rung': sections.Polish(sign_sweeps=0), 'tol': 1e-9}
 
 
 def test_certificate_and_rung_run_on_the_quotient_features():
@@ -123,11 +125,11 @@ def test_certificate_and_rung_run_on_the_quotient_features():
     flipped = np.where((np.arange(n) % 2 == 0)[:, None], -np.asarray(x), np.asarray(x))
     loss = float64_loss.loss64(float64_loss.Features64(ff), flipped, target)
     assert loss < 1e-20
-    settings = sign_quotient.certify_settings(dict(p=p, sign_sweeps=2), q.shape[1])
+    settings = sign_quotient.certify_settings(dict(p=p, rung=sections.Polish()), q.shape[1])
     _, cert, info = polish.certify_or_polish(
         final_loss=loss, tol=1e-12, x_hat=flipped, p=settings['p'], activation='relu',
         n_known=n, feature_fn=ff, theta=target, duplicate_threshold=0.1, mode='auto',
-        sign_sweeps=settings['sign_sweeps'])
+        rung=settings['rung'])
   assert cert['certified'] and cert['evidence']['p'] == p - d
   assert info == {'applied': False}
 

@@ -8,6 +8,7 @@ import pytest
 from recon import metrics
 from recon.attack import optimiser as optimize
 from recon.attack.rescue import pursuit, swap
+from recon.config import sections
 from recon.objectives import projection
 from tests.test_pursuit import _off_subspace
 
@@ -16,10 +17,11 @@ def _swapper(theta, ff, d, *, starts, search_steps, steps, lr=0.003, patience=2,
   loss_fn = lambda z, _: projection.projection_loss(ff(z), jnp.asarray(theta))  # noqa: E731
   opt = optimize.make_optimizer('adam', 0.01, 0.9, 'cosine', 1000, 0.05)
   unit = optimize.schedule_unit('cosine', 1000, 0.05)
-  search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0),
-                           starts=starts, steps=search_steps)
-  step = swap.SwapStep(search, loss_fn, None, opt, start=start, steps=steps, lr=lr,
-                       patience=patience, unit=unit)
+  search = pursuit.Pursuit(ff, theta, radius=np.sqrt(d), tol=1e-9, key=jax.random.PRNGKey(0))
+  step = swap.SwapStep(search, loss_fn, None, opt,
+                       sections.Swap(start=start, steps=steps, lr=lr, patience=patience,
+                                     starts=starts, search_steps=search_steps,
+                                     start_points='sphere'), unit=unit)
   step.chunk = jax.jit(lambda s, stop: optimize.run_chunk(
       s, None, stop, loss_fn=loss_fn, optimizer=opt,
       constraint=optimize.sphere_constraint(np.sqrt(d)), tol=1e-12, max_steps=10_000))

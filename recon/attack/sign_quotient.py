@@ -42,6 +42,7 @@ memory-lean path, which never stores V, keeps the plain loss.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Dict, Optional
 
 import jax
@@ -118,4 +119,5 @@ def certify_settings(settings: Dict[str, Any], k: int) -> Dict[str, Any]:
   equations for the counting rule, no sign flips in the rung (unchanged for k = 0)."""
   if not k:
     return settings
-  return dict(settings, p=int(settings['p']) - int(k), sign_sweeps=0)
+  return dict(settings, p=int(settings['p']) - int(k),
+              rung=dataclasses.replace(settings['rung'], sign_sweeps=0))

@@ -95,6 +95,7 @@ import threadpoolctl
 from absl import logging
 
 from recon.certify import certificate, row_search, symmetry
+from recon.config import sections
 from recon.certify.float64_loss import Features64, loss64, precision_split, rounding_floor_estimate
 from recon.certify.float64_loss import basis as _basis
 from recon.certify.row_search import held_basis  # noqa: F401 (held_basis: API)
@@ -316,10 +317,8 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
 def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
                       activation: Optional[str], n_known: Optional[int], feature_fn: Callable,
                       theta, duplicate_threshold: float, mode: str = 'off',
-                      polish_tol: float = 1e-12, key: Optional[Array] = None,
-                      radius: Optional[float] = None, starts: int = 32,
-                      row_steps: int = 1000, lr: float = 0.05, lm_iters: int = 20,
-                      max_free_share: float = 0.25, sign_sweeps: int = 2,
+                      rung: sections.Polish = sections.Polish(), key: Optional[Array] = None,
+                      radius: Optional[float] = None, lr: float = 0.05,
                       restart_sets=None, jacobian_method: str = 'auto',
                       max_entries: Optional[int] = None
                       ) -> Tuple[np.ndarray, Dict[str, Any], Dict[str, Any]]:
@@ -330,7 +329,10 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   (`row_within` false), counted again after a first Gauss-Newton pass when more are: the
   rung is for rows float32 cannot resolve, not for a run that failed wholesale. The rung forms J densely: it stays off above p m d = `max_entries`
   (default: the certificate's dense cap; the pipelines pass `rung_max_entries` of their
-  memory budget). Returns (x_hat, certificate, polish info)."""
+  memory budget). `rung`: the section attack.polish, whole (its tol is `polish_tol` here).
+  Returns (x_hat, certificate, polish info)."""
+  polish_tol, starts, row_steps = rung.tol, rung.starts, rung.row_steps
+  lm_iters, max_free_share, sign_sweeps = rung.lm_iters, rung.max_free_share, rung.sign_sweeps
   x_hat = np.asarray(x_hat)
   off = jacobian_method == 'off'
   cert = certificate.certify(final_loss=final_loss, tol=tol, x_hat=x_hat, p=p,

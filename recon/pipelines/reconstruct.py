@@ -15,6 +15,7 @@ from recon.certify import rung as polish
 from recon.report import scoring as report
 from recon.attack.rescue import pursuit as pursuit_lib
 from recon.attack.plan import Attack
+from recon.config import sections
 
 Array = jax.Array
 
@@ -23,7 +24,7 @@ def certify_settings(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
   """`recon.certify.rung.certify_or_polish`'s settings from the run's config: attack.tol, the
   victim's p and activation, n when the attacker knows it (attack.knows_n), the duplicate
   threshold run.recovered_threshold, the rung on while 'polish' is in attack.rescue with the
-  attack.polish fields, the Jacobian method attack.certify_jacobian, the rung's size cap from
+  attack.polish section whole, the Jacobian method attack.certify_jacobian, the rung's size cap from
   run.sweep_memory_budget_gb; candidates on the sphere of radius sqrt(d); the rung's key
   derived from the seed."""
   return dict(
@@ -31,12 +32,10 @@ def certify_settings(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
       n_known=int(cfg.data.n) if cfg.attack.knows_n else None,
       duplicate_threshold=cfg.run.recovered_threshold,
       mode='auto' if 'polish' in cfg.attack.rescue else 'off',
-      polish_tol=cfg.attack.polish.tol,
+      rung=sections.Polish.from_section(cfg.attack.polish),
       key=jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0x9011),
-      radius=float(np.sqrt(cfg.data.d)), starts=cfg.attack.polish.starts,
-      row_steps=cfg.attack.polish.row_steps, lr=cfg.attack.lr,
-      lm_iters=cfg.attack.polish.lm_iters, max_free_share=cfg.attack.polish.max_free_share,
-      sign_sweeps=cfg.attack.polish.sign_sweeps, jacobian_method=cfg.attack.certify_jacobian,
+      radius=float(np.sqrt(cfg.data.d)), lr=cfg.attack.lr,
+      jacobian_method=cfg.attack.certify_jacobian,
       max_entries=polish.rung_max_entries(cfg.run.sweep_memory_budget_gb))
 
 

@@ -114,8 +114,7 @@ def _build_reseed(section: Any, ctx: Context) -> refine.Reseeder:
     raise ExperimentError("attack.rescue: 'reseed' needs the optimised variables to be one "
                           "(n_candidates, k) array; accepted here: a rescue without 'reseed'")
   return refine.Reseeder(_fold(ctx.key, 0x5EED, False), ctx.loss_fn, ctx.problem,
-                         ctx.constraint, ctx.optimizer, every=section.every,
-                         threshold=section.threshold, n_proposals=section.proposals)
+                         ctx.constraint, ctx.optimizer, sections.Reseed.from_section(section))
 
 
 def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
@@ -136,11 +135,9 @@ def _build_pursue(section: Any, ctx: Context) -> Optional[pursuit_lib.PursuitSte
     logging.info("attack.rescue: 'pursue' skipped (it needs one projection run on a feature "
                  "map: random features, one candidate set)")
     return None
-  return pursuit_lib.PursuitStep(
-      ctx.pursuit.with_search(starts=section.starts, steps=section.steps,
-                              dead_ratio=section.dead_ratio, start_points=section.start_points),
-      ctx.loss_fn, ctx.problem, every=section.every, start=section.start, lr=section.lr,
-      unit=ctx.schedule_unit, optimizer=ctx.optimizer, stop=section.stop)
+  return pursuit_lib.PursuitStep(ctx.pursuit, ctx.loss_fn, ctx.problem,
+                                 sections.Pursue.from_section(section), unit=ctx.schedule_unit,
+                                 optimizer=ctx.optimizer)
 
 
 def _build_swap(section: Any, ctx: Context) -> Optional[swap_lib.SwapStep]:
@@ -148,12 +145,8 @@ def _build_swap(section: Any, ctx: Context) -> Optional[swap_lib.SwapStep]:
     logging.info("attack.rescue: 'swap' skipped (it needs one projection run on a feature "
                  "map: random features, one candidate set)")
     return None
-  return swap_lib.SwapStep(
-      ctx.pursuit.with_search(starts=section.starts, steps=section.search_steps,
-                              dead_ratio=pursuit_lib.DEAD_RATIO,
-                              start_points=section.start_points),
-      ctx.loss_fn, ctx.problem, ctx.optimizer, start=section.start, steps=section.steps,
-      lr=section.lr, patience=section.patience, unit=ctx.schedule_unit)
+  return swap_lib.SwapStep(ctx.pursuit, ctx.loss_fn, ctx.problem, ctx.optimizer,
+                          sections.Swap.from_section(section), unit=ctx.schedule_unit)
 
 
 def _build_cut(section: Any, ctx: Context) -> Optional[cut_lib.CutStep]:
@@ -161,9 +154,9 @@ def _build_cut(section: Any, ctx: Context) -> Optional[cut_lib.CutStep]:
     logging.info("attack.rescue: 'cut' skipped (it needs one projection run on a feature map "
                  "that knows n: random features, attack.knows_n)")
     return None
-  return cut_lib.CutStep(ctx.pursuit.gram_system, ctx.loss_fn, ctx.problem, keep=ctx.n_samples,
-                         at=section.at, max_steps=ctx.max_steps, optimizer=ctx.optimizer,
-                         state=section.state, unit=ctx.schedule_unit)
+  return cut_lib.CutStep(ctx.pursuit.gram_system, ctx.loss_fn, ctx.problem,
+                         sections.Cut.from_section(section), keep=ctx.n_samples,
+                         max_steps=ctx.max_steps, optimizer=ctx.optimizer, unit=ctx.schedule_unit)
 
 
 registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))

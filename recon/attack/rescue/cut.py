@@ -34,12 +34,12 @@ import scipy.linalg
 from absl import logging
 
 from recon.attack import optimiser as optimize
+from recon.config import choices, sections
 
 SHARE = 0.05  # rows dropped per round, as a share of the current rows (at least one)
 JITTER = 1e-9  # the float64 ridge of the gains, relative to tr(G) / m
 # The optimiser's state after the cut: 'kept', the kept rows' own (moments, counts); 'fresh', a
 # new one at the learning rate the schedule had reached, decaying on from it.
-STATES = ('kept', 'fresh')
 
 
 def gains_from_gram(gram: np.ndarray, b: np.ndarray, tt: float,
@@ -92,12 +92,14 @@ class CutStep:
   float64, `recon.attack.rescue.pursuit.Pursuit.gram_system`)."""
 
   def __init__(self, system: Callable[[np.ndarray], Tuple[np.ndarray, np.ndarray, float]],
-               loss_fn: Callable, problem, *, keep: int, at: int, max_steps: int,
-               optimizer: Optional[optax.GradientTransformation] = None, state: str = 'kept',
+               loss_fn: Callable, problem, settings: sections.Cut, *, keep: int, max_steps: int,
+               optimizer: Optional[optax.GradientTransformation] = None,
                unit: Callable[[Any], Any] = lambda t: 1.0):
-    if keep < 1 or at < 0 or state not in STATES:
+    """`settings`: the section attack.cut, whole."""
+    at, state = settings.at, settings.state
+    if keep < 1 or at < 0 or state not in choices.CUT_STATES:
       raise ValueError(f'cut: keep {keep} must be positive, at {at} non-negative, state '
-                       f'{state!r} one of {", ".join(STATES)}')
+                       f'{state!r} one of {", ".join(choices.CUT_STATES)}')
     if state == 'fresh' and optimizer is None:
       raise ValueError("cut: state 'fresh' needs the optimizer")
     self._optimizer, self._state, self._unit = optimizer, state, unit

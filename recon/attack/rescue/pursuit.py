@@ -44,6 +44,7 @@ from absl import logging
 
 from recon.certify import certificate
 from recon.attack import optimiser as optimize
+from recon.config import choices, sections
 from recon.objectives import projection
 
 # Feature entries (starts x p) a pursuit step may hold; fewer starts above it.
@@ -82,7 +83,6 @@ def _sphere(z, radius):
   return z / jnp.maximum(jnp.linalg.norm(z, axis=-1, keepdims=True), 1e-30) * radius
 
 
-START_POINTS = ('sphere', 'rows')  # where a search's Adam runs start (`place`)
 
 
 def start_factor(x_kept, start_points: str) -> jax.Array:
@@ -95,7 +95,7 @@ def start_factor(x_kept, start_points: str) -> jax.Array:
   if start_points == 'sphere':
     return jnp.eye(d, dtype=x_kept.dtype)
   if start_points != 'rows':
-    raise ValueError(f'start_points {start_points!r}; accepted: {", ".join(START_POINTS)}')
+    raise ValueError(f'start_points {start_points!r}; accepted: {", ".join(choices.START_POINTS)}')
   moment = x_kept.T @ x_kept / max(1, x_kept.shape[0])
   return jnp.linalg.cholesky(moment + 1e-4 * jnp.trace(moment) / d * jnp.eye(d, dtype=moment.dtype))
 
@@ -187,8 +187,8 @@ class Pursuit:
   def __init__(self, feature_fn: Callable, theta, *, radius: float, tol: float, key,
                min_gap: float = 4.0, starts: int = 512, steps: int = 300,
                dead_ratio: float = DEAD_RATIO, start_points: str = 'sphere'):
-    if start_points not in START_POINTS:
-      raise ValueError(f'start_points {start_points!r}; accepted: {", ".join(START_POINTS)}')
+    if start_points not in choices.START_POINTS:
+      raise ValueError(f'start_points {start_points!r}; accepted: {", ".join(choices.START_POINTS)}')
     self._feature_fn, self._theta = feature_fn, np.asarray(theta).reshape(-1)
     self._start_points = start_points
     self._radius, self._tol, self._key = float(radius), float(tol), key
@@ -275,13 +275,18 @@ class PursuitStep:
   zeroed (`optimize.reset_rows`). No round from step `stop` on (0: rounds to the end).
   One run only."""
 
-  def __init__(self, pursuit: Pursuit, loss_fn: Callable, problem, *, every: int, start: int,
-               lr: float = 0.0, unit: Callable = lambda t: 1.0,
-               optimizer: Optional[optax.GradientTransformation] = None, stop: int = 0):
-    self._pursuit, self._problem, self._optimizer = pursuit, problem, optimizer
-    self._stop = int(stop)  # no round from this step on (0: none)
-    self._lr, self._unit = float(lr), unit
-    self._every, self._next = int(every), int(start)
+  def __init__(self, pursuit: Pursuit, loss_fn: Callable, problem, settings: sections.Pursue, *,
+               unit: Callable = lambda t: 1.0,
+               optimizer: Optional[optax.GradientTransformation] = None):
+    """`pursuit`: the run's residual pursuit, searched as `settings` (the section
+    attack.pursue, whole) say."""
+    self._pursuit = pursuit.with_search(starts=settings.starts, steps=settings.steps,
+                                        dead_ratio=settings.dead_ratio,
+                                        start_points=settings.start_points)
+    self._problem, self._optimizer = problem, optimizer
+    self._stop = int(settings.stop)  # no round from this step on (0: none)
+    self._lr, self._unit = float(settings.lr), unit
+    self._every, self._next = int(settings.every), int(settings.start)
     self._loss = jax.jit(loss_fn)
     self.rounds = self.kept = self.rows_placed = 0
     self._round_start = None  # the step of the last kept round

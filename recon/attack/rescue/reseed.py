@@ -27,6 +27,7 @@ import optax
 from absl import logging
 
 from recon.attack import optimiser as optimize
+from recon.config import sections
 
 Array = jax.Array
 
@@ -89,9 +90,10 @@ class Reseeder:
   """Wraps a compiled chunk: every `every` steps, re-seeds collapsed candidates (host side)."""
 
   def __init__(self, key: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
-               constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation, *,
-               every: int, threshold: float = 0.95, n_proposals: int = 64,
-               accept_ratio: float = 2.0):
+               constraint: Callable[[Array], Array], optimizer: optax.GradientTransformation,
+               settings: sections.Reseed, *, accept_ratio: float = 2.0):
+    """`settings`: the section attack.reseed, whole."""
+    every, threshold, n_proposals = settings.every, settings.threshold, settings.proposals
     self._key = key
     self._loss_fn = loss_fn
     self._problem = problem

@@ -35,7 +35,8 @@ import optax
 from absl import logging
 
 from recon.attack import optimiser as optimize
-from recon.attack.rescue.pursuit import Pursuit, ROUND_FINAL_RATIO
+from recon.attack.rescue.pursuit import DEAD_RATIO, Pursuit, ROUND_FINAL_RATIO
+from recon.config import sections
 
 LR_CHUNK = 100  # steps between two settings of a swap's learning rate
 SALT = 0x5A90000  # swap k's search key: the pursuit's key folded with SALT + k
@@ -54,11 +55,16 @@ class SwapStep:
   is lower. One projection run on a feature map (random features) only."""
 
   def __init__(self, pursuit: Pursuit, loss_fn: Callable, problem,
-               optimizer: optax.GradientTransformation, *, start: int, steps: int, lr: float,
-               patience: int, unit: Callable = lambda t: 1.0):
+               optimizer: optax.GradientTransformation, settings: sections.Swap, *,
+               unit: Callable = lambda t: 1.0):
+    """`pursuit`: the run's residual pursuit, searched as `settings` (the section
+    attack.swap, whole) say."""
+    start, steps, lr, patience = settings.start, settings.steps, settings.lr, settings.patience
     if steps < 1 or lr <= 0 or patience < 1:
       raise ValueError(f'swap: steps {steps}, lr {lr}, patience {patience} must be positive')
-    self._pursuit, self._problem, self._optimizer = pursuit, problem, optimizer
+    self._pursuit = pursuit.with_search(starts=settings.starts, steps=settings.search_steps,
+                                        dead_ratio=DEAD_RATIO, start_points=settings.start_points)
+    self._problem, self._optimizer = problem, optimizer
     self._start, self._steps, self._lr = int(start), int(steps), float(lr)
     self._patience, self._unit = int(patience), unit
     self._loss = jax.jit(loss_fn)
