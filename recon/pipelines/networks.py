@@ -64,16 +64,16 @@ def network_image_shape(data_cfg: ml_collections.ConfigDict, victim: ml_collecti
   """
   d = data_cfg.d if d is None else d
   shape = (meta or {}).get('image_shape') or data_cfg.image_shape
-  image_input = registry.lookup('victim', victim.name).image_input
+  entry = registry.lookup('victim', victim.name)
   if shape is None:
-    if image_input:
+    if entry.image_input:
       _fail(f'data.image_shape: required for model {victim.name!r} with dataset '
             f'{data_cfg.name!r}; accepted: (height, width, channels) with '
             'height*width*channels = d')
     return None
   shape = tuple(shape)
   try:
-    networks.check_image_shape(shape, victim.patch_size if victim.name == 'vit' else None)
+    networks.check_image_shape(shape, victim.patch_size if entry.patched else None)
   except ValueError as e:
     _fail(str(e))
   if math.prod(shape) != d:
@@ -134,7 +134,7 @@ def check_config(data_cfg: ml_collections.ConfigDict, victim: ml_collections.Con
   if attack.jacobian_at != 'trained' and attack.knows_init is False:
     _fail(f'attack.jacobian_at: {attack.jacobian_at!r} needs the initial weights; accepted: '
           "'trained' when attack.knows_init=False")
-  if data_cfg.name == 'synthetic_sphere':
+  if data_cfg.name == data.SPHERE:
     network_image_shape(data_cfg, victim)
 
 
@@ -158,15 +158,78 @@ def feature_points(jacobian_at: str, params0, params_t):
   return tuple(at(s) for s in points)
 
 
-def make_apply(model, input_shape, others: Dict[str, Any]):
-  """apply(params, x (N, d)) -> (N, C): rows reshaped to input_shape; constants closed over."""
+def apply_with(model, input_shape):
+  """apply(params, others, x (N, d)) -> (N, C): rows reshaped to input_shape, the module's
+  other collections (batch statistics) given."""
   shape = tuple(input_shape) if input_shape is not None else None
 
-  def apply(params, x):
+  def apply(params, others, x):
     if shape is not None:
       x = x.reshape((x.shape[0],) + shape)
     return model.apply({'params': params, **others}, x)
   return apply
+
+
+def make_apply(model, input_shape, others: Dict[str, Any]):
+  """apply(params, x (N, d)) -> (N, C): `apply_with` with the collections closed over."""
+  apply = apply_with(model, input_shape)
+  return lambda params, x: apply(params, others, x)
+
+
+# -- The attack of one victim, in pure parts: the single run calls them, a sweep vmaps them.
+
+def linear_head(attack_cfg: ml_collections.ConfigDict, apply, params_t, others, key, d: int,
+                dtype, layer: str):
+  """The outputs of the attacked layer's linear head (`parameter_gradients.linear_head_outputs`,
+  probed at 4 candidates from `key`) when the objective may read its penultimate rows
+  (`registry.Objective.head_rows`, not with attack.init_in_span); else None."""
+  if attack_cfg.init_in_span or not registry.lookup('objective', attack_cfg.objective).head_rows:
+    return None
+  return parameter_gradients.linear_head_outputs(
+      lambda p, xb: apply(p, others, xb), params_t, driver.init_candidates(key, 4, d, dtype),
+      layer=layer)
+
+
+def victim_problem(attack_cfg: ml_collections.ConfigDict, layer: str, params0, params_t, others,
+                   *, knows_init: bool, head=None) -> Dict[str, Any]:
+  """One victim's attack problem, a pytree of its arrays: the weights its features are read at
+  (`feature_points`), its other collections, theta = vec(W_L(T) - W_L(0)) (vec W_L(T) without
+  knows_init) with W_L(0)'s direction removed and kept as 'init_dir' (attack.init_in_span: the
+  adaptive attack against weight decay), against the linear head's outputs when `head`."""
+  theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
+  problem = {'params': feature_points(attack_cfg.jacobian_at, params0, params_t),
+             'others': others}
+  if attack_cfg.init_in_span:
+    problem['init_dir'] = parameter_gradients.layer_vector(params0, layer)
+    theta = parameter_gradients.without_direction(theta, problem['init_dir'])
+  problem['theta'] = theta if head is None else parameter_gradients.head_target(theta, head)
+  return problem
+
+
+def attack_functions(attack_cfg: ml_collections.ConfigDict, apply, layer: str, head=None):
+  """(features(problem, x_hat), loss(x_hat, problem)) on a problem of `victim_problem`: the
+  per-class Jacobian rows d f_c(x_j) / d vec(W_L) at the problem's weights (averaged for
+  attack.jacobian_at 'midpoint', stacked otherwise; without 'init_dir'), and the objective
+  attack.objective on them -- on the linear head's penultimate rows when `head` (the same
+  value with a C-times smaller Gram, `parameter_gradients.head_rows`)."""
+  average = attack_cfg.jacobian_at == 'midpoint'
+  objective = registry.lookup('objective', attack_cfg.objective).loss
+  jitter = attack_cfg.jitter
+
+  def features(problem, xh):
+    rows = parameter_gradients.stacked_jacobian(
+        lambda p, xb: apply(p, problem['others'], xb), problem['params'], xh, layer=layer,
+        average=average)
+    return (rows if 'init_dir' not in problem else
+            parameter_gradients.without_direction(rows, problem['init_dir']))
+
+  def loss_fn(xh, problem):
+    if head is None:
+      return objective(features(problem, xh), problem['theta'], jitter)
+    return objective(parameter_gradients.head_rows(
+        lambda p, xb: apply(p, problem['others'], xb), problem['params'], xh, layer=layer,
+        average=average), problem['theta'], jitter)
+  return features, loss_fn
 
 
 def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
@@ -311,46 +374,21 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   params_t = cast(model.trained)
   params0 = None if model.initial is None else cast(model.initial)
   others = cast(model.collections())
-  apply = make_apply(module, input_shape, others)
+  apply = apply_with(module, input_shape)
   p_l = parameter_gradients.layer_size(params_t, layer)
   c = cfg.data.num_classes
   n = cfg.data.n
 
   knows_init = initial_params_used(cfg, params0 is not None)
-  theta = parameter_gradients.layer_delta(params_t, params0 if knows_init else None, layer)
   jacobian_at = cfg.attack.jacobian_at
-  feature_params = feature_points(jacobian_at, params0, params_t)
-  average = jacobian_at == 'midpoint'
-  # The adaptive attack against weight decay: W_L(0) joins the span (removed from theta and
-  # from every feature row, `parameter_gradients.without_direction`).
-  init_dir = (parameter_gradients.layer_vector(params0, layer) if cfg.attack.init_in_span
-              else None)
-  if init_dir is not None:
-    if not knows_init or params0 is None:
-      _fail('attack.init_in_span: True needs the initial weights; accepted: False, or True '
-            'with attack.knows_init=True')
-    theta = parameter_gradients.without_direction(theta, init_dir)
-  objective = registry.lookup('objective', cfg.attack.objective).loss  # on the features
-
-  def features(params, xh):
-    rows = parameter_gradients.stacked_jacobian(apply, params, xh, layer=layer, average=average)
-    return rows if init_dir is None else parameter_gradients.without_direction(rows, init_dir)
-
-  jitter = cfg.attack.jitter
-  # A linear head: the loss on its penultimate rows H against Theta (q, C), equal to the
-  # dense one with a C-times smaller Gram (`parameter_gradients.head_rows`).
-  head = (None if init_dir is not None or cfg.attack.objective != 'projection' else
-          parameter_gradients.linear_head_outputs(
-              apply, params_t, driver.init_candidates(keys['init'], 4, d, dtype), layer=layer))
-  if head is not None:
-    problem = {'params': feature_params, 'theta': parameter_gradients.head_target(theta, head)}
-    loss_fn = lambda xh, prob: objective(parameter_gradients.head_rows(  # noqa: E731
-        apply, prob['params'], xh, layer=layer, average=average), prob['theta'], jitter)
-  else:
-    problem = {'params': feature_params, 'theta': theta}
-    loss_fn = lambda xh, prob: objective(features(prob['params'], xh),  # noqa: E731
-                                         prob['theta'], jitter)
-  feature_fn = lambda xh: features(feature_params, xh)  # noqa: E731
+  if cfg.attack.init_in_span and (not knows_init or params0 is None):
+    _fail('attack.init_in_span: True needs the initial weights; accepted: False, or True '
+          'with attack.knows_init=True')
+  head = linear_head(cfg.attack, apply, params_t, others, keys['init'], d, dtype, layer)
+  problem = victim_problem(cfg.attack, layer, params0, params_t, others, knows_init=knows_init,
+                           head=head)
+  features, loss_fn = attack_functions(cfg.attack, apply, layer, head)
+  feature_fn = lambda xh: features(problem, xh)  # noqa: E731
   attack_loss, x0, decode = restarts.with_restarts(
       cfg.attack.restarts, loss_fn, problem, keys['init'],
       lambda k: driver.init_candidates(k, cfg.attack.n_candidates, d, dtype))
@@ -364,7 +402,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   target = (f'theta = vec(W_{layer}(T) - W_{layer}(0))' if knows_init else
             f'theta = vec(W_{layer}(T)) (initial weights unknown: their random part is not in '
             'the span of the features, so the attack is expected to degrade)')
-  if init_dir is not None:
+  if cfg.attack.init_in_span:
     target += (f' with the direction of W_{layer}(0) added to the span (attack.init_in_span: '
                'the adaptive attack against weight decay)')
   extra = {

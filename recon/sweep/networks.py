@@ -57,7 +57,7 @@ WIDTH_AXES = ('victim.p', 'victim.p_over_dn')  # the random-features width: not 
 
 def is_network(cfg: ml_collections.ConfigDict) -> bool:
   """True for a victim of the networks pipeline (a Flax module trained by GD)."""
-  return registry.lookup('victim', cfg.victim.name).pipeline == 'networks'
+  return routes.victim_pipeline(cfg.victim) == routes.NETWORKS
 
 
 def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
@@ -128,29 +128,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   c = cfg.data.num_classes
   targets = jnp.stack([train.make_targets(t.loss, b, c, dtype) for _, b, _ in loaded])
 
-  def apply(params, others, xb):
-    if input_shape is not None:
-      xb = xb.reshape((xb.shape[0],) + tuple(input_shape))
-    return model.apply({'params': params, **others}, xb)
-
-  average = cfg.attack.jacobian_at == 'midpoint'
-  objective = registry.lookup('objective', cfg.attack.objective).loss
-  jitter = cfg.attack.jitter
-
-  def features(prob, xh):
-    rows = parameter_gradients.stacked_jacobian(
-        lambda p, xb: apply(p, prob['others'], xb), prob['params'], xh, layer=layer,
-        average=average)
-    return (rows if 'init_dir' not in prob else
-            parameter_gradients.without_direction(rows, prob['init_dir']))
-
-  def loss_fn(xh, prob):
-    if head is None:
-      return objective(features(prob, xh), prob['theta'], jitter)
-    return objective(parameter_gradients.head_rows(  # a linear head (networks.attack's rule)
-        lambda p, xb: apply(p, prob['others'], xb), prob['params'], xh, layer=layer,
-        average=average), prob['theta'], jitter)
-
+  apply = net.apply_with(model, input_shape)
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
   mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
   batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
@@ -192,22 +170,18 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   params_t, train_steps, train_loss, train_ok = carry[0], carry[2], carry[3], carry[4]
   t_train = time.time() - t0
   first = lambda tree: jax.tree.map(lambda a: a[0], tree)  # noqa: E731
-  head = (None if cfg.attack.init_in_span or cfg.attack.objective != 'projection' else
-          parameter_gradients.linear_head_outputs(
-              lambda p, xb: apply(p, first(others), xb), first(params_t),
-              driver.init_candidates(keys[0]['init'], 4, d, dtype), layer=layer))
+  # The single run's attack (`recon.pipelines.networks`), vmapped: one linear head (read off
+  # the first victim: its structure, not its values, is what the rows use) for the group.
+  head = net.linear_head(cfg.attack, apply, first(params_t), first(others), keys[0]['init'], d,
+                         dtype, layer)
+  features, loss_fn = net.attack_functions(cfg.attack, apply, layer, head)
+  knows = config_lib.knows_init(cfg.attack.knows_init, True)  # recon trains it: W(0) given
 
   def setup_point(p0, pt, oth, key_init, lr, momentum):
     # As the single run's attack: the weights in the run's dtype (a trained model is saved,
     # then read back and cast).
     p0, pt, oth = jax.tree.map(lambda a: jnp.asarray(a, dtype), (p0, pt, oth))
-    knows = config_lib.knows_init(cfg.attack.knows_init, True)  # recon trains it: W(0) given
-    theta = parameter_gradients.layer_delta(pt, p0 if knows else None, layer)
-    prob = {'params': net.feature_points(cfg.attack.jacobian_at, p0, pt), 'others': oth}
-    if cfg.attack.init_in_span:
-      prob['init_dir'] = parameter_gradients.layer_vector(p0, layer)
-      theta = parameter_gradients.without_direction(theta, prob['init_dir'])
-    prob['theta'] = theta if head is None else parameter_gradients.head_target(theta, head)
+    prob = net.victim_problem(cfg.attack, layer, p0, pt, oth, knows_init=knows, head=head)
     x0 = driver.init_candidates(key_init, cfg.attack.n_candidates, d, dtype)
     state = optimize.init_state(x0, driver.make_optimizer(cfg.attack, lr, momentum), loss_fn,
                                 prob, constraint)
