@@ -150,6 +150,7 @@ def execute(config: Any, workdir: Optional[str] = None,
   exit statuses and what each leaves in the workdir.
   """
   from recon import data, pipelines  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import victims
   from recon.runtime import checkpoint
   from recon.sweep import grid as sweep
   from recon.sweep import store as sweep_store
@@ -166,6 +167,11 @@ def execute(config: Any, workdir: Optional[str] = None,
     runs.check_workdir(workdir)
     check_backend()
     swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
+    if not swept:
+      # The run's config, resolved once, here (a saved model's fields adopted, the file's sizes,
+      # attack.n_candidates filled) and locked: what runs below reads it, adds no field to it.
+      config = victims.resolve(config, validated=True)
+      config.lock()
     from recon.models import min_norm as precision  # pylint: disable=import-outside-toplevel
     precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
   except errors.ReconError as e:
@@ -198,7 +204,7 @@ def execute(config: Any, workdir: Optional[str] = None,
         sweep.run(config, workdir)
         drop_stale_traceback(workdir)
         return errors.EXIT_OK
-      summary = pipelines.run(config, workdir, validated=True)
+      summary = pipelines.run(config, workdir, resolved=True)
     finally:
       runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
   except errors.Interrupted as e:

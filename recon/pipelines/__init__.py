@@ -36,12 +36,13 @@ def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
   return registry.lookup('pipeline', routes.pipeline_name(cfg))
 
 
-def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
-        ) -> Dict[str, Any]:
+def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False,
+        resolved: bool = False) -> Dict[str, Any]:
   """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary.
   `validated`: `config` has passed `recon.config.validate.validate` (`recon.execution` runs it before
-  the workdir is touched)."""
-  cfg = victims.resolve(config, validated=validated)
+  the workdir is touched); `resolved`: `config` is `victims.resolve`'s already (`recon.execution`
+  resolves it once)."""
+  cfg = config if resolved else victims.resolve(config, validated=validated)
   if cfg.pipeline is not None:  # a named pipeline (leak_width) attacks nothing: its own checks
     pipeline = pipeline_for(cfg)
     pipeline.check_config(cfg)

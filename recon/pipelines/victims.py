@@ -9,7 +9,9 @@ scoring; `check_model_checkpoint` refuses a saved model a pipeline cannot attack
 """
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 from typing import Any, Dict, Optional, Tuple
 
@@ -190,8 +192,10 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
 
 def data_record(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
   """The config's data fields (DATA_FIELDS) as JSON values, by their recorded names."""
+  values = cfg.to_dict()
   return json.loads(json.dumps(io._jsonable(  # pylint: disable=protected-access
-      {name: config_lib.get_path(cfg, path) for name, path in DATA_FIELDS.items()})))
+      {name: functools.reduce(operator.getitem, path.split('.'), values)
+       for name, path in DATA_FIELDS.items()})))
 
 
 def same_data(recorded: Dict[str, Any], cfg: ml_collections.ConfigDict) -> bool:
