@@ -220,3 +220,18 @@ def test_weight_decay_leaves_the_init_outside_the_span_and_init_in_span_removes_
     at_truth[adaptive] = m['projection_loss_at_truth']
   assert at_truth[False] > 1e-2, at_truth
   assert at_truth[True] < 1e-6, at_truth
+
+
+def test_a_run_without_dp_does_not_import_the_accountant():
+  """dp_accounting (and the scipy.signal it pulls in) loads on first use, not with the
+  pipelines: seconds of every cold start that a run without DP does not need."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  from conftest import subprocess_env  # pylint: disable=import-outside-toplevel
+  code = ('import sys, recon.pipelines, recon.models.privacy as p\n'
+          'print("dp_accounting" in sys.modules)\n'
+          'p.epsilon(1.0, 0.1, 10, 1e-5)\n'
+          'print("dp_accounting" in sys.modules)\n')
+  out = subprocess.run([sys.executable, '-c', code], env=subprocess_env(), capture_output=True,
+                       text=True, timeout=300)
+  assert out.stdout.split() == ['False', 'True'], out.stderr

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-import dp_accounting
 import jax
 import jax.numpy as jnp
 import optax
@@ -44,20 +43,27 @@ ACCOUNTANTS = ('rdp', 'pld')
 DP_KEY, RELEASE_KEY = 0xD9, 0xDEF
 
 
+def _accounting():
+  """dp_accounting, imported on first use: it pulls in scipy.signal, seconds of a cold start
+  that a run without DP never needs."""
+  import dp_accounting  # pylint: disable=import-outside-toplevel
+  return dp_accounting
+
+
 def dp_event(noise_multiplier: float, sample_rate: float, steps: int):
   """T steps of the (Poisson-subsampled when q < 1) Gaussian mechanism, as a DpEvent."""
-  event = dp_accounting.GaussianDpEvent(noise_multiplier)
+  event = _accounting().GaussianDpEvent(noise_multiplier)
   if sample_rate < 1.0:
-    event = dp_accounting.PoissonSampledDpEvent(sample_rate, event)
-  return dp_accounting.SelfComposedDpEvent(event, int(steps))
+    event = _accounting().PoissonSampledDpEvent(sample_rate, event)
+  return _accounting().SelfComposedDpEvent(event, int(steps))
 
 
 def make_accountant(name: str):
   """A fresh `dp_accounting` accountant: 'rdp' (Renyi DP) or 'pld' (privacy loss distribution)."""
   if name == 'rdp':
-    return dp_accounting.rdp.RdpAccountant()
+    return _accounting().rdp.RdpAccountant()
   if name == 'pld':
-    return dp_accounting.pld.PLDAccountant()
+    return _accounting().pld.PLDAccountant()
   raise ValueError(f'victim.train.dp.accountant: unknown {name!r}; accepted: '
                    f'{", ".join(ACCOUNTANTS)}')
 
@@ -75,11 +81,11 @@ def epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: floa
 def noise_multiplier_for(target_epsilon: float, sample_rate: float, steps: int, delta: float,
                          accountant: str = 'rdp') -> float:
   """The smallest noise multiplier sigma whose T steps meet (target_epsilon, delta)."""
-  return float(dp_accounting.calibrate_dp_mechanism(
+  return float(_accounting().calibrate_dp_mechanism(
       lambda: make_accountant(accountant),
       lambda sigma: dp_event(sigma, sample_rate, steps),
       target_epsilon, delta,
-      bracket_interval=dp_accounting.LowerEndpointAndGuess(1e-3, 1.0), tol=1e-4))
+      bracket_interval=_accounting().LowerEndpointAndGuess(1e-3, 1.0), tol=1e-4))
 
 
 def resolve(dp: Any, n: int, steps: int) -> Dict[str, Any]:
