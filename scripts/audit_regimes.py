@@ -35,6 +35,7 @@ from flax import serialization
 from configs import audit
 import recon
 from recon.runtime import io, machine
+from scripts import common
 from scripts.byo_mlp import MLP
 
 # (optimizer, learning rate, steps): full-batch, MSE.
@@ -174,24 +175,21 @@ def summarise(runs, tuning, reported, tiny, hidden) -> Dict[str, Any]:
 
 
 def render(record: Dict[str, Any]) -> str:
-  lines = ['# Training regimes the bring-your-own-model attack covers', '',
-           f'Machine: {record["machine"]}. An MLP with biases (hidden {record["hidden"]}, '
-           f'p_L = {(record["hidden"] + 1) / (record["n"] * record["d"]):.3g}·dn), '
-           f'n = {record["n"]}, d = {record["d"]}, trained outside recon, attacked through '
-           '`configs/audit.py` (`scripts/audit_regimes.py`).', '',
-           f'Tuning seeds {record["tuning_seeds"]} (the blind choice only), reported seeds '
-           f'{record["reported_seeds"]}. Choice: {record["choice"]["rule"]} -> '
-           f'**{record["choice"]["chosen"]}** (median losses '
-           + ', '.join(f'{k} {v:.2e}' for k, v in record['choice']['median_final_loss'].items())
-           + ').', '',
-           '| regime | first layer moved | attack | seeds with every record | mean recovered | '
-           'median final loss |', '|---|---|---|---|---|---|']
-  for regime, cells in record['table'].items():
-    for name, cell in cells.items():
-      lines.append(f'| {regime} | {record["first_layer_moved"][regime]:.2%} | {name} | '
-                   f'{cell["recovered_all"]}/{cell["seeds"]} | '
-                   f'{cell["mean_frac_recovered"]:.2f} | {cell["median_final_loss"]:.2e} |')
-  return '\n'.join(lines) + '\n'
+  c = record['choice']
+  return common.page(
+      'Training regimes the bring-your-own-model attack covers',
+      f"Machine: {record['machine']}. An MLP with biases (hidden {record['hidden']}, p_L = "
+      f"{(record['hidden'] + 1) / (record['n'] * record['d']):.3g}·dn), n = {record['n']}, d = "
+      f"{record['d']}, trained outside recon, attacked through `configs/audit.py`. Tuning seeds "
+      f"{record['tuning_seeds']} (the blind choice only), reported seeds "
+      f"{record['reported_seeds']}. Choice: {c['rule']} -> **{c['chosen']}** (median losses "
+      + ', '.join(f'{k} {v:.2e}' for k, v in c['median_final_loss'].items()) + ').',
+      common.table(['regime', 'first layer moved', 'attack', 'seeds with every record',
+                    'mean recovered', 'median final loss'],
+                   [[regime, f"{record['first_layer_moved'][regime]:.2%}", name,
+                     f"{cell['recovered_all']}/{cell['seeds']}", cell['mean_frac_recovered'],
+                     cell['median_final_loss']]
+                    for regime, cells in record['table'].items() for name, cell in cells.items()]))
 
 
 def main_(argv):

@@ -1,6 +1,8 @@
 """What the result scripts share: the result files they resume from and write (OUT.json and the
 markdown OUT.md beside it), the command line that made them, comma lists, markdown tables."""
 import ast
+import csv
+import io as io_text
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
@@ -23,6 +25,15 @@ def save(out: str, doc: Any, md: Optional[str] = None) -> None:
   io.write_json(out + '.json', doc)
   if md is not None:
     io.write_text(out + '.md', md)
+
+
+def save_csv(path: str, rows: Sequence[Dict[str, Any]]) -> None:
+  """The rows (dicts with the first one's keys) as a CSV file, atomically."""
+  buf = io_text.StringIO()
+  writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+  writer.writeheader()
+  writer.writerows(rows)
+  io.write_text(path, buf.getvalue())
 
 
 def upsert(rows: List[Dict[str, Any]], row: Dict[str, Any], key: Callable[[Dict], Any]) -> None:
@@ -84,5 +95,6 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def page(title: str, intro: str, *blocks: str) -> str:
-  """A results/NAME.md: a title, a paragraph, then tables or paragraphs, blank-line separated."""
-  return '\n\n'.join([f'# {title}', intro, *blocks]) + '\n'
+  """A results/NAME.md: a title, a paragraph, then tables or paragraphs (empty ones left out),
+  blank-line separated."""
+  return '\n\n'.join([f'# {title}', intro, *[b for b in blocks if b]]) + '\n'

@@ -385,29 +385,20 @@ def score(records: Sequence[Dict[str, object]]) -> Dict[str, int]:
 
 
 def render_md(out: Dict[str, object]) -> str:
+  from scripts import common  # pylint: disable=import-outside-toplevel
   s = out['score']
-  lines = [
-      '# One-line mutations of recon/',
-      '',
-      f'{out["date"]}, commit {out["commit"]}, {out["machine"]}. Regenerate: '
-      f'`{out["command"]}`.',
-      '',
-      f'**Score: {s["caught_fast"]} of {s["total"]} caught by the fast tier** '
-      f'(`pytest -m "not slow"` on the listed files); {s["caught_slow_only"]} more only by a '
-      f'slow test; {s["survived"]} survived; {s["errors"]} errors.',
-      '',
-      '| id | file:line | mutation | outcome | killed by / why it survives |',
-      '|---|---|---|---|---|',
-  ]
-  for r in out['mutations']:
-    why = r['killed_by'] or r['note'] or ''
-    if r['outcome'] == 'caught':
-      why = f'`{r["killed_by"]}`'
-    elif r['outcome'] == 'caught_slow':
-      why = f'slow: `{r["killed_by"]}`' + (f'; {r["note"]}' if r['note'] else '')
-    lines.append(f'| {r["id"]} | {r["file"]}:{r["line"]} | {r["what"]} | {r["outcome"]} | '
-                 f'{why} |')
-  return '\n'.join(lines) + '\n'
+  why = lambda r: (f"`{r['killed_by']}`" if r['outcome'] == 'caught' else  # noqa: E731
+                   f"slow: `{r['killed_by']}`" + (f"; {r['note']}" if r['note'] else '')
+                   if r['outcome'] == 'caught_slow' else r['killed_by'] or r['note'] or '')
+  return common.page(
+      'One-line mutations of recon/',
+      f"{out['date']}, commit {out['commit']}, {out['machine']}. Regenerate: "
+      f"`{out['command']}`. **Score: {s['caught_fast']} of {s['total']} caught by the fast "
+      f"tier** (`pytest -m \"not slow\"` on the listed files); {s['caught_slow_only']} more only "
+      f"by a slow test; {s['survived']} survived; {s['errors']} errors.",
+      common.table(['id', 'file:line', 'mutation', 'outcome', 'killed by / why it survives'],
+                   [[r['id'], f"{r['file']}:{r['line']}", r['what'], r['outcome'], why(r)]
+                    for r in out['mutations']]))
 
 
 def define_flags() -> None:
@@ -445,12 +436,8 @@ def main(argv):
   out = {'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
          'commit': commit, 'machine': machine.describe(), 'command': command,
          'pytest': '-x -q -m "not slow"', 'score': score(records), 'mutations': records}
-  os.makedirs(os.path.dirname(os.path.abspath(FLAGS.out)), exist_ok=True)
-  with open(FLAGS.out + '.json', 'w', encoding='utf-8') as f:
-    json.dump(out, f, indent=1)
-    f.write('\n')
-  with open(FLAGS.out + '.md', 'w', encoding='utf-8') as f:
-    f.write(render_md(out))
+  from scripts import common  # pylint: disable=import-outside-toplevel
+  common.save(FLAGS.out, out, render_md(out))
   print(json.dumps(out['score']))
 
 
