@@ -37,7 +37,7 @@ def data() -> ml_collections.ConfigDict:
   c.image_size = placeholder(int)  # images resized to this side (None: native)
   c.image_shape = placeholder(tuple)  # NHWC shape of a row for conv / ViT victims (None: flat)
   c.grayscale = False
-  c.preprocess = 'sphere'  # rows on the sqrt(d)-sphere; recon.data.PREPROCESS
+  c.preprocess = 'sphere'  # rows on the sqrt(d)-sphere; recon/config/choices.py PREPROCESS
   c.label_noise = 0.5  # synthetic labels: y = noise * N(0, 1)
   c.planted_dim = placeholder(int)  # synthetic_subspace: the dimension k of its subspace
   c.binary_rule = 'classes'  # KKT binary labels from two classes, or 'parity' of the class
@@ -82,7 +82,7 @@ def victim() -> ml_collections.ConfigDict:
   c.module_kwargs = placeholder(dict)  # its constructor arguments
   # Training of GD-trained victims (networks, homogeneous MLPs, the subspace two-layer net).
   t = c.train = ml_collections.ConfigDict()
-  t.loss = 'mse'  # recon.models.train.LOSSES
+  t.loss = 'mse'  # recon/config/choices.py LOSSES
   t.lr = placeholder(float)  # None: 1 / lambda_max(J^T J / n) at init
   t.momentum = 0.0
   t.max_steps = 20000  # homogeneous MLPs run all of them; networks stop early at tol
@@ -103,7 +103,7 @@ def victim() -> ml_collections.ConfigDict:
   t.dp.target_epsilon = placeholder(float)
   t.dp.batch_size = placeholder(int)
   t.dp.delta = 1e-5
-  t.dp.accountant = 'rdp'  # recon.models.privacy.ACCOUNTANTS
+  t.dp.accountant = 'rdp'  # recon/config/choices.py ACCOUNTANTS
   # Gaussian noise on the released trained weights (random features: on theta*, output
   # perturbation), relative: noise norm ~ release_noise * ||W|| per array; 0: off.
   c.release_noise = 0.0
@@ -115,7 +115,7 @@ def attack() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.objective = 'projection'  # a registered objective (recon.registry.names('objective'))
   c.n_candidates = placeholder(int)  # None: n (2n for the KKT attacks)
-  c.optimizer = 'sgd'  # recon.attack.optimiser.OPTIMIZERS
+  c.optimizer = 'sgd'  # recon/config/choices.py OPTIMIZERS
   c.lr = 5.0
   c.momentum = 0.9  # SGD's momentum, Adam's b1
   c.schedule = 'constant'  # 'cosine': lr -> lr * final_ratio over decay_steps

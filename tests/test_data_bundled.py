@@ -72,7 +72,7 @@ def test_refusals_are_one_line():
 
 
 def test_data_package_keeps_the_api_and_module_sizes():
-  for name in ('load', 'names', 'PREPROCESS', 'describe', 'to_pixels', 'synthetic_sphere',
+  for name in ('load', 'names', 'describe', 'to_pixels', 'synthetic_sphere',
                'sphere_rows', 'synthetic_subspace', 'DataError', 'read_idx', 'read_cifar10',
                'read_mnist', 'read_digits', 'CIFAR10_PAGE', 'MNIST_PAGE', 'image_shape',
                'input_dim', 'preprocess', 'downsample', 'select_balanced', 'NATIVE'):

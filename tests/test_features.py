@@ -3,6 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from recon.config import choices
 from recon.models import features
 
 
@@ -11,7 +12,7 @@ from recon.models import features
 _random_weights = jax.jit(features.random_weights, static_argnames=('p', 'd', 'dtype', 'rng'))
 
 
-@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+@pytest.mark.parametrize('rng', choices.WEIGHT_RNGS)
 def test_weights_have_variance_one_over_d(rng):
   v = _random_weights(jax.random.PRNGKey(0), 4000, 25, rng=rng)
   assert v.shape == (4000, 25)
@@ -51,7 +52,7 @@ def test_unknown_weight_rng_is_refused():
     features.random_weights(jax.random.PRNGKey(0), 3, 2, rng='philox')
 
 
-@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+@pytest.mark.parametrize('rng', choices.WEIGHT_RNGS)
 def test_first_rows_do_not_depend_on_width(rng):
   # Bit for bit on JAX 0.10; JAX 0.12's XLA CPU contracts some multiply-adds into FMAs for one
   # array shape and not another (erf_inv of a 7x5 vs a 30x5 array): a few float32 roundings of

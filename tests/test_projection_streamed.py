@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from configs import base
+from recon.config import choices
 from recon import pipelines
 from recon.models import features
 from recon.runtime import runs
@@ -49,7 +50,7 @@ def _loss(chunk, residual='two_pass', **kw):
       _chunk_fn(chunk), residual=residual, split_fn=_split_fn(chunk), **kw)
 
 
-@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+@pytest.mark.parametrize('rng', choices.WEIGHT_RNGS)
 def test_weight_rows_equal_dense_rows(rng):
   # Both compiled (eager and jit may differ by 1 ulp in the 1/sqrt(d)): bit-identical on JAX
   # 0.10; JAX 0.12's XLA CPU fuses multiply-adds into FMAs for some array shapes only, so a
@@ -88,7 +89,7 @@ def test_chunked_features_equal_dense_and_pad_with_zeros():
   assert np.all(np.asarray(chunked[:, s['p']:]) == 0)
 
 
-@pytest.mark.parametrize('residual', projection_streamed.RESIDUAL_MODES)
+@pytest.mark.parametrize('residual', choices.RESIDUAL_MODES)
 def test_streamed_loss_and_gradient_equal_dense(residual):
   s = _setup()
   dense = lambda xh: projection.projection_loss(features.rf_features(s['v'], xh, ACT), s['theta'])
@@ -257,7 +258,7 @@ def test_auto_residual_stores_preactivations_within_budget():
 
 
 @pytest.mark.slow  # up to ~20 CPU-s a case
-@pytest.mark.parametrize('rng', features.WEIGHT_RNGS)
+@pytest.mark.parametrize('rng', choices.WEIGHT_RNGS)
 def test_cli_lean_run_equals_dense_run(tmp_path, rng):
   # Same key and generator => the lean run (V regenerated, stored residual) reconstructs
   # like the dense run: same candidates up to float32 round-off.

@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from recon.config import choices
 from recon.models import features
 from recon.attack import optimiser as optimize
 from recon.objectives import projection, unified
@@ -52,7 +53,7 @@ def test_candidate_loss_joint_at_optimal_alpha_matches_closed_form():
   problem = {'weights_trained': v, 'weights_initial': 1.1 * v,
              'target': jax.random.normal(jax.random.fold_in(key, 2), (60,))}
   feat = lambda xx, w: features.rf_features(w, xx, 'relu_tanh')
-  for at in unified.GRADIENT_AT:
+  for at in choices.GRADIENT_AT:
     closed = unified.candidate_loss(x, problem, feature_fn=feat, gradient_at=at)
     init = unified.init_candidates(x, problem, alpha_mode='joint', feature_fn=feat, gradient_at=at)
     joint = unified.candidate_loss(init, problem, feature_fn=feat, gradient_at=at)

@@ -22,14 +22,14 @@ import numpy as np
 import optax
 from absl import logging
 
+from recon.config import choices
+
 Array = jax.Array
 
 RUNNING, CONVERGED, NONFINITE, MAX_STEPS = 0, 1, 2, 3
 STATUS_NAMES = {RUNNING: 'running', CONVERGED: 'converged', NONFINITE: 'nonfinite',
                 MAX_STEPS: 'max_steps'}
 
-OPTIMIZERS = ('sgd', 'adam', 'lbfgs')
-SCHEDULES = ('constant', 'cosine')
 
 
 class LineSearchTransformation(optax.GradientTransformationExtraArgs):
@@ -102,11 +102,11 @@ def make_optimizer(name: str, lr, momentum=0.9, schedule: str = 'constant',
                       linesearch=optax.scale_by_zoom_linesearch(
                           max_linesearch_steps=linesearch_steps, initial_guess_strategy='one'))
     return LineSearchTransformation(opt.init, opt.update)
-  if schedule not in SCHEDULES:
+  if schedule not in choices.SCHEDULES:
     raise ValueError(f'attack.schedule: unknown name {schedule!r}; accepted: '
-                     f'{", ".join(SCHEDULES)}')
+                     f'{", ".join(choices.SCHEDULES)}')
   if name not in ('sgd', 'adam'):
-    raise ValueError(f'attack.optimizer: unknown name {name!r}; accepted: {", ".join(OPTIMIZERS)}')
+    raise ValueError(f'attack.optimizer: unknown name {name!r}; accepted: {", ".join(choices.OPTIMIZERS)}')
   base = optax.sgd if name == 'sgd' else (
       lambda learning_rate, momentum: optax.adam(learning_rate, b1=momentum))
   if schedule == 'constant':

@@ -48,12 +48,12 @@ from typing import Any, Callable, Dict, Optional
 import jax
 import jax.numpy as jnp
 
+from recon.config import choices
 from recon.models import features
 from recon.certify import symmetry
 
 Array = jax.Array
 
-MODES = ('auto', 'on', 'off')
 LINEAR, CONSTANT = 'linear', 'constant'
 
 
@@ -72,8 +72,8 @@ def active(mode: str, activation: Optional[str], m: int, d: int) -> bool:
   """Whether attack.sign_quotient `mode` quotients the features of m candidates in R^d:
   'on' for every activation with a compensated sign, 'auto' only when also m > d (the
   candidates' linear parts then span range(V): the sign traps), 'off' never."""
-  if mode not in MODES:
-    raise ValueError(f'attack.sign_quotient: unknown {mode!r}; accepted: {", ".join(MODES)}')
+  if mode not in choices.SIGN_QUOTIENT:
+    raise ValueError(f'attack.sign_quotient: unknown {mode!r}; accepted: {", ".join(choices.SIGN_QUOTIENT)}')
   if mode == 'off' or compensation(activation) is None:
     return False
   return mode == 'on' or m > d

@@ -105,6 +105,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from recon.config import choices
 from recon import metrics
 from recon.certify import float64_loss, residual_jacobian, symmetry
 from recon.certify.pairs import candidate_duplicates, restarts_agree, unresolved_pairs
@@ -113,7 +114,6 @@ RANK_RTOL = 1e-3
 MAX_JACOBIAN_ENTRIES = 2 * 10 ** 7
 MAX_GRAM_ENTRIES = 10 ** 8
 FALLBACK_COUNTING_MARGIN = 2.0
-METHODS = ('auto', 'dense', 'gram', 'matrix_free')
 tangent_bases = residual_jacobian.tangent_bases
 
 
@@ -229,8 +229,8 @@ def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[s
   `row_pin_scales`), row_radius_kind ('exact' | 'upper bound (whole set)'), feature_gram
   (G = Phi_hat Phi_hat^T, or None), and for 'matrix_free' the eigensolver's record."""
   m, d = len(x_hat), int(np.prod(np.shape(x_hat)[1:]))
-  if method not in METHODS[1:]:
-    raise ValueError(f'jacobian_method: unknown method {method!r}; accepted: {", ".join(METHODS)}')
+  if method not in choices.JACOBIAN_METHODS[1:]:
+    raise ValueError(f'jacobian_method: unknown method {method!r}; accepted: {", ".join(choices.JACOBIAN_METHODS)}')
   out: Dict[str, Any] = {'feature_gram': None, 'row_radius_kind': 'exact'}
   # Degenerate candidates (e.g. identical rows: a singular feature Gram) make J non-finite;
   # then nothing is pinned: sigma_min = 0, every row radius infinite.

@@ -53,7 +53,7 @@ import numpy as np
 from recon import registry
 from recon.data.base import (CIFAR10_FILES, CIFAR10_NAMES, CIFAR10_PAGE, LUMA,  # noqa: F401
                              MNIST_FILES, MNIST_PAGE, NATIVE, PATCH, PHOTO_POSITIVE, PHOTOS,
-                             PIXEL_RANGE, PREPROCESS, DataError)
+                             PIXEL_RANGE, DataError)
 from recon.data import auditor
 from recon.data.bundled import (LFW_NAMES, PATCHES_PER_PHOTO, PHOTO_LABEL_RULE, cut_patches,  # noqa: F401
                                 photo_labels, photo_names, read_digits, read_lfw, read_photo)

@@ -5,7 +5,6 @@ import numpy as np
 
 from recon.errors import ExperimentError
 
-PREPROCESS = ('sphere', 'standardize', 'center', 'none')
 
 CIFAR10_PAGE = 'https://www.cs.toronto.edu/~kriz/cifar.html'
 MNIST_PAGE = 'http://yann.lecun.com/exdb/mnist/'

@@ -26,14 +26,13 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from recon.config import choices
 from recon.models import weight_hash
 
 Array = jax.Array
 
 # 'dense': V (p x d) is materialised; 'lean': chunks of V are regenerated from the key
 # inside the compiled loss; 'auto': lean once p*d*itemsize exceeds a memory budget.
-FEATURE_MODES = ('auto', 'dense', 'lean')
-WEIGHT_RNGS = ('threefry', 'hash', 'hash_box_muller')
 
 
 def _relu(z):
@@ -166,9 +165,9 @@ def has_second_derivative(name: str) -> bool:
 
 
 def check_weight_rng(rng: str) -> str:
-  if rng not in WEIGHT_RNGS:
+  if rng not in choices.WEIGHT_RNGS:
     raise ValueError(f'victim.weight_rng: unknown generator {rng!r}; accepted: '
-                     f'{", ".join(WEIGHT_RNGS)}')
+                     f'{", ".join(choices.WEIGHT_RNGS)}')
   return rng
 
 

@@ -48,7 +48,6 @@ from recon.models import param_checks
 from recon.models.torch_state import (  # noqa: F401  (their home before the split)
     TORCH_ACTIVATIONS, TorchMLP, numpy_forward, read_state_dict, torch_mlp)
 
-FORMATS = ('recon', 'orbax', 'msgpack', 'safetensors', 'npz')
 FLAX_FORMATS = ('orbax', 'msgpack')
 
 

@@ -27,7 +27,7 @@ its four smallest eigenvalues: train_mse / var(y) 7.5e-5 (3.9e-19 here). Here:
   number is not limited by a float32 product).
 * `fit_report(n, p, dtype)`: how the fit computed (route, solve dtype), for summary.json.
 * `victim_interpolates(train_mse, y, n, p)`: the check a run records in summary.json.
-* `MATMUL_PRECISIONS`, `apply_matmul_precision`: the run's `matmul_precision` policy.
+* `apply_matmul_precision`: the run's `matmul_precision` policy (recon.config.choices.MATMUL_PRECISIONS).
 """
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from absl import logging
+
+from recon.config import choices
 
 Array = jax.Array
 
@@ -56,7 +58,6 @@ INTERPOLATION_TOL = 1e-6
 # matmul_precision values: jax_default_matmul_precision for every compiled program of a run.
 # 'highest': full float32 (6-pass bf16 / no TF32); 'high': bf16_3x / TF32-class on GPU and
 # TPU; 'default': the backend's own choice (TF32 on Ampere+ GPUs, 1-pass bf16 on TPUs).
-MATMUL_PRECISIONS = ('highest', 'high', 'default')
 DEFAULT_MATMUL_PRECISION = 'highest'
 
 
@@ -213,9 +214,9 @@ def check_victim(train_mse: float, y: Any, n: int, p: int, dtype: str = 'float32
 
 def check_matmul_precision(value: Optional[str]) -> str:
   value = DEFAULT_MATMUL_PRECISION if value is None else value
-  if value not in MATMUL_PRECISIONS:
+  if value not in choices.MATMUL_PRECISIONS:
     raise ValueError(f'run.matmul_precision: unknown value {value!r}; accepted: '
-                     f'{", ".join(MATMUL_PRECISIONS)}')
+                     f'{", ".join(choices.MATMUL_PRECISIONS)}')
   return value
 
 
@@ -231,7 +232,7 @@ def apply_matmul_precision(value: Optional[str]) -> str:
 
 
 def current_matmul_precision() -> str:
-  """The process's jax_default_matmul_precision as a MATMUL_PRECISIONS name."""
+  """The process's jax_default_matmul_precision as a name of choices.MATMUL_PRECISIONS."""
   value = jax.config.jax_default_matmul_precision
   return 'default' if value is None else str(value)
 

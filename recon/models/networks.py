@@ -17,13 +17,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from recon.config import choices
 from recon import registry
 from recon.models import features
 
 # W ~ N(0, 1 / fan_in) (the paper's initialisation; jax's 'normal' is untruncated).
 fan_in_normal = nn.initializers.variance_scaling(1.0, 'fan_in', 'normal')
 
-POOLS = ('flatten', 'mean')
 
 # head_init -> the initialiser of the bias-free head W_L.
 HEAD_INITS = {'fan_in': fan_in_normal, 'zeros': nn.initializers.zeros}
@@ -41,7 +41,7 @@ def _pool(name: str, h):
     return jnp.mean(h.reshape(h.shape[0], -1, h.shape[-1]), axis=1)
   if name == 'flatten':
     return h.reshape(h.shape[0], -1)
-  raise ValueError(f'victim.pool: unknown name {name!r}; accepted: {", ".join(POOLS)}')
+  raise ValueError(f'victim.pool: unknown name {name!r}; accepted: {", ".join(choices.POOLS)}')
 
 
 class TwoLayer(nn.Module):

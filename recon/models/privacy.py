@@ -37,7 +37,8 @@ import jax.numpy as jnp
 import optax
 from optax import contrib
 
-ACCOUNTANTS = ('rdp', 'pld')
+from recon.config import choices
+
 # Key offsets folded into the run's seed: the defences draw their own randomness, so the
 # data, model and candidate keys (recon.runtime.runs.split_keys) stay as they are.
 DP_KEY, RELEASE_KEY = 0xD9, 0xDEF
@@ -65,7 +66,7 @@ def make_accountant(name: str):
   if name == 'pld':
     return _accounting().pld.PLDAccountant()
   raise ValueError(f'victim.train.dp.accountant: unknown {name!r}; accepted: '
-                   f'{", ".join(ACCOUNTANTS)}')
+                   f'{", ".join(choices.ACCOUNTANTS)}')
 
 
 def epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float,

@@ -34,6 +34,7 @@ import orbax.checkpoint as ocp
 
 import jax.numpy as jnp
 
+from recon.config import choices
 from recon.models import features, param_checks
 from recon.runtime import io as recon_io
 from recon import registry
@@ -279,7 +280,7 @@ def _count(value: Any) -> bool:
 def check_metadata(meta: Dict[str, Any], file: str) -> None:
   """One-line ModelCheckpointError unless model.json's fields have the types the code reads:
   parts a subset of PARTS, n null or an integer >= 1; random features: hparams p, d integers
-  >= 1, activation one of `features.ACTIVATIONS`, weight_rng one of `features.WEIGHT_RNGS`."""
+  >= 1, activation one of `features.ACTIVATIONS`, weight_rng one of `choices.WEIGHT_RNGS`."""
   def refuse(key: str, value: Any, accepted: str):
     raise ModelCheckpointError(f'victim.checkpoint: {file}: {key} is {value!r}; accepted: '
                                f'{accepted}')
@@ -297,8 +298,8 @@ def check_metadata(meta: Dict[str, Any], file: str) -> None:
   if hp.get('activation') not in features.ACTIVATIONS:
     refuse('hparams.activation', hp.get('activation'),
            ', '.join(sorted(features.ACTIVATIONS)))
-  if hp.get('weight_rng', 'threefry') not in features.WEIGHT_RNGS:
-    refuse('hparams.weight_rng', hp.get('weight_rng'), ', '.join(features.WEIGHT_RNGS))
+  if hp.get('weight_rng', 'threefry') not in choices.WEIGHT_RNGS:
+    refuse('hparams.weight_rng', hp.get('weight_rng'), ', '.join(choices.WEIGHT_RNGS))
 
 
 def _shape_of(tree: Any, key: str) -> Optional[Tuple[int, ...]]:

@@ -21,9 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from recon.config import choices
+
 Array = jax.Array
 
-LOSSES = ('mse', 'logistic', 'cross_entropy')
 
 
 class TrainingSetupError(ValueError):
@@ -32,9 +33,9 @@ class TrainingSetupError(ValueError):
 
 def check_loss(name: str, out_dim: int) -> None:
   """logistic needs one output, cross_entropy at least two, mse any number."""
-  if name not in LOSSES:
+  if name not in choices.LOSSES:
     raise TrainingSetupError(f'victim.train.loss: unknown name {name!r}; accepted: '
-                             f'{", ".join(LOSSES)}')
+                             f'{", ".join(choices.LOSSES)}')
   if name == 'logistic' and out_dim != 1:
     raise TrainingSetupError(f'data.num_classes: loss \'logistic\' is binary and needs '
                              f'data.num_classes=1, got {out_dim}; accepted: 1 (or '
@@ -126,7 +127,7 @@ def loss_value(name: str, outputs: Array, targets: Array) -> Array:
     return jnp.mean(jax.nn.softplus(-targets.reshape(-1) * outputs.reshape(-1)))
   if name == 'cross_entropy':
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(outputs, targets))
-  raise ValueError(f'victim.train.loss: unknown name {name!r}; accepted: {", ".join(LOSSES)}')
+  raise ValueError(f'victim.train.loss: unknown name {name!r}; accepted: {", ".join(choices.LOSSES)}')
 
 
 def per_example_losses(name: str, outputs: Array, targets: Array) -> Array:

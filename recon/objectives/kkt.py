@@ -30,8 +30,6 @@ from recon.models import homogeneous
 Array = jax.Array
 
 KINDS = ('binary', 'multiclass', 'general')
-PRIORS = ('none', 'box', 'sphere')
-LAMBDA_CONSTRAINTS = ('penalty', 'projection')
 
 
 class KKTError(ValueError):

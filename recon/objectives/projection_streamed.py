@@ -35,10 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from recon.config import choices
 from recon.objectives.projection import DEFAULT_JITTER
 
 Array = jax.Array
-RESIDUAL_MODES = ('two_pass', 'gram', 'stored')
 
 
 def _zero_cotangent(a):
@@ -62,8 +62,8 @@ def make_streamed_projection_loss(chunk_fn: Callable[[Any, Array, Array], Array]
   chunk_fn(aux, x, c) == post(aux, pre(aux, x, c), c) is required by residual='stored'
   (pre holds the expensive part, e.g. regenerating V_c; post is cheap and elementwise).
   """
-  if residual not in RESIDUAL_MODES:
-    raise ValueError(f'residual: unknown mode {residual!r}; accepted: {", ".join(RESIDUAL_MODES)}')
+  if residual not in choices.RESIDUAL_MODES:
+    raise ValueError(f'residual: unknown mode {residual!r}; accepted: {", ".join(choices.RESIDUAL_MODES)}')
   if residual == 'stored' and split_fn is None:
     raise ValueError("residual: 'stored' needs split_fn=(pre, post); accepted without it: "
                      "two_pass, gram")

@@ -22,13 +22,12 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from recon.config import choices
 from recon import registry
 from recon.objectives import projection
 
 Array = jax.Array
 
-GRADIENT_AT = ('trained', 'initial', 'both')
-ALPHA_MODES = ('closed_form', 'joint')
 
 
 def head_jacobian_rows(h: Array, n_out: int) -> Array:
@@ -55,7 +54,7 @@ def stack(features_trained: Array | None, features_initial: Array | None, target
   if gradient_at == 'both':
     return 0.5 * (features_trained + features_initial), target
   raise ValueError(f'attack.gradient_at: unknown name {gradient_at!r}; accepted: '
-                   f'{", ".join(GRADIENT_AT)}')
+                   f'{", ".join(choices.GRADIENT_AT)}')
 
 
 def unified_loss(alpha: Array, features: Array, target: Array) -> Array:
@@ -118,7 +117,7 @@ def init_candidates(x0: Array, problem: Dict[str, Any], *, alpha_mode: str,
                                gradient_at=gradient_at)
     return {'x': x0, 'alpha': optimal_alpha(f, t, jitter)}
   raise ValueError(f'attack.alpha_mode: unknown name {alpha_mode!r}; accepted: '
-                   f'{", ".join(ALPHA_MODES)}')
+                   f'{", ".join(choices.ALPHA_MODES)}')
 
 
 # Owned by the subspace pipeline (recon/pipelines/subspace.py), which attacks a random-features
