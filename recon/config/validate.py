@@ -1,7 +1,8 @@
 """One validator for every config: types, ranges and allowed names, before compute.
 
 A config is in sections (`data`, `victim`, `attack`, `run`, plus `seed`, `name`,
-`sweep`) and starts from configs/base.py, the one place every default lives.
+`sweep`) and starts from configs/base.py, which holds every default (the rescue steps' and
+sample splitting's sections from their one definition, recon/config/sections.py).
 Each field is checked against `config_schema.SCHEMA` by its dotted path (`data.n`,
 `attack.escalate.window`): a missing field, a field the schema does not know
 (a typo: the closest paths are named) and an invalid value are errors.
