@@ -184,22 +184,11 @@ PIPELINE_CPU_LIMIT_S = 600.0
 PIPELINE_TIMEOUT_S = 1800.0
 # The paper's port where it is not run, and why (its cost on this 2-core CPU, or no blind lr).
 PAPER_NOT_RUN = {
-    LAUNCH: 'launch',  # the reason is read from results/paper_baseline.json (_launch_reason)
+    LAUNCH: "not re-run: results/paper_baseline.json's launch part ran it (3 seeds x 40 000 "
+            'steps, about 18 min here)',
     (100, 16, 6400): 'not run: no blind lr at this size (its calibration, 6 lrs x 3 shadow '
                      'seeds x 20 000 steps, and 3 x 200 000-step runs are hours on this CPU)',
 }
-
-
-def _launch_reason(path: str = PAPER_CALIBRATION) -> str:
-  """Why the port is not re-run at the launch problem: what it cost and found there already."""
-  launch = io.read_json(path).get('launch') if os.path.exists(path) else None
-  if not launch:
-    return f'not run: 3 x 40 000-step runs, about 18 min here (no launch part in {path})'
-  rows = ', '.join(str(s['n_recovered']) for s in launch['per_seed'])
-  certified = sum(bool(s['certified']) for s in launch['per_seed'])
-  return (f"not re-run: {len(launch['per_seed'])} seeds x {launch['max_steps']} steps took "
-          f"{launch['seconds']:.0f} s in {path} (seeds {launch['seeds']} at lr {launch['lr']:g}: "
-          f"{rows} of {launch['n']} rows, {certified}/{len(launch['per_seed'])} certified)")
 
 
 def pipeline_activation(n: int, d: int, p: int) -> str:
@@ -310,8 +299,7 @@ def pipeline_part(results, sizes, seeds, methods, max_steps, timeout_s, save,
   not_run = {}
   for n, d, p in sizes:
     if (n, d, p) in PAPER_NOT_RUN:
-      reason = PAPER_NOT_RUN[(n, d, p)]
-      not_run[(n, d, p)] = _launch_reason() if reason == 'launch' else reason
+      not_run[(n, d, p)] = PAPER_NOT_RUN[(n, d, p)]
     elif paper_baseline.calibrated_lr(PAPER_CALIBRATION, pipeline_activation(n, d, p), n,
                                       d) is None:
       not_run[(n, d, p)] = (f'not run: no blind lr for this size in {PAPER_CALIBRATION} '

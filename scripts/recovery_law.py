@@ -36,7 +36,6 @@ import numpy as np
 
 from configs import rf_synthetic
 import recon
-from recon import metrics
 from recon.runtime import io, machine
 from scripts import paper_baseline
 
@@ -184,58 +183,6 @@ def compact_seeds(per_seed) -> Dict[str, list]:
   return out
 
 
-def data_stats(pt: Dict[str, Any], seeds: int) -> Dict[str, list]:
-  """Per seed, how clustered the training rows are (the ground truth, for the analysis only):
-  rows with another row within the recovered threshold (relative distance 0.1) and within 0.2,
-  rows with another row within 0.1 of their mirror image (-x_j near x_i: standardised patches
-  come in near-antipodal pairs, bright against dark), the median nearest-neighbour distance,
-  and the share of sum ||x_i||^2 in the top 5 singular directions."""
-  out: Dict[str, list] = {'close_0p1': [], 'close_0p2': [], 'antipodal_0p1': [],
-                          'median_nn': [], 'top5_energy': []}
-  c = config_for(pt, 1, 1)
-  for seed in range(pt.get('first_seed', 0), pt.get('first_seed', 0) + seeds):
-    x = np.asarray(recon.load_data(c, seed)[0], np.float64)
-    norms = np.linalg.norm(x, axis=1)[:, None]
-    dist = np.linalg.norm(x[:, None] - x[None], axis=-1) / norms
-    anti = np.linalg.norm(x[:, None] + x[None], axis=-1) / norms
-    np.fill_diagonal(dist, np.inf)
-    np.fill_diagonal(anti, np.inf)
-    nn = dist.min(axis=1)
-    sv2 = np.linalg.svd(x, compute_uv=False) ** 2
-    out['close_0p1'].append(int((nn < 0.1).sum()))
-    out['close_0p2'].append(int((nn < 0.2).sum()))
-    out['antipodal_0p1'].append(int((anti.min(axis=1) < 0.1).sum()))
-    out['median_nn'].append(float(f'{np.median(nn):.3g}'))
-    out['top5_energy'].append(float(f'{sv2[:5].sum() / sv2.sum():.3g}'))
-  return out
-
-
-def miss_analysis(x_true: np.ndarray, x_hat: np.ndarray, threshold: float = 0.1) -> Dict[str, int]:
-  """Which rows a run missed (ground truth, for the analysis only): recovered rows among those
-  with another training row within `threshold` (clustered) and among the others; rows trapped
-  at their mirror image (a candidate within the threshold of -x_i that is within the threshold
-  of no training row: a candidate on an antipodal training row is that row, not a trap); and
-  collapsed candidates (another candidate within the threshold and the same nearest training
-  row: two candidates on one sample, not two on neighbouring samples)."""
-  norms = np.linalg.norm(x_true, axis=1)
-  rel = lambda a, b: np.linalg.norm(a[:, None] - b[None], axis=-1) / norms[:, None]  # noqa: E731
-  ok = np.asarray(metrics.per_sample_errors(x_true, x_hat, sign_invariant=False)) < threshold
-  nn = rel(x_true, x_true)
-  np.fill_diagonal(nn, np.inf)
-  close = nn.min(axis=1) < threshold
-  on_a_row = rel(x_true, x_hat).min(axis=0) < threshold  # (m,) candidate j near some x_i
-  trapped = (rel(x_true, -x_hat) < threshold) & ~on_a_row[None]  # (n, m)
-  nearest = np.argmin(rel(x_true, x_hat), axis=0)  # (m,) each candidate's nearest row
-  cand = np.linalg.norm(x_hat[:, None] - x_hat[None], axis=-1) / np.linalg.norm(
-      x_hat, axis=1)[:, None]
-  np.fill_diagonal(cand, np.inf)
-  collapsed = ((cand < threshold) & (nearest[:, None] == nearest[None])).any(axis=1)
-  return {'back_clustered': int(ok[close].sum()), 'clustered': int(close.sum()),
-          'back_isolated': int(ok[~close].sum()), 'isolated': int((~close).sum()),
-          'mirror_rows': int(trapped.any(axis=1).sum()),
-          'collapsed_candidates': int(collapsed.sum())}
-
-
 CHECKPOINT_SECONDS = 300.0  # with --work_dir: the running sweep's state saved this often
 
 
@@ -269,11 +216,6 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
       out = recon.run(c, workdir).summary
     seconds = time.time() - t + sum(g.get('resumed_seconds', 0.0) for g in out['groups'])
     cpu = [g.get('cpu_seconds') for g in out['groups']]
-    misses = []
-    if pt.get('data', DATA[0]) != DATA[0]:  # real data: which rows were missed, and how
-      with np.load(os.path.join(workdir, 'sweep.npz')) as f:
-        misses = [miss_analysis(f[f'x_true_{r["index"]}'], f[f'x_hat_{r["index"]}'])
-                  for r in out['records']]
   per_seed = compact_seeds([dict(
       seed=r['seed'], recovered=r['frac_recovered'] == 1.0, certified=bool(r['certified']),
       frac_recovered=r['frac_recovered'], max_error=float(r['recon_error_max']),
@@ -301,9 +243,6 @@ def run_point(pt: Dict[str, Any], seeds: int, max_steps: int,
     pt = dict(pt, port='faithful', lr=paper_baseline.calibrated_lr(
         PAPER_CALIBRATION, pt['activation'], pt['n'], pt['d']))
   first = pt.get('first_seed', 0)
-  if pt.get('data', DATA[0]) != DATA[0]:
-    per_seed.update(data_stats(pt, seeds))
-    per_seed.update({k: [m[k] for m in misses] for k in (misses[0] if misses else {})})
   return dict(pt, first_seed=first, seed_list=[first, first + seeds - 1],
               tuning_seeds=[TUNING_SEEDS[0], TUNING_SEEDS[-1]],
               p_over_dn=pt['p'] / (pt['d'] * pt['n']),

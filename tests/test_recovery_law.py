@@ -118,35 +118,6 @@ def test_a_point_in_a_work_dir_keeps_its_sweep_and_is_read_back(tmp_path):
   assert again['per_seed'] == rec['per_seed'] and again['seed_list'] == [100, 101]
 
 
-def test_the_miss_analysis_counts_clustered_rows_mirror_traps_and_collapsed_candidates():
-  import numpy as np  # pylint: disable=import-outside-toplevel
-  e = np.eye(4) * 2.0
-  x_true = np.stack([e[0], e[0] + 0.05 * e[1], e[2], e[3]])  # rows 0 and 1 are clustered
-  x_hat = np.stack([e[0], -e[2], e[3] + 0.01 * e[0], e[3]])  # row 2 trapped at its mirror image
-  m = recovery_law.miss_analysis(x_true, x_hat)
-  # One candidate near rows 0 and 1: the matching gives it to one of them only.
-  assert m == {'back_clustered': 1, 'clustered': 2, 'back_isolated': 1, 'isolated': 2,
-               'mirror_rows': 1, 'collapsed_candidates': 2}
-
-
-def test_candidates_on_antipodal_or_neighbouring_rows_are_neither_traps_nor_collapsed():
-  """Standardised patches come in near-antipodal pairs (x_1 = -x_0) and near neighbours (x_3
-  within 0.05 of x_2): every row recovered is no trap and no collapse, though a candidate
-  sits at -x_0 and two candidates within 0.1 of each other."""
-  import numpy as np  # pylint: disable=import-outside-toplevel
-  e = np.eye(4) * 2.0
-  x_true = np.stack([e[0], -e[0] + 0.01 * e[1], e[2], e[2] + 0.05 * e[3]])
-  m = recovery_law.miss_analysis(x_true, x_true.copy())
-  assert m == {'back_clustered': 2, 'clustered': 2, 'back_isolated': 2, 'isolated': 2,
-               'mirror_rows': 0, 'collapsed_candidates': 0}
-  # The same rows with candidate 1 moved onto candidate 0's row: row 1 is lost, the two
-  # candidates collapse, and no candidate is a trap (the one at -x_1 is on row 0).
-  x_hat = x_true.copy()
-  x_hat[1] = e[0] + 0.02 * e[3]
-  m = recovery_law.miss_analysis(x_true, x_hat)
-  assert m['back_isolated'] == 1 and m['collapsed_candidates'] == 2 and m['mirror_rows'] == 0
-
-
 def test_memory_budget_gb_sets_the_sweeps_and_the_rungs_budget(monkeypatch):
   """--memory_budget_gb replaces run.sweep_memory_budget_gb of the point's sweep (the padded
   group's cap and the precision rung's, recon.certify.rung.rung_max_entries); default: the config's."""
