@@ -266,3 +266,30 @@ def test_a_platform_that_cannot_start_is_one_line_before_anything_is_written(tmp
                  "Failed to open libtpu.so; accepted: a platform this machine has (e.g. "
                  'JAX_PLATFORMS=cpu), or JAX_PLATFORMS unset']
   assert not (tmp_path / 'w').exists()
+
+
+def test_the_config_is_resolved_once_and_handed_down_locked(tmp_path, monkeypatch):
+  """execute resolves a single run's config once (victims.resolve), and the pipeline gets that
+  resolved config, locked: a field added below the composition root is an error."""
+  from recon import execution, pipelines  # pylint: disable=import-outside-toplevel
+  from recon.pipelines import victims  # pylint: disable=import-outside-toplevel
+  resolved, seen = [], []
+  real_resolve, real_run = victims.resolve, pipelines.run
+
+  def resolve(config, validated=False):
+    resolved.append(config)
+    return real_resolve(config, validated=validated)
+
+  def run(config, workdir, validated=False, resolved=False):
+    seen.append((config, resolved))
+    with pytest.raises(AttributeError):
+      config.attack.a_new_field = 1  # locked: nothing below adds a field
+    return real_run(config, workdir, validated=validated, resolved=resolved)
+
+  monkeypatch.setattr(victims, 'resolve', resolve)
+  monkeypatch.setattr(pipelines, 'run', run)
+  cfg = _tiny()
+  cfg.attack.n_candidates = None  # resolved: n
+  assert execution.execute(cfg, str(tmp_path / 'run')) == 0
+  assert len(resolved) == 1 and len(seen) == 1 and seen[0][1] is True
+  assert seen[0][0].attack.n_candidates == 3 and cfg.attack.n_candidates is None
