@@ -149,16 +149,28 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
     params, info = train.train(net.apply, params0, x, targets, loss=loss, optimizer=optax.sgd(lr),
                                max_steps=cfg.victim.train.max_steps, duals_lr=lr,
                                chunk_steps=2000)
-  degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
-  out = {'train_loss': info['final_loss'], 'train_steps': info['steps'],
-         'normalized_margin_gd': homogeneous.normalized_margin(net.apply, params, x, targets,
-                                                                kind, degree),
-         'homogeneity_degree': degree, 'duals': info['duals']}
-  if wd > 0:
-    out['train_grad_norm'] = info['grad_norm']
   if not info['finite']:
     raise errors.ExperimentError('victim.train.lr: training diverged (non-finite loss); '
                                      'accepted: a smaller train_lr')
+  params, out = finish_victim(cfg, net, params, x, targets, kind, trained={
+      'train_loss': info['final_loss'], 'train_steps': info['steps']}, training={
+          'duals': info['duals'], **({'train_grad_norm': info['grad_norm']} if wd > 0 else {})})
+  return net, params0, params, out
+
+
+def finish_victim(cfg, net, params, x: Array, targets: Array, kind: str, *,
+                  trained: Optional[Dict[str, Any]] = None,
+                  training: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+  """The end of one victim's training (a single run's, or a sweep's victim by victim): the
+  polish to the nearby exact KKT point of the max-margin problem (victim.train.polish; SLSQP
+  on the host) and the training metrics -- the normalized margins before and after it, the
+  homogeneity degree, the neuron Gram ranks of a one-hidden-layer net -- after `trained`,
+  with `training` after the degree."""
+  degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
+  out = dict(trained or {})
+  out.update(normalized_margin_gd=homogeneous.normalized_margin(net.apply, params, x, targets,
+                                                                kind, degree),
+             homogeneity_degree=degree, **(training or {}))
   if cfg.victim.train.polish:
     params, pinfo = homogeneous.polish_max_margin(net.apply, params, x, targets, kind)
     out.update({'polish_' + k: v for k, v in pinfo.items() if k != 'degree'})
@@ -169,7 +181,7 @@ def train_victim(cfg, x: Array, labels: Array, key: Array):
     out['neuron_gram_rank'], out['neuron_gram_dim'] = homogeneous.neuron_gram_rank(kernel)
     out['neuron_gram_rank_span_x'], out['neuron_gram_dim_span_x'] = (
         homogeneous.neuron_gram_rank(kernel, x))
-  return net, params0, params, out
+  return params, out
 
 
 def planted_target(theta, apply_vec, x_true, labels, duals, kind: str) -> Array:

@@ -232,29 +232,37 @@ def attack_functions(attack_cfg: ml_collections.ConfigDict, apply, layer: str, h
   return features, loss_fn
 
 
+def victim_module(cfg: ml_collections.ConfigDict, meta: Dict[str, Any], d: int, key, dtype):
+  """(module, image shape, input shape, a zero input, attacked layer) of the victim section
+  for rows of length d; a missing layer refused from shapes alone (no compute), before any
+  training."""
+  image_shape = network_image_shape(cfg.data, cfg.victim, meta, d)
+  input_shape = input_shape_of(cfg, image_shape)
+  model = build_model(cfg)
+  sample = jnp.zeros((1,) + tuple(input_shape or (d,)), dtype)
+  layer = cfg.victim.layer or last_layer_called(model, sample)
+  try:
+    parameter_gradients.check_layer(jax.eval_shape(model.init, key, sample)['params'], layer)
+  except parameter_gradients.UnknownLayerError as e:
+    _fail(str(e))
+  return model, image_shape, input_shape, sample, layer
+
+
+def init_victim(model, key, sample):
+  """(W(0), the other collections) of the module: its initial parameters."""
+  variables = model.init(key, sample)
+  return variables['params'], {k: v for k, v in variables.items() if k != 'params'}
+
+
 def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
                   meta: Dict[str, Any], dtype, record: Dict[str, Any]):
   """Trains config.victim.name on the full batch; a ModelCheckpoint (initial and trained params,
   other collections, training info and the data description -- `record`, the run's
   `victims.data_record`, and what the rows show; not the data)."""
   n, d = x_true.shape
-  image_shape = network_image_shape(cfg.data, cfg.victim, meta, d)
-  input_shape = input_shape_of(cfg, image_shape)
-  model = build_model(cfg)
+  model, _, input_shape, sample, layer = victim_module(cfg, meta, d, keys['model'], dtype)
   c = cfg.data.num_classes
-
-  # Shapes only (no compute) to catch a missing layer before training.
-  sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
-  shapes = jax.eval_shape(model.init, keys['model'], sample)
-  layer = cfg.victim.layer or last_layer_called(model, sample)
-  try:
-    parameter_gradients.check_layer(shapes['params'], layer)
-  except parameter_gradients.UnknownLayerError as e:
-    _fail(str(e))
-
-  variables = model.init(keys['model'], sample)
-  params0 = variables['params']
-  others = {k: v for k, v in variables.items() if k != 'params'}
+  params0, others = init_victim(model, keys['model'], sample)
   apply = make_apply(model, input_shape, others)
   p_l = parameter_gradients.layer_size(params0, layer)
 

@@ -49,7 +49,7 @@ from recon.report import scoring as report
 from recon.attack.rescue import chain as rescue
 from recon.runtime import runs
 from recon.certify import symmetry
-from recon.models import homogeneous, train
+from recon.models import train
 from recon.pipelines import kkt as pk
 
 GRID_AXIS = 'grid'
@@ -84,26 +84,6 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
 
 def _stack(trees):
   return jax.tree.map(lambda *a: jnp.stack(a), *trees)
-
-
-def _finish_victim(cfg, net, params, x, targets, kind: str) -> Tuple[Any, Dict[str, Any]]:
-  """The single run's end of training of one victim (`kkt.train_victim`): the polish to the
-  nearby exact KKT point of the max-margin problem (victim.train.polish; SLSQP on the host,
-  victim by victim) and the training metrics."""
-  degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
-  out = {'normalized_margin_gd': float(homogeneous.normalized_margin(
-      net.apply, params, x, targets, kind, degree)), 'homogeneity_degree': degree}
-  if cfg.victim.train.polish:
-    params, pinfo = homogeneous.polish_max_margin(net.apply, params, x, targets, kind)
-    out.update({'polish_' + k: v for k, v in pinfo.items() if k != 'degree'})
-  out['normalized_margin'] = float(homogeneous.normalized_margin(net.apply, params, x, targets,
-                                                                 kind, degree))
-  if cfg.victim.depth == 1:
-    kernel = params['params']['hidden_0']['kernel']
-    out['neuron_gram_rank'], out['neuron_gram_dim'] = homogeneous.neuron_gram_rank(kernel)
-    out['neuron_gram_rank_span_x'], out['neuron_gram_dim_span_x'] = (
-        homogeneous.neuron_gram_rank(kernel, x))
-  return params, out
 
 
 def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
@@ -165,7 +145,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   attacks, cargs, victim_info = [], [], []
   for i, pt in enumerate(points):
     p0, xi = at(params0, i), x[i]
-    pt_i, info = _finish_victim(pt.cfg, net, at(params_t, i), xi, targets[i], kind)
+    pt_i, info = pk.finish_victim(pt.cfg, net, at(params_t, i), xi, targets[i], kind)
     victim_info.append(info)
     radius = float(np.median(np.linalg.norm(np.asarray(xi), axis=1)))
     args = pk.constraint_args_for(pt.cfg, pt_i, radius, dtype)

@@ -115,16 +115,8 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   loaded = [data.load(pt.cfg.data, k['data'], dtype) for pt, k in zip(points, keys)]
   x = jnp.stack([a.reshape(a.shape[0], -1) for a, _, _ in loaded])
   n, d = x.shape[1:]
-  image_shape = net.network_image_shape(cfg.data, cfg.victim, loaded[0][2], d)
-  input_shape = net.input_shape_of(cfg, image_shape)
-  model = net.build_model(cfg)
-  sample = jnp.zeros((1,) + tuple(input_shape or (d,)), dtype)
-  layer = cfg.victim.layer or net.last_layer_called(model, sample)
-  try:
-    parameter_gradients.check_layer(jax.eval_shape(model.init, keys[0]['model'], sample)['params'],
-                                    layer)
-  except parameter_gradients.UnknownLayerError as e:
-    raise config_lib.ConfigError(str(e)) from e
+  model, _, input_shape, sample, layer = net.victim_module(cfg, loaded[0][2], d,
+                                                          keys[0]['model'], dtype)
   c = cfg.data.num_classes
   targets = jnp.stack([train.make_targets(t.loss, b, c, dtype) for _, b, _ in loaded])
 
@@ -134,9 +126,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
 
   def init_victim(key_model, xp):
-    variables = model.init(key_model, sample)
-    params0 = variables['params']
-    others = {k: v for k, v in variables.items() if k != 'params'}
+    params0, others = net.init_victim(model, key_model, sample)
     lr = (t.lr if t.lr is not None else 1.0 / train.gauss_newton_top_eigenvalue(
         lambda p, xb: apply(p, others, xb), params0, xp))
     # In the weights' dtype, as the single run's Python-float step size is applied.
