@@ -80,30 +80,9 @@ def victim() -> ml_collections.ConfigDict:
   c.layer = placeholder(str)  # the attacked parameter collection (None: the last one, the head)
   c.module = placeholder(str)  # victim 'flax_module': 'package.module:ClassName'
   c.module_kwargs = placeholder(dict)  # its constructor arguments
-  # Training of GD-trained victims (networks, homogeneous MLPs, the subspace two-layer net).
-  t = c.train = ml_collections.ConfigDict()
-  t.loss = 'mse'  # recon/config/choices.py LOSSES
-  t.lr = placeholder(float)  # None: 1 / lambda_max(J^T J / n) at init
-  t.momentum = 0.0
-  t.max_steps = 20000  # homogeneous MLPs run all of them; networks stop early at tol
-  t.tol = 1e-6
-  t.weight_decay = 0.0  # homogeneous MLPs: > 0 ends at the exact stationary point (L-BFGS)
-  t.stationary_steps = 20000  # the L-BFGS steps of that stationary point
-  t.polish = False  # homogeneous MLPs: SLSQP to the exact KKT point of the max-margin problem
-  # Defences (recon/models/privacy.py; docs/defences.md). weight_decay above is one for the
-  # GD-trained networks too. DP-SGD of the GD-trained networks: per-example clipping to
-  # `clip`, Gaussian noise noise_multiplier * clip on the sum, Poisson batches of expected
-  # size batch_size (None: n, full-batch DP-GD), exactly max_steps steps; epsilon at `delta`
-  # from the accountant (dp_accounting). Give noise_multiplier or target_epsilon (the
-  # accountant's smallest noise multiplier that meets it), not both.
-  t.dp = ml_collections.ConfigDict()
-  t.dp.mode = 'off'  # 'off' | 'on'
-  t.dp.clip = 1.0
-  t.dp.noise_multiplier = placeholder(float)
-  t.dp.target_epsilon = placeholder(float)
-  t.dp.batch_size = placeholder(int)
-  t.dp.delta = 1e-5
-  t.dp.accountant = 'rdp'  # recon/config/choices.py ACCOUNTANTS
+  # Training of GD-trained victims and its defences (weight decay, DP-SGD `train.dp`), defined
+  # once in recon/config/sections.py (Train, DP; docs/defences.md).
+  c.train = sections.Train.defaults()
   # Gaussian noise on the released trained weights (random features: on theta*, output
   # perturbation), relative: noise norm ~ release_noise * ||W|| per array; 0: off.
   c.release_noise = 0.0
@@ -193,28 +172,9 @@ def attack() -> ml_collections.ConfigDict:
 
 
 def run() -> ml_collections.ConfigDict:
-  """Precision, checkpoints and logging (docs/reliability.md), the report's thresholds."""
-  c = ml_collections.ConfigDict()
-  c.dtype = 'float32'  # 'float64': slower, for ill-conditioned solves
-  # jax_default_matmul_precision for every compiled program: 'highest' (full float32; GPUs
-  # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
-  c.matmul_precision = 'highest'
-  # True: jax.distributed.initialize() at start-up (cluster auto-detection); the environment
-  # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same
-  # (recon/runtime/distributed.py).
-  c.distributed = False
-  c.chunk_steps = 200  # steps per compiled call (progress / checkpoints between)
-  c.log_every_seconds = 10.0
-  c.overwrite = False  # True: replace a finished run in the same workdir
-  c.resume = False  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
-  c.checkpoint_every_seconds = 60.0  # 0: off
-  c.checkpoint_every_steps = 0  # 0: off; a stopped run is always checkpointed
-  c.checkpoint_keep = 2
-  c.sweep_memory_budget_gb = 8.0  # a sweep group's estimated peak (recon/sweep/grid.py)
-  c.recovered_threshold = 0.1  # relative distance that counts as recovered
-  c.ssim_threshold = 0.7  # images: recovered = matched and SSIM above this
-  c.ssim_filter_size = placeholder(int)  # None: 11 for sides >= 16 pixels, else 3
-  return c
+  """Precision, checkpoints and logging (docs/reliability.md), the report's thresholds: defined
+  once in recon/config/sections.py (Run)."""
+  return sections.Run.defaults()
 
 
 def sweep() -> ml_collections.ConfigDict:
@@ -239,21 +199,9 @@ def sweep() -> ml_collections.ConfigDict:
 
 
 def leak_width() -> ml_collections.ConfigDict:
-  """The leak-width prediction (pipeline 'leak_width', recon/audit/threshold.py; docs/audit.md,
-  "How wide before it leaks"): shadow problems of the victim's family at small n, the
-  threshold p* = c D n fitted on them, the prediction for the victim's width."""
-  c = ml_collections.ConfigDict()
-  c.shadow_n = (4, 8, 16)  # training-set sizes of the shadow problems
-  c.ratios = (0.75, 1.0, 1.25, 1.5, 2.0, 3.0)  # shadow widths p = ratio * D * n
-  c.shadow_seeds = (1000, 1001, 1002, 1003, 1004)  # never the seeds anything is reported on
-  # D: 'd' (the row size), 'pca' (k, the intrinsic dimension of data.path's rows by PCA),
-  # 'auto' (pca for data.name 'file', else d)
-  c.dim = 'auto'
-  c.variance = 0.99  # k = the fewest principal components holding this share of the variance
-  c.bootstrap = 200  # bootstrap resamples (over seeds) of the threshold fit
-  # 'trend': c(n) = exp(mu0) n^gamma fitted over the shadow sizes (needs >= 2); 'constant': one c
-  c.model = 'trend'
-  return c
+  """The leak-width prediction (pipeline 'leak_width'; docs/audit.md): defined once in
+  recon/config/sections.py (LeakWidth)."""
+  return sections.LeakWidth.defaults()
 
 
 def get_config() -> ml_collections.ConfigDict:

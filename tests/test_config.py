@@ -306,15 +306,16 @@ def test_base_holds_each_sections_defaults_as_its_definition():
   cfg = base.get_config()
   assert set(sections.SECTIONS) >= set(_consumers())
   for path, definition in sections.SECTIONS.items():
-    held = config_lib.get_path(cfg, path).to_dict()
-    own = dataclasses.asdict(definition())
+    held = flatten(config_lib.get_path(cfg, path))
+    own = flatten(dataclasses.asdict(definition()))
     assert sorted(held) == sorted(own), path
     for name, value in own.items():
       assert held[name] == value and type(held[name]) is type(value), f'{path}.{name}'
     assert definition.from_section(config_lib.get_path(cfg, path)) == definition()
-    assert {f'{path}.{k}': s for k, s in definition.specs().items()} == {
+    specs = flatten(definition.specs())
+    assert {f'{path}.{k}': s for k, s in specs.items()} == {
         k: v for k, v in config_lib.FIELDS.items() if k.startswith(path + '.')}
-    assert all(s.check(v) for s, v in zip(definition.specs().values(), own.values())), path
+    assert all(specs[k].check(v) for k, v in own.items()), path
 
 
 def test_consumers_declare_no_setting_of_their_own():

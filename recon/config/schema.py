@@ -28,7 +28,7 @@ def _positive_int():
   return Spec(int, low=1)
 
 
-STEPS_MAX = 2 ** 31 - 1  # step counters are int32 on the device
+STEPS_MAX = sections.STEPS_MAX
 SEED_MAX = 2 ** 32 - 1  # jax.random.PRNGKey keeps a seed's low 32 bits: larger ones would wrap
 
 
@@ -83,25 +83,7 @@ SCHEMA: Dict[str, Any] = {
         layer=Spec(str, optional=True),  # the attacked parameter collection; None: the last
         module=Spec(str, optional=True),  # victim 'flax_module': 'package.module:ClassName'
         module_kwargs=Spec(DICT_KINDS, optional=True),  # its constructor arguments (JSON values)
-        train=dict(
-            loss=Spec(str, choices=choices.LOSSES),
-            lr=Spec(float, low=0.0, low_open=True, optional=True),
-            momentum=Spec(float, low=0.0, high=0.999999),
-            max_steps=Spec(int, low=1, high=STEPS_MAX),
-            tol=Spec(float, low=0.0),
-            weight_decay=Spec(float, low=0.0),
-            stationary_steps=_positive_int(),
-            polish=Spec(bool),
-            dp=dict(
-                mode=Spec(str, choices=choices.DP_MODES),
-                clip=Spec(float, low=0.0, low_open=True),
-                noise_multiplier=Spec(float, low=0.0, optional=True),
-                target_epsilon=Spec(float, low=0.0, low_open=True, optional=True),
-                batch_size=Spec(int, low=1, optional=True),
-                delta=Spec(float, low=0.0, low_open=True, high=1.0),
-                accountant=Spec(str, choices=choices.ACCOUNTANTS),
-            ),
-        ),
+        train=sections.Train.specs(),  # with its sub-section dp
         release_noise=Spec(float, low=0.0),
     ),
     'attack': dict(
@@ -151,34 +133,11 @@ SCHEMA: Dict[str, Any] = {
         restarts=_positive_int(),
         rescue=Spec((tuple, list), choices=lambda: registry.names('rescue'), each=True),
         # The rescue steps' and sample splitting's sections: their one definition.
-        **{path.split('.')[1]: cls.specs() for path, cls in sections.SECTIONS.items()},
+        **{path.split('.')[1]: cls.specs() for path, cls in sections.SECTIONS.items()
+           if path.startswith('attack.')},
     ),
-    'leak_width': dict(  # pipeline 'leak_width' (recon/audit/leak_width.py)
-        shadow_n=Spec((tuple, list)),  # ints >= 2, checked by the pipeline
-        ratios=Spec((tuple, list)),  # floats > 0
-        shadow_seeds=Spec((tuple, list)),  # ints >= 0
-        dim=Spec(str, choices=choices.LEAK_DIMS),
-        variance=Spec(float, low=0.0, low_open=True, high=1.0),
-        bootstrap=_positive_int(),
-        model=Spec(str, choices=choices.LEAK_MODELS),
-    ),
-    'run': dict(
-        dtype=Spec(str, choices=choices.DTYPES),
-        # jax_default_matmul_precision of every compiled program (recon/models/min_norm.py).
-        matmul_precision=Spec(str, choices=choices.MATMUL_PRECISIONS),
-        distributed=Spec(bool),  # jax.distributed.initialize() at start-up (recon/runtime/distributed.py)
-        chunk_steps=_positive_int(),
-        log_every_seconds=Spec(float, low=0.0),
-        overwrite=Spec(bool),
-        resume=Spec(bool),
-        checkpoint_every_seconds=Spec(float, low=0.0),  # 0: off
-        checkpoint_every_steps=Spec(int, low=0),  # 0: off
-        checkpoint_keep=_positive_int(),
-        sweep_memory_budget_gb=Spec(float, low=0.0, low_open=True),
-        recovered_threshold=Spec(float, low=0.0, low_open=True),
-        ssim_threshold=Spec(float, low=0.0, low_open=True, high=1.0),
-        ssim_filter_size=Spec(int, low=1, optional=True),
-    ),
+    'leak_width': sections.LeakWidth.specs(),  # pipeline 'leak_width' (recon/audit/leak_width.py)
+    'run': sections.Run.specs(),
 }
 SECTIONS = tuple(k for k, v in SCHEMA.items() if isinstance(v, dict))
 

@@ -17,7 +17,7 @@ own (tests/test_config.py walks the consumers' signatures):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Type, TypeVar
+from typing import Any, Dict, Optional, Type, TypeVar
 
 import ml_collections
 
@@ -25,38 +25,60 @@ from recon.config import choices
 from recon.config.spec import Spec
 
 S = TypeVar('S', bound='Section')
+STEPS_MAX = 2 ** 31 - 1  # step counters are int32 on the device
 
 
 def setting(default: Any, spec: Spec) -> Any:
-  """A field of a section: its default and what it accepts."""
+  """A field of a section: its default and what it accepts (None: an optional field)."""
   return dataclasses.field(default=default, metadata={'spec': spec})
+
+
+def subsection(cls: Type['Section']) -> Any:
+  """A sub-section of a section (`victim.train`): its own definition, defaults and all."""
+  return dataclasses.field(default_factory=cls, metadata={'section': cls})
 
 
 def _count(low: int = 1) -> Spec:
   return Spec(int, low=low)
 
 
+def _placeholder(spec: Spec) -> Any:
+  """An optional field's None, typed for the command line (`--config.x=3` parses as its type)."""
+  kind = spec.kind[0] if isinstance(spec.kind, tuple) else spec.kind
+  return ml_collections.config_dict.placeholder(kind)
+
+
 class Section:
   """What every section's definition offers (the classes below are frozen dataclasses)."""
 
   @classmethod
-  def specs(cls) -> Dict[str, Spec]:
-    """{field: Spec}, in the definition's order (the validator's schema of the section)."""
-    return {f.name: f.metadata['spec'] for f in dataclasses.fields(cls)}
+  def specs(cls) -> Dict[str, Any]:
+    """{field: Spec, or a sub-section's dict of them}, in the definition's order (the
+    validator's schema of the section)."""
+    return {f.name: f.metadata['section'].specs() if 'section' in f.metadata
+            else f.metadata['spec'] for f in dataclasses.fields(cls)}
 
   @classmethod
   def defaults(cls) -> ml_collections.ConfigDict:
-    """The section's defaults as configs/base.py holds them."""
-    return ml_collections.ConfigDict(dataclasses.asdict(cls()))
+    """The section's defaults as configs/base.py holds them (None typed by its Spec)."""
+    c = ml_collections.ConfigDict()
+    for f in dataclasses.fields(cls):
+      if 'section' in f.metadata:
+        c[f.name] = f.metadata['section'].defaults()
+      else:
+        c[f.name] = _placeholder(f.metadata['spec']) if f.default is None else f.default
+    return c
 
   @classmethod
   def from_section(cls: Type[S], section: Any) -> S:
     """The settings of a (validated) config section: every field read, none left over."""
     values = dict(section.items())
-    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
     if unknown:
       raise TypeError(f'{cls.__name__}: unknown field(s) {", ".join(unknown)}')
-    return cls(**values)
+    return cls(**{k: fields[k].metadata['section'].from_section(v)
+                  if 'section' in fields[k].metadata else v for k, v in values.items()})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,8 +238,100 @@ class Split(Section):
   require_decrease: bool = setting(True, Spec(bool))  # reject a round whose best eps does not lower the loss
 
 
+
+
+@dataclasses.dataclass(frozen=True)
+class DP(Section):
+  """DP-SGD of the GD-trained networks (recon/models/privacy.py; docs/defences.md).
+
+  Per-example clipping to `clip`, Gaussian noise noise_multiplier * clip on the sum, Poisson
+  batches of expected size batch_size (None: n, full-batch DP-GD), exactly max_steps steps;
+  epsilon at `delta` from the accountant (dp_accounting). Give noise_multiplier or
+  target_epsilon (the accountant's smallest noise multiplier that meets it), not both.
+  """
+  mode: str = setting('off', Spec(str, choices=choices.DP_MODES))
+  clip: float = setting(1.0, Spec(float, low=0.0, low_open=True))
+  noise_multiplier: Optional[float] = setting(None, Spec(float, low=0.0, optional=True))
+  target_epsilon: Optional[float] = setting(
+      None, Spec(float, low=0.0, low_open=True, optional=True))
+  batch_size: Optional[int] = setting(None, Spec(int, low=1, optional=True))
+  delta: float = setting(1e-5, Spec(float, low=0.0, low_open=True, high=1.0))
+  accountant: str = setting('rdp', Spec(str, choices=choices.ACCOUNTANTS))
+
+
+@dataclasses.dataclass(frozen=True)
+class Train(Section):
+  """Training of GD-trained victims (networks, homogeneous MLPs, the subspace two-layer net);
+  its defences: weight_decay, and `dp` (DP-SGD)."""
+  loss: str = setting('mse', Spec(str, choices=choices.LOSSES))
+  # None: 1 / lambda_max(J^T J / n) at init
+  lr: Optional[float] = setting(None, Spec(float, low=0.0, low_open=True, optional=True))
+  momentum: float = setting(0.0, Spec(float, low=0.0, high=0.999999))
+  # homogeneous MLPs run all of them; networks stop early at tol
+  max_steps: int = setting(20000, Spec(int, low=1, high=STEPS_MAX))
+  tol: float = setting(1e-6, Spec(float, low=0.0))
+  # homogeneous MLPs: > 0 ends at the exact stationary point (L-BFGS); a defence for the
+  # GD-trained networks too (docs/defences.md)
+  weight_decay: float = setting(0.0, Spec(float, low=0.0))
+  stationary_steps: int = setting(20000, _count())  # the L-BFGS steps of that stationary point
+  polish: bool = setting(False, Spec(bool))  # homogeneous MLPs: SLSQP to the exact KKT point
+  dp: DP = subsection(DP)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run(Section):
+  """Precision, checkpoints and logging (docs/reliability.md), the report's thresholds."""
+  dtype: str = setting('float32', Spec(str, choices=choices.DTYPES))  # 'float64': slower
+  # jax_default_matmul_precision for every compiled program: 'highest' (full float32; GPUs
+  # otherwise use TF32), 'high', or 'default' (the backend's own). Recorded in summary.json.
+  matmul_precision: str = setting('highest', Spec(str, choices=choices.MATMUL_PRECISIONS))
+  # True: jax.distributed.initialize() at start-up (cluster auto-detection); the environment
+  # JAX_COORDINATOR_ADDRESS + JAX_NUM_PROCESSES + JAX_PROCESS_ID does the same
+  # (recon/runtime/distributed.py).
+  distributed: bool = setting(False, Spec(bool))
+  chunk_steps: int = setting(200, _count())  # steps per compiled call (progress / checkpoints)
+  log_every_seconds: float = setting(10.0, Spec(float, low=0.0))
+  overwrite: bool = setting(False, Spec(bool))  # True: replace a finished run in the same workdir
+  # True: continue from WORKDIR/checkpoints (start fresh if there is none)
+  resume: bool = setting(False, Spec(bool))
+  checkpoint_every_seconds: float = setting(60.0, Spec(float, low=0.0))  # 0: off
+  # 0: off; a stopped run is always checkpointed
+  checkpoint_every_steps: int = setting(0, _count(0))
+  checkpoint_keep: int = setting(2, _count())
+  # a sweep group's estimated peak (recon/sweep/grid.py)
+  sweep_memory_budget_gb: float = setting(8.0, Spec(float, low=0.0, low_open=True))
+  # relative distance that counts as recovered
+  recovered_threshold: float = setting(0.1, Spec(float, low=0.0, low_open=True))
+  # images: recovered = matched and SSIM above this
+  ssim_threshold: float = setting(0.7, Spec(float, low=0.0, low_open=True, high=1.0))
+  # None: 11 for sides >= 16 pixels, else 3
+  ssim_filter_size: Optional[int] = setting(None, Spec(int, low=1, optional=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class LeakWidth(Section):
+  """The leak-width prediction (pipeline 'leak_width', recon/audit/threshold.py; docs/audit.md,
+  "How wide before it leaks"): shadow problems of the victim's family at small n, the
+  threshold p* = c D n fitted on them, the prediction for the victim's width."""
+  # training-set sizes of the shadow problems (ints >= 2, checked by the pipeline)
+  shadow_n: tuple = setting((4, 8, 16), Spec((tuple, list)))
+  # shadow widths p = ratio * D * n (floats > 0)
+  ratios: tuple = setting((0.75, 1.0, 1.25, 1.5, 2.0, 3.0), Spec((tuple, list)))
+  # never the seeds anything is reported on (ints >= 0)
+  shadow_seeds: tuple = setting((1000, 1001, 1002, 1003, 1004), Spec((tuple, list)))
+  # D: 'd' (the row size), 'pca' (k, the intrinsic dimension of data.path's rows by PCA),
+  # 'auto' (pca for data.name 'file', else d)
+  dim: str = setting('auto', Spec(str, choices=choices.LEAK_DIMS))
+  # k = the fewest principal components holding this share of the variance
+  variance: float = setting(0.99, Spec(float, low=0.0, low_open=True, high=1.0))
+  bootstrap: int = setting(200, _count())  # bootstrap resamples (over seeds) of the threshold fit
+  # 'trend': c(n) = exp(mu0) n^gamma fitted over the shadow sizes (needs >= 2); 'constant': one c
+  model: str = setting('trend', Spec(str, choices=choices.LEAK_MODELS))
+
+
 # {section path: its definition}: the sections configs/base.py and the validator derive.
 SECTIONS: Dict[str, Type[Section]] = {
     'attack.reseed': Reseed, 'attack.escalate': Escalate, 'attack.pursue': Pursue,
     'attack.swap': Swap, 'attack.cut': Cut, 'attack.polish': Polish, 'attack.split': Split,
+    'victim.train': Train, 'run': Run, 'leak_width': LeakWidth,
 }
