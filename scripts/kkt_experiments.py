@@ -36,6 +36,7 @@ from recon.pipelines import reconstruct, victims  # noqa: E402
 from recon.pipelines import kkt as ke
 from recon.config import validate as config_lib  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
+from scripts import common  # noqa: E402
 
 OUT = 'results'  # --out_dir
 TINY = False  # --tiny: a smoke test (few training and attack steps, fewer variants)
@@ -145,17 +146,13 @@ def identifiability(restarts=3, noise_level=0.03):
           print({k: v for k, v in rows[-1].items() if k != 'restarts'},
                 f'{time.time() - t_start:.0f}s', flush=True)
   io.write_json(f'{OUT}/kkt_identifiability.json', rows)
-  lines = ['| activation | victim | n_hat | init | recon_error | recovered (of n) | final loss | '
-           'neuron-Gram rank in Sym^2(span X) (in Sym^2(R^d)) |',
-           '|---|---|---|---|---|---|---|---|']
-  for r in rows:
-    lines.append(
-        f"| {r['activation']} | {VICTIM_NAMES[r['victim']]} | "
-        f"{'n' if r['n_candidates'] == r['n'] else '2n'} | {r['init']} | "
-        f"{r['recon_error']:.2g} | {r['n_recovered']} / {r['n']} | {r['final_loss']:.1e} | "
+  io.write_text(f'{OUT}/kkt_identifiability.md', common.table(
+      ['activation', 'victim', 'n_hat', 'init', 'recon_error', 'recovered (of n)', 'final loss',
+       'neuron-Gram rank in Sym^2(span X) (in Sym^2(R^d))'],
+      [[r['activation'], VICTIM_NAMES[r['victim']], 'n' if r['n_candidates'] == r['n'] else '2n',
+        r['init'], r['recon_error'], f"{r['n_recovered']} / {r['n']}", r['final_loss'],
         f"{r['neuron_gram_rank_span_x']} / {r['neuron_gram_dim_span_x']} "
-        f"({r['neuron_gram_rank']} / {r['neuron_gram_dim']}) |")
-  io.write_text(f'{OUT}/kkt_identifiability.md', '\n'.join(lines) + '\n')
+        f"({r['neuron_gram_rank']} / {r['neuron_gram_dim']})"] for r in rows]) + '\n')
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
   for ax, act in zip(axes, ('cubic', 'quadratic')):
     rs = [r for r in rows if r['activation'] == act]
@@ -211,13 +208,11 @@ def identifiability_ablation(max_steps=1500):
                    'steps': m['steps'], 'status': m['status'], 'seconds': time.time() - t})
       print(rows[-1], flush=True)
   io.write_json(f'{OUT}/kkt_id_ablation.json', rows)
-  lines = [f'| attack (cubic, planted oracle, n_hat = n, at most {max_steps} steps) | init | '
-           'recon_error | recovered (of 6) | final loss | steps (status) |',
-           '|---|---|---|---|---|---|']
-  for r in rows:
-    lines.append(f"| {r['variant']} | {r['init']} | {r['recon_error']:.2g} | {r['n_recovered']} "
-                 f"| {r['final_loss']:.1e} | {r['steps']} ({r['status']}) |")
-  io.write_text(f'{OUT}/kkt_id_ablation.md', '\n'.join(lines) + '\n')
+  io.write_text(f'{OUT}/kkt_id_ablation.md', common.table(
+      [f'attack (cubic, planted oracle, n_hat = n, at most {max_steps} steps)', 'init',
+       'recon_error', 'recovered (of 6)', 'final loss', 'steps (status)'],
+      [[r['variant'], r['init'], r['recon_error'], r['n_recovered'], r['final_loss'],
+        f"{r['steps']} ({r['status']})"] for r in rows]) + '\n')
 
 
 def splitting_comparison(seeds=(0, 1, 2)):
@@ -251,18 +246,15 @@ def splitting_comparison(seeds=(0, 1, 2)):
                      'n_candidates_end': m['n_candidates'], 'seconds': time.time() - t})
         print(rows[-1], flush=True)
         io.write_json(f'{OUT}/kkt_splitting.json', rows)
-  lines = ['| objective | splitting | recon_error (mean ± std) | recovered of 6 (mean ± std) | '
-           'final loss (median) | splits |', '|---|---|---|---|---|---|']
-  for objective, _ in methods:
-    for split in ('none', 'every'):
-      rs = [r for r in rows if r['objective'] == objective and r['split'] == split]
-      e = np.array([r['recon_error'] for r in rs])
-      k = np.array([r['n_recovered'] for r in rs])
-      lines.append(f"| {objective} | {split} | {e.mean():.3f} ± {e.std():.3f} | "
-                   f"{k.mean():.2f} ± {k.std():.2f} | "
-                   f"{np.median([r['final_loss'] for r in rs]):.2e} | "
-                   f"{np.mean([r['n_splits'] for r in rs]):.1f} |")
-  io.write_text(f'{OUT}/kkt_splitting.md', '\n'.join(lines) + '\n')
+  groups = [(o, sp, [r for r in rows if r['objective'] == o and r['split'] == sp])
+            for o, _ in methods for sp in ('none', 'every')]
+  ms = lambda rs, k: f"{np.mean([r[k] for r in rs]):.3f} ± {np.std([r[k] for r in rs]):.3f}"  # noqa: E731
+  io.write_text(f'{OUT}/kkt_splitting.md', common.table(
+      ['objective', 'splitting', 'recon_error (mean ± std)', 'recovered of 6 (mean ± std)',
+       'final loss (median)', 'splits'],
+      [[o, sp, ms(rs, 'recon_error'), ms(rs, 'n_recovered'),
+        float(np.median([r['final_loss'] for r in rs])),
+        float(np.mean([r['n_splits'] for r in rs]))] for o, sp, rs in groups if rs]) + '\n')
   fig, ax = plt.subplots(figsize=(5, 3))
   for i, (objective, _) in enumerate(methods):
     for j, split in enumerate(('none', 'every')):

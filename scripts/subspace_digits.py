@@ -19,7 +19,6 @@ A smoke test elsewhere (width 48, few steps):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 
 import matplotlib
@@ -55,18 +54,13 @@ def main(argv=None) -> None:
   OUT = args.out_dir
   max_steps = 30 if args.tiny else 3000
   logging.set_verbosity(logging.WARNING)
-  spec = importlib.util.spec_from_file_location(
-      'cfg', os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          'configs', 'two_layer_subspace.py'))
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
   x, y = digits_rows(N)
   path = os.path.join(OUT, 'runs', 'subspace_digits', f'digits{N}.npz')
   os.makedirs(os.path.dirname(path), exist_ok=True)
   io.write_npz(path, x=x.reshape(N, 8, 8), y=y)  # (H, W) images: the runs' pictures and SSIM
   results = {}
   for mode in ('none', 'estimated'):
-    cfg = mod.get_config()
+    cfg = recon.get_config('two_layer_subspace')
     cfg.name, cfg.data.n, cfg.attack.subspace, cfg.attack.max_steps, cfg.run.overwrite = ('digits', N, mode, max_steps,
                                                                    True)
     if args.tiny:

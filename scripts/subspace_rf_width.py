@@ -13,9 +13,6 @@ A smoke test elsewhere (2 widths, 1 seed, 30 steps):
 from __future__ import annotations
 
 import argparse
-import csv
-import importlib.util
-import io as _io
 import os
 import sys
 
@@ -27,19 +24,13 @@ from absl import logging  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
 from recon.runtime import io  # pylint: disable=wrong-import-position
+from scripts import common  # pylint: disable=wrong-import-position
 
 P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)
 MODES = ('none', 'known')
 MAX_STEPS = 3000
 OUT = 'results'  # --out_dir
-
-
-def load_config(path: str):
-  spec = importlib.util.spec_from_file_location('cfg', path)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod.get_config()
 
 
 def main(argv=None) -> None:
@@ -52,14 +43,14 @@ def main(argv=None) -> None:
   if args.tiny:
     P_OVER_KN, SEEDS, MAX_STEPS = (1, 8), (0,), 30
   logging.set_verbosity(logging.WARNING)
-  base = load_config('configs/rf_subspace.py')
+  base = recon.get_config('rf_subspace')
   k, n, d = base.data.planted_dim, base.data.n, base.data.d
   rows = []
   for ratio in P_OVER_KN:
     p = int(round(ratio * k * n))
     for mode in MODES:
       for seed in SEEDS:
-        cfg = load_config('configs/rf_subspace.py')
+        cfg = recon.get_config('rf_subspace')
         cfg.victim.p, cfg.attack.subspace, cfg.seed, cfg.attack.max_steps, cfg.run.overwrite = p, mode, seed, MAX_STEPS, True
         workdir = os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}')
         m = recon.run(cfg, workdir, nonfinite_ok=True).summary
@@ -75,11 +66,7 @@ def main(argv=None) -> None:
                            'n_candidates': base.attack.n_candidates, 'optimizer': base.attack.optimizer,
                            'lr': base.attack.lr, 'max_steps': MAX_STEPS, 'seeds': list(SEEDS)},
                  'rows': rows})
-  buf = _io.StringIO()
-  writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-  writer.writeheader()
-  writer.writerows(rows)
-  io.write_text(os.path.join(OUT, 'subspace_rf_width.csv'), buf.getvalue())
+  common.save_csv(os.path.join(OUT, 'subspace_rf_width.csv'), rows)
 
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
   labels = {'none': f'full space (search in R^{d})', 'known': f'subspace-aware (search in R^{k})'}

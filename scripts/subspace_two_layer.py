@@ -18,9 +18,6 @@ A smoke test elsewhere (narrow nets, 1 seed, 2 weight decays, few steps):
 from __future__ import annotations
 
 import argparse
-import csv
-import importlib.util
-import io as _io
 import os
 
 import matplotlib
@@ -31,6 +28,7 @@ from absl import logging  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
 from recon.runtime import io  # pylint: disable=wrong-import-position
+from scripts import common  # pylint: disable=wrong-import-position
 
 WIDTHS = (96, 192)
 SEEDS = (0, 1)
@@ -51,10 +49,7 @@ FIELDS = {'width': 'victim.width', 'subspace': 'attack.subspace', 'seed': 'seed'
 
 
 def load_config(**fields):
-  spec = importlib.util.spec_from_file_location('cfg', 'configs/two_layer_subspace.py')
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  cfg = mod.get_config()
+  cfg = recon.get_config('two_layer_subspace')
   cfg.attack.max_steps, cfg.run.overwrite = MAX_STEPS, True
   if TRAIN_MAX_STEPS is not None:
     cfg.victim.train.max_steps = TRAIN_MAX_STEPS
@@ -106,11 +101,7 @@ def main(argv=None) -> None:
                            'lr': base.attack.lr, 'max_steps': MAX_STEPS},
                  'rows': rows})
   flat = [{k: v for k, v in r.items() if k != 'singular_values_top'} for r in rows]
-  buf = _io.StringIO()
-  writer = csv.DictWriter(buf, fieldnames=list(flat[0]))
-  writer.writeheader()
-  writer.writerows(flat)
-  io.write_text(os.path.join(OUT, 'subspace_two_layer.csv'), buf.getvalue())
+  common.save_csv(os.path.join(OUT, 'subspace_two_layer.csv'), flat)
 
   fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
   ax = axes[0]
