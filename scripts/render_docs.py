@@ -411,6 +411,22 @@ def audit_regimes(root=None):
           f'{", ".join(f"{k} {fmt(v)}" for k, v in losses)}.' + MACHINE(d))
 
 
+@block
+def update_span(root=None):
+  d = load('update_span.json', root)
+  keys = ('at_trained', 'at_init', 'stacked', 'adam_scaled_stacked')
+
+  def cell(recs, k):
+    xs = [r[k] for r in recs if k in r]
+    return f'{fmt(statistics.median(xs))} ({fmt(min(xs))}–{fmt(max(xs))})' if xs else '–'
+  rows = [[name, *[cell(recs, k) for k in keys]]
+          for name, recs in groups(d['records'], lambda r: r['regime']).items()]
+  return (table(['optimiser', 'outside the span at W(T)', 'at W(0)', 'along the trajectory',
+                 "Adam's rescaled rows along the trajectory"], rows) +
+          f'\n\nMedian (min–max) over seeds {joined(d["seeds"], str)}; n = {d["n"]}, d = '
+          f'{d["d"]}, hidden {d["hidden"]}, {d["steps"]} steps.' + MACHINE(d))
+
+
 # -- docs/defences.md -----------------------------------------------------------------------------
 def _strength(defence, x):
   if defence != 'dp':
