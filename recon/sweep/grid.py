@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import math
 import os
 import time
 from typing import Any, Dict, List, Sequence, Tuple
@@ -40,7 +39,6 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from absl import logging
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon.config import validate as config_lib
 from recon import data, metrics, registry
@@ -56,11 +54,10 @@ from recon.pipelines import random_features as rf_pipeline
 from recon.pipelines import subspace as subspace_pipeline
 from recon.report import scoring as report
 from recon.attack.rescue import chain as rescue
+from recon.sweep import axis as sweep_axis
 from recon.sweep import kkt as sweep_kkt
 from recon.sweep import networks as sweep_networks
 from recon.sweep import store as sweep_store
-
-GRID_AXIS = 'grid'
 
 
 @dataclasses.dataclass
@@ -167,7 +164,7 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   budget_gb = config.run.sweep_memory_budget_gb
   for g in groups:
     cfg = g.points[0].cfg
-    batch = _padded_size(len(g.points), n_devices)
+    batch = sweep_axis.padded_size(len(g.points), n_devices)
     trained = sweep_networks.is_network(cfg) or sweep_kkt.is_kkt(cfg)
     need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch
             if trained else
@@ -180,14 +177,6 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
           f'({batch} points x {size_name}, n={cfg.data.n}, d={cfg.data.d}) needs about '
           f'{need / 2 ** 30:.3g} GB > budget {budget_gb:g} GB; accepted: a smaller grid '
           'or a larger config.run.sweep_memory_budget_gb')
-
-
-def _padded_size(size: int, n_devices: int) -> int:
-  return int(math.ceil(size / n_devices) * n_devices)
-
-
-def _stack(trees: Sequence[Any]) -> Any:
-  return jax.tree.map(lambda *a: jnp.stack(a), *trees)
 
 
 def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
@@ -242,20 +231,18 @@ def prepare_group(group: Group, devices=None) -> Program:
   dtype = runs.set_dtype(cfg.run.dtype)
   devices = list(devices if devices is not None else jax.devices())
   size = len(group.points)
-  points = group.points + [group.points[-1]] * (_padded_size(size, len(devices)) - size)
+  points = sweep_axis.padded(group.points, len(devices))
   p_total = group.p_total
 
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
   loaded = [data.load(pt.cfg.data, k['data'], dtype) for pt, k in zip(points, keys)]
   known = cfg.attack.subspace == 'known'
-  inputs = (_stack(keys), jnp.stack([a for a, _, _ in loaded]),
+  inputs = (sweep_axis.stack(keys), jnp.stack([a for a, _, _ in loaded]),
             jnp.stack([b for _, b, _ in loaded]),
             jnp.stack([features.feature_mask(pt.cfg.victim.p, p_total, dtype) for pt in points]),
-            jnp.asarray([pt.cfg.attack.lr for pt in points], dtype),
-            jnp.asarray([pt.cfg.attack.momentum for pt in points], dtype),
+            *sweep_axis.attack_hyper(points, dtype),
             jnp.stack([jnp.asarray(m['basis'], dtype) for _, _, m in loaded]) if known else None)
-  mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
-  batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
+  batched = sweep_axis.sharding(devices)
   inputs = jax.device_put(inputs, batched)
 
   loss_fn = rf_pipeline.rf_loss_fn(cfg)

@@ -29,7 +29,6 @@ training and the vmapped attack. A point's metrics are the single run's
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Dict, Tuple
 
@@ -39,7 +38,6 @@ import ml_collections
 import numpy as np
 import optax
 from absl import logging
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon.config import routes
 from recon.config import validate as config_lib
@@ -48,13 +46,10 @@ from recon.attack import optimiser as optimize
 from recon.report import scoring as report
 from recon.attack.rescue import chain as rescue
 from recon.runtime import runs
+from recon.sweep import axis as sweep_axis
 from recon.certify import symmetry
 from recon.models import train
 from recon.pipelines import kkt as pk
-
-GRID_AXIS = 'grid'
-WIDTH_AXES = ('victim.p', 'victim.p_over_dn')  # the random-features width: not an MLP's
-
 
 def is_kkt(cfg: ml_collections.ConfigDict) -> bool:
   """True for a config the KKT pipeline runs (a homogeneous MLP victim)."""
@@ -66,7 +61,7 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   def refuse(field, value, accepted):
     raise config_lib.ConfigError(f'config.{field}: {value!r} is not supported in sweeps of the '
                                  f'KKT pipeline; accepted: {accepted}')
-  for axis in WIDTH_AXES:
+  for axis in sweep_axis.WIDTH_AXES:
     if axis in swept:
       refuse(f'sweep.{axis}', 'swept', 'sweep.victim.width (victim.p is the random-features '
              'width)')
@@ -82,10 +77,6 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   pk.check_attack_config(cfg.data, cfg.victim, cfg.attack)
 
 
-def _stack(trees):
-  return jax.tree.map(lambda *a: jnp.stack(a), *trees)
-
-
 def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
               label: str = '') -> Dict[str, Any]:
   """Trains and attacks the group's victims as one vmapped program; per-point arrays.
@@ -98,8 +89,8 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   dtype = runs.set_dtype(cfg.run.dtype)
   devices = list(devices if devices is not None else jax.devices())
   size = len(group.points)
-  batch = int(math.ceil(size / len(devices)) * len(devices))
-  points = group.points + [group.points[-1]] * (batch - size)
+  points = sweep_axis.padded(group.points, len(devices))
+  batch = len(points)
   kind, out_dim, loss = pk.task(cfg.data, cfg.attack)
   num_classes = cfg.data.num_classes
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
@@ -114,8 +105,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   lr = cfg.victim.train.lr
   program = lambda xp, tp: train.program(  # noqa: E731  (the single run's GD with duals)
       net.apply, xp, tp, loss=loss, optimizer=optax.sgd(lr), duals_lr=lr)
-  mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
-  batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
+  batched = sweep_axis.sharding(devices)
   key_model = jax.device_put(jnp.stack([k['model'] for k in keys]), batched)
   x, targets = jax.device_put((x, targets), batched)
   params0 = jax.jit(jax.vmap(net.init), out_shardings=batched)(key_model, x)
@@ -163,15 +153,14 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   loss_fn, decode = first.loss_fn, first.decode or (lambda s: s)
   kkt_kind = pk.kkt_labels(cfg.attack) or kind
   problems, x0, cargs = jax.device_put(
-      (_stack([a.problem for a in attacks]), _stack([a.x0 for a in attacks]), _stack(cargs)),
+      (sweep_axis.stack([a.problem for a in attacks]), sweep_axis.stack([a.x0 for a in attacks]), sweep_axis.stack(cargs)),
       batched)
 
   def setup(x0_i, prob, args, lr_i, momentum):
     return optimize.init_state(x0_i, driver.make_optimizer(cfg.attack, lr_i, momentum), loss_fn,
                                prob, pk.attack_constraint(cfg.attack, kkt_kind, args))
 
-  hyper = jax.device_put((jnp.asarray([pt.cfg.attack.lr for pt in points], dtype),
-                          jnp.asarray([pt.cfg.attack.momentum for pt in points], dtype)), batched)
+  hyper = jax.device_put(sweep_axis.attack_hyper(points, dtype), batched)
   state = jax.jit(jax.vmap(setup), out_shardings=batched)(x0, problems, cargs, *hyper)
   optimizer = driver.make_optimizer(cfg.attack)  # lr, momentum: read from the batched state
   step_chunk = jax.jit(jax.vmap(

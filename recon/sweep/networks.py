@@ -26,7 +26,6 @@ off each victim's dW1, a shape per point). Any objective registered for the netw
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Dict, Tuple
 
@@ -36,7 +35,6 @@ import ml_collections
 import numpy as np
 import optax
 from absl import logging
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from recon.config import routes
 from recon.config import validate as config_lib
@@ -46,14 +44,11 @@ from recon.attack import optimiser as optimize
 from recon.report import scoring as report
 from recon.attack.rescue import chain as rescue
 from recon.runtime import runs
+from recon.sweep import axis as sweep_axis
 from recon.certify import symmetry
 from recon.models import train
 from recon.objectives import parameter_gradients
 from recon.pipelines import networks as net
-
-GRID_AXIS = 'grid'
-WIDTH_AXES = ('victim.p', 'victim.p_over_dn')  # the random-features width: not a network's
-
 
 def is_network(cfg: ml_collections.ConfigDict) -> bool:
   """True for a victim of the networks pipeline (a Flax module trained by GD)."""
@@ -65,7 +60,7 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   def refuse(field, value, accepted):
     raise config_lib.ConfigError(f'config.{field}: {value!r} is not supported in sweeps of '
                                  f'network victims; accepted: {accepted}')
-  for axis in WIDTH_AXES:
+  for axis in sweep_axis.WIDTH_AXES:
     if axis in swept:
       refuse(f'sweep.{axis}', cfg.victim.name, "sweep.victim.width (victim.p is the "
              "random-features width)")
@@ -83,10 +78,6 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
         'victims do not vectorise; accepted: an objective of the networks pipeline with '
         "attack.subspace 'none' and attack.alpha_mode 'closed_form', or one run per seed")
   net.check_config(cfg.data, cfg.victim, cfg.attack)
-
-
-def _stack(trees):
-  return jax.tree.map(lambda *a: jnp.stack(a), *trees)
 
 
 def _optimizer(t: ml_collections.ConfigDict, lr) -> optax.GradientTransformation:
@@ -107,8 +98,8 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   dtype = runs.set_dtype(cfg.run.dtype)
   devices = list(devices if devices is not None else jax.devices())
   size = len(group.points)
-  batch = int(math.ceil(size / len(devices)) * len(devices))
-  points = group.points + [group.points[-1]] * (batch - size)
+  points = sweep_axis.padded(group.points, len(devices))
+  batch = len(points)
   t = cfg.victim.train
 
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
@@ -122,8 +113,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
 
   apply = net.apply_with(model, input_shape)
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
-  mesh = Mesh(np.asarray(devices), (GRID_AXIS,))
-  batched = NamedSharding(mesh, PartitionSpec(GRID_AXIS))
+  batched = sweep_axis.sharding(devices)
 
   def init_victim(key_model, xp):
     params0, others = net.init_victim(model, key_model, sample)
@@ -132,7 +122,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
     # In the weights' dtype, as the single run's Python-float step size is applied.
     return params0, others, jnp.asarray(lr, jax.tree.leaves(params0)[0].dtype)
 
-  inputs = jax.device_put((_stack(keys), x, targets), batched)
+  inputs = jax.device_put((sweep_axis.stack(keys), x, targets), batched)
   params0, others, train_lr = jax.jit(jax.vmap(lambda k, xp: init_victim(k['model'], xp)),
                                       out_shardings=batched)(inputs[0], inputs[1])
   # Training: the single run's GD steps, chunk by chunk, every victim at once.
@@ -177,8 +167,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
                                 prob, constraint)
     return prob, state
 
-  hyper = jax.device_put((jnp.asarray([pt.cfg.attack.lr for pt in points], dtype),
-                          jnp.asarray([pt.cfg.attack.momentum for pt in points], dtype)), batched)
+  hyper = jax.device_put(sweep_axis.attack_hyper(points, dtype), batched)
   problems, state = jax.jit(jax.vmap(setup_point), out_shardings=batched)(
       params0, params_t, others, inputs[0]['init'], *hyper)
   optimizer = driver.make_optimizer(cfg.attack)  # lr, momentum: read from the batched state
