@@ -68,8 +68,9 @@ def estimate_bytes(data: Any, victim: Any, attack: Any, dtype: str) -> int:
                          quotient=quotient, escalate='escalate' in attack.rescue)
     chunk = min(p, int(victim.feature_chunk))
     fit = 0 if victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
-    return fit + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1, itemsize=itemsize,
-                             escalate='escalate' in attack.rescue)
+    stored = p * d * itemsize if victim.feature_mode == 'blocked' else 0  # V itself
+    return fit + stored + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1,
+                                      itemsize=itemsize, escalate='escalate' in attack.rescue)
   width = int(victim.width or 0)
   depth = int(victim.depth or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
@@ -91,7 +92,7 @@ def group_bytes(data: Any, victim: Any, attack: Any, dtype: str, *, p_total: int
 
 def _lean(victim: Any, d: int, itemsize: int) -> bool:
   mode = victim.feature_mode
-  if mode == 'lean' or victim.feature_shards > 1:
+  if mode in ('lean', 'blocked') or victim.feature_shards > 1:
     return True
   if mode == 'dense':
     return False

@@ -21,7 +21,9 @@ ACTIVATIONS = ('cubic', 'gelu', 'quadratic', 'quartic', 'relu', 'relu_leaky_back
                'softplus_tanh', 'tanh')  # recon.models.features.ACTIVATIONS
 POOLS = ('flatten', 'mean')  # ResNet / ViT: the tokens / pixels before the head
 HEAD_INITS = ('fan_in', 'zeros')  # recon.models.networks: the head's initialiser
-FEATURE_MODES = ('auto', 'dense', 'lean')  # random features: V stored or regenerated
+# random features: V stored whole ('dense'), regenerated chunk by chunk ('lean') or stored and
+# streamed in blocks of its rows ('blocked'); 'auto' picks dense or lean by the memory budget
+FEATURE_MODES = ('auto', 'dense', 'lean', 'blocked')
 RESIDUAL_MODES = ('two_pass', 'gram', 'stored')  # the streamed projection's residual
 WEIGHT_RNGS = ('threefry', 'hash', 'hash_box_muller')  # the generator of V
 FORMATS = ('recon', 'orbax', 'msgpack', 'safetensors', 'npz')  # a saved model's format

@@ -239,6 +239,16 @@ def rf_preactivation_chunk(key: Array, x: Array, chunk_index, chunk: int,
   return z
 
 
+def rf_rows_preactivation_chunk(v: Array, x: Array, chunk_index, chunk: int) -> Array:
+  """Z_c = X V_c^T for rows [c*chunk, (c+1)*chunk) of a resident V (padded to whole chunks):
+  the row block is sliced and contracted on d as it is stored, (m, d) by (chunk, d), so no
+  transpose of V is ever formed (victim.feature_mode 'blocked')."""
+  chex.assert_rank([v, x], 2)
+  start = jnp.asarray(chunk_index, jnp.int32) * chunk
+  block = jax.lax.dynamic_slice_in_dim(v, start, chunk, axis=0).astype(x.dtype)
+  return jax.lax.dot_general(x, block, (((1,), (1,)), ((), ())))
+
+
 def rf_activate_chunk(z: Array, chunk_index, chunk: int, activation: str, p) -> Array:
   """sigma(Z_c), zero on features with a global index >= p (padding to whole chunks)."""
   start = jnp.asarray(chunk_index, jnp.uint32) * jnp.uint32(chunk)

@@ -75,10 +75,11 @@ def lean_residual(cfg: ml_collections.ConfigDict, dtype) -> str:
 
 
 def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
-  """True when V must not be materialised: victim.feature_mode 'lean', victim.feature_shards > 1, or
-  'auto' with p*d*itemsize above victim.feature_memory_budget_mb."""
+  """True when the loss streams the features: victim.feature_mode 'lean' (V regenerated) or
+  'blocked' (V stored, streamed in row blocks), victim.feature_shards > 1, or 'auto' with
+  p*d*itemsize above victim.feature_memory_budget_mb."""
   mode = cfg.victim.feature_mode
-  if mode == 'lean' or cfg.victim.feature_shards > 1:
+  if mode in ('lean', 'blocked') or cfg.victim.feature_shards > 1:
     return True
   if mode == 'dense':
     return False
@@ -101,29 +102,38 @@ def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
 
 def make_rf_problem_lean(keys: Dict[str, Array], x: Array, y: Array, *, p: int,
                          activation: str, chunk: int, n_chunks: int,
-                         rng: str = 'threefry') -> Dict[str, Array]:
+                         rng: str = 'threefry', resident: bool = False) -> Dict[str, Array]:
   """Memory-lean `make_rf_problem`: V is regenerated chunk by chunk from keys['model'].
 
   Same key => same V, features and theta* as the dense path. Returns the attacker's
-  view {key, p, theta (n_chunks, chunk), zero past p} plus `train_mse`.
+  view {key, p, theta (n_chunks, chunk), zero past p} plus `train_mse`; `resident`: also V
+  itself, (n_chunks * chunk, d) with its padding rows, for the loss to stream ('blocked').
   """
   phi = features.rf_features_chunked(keys['model'], x, activation, p, chunk, n_chunks, rng)
   theta = random_features.min_norm_solution(phi, y)
-  return {'key': keys['model'], 'p': jnp.asarray(p, jnp.int32),
-          'theta': theta.reshape(n_chunks, chunk),
-          'train_mse': random_features.train_mse(phi, theta, y)}
+  out = {'key': keys['model'], 'p': jnp.asarray(p, jnp.int32),
+         'theta': theta.reshape(n_chunks, chunk),
+         'train_mse': random_features.train_mse(phi, theta, y)}
+  if resident:
+    out['v'] = features.random_weights(keys['model'], n_chunks * chunk, x.shape[1], x.dtype, rng)
+  return out
 
 
 def rf_lean_loss(*, activation: str, chunk: int, jitter: float, residual: str = 'two_pass',
-                 mesh=None, rng: str = 'threefry'):
-  """loss_fn(x_hat, lean_problem): the streamed projection loss (custom VJP, optional mesh)."""
-  chunk_fn = lambda aux, x, c: features.rf_feature_chunk(  # noqa: E731
-      aux['key'], x, c, chunk, activation, aux['p'], rng)
-  pre = lambda aux, x, c: features.rf_preactivation_chunk(aux['key'], x, c, chunk, rng)  # noqa: E731
+                 mesh=None, rng: str = 'threefry', resident: bool = False):
+  """loss_fn(x_hat, lean_problem): the streamed projection loss (custom VJP, optional mesh);
+  `resident`: V's row blocks are read from the problem's stored V instead of regenerated."""
+  if resident:
+    pre = lambda aux, x, c: features.rf_rows_preactivation_chunk(aux['v'], x, c, chunk)  # noqa: E731
+    source = 'v'
+  else:
+    pre = lambda aux, x, c: features.rf_preactivation_chunk(aux['key'], x, c, chunk, rng)  # noqa: E731
+    source = 'key'
   post = lambda aux, z, c: features.rf_activate_chunk(z, c, chunk, activation, aux['p'])  # noqa: E731
+  chunk_fn = lambda aux, x, c: post(aux, pre(aux, x, c), c)  # noqa: E731
   loss = projection_streamed.make_streamed_projection_loss(
       chunk_fn, jitter=jitter, residual=residual, mesh=mesh, split_fn=(pre, post))
-  return lambda x, prob: loss(x, prob['theta'], {'key': prob['key'], 'p': prob['p']})
+  return lambda x, prob: loss(x, prob['theta'], {source: prob[source], 'p': prob['p']})
 
 
 def rf_rows(x_hat: Array, problem: Dict[str, Array], *, activation: str
@@ -273,8 +283,15 @@ def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
 
 def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                              resuming: bool = False) -> Dict[str, Any]:
-  """Memory-lean random features: V is regenerated chunk by chunk from its key, never stored."""
+  """Memory-lean random features: V is regenerated chunk by chunk from its key, never stored
+  (victim.feature_mode 'lean'), or stored and streamed in blocks of its rows ('blocked': one
+  read of V per pass instead of its regeneration, GEMMs of the chunk's shape)."""
   t0 = time.time()
+  resident = cfg.victim.feature_mode == 'blocked'
+  if resident and cfg.victim.feature_shards > 1:
+    raise ExperimentError(f'victim.feature_shards: {cfg.victim.feature_shards} with feature_mode '
+                          "'blocked' (V is stored on one device); accepted: 1, or feature_mode "
+                          "'lean'")
   if cfg.victim.checkpoint:
     raise ExperimentError('victim.checkpoint: attacking a saved model uses dense features; '
                           "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
@@ -298,14 +315,14 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   rng = cfg.victim.weight_rng
   problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
       k, x, y, p=cfg.victim.p, activation=cfg.victim.activation, chunk=chunk,
-      n_chunks=n_chunks, rng=rng))(keys, x_true, y)
+      n_chunks=n_chunks, rng=rng, resident=resident))(keys, x_true, y)
   residual = lean_residual(cfg, dtype)
   if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
                          cfg.attack.n_candidates, cfg.data.d):
     logging.info('sign quotient: not on memory-lean features (its basis is p x d, as V); the '
                  'plain projection loss, with its sign traps for n > d (docs/random_features.md)')
   loss_fn = rf_lean_loss(activation=cfg.victim.activation, chunk=chunk, jitter=cfg.attack.jitter,
-                         residual=residual, mesh=mesh, rng=rng)
+                         residual=residual, mesh=mesh, rng=rng, resident=resident)
   feature_fn = features.rf_feature_map_lean(  # exact derivatives; blocks for the certificate
       problem['key'], features.exact_forward(cfg.victim.activation), cfg.victim.p, chunk,
       dtype, rng)
@@ -314,9 +331,11 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                                                    cfg.victim.p, rng),
       x, n_chunks, problem['key']))
   p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
-  logging.info('memory-lean features: V (%.0f MB, %s) regenerated in %d chunks of %d rows on '
-               '%d device(s); residual %s', p * d * jnp.dtype(dtype).itemsize / 2 ** 20,
-               rng, n_chunks, chunk, shards, residual)
+  logging.info('%s features: V (%.0f MB, %s) %s in %d chunks of %d rows on %d device(s); '
+               'residual %s', 'blocked' if resident else 'memory-lean',
+               p * d * jnp.dtype(dtype).itemsize / 2 ** 20, rng,
+               'stored, streamed' if resident else 'regenerated', n_chunks, chunk, shards,
+               residual)
   train_mse = float(problem.pop('train_mse'))
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
                n, d, p, p / (d * n), train_mse)
@@ -332,7 +351,8 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
                   certify_theta=problem['theta'].reshape(-1)[:cfg.victim.p])
   return reconstruct_and_report(
       cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
-      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=True,
+      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=not resident,
+                         feature_blocks=resident,
                          sign_quotient_dims=0,
                          **precision.check_victim(train_mse, y, n, p, cfg.run.dtype)),
       threat_model=RF_THREAT_MODEL)
