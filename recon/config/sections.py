@@ -1,18 +1,24 @@
-"""The settings of the attack's rescue steps and refiners: one typed, frozen definition each.
+"""The config's sections, each field defined once: a typed, frozen definition per section.
 
 A class here is the one definition of its config section: every field's default and what it
-accepts (a `Spec`). configs/base.py takes its defaults from it (`Escalate.defaults()`), the
-validator its Specs (`Escalate.specs()`), and the consumer the whole value, read once from
-the validated section (`Escalate.from_section(cfg.attack.escalate)`), with no defaults of its
-own (tests/test_config.py walks the consumers' signatures):
+accepts (a `Spec`), its comment saying what it is. configs/base.py takes its defaults from it
+(`Attack.defaults()`), the validator its Specs (`Attack.specs()`, recon/config/schema.py), and a
+consumer the whole value, read once from the validated section
+(`Escalate.from_section(cfg.attack.escalate)`), with no defaults of its own
+(tests/test_config.py walks the consumers' signatures):
 
-  attack.reseed    Reseed    recon.attack.rescue.reseed.Reseeder
-  attack.escalate  Escalate  recon.attack.rescue.escalate.Escalator
-  attack.pursue    Pursue    recon.attack.rescue.pursuit.PursuitStep
-  attack.swap      Swap      recon.attack.rescue.swap.SwapStep
-  attack.cut       Cut       recon.attack.rescue.cut.CutStep
-  attack.polish    Polish    recon.certify.rung.certify_or_polish
-  attack.split     Split     recon.attack.splitting.Splitter
+  data             Data
+  victim           Victim     (victim.train: Train, victim.train.dp: DP)
+  attack           Attack     with the sections of its rescue steps and refiners:
+  attack.reseed    Reseed     recon.attack.rescue.reseed.Reseeder
+  attack.escalate  Escalate   recon.attack.rescue.escalate.Escalator
+  attack.pursue    Pursue     recon.attack.rescue.pursuit.PursuitStep
+  attack.swap      Swap       recon.attack.rescue.swap.SwapStep
+  attack.cut       Cut        recon.attack.rescue.cut.CutStep
+  attack.polish    Polish     recon.certify.rung.certify_or_polish
+  attack.split     Split      recon.attack.splitting.Splitter
+  run              Run
+  leak_width       LeakWidth  (pipeline 'leak_width', recon/audit/leak_width.py)
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from typing import Any, Dict, Optional, Type, TypeVar
 
 import ml_collections
 
+from recon import registry
 from recon.config import choices
 from recon.config.spec import Spec
 
@@ -329,9 +336,187 @@ class LeakWidth(Section):
   model: str = setting('trend', Spec(str, choices=choices.LEAK_MODELS))
 
 
+@dataclasses.dataclass(frozen=True)
+class Data(Section):
+  """The training set (recon/data): synthetic_sphere 10 x 10, labels with noise 0.5."""
+  # a registered data set (recon/data: recon.registry.names('dataset'))
+  name: str = setting('synthetic_sphere', Spec(str, choices=lambda: registry.names('dataset')))
+  # a folder of downloaded files (cifar10, ...); None: the default cache
+  dir: Optional[str] = setting(None, Spec(str, optional=True))
+  # name 'file': the auditor's own training set, an .npz holding 'x' (n, d) or (n, H, W[, C])
+  # and optionally 'y' (n,) (recon/data/auditor.py; docs/audit.md)
+  path: Optional[str] = setting(None, Spec(str, optional=True))
+  n: Optional[int] = setting(10, Spec(int, low=1, optional=True))  # name 'file': None = its length
+  d: Optional[int] = setting(10, Spec(int, low=1, optional=True))  # name 'file': None = its row size
+  # the classes kept (None: the data set's own choice; checked against the data set by data.load)
+  classes: Optional[tuple] = setting(None, Spec((tuple, list), optional=True))
+  # Classes of the labels: 1 = one scalar target; the KKT attacks need >= 2 (2: binary +-1).
+  num_classes: int = setting(1, _count())
+  image_size: Optional[int] = setting(None, Spec(int, low=1, optional=True))  # None: native
+  # NHWC shape of a row for conv / ViT victims (None: flat)
+  image_shape: Optional[tuple] = setting(None, Spec((tuple, list), optional=True))
+  grayscale: bool = setting(False, Spec(bool))
+  preprocess: str = setting('sphere', Spec(str, choices=choices.PREPROCESS))  # sphere: on the sqrt(d)-sphere
+  label_noise: float = setting(0.5, Spec(float, low=0.0))  # synthetic labels: y = noise * N(0, 1)
+  # synthetic_subspace: the dimension k of its subspace
+  planted_dim: Optional[int] = setting(None, Spec(int, low=1, optional=True))
+  # KKT binary labels from two classes, or 'parity' of the class
+  binary_rule: str = setting('classes', Spec(str, choices=choices.BINARY_RULES))
+
+
+@dataclasses.dataclass(frozen=True)
+class Victim(Section):
+  """The model under attack: random features p = 1000, relu+tanh; the GD trainer's defaults."""
+  # a registered victim (recon.registry.names('victim'))
+  name: str = setting('random_features', Spec(str, choices=lambda: registry.names('victim')))
+  p: int = setting(1000, _count())  # random features: the number of features
+  width: int = setting(250, _count())  # trained networks: hidden width
+  depth: int = setting(1, _count())  # hidden layers / blocks
+  activation: str = setting('relu_tanh', Spec(str, choices=choices.ACTIVATIONS))
+  # backward sigmoid(alpha z) of 'relu_smooth'
+  act_alpha: float = setting(50.0, Spec(float, low=0.0, low_open=True))
+  # homogeneous MLP: initial weight scale (hidden layers)
+  init_scale: float = setting(0.2, Spec(float, low=0.0, low_open=True))
+  # homogeneous MLP: initial weight scale of the first layer
+  first_init_scale: float = setting(1.0, Spec(float, low=0.0, low_open=True))
+  num_heads: int = setting(2, _count())  # ViT
+  patch_size: int = setting(2, _count())  # ViT
+  # ResNet / ViT: 'mean' or 'flatten' the tokens / pixels before the head
+  pool: str = setting('mean', Spec(str, choices=choices.POOLS))
+  # 'zeros': W_L(0) = 0 (the original ViT's convention)
+  head_init: str = setting('fan_in', Spec(str, choices=choices.HEAD_INITS))
+  # Random features: V is regenerated chunk by chunk from its key (never stored) when p*d
+  # exceeds the budget, or always with feature_mode='lean' / feature_shards > 1
+  # (recon/objectives/projection_streamed.py).
+  feature_mode: str = setting('auto', Spec(str, choices=choices.FEATURE_MODES))
+  feature_memory_budget_mb: float = setting(1024.0, Spec(float, low=0.0, low_open=True))
+  feature_chunk: int = setting(4096, _count())
+  # auto | two_pass | gram | stored (docs/performance.md)
+  feature_residual: str = setting('auto', Spec(str, choices=('auto',) + choices.RESIDUAL_MODES))
+  feature_shards: int = setting(1, _count())
+  # Generator of V: 'threefry' (jax.random, per-row fold_in), 'hash' (counter-based hash +
+  # erfinv) or 'hash_box_muller' (counter hash + Box-Muller: same distribution, the cheapest
+  # to regenerate; use it for lean runs).
+  weight_rng: str = setting('threefry', Spec(str, choices=choices.WEIGHT_RNGS))
+  # A saved model (recon.model/1 folder, or a run's workdir) to attack instead of training one.
+  checkpoint: Optional[str] = setting(None, Spec(str, optional=True))
+  # Its format: 'recon' (a recon.model/1 folder or a run's workdir), 'orbax' (a params tree
+  # saved by orbax), 'msgpack' (flax.serialization), 'safetensors' (a PyTorch MLP's
+  # state_dict, victim 'torch_mlp'); recon/models/foreign.py, docs/audit.md.
+  format: str = setting('recon', Spec(str, choices=choices.FORMATS))
+  # the initial params, same format (attacks using W(0))
+  init_checkpoint: Optional[str] = setting(None, Spec(str, optional=True))
+  # the attacked parameter collection (None: the last one, the head)
+  layer: Optional[str] = setting(None, Spec(str, optional=True))
+  # victim 'flax_module': 'package.module:ClassName', and its constructor arguments (JSON values)
+  module: Optional[str] = setting(None, Spec(str, optional=True))
+  module_kwargs: Optional[dict] = setting(
+      None, Spec((dict, ml_collections.ConfigDict), optional=True))
+  train: Train = subsection(Train)  # GD training and its defences
+  # Gaussian noise on the released trained weights (random features: on theta*, output
+  # perturbation), relative: noise norm ~ release_noise * ||W|| per array; 0: off.
+  release_noise: float = setting(0.0, Spec(float, low=0.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class Attack(Section):
+  """The objective, the optimiser and its rescue steps (each a sub-section defined above)."""
+  # a registered objective (recon.registry.names('objective'))
+  objective: str = setting('projection', Spec(str, choices=lambda: registry.names('objective')))
+  # None: n (2n for the KKT attacks)
+  n_candidates: Optional[int] = setting(None, Spec(int, low=1, optional=True))
+  optimizer: str = setting('sgd', Spec(str, choices=choices.OPTIMIZERS))
+  lr: float = setting(5.0, Spec(float, low=0.0, low_open=True))
+  momentum: float = setting(0.9, Spec(float, low=0.0, high=0.999999))  # SGD's momentum, Adam's b1
+  # 'cosine': lr -> lr * final_ratio over decay_steps
+  schedule: str = setting('constant', Spec(str, choices=choices.SCHEDULES))
+  # None: max_steps
+  decay_steps: Optional[int] = setting(None, Spec(int, low=1, high=STEPS_MAX, optional=True))
+  final_ratio: float = setting(0.05, Spec(float, low=0.0, high=1.0))
+  max_steps: int = setting(20000, Spec(int, low=1, high=STEPS_MAX))
+  tol: float = setting(1e-7, Spec(float, low=0.0))  # stop when the loss is below
+  jitter: float = setting(1e-6, Spec(float, low=0.0))  # ridge of the projection's Gram solve
+  # Steps of iterative refinement of the projection's coefficients on the explicit residual
+  # (random features, dense): the loss then tends to the ridge-free one, without its floor.
+  refine: int = setting(0, Spec(int, low=0, high=100))
+  # Random features with a relu-like activation (odd part linear; sigmoid-like: even part
+  # constant): the features with the compensating space projected out, blind to every row's
+  # sign (recon/attack/sign_quotient.py; dense features only). 'auto': when n_candidates > d (the
+  # sign traps), 'on': always, 'off': the papers' plain loss.
+  sign_quotient: str = setting('auto', Spec(str, choices=choices.SIGN_QUOTIENT))
+  lbfgs_memory: int = setting(10, _count())  # optimizer 'lbfgs'
+  lbfgs_linesearch_steps: int = setting(20, _count())
+  # Trained networks: which parameters are read and what the attacker knows.
+  # 'init_and_trained' / 'midpoint' need knows_init
+  jacobian_at: str = setting('trained', Spec(str, choices=choices.JACOBIAN_AT))
+  # The initial parameters W(0): None = known whenever they are given (a model recon trains, a
+  # recon checkpoint holding them, victim.init_checkpoint); True = required (refused without
+  # them); False = ignored even when given (one log line says so). recon.config.validate.knows_init.
+  knows_init: Optional[bool] = setting(None, Spec(bool, optional=True))
+  # The adaptive attack against weight decay (docs/defences.md): True adds the initial head
+  # W_L(0) to the features' span (projected out of theta and of every feature row), since
+  # GD with decay leaves -(1 - (1 - lr wd)^T) W_L(0) in W_L(T) - W_L(0). Needs knows_init.
+  init_in_span: bool = setting(False, Spec(bool))
+  knows_n: bool = setting(True, Spec(bool))
+  # Subspace-aware reconstruction (objective 'unified'; recon/attack/data_subspace.py,
+  # recon/pipelines/subspace.py; docs/subspace.md): 'none' | 'known' | 'estimated' (from dW1).
+  subspace: str = setting('none', Spec(str, choices=choices.SUBSPACE_MODES))
+  # None: automatic (largest gap) / the known basis' k
+  subspace_dim: Optional[int] = setting(None, Spec(int, low=1, optional=True))
+  subspace_noise_floor: float = setting(1e-3, Spec(float, low=0.0, low_open=True, high=1.0))
+  # 'trained' | 'initial' | 'both' (W1 moves during training)
+  gradient_at: str = setting('trained', Spec(str, choices=choices.GRADIENT_AT))
+  # or 'joint' (free alpha, warm-started at its optimum)
+  alpha_mode: str = setting('closed_form', Spec(str, choices=choices.ALPHA_MODES))
+  # KKT attacks on homogeneous MLPs (recon/pipelines/kkt.py; docs/kkt.md): the attacker's
+  # activation and its backward alpha (None: the victim's).
+  activation: Optional[str] = setting(None, Spec(str, choices=choices.ACTIVATIONS, optional=True))
+  act_alpha: Optional[float] = setting(None, Spec(float, low=0.0, low_open=True, optional=True))
+  # theta | delta (= theta_T - theta_0) | planted
+  kkt_target: str = setting('theta', Spec(str, choices=choices.KKT_TARGETS))
+  kkt_layers: str = setting('all', Spec(str))  # or comma-separated layer names (recon.objectives.kkt)
+  # 'first_layer': candidates in the span of W1's rows
+  candidate_subspace: str = setting('none', Spec(str, choices=choices.CANDIDATE_SUBSPACES))
+  candidate_subspace_rank: Optional[int] = setting(None, Spec(int, low=1, optional=True))  # None: n
+  candidate_init_scale: float = setting(1.0, Spec(float, low=0.0, low_open=True))
+  lambda_min: float = setting(0.0, Spec(float, low=0.0))
+  # projection (clip) | penalty (lambda_weight relu(.)^2)
+  lambda_constraint: str = setting('projection', Spec(str, choices=choices.LAMBDA_CONSTRAINTS))
+  lambda_weight: float = setting(5.0, Spec(float, low=0.0))
+  lambda_init: str = setting('lstsq', Spec(str, choices=choices.LAMBDA_INITS))  # or 'uniform'
+  # 'eliminate': variable projection
+  lambda_solve: str = setting('optimize', Spec(str, choices=choices.LAMBDA_SOLVES))
+  # sphere (radius = median data norm) | box (penalty) | none
+  prior: str = setting('sphere', Spec(str, choices=choices.PRIORS))
+  prior_bound: float = setting(1.0, Spec(float, low=0.0, low_open=True))
+  prior_weight: float = setting(1.0, Spec(float, low=0.0))
+  residual_weights: str = setting('none', Spec(str, choices=choices.RESIDUAL_WEIGHTS))
+  # The certificate's Jacobian test (recon/certify/certificate.py): 'auto' picks dense / gram /
+  # matrix_free by size; 'off' computes none, and certification then needs the counting
+  # margin p >= 2 m d (said in the evidence) -- for the papers' CIFAR size, where the
+  # matrix-free test costs minutes of float64 passes over V (docs/random_features.md).
+  certify_jacobian: str = setting('auto', Spec(str, choices=choices.JACOBIAN_METHODS + ('off',)))
+  # Restarts chosen by the blind loss (recon/attack/restarts.py): K candidate sets optimised at
+  # once (vmapped), the one with the lowest loss wins; 1 = one candidate set.
+  restarts: int = setting(1, _count())
+  # The rescue steps (recon/attack/rescue/chain.py), each a registered name with its section below:
+  # 'reseed' and 'escalate' act between chunks of the descent, in this order; 'polish' (the
+  # float64 precision rung) after it, when the certificate fails. () : none.
+  rescue: tuple = setting(('escalate', 'polish'),
+                          Spec((tuple, list), choices=lambda: registry.names('rescue'), each=True))
+  reseed: Reseed = subsection(Reseed)  # blind re-seeding of collapsed candidates
+  escalate: Escalate = subsection(Escalate)  # escalation on a loss plateau
+  pursue: Pursue = subsection(Pursue)  # residual pursuit
+  swap: Swap = subsection(Swap)  # row swaps
+  cut: Cut = subsection(Cut)  # m > n candidates cut to n
+  polish: Polish = subsection(Polish)  # the float64 precision rung
+  split: Split = subsection(Split)  # sample splitting (recon/attack/splitting.py), off
+
+
 # {section path: its definition}: the sections configs/base.py and the validator derive.
 SECTIONS: Dict[str, Type[Section]] = {
     'attack.reseed': Reseed, 'attack.escalate': Escalate, 'attack.pursue': Pursue,
     'attack.swap': Swap, 'attack.cut': Cut, 'attack.polish': Polish, 'attack.split': Split,
-    'victim.train': Train, 'run': Run, 'leak_width': LeakWidth,
+    'victim.train': Train, 'run': Run, 'leak_width': LeakWidth, 'data': Data, 'victim': Victim,
+    'attack': Attack,
 }
