@@ -254,6 +254,11 @@ def init_victim(model, key, sample):
   return variables['params'], {k: v for k, v in variables.items() if k != 'params'}
 
 
+def train_lr_source(train_cfg: ml_collections.ConfigDict) -> str:
+  """Where the victim's GD step size comes from (victim.train.lr, or None: the automatic one)."""
+  return 'config' if train_cfg.lr is not None else 'auto: 1 / lambda_max(J^T J / n) at init'
+
+
 def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
                   meta: Dict[str, Any], dtype, record: Dict[str, Any]):
   """Trains config.victim.name on the full batch; a ModelCheckpoint (initial and trained params,
@@ -268,10 +273,9 @@ def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, 
 
   targets = train.make_targets(cfg.victim.train.loss, y, c, dtype)
   lr = cfg.victim.train.lr
-  lr_source = 'config'
+  lr_source = train_lr_source(cfg.victim.train)
   if lr is None:
     lr = train.auto_learning_rate(apply, params0, x_true)
-    lr_source = 'auto: 1 / lambda_max(J^T J / n) at init'
   momentum, t = cfg.victim.train.momentum, cfg.victim.train
   logging.info('training %s (width %d, p_L %d = %.3g dn) on %s with lr %.3g (%s), momentum %g',
                cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), t.loss, lr, lr_source,

@@ -216,8 +216,7 @@ def record(pt, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.ndarray]
   result.update({
       'model': cfg.victim.name, 'width': cfg.victim.width, 'num_classes': cfg.data.num_classes,
       'p_L': out['p_l'], 'p_L_over_dn': out['p_l'] / (d * n), 'train_lr': float(out['train_lr'][i]),
-      'train_lr_source': 'config' if t.lr is not None else
-                         'auto: 1 / lambda_max(J^T J / n) at init',
+      'train_lr_source': net.train_lr_source(t),
       'train_steps': steps, 'train_final_loss': final,
       'train_reached_tol': bool(np.isfinite(final) and final <= t.tol),
       'train_finite': bool(out['train_finite'][i]) and bool(np.isfinite(final)),
