@@ -49,6 +49,18 @@ _ORIGINS: Dict[Tuple[str, str], str] = {}
 # here: this module stays importable first, from any module, with no import circle.
 BUILTINS = ('recon.pipelines', 'recon.audit.leak_width')
 _builtins_state = {'loaded': False}
+# The names BUILTINS register, known without importing them: what a config may name, read by
+# the validator (`known_names`), so validating a config imports no model code. tests/test_config.py
+# checks that BUILTINS register exactly these.
+BUILTIN_NAMES = {
+    'victim': ('flax_module', 'homogeneous_mlp', 'random_features', 'random_features_gd',
+               'resnet', 'torch_mlp', 'two_layer', 'vit'),
+    'objective': ('kkt_binary', 'kkt_general', 'kkt_multiclass', 'projection', 'unified'),
+    'dataset': ('cifar10', 'digits', 'file', 'lfw_faces', 'mnist', 'photo_patches',
+                'synthetic_sphere', 'synthetic_subspace'),
+    'pipeline': ('kkt', 'leak_width', 'networks', 'random_features', 'subspace'),
+    'rescue': ('cut', 'escalate', 'polish', 'pursue', 'reseed', 'swap'),
+}
 
 
 class RegistryError(ReconError, ValueError):
@@ -204,6 +216,12 @@ def load_builtins() -> None:
 def names(kind: str) -> Tuple[str, ...]:
   """The registered names of a kind, sorted (registration order depends on import order)."""
   return tuple(sorted(_table(kind, read=True)))
+
+
+def known_names(kind: str) -> Tuple[str, ...]:
+  """The built-in names of a kind and those registered since (a user's, a test's toy), sorted,
+  without importing the built-ins (what the validator accepts)."""
+  return tuple(sorted(set(BUILTIN_NAMES[kind]) | set(_table(kind))))
 
 
 def lookup(kind: str, name: str) -> Any:

@@ -5,7 +5,7 @@ act on a name read the same tuple, so validating a config imports no model code.
 module keeps a table keyed by the names (`recon.models.features.ACTIVATIONS`, the head
 initialisers of `recon.models.networks`), tests/test_config.py checks that its keys are these.
 Names registered at run time (victims, objectives, data sets, rescue steps, pipelines) are
-the registry's (`recon.registry.names`), not listed here.
+the registry's (`recon.registry.known_names`), not listed here.
 """
 
 DTYPES = ('float32', 'float64')

@@ -5,7 +5,7 @@ A config is in sections (`data`, `victim`, `attack`, `run`, `leak_width`, plus `
 each section's one definition (recon/config/sections.py, where configs/base.py takes the
 defaults from too), and `FIELDS` the same flattened by dotted path ('data.n',
 'attack.escalate.window', 'seed'). Names a field accepts come from the registry's name lists
-(`recon.registry.names`: victims, objectives, data sets, rescue steps, pipelines) or from
+(`recon.registry.known_names`: victims, objectives, data sets, rescue steps, pipelines) or from
 recon/config/choices.py: validating a config imports no model code. `SWEEP_*` name the fields a
 `config.sweep` may vary, vectorised or one compiled group per value (recon/sweep/grid.py).
 """
@@ -27,7 +27,7 @@ SCHEMA: Dict[str, Any] = {
     'name': Spec(str),
     'seed': Spec(int, low=0, high=SEED_MAX),
     # None: the victim's / objective's pipeline (recon.config.routes); a registered name runs that one
-    'pipeline': Spec(str, optional=True, choices=lambda: registry.names('pipeline')),
+    'pipeline': Spec(str, optional=True, choices=lambda: registry.known_names('pipeline')),
     'data': sections.Data.specs(),
     'victim': sections.Victim.specs(),  # with victim.train and victim.train.dp
     'attack': sections.Attack.specs(),  # with the rescue steps' and sample splitting's sections

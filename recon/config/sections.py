@@ -340,7 +340,7 @@ class LeakWidth(Section):
 class Data(Section):
   """The training set (recon/data): synthetic_sphere 10 x 10, labels with noise 0.5."""
   # a registered data set (recon/data: recon.registry.names('dataset'))
-  name: str = setting('synthetic_sphere', Spec(str, choices=lambda: registry.names('dataset')))
+  name: str = setting('synthetic_sphere', Spec(str, choices=lambda: registry.known_names('dataset')))
   # a folder of downloaded files (cifar10, ...); None: the default cache
   dir: Optional[str] = setting(None, Spec(str, optional=True))
   # name 'file': the auditor's own training set, an .npz holding 'x' (n, d) or (n, H, W[, C])
@@ -368,7 +368,7 @@ class Data(Section):
 class Victim(Section):
   """The model under attack: random features p = 1000, relu+tanh; the GD trainer's defaults."""
   # a registered victim (recon.registry.names('victim'))
-  name: str = setting('random_features', Spec(str, choices=lambda: registry.names('victim')))
+  name: str = setting('random_features', Spec(str, choices=lambda: registry.known_names('victim')))
   p: int = setting(1000, _count())  # random features: the number of features
   width: int = setting(250, _count())  # trained networks: hidden width
   depth: int = setting(1, _count())  # hidden layers / blocks
@@ -422,7 +422,7 @@ class Victim(Section):
 class Attack(Section):
   """The objective, the optimiser and its rescue steps (each a sub-section defined above)."""
   # a registered objective (recon.registry.names('objective'))
-  objective: str = setting('projection', Spec(str, choices=lambda: registry.names('objective')))
+  objective: str = setting('projection', Spec(str, choices=lambda: registry.known_names('objective')))
   # None: n (2n for the KKT attacks)
   n_candidates: Optional[int] = setting(None, Spec(int, low=1, optional=True))
   optimizer: str = setting('sgd', Spec(str, choices=choices.OPTIMIZERS))
@@ -503,7 +503,7 @@ class Attack(Section):
   # 'reseed' and 'escalate' act between chunks of the descent, in this order; 'polish' (the
   # float64 precision rung) after it, when the certificate fails. () : none.
   rescue: tuple = setting(('escalate', 'polish'),
-                          Spec((tuple, list), choices=lambda: registry.names('rescue'), each=True))
+                          Spec((tuple, list), choices=lambda: registry.known_names('rescue'), each=True))
   reseed: Reseed = subsection(Reseed)  # blind re-seeding of collapsed candidates
   escalate: Escalate = subsection(Escalate)  # escalation on a loss plateau
   pursue: Pursue = subsection(Pursue)  # residual pursuit

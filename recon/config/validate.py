@@ -157,19 +157,21 @@ def knows_init(setting: Optional[bool], initial_given: bool) -> bool:
 def check_defences(fields: Dict[str, Any]) -> None:
   """The defences (victim.train.dp, victim.release_noise) apply to the victims they name,
   trained here (no victim.checkpoint, not the subspace pipeline); DP needs one noise source;
-  the adaptive attack against weight decay (attack.init_in_span) needs a network's W_L(0)."""
+  the adaptive attack against weight decay (attack.init_in_span) needs a network's W_L(0).
+  The registry's entries are read only where a defence is on (a config without one imports no
+  model code)."""
   model, noise = fields['victim.name'], fields['victim.release_noise']
   dp_on = fields['victim.train.dp.mode'] == 'on'
   if dp_on and model not in trained_networks():
     raise ConfigError(f"config.victim.train.dp.mode: 'on' for victim.name {model!r}; accepted: "
                       f"'on' with victim.name in {', '.join(trained_networks())}, else 'off'")
-  released = ('random_features',) + trained_networks()  # victim.release_noise applies to
+  released = (('random_features',) + trained_networks()) if noise > 0 else ()  # noise applies to
   if noise > 0 and model not in released:
     raise ConfigError(f'config.victim.release_noise: {noise!r} for victim.name {model!r}; '
                       f'accepted: 0, or > 0 with victim.name in {", ".join(released)}')
-  subspace = (registry.lookup('objective', fields['attack.objective']).pipeline == routes.SUBSPACE
-              or fields['attack.subspace'] != 'none'
-              or fields['attack.alpha_mode'] != 'closed_form')
+  subspace = (dp_on or noise > 0) and (
+      registry.lookup('objective', fields['attack.objective']).pipeline == routes.SUBSPACE
+      or fields['attack.subspace'] != 'none' or fields['attack.alpha_mode'] != 'closed_form')
   for why, field in ((subspace, 'attack.objective'), (fields['victim.checkpoint'],
                                                        'victim.checkpoint')):
     if (dp_on or noise > 0) and why:
@@ -181,7 +183,8 @@ def check_defences(fields: Dict[str, Any]) -> None:
   if dp_on and len(given) != 1:
     raise ConfigError(f"config.victim.train.dp: {' and '.join(given) or 'neither'} of "
                       "noise_multiplier, target_epsilon given with mode 'on'; accepted: one")
-  networks = tuple(n for n, v in registry.items('victim') if v.pipeline == routes.NETWORKS)
+  networks = (tuple(n for n, v in registry.items('victim') if v.pipeline == routes.NETWORKS)
+              if fields['attack.init_in_span'] else ())
   if fields['attack.init_in_span'] and (fields['attack.knows_init'] is False
                                        or model not in networks):
     raise ConfigError(f'config.attack.init_in_span: True for victim.name {model!r} with '
