@@ -176,7 +176,8 @@ def register(kind: str, name: str, entry: Any) -> Any:
   if name in table and table[name] is not entry:
     raise RegistryError(f'{kind} {name!r}: registered twice; accepted: one registration per name')
   table[name] = entry
-  _ORIGINS[(kind, name)] = sys._getframe(1).f_globals.get('__name__', '')  # pylint: disable=protected-access
+  caller = sys._getframe(1)  # pylint: disable=protected-access
+  _ORIGINS[(kind, name)] = caller.f_globals.get('__name__', '')
   return entry
 
 

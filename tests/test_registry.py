@@ -94,7 +94,8 @@ def _identifiers(node):
     return _identifiers(node.value) + [node.attr]
   if isinstance(node, ast.Subscript):
     key = node.slice
-    keys = key.value.split('.') if isinstance(key, ast.Constant) and isinstance(key.value, str) else []
+    text = isinstance(key, ast.Constant) and isinstance(key.value, str)
+    keys = key.value.split('.') if text else []
     return _identifiers(node.value) + keys
   if isinstance(node, ast.Call):
     return _identifiers(node.func)

@@ -29,6 +29,7 @@ training and the vmapped attack. A point's metrics are the single run's
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Dict, Tuple
 
@@ -58,13 +59,8 @@ def is_kkt(cfg: ml_collections.ConfigDict) -> bool:
 
 def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   """One-line ConfigError for what a KKT sweep cannot vectorise (before any compute)."""
-  def refuse(field, value, accepted):
-    raise config_lib.ConfigError(f'config.{field}: {value!r} is not supported in sweeps of the '
-                                 f'KKT pipeline; accepted: {accepted}')
-  for axis in sweep_axis.WIDTH_AXES:
-    if axis in swept:
-      refuse(f'sweep.{axis}', 'swept', 'sweep.victim.width (victim.p is the random-features '
-             'width)')
+  refuse = functools.partial(sweep_axis.refuse, 'the KKT pipeline')
+  sweep_axis.refuse_width_axes('the KKT pipeline', swept)
   if cfg.victim.checkpoint:
     refuse('victim.checkpoint', cfg.victim.checkpoint, "'' (a victim trained here; attack a "
            'saved model in a single run)')
@@ -153,8 +149,8 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   loss_fn, decode = first.loss_fn, first.decode or (lambda s: s)
   kkt_kind = pk.kkt_labels(cfg.attack) or kind
   problems, x0, cargs = jax.device_put(
-      (sweep_axis.stack([a.problem for a in attacks]), sweep_axis.stack([a.x0 for a in attacks]), sweep_axis.stack(cargs)),
-      batched)
+      (sweep_axis.stack([a.problem for a in attacks]), sweep_axis.stack([a.x0 for a in attacks]),
+       sweep_axis.stack(cargs)), batched)
 
   def setup(x0_i, prob, args, lr_i, momentum):
     return optimize.init_state(x0_i, driver.make_optimizer(cfg.attack, lr_i, momentum), loss_fn,

@@ -26,6 +26,7 @@ off each victim's dW1, a shape per point). Any objective registered for the netw
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Dict, Tuple
 
@@ -57,13 +58,8 @@ def is_network(cfg: ml_collections.ConfigDict) -> bool:
 
 def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   """One-line ConfigError for what a network sweep cannot vectorise (before any compute)."""
-  def refuse(field, value, accepted):
-    raise config_lib.ConfigError(f'config.{field}: {value!r} is not supported in sweeps of '
-                                 f'network victims; accepted: {accepted}')
-  for axis in sweep_axis.WIDTH_AXES:
-    if axis in swept:
-      refuse(f'sweep.{axis}', cfg.victim.name, "sweep.victim.width (victim.p is the "
-             "random-features width)")
+  refuse = functools.partial(sweep_axis.refuse, 'network victims')
+  sweep_axis.refuse_width_axes('network victims', swept)
   if registry.lookup('victim', cfg.victim.name).build is None or cfg.victim.checkpoint:
     refuse('victim.name', cfg.victim.name, 'a victim trained here (two_layer, resnet, vit, '
            'random_features_gd), not a saved model')
