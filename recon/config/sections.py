@@ -227,9 +227,11 @@ class Polish(Section):
 @dataclasses.dataclass(frozen=True)
 class Split(Section):
   """Sample splitting (recon/attack/splitting.py; docs/kkt.md, "Sample splitting"), off."""
-  mode: str = setting('none', Spec(str, choices=choices.SPLIT_MODES))  # 'every' K steps, or on a 'plateau'
+  # 'every' K steps, or on a 'plateau' of the loss
+  mode: str = setting('none', Spec(str, choices=choices.SPLIT_MODES))
   every: int = setting(2000, _count())  # K (and the minimum gap between two rounds)
-  plateau_window: int = setting(1000, _count())  # steps over which the relative decrease is measured
+  # steps over which the relative decrease is measured
+  plateau_window: int = setting(1000, _count())
   plateau_tol: float = setting(1e-3, Spec(float, low=0.0))  # plateau: relative decrease below this
   budget: int = setting(8, _count(0))  # total splits allowed in a run
   max_per_round: int = setting(2, _count())  # splits per round (most negative eigenvalues first)
@@ -242,7 +244,8 @@ class Split(Section):
   eps_max: float = setting(0.3, Spec(float, low=0.0, low_open=True))
   eps_grid: int = setting(16, _count())  # log-spaced eps values tried (one eps per round)
   merge_tol: float = setting(1e-3, Spec(float, low=0.0))  # merge children closer than this
-  require_decrease: bool = setting(True, Spec(bool))  # reject a round whose best eps does not lower the loss
+  # reject a round whose best eps does not lower the loss
+  require_decrease: bool = setting(True, Spec(bool))
 
 
 
@@ -340,7 +343,8 @@ class LeakWidth(Section):
 class Data(Section):
   """The training set (recon/data): synthetic_sphere 10 x 10, labels with noise 0.5."""
   # a registered data set (recon/data: recon.registry.names('dataset'))
-  name: str = setting('synthetic_sphere', Spec(str, choices=lambda: registry.known_names('dataset')))
+  name: str = setting('synthetic_sphere',
+                      Spec(str, choices=lambda: registry.known_names('dataset')))
   # a folder of downloaded files (cifar10, ...); None: the default cache
   dir: Optional[str] = setting(None, Spec(str, optional=True))
   # name 'file': the auditor's own training set, an .npz holding 'x' (n, d) or (n, H, W[, C])
@@ -356,7 +360,8 @@ class Data(Section):
   # NHWC shape of a row for conv / ViT victims (None: flat)
   image_shape: Optional[tuple] = setting(None, Spec((tuple, list), optional=True))
   grayscale: bool = setting(False, Spec(bool))
-  preprocess: str = setting('sphere', Spec(str, choices=choices.PREPROCESS))  # sphere: on the sqrt(d)-sphere
+  # 'sphere': rows on the sqrt(d)-sphere
+  preprocess: str = setting('sphere', Spec(str, choices=choices.PREPROCESS))
   label_noise: float = setting(0.5, Spec(float, low=0.0))  # synthetic labels: y = noise * N(0, 1)
   # synthetic_subspace: the dimension k of its subspace
   planted_dim: Optional[int] = setting(None, Spec(int, low=1, optional=True))
@@ -422,7 +427,8 @@ class Victim(Section):
 class Attack(Section):
   """The objective, the optimiser and its rescue steps (each a sub-section defined above)."""
   # a registered objective (recon.registry.names('objective'))
-  objective: str = setting('projection', Spec(str, choices=lambda: registry.known_names('objective')))
+  objective: str = setting('projection',
+                           Spec(str, choices=lambda: registry.known_names('objective')))
   # None: n (2n for the KKT attacks)
   n_candidates: Optional[int] = setting(None, Spec(int, low=1, optional=True))
   optimizer: str = setting('sgd', Spec(str, choices=choices.OPTIMIZERS))
@@ -502,8 +508,8 @@ class Attack(Section):
   # The rescue steps (recon/attack/rescue/chain.py), each a registered name with its section below:
   # 'reseed' and 'escalate' act between chunks of the descent, in this order; 'polish' (the
   # float64 precision rung) after it, when the certificate fails. () : none.
-  rescue: tuple = setting(('escalate', 'polish'),
-                          Spec((tuple, list), choices=lambda: registry.known_names('rescue'), each=True))
+  rescue: tuple = setting(('escalate', 'polish'), Spec(
+      (tuple, list), choices=lambda: registry.known_names('rescue'), each=True))
   reseed: Reseed = subsection(Reseed)  # blind re-seeding of collapsed candidates
   escalate: Escalate = subsection(Escalate)  # escalation on a loss plateau
   pursue: Pursue = subsection(Pursue)  # residual pursuit
