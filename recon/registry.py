@@ -21,6 +21,8 @@ Kinds and their entries:
   pipeline   `Pipeline`: `run(cfg, workdir, dtype, resuming) -> summary` and its checks
   rescue     `Rescue`: a step of `attack.rescue` (recon/attack/rescue/chain.py): its builder and where it
              acts (between chunks of the descent, or after it)
+  sweep      `Sweep`: how a sweep vectorises the victims of a pipeline (recon/sweep/), under
+             that pipeline's name
 
 This module is the lowest layer of the house: it imports nothing of `recon` but the
 error type, so every module can register itself.
@@ -35,10 +37,10 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from recon.errors import ReconError
 
-KINDS = ('victim', 'objective', 'dataset', 'pipeline', 'rescue')
+KINDS = ('victim', 'objective', 'dataset', 'pipeline', 'rescue', 'sweep')
 # The config field that names an entry of each kind (used in error messages).
 FIELD = {'victim': 'victim.name', 'objective': 'attack.objective', 'dataset': 'data.name',
-         'pipeline': 'pipeline', 'rescue': 'attack.rescue'}
+         'pipeline': 'pipeline', 'rescue': 'attack.rescue', 'sweep': 'victim.name (its pipeline)'}
 
 _TABLES: Dict[str, Dict[str, Any]] = {kind: {} for kind in KINDS}
 # (kind, name) -> the module whose `register` call added it: the one place that may compare a
@@ -168,6 +170,28 @@ class Rescue:
   build: Optional[Callable[[Any, Any], Any]] = None
   stage: str = 'descent'
   batched: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+  """How a sweep (recon/sweep/grid.py) vectorises the victims of one pipeline, registered under
+  the pipeline's name and looked up by the victim's.
+
+  check      (one point's resolved config, the swept field paths) -> None: one-line
+             ConfigError for what it cannot vectorise, before any compute
+  run_group  (group, *, devices, log_every_seconds, label) -> the group's per-point arrays,
+             as one jit(vmap(...)) program
+  record     (point, run_group's arrays, i) -> (point i's record, its candidates)
+  trains     it trains the group's victims (a point's memory is its single run's estimate;
+             no saved features to recertify)
+  resumable  run_group also takes `partial` (recon.sweep.store.Partial): its running descent
+             is saved and resumed
+  """
+  check: Callable[..., None]
+  run_group: Callable[..., Dict[str, Any]]
+  record: Callable[..., Tuple[Dict[str, Any], Any]]
+  trains: bool = True
+  resumable: bool = False
 
 
 def register(kind: str, name: str, entry: Any) -> Any:

@@ -27,6 +27,8 @@ def test_every_builtin_name_is_registered_once():
           'photo_patches'} <= set(registry.names('dataset'))
   assert set(registry.names('pipeline')) == {'random_features', 'networks', 'kkt', 'subspace',
                                              'leak_width'}
+  # The pipelines whose victims a sweep vectorises (recon/sweep/).
+  assert set(registry.names('sweep')) == {'random_features', 'networks', 'kkt'}
 
 
 def test_a_second_registration_of_a_name_is_refused():

@@ -132,3 +132,14 @@ def test_a_random_features_width_axis_is_refused(tmp_path):
   c = tiny_config({'victim.p': (10, 20)})
   with pytest.raises(config_lib.ConfigError, match='^config.sweep.victim.p: '):
     sweep.run(c, str(tmp_path / 'run'))
+
+
+@pytest.mark.parametrize('field, value', [('subspace', 'estimated'), ('alpha_mode', 'joint')])
+def test_a_subspace_attack_is_refused(tmp_path, field, value):
+  # The KKT sweep is looked up by the victim's pipeline; a subspace search or a free alpha is
+  # the subspace pipeline's, which a KKT sweep does not run.
+  c = tiny_config({'seed': (0, 1)})
+  c.attack[field] = value
+  with pytest.raises(config_lib.ConfigError,
+                     match=r'^config.attack.subspace / attack.alpha_mode: .* accepted: '):
+    sweep.run(c, str(tmp_path / 'run'))

@@ -40,6 +40,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
+from recon.config import routes
 from recon.config import validate as config_lib
 from recon import data, metrics, registry
 from recon.attack import driver, sign_quotient
@@ -55,8 +56,8 @@ from recon.pipelines import subspace as subspace_pipeline
 from recon.report import scoring as report
 from recon.attack.rescue import chain as rescue
 from recon.sweep import axis as sweep_axis
-from recon.sweep import kkt as sweep_kkt
-from recon.sweep import networks as sweep_networks
+# The networks and KKT sweeps register themselves (`family`).
+from recon.sweep import kkt, networks  # noqa: F401  pylint: disable=unused-import
 from recon.sweep import store as sweep_store
 
 
@@ -107,12 +108,7 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
       cfg.victim.p = _width(cfg, coords['p_over_dn'])
     cfg = victims.resolve(cfg)
     subspace_pipeline.check(cfg.data, cfg.victim, cfg.attack)
-    if sweep_networks.is_network(cfg):
-      sweep_networks.check(cfg, tuple(axes))
-    elif sweep_kkt.is_kkt(cfg):
-      sweep_kkt.check(cfg, tuple(axes))
-    else:
-      _check_random_features(cfg, tuple(axes))
+    family(cfg).check(cfg, tuple(axes))
     _check_batched(cfg)
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
@@ -165,7 +161,7 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
   for g in groups:
     cfg = g.points[0].cfg
     batch = sweep_axis.padded_size(len(g.points), n_devices)
-    trained = sweep_networks.is_network(cfg) or sweep_kkt.is_kkt(cfg)
+    trained = family(cfg).trains
     need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch
             if trained else
             memory.group_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype,
@@ -367,13 +363,15 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   return record, x_hat
 
 
-def _family(cfg: ml_collections.ConfigDict):
-  """(run_group, record) of the module that runs a group of `cfg`'s victims."""
-  if sweep_networks.is_network(cfg):
-    return sweep_networks.run_group, sweep_networks.record
-  if sweep_kkt.is_kkt(cfg):
-    return sweep_kkt.run_group, sweep_kkt.record
-  return run_group, _record
+def family(cfg: ml_collections.ConfigDict) -> registry.Sweep:
+  """The sweep that vectorises `cfg`'s victims: the one registered under its pipeline (this
+  module's for random features, recon/sweep/networks.py, recon/sweep/kkt.py)."""
+  return registry.lookup('sweep', routes.victim_pipeline(cfg.victim))
+
+
+registry.register('sweep', routes.RANDOM_FEATURES, registry.Sweep(
+    check=_check_random_features, run_group=run_group, record=_record, trains=False,
+    resumable=True))
 
 
 def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[str, Any]:
@@ -405,13 +403,13 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       arrays.update(done[gi]['arrays'])
       continue
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
-    run_group_of, record_of = _family(g.points[0].cfg)
+    swept = family(g.points[0].cfg)
     partial = sweep_store.Partial(workdir, gi, config)  # the running descent (random features)
-    out = run_group_of(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
-                       label=label, **({'partial': partial} if run_group_of is run_group else {}))
+    out = swept.run_group(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
+                          label=label, **({'partial': partial} if swept.resumable else {}))
     mine, own_arrays = [], {}
     for i, pt in enumerate(g.points):
-      rec, x_hat = record_of(pt, out, i)
+      rec, x_hat = swept.record(pt, out, i)
       rec['group'] = gi
       mine.append(rec)
       own_arrays[f'x_true_{pt.index}'] = out['x_true'][i]

@@ -40,6 +40,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from recon import registry
 from recon.config import routes
 from recon.config import validate as config_lib
 from recon.attack import driver
@@ -51,11 +52,6 @@ from recon.sweep import axis as sweep_axis
 from recon.certify import symmetry
 from recon.models import train
 from recon.pipelines import kkt as pk
-
-def is_kkt(cfg: ml_collections.ConfigDict) -> bool:
-  """True for a config the KKT pipeline runs (a homogeneous MLP victim)."""
-  return routes.pipeline_name(cfg) == routes.KKT
-
 
 def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   """One-line ConfigError for what a KKT sweep cannot vectorise (before any compute)."""
@@ -70,6 +66,9 @@ def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   if rescue.descent_steps(cfg.attack.rescue):
     refuse('attack.rescue', tuple(cfg.attack.rescue), "() or ('polish',) (the KKT attack's "
            'variables are candidates and duals)')
+  if routes.uses_subspace_pipeline(cfg.attack):
+    refuse('attack.subspace / attack.alpha_mode', (cfg.attack.subspace, cfg.attack.alpha_mode),
+           "('none', 'closed_form') (the subspace pipeline does not attack homogeneous MLPs)")
   pk.check_attack_config(cfg.data, cfg.victim, cfg.attack)
 
 
@@ -201,3 +200,7 @@ def record(pt, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.ndarray]
                   'dtype': cfg.run.dtype})
   record_.update(result)
   return record_, x_hat
+
+
+registry.register('sweep', routes.KKT, registry.Sweep(check=check, run_group=run_group,
+                                                      record=record))

@@ -51,11 +51,6 @@ from recon.models import train
 from recon.objectives import parameter_gradients
 from recon.pipelines import networks as net
 
-def is_network(cfg: ml_collections.ConfigDict) -> bool:
-  """True for a victim of the networks pipeline (a Flax module trained by GD)."""
-  return routes.victim_pipeline(cfg.victim) == routes.NETWORKS
-
-
 def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
   """One-line ConfigError for what a network sweep cannot vectorise (before any compute)."""
   refuse = functools.partial(sweep_axis.refuse, 'network victims')
@@ -227,3 +222,6 @@ def record(pt, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.ndarray]
   rec.update(result)
   return rec, x_hat
 
+
+registry.register('sweep', routes.NETWORKS, registry.Sweep(check=check, run_group=run_group,
+                                                           record=record))

@@ -31,8 +31,6 @@ from recon.runtime import io, machine
 from recon.attack import optimiser as optimize
 from recon.attack.rescue import chain as rescue
 from recon.sweep import grid as sweep
-from recon.sweep import kkt as sweep_kkt
-from recon.sweep import networks as sweep_networks
 from recon.errors import ExperimentError
 
 STATUS_CODES = {name: code for code, name in optimize.STATUS_NAMES.items()}
@@ -75,8 +73,7 @@ def recertify(from_dir: str, to_dir: str) -> dict:
   old = io.read_json(path)
   config = ml_collections.ConfigDict(old['config'])
   groups = sweep.expand(config)
-  if any(sweep_networks.is_network(g.points[0].cfg) or sweep_kkt.is_kkt(g.points[0].cfg)
-         for g in groups):
+  if any(sweep.family(g.points[0].cfg).trains for g in groups):
     raise ExperimentError(f'recertify: {from_dir} is not a random-features sweep; accepted: '
                           'a sweep of configs/rf_*.py')
   saved = {r['index']: r for r in old['records']}
