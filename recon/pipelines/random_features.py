@@ -358,6 +358,20 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
       threat_model=RF_THREAT_MODEL)
 
 
+def add_sign_quotient(problem: Dict[str, Any], attack: ml_collections.ConfigDict,
+                      activation: str, dim: int, mask: Optional[Array] = None) -> bool:
+  """With relu-like features and attack.sign_quotient active for attack.n_candidates in R^dim:
+  the part of the attack that cannot see signs (recon/attack/sign_quotient.py) added to
+  `problem` -- the basis Q of the sign-compensated span ('quotient', of the rows `mask`
+  keeps) and (I - Q Q^T) theta ('theta_quotient'); returns whether it was. Pure (a sweep
+  vmaps it)."""
+  if not sign_quotient.active(attack.sign_quotient, activation, attack.n_candidates, dim):
+    return False
+  problem['quotient'] = sign_quotient.basis(problem['v'], activation, mask)
+  problem['theta_quotient'] = sign_quotient.target(problem['theta'], problem['quotient'])
+  return True
+
+
 @functools.partial(jax.jit, static_argnames=('activation',))
 def _dense_gram(v: Array, x: Array, activation: str) -> Array:
   """Phi(X) Phi(X)^T for a materialised V (taken as an argument: see `run`)."""
@@ -404,14 +418,10 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   feature_fn = features.rf_feature_map(problem['v'],
                                        features.exact_forward(cfg.victim.activation))
   certify_theta, quotient_dims = problem['theta'], 0
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
-                         cfg.attack.n_candidates, cfg.data.d):
-    # Relu-like features: attack the part that cannot see signs (recon/attack/sign_quotient.py).
-    problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation)
+  if add_sign_quotient(problem, cfg.attack, cfg.victim.activation, cfg.data.d):
     feature_fn = sign_quotient.feature_fn(problem['v'], cfg.victim.activation,
                                           problem['quotient'])
-    certify_theta = problem['theta_quotient'] = sign_quotient.target(problem['theta'],
-                                                                     problem['quotient'])
+    certify_theta = problem['theta_quotient']
     quotient_dims = int(problem['quotient'].shape[1])
   # V is an argument, never a closed-over constant (a captured V is compiled into the
   # program: 3.8 GB at (100, 3072, 307 200), minutes of compilation on a GPU).

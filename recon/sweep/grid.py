@@ -191,10 +191,7 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
     problem['v_data'] = problem['v']
     problem['v'] = problem['v'] @ basis
     dim = basis.shape[1]
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
-                          cfg.attack.n_candidates, dim):
-    problem['quotient'] = sign_quotient.basis(problem['v'], cfg.victim.activation, mask)
-    problem['theta_quotient'] = sign_quotient.target(problem['theta'], problem['quotient'])
+  rf_pipeline.add_sign_quotient(problem, cfg.attack, cfg.victim.activation, dim, mask)
   x0 = driver.init_candidates(keys['init'], cfg.attack.n_candidates, dim, dtype)
   optimizer = driver.make_optimizer(cfg.attack, lr, momentum)
   state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
