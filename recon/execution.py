@@ -102,7 +102,9 @@ def outcome_line(summary: Dict[str, Any]) -> str:
             f'recovery {m["predicted_recovery"]:.2f}')
   status = m.get('status')
   stopped = {'converged': 'converged (loss <= tol)', 'max_steps': 'stopped at max_steps',
-             'nonfinite': 'stopped on a non-finite loss'}.get(status, str(status))
+             'nonfinite': 'stopped on a non-finite loss',
+             'stalled': 'stalled (escalation could not lower the loss: attack.escalate.give_up_after)'
+             }.get(status, str(status))
   line = f'optimizer: {stopped} after {m.get("steps")} steps, loss {m.get("final_loss", 0):.3e}'
   rung = m.get('polish') or {}
   if rung.get('kept'):

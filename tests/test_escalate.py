@@ -411,3 +411,30 @@ def test_removal_losses_give_the_weak_rows_of_the_duplicate_row_losses(m, d, p):
     assert weak['truth'][5] and weak['truth'][7]
     np.testing.assert_array_equal(weak[jnp.float32], weak['truth'])
     np.testing.assert_array_equal(weak[jnp.float64], weak['truth'])
+
+
+def test_a_run_gives_up_after_plateaus_no_escalation_lowered():
+  """give_up_after 2: a rejected replacement, then a discarded new set, and the run stops as
+  'stalled' at its loss; with the default 0 it runs on."""
+  esc, state = _escalator_with_trials_at(2.0, accept_ratio=0.5, restart_after=1, give_up_after=2)
+  for step in (100, 200):
+    out = esc(_at(state, step))
+    assert int(out.status) == optimize.RUNNING
+  assert esc.failed_in_row == [1]
+  out = esc(_at(state, 300))
+  assert esc.failed_in_row == [2] and int(out.status) == optimize.STALLED
+  assert optimize.STATUS_NAMES[int(out.status)] == 'stalled'
+  assert float(out.loss) == float(state.loss)  # the loss it had, not a rejected trial's
+  assert esc.state_dict()['failed_in_row'] == 2
+  never, state = _escalator_with_trials_at(2.0, accept_ratio=0.5, restart_after=1)
+  for step in (100, 200, 300, 400, 500):
+    out = never(_at(state, step))
+  assert never.failed_in_row == [4] and int(out.status) == optimize.RUNNING
+
+
+def test_an_escalation_that_lowers_the_loss_resets_the_count():
+  esc, state = _escalator_with_trials_at(0.4, accept_ratio=0.5, restart_after=0, give_up_after=1)
+  for step in (100, 200, 300, 400):
+    state = esc(_at(state, step))
+    assert int(state.status) == optimize.RUNNING
+  assert esc.accepted_per_run[0] >= 1 and esc.failed_in_row == [0]

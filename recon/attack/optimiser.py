@@ -9,7 +9,8 @@ and vmappable over a batch of problems (see `recon/sweep/grid.py`).
 Status codes of a run: RUNNING, CONVERGED (loss <= tol), NONFINITE (loss or
 gradient not finite: the candidates are never moved by a non-finite update, so they
 stay finite, at the point where the loss first failed; `loss` keeps the last finite
-value), MAX_STEPS.
+value), MAX_STEPS, STALLED (escalation gave up: `attack.escalate.give_up_after` plateaus in a
+row that no escalation could lower, `recon.attack.rescue.escalate`).
 """
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ from recon.config import choices
 
 Array = jax.Array
 
-RUNNING, CONVERGED, NONFINITE, MAX_STEPS = 0, 1, 2, 3
+RUNNING, CONVERGED, NONFINITE, MAX_STEPS, STALLED = 0, 1, 2, 3, 4
 STATUS_NAMES = {RUNNING: 'running', CONVERGED: 'converged', NONFINITE: 'nonfinite',
-                MAX_STEPS: 'max_steps'}
+                MAX_STEPS: 'max_steps', STALLED: 'stalled'}
 
 
 

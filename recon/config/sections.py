@@ -129,6 +129,10 @@ class Escalate(Section):
   # many steps each. Fewer starts where many rows are dead (n = 100 photos).
   pursuit_starts: int = setting(512, _count(8))
   pursuit_steps: int = setting(300, _count())
+  # Give up after this many plateaus in a row that no escalation lowered (a replacement or a new
+  # set not kept): the run stops as 'stalled' at the loss it has, instead of spending its budget
+  # on a floor (a trained network's head holds a loss no candidate set goes below). 0: never.
+  give_up_after: int = setting(0, _count(0))
 
 
 @dataclasses.dataclass(frozen=True)

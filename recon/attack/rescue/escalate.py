@@ -150,6 +150,7 @@ class Escalator:
     self._restart_after = settings.restart_after
     self._max_steps = max_steps
     self._restart_steps = settings.restart_steps
+    self._give_up_after = settings.give_up_after
     self._weak_ratio = settings.weak_ratio
     self._max_weak_share = settings.max_weak_share
     size = jax.tree.leaves(problem)[0].shape[0] if batched else 1
@@ -159,6 +160,7 @@ class Escalator:
     self.tried_per_run = [0] * size
     self.accepted_per_run = [0] * size
     self.rejected_in_row = [0] * size
+    self.failed_in_row = [0] * size  # plateaus in a row that no escalation lowered
     self.restarts_per_run = [0] * size
     self.restarts_kept_per_run = [0] * size
     self.pursuits_accepted = 0
@@ -207,6 +209,7 @@ class Escalator:
                'trace': [[[int(s), float(v)] for s, v in t] for t in self._trace],
                'tried': list(self.tried_per_run), 'accepted': list(self.accepted_per_run),
                'rejected_in_row': list(self.rejected_in_row),
+               'failed_in_row': list(self.failed_in_row),
                'restarts': list(self.restarts_per_run),
                'restarts_kept': list(self.restarts_kept_per_run)}
     if not self._batched:  # one run: plain values (the format of single-run checkpoints)
@@ -226,7 +229,8 @@ class Escalator:
     self.tried_per_run = [int(v) for v in wrap(saved['tried'])]
     self.accepted_per_run = [int(v) for v in wrap(saved['accepted'])]
     for name, attr in (('rejected_in_row', 'rejected_in_row'), ('restarts', 'restarts_per_run'),
-                       ('restarts_kept', 'restarts_kept_per_run')):  # absent in old checkpoints
+                       ('restarts_kept', 'restarts_kept_per_run'),
+                       ('failed_in_row', 'failed_in_row')):  # absent in old checkpoints
       setattr(self, attr, [int(v) for v in wrap(saved[name])] if name in saved
               else [0] * len(self._next))
 
@@ -294,6 +298,7 @@ class Escalator:
       state = self._replace_weakest(state, chunk, single, steps, losses)
     if restart:
       state = self._restart(state, chunk, restart, steps, losses)
+    state = self._give_up(state, flagged)
     jax.block_until_ready(state)
     self.seconds += time.time() - t0
     return state
@@ -397,6 +402,7 @@ class Escalator:
       if new < self._accept_ratio * float(losses[b]):
         self.accepted_per_run[b] += 1
         self.rejected_in_row[b] = 0
+        self.failed_in_row[b] = 0
         self._next[b] = int(np.asarray(out.step)[b]) + self._every
         self.pursuits_accepted += name == 'pursuit'
         what = (f'{len(which)} stuck candidate(s) by pin radius {which} re-placed by residual '
@@ -410,10 +416,28 @@ class Escalator:
       else:
         keep_trial[b] = False
         self.rejected_in_row[b] += 1
+        self.failed_in_row[b] += 1
         logging.info('%sstep %d: loss plateau at %.2e; replacing the %d weak candidate(s) %s '
                      '(by leave-one-out loss) did not help (best trial %.2e); continuing',
                      self._prefix(b), int(steps[b]), float(losses[b]), len(which), which, new)
     return _select(jnp.asarray(keep_trial), out, state)
+
+  def _give_up(self, state, flagged):
+    """Marks STALLED the flagged runs whose last `give_up_after` plateaus no escalation
+    lowered (0: never): they stop at the loss they have."""
+    if not self._give_up_after:
+      return state
+    stop = np.zeros(len(self._next), bool)
+    for b in flagged:
+      if self.failed_in_row[b] >= self._give_up_after:
+        stop[b] = True
+        logging.info('%sstalled: %d plateaus in a row that no escalation lowered; the run stops '
+                     'at this loss (attack.escalate.give_up_after)', self._prefix(b),
+                     self.failed_in_row[b])
+    if not stop.any():
+      return state
+    stalled = jnp.where(jnp.asarray(stop), optimize.STALLED, state.status)
+    return state._replace(status=stalled.astype(state.status.dtype))
 
   def _restart(self, state, chunk, flagged, steps, losses):
     size = len(self._next)
@@ -435,6 +459,7 @@ class Escalator:
       self.rejected_in_row[b] = 0  # kept or not, the next plateau tries replacements again
       if float(new_loss[b]) < float(losses[b]):
         self.restarts_kept_per_run[b] += 1
+        self.failed_in_row[b] = 0
         self._next[b] = int(np.asarray(out.step)[b]) + self._every
         logging.info('%sstep %d: loss plateau at %.2e after %d rejected replacements; a new '
                      'candidate set reached %.2e in %d steps: kept', self._prefix(b),
@@ -442,6 +467,7 @@ class Escalator:
                      float(new_loss[b]), self._restart_steps)
       else:
         keep[b] = False
+        self.failed_in_row[b] += 1
         logging.info('%sstep %d: loss plateau at %.2e; a new candidate set reached only %.2e '
                      'in %d steps: discarded', self._prefix(b), int(steps[b]),
                      float(losses[b]), float(new_loss[b]), self._restart_steps)
