@@ -98,3 +98,18 @@ def page(title: str, intro: str, *blocks: str) -> str:
   """A results/NAME.md: a title, a paragraph, then tables or paragraphs (empty ones left out),
   blank-line separated."""
   return '\n\n'.join([f'# {title}', intro, *[b for b in blocks if b]]) + '\n'
+
+
+def pyplot():
+  """matplotlib's pyplot on the Agg backend (files only, no display)."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  return plt
+
+
+def savefig(fig, path: str, dpi: int = 110) -> None:
+  """The figure laid out tightly, written to `path` and closed."""
+  fig.tight_layout()
+  fig.savefig(path, dpi=dpi)
+  pyplot().close(fig)

@@ -28,9 +28,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 from absl import app, flags, logging
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
@@ -38,6 +35,7 @@ import recon
 from recon.runtime import io, machine
 from recon.audit import rero
 from scripts import common, network_law
+plt = common.pyplot()
 
 FLAGS = flags.FLAGS
 # Defence strengths per (victim, defence), weakest first; 0 / inf is the undefended victim.
@@ -469,9 +467,7 @@ def _plot(cur, meta, path) -> None:
                   f'{{{", ".join(f"{r:g}" for r in nets["ratios_measured"])}}} dn, seeds '
                   f'{sorted({s for v in nets["seeds"].values() for s in v})}' if nets else ''),
                fontsize=9)
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  common.savefig(fig, path, dpi=110)
 
 
 def define_flags() -> None:

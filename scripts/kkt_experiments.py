@@ -23,9 +23,6 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update('jax_enable_x64', True)
-import matplotlib  # noqa: E402
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
 from absl import logging  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,6 +34,7 @@ from recon.pipelines import kkt as ke
 from recon.config import validate as config_lib  # noqa: E402
 from configs import kkt_synthetic  # noqa: E402
 from scripts import common  # noqa: E402
+plt = common.pyplot()
 
 OUT = 'results'  # --out_dir
 TINY = False  # --tiny: a smoke test (few training and attack steps, fewer variants)
@@ -166,8 +164,7 @@ def identifiability(restarts=3, noise_level=0.03):
                                    for r in rs], fontsize=7)
     ax.set_title(f'{act}: blue planted, orange weight decay, green max margin', fontsize=8)
   axes[0].set_ylabel('recon_error (log)')
-  fig.tight_layout()
-  fig.savefig(f'{OUT}/kkt_identifiability.png', dpi=110)
+  common.savefig(fig, f'{OUT}/kkt_identifiability.png', dpi=110)
 
 
 ABLATION = (  # (name, config overrides): which ingredient makes the planted cubic case exact
@@ -263,8 +260,7 @@ def splitting_comparison(seeds=(0, 1, 2)):
   ax.set_xticks(range(len(methods)), [m for m, _ in methods])
   ax.set_ylabel('recon_error per seed')
   ax.legend(title='splitting')
-  fig.tight_layout()
-  fig.savefig(f'{OUT}/kkt_splitting.png', dpi=120)
+  common.savefig(fig, f'{OUT}/kkt_splitting.png', dpi=120)
 
 
 def digits(n=10):
@@ -307,8 +303,7 @@ def digits(n=10):
   axes[0, 0].set_title('train', fontsize=7, loc='left')
   for r, k in enumerate(rows):
     axes[r + 1, 0].set_title(f'KKT target={k}', fontsize=7, loc='left')
-  fig.tight_layout()
-  fig.savefig(f'{OUT}/kkt_digits.png', dpi=100)
+  common.savefig(fig, f'{OUT}/kkt_digits.png', dpi=100)
 
 
 if __name__ == '__main__':

@@ -31,9 +31,6 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import matplotlib  # noqa: E402
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
 import jax  # noqa: E402
 
 from configs import kkt_haim  # noqa: E402
@@ -42,6 +39,7 @@ import recon  # noqa: E402
 from recon import data, metrics  # noqa: E402
 from recon.runtime import io  # noqa: E402
 from scripts import common  # noqa: E402
+plt = common.pyplot()
 
 METHODS = ('haim', 'haim+split', 'loo', 'loo+split')
 # Reference without any attack: 2n UNSEEN images of the same distribution as the candidates
@@ -253,9 +251,7 @@ def render(out: str, rows: list, seeds: dict = None) -> None:
           if i == 1:
             ax.set_title(f"{a['ssim'][order[j]]:.2f}", fontsize=6)
     axes[2 * k, 0].set_title(f"{meth} s{r['seed']}", fontsize=7, loc='left')
-  fig.tight_layout()
-  fig.savefig(out + '.png', dpi=100)
-  plt.close(fig)
+  common.savefig(fig, out + '.png', dpi=100)
 
 
 def main(argv=None) -> int:

@@ -25,9 +25,6 @@ import time
 from typing import Any, Dict, List
 
 from absl import app, flags, logging
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import leak_width as leak_width_config
@@ -35,6 +32,7 @@ import recon
 from recon.runtime import io, machine
 from recon.audit import threshold as leak_width
 from scripts import common
+plt = common.pyplot()
 
 FAMILIES = {
     'relu': {'victim.name': 'random_features', 'victim.activation': 'relu'},
@@ -302,9 +300,7 @@ def render(path_json: str, out_dir: str) -> None:
     ax.set_ylabel('share of seeds with every row recovered')
     ax.set_title(r['family'], fontsize=9)
     ax.legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(os.path.join(out_dir, 'leak_width.png'), dpi=110)
-  plt.close(fig)
+  common.savefig(fig, os.path.join(out_dir, 'leak_width.png'), dpi=110)
 
 
 def main(argv):

@@ -589,9 +589,7 @@ def render_png(res, path):
   """One panel per data set (recon_error vs p_L/dn; a colour and a marker per victim, bars
   min-max over seeds), then a grid of thumbnails:
   one row per (victim, data set) at its largest width, truth | reconstruction."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  plt = common.pyplot()
   groups = _groups(res)
   if not groups:
     return

@@ -161,9 +161,7 @@ def missing(doc, args):
 
 
 def render(args) -> None:
-  import matplotlib  # pylint: disable=import-outside-toplevel
-  matplotlib.use('Agg')
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  plt = common.pyplot()
   doc = load(args.out + '.json')
   recs = sorted(doc['records'], key=lambda r: (r['dataset'], r['activation'], r['p']))
   name = os.path.basename(args.out)
@@ -201,9 +199,7 @@ def render(args) -> None:
   ax.set_title(name)
   ax.grid(alpha=0.3)
   ax.legend(fontsize=8)
-  fig.tight_layout()
-  fig.savefig(args.out + '.png', dpi=110)
-  plt.close(fig)
+  common.savefig(fig, args.out + '.png', dpi=110)
   # Grid: the largest p done per activation (copied at run time from its run dir).
   for act in ACTIVATIONS:
     done = [r for r in recs if r['activation'] == act and os.path.exists(os.path.join(

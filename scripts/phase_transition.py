@@ -31,10 +31,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
@@ -45,6 +41,7 @@ from recon import metrics  # noqa: E402
 from recon.runtime import io, machine
 from recon.config import validate as config_lib  # noqa: E402
 from scripts import common  # noqa: E402
+plt = common.pyplot()
 
 RESULTS = 'results'  # --out_dir
 RUNS = os.path.join(RESULTS, 'runs', 'phase_transition')
@@ -206,9 +203,7 @@ def plot_curve(rows, c, path):
   axes[0].legend(fontsize=7)
   fig.suptitle(f'Random features, synthetic sphere data: n={c.data.n}, d={c.data.d}, SGD momentum '
                f'{c.attack.momentum} lr {c.attack.lr:g}, {c.attack.max_steps} steps', fontsize=10)
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  common.savefig(fig, path, dpi=110)
 
 
 def stage_curve():

@@ -29,15 +29,13 @@ import time
 from typing import Any, Dict, List, Optional
 
 from absl import app, flags, logging
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import rf_synthetic
 import recon
 from recon.runtime import io, machine
-from scripts import paper_baseline
+from scripts import common, paper_baseline
+plt = common.pyplot()
 
 PRESETS = {
     'full': dict(n=8, ds=(8, 16, 32), ratios=(0.25, 0.5, 1, 2, 4, 8, 10, 16), seeds=20,
@@ -359,9 +357,7 @@ def render(records: List[Dict[str, Any]], out: str) -> None:
       ax.set_ylabel('recovery rate')
       if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=6)
-  fig.tight_layout()
-  fig.savefig(out + '.png', dpi=110)
-  plt.close(fig)
+  common.savefig(fig, out + '.png', dpi=110)
 
 
 def define_flags() -> None:

@@ -21,15 +21,14 @@ from __future__ import annotations
 import argparse
 import os
 
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 from sklearn.datasets import load_digits  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
 from recon.runtime import io  # pylint: disable=wrong-import-position
+from scripts import common  # pylint: disable=wrong-import-position
+plt = common.pyplot()
 
 OUT = 'results'  # --out_dir
 N = 6
@@ -91,8 +90,7 @@ def main(argv=None) -> None:
       axes[r, j].set_yticks([])
     axes[r, 0].set_ylabel(label, fontsize=8)
   fig.suptitle(f'digits, n={N}, width {cfg.victim.width}: reconstruction from dW2', fontsize=9)
-  fig.tight_layout()
-  fig.savefig(os.path.join(OUT, 'subspace_digits.png'), dpi=110)
+  common.savefig(fig, os.path.join(OUT, 'subspace_digits.png'), dpi=110)
 
 
 if __name__ == '__main__':

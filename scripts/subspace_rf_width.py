@@ -16,15 +16,13 @@ import argparse
 import os
 import sys
 
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
 from recon.runtime import io  # pylint: disable=wrong-import-position
 from scripts import common  # pylint: disable=wrong-import-position
+plt = common.pyplot()
 
 P_OVER_KN = (0.5, 1, 2, 4, 8, 16, 32, 64, 128)
 SEEDS = (0, 1)
@@ -85,8 +83,7 @@ def main(argv=None) -> None:
   axes[0].set_ylabel('recon_error (mean, min-max over seeds)')
   axes[0].legend(fontsize=8)
   fig.suptitle(f'Random features, data in a {k}-dim subspace of R^{d}, n={n}')
-  fig.tight_layout()
-  fig.savefig(os.path.join(OUT, 'subspace_rf_width.png'), dpi=110)
+  common.savefig(fig, os.path.join(OUT, 'subspace_rf_width.png'), dpi=110)
   print('wrote', os.path.join(OUT, 'subspace_rf_width.png'), file=sys.stderr)
 
 

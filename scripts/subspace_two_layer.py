@@ -20,15 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 from absl import logging  # pylint: disable=wrong-import-position
 
 import recon  # pylint: disable=wrong-import-position
 from recon.runtime import io  # pylint: disable=wrong-import-position
 from scripts import common  # pylint: disable=wrong-import-position
+plt = common.pyplot()
 
 WIDTHS = (96, 192)
 SEEDS = (0, 1)
@@ -138,8 +136,7 @@ def main(argv=None) -> None:
   ax2.set_ylabel('recon_error', color='C3')
   ax.set_title('B. weight decay degrades the estimate')
   ax.legend(loc='upper left', fontsize=8)
-  fig.tight_layout()
-  fig.savefig(os.path.join(OUT, 'subspace_two_layer.png'), dpi=110)
+  common.savefig(fig, os.path.join(OUT, 'subspace_two_layer.png'), dpi=110)
 
 
 if __name__ == '__main__':

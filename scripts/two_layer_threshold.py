@@ -17,14 +17,13 @@ import sys
 import tempfile
 
 from absl import app, flags, logging
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from configs import two_layer
 import recon
 from recon.runtime import io
+from scripts import common
+plt = common.pyplot()
 
 _RATIOS = flags.DEFINE_list('ratios', ['0.5', '1', '2', '3', '5', '10'], 'p_L / (d n) values.')
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'Seeds per width.')
@@ -94,8 +93,7 @@ def main(argv):
   ax.set_ylabel('recon_error (sign-invariant, relative)')
   ax.set_title(f'Two-layer net, n={base.data.n}, d={base.data.d}, C={base.data.num_classes}')
   ax.legend()
-  fig.tight_layout()
-  fig.savefig(_OUT.value + '.png', dpi=110)
+  common.savefig(fig, _OUT.value + '.png', dpi=110)
   print(f'wrote {_OUT.value}.json and .png', file=sys.stderr)
 
 
