@@ -1,5 +1,5 @@
-"""Issue #19: Haim-style KKT attack on trained MLPs (configs/kkt_haim.py, scripts/kkt_trained.py)
-and the anchors' nearest-candidate SSIM evaluation (recon.metrics.nearest_candidate_ssim)."""
+"""Issue #19: Haim-style KKT attack on trained MLPs (configs/kkt_haim.py, scripts/kkt.py
+--part=trained) and the anchors' nearest-candidate SSIM evaluation (recon.metrics.nearest_candidate_ssim)."""
 import json
 import os
 
@@ -69,14 +69,14 @@ def test_kkt_haim_config_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_kkt_trained_script_tiny(tmp_path):
-  from scripts import kkt_trained
+  from scripts import kkt
   out = str(tmp_path / 'res' / 'kt')
   args = ['--methods=haim,haim+split,loo', '--n=6', '--out', out, '--workroot', str(tmp_path / 'w'),
           '--tuning_seeds=100',
           '--set', 'victim.width=20', '--set', 'victim.train.max_steps=100',
           '--set', 'attack.max_steps=40',
           '--set', 'run.chunk_steps=20', '--set', 'attack.split.every=20']
-  assert kkt_trained.main(args) == 0
+  assert kkt.main(['--part=trained', *args]) == 0
   for ext in ('.json', '.md', '.png'):
     assert os.path.exists(out + ext)
   got = json.load(open(out + '.json'))
@@ -87,7 +87,7 @@ def test_kkt_trained_script_tiny(tmp_path):
   assert [r['method'] for r in rows] == ['haim', 'haim+split', 'loo']
   assert rows[0]['train_loss'] == rows[1]['train_loss'] == rows[2]['train_loss']  # one victim
   for r in rows:
-    for k in kkt_trained.ROW_KEYS:
+    for k in kkt.ROW_KEYS:
       assert k in r
     assert 0.0 <= r['frac_ssim_0_5'] <= r['frac_ssim_0_4'] <= 1.0
 
@@ -95,15 +95,15 @@ def test_kkt_trained_script_tiny(tmp_path):
 def test_rows_read_back_render_as_written(tmp_path):
   # The JSON holds 'nan' for the unseen reference's losses; a second run appends to the rows
   # read back and renders them all (this failed with "Unknown format code 'g' for str").
-  from scripts import kkt_trained
+  from scripts import kkt
   from recon.runtime import io
   row = {'method': 'unseen', 'dataset': 'lfw_faces', 'n': 4, 'width': 0, 'seed': 7,
          'frac_ssim_0_5': 0.25, 'frac_ssim_0_4': 0.5, 'ssim_median': 0.3, 'n_distinct_nearest': 3,
          'train_loss': float('nan'), 'kkt_loss': float('nan'), 'steps': 0, 'n_candidates_final': 8,
          'wall_seconds': 0.1, 'device': 'cpu'}
   path = str(tmp_path / 'kt.json')
-  io.write_json(path, {'rows': [row], 'seeds': kkt_trained.seed_lists([row], [100])})
-  rows = kkt_trained.load_rows(path)
+  io.write_json(path, {'rows': [row], 'seeds': kkt.seed_lists([row], [100])})
+  rows = kkt.load_rows(path)
   assert rows[0]['kkt_loss'] != rows[0]['kkt_loss']  # nan, a float again
-  kkt_trained.render(str(tmp_path / 'kt'), rows, kkt_trained.seed_lists(rows, [100]))
+  kkt.render(str(tmp_path / 'kt'), rows, kkt.seed_lists(rows, [100]))
   assert '| unseen | lfw_faces | 4 |' in open(str(tmp_path / 'kt.md')).read()

@@ -82,16 +82,9 @@ def test_phase_transition(tmp_path):
        'law_table.json', 'law_table.md', 'n_candidates.json', 'n_candidates.md')
 
 
-# Two of the four parts (about 65 and 25 CPU-s at --tiny); --part=id_ablation (~130 CPU-s) and
-# --part=splitting (~70) run the same victim and attack code and also work with --tiny.
-@pytest.mark.parametrize('part, files', [
-    ('identifiability', ('kkt_identifiability.json', 'kkt_identifiability.md',
-                         'kkt_identifiability.png')),
-    ('digits', ('kkt_digits.json', 'kkt_digits.png')),
-])
-def test_kkt_experiments(tmp_path, part, files):
-  _script('kkt_experiments', f'--part={part}', '--tiny', f'--out_dir={tmp_path}')
-  _has(tmp_path, *files)
+def test_kkt_identifiability(tmp_path):  # --part=splitting runs the same victim and attack code
+  _script('kkt', '--part=identifiability', '--tiny', f'--out_dir={tmp_path}')
+  _has(tmp_path, 'kkt_identifiability.json', 'kkt_identifiability.md', 'kkt_identifiability.png')
 
 
 def test_audit_regimes(tmp_path):

@@ -38,7 +38,7 @@ INTERNAL_PROBES = {
         'recon.runtime.ownership'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
     # random restarts): no config field sets the initial candidates.
-    'kkt_experiments.py': ('KKT attacks from chosen initial candidates on one trained victim', {
+    'kkt.py': ('KKT attacks from chosen initial candidates on one trained victim', {
         'recon.pipelines.kkt', 'recon.pipelines.reconstruct', 'recon.runtime.runs', 'recon.pipelines.victims'}),
 }
 
