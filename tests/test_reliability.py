@@ -1114,7 +1114,8 @@ def test_short_soak_loses_nothing(tmp_path):
   """The soak (scripts/soak.py) in short: random kills, signals, concurrent starts (and a full
   disk when root): every fault survived, no run lost, nothing half-made."""
   from scripts import soak  # pylint: disable=import-outside-toplevel
-  result = soak.main(['--faults=4', '--per-run=2', '--seed=3', f'--out={tmp_path / "s.json"}'])
+  assert soak.main(['--faults=4', '--per-run=2', '--seed=3', f'--out={tmp_path / "s.json"}']) == 0
+  result = json.loads((tmp_path / 's.json').read_text())
   assert result['faults_injected'] >= 4 and result['complete']
   assert result['runs_lost'] == 0 and result['half_made_or_wrong'] == []
   assert result['faults_survived'] == result['faults_injected']

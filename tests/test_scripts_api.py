@@ -34,7 +34,7 @@ INTERNAL_PROBES = {
     'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
         'recon.certify.certificate', 'recon.models.features', 'recon.certify.float64_loss',
         'recon.models.random_features'}),
-    'soak_ownership.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
+    'soak.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
         'recon.runtime.ownership'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed
     # random restarts): no config field sets the initial candidates.
