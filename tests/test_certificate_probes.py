@@ -1,4 +1,4 @@
-"""scripts/certificate_probes.py: the judge that decides a false certificate, the split of the
+"""scripts/certificate.py probes: the judge that decides a false certificate, the split of the
 probes into (a) attack-produced m = n sets and (b) structural refusals, the data they run on,
 and one probe end to end at tiny size."""
 import json
@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from scripts import certificate_probes as probes
+from scripts import certificate as probes
 
 ORDER = 'the order of the rows'
 SIGN = 'the order of the rows and the sign of each row'
@@ -79,7 +79,7 @@ def test_the_report_splits_the_kinds_and_counts_false_certificates(tmp_path):
   assert (doc['runs'], doc['false_certified'], doc['attack_runs']) == (8, 1, 8)
   assert [r['data'] for r in doc['by_setting']] == ['off_sphere', 'sphere', 'digits']
   out = str(tmp_path / 'p')
-  probes.render(doc, out)
+  probes.render_probes(doc, out)
   text = open(out + '.md').read()
   assert '1 false in 6' in text and '## False certificates' in text
   assert '| off_sphere | relu | 4 | 1 | 3 | 2 | 2 | 1 | 0.50-1.50 |' in text

@@ -121,7 +121,8 @@ def test_defences(tmp_path):
 
 
 def test_certificate_scale(tmp_path):
-  _script('certificate_scale', '--sizes=6x5x300:auto+dense:dense+lean', f'--out={tmp_path / "c"}')
+  _script('certificate', 'scale', '--sizes=6x5x300:auto+dense:dense+lean',
+          f'--out={tmp_path / "c"}')
   _has(tmp_path, 'c.json', 'c.md')
   rows = json.loads((tmp_path / 'c.json').read_text())['rows']
   assert [(r['method_used'], r['features']) for r in rows] == [
@@ -142,7 +143,8 @@ def test_truth_certificate(tmp_path):
   run again replaces its record, another seed is added."""
   out, runs = tmp_path / 'tc', tmp_path / 'runs'
   for seeds in ('1', '1,2'):
-    _script('truth_certificate', '--tiny', f'--seeds={seeds}', f'--out={out}', f'--runs_dir={runs}')
+    _script('certificate', 'truth', '--tiny', f'--seeds={seeds}', f'--out={out}',
+            f'--runs_dir={runs}')
   doc = json.loads((tmp_path / 'tc.json').read_text())
   assert [r['seed'] for r in doc['records']] == [1, 2], doc['records']
   for r in doc['records']:
@@ -152,7 +154,8 @@ def test_truth_certificate(tmp_path):
   assert '| photo_patches | (8, 48, 3840) | float32 | 1 |' in md and '| 1e-09 | yes |' in md, md
   assert 'Certifiable: 2 of 2' in md, md
   # a finished run's workdir (an audit's): recorded under its config's data, dtype and seed
-  _script('truth_certificate', f'--workdirs={runs / "photo_patches_float32_s2"}', f'--out={out}')
+  _script('certificate', 'truth', f'--workdirs={runs / "photo_patches_float32_s2"}',
+          f'--out={out}')
   again = json.loads((tmp_path / 'tc.json').read_text())['records']
   assert [r['seed'] for r in again] == [1, 2] and again[1]['loss64'] == doc['records'][1]['loss64']
 

@@ -27,13 +27,10 @@ INTERNAL_PROBES = {
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
         'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.runtime.host', 'recon.attack.optimiser', 'recon.pipelines',
         'recon.pipelines.random_features', 'recon.runtime.runs', 'recon.sweep.grid'}),
-    'certificate_probes.py': ("the certificate on hand-built feature maps and solutions, at the "
-                              "rung's float64 loss", {
-        'recon.certify.certificate', 'recon.models.features', 'recon.certify.float64_loss', 'recon.models.random_features',
-        'recon.certify.symmetry'}),
-    'certificate_scale.py': ("the certificate's solve routes and feature maps at scale", {
+    'certificate.py': ("the certificate on hand-built feature maps and solutions, at the "
+                       "rung's float64 loss, and its solve routes and feature maps at scale", {
         'recon.certify.certificate', 'recon.models.features', 'recon.certify.float64_loss',
-        'recon.models.random_features'}),
+        'recon.models.random_features', 'recon.certify.symmetry'}),
     'soak.py': ("a workdir's manifest: what recon owns there, checked after each fault", {
         'recon.runtime.ownership'}),
     # One trained KKT victim attacked from chosen initial candidates (truth + 3% noise, fixed

@@ -1,34 +1,30 @@
-"""Held-out probes of the blind certificate: settings the certificate was not designed on.
+"""The certificate's results (docs/certificate.md), one subcommand each:
 
-A certificate is false when it holds while a training sample is not recovered (relative
-distance >= `metrics.RECOVERED_THRESHOLD`) in the metric its own claim names (`certified_up_to`:
-order, each row's sign, each row's norm; `recon.certify.symmetry`); `judge` scores the true rows
-against the candidates in exactly that metric. Two classes of probe:
+  probes  results/certificate_probes.*: held-out settings (fresh seeds 300+), a certificate false
+          when it holds while a sample is not recovered in the metric its claim names (`judge`)
+  scale   results/certificate_scale.*: wall time and peak memory per Jacobian method and size,
+          each (n, d, p, method) in a fresh process (its own ru_maxrss)
+  truth   results/truth_certificate.*: the certificate at the TRUE rows (the most any attack on
+          a victim can certify); records appended, a (data, dtype, seed) run again replaced
 
-  (a) attack-produced sets with m = n (the only kind that can be false): the shipped attack
-      (configs/rf_synthetic.py), one sweep per probe over fresh seeds x widths near and above
-      the counting threshold, on rows on the sphere, off it (a data file, norms in NORMS),
-      digits, faces or in CLUSTERS tight clusters; for relu, relu_tanh, gelu, tanh,
-      softplus_tanh and quadratic (relu and quadratic are homogeneous: certified up to norm).
-  (b) structural refusals and certificate-level checks, which must be said: fewer candidates
-      than samples, an invisible sample, a duplicate, a near duplicate, a collapsed pair.
-
-false_certified and claims_wider (a claim wider than the activation's symmetry) must be 0.
-Seeds from --first_seed (300) are fresh (the attack was tuned on 0-19, these sizes on 0-4).
-Results: results/certificate_probes.{json,md} (--render_only re-renders the md).
-
-    python -m scripts.certificate_probes            # ~25 min on 2 CPU cores
-    python -m scripts.certificate_probes --preset=tiny --out=/tmp/probes
+    python -m scripts.certificate probes [--preset=tiny --out=/tmp/probes]   # ~25 min
+    python -m scripts.certificate scale [--sizes=100x16x6400 --methods=gram,dense]
+    python -m scripts.certificate truth [--data=synthetic_sphere --seeds=300,301 | --workdirs=W]
+    python -m scripts.certificate probes|truth --render_only
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from absl import app, flags, logging
+from absl import logging
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +36,8 @@ from recon.certify import certificate, float64_loss, symmetry
 from recon.models import features, random_features
 from recon.runtime import io, machine
 from scripts import common
+
+# -- probes: held-out settings ------------------------------------------------------------------
 
 ACTIVATIONS = ('relu', 'relu_tanh', 'gelu', 'tanh', 'softplus_tanh', 'quadratic')
 DATA_KINDS = ('sphere', 'off_sphere', 'digits', 'faces', 'clustered')
@@ -72,7 +70,6 @@ NORMS = (0.5, 1.5)  # off_sphere: row norms uniform in this range times sqrt(d)
 CLUSTERS = 2  # clustered: clusters per training set
 NEAR = 0.05  # relative distance of the near_duplicate and collapsed probes' close pair
 MAX_STEPS = 20000
-FLAGS = flags.FLAGS
 
 
 def claimed_symmetry(certified_up_to: str) -> Tuple[bool, bool]:
@@ -433,7 +430,7 @@ def _norms(pair) -> str:
   return f'{pair[0]:.2f}-{pair[1]:.2f}'
 
 
-def render(doc: Dict[str, Any], out: str) -> None:
+def render_probes(doc: Dict[str, Any], out: str) -> None:
   a, b, hard = doc['kind_a'], doc['kind_b'], doc['kind_a_homogeneous_off_sphere_or_images']
   false = [f"- {r['data']} {r['kind']} {r['activation']} seed {s['seed']}: up to "
            f"{s.get('certified_up_to', r['certified_up_to'])}, rows {s.get('missed_rows')} at "
@@ -466,32 +463,236 @@ def render(doc: Dict[str, Any], out: str) -> None:
       '## False certificates\n\n' + ('\n'.join(false) or 'none')))
 
 
-def define_flags() -> None:
-  flags.DEFINE_enum('preset', 'default', sorted(PRESETS), 'Probe sizes.')
-  flags.DEFINE_integer('first_seed', FIRST_SEED, 'The first probe seed (fresh seeds only).')
-  flags.DEFINE_string('out', 'results/certificate_probes', 'Output path without suffix.')
-  flags.DEFINE_bool('render_only', False, 'Only re-render the md from the JSON.')
+# -- scale: the certificate's cost as the problem grows ----------------------------------------
+
+def _rss_mb() -> float:
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def main(argv):
-  del argv
+def scale_one(n: int, d: int, p: int, method: str, feature_kind: str, noise: float,
+            seed: int, tol: float, attack_tol: float) -> Dict[str, Any]:
+  kx, kv, ky, kn = jax.random.split(jax.random.PRNGKey(seed), 4)
+  x = jax.random.normal(kx, (n, d))
+  x = x / jnp.linalg.norm(x, axis=1, keepdims=True) * jnp.sqrt(d)
+  y = jax.random.normal(ky, (n,))
+  if feature_kind == 'lean':
+    fmap = features.rf_feature_map_lean(kv, 'relu_tanh', p, 4096, jnp.float32)
+  else:
+    fmap = features.rf_feature_map(features.random_weights(kv, p, d), 'relu_tanh')
+  theta = random_features.min_norm_solution(fmap(x), y)
+  x_hat = x + noise * jnp.linalg.norm(x[0]) * jax.random.normal(kn, x.shape) / jnp.sqrt(d)
+  x_hat = np.asarray(x_hat / jnp.linalg.norm(x_hat, axis=1, keepdims=True) * jnp.sqrt(d))
+  with jax.enable_x64(True):
+    loss = float64_loss.loss64(fmap, x_hat, theta)
+  base = _rss_mb()
+  t0 = time.time()
+  cert = certificate.certify(final_loss=loss, tol=tol, x_hat=x_hat, p=p,
+                             activation='relu_tanh', n_known=n, feature_fn=fmap, theta=theta,
+                             jacobian_method=method)
+  seconds = time.time() - t0
+  ev = cert['evidence']
+  return {'n': n, 'd': d, 'p': p, 'p_over_dn': p / (d * n), 'method': method,
+          'method_used': ev.get('jacobian_method'), 'features': feature_kind,
+          'jacobian': ev['jacobian'], 'seconds': round(seconds, 2),
+          'peak_rss_mb': round(_rss_mb(), 1), 'baseline_rss_mb': round(base, 1),
+          'dense_jacobian_entries': p * n * d, 'loss': loss, 'certified': cert['certified'],
+          'tol': tol, 'pin_radius': ev.get('pin_radius'),
+          # The radius scales as sqrt(max(L, tol)): the same spectrum at the attack's tol.
+          'attack_tol': attack_tol,
+          'pin_radius_at_attack_tol': None if ev.get('pin_radius') is None else
+          ev['pin_radius'] * float(np.sqrt(max(loss, attack_tol) / max(loss, tol))),
+          'rows_pinned': ev.get('rows_pinned'),
+          'row_pin_radius_max': max(ev['row_pin_radius']) if 'row_pin_radius' in ev else None,
+          'row_radius_kind': ev.get('row_radius_kind'),
+          'sigma_ratio': ev.get('jacobian_sigma_ratio'), 'rank': ev.get('jacobian_rank'),
+          'full_rank': ev.get('jacobian_full_rank'),
+          'eigensolver_iterations': ev.get('eigensolver', {}).get('iterations'),
+          'reasons': cert['reasons']}
+
+
+def scale_markdown(doc: Dict[str, Any]) -> str:
+  return common.page(
+      'The certificate at scale',
+      f'Machine: {doc["machine"]}; load {", ".join(f"{v:.1f}" for v in doc["load_average"])}. '
+      f'Command: `{doc["command"]}`. relu_tanh random features, float32, seed {doc["seed"]}; '
+      f'candidates = the true rows plus relative noise {doc["noise"]:g}; the certificate at tol '
+      f'{doc["tol"]:g}, its pin radius also at the attack\'s tol {doc["attack_tol"]:g}. Peak = '
+      'the process\'s peak RSS, "before" = the RSS just before the certificate.',
+      common.table(['n', 'd', 'p', 'p/dn', 'features', 'method', 'wall s', 'peak MB',
+                    'before MB', 'certified', 'pin radius', 'at attack tol', 'max row radius',
+                    'rows pinned', 'sigma ratio', 'rank'],
+                   [[r['n'], r['d'], r['p'], r['p_over_dn'], r['features'],
+                     r['method_used'] or r['jacobian'], r['seconds'], round(r['peak_rss_mb']),
+                     round(r['baseline_rss_mb']), r['certified'], r['pin_radius'],
+                     r['pin_radius_at_attack_tol'], r['row_pin_radius_max'], r['rows_pinned'],
+                     r['sigma_ratio'], f"{r['rank']} of {r['full_rank']}"] for r in doc['rows']]))
+
+
+# -- truth: the certificate at the true training rows ------------------------------------------
+
+SIZES = {'photo_patches': (100, 48, 48000), 'synthetic_sphere': (100, 16, 6400)}
+
+
+def victim_config(data: str, seed: int, dtype: str, size=None):
+  """configs/rf_synthetic.py's victim at `size` (default SIZES[data]); an attack of one step."""
+  c = rf_synthetic.get_config()
+  (c.data.n, c.data.d, c.victim.p) = size or SIZES[data]
+  c.victim.activation = 'relu_tanh'
+  if data == 'photo_patches':
+    c.data.name, c.data.image_size = data, 4
+  c.seed, c.run.overwrite, c.run.dtype = seed, True, dtype
+  c.attack.max_steps, c.attack.rescue, c.attack.certify_jacobian = 1, (), 'off'
+  return c
+
+
+def truth_record(data: str, seed: int, dtype: str, workdir: str) -> dict:
+  t0 = time.time()
+  out = recon.truth_certificate(workdir)
+  return {'data': data, 'seed': seed, 'dtype': dtype, 'seconds': round(time.time() - t0, 1),
+          'load': list(os.getloadavg()), **out}
+
+
+def _judged(j: dict) -> list:
+  worst = (j.get('least_pinned') or [{}])[0]
+  return [j['certified'], j['pin_radius'], j['rows_pinned'],
+          f"row {worst['row']}: {worst['radius']:.2g} (share rank {worst['share_rank']})"
+          if worst else '-']
+
+
+def render_truth(out: str) -> None:
+  doc = io.read_json(out + '.json')
+  rows = [[r['data'], f"({r['n']}, {r['d']}, {r['p']})", r['dtype'], r['seed'], r['loss64'],
+           r['rounding_floor'], r.get('rounding_floor_expected'), r.get('rounding_floor_worst'),
+           r['attack']['tol'], *_judged(r['attack']), r['polished']['tol'],
+           r['polished'].get('radius_loss'), *_judged(r['polished']), round(r['seconds'])]
+          for r in sorted(doc['records'], key=lambda r: (r['data'], r['dtype'], r['seed']))]
+  named = [f"{r['data']} {r['dtype']} seed {r['seed']}" for r in doc['records']
+           if r['certifiable']]
+  io.write_text(out + '.md', common.page(
+      'The certificate at the true training rows',
+      f"Machine: {doc['machine']}. Victims: configs/rf_synthetic.py, relu_tanh, theta stored in "
+      "the dtype column. The certificate of the TRUE rows (ground truth, for analysis only), "
+      "judged at the run's attack.tol (pin radius at max(L, tol)) and as the precision rung "
+      'judges (loss test against max(attack.polish.tol, 4 F), radii at the level '
+      "max(L / (1 - q), F)). F: the statistical bound on theta's rounding floor; expected: its "
+      'expected value; worst: (eps S)^2. Where neither certifies, no attack can be certified on '
+      "that victim. share rank: the row's rank by its share of theta (0: the smallest).",
+      common.table(['data', '(n, d, p)', 'dtype', 'seed', 'loss at truth', 'F', 'expected',
+                    'worst', 'attack.tol', 'certified', 'pin radius', 'rows pinned',
+                    'least pinned row', 'rung tol', 'radius level', 'certified', 'pin radius',
+                    'rows pinned', 'least pinned row', 's'], rows),
+      f"Certifiable: {len(named)} of {len(doc['records'])} victims "
+      f"({', '.join(named) or 'none'})."))
+
+
+def run_probes(args) -> None:
   logging.set_verbosity(logging.WARNING)
-  recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
-  path = FLAGS.out + '.json'
-  if FLAGS.render_only:
+  path = args.out + '.json'
+  if args.render_only:
     doc = io.read_json(path)
   else:
+    recon.setup_process()  # the CLI's process setup: CPU buffers, compile cache
     t = time.time()
-    records = run_all(PRESETS[FLAGS.preset], FLAGS.first_seed)
-    doc = document(records, FLAGS.preset, time.time() - t)
+    doc = document(run_all(PRESETS[args.preset], args.first_seed), args.preset, time.time() - t)
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     io.write_text(path, json.dumps(io.normalized(doc), indent=1) + '\n')
-  render(doc, FLAGS.out)
+  render_probes(doc, args.out)
   a = doc['kind_a']
   print(f'kind (a): {a["false_certified"]} false certificates in {a["runs"]} probes; '
         f'{doc["false_certified"]} false in all {doc["runs"]} -> {path}')
 
 
+def run_scale(args) -> None:
+  if args.one:
+    n, d, p, method = args.one.split('x', 3)
+    print(json.dumps(scale_one(int(n), int(d), int(p), method, args.features, args.noise,
+                               args.seed, args.tol, args.attack_tol)))
+    return
+  rows: List[Dict[str, Any]] = []
+  for spec in args.sizes.split(','):
+    size, *rest = spec.split(':')  # n x d x p[:methods[:features]], overriding the flags
+    methods = rest[0].split('+') if rest else args.methods.split(',')
+    kinds = rest[1].split('+') if len(rest) > 1 else args.features.split(',')
+    for method, kind in [(m, k) for k in kinds for m in methods]:
+      cmd = [sys.executable, '-m', 'scripts.certificate', 'scale', f'--one={size}x{method}',
+             f'--features={kind}', f'--noise={args.noise}', f'--seed={args.seed}',
+             f'--tol={args.tol}', f'--attack_tol={args.attack_tol}']
+      done = subprocess.run(cmd, capture_output=True, text=True)
+      if done.returncode:
+        raise RuntimeError(f'{" ".join(cmd)} failed:\n{done.stderr[-3000:]}')
+      rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+      print(json.dumps(rows[-1]), flush=True)
+  doc = {'machine': machine.describe(), 'load_average': os.getloadavg(), 'seed': args.seed,
+         'noise': args.noise, 'tol': args.tol, 'attack_tol': args.attack_tol,
+         'command': common.command(), 'rows': rows}
+  common.save(args.out, doc, scale_markdown(doc))
+
+
+def run_truth(args) -> None:
+  if not args.render_only:
+    recon.setup_process()
+    n, d, p = SIZES[args.data]
+    size = (8, d, p * 8 // n) if args.tiny else (n, d, p)  # tiny: n = 8 at the same p / dn
+    if args.workdirs:
+      todo = []
+      for workdir in args.workdirs.split(','):
+        cfg = recon.load(workdir).summary.get('config') or {}
+        todo.append(((cfg.get('data') or {}).get('name'), cfg.get('seed'),
+                     (cfg.get('run') or {}).get('dtype'), workdir))
+    else:
+      todo = [(args.data, s, args.dtype,
+               os.path.join(args.runs_dir, f'{args.data}_{args.dtype}_s{s}'))
+              for s in common.ints(args.seeds)]
+    for data, seed, dtype, workdir in todo:
+      if not args.workdirs:
+        recon.run(victim_config(data, seed, dtype, size), workdir)
+      rec = truth_record(data, seed, dtype, workdir)
+      doc = common.load(args.out + '.json', {'what': 'the certificate at the true training rows',
+                                              'records': []})
+      doc['machine'] = machine.describe()
+      common.upsert(doc['records'], rec, lambda r: (r['data'], r['dtype'], r['seed']))
+      io.write_json(args.out + '.json', doc)
+      render_truth(args.out)
+      print(f"{data} {dtype} seed {seed}: certifiable {rec['certifiable']} "
+            f"(pin radius {rec['attack']['pin_radius']:.2g} at {rec['attack']['tol']:.2g}, "
+            f"{rec['polished']['pin_radius']:.2g} at the level "
+            f"{rec['polished']['radius_loss']:.2g})", flush=True)
+  render_truth(args.out)
+
+
+def main(argv=None) -> None:
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  sub = ap.add_subparsers(dest='part', required=True)
+  pr = sub.add_parser('probes')
+  pr.add_argument('--preset', default='default', choices=sorted(PRESETS))
+  pr.add_argument('--first_seed', type=int, default=FIRST_SEED, help='fresh seeds only')
+  pr.add_argument('--out', default='results/certificate_probes', help='path without suffix')
+  pr.add_argument('--render_only', action='store_true')
+  sc = sub.add_parser('scale')
+  sc.add_argument('--sizes', default='100x16x6400:auto+dense+matrix_free:dense,'
+                  '100x48x48000:auto:dense+lean',
+                  help="n x d x p[:methods[:features]] ('+'-separated), comma-separated")
+  sc.add_argument('--methods', default='auto', help='auto | dense | gram | matrix_free, ...')
+  sc.add_argument('--features', default='dense', help='dense | lean (V regenerated), ...')
+  sc.add_argument('--noise', type=float, default=1e-7, help='relative noise on the true rows')
+  sc.add_argument('--tol', type=float, default=1e-12, help="the certificate's tol "
+                  '(attack.polish.tol: what a float64-polished set is certified against)')
+  sc.add_argument('--attack_tol', type=float, default=1e-9, help='pin radius also at this tol')
+  sc.add_argument('--seed', type=int, default=0)
+  sc.add_argument('--out', default='results/certificate_scale')
+  sc.add_argument('--one', default='', help='internal: one n x d x p x method, JSON printed')
+  tr = sub.add_parser('truth')
+  tr.add_argument('--data', default='photo_patches', choices=tuple(SIZES))
+  tr.add_argument('--seeds', default='100,101,102,1000')
+  tr.add_argument('--dtype', default='float32', choices=('float32', 'float64'))
+  tr.add_argument('--tiny', action='store_true', help='n = 8 at the same d and p / dn')
+  tr.add_argument('--out', default=os.path.join('results', 'truth_certificate'))
+  tr.add_argument('--runs_dir', default=os.path.join('results', 'runs', 'truth_certificate'))
+  tr.add_argument('--workdirs', default='', help='finished random-features runs, comma-separated')
+  tr.add_argument('--render_only', action='store_true')
+  args = ap.parse_args(argv)
+  {'probes': run_probes, 'scale': run_scale, 'truth': run_truth}[args.part](args)
+
+
 if __name__ == '__main__':
-  define_flags()
-  app.run(main)
+  main()
