@@ -56,17 +56,17 @@ def test_rf_digits(tmp_path):
 
 
 def test_subspace_rf_width(tmp_path):
-  _script('subspace_rf_width', '--tiny', f'--out_dir={tmp_path}')
+  _script('subspace', '--part=rf_width', '--tiny', f'--out_dir={tmp_path}')
   _has(tmp_path, 'subspace_rf_width.json', 'subspace_rf_width.csv', 'subspace_rf_width.png')
 
 
 def test_subspace_two_layer(tmp_path):
-  _script('subspace_two_layer', '--tiny', f'--out_dir={tmp_path}')
+  _script('subspace', '--part=two_layer', '--tiny', f'--out_dir={tmp_path}')
   _has(tmp_path, 'subspace_two_layer.json', 'subspace_two_layer.csv', 'subspace_two_layer.png')
 
 
 def test_subspace_digits(tmp_path):
-  _script('subspace_digits', '--tiny', f'--out_dir={tmp_path}')
+  _script('subspace', '--part=digits', '--tiny', f'--out_dir={tmp_path}')
   _has(tmp_path, 'subspace_digits.json', 'subspace_digits.png')
 
 
