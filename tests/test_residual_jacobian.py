@@ -146,6 +146,39 @@ def test_every_method_gives_the_dense_verdicts_and_never_certifies_more():
                       'a row theta does not carry': False, 'a continuum': False}
 
 
+
+def test_the_host_blas_gram_equals_xlas_and_certifies_the_same(monkeypatch):
+  """The host CPU's H (XLA forms J_c, BLAS's syrk adds J_c^T J_c) equals XLA's own product to
+  rounding, and the certificate built on either gives the same verdicts, on the truth and on
+  every refused case (issue #75: the fast path never certifies what the former one did not)."""
+  verdicts = {}
+  with jax.enable_x64(True):
+    for name, x_hat, theta, fmap, p, act, n_known, tol in _cases():
+      st = residual_jacobian.stats(fmap, x_hat, theta, block_entries=7 * N * D)  # several blocks
+      assert st.n_blocks > 1
+      fast, xla = (residual_jacobian.tangent_gram(st, host=h) for h in (True, False))
+      np.testing.assert_allclose(fast, xla, rtol=1e-10, atol=1e-13 * np.abs(xla).max(),
+                                 err_msg=name)
+      np.testing.assert_array_equal(fast, fast.T)
+      loss = float64_loss.loss64(fmap, x_hat, theta)
+      kw = dict(final_loss=loss, tol=tol, x_hat=x_hat, p=p, activation=act, n_known=n_known,
+                feature_fn=fmap, theta=theta, jacobian_method='gram')
+      with monkeypatch.context() as mp:
+        gram = residual_jacobian.tangent_gram
+        mp.setattr(residual_jacobian, 'tangent_gram', lambda st: gram(st, host=False))
+        before = certificate.certify(**kw)
+      after = certificate.certify(**kw)
+      for key in ('certified', 'candidates_certified', 'reasons'):
+        assert after[key] == before[key], (name, key)
+      for key in ('row_pinned', 'row_within', 'jacobian_rank'):
+        assert after['evidence'][key] == before['evidence'][key], (name, key)
+      assert after['evidence']['pin_radius'] == pytest.approx(
+          before['evidence']['pin_radius'], rel=1e-6), name
+      verdicts[name] = after['certified']
+  assert verdicts == {'truth': True, 'unconverged': False, 'm < n': False,
+                      'a row theta does not carry': False, 'a continuum': False}
+
+
 def test_auto_takes_the_blocked_path_for_a_feature_map_and_dense_for_a_plain_function():
   x, theta, fmap, _ = _problem_f32()
   kw = dict(final_loss=1e-12, tol=1e-9, x_hat=x, p=10 * N * D, activation='relu_tanh',

@@ -227,7 +227,13 @@ def jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[s
   """The residual Jacobian's spectrum by `method` ('dense' | 'gram' | 'matrix_free', see the
   module docstring): sigma_min, sigma_max, rank(rtol) -> int, row_scales ((m,),
   `row_pin_scales`), row_radius_kind ('exact' | 'upper bound (whole set)'), feature_gram
-  (G = Phi_hat Phi_hat^T, or None), and for 'matrix_free' the eigensolver's record."""
+  (G = Phi_hat Phi_hat^T, or None), and for 'matrix_free' the eigensolver's record. NumPy's
+  BLAS runs on `residual_jacobian.blas_threads()` threads (one on the host CPU)."""
+  with residual_jacobian.host_blas():
+    return _jacobian_spectrum(feature_fn, x_hat, theta, method)
+
+
+def _jacobian_spectrum(feature_fn: Callable, x_hat, theta, method: str) -> Dict[str, Any]:
   m, d = len(x_hat), int(np.prod(np.shape(x_hat)[1:]))
   if method not in choices.JACOBIAN_METHODS[1:]:
     raise ValueError(f'jacobian_method: unknown method {method!r}; accepted: {", ".join(choices.JACOBIAN_METHODS)}')

@@ -94,7 +94,7 @@ import optax
 import threadpoolctl
 from absl import logging
 
-from recon.certify import certificate, row_search, symmetry
+from recon.certify import certificate, residual_jacobian, row_search, symmetry
 from recon.config import sections
 from recon.certify.float64_loss import Features64, loss64, precision_split, rounding_floor_estimate
 from recon.certify.float64_loss import basis as _basis
@@ -120,8 +120,7 @@ def rung_max_entries(memory_budget_gb: float) -> int:
 def blas_thread_limit(backend: Optional[str] = None) -> Optional[int]:
   """NumPy's BLAS threads during the rung: 1 where XLA computes on the host CPU (the two
   fight for the cores), None (the library's default) where it computes on an accelerator."""
-  backend = jax.default_backend() if backend is None else backend
-  return 1 if backend == 'cpu' else None
+  return residual_jacobian.blas_threads(backend)
 
 
 def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
@@ -330,7 +329,20 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   rung is for rows float32 cannot resolve, not for a run that failed wholesale. The rung forms J densely: it stays off above p m d = `max_entries`
   (default: the certificate's dense cap; the pipelines pass `rung_max_entries` of their
   memory budget). `rung`: the section attack.polish, whole (its tol is `polish_tol` here).
-  Returns (x_hat, certificate, polish info)."""
+  Returns (x_hat, certificate, polish info). NumPy's BLAS runs on
+  `residual_jacobian.blas_threads()` threads throughout (one on the host CPU)."""
+  with residual_jacobian.host_blas():
+    return _certify_or_polish(
+        final_loss=final_loss, tol=tol, x_hat=x_hat, p=p, activation=activation,
+        n_known=n_known, feature_fn=feature_fn, theta=theta,
+        duplicate_threshold=duplicate_threshold, mode=mode, rung=rung, key=key, radius=radius,
+        lr=lr, restart_sets=restart_sets, jacobian_method=jacobian_method,
+        max_entries=max_entries)
+
+
+def _certify_or_polish(*, final_loss, tol, x_hat, p, activation, n_known, feature_fn, theta,
+                       duplicate_threshold, mode, rung, key, radius, lr, restart_sets,
+                       jacobian_method, max_entries):
   polish_tol, starts, row_steps = rung.tol, rung.starts, rung.row_steps
   lm_iters, max_free_share, sign_sweeps = rung.lm_iters, rung.max_free_share, rung.sign_sweeps
   x_hat = np.asarray(x_hat)
