@@ -16,6 +16,11 @@ Runs unchanged on CPU or GPU (the machine is recorded); a part not run is kept f
             against the paper's optimiser ported faithfully (scripts/paper_baseline.py) at its
             blind lr with 10x the steps; recovered / certified from the run's summary.json; a run
             past PIPELINE_CPU_LIMIT_S of CPU or PIPELINE_TIMEOUT_S of wall is stopped and fails.
+  profile   (OUT/profile.{json,md}) one CLI run (configs/rf_synthetic.py through
+            recon.execution.execute, in a fresh process) per (size, seed), wall and CPU by phase: set-up, victim fit, compilation,
+            the descent's compiled chunks against its host work and escalation, the precision
+            rung, the certificate's passes, outputs; the imports a cold process makes; the
+            run's seconds per step against its own compiled chunk called alone (same process).
 """
 import argparse
 import json
@@ -45,7 +50,7 @@ from recon.runtime import compile_cache, host, machine, runs  # noqa: E402
 from scripts import common, paper_baseline  # noqa: E402
 
 ACT = 'relu_tanh'
-PARTS = ('step', 'memscale', 'pipeline')
+PARTS = ('step', 'memscale', 'pipeline', 'profile')
 SIZES = '10x10x1000x4096,20x50x10000x4096,20x100x20000x4096,100x30x30000x4096'
 CIFAR_SCALE = '100x3072x3072000x4096'  # the paper's CIFAR-10 scale: n = 100, d = 3072, p = 10 dn
 
@@ -347,6 +352,339 @@ def pipeline_summary(rows):
   return out
 
 
+# --- the profile part: one CLI run whole, its wall and CPU by phase (issue #75) ---------------
+PROFILE_SIZES = '20x100x20000,100x16x6400'  # the launch problem (relu) and n = 100
+PROFILE_SEEDS = '100'  # fresh: never used to choose anything
+PROFILE_TIMEOUT_S = 3600.0
+# (module, attribute, phase): the functions timed, each a phase of its own (exclusive time:
+# less the phases and compilations nested in it). A method is 'Class.method'.
+PROFILE_PHASES = (
+    ('recon.execution', 'execute', 'set-up (config, data, problem)'),
+    ('recon.pipelines.random_features', 'train_random_features', 'victim fit'),
+    ('recon.attack.driver', 'optimise', 'descent: driver set-up, loop'),
+    ('recon.attack.rescue.escalate', 'Escalator.__call__', 'descent: escalation checks, LOO, proposals'),
+    ('recon.runtime.checkpoint', 'RunCheckpointer.__call__', 'descent: checkpoints'),
+    ('recon.runtime.checkpoint', 'RunCheckpointer.close', 'descent: checkpoints'),
+    ('recon.report.scoring', 'report', 'outputs (scores, summary, plots)'),
+    ('recon.certify.rung', 'certify_or_polish', 'certificate: certify_or_polish rest'),
+    ('recon.certify.rung', 'polish', 'precision rung'),
+    ('recon.certify.rung', 'precision_split', 'certificate: float64 loss split'),
+    ('recon.certify.rung', 'rounding_floor_estimate', 'certificate: rounding floor'),
+    ('recon.certify.certificate', 'certify', 'certificate: certify rest'),
+    ('recon.certify.symmetry', 'of_features', 'certificate: symmetry'),
+    ('recon.certify.certificate', 'candidate_duplicates', 'certificate: pairs'),
+    ('recon.certify.certificate', 'unresolved_pairs', 'certificate: pairs'),
+    ('recon.certify.certificate', 'tangent_jacobian', 'certificate: dense Jacobian'),
+    ('recon.certify.residual_jacobian', 'stats', 'certificate: pass 1 (stats)'),
+    ('recon.certify.residual_jacobian', 'tangent_gram', 'certificate: tangent_gram'),
+    ('recon.certify.residual_jacobian', 'gram_spectrum', 'certificate: gram_spectrum'),
+    ('recon.certify.residual_jacobian', 'smallest_singular_value', 'certificate: LOBPCG'),
+)
+COMPILE_EVENTS = ('/jax/core/compile/jaxpr_trace_duration',
+                  '/jax/core/compile/jaxpr_to_mlir_module_duration',
+                  '/jax/core/compile/backend_compile_duration')
+STEP, TRIAL, HOST = 'descent: steps', 'descent: escalation trial steps', 'descent: host per chunk'
+BARE = 'profiler: bare step timing'  # not the run's: taken out of its wall
+
+
+class PhaseClock:
+  """Wall and CPU (the process's, every thread) of nested phases, each counted exclusively
+  (a phase's time less that of the phases inside it); compilation (`timing_compiles`) is a
+  phase of its own, taken out of the phase it happened in."""
+
+  def __init__(self):
+    self.totals = {}
+    self.stack = []
+    self.compiles = {}  # function name -> [wall s, events]: what the compile phase compiled
+
+  def _add(self, label, wall, cpu, calls=0):
+    t = self.totals.setdefault(label, {'wall_s': 0.0, 'cpu_s': 0.0, 'calls': 0})
+    t['wall_s'] += wall
+    t['cpu_s'] += cpu
+    t['calls'] += calls
+
+  def timing_compiles(self):
+    """JAX's trace, lowering and backend-compile timers (`dispatch.log_elapsed_time`, a cache
+    read included) become the phase 'compile'."""
+    from jax._src import dispatch  # pylint: disable=import-outside-toplevel
+    timer = dispatch.LogElapsedTimeContextManager
+    enter, leave = timer.__enter__, timer.__exit__
+    clock = self
+
+    def patched_enter(ctx):
+      if getattr(ctx, 'event', None) in COMPILE_EVENTS:
+        clock.stack.append(['compile', time.perf_counter(), time.process_time(), 0.0, 0.0])
+      return enter(ctx)
+
+    def patched_exit(ctx, *exc):
+      out = leave(ctx, *exc)
+      if getattr(ctx, 'event', None) in COMPILE_EVENTS and clock.stack and (
+          clock.stack[-1][0] == 'compile'):
+        frame = clock.stack.pop()
+        clock.close(frame)
+        entry = clock.compiles.setdefault(str(ctx.fun_name), [0.0, 0])
+        entry[0] += time.perf_counter() - frame[1]
+        entry[1] += 1
+      return out
+    timer.__enter__, timer.__exit__ = patched_enter, patched_exit
+
+  def close(self, frame):
+    wall = time.perf_counter() - frame[1]
+    cpu = time.process_time() - frame[2]
+    self._add(frame[0], max(wall - frame[3], 0.0), max(cpu - frame[4], 0.0), 1)
+    if self.stack:
+      self.stack[-1][3] += wall
+      self.stack[-1][4] += cpu
+
+  def inside(self, label) -> bool:
+    return any(f[0] == label for f in self.stack)
+
+  def run(self, label, fn, *args, **kwargs):
+    frame = [label, time.perf_counter(), time.process_time(), 0.0, 0.0]
+    self.stack.append(frame)
+    try:
+      return fn(*args, **kwargs)
+    finally:
+      self.stack.pop()
+      self.close(frame)
+
+
+def _patch(clock, module, attr, label):
+  import importlib  # pylint: disable=import-outside-toplevel
+  owner = importlib.import_module(module)
+  *path, name = attr.split('.')
+  for p in path:
+    owner = getattr(owner, p)
+  fn = getattr(owner, name)
+  setattr(owner, name, lambda *a, **k: clock.run(label, fn, *a, **k))
+
+
+def _max_step(state) -> int:
+  return int(np.max(np.asarray(jax.device_get(state.step))))
+
+
+def _timed_chunks(clock, record):
+  """Chain.wrap patched: the bare compiled chunk timed (blocked at its end, as the driver does)
+  and its steps counted, as a run's step or, inside an escalation, a trial's; the first run
+  chunk's input kept (on the host) for the bare step's timing."""
+  from recon.attack.rescue import chain  # pylint: disable=import-outside-toplevel
+  wrap = chain.Chain.wrap
+
+  def timed(chunk):
+    def call(state, stop):
+      label = TRIAL if clock.inside('descent: escalation checks, LOO, proposals') else STEP
+      start = _max_step(state)
+      if label == STEP and 'bare' not in record:  # timed now and after the run (load drifts)
+        record['bare'] = (chunk, jax.tree.map(np.asarray, jax.device_get(state)),
+                          int(stop) - start)
+        record['bare_times'] = clock.run(BARE, bare_step_times, *record['bare'])
+
+      def run():
+        out = chunk(state, stop)
+        jax.block_until_ready(out)
+        return out
+      out = clock.run(label, run)
+      record.setdefault('steps', {}).setdefault(label, 0)
+      record['steps'][label] += _max_step(out) - start
+      return out
+    return call
+
+  chain.Chain.wrap = lambda self, chunk: wrap(self, timed(chunk))
+
+
+def _timed_host(clock):
+  """optimiser.drive patched: each chunk's host work (`on_chunk`: history, checkpoints,
+  progress) a phase; drive's own loop lands in the caller's phase."""
+  from recon.attack import optimiser  # pylint: disable=import-outside-toplevel
+  drive = optimiser.drive
+
+  def patched(state, chunk_fn, *, on_chunk=None, **kw):
+    if on_chunk is not None and not clock.inside('descent: escalation checks, LOO, proposals'):
+      inner = on_chunk
+      on_chunk = lambda s: clock.run(HOST, inner, s)  # noqa: E731
+    return drive(state, chunk_fn, on_chunk=on_chunk, **kw)
+  optimiser.drive = patched
+
+
+def bare_step_times(chunk, state, steps, reps=3):
+  """Seconds a step of the run's own compiled chunk takes called alone (from the run's first
+  state, `steps` steps per call, nothing between calls), `reps` times."""
+  times = []
+  for _ in range(reps):
+    s = jax.tree.map(jnp.asarray, state)
+    jax.block_until_ready(s)
+    stop = jnp.asarray(_max_step(s) + steps, jnp.int32)
+    t0 = time.perf_counter()
+    out = chunk(s, stop)
+    jax.block_until_ready(out)
+    took = time.perf_counter() - t0
+    done = _max_step(out) - _max_step(s)
+    if done > 0:
+      times.append(took / done)
+  return times
+
+
+def profile_child(spec_json: str) -> None:
+  """In a fresh process (`profile_run`): one run of configs/rf_synthetic.py through
+  `recon.execution.execute`, its phases timed (PhaseClock), then the bare step of the run's own
+  compiled chunk; prints one JSON line."""
+  spec = json.loads(spec_json)
+  from recon import execution  # pylint: disable=import-outside-toplevel
+  host.keep_buffers_mapped()
+  compile_cache.enable()
+  clock, record = PhaseClock(), {}
+  clock.timing_compiles()
+  for module, attr, label in PROFILE_PHASES:
+    _patch(clock, module, attr, label)
+  _timed_chunks(clock, record)
+  _timed_host(clock)
+  config = rf_synthetic.get_config()
+  for key, value in spec['overrides'].items():
+    section, field = key.rsplit('.', 1) if '.' in key else (None, key)
+    setattr(config if section is None else config[section], field, value)
+  load = [round(x, 2) for x in os.getloadavg()]
+  t0, c0 = time.perf_counter(), time.process_time()
+  code = execution.execute(config, spec['workdir'])
+  wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+  out = {'exit_code': code, 'wall_s': wall, 'cpu_s': cpu, 'phases': clock.totals,
+         'steps_by_phase': record.get('steps', {}), 'loadavg_start': load,
+         'compile_top': sorted(([k, round(v[0], 3), v[1]] for k, v in clock.compiles.items()),
+                               key=lambda e: -e[1])[:15],
+         'compiled_functions': len(clock.compiles),
+         'loadavg_end': [round(x, 2) for x in os.getloadavg()]}
+  if 'bare' in record:  # the median of the times at the run's start and after it
+    out['bare_step_times_s'] = record['bare_times'] + bare_step_times(*record['bare'])
+    out['bare_step_s'] = float(np.median(out['bare_step_times_s']))
+    out['bare_steps_per_call'] = record['bare'][2]
+  print('PROFILE ' + json.dumps(out), flush=True)
+
+
+def _import_seconds(modules, root, env):
+  """Wall and CPU of a fresh process importing `modules` (those a run had loaded), less the
+  interpreter's own start (an empty process timed the same way)."""
+  code = ('import resource, time, sys; t = time.perf_counter(); import importlib\n'
+          'for m in sys.argv[1:]:\n'
+          '  try: importlib.import_module(m)\n'
+          '  except Exception: pass\n'
+          'r = resource.getrusage(resource.RUSAGE_SELF)\n'
+          'print(time.perf_counter() - t, r.ru_utime + r.ru_stime)')
+  res = subprocess.run([sys.executable, '-c', code, *modules], cwd=root, env=env,
+                       capture_output=True, text=True, check=True)
+  wall, cpu = (float(v) for v in res.stdout.split())
+  return wall, cpu
+
+
+def profile_run(n, d, p, seed, label, timeout_s=PROFILE_TIMEOUT_S, max_steps=None):
+  """One profiled run (`profile_child` in a child process) and the imports a cold CLI run
+  makes (`_import_seconds`): a results row (max_steps: the config's unless given)."""
+  root = common.ROOT
+  tmp = tempfile.mkdtemp(prefix='bench_profile_')
+  overrides = pipeline_overrides('default', n, d, p, seed, max_steps)
+  spec = {'overrides': overrides, 'workdir': os.path.join(tmp, 'run')}
+  env = dict(os.environ)
+  env['PYTHONPATH'] = root + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
+  code = ('import sys\nfrom scripts import bench\nbench.profile_child(sys.argv[1])\n'
+          'import json; print("MODULES " + json.dumps(sorted(m for m in sys.modules '
+          'if m.split(".")[0] in ("recon", "configs", "jax", "jaxlib", "optax", "numpy", '
+          '"scipy", "orbax", "flax", "ml_collections", "absl", "matplotlib", "PIL"))))')
+  t0 = time.perf_counter()
+  res = subprocess.run([sys.executable, '-c', code, json.dumps(spec)], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=timeout_s)
+  lines = res.stdout.splitlines()
+  prof = [json.loads(x[len('PROFILE '):]) for x in lines if x.startswith('PROFILE ')]
+  mods = [json.loads(x[len('MODULES '):]) for x in lines if x.startswith('MODULES ')]
+  if res.returncode or not prof:
+    raise RuntimeError(f'profile run {n}x{d}x{p} seed {seed} failed:\n{res.stderr[-3000:]}')
+  row = {'label': label, 'n': n, 'd': d, 'p': p, 'seed': seed,
+         'activation': pipeline_activation(n, d, p), 'process_wall_s': time.perf_counter() - t0,
+         **prof[0], 'recorded': time.strftime('%Y-%m-%d', time.gmtime())}
+  row['import_wall_s'], row['import_cpu_s'] = _import_seconds(
+      [m for m in mods[0] if not m.startswith('scripts')], root, env)
+  with open(os.path.join(spec['workdir'], 'summary.json')) as f:
+    m = json.load(f)['metrics']
+  row.update(n_recovered=m['n_recovered'], certified=bool(m['certified']), steps=m['steps'],
+             status=m['status'], final_loss=m['final_loss'],
+             certificate_jacobian=(m.get('certificate') or {}).get('jacobian'))
+  shutil.rmtree(tmp, ignore_errors=True)
+  return profile_shares(row)
+
+
+def profile_shares(row):
+  """The row's ratios: seconds per step in the run (steps and trial steps, the descent's host
+  work included) over the bare step; the certificate's and the descent's share of the wall
+  (the run's, plus its imports)."""
+  ph = row['phases']
+  sec = lambda *keys: sum(ph.get(k, {}).get('wall_s', 0.0) for k in keys)  # noqa: E731
+  descent = sec(*[k for k in ph if k.startswith('descent')])
+  steps = sum(row['steps_by_phase'].values())
+  cert = sec(*[k for k in ph if k.startswith('certificate')])
+  wall = row['wall_s'] - ph.get(BARE, {}).get('wall_s', 0.0) + row['import_wall_s']
+  row.update(descent_wall_s=descent, run_steps=steps,
+             run_step_s=descent / max(steps, 1),
+             step_over_bare=descent / max(steps, 1) / row['bare_step_s']
+             if row.get('bare_step_s') else None,
+             chunk_step_over_bare=sec(STEP, TRIAL) / max(steps, 1) / row['bare_step_s']
+             if row.get('bare_step_s') else None,
+             certificate_wall_s=cert, certificate_share=cert / wall,
+             total_wall_s=wall)
+  return row
+
+
+def profile_part(results, sizes, seeds, label, save):
+  """Profiled runs (size, seed) under `label` into results['rows'] (OUT/profile.json),
+  replacing a row of the same label, size and seed."""
+  results.setdefault('rows', [])
+  for n, d, p in sizes:
+    for seed in seeds:
+      row = profile_run(n, d, p, seed, label)
+      print(json.dumps(row), flush=True)
+      common.upsert(results['rows'], row, key=lambda r: (r['label'], r['n'], r['d'], r['p'],
+                                                          r['seed']))
+      save()
+
+
+def render_profile_page(results):
+  """OUT/profile.md."""
+  return common.page('Profile of whole runs of the random-features attack',
+                     f"Machine: {results.get('machine')}.",
+                     *render_profile(results) if results.get('rows') else [])
+
+
+def render_profile(part):
+  """The profile tables: per run, the phases' wall and CPU; the ratios."""
+  rows = part['rows']
+  labels = []
+  for r in rows:
+    labels += [k for k in r['phases'] if k not in labels]
+  order = sorted(labels, key=lambda k: (k.split(':')[0] != 'set-up (config, data, problem)', k))
+  head = [f"{r['label']}: {r['n']}, {r['d']}, {r['p']} seed {r['seed']}" for r in rows]
+  phase_rows = [['imports (a fresh process)'] + [
+      f"{r['import_wall_s']:.1f} / {r['import_cpu_s']:.1f}" for r in rows]]
+  for k in order:
+    phase_rows.append([k] + [
+        f"{r['phases'][k]['wall_s']:.1f} / {r['phases'][k]['cpu_s']:.1f}" if k in r['phases']
+        else '' for r in rows])
+  summary = [[f"{r['label']}", f"{r['n']}, {r['d']}, {r['p']}", r['seed'],
+              f"{r['n_recovered']}/{r['n']}", r['certified'], r['steps'],
+              r['steps_by_phase'].get(TRIAL, 0),
+              r['total_wall_s'], 1e3 * r['run_step_s'], 1e3 * (r.get('bare_step_s') or 0),
+              r['step_over_bare'], r['certificate_share'],
+              f"{r['loadavg_start'][0]:.1f} -> {r['loadavg_end'][0]:.1f}"] for r in rows]
+  return [
+      'One CLI run profiled by phase (`--parts=profile`): wall / CPU seconds (CPU: every thread '
+      "of the process); each phase's time is exclusive (less the phases and compilations in it). "
+      "'descent: steps' are the run's compiled chunks, blocked at their end; 'descent: host per "
+      "chunk' the driver's work between them (history, progress, checkpoints).",
+      common.table(['phase'] + head, phase_rows),
+      'Per run: seconds per step inside the run (every descent phase over the steps taken, '
+      "trial steps included) against the bare step (the run's own compiled chunk called alone, "
+      'same process); the certificate over the whole wall (imports included); load average '
+      '(1 min) at the start and end.',
+      common.table(['label', 'n, d, p', 'seed', 'recovered', 'certified', 'steps',
+                    'trial steps', 'wall s', 'ms / step in run', 'ms / bare step',
+                    'run / bare', 'certificate share', 'load'], summary)]
+
+
 def render(results):
   """bench.md: the three parts' tables from bench.json."""
   blocks = []
@@ -419,6 +757,10 @@ def parse_args(argv=None):
                   help=f"attack.max_steps (default: the config's, {DEFAULT_MAX_STEPS})")
   ap.add_argument('--pipeline_timeout_s', type=float, default=PIPELINE_TIMEOUT_S)
   ap.add_argument('--pipeline_cpu_limit_s', type=float, default=PIPELINE_CPU_LIMIT_S)
+  ap.add_argument('--profile_sizes', default=PROFILE_SIZES, help='profile part: NxDxP,...')
+  ap.add_argument('--profile_seeds', default=PROFILE_SEEDS)
+  ap.add_argument('--profile_label', default='current',
+                  help='profile part: the rows\' label (a row of the same label, size and seed is replaced)')
   ap.add_argument('--render_only', action='store_true', help='OUT/bench.md from OUT/bench.json')
   args = ap.parse_args(argv)
   args.parts = args.parts.split(',')
@@ -437,6 +779,13 @@ def parse_args(argv=None):
     if len(args.memscale_size) != 1:
       raise ValueError('--memscale_size: lists several sizes; accepted: one NxDxP[xCHUNK]')
     args.pipeline_sizes = parse_sizes(args.pipeline_sizes, 3, '--pipeline_sizes')
+    args.profile_sizes = parse_sizes(args.profile_sizes, 3, '--profile_sizes')
+    try:
+      args.profile_seeds = common.ints(args.profile_seeds)
+    except ValueError:
+      args.profile_seeds = [-1]
+    if min(args.profile_seeds) < 0:
+      raise ValueError('--profile_seeds: accepted: comma-separated integers >= 0, e.g. 100,101')
     try:
       args.pipeline_seeds = common.ints(args.pipeline_seeds)
     except ValueError:
@@ -477,6 +826,15 @@ def main(argv=None):
     pipeline_part(results, args.pipeline_sizes, args.pipeline_seeds, args.methods,
                   args.pipeline_max_steps, args.pipeline_timeout_s, save,
                   args.pipeline_cpu_limit_s)
+  if 'profile' in args.parts:  # its own file: OUT/profile.{json,md}
+    ppath = os.path.join(args.out, 'profile')
+    profile = common.load(ppath + '.json', {})
+    profile['machine'] = results['machine']
+    profile_part(profile, args.profile_sizes, args.profile_seeds, args.profile_label,
+                 lambda: common.save(ppath, profile, render_profile_page(profile)))
+    if args.parts == ['profile']:
+      print(render_profile_page(profile))
+      return
   save()
   print(render(results))
 

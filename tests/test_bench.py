@@ -48,6 +48,8 @@ def test_parse_sizes_default_chunk_and_errors():
     (['--pipeline_max_steps=0'], '--pipeline_max_steps'),
     (['--pipeline_timeout_s=0'], '--pipeline_timeout_s'),
     (['--pipeline_cpu_limit_s=-1'], '--pipeline_cpu_limit_s'),
+    (['--profile_sizes=10x10x1000x5'], '--profile_sizes'),
+    (['--profile_seeds=-3'], '--profile_seeds'),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, flag, capsys):
   bench = _load_bench()
@@ -168,3 +170,76 @@ def test_pipeline_run_reads_the_clis_summary():
   assert row['wall_s'] > 0 and row['cpu_s'] > 0 and row['max_steps'] == 2000
   assert row['false_certified'] == (row['certified'] and not row['all_recovered'])
   assert '--config=configs/rf_synthetic.py' in row['command']
+
+
+def test_the_phase_clock_counts_each_phase_exclusively():
+  bench = _load_bench()
+  clock = bench.PhaseClock()
+  burn = lambda s: bench.time.sleep(s)  # noqa: E731
+
+  def outer():
+    burn(0.05)
+    clock.run('inner', burn, 0.1)
+    assert clock.inside('outer') and not clock.inside('inner')
+  clock.run('outer', outer)
+  clock.run('inner', burn, 0.02)
+  t = clock.totals
+  assert t['inner']['calls'] == 2 and t['outer']['calls'] == 1
+  assert 0.05 <= t['outer']['wall_s'] < 0.1  # the nested 0.1 s is the inner phase's
+  assert 0.12 <= t['inner']['wall_s'] < 0.2
+  assert not clock.stack
+
+
+@pytest.mark.slow  # one profiled run at (4, 4, 160) and an import-timing process: ~40 s
+def test_a_profiled_run_accounts_for_its_wall_and_steps():
+  bench = _load_bench()
+  row = bench.profile_run(4, 4, 160, 100, 'test', timeout_s=600, max_steps=3000)
+  assert row['exit_code'] == 0 and 1 <= row['steps'] <= 3000
+  phases = row['phases']
+  # The exclusive phases add up to the run's wall (execute is the outermost phase).
+  total = sum(v['wall_s'] for v in phases.values())
+  assert total == pytest.approx(row['wall_s'], rel=0.05)
+  for name in ('compile', bench.STEP, 'victim fit', 'outputs (scores, summary, plots)',
+               'certificate: pass 1 (stats)', 'certificate: tangent_gram'):
+    assert phases[name]['wall_s'] > 0, name
+  # Steps of the run's own chunks: at most the run's steps (accepted trials add theirs).
+  assert 0 < row['steps_by_phase'][bench.STEP] <= row['steps']
+  assert row['bare_step_s'] > 0 and row['step_over_bare'] > 0
+  assert 0 < row['certificate_share'] < 1 and row['import_wall_s'] > 0
+  assert row['loadavg_start'] and row['loadavg_end']
+  text = '\n'.join(bench.render_profile({'rows': [row]}))
+  assert '| test | 4, 4, 160 | 100 |' in text and bench.STEP in text
+
+
+def _profile_row(bench, label, seed):
+  phases = {bench.STEP: {'wall_s': 8.0, 'cpu_s': 7.0, 'calls': 40},
+            bench.TRIAL: {'wall_s': 2.0, 'cpu_s': 2.0, 'calls': 3},
+            'certificate: tangent_gram': {'wall_s': 1.0, 'cpu_s': 1.0, 'calls': 1},
+            'compile': {'wall_s': 3.0, 'cpu_s': 2.5, 'calls': 30}}
+  return bench.profile_shares({
+      'label': label, 'n': 4, 'd': 4, 'p': 160, 'seed': seed, 'wall_s': 14.0,
+      'import_wall_s': 2.0, 'import_cpu_s': 1.5, 'phases': phases, 'bare_step_s': 0.004,
+      'steps_by_phase': {bench.STEP: 2000, bench.TRIAL: 500}, 'n_recovered': 4,
+      'certified': True, 'steps': 2200, 'loadavg_start': [1.0, 1, 1],
+      'loadavg_end': [1.5, 1, 1]})
+
+
+def test_the_profile_part_writes_its_own_file_and_keeps_bench_json(tmp_path, monkeypatch):
+  bench = _load_bench()
+  monkeypatch.setattr(bench, 'profile_run',
+                      lambda n, d, p, seed, label: _profile_row(bench, label, seed))
+  bench.main(['--parts=profile', '--profile_sizes=4x4x160', '--profile_seeds=100,101',
+              '--profile_label=x', f'--out={tmp_path}'])
+  bench.main(['--parts=profile', '--profile_sizes=4x4x160', '--profile_seeds=100',
+              '--profile_label=x', f'--out={tmp_path}'])  # replaces its row, keeps 101's
+  assert not (tmp_path / 'bench.json').exists()
+  with open(tmp_path / 'profile.json') as f:
+    res = json.load(f)
+  assert res['machine'] and [r['seed'] for r in res['rows']] == [100, 101]
+  (row, _) = res['rows']
+  # 10 s of descent over 2500 steps (trials included): 4 ms a step, the bare step's.
+  assert row['run_step_s'] == pytest.approx(0.004) and row['step_over_bare'] == pytest.approx(1.0)
+  assert row['certificate_share'] == pytest.approx(1.0 / 16.0)
+  md = (tmp_path / 'profile.md').read_text()
+  assert '| x | 4, 4, 160 | 100 | 4/4 | yes | 2200 | 500 |' in md
+  assert '| certificate: tangent_gram | 1.0 / 1.0 | 1.0 / 1.0 |' in md
