@@ -174,10 +174,12 @@ def leak_width_shadows(config: Any, ns: List[int], ratios: List[float], seeds: L
   records are recon.audit.threshold's."""
   from recon.audit import leak_width as lw  # pylint: disable=import-outside-toplevel
   from recon.pipelines import victims  # pylint: disable=import-outside-toplevel
-  cfg = victims.resolve(config)
-  dim = lw.dimension(cfg)
-  return {'family': lw.family(cfg), 'dimension': dim,
-          'records': lw.shadow_records(cfg, dim, ns, ratios, seeds, workdir)}
+  from recon.config import sections  # pylint: disable=import-outside-toplevel
+  spec = sections.RunSpec.from_config(victims.resolve(config))
+  dim = lw.dimension(spec.data, spec.victim, spec.leak_width)
+  return {'family': lw.family(spec.victim), 'dimension': dim,
+          'records': lw.shadow_records(spec.to_dict(), spec.data, spec.victim, spec.attack, dim,
+                                       ns, ratios, seeds, workdir)}
 
 
 def recertify(from_dir: str, to_dir: str) -> Dict[str, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -28,12 +29,30 @@ import time
 import traceback
 from typing import Any, Callable, Dict, Optional
 
+import ml_collections
 from absl import logging
 
+from recon.config import sections
 from recon.config import validate as config_lib
 from recon import errors
-from recon.errors import say_error
+from recon.errors import ReconError, say_error
 from recon.runtime import failures, io, ownership, runs, signals, workdir_lock
+
+
+NAME_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9._+=-]{0,127}')
+
+
+def check_config_object(config: Any) -> None:
+  """One line unless `config` is a ConfigDict (what get_config() must return) whose `name`
+  is a file-name-safe word (the default workdir results/runs/<name>-<time> stays there)."""
+  if not isinstance(config, ml_collections.ConfigDict):
+    got = 'None' if config is None else type(config).__name__
+    raise ReconError(f'--config: get_config() must return a ConfigDict, got {got}; accepted: '
+                     'a config file whose get_config() starts from configs/base.py')
+  name = config.name if 'name' in config else None  # a missing name: config.validate
+  if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
+    raise ReconError(f'config.name: invalid value {name!r}; accepted: a file name of letters, '
+                     "digits and . _ + = - (not starting with '.', at most 128 characters)")
 
 
 def default_workdir(name: str) -> str:
@@ -157,23 +176,23 @@ def execute(config: Any, workdir: Optional[str] = None,
   from recon.sweep import grid as sweep
   from recon.sweep import store as sweep_store
   try:
-    runs.check_config_object(config)  # get_config() returned a ConfigDict; a safe name
-    config_lib.validate(config)
+    check_config_object(config)  # get_config() returned a ConfigDict; a safe name
     with config.unlocked() if hasattr(config, 'unlocked') else contextlib.nullcontext():
-      config_lib.resolve_paths(config)
+      axes = config_lib.read(config)  # validated, paths absolute
       # data.name 'file': data.n / data.d None take the file's sizes (before the memory check).
-      data.resolve_file(config.data,
-                        trains_victim=data.trains_victim(config.victim, config.pipeline))
+      data.resolve_file(config.data, config.victim, config.pipeline)
     workdir = os.path.abspath(os.path.expanduser(
         workdir or default_workdir(config.name)))
     runs.check_workdir(workdir)
     check_backend()
-    swept = bool(config_lib.sweep_axes(config.get('sweep')))  # single runs: pipelines.run
+    swept = bool(axes)  # single runs: pipelines.run
     if not swept:
       # The run's config, resolved once, here (a saved model's fields adopted, the file's sizes,
-      # attack.n_candidates filled) and locked: what runs below reads it, adds no field to it.
+      # attack.n_candidates filled) and read into its frozen spec: what runs below reads it,
+      # adds no field to it. A sweep resolves each of its points (recon/sweep/grid.py).
       config = victims.resolve(config, validated=True)
       config.lock()
+      spec = sections.RunSpec.from_config(config)  # the builders' typed sections
     from recon.models import min_norm as precision  # pylint: disable=import-outside-toplevel
     precision.apply_matmul_precision(config.run.matmul_precision)  # sweeps too
   except errors.ReconError as e:
@@ -206,7 +225,7 @@ def execute(config: Any, workdir: Optional[str] = None,
         sweep.run(config, workdir)
         drop_stale_traceback(workdir)
         return errors.EXIT_OK
-      summary = pipelines.run(config, workdir, resolved=True)
+      summary = pipelines.run(spec, workdir)
     finally:
       runs.finish_replace(workdir)  # an overwrite's old outputs: deleted, or back when unused
   except errors.Interrupted as e:

@@ -18,7 +18,7 @@ Kinds and their entries:
   objective  `Objective`: a loss on candidate features (projection-type objectives) or
              the pipeline that owns it (KKT, unified)
   dataset    a loader `(data section, key, dtype) -> (X (n, d), y (n,), meta)`
-  pipeline   `Pipeline`: `run(cfg, workdir, dtype, resuming) -> summary` and its checks
+  pipeline   `Pipeline`: `run(spec, workdir, dtype, resuming) -> summary` and its checks
   rescue     `Rescue`: a step of `attack.rescue` (recon/attack/rescue/chain.py): its builder and where it
              acts (between chunks of the descent, or after it)
   sweep      `Sweep`: how a sweep vectorises the victims of a pipeline (recon/sweep/), under
@@ -139,18 +139,20 @@ class Objective:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """How a pipeline runs: `run(cfg, workdir, dtype, resuming) -> summary` (the pipeline is the
-  composition root of its runs: the one reader of the whole config), and `check(*sections)`,
+  """How a pipeline runs: `run(spec, workdir, dtype, resuming) -> summary` (its entry reads the
+  run's frozen `recon.config.sections.RunSpec` and hands each builder its sections), and
+  `check(*sections)`,
   its cross-field refusals (one-line errors) of the config sections named by `sections`, in
   that order, called before the workdir is touched."""
   run: Callable[..., Dict[str, Any]]
   check: Optional[Callable[..., None]] = None
   sections: Tuple[str, ...] = ('data', 'victim', 'attack')
 
-  def check_config(self, cfg: Any) -> None:
-    """`check` on the sections of a resolved config (nothing when the pipeline has none)."""
+  def check_sections(self, **sections: Any) -> None:
+    """`check` on the named sections (`data=..., victim=..., attack=...`; nothing when the
+    pipeline has none)."""
     if self.check is not None:
-      self.check(*(cfg[name] for name in self.sections))
+      self.check(*(sections[name] for name in self.sections))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,8 +179,8 @@ class Sweep:
   """How a sweep (recon/sweep/grid.py) vectorises the victims of one pipeline, registered under
   the pipeline's name and looked up by the victim's.
 
-  check      (one point's resolved config, the swept field paths) -> None: one-line
-             ConfigError for what it cannot vectorise, before any compute
+  check      (one point's data, victim and attack sections, the swept field paths) -> None:
+             one-line ConfigError for what it cannot vectorise, before any compute
   run_group  (group, *, devices, log_every_seconds, label) -> the group's per-point arrays,
              as one jit(vmap(...)) program
   record     (point, run_group's arrays, i) -> (point i's record, its candidates)

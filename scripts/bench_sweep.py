@@ -70,7 +70,7 @@ def single_program(cfg):
   problem = jax.jit(functools.partial(rf_pipeline.make_rf_problem, p_total=cfg.victim.p,
                                       activation=cfg.victim.activation))(keys, x, y)
   problem.pop('train_mse')
-  loss_fn = rf_pipeline.rf_loss_fn(cfg)
+  loss_fn = rf_pipeline.rf_loss_fn(cfg.victim, cfg.attack)
   optimizer = optimize.make_optimizer(cfg.attack.optimizer, cfg.attack.lr, cfg.attack.momentum)
   constraint = optimize.sphere_constraint(float(np.sqrt(cfg.data.d)))
   state = optimize.init_state(driver.init_candidates(keys['init'], cfg.attack.n_candidates, cfg.data.d,

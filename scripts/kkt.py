@@ -64,11 +64,12 @@ def synthetic(cfg, kind):
 
 def attack(cfg, net, p0, p, x, y, duals, keys, kind, workdir, x0=None):
   radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
-  a = ke.build_attack(cfg, net, p0, p, kind, cfg.data.num_classes, x.shape[1], radius, keys['init'],
-                      jnp.float64, planted=(x, y, duals))
+  a = ke.build_attack(cfg.attack, cfg.data.n, cfg.seed, net, p0, p, kind, cfg.data.num_classes,
+                      x.shape[1], radius, keys['init'], jnp.float64, planted=(x, y, duals))
   if x0 is not None:
     a = dataclasses.replace(a, x0=dict(a.x0, x=x0) if isinstance(a.x0, dict) else x0)
-  return reconstruct.reconstruct_and_report(cfg, workdir, a, x_true=x, y=y, meta={})['metrics']
+  settings = reconstruct.tail(cfg.data, cfg.victim, cfg.attack, cfg.run, cfg.seed, cfg.to_dict())
+  return reconstruct.reconstruct_and_report(settings, workdir, a, x_true=x, y=y, meta={})['metrics']
 
 
 VICTIMS = {  # name: (config overrides, KKT target)
@@ -92,7 +93,7 @@ def identifiability(restarts=3, noise_level=0.03):
           'victim.activation': act, 'attack.kkt_target': target, 'attack.max_steps': 600,
           'run.chunk_steps': 200, **overrides})
       x, y, keys = synthetic(cfg, 'binary')
-      net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
+      net, p0, p, info = ke.train_victim(cfg.data, cfg.victim, cfg.attack, x, y, keys['model'])
       duals = info.pop('duals')
       n, d = x.shape
       for n_hat in (n, 2 * n):
@@ -158,7 +159,7 @@ def splitting(seeds=(0, 1, 2)):
           'attack.split.budget': 6, 'attack.split.max_per_round': 2})
       kind = 'multiclass' if objective == 'kkt_multiclass' else 'binary'
       x, y, keys = synthetic(cfg, kind)
-      net, p0, p, info = ke.train_victim(cfg, x, y, keys['model'])
+      net, p0, p, info = ke.train_victim(cfg.data, cfg.victim, cfg.attack, x, y, keys['model'])
       duals = info.pop('duals')
       for split in ('none', 'every'):
         c = copy.deepcopy(cfg)

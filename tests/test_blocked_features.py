@@ -68,7 +68,7 @@ def test_the_memory_estimate_counts_the_stored_v():
   est = {}
   for mode in ('lean', 'blocked'):
     cfg.victim.feature_mode = mode
-    assert rf_pipeline.use_lean_features(cfg, jnp.float32)
+    assert rf_pipeline.use_lean_features(cfg.data, cfg.victim, jnp.float32)
     est[mode] = memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, 'float32')
   assert est['blocked'] - est['lean'] == 100_000 * 30 * 4
 

@@ -105,7 +105,8 @@ def test_a_checkpoint_from_before_the_sections_is_refused_in_one_line(tmp_path, 
   monkeypatch.setattr(checkpoint, 'read_config', lambda workdir: {'n': 4, 'lr': 2.0})
   with pytest.raises(errors.ExperimentError, match=r'^run\.resume: .* no sections .* a fresh '
                      r'--workdir') as e:
-    runs.prepare_run_workdir(str(tmp_path), tiny_config({'run.resume': True}))
+    c = tiny_config({'run.resume': True})
+    runs.prepare_run_workdir(str(tmp_path), c.run, c.victim.checkpoint, c.to_dict())
   assert '\n' not in str(e.value)
 
 

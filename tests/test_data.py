@@ -4,6 +4,7 @@ import gzip
 import os
 import pickle
 import struct
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -292,6 +293,11 @@ def test_cli_prints_one_line_for_missing_data(tmp_path, capsys):
 # --- the auditor's own file (data.name 'file', recon/data/auditor.py) -------------------------
 
 
+# The victim sections of a run that trains its victim on the file (which then needs 'y'), and
+# of one that attacks a saved model.
+TRAINED_HERE, SAVED = SimpleNamespace(checkpoint=None), SimpleNamespace(checkpoint='model')
+
+
 def _file_cfg(path, **overrides):
   return cfg({'data.name': 'file', 'data.path': str(path), 'data.n': None, 'data.d': None,
               'data.classes': None, **overrides})
@@ -301,7 +307,7 @@ def test_file_images_keep_their_shape_and_labels(tmp_path):
   img = np.random.default_rng(0).uniform(size=(5, 4, 3, 3))
   np.savez(tmp_path / 'img.npz', x=img, y=np.array([0, 1, 2, 1, 0]))
   c = _file_cfg(tmp_path / 'img.npz', **{'data.preprocess': 'none'})
-  data.resolve_file(c, trains_victim=True)
+  data.resolve_file(c, TRAINED_HERE, None)
   assert (c.n, c.d) == (5, 36)
   x, y, meta = data.load(c, KEY)
   assert meta['image_shape'] == (4, 3, 3) and meta['name'] == 'file'
@@ -318,8 +324,8 @@ def test_file_rows_are_preprocessed_like_any_data_set(tmp_path):
   assert y is None and meta['image_shape'] is None
   np.testing.assert_allclose(np.linalg.norm(np.asarray(x), axis=1), np.sqrt(5), rtol=1e-5)
   np.testing.assert_allclose(data.to_pixels(np.asarray(x), meta), x0, rtol=1e-5)
-  one_line_error(lambda: data.resolve_file(c, trains_victim=True), "has no 'y'", '(3,)')
-  one_line_error(lambda: data.resolve_file(c, trains_victim=False),
+  one_line_error(lambda: data.resolve_file(c, TRAINED_HERE, None), "has no 'y'", '(3,)')
+  one_line_error(lambda: data.resolve_file(c, SAVED, None),
                  "config.data.preprocess: 'sphere'", "accepted: 'none'")
 
 
@@ -327,7 +333,7 @@ def test_file_settings_it_does_not_apply_are_refused(tmp_path):
   np.savez(tmp_path / 'x.npz', x=np.ones((2, 3)), y=np.ones(2))
   for field, value in (('data.classes', (0, 1)), ('data.image_size', 2), ('data.grayscale', True)):
     c = _file_cfg(tmp_path / 'x.npz', **{field: value})
-    one_line_error(lambda: data.resolve_file(c, trains_victim=True), 'not applied')
+    one_line_error(lambda: data.resolve_file(c, TRAINED_HERE, None), 'not applied')
 def test_held_out_samples_share_the_task():
   """synthetic_sphere: fresh rows, the same direction g (noise-free labels are predicted exactly
   by g fitted on the training set); digits: other images of the same classes."""

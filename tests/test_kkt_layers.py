@@ -104,7 +104,7 @@ def test_unknown_layer_name_is_one_line_experiment_error():
   c = kkt_haim.get_config()
   c.attack.kkt_layers = 'hidden_0,bogus'
   with pytest.raises(errors.ExperimentError, match="unknown layer 'bogus'") as e:
-    pk.kkt_layer_mask(c, params)
+    pk.kkt_layer_mask(c.attack, params)
   assert '\n' not in str(e.value)
   c.attack.kkt_layers = 'all'
-  assert pk.kkt_layer_mask(c, params) is None
+  assert pk.kkt_layer_mask(c.attack, params) is None

@@ -22,8 +22,7 @@ def test_the_default_is_unset_so_a_given_init_is_used():
   assert base.get_config().attack.knows_init is None
   c = two_layer.get_config()
   c.victim.init_checkpoint = 'init.msgpack'
-  assert networks.initial_params_used(c, initial_given=True)
-  assert c.attack.knows_init is True  # summary.json's config records what was used
+  assert networks.initial_params_used(c.attack, c.victim, initial_given=True)
 
 
 def test_an_explicit_false_ignores_a_given_init_in_one_log_line(monkeypatch):
@@ -31,7 +30,7 @@ def test_an_explicit_false_ignores_a_given_init_in_one_log_line(monkeypatch):
   monkeypatch.setattr(logging, 'warning', lambda fmt, *a: lines.append(fmt % a))
   c = two_layer.get_config()
   c.victim.init_checkpoint, c.attack.knows_init = 'init.msgpack', False
-  assert not networks.initial_params_used(c, initial_given=True)
+  assert not networks.initial_params_used(c.attack, c.victim, initial_given=True)
   assert len(lines) == 1 and 'init.msgpack are ignored' in lines[0]
   assert 'knows_init=False' in lines[0]
 
@@ -40,7 +39,7 @@ def test_the_audit_config_leaves_knows_init_to_the_given_init():
   """configs/audit.py with victim.init_checkpoint and nothing else about the init uses it."""
   c = audit.get_config()
   c.victim.init_checkpoint = 'init.msgpack'
-  assert networks.initial_params_used(c, initial_given=True)
+  assert networks.initial_params_used(c.attack, c.victim, initial_given=True)
 
 
 def test_a_run_that_recovers_nothing_says_what_it_tried_and_never_that_data_is_safe():

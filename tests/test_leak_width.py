@@ -84,36 +84,45 @@ def test_the_dimension_comes_from_the_file_by_pca(tmp_path):
   c = recon.get_config('leak_width', {'data.name': 'file', 'data.path': str(tmp_path / 'train.npz'),
                                       'data.n': None, 'data.d': None})
   assert not data.trains_victim(c.victim, c.pipeline)
-  data.resolve_file(c.data, trains_victim=data.trains_victim(c.victim, c.pipeline))
-  dim = lw_pipeline.dimension(c)
+  data.resolve_file(c.data, c.victim, c.pipeline)
+  dim = lw_pipeline.dimension(c.data, c.victim, c.leak_width)
   assert (dim['mode'], dim['D'], dim['d'], c.data.n) == ('pca', 2, 8, 30)
+
+
+def _dimension(c):
+  return lw_pipeline.dimension(c.data, c.victim, c.leak_width)
+
+
+def _shadow(c, dim):
+  """The shadows' config (a dict) of the auditor's `c`."""
+  return lw_pipeline.shadow_config(c.to_dict(), c.data, c.victim, c.attack, dim)
 
 
 def _file_config(tmp_path, x, **extra):
   np.savez(tmp_path / 'train.npz', x=x)
   c = recon.get_config('leak_width', {'data.name': 'file', 'data.path': str(tmp_path / 'train.npz'),
                                       'data.n': None, 'data.d': None, **extra})
-  data.resolve_file(c.data, trains_victim=data.trains_victim(c.victim, c.pipeline))
+  data.resolve_file(c.data, c.victim, c.pipeline)
   return c
 
 
 def test_pca_at_the_row_count_ceiling_falls_back_to_d_and_says_why(tmp_path):
   """#69: 6 rows of d = 16 hold at most 5 directions; k = 5 measures the row count."""
   x = np.random.default_rng(2).normal(size=(6, 16))
-  dim = lw_pipeline.dimension(_file_config(tmp_path, x))
+  dim = _dimension(_file_config(tmp_path, x))
   assert dim['D'] == 16 and dim['k'] == 5 and 'too few to show a subspace' in dim['why']
   # A true 2-dim subspace in 30 rows is kept, and the shadows search inside it.
   y = np.random.default_rng(3).normal(size=(30, 2)) @ np.linalg.qr(
       np.random.default_rng(4).normal(size=(16, 2)))[0].T
   c = _file_config(tmp_path, y)
-  dim = lw_pipeline.dimension(c)
+  dim = _dimension(c)
   assert dim['D'] == 2 and 'search inside it' in dim['why']
-  shadow = lw_pipeline.shadow_config(c, dim)
-  assert (shadow.data.name, shadow.data.planted_dim, shadow.attack.subspace) == (
+  shadow = _shadow(c, dim)
+  assert (shadow['data']['name'], shadow['data']['planted_dim'], shadow['attack']['subspace']) == (
       'synthetic_subspace', 2, 'known')
   # A two-layer net's shadows cannot search a subspace: D = d, said so.
   c2 = _file_config(tmp_path, y, **{'victim.name': 'two_layer'})
-  assert lw_pipeline.dimension(c2)['D'] == 16
+  assert _dimension(c2)['D'] == 16
 
 
 def test_one_outcome_gives_the_bound_the_runs_measured():
@@ -149,8 +158,7 @@ def test_a_prediction_whose_shadows_all_fail_reports_a_bound_not_an_error(tmp_pa
 def test_shadows_run_the_sign_quotient_the_model_would_get(act, n, mode, shadows):
   c = recon.get_config('leak_width', {'data.n': n, 'data.d': 16, 'victim.activation': act,
                                       'attack.sign_quotient': mode})
-  dim = lw_pipeline.dimension(c)
-  assert lw_pipeline.shadow_config(c, dim).attack.sign_quotient == shadows
+  assert _shadow(c, _dimension(c))['attack']['sign_quotient'] == shadows
 
 
 @pytest.mark.parametrize('overrides, line', [

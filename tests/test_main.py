@@ -16,6 +16,7 @@ from absl import flags
 from conftest import subprocess_env
 
 from configs import rf_synthetic
+from recon.config import sections
 from recon.config import validate as config_lib
 from recon import main
 from recon.runtime import host, ownership
@@ -280,11 +281,13 @@ def test_the_config_is_resolved_once_and_handed_down_locked(tmp_path, monkeypatc
     resolved.append(config)
     return real_resolve(config, validated=validated)
 
-  def run(config, workdir, validated=False, resolved=False):
-    seen.append((config, resolved))
+  def run(config, workdir, validated=False):
+    seen.append((config, isinstance(config, sections.RunSpec)))
     with pytest.raises(AttributeError):
-      config.attack.a_new_field = 1  # locked: nothing below adds a field
-    return real_run(config, workdir, validated=validated, resolved=resolved)
+      config.attack.a_new_field = 1  # frozen: nothing below adds or changes a field
+    with pytest.raises(AttributeError):
+      config.attack.lr = 1.0
+    return real_run(config, workdir, validated=validated)
 
   monkeypatch.setattr(victims, 'resolve', resolve)
   monkeypatch.setattr(pipelines, 'run', run)

@@ -295,9 +295,10 @@ def test_the_rungs_size_cap_follows_the_memory_budget_and_the_pipelines_pass_it(
   assert polish.rung_max_entries(1e-3) == certificate.MAX_JACOBIAN_ENTRIES
   assert abs(polish.rung_max_entries(16.0) - 2 * polish.rung_max_entries(8.0)) <= 1
   c = rf_synthetic.get_config()
-  assert reconstruct.certify_settings(c)['max_entries'] == polish.rung_max_entries(8.0)
+  settings = lambda: reconstruct.certify_settings(c.data, c.victim, c.attack, c.run, c.seed)  # noqa: E731
+  assert settings()['max_entries'] == polish.rung_max_entries(8.0)
   c.run.sweep_memory_budget_gb = 2.0
-  assert reconstruct.certify_settings(c)['max_entries'] == polish.rung_max_entries(2.0)
+  assert settings()['max_entries'] == polish.rung_max_entries(2.0)
   assert polish.blas_thread_limit('cpu') == 1
   assert polish.blas_thread_limit('gpu') is None and polish.blas_thread_limit('tpu') is None
   assert polish.blas_thread_limit() == (1 if jax.default_backend() == 'cpu' else None)

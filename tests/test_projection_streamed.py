@@ -223,11 +223,11 @@ def test_lean_problem_matches_dense_problem():
 def test_lean_mode_selection_and_layout():
   cfg = base.get_config()
   cfg.victim.p, cfg.data.d, cfg.victim.feature_memory_budget_mb = 1000, 1000, 1.0
-  assert rf_pipeline.use_lean_features(cfg, jnp.float32)  # 3.8 MB > 1 MB
+  assert rf_pipeline.use_lean_features(cfg.data, cfg.victim, jnp.float32)  # 3.8 MB > 1 MB
   cfg.victim.feature_memory_budget_mb = 10.0
-  assert not rf_pipeline.use_lean_features(cfg, jnp.float32)
+  assert not rf_pipeline.use_lean_features(cfg.data, cfg.victim, jnp.float32)
   cfg.victim.feature_shards = 2
-  assert rf_pipeline.use_lean_features(cfg, jnp.float32)
+  assert rf_pipeline.use_lean_features(cfg.data, cfg.victim, jnp.float32)
   assert rf_pipeline.lean_layout(100, 16, 2) == (13, 8)  # 2 shards x 4 chunks x 13 >= 100
   assert rf_pipeline.lean_layout(10, 64, 2) == (5, 2)
   assert rf_pipeline.lean_layout(10000, 4096) == (3334, 3)  # balanced: 2 features of padding
@@ -250,11 +250,11 @@ def test_check_condition_warns_on_collapse(caplog):
 def test_auto_residual_stores_preactivations_within_budget():
   cfg = base.get_config()
   cfg.victim.p, cfg.attack.n_candidates, cfg.victim.feature_memory_budget_mb = 100000, 20, 10.0
-  assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'stored'  # Z: 7.6 MB
+  assert rf_pipeline.lean_residual(cfg.victim, cfg.attack, jnp.float32) == 'stored'  # Z: 7.6 MB
   cfg.victim.feature_memory_budget_mb = 5.0
-  assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'two_pass'
+  assert rf_pipeline.lean_residual(cfg.victim, cfg.attack, jnp.float32) == 'two_pass'
   cfg.victim.feature_residual = 'gram'
-  assert rf_pipeline.lean_residual(cfg, jnp.float32) == 'gram'
+  assert rf_pipeline.lean_residual(cfg.victim, cfg.attack, jnp.float32) == 'gram'
 
 
 @pytest.mark.slow  # up to ~20 CPU-s a case

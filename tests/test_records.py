@@ -180,7 +180,8 @@ def test_saved_model_is_scored_against_the_file_only(tmp_path):
   cfg = _file_config(tmp_path / 'unused.npz', **{'data.name': 'synthetic_sphere', 'data.n': 4,
                                                   'data.d': 8})
   keys = runs.split_keys(0)
-  model, _ = random_features.train_random_features(cfg, keys, jnp.float32)
+  model, _ = random_features.train_random_features(cfg.data, cfg.victim, cfg.seed, keys,
+                                                   jnp.float32)
   model.truth = {'x': jnp.asarray(x), 'y': model.truth['y']}
   model_ckpt.save(str(tmp_path / 'model'), model)
   perm = np.array([2, 0, 3, 1])
@@ -259,7 +260,8 @@ def test_a_saved_models_truth_gives_way_to_the_auditors_file(tmp_path):
   cfg = _file_config(tmp_path / 'x.npz')
   model = SimpleNamespace(data={'config': {}}, truth={'x': np.zeros((3, 4)), 'y': None})
   sentinel = (np.ones((3, 4)), None, {'name': 'file'})
-  assert victims.model_training_data(cfg, model, lambda: sentinel) is sentinel
+  assert victims.model_training_data(cfg.data, cfg.run.dtype, {}, model,
+                                     lambda: sentinel) is sentinel
 
 
 def test_the_kkt_attack_refuses_a_file_in_one_line(tmp_path, capsys):

@@ -70,7 +70,7 @@ def test_delta_w1_row_space_lies_in_the_span_of_the_data_without_weight_decay(we
   cfg = _two_layer_cfg({'victim.train.weight_decay': weight_decay})
   from recon import data  # pylint: disable=import-outside-toplevel
   x, y, _ = data.load(cfg.data, jax.random.PRNGKey(0))
-  net = subspace_pipeline.train_two_layer(cfg, jax.random.PRNGKey(1), x, y)
+  net = subspace_pipeline.train_two_layer(cfg.victim, jax.random.PRNGKey(1), x, y)
   assert net['info']['finite'] and net['info']['steps'] > 10
   dw = np.asarray(net['w1'] - net['w1_init'], np.float64)
   q, _ = np.linalg.qr(np.asarray(x, np.float64).T)  # basis of span{x_i}

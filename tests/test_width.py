@@ -223,7 +223,7 @@ def test_the_shipped_cifar_config_victim_interpolates_at_n100_d3072():
   issue #30 (float32 Gram solve): train_mse / var(y) 7.5e-5, the victim did not interpolate."""
   c = rf_cifar.get_config()
   assert (c.data.n, c.data.d, c.victim.p, c.run.dtype) == (100, 3072, 3_072_000, 'float32')
-  assert rf_pipeline.use_lean_features(c, jnp.float32)
+  assert rf_pipeline.use_lean_features(c.data, c.victim, jnp.float32)
   keys = runs.split_keys(c.seed)
   x, y, _ = data.load(c.data, keys['data'], jnp.float32)
   chunk, n_chunks = rf_pipeline.lean_layout(c.victim.p, c.victim.feature_chunk)

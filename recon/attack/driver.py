@@ -13,10 +13,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from absl import logging
 
+from recon.config import sections
 from recon import metrics
 from recon.runtime import checkpoint
 from recon.attack import restarts
@@ -33,7 +33,7 @@ def init_candidates(key: Array, n_candidates: int, d: int, dtype) -> Array:
   return jax.random.normal(key, (n_candidates, d), dtype)
 
 
-def chunk_fn(section: ml_collections.ConfigDict, loss_fn, optimizer, constraint):
+def chunk_fn(section: sections.Attack, loss_fn, optimizer, constraint):
   """`(state, problem, stop_step) -> state`: `optimize.run_chunk` bound to the `attack`
   section (its tol and max_steps).
 
@@ -44,7 +44,7 @@ def chunk_fn(section: ml_collections.ConfigDict, loss_fn, optimizer, constraint)
       tol=section.tol, max_steps=section.max_steps)
 
 
-def make_optimizer(a: ml_collections.ConfigDict, lr=None, momentum=None):
+def make_optimizer(a: sections.Attack, lr=None, momentum=None):
   """The `attack` section's Optax optimiser (name, lr, momentum, lr schedule; L-BFGS memory);
   `lr`/`momentum` override the section's (a sweep passes traced per-point values)."""
   return optimize.make_optimizer(
@@ -62,7 +62,7 @@ class Outcome(NamedTuple):
   rescue: rescue.Chain  # the built descent steps of attack.rescue (their summaries)
 
 
-def optimise(attack: Attack, section: ml_collections.ConfigDict, run: ml_collections.ConfigDict,
+def optimise(attack: Attack, section: sections.Attack, run: sections.Run,
              *, seed: int, workdir: str, config_record: Dict[str, Any], t0: float,
              x_true: Optional[np.ndarray] = None, keys: Optional[Dict[str, Array]] = None,
              resume: Optional[bool] = None, pursuit=None,

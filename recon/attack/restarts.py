@@ -18,9 +18,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import chex
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
+from recon.config import sections
 from recon import registry
 from recon.attack import optimiser as optimize
 from recon.errors import ExperimentError
@@ -36,7 +36,7 @@ def restartable_victims() -> Tuple[str, ...]:
   return tuple(name for name, v in registry.items('victim') if v.restartable)
 
 
-def check_config(attack: ml_collections.ConfigDict, victim: ml_collections.ConfigDict) -> None:
+def check_config(attack: sections.Attack, victim: sections.Victim) -> None:
   """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
   output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
   splitting, feature sharding, a subspace search or a victim that is not restartable.

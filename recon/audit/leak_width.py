@@ -30,6 +30,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
+from recon.config import sections
 from recon import registry
 from recon.runtime import checkpoint, io, machine
 from recon.audit import threshold as leak_width
@@ -41,21 +42,21 @@ from recon.data import auditor
 NAME = 'leak_width'
 
 
-def random_features(victim: ml_collections.ConfigDict) -> bool:
+def random_features(victim: sections.Victim) -> bool:
   """True for a random-features victim (its registered features), False for the two-layer
   network (`leak_width.SUPPORTED` holds the two)."""
   return registry.lookup('victim', victim.name).features == 'random'
 
 
-def attacked_width(cfg: ml_collections.ConfigDict) -> int:
+def attacked_width(data_cfg: sections.Data, victim: sections.Victim) -> int:
   """p of the described model: victim.p (random features) or width x classes (two-layer)."""
-  if random_features(cfg.victim):
-    return int(cfg.victim.p)
-  return int(cfg.victim.width) * int(cfg.data.num_classes)
+  if random_features(victim):
+    return int(victim.p)
+  return int(victim.width) * int(data_cfg.num_classes)
 
 
-def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
-          lw: ml_collections.ConfigDict) -> None:
+def check(data_cfg: sections.Data, victim: sections.Victim,
+          lw: sections.LeakWidth) -> None:
   """One-line refusals of what the prediction does not cover (the data, victim and leak_width
   sections), before any compute."""
   family = victim.name
@@ -79,7 +80,7 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
       raise ConfigError(f'config.leak_width.{field}: invalid value {values!r}; accepted: a '
                         f'non-empty tuple of {what}')
   for field in ('shadow_n', 'ratios', 'shadow_seeds'):
-    values = tuple(lw[field])
+    values = tuple(getattr(lw, field))
     if len(set(values)) < len(values):
       twice = sorted({v for v in values if values.count(v) > 1})
       raise ConfigError(f'config.leak_width.{field}: {", ".join(map(str, twice))} given more '
@@ -97,62 +98,65 @@ def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict
                       "else 'd' or 'auto'")
 
 
-def dimension(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
+def dimension(data_cfg: sections.Data, victim: sections.Victim,
+              lw: sections.LeakWidth) -> Dict[str, Any]:
   """D and how it was chosen ('why', one sentence): the row size d, or k by PCA of
   data.path's rows. PCA of n rows finds at most n - 1 directions: a k at that ceiling (or at
   d) measures the row count, not the data, and D falls back to d. A k < d also falls back to
   d for a family whose shadows cannot search inside a subspace (the two-layer net's sweep)."""
-  mode = cfg.leak_width.dim
+  mode = lw.dim
   if mode == 'auto':
-    mode = 'pca' if cfg.data.name == auditor.NAME else 'd'
-  d = int(cfg.data.d)
+    mode = 'pca' if data_cfg.name == auditor.NAME else 'd'
+  d = int(data_cfg.d)
   out: Dict[str, Any] = {'mode': mode, 'd': d, 'D': d,
                          'why': 'D = d, the row size (leak_width.dim)'}
   if mode != 'pca':
     return out
-  x, _ = auditor.read(cfg.data.path)
-  est = leak_width.estimate_dim(x, cfg.leak_width.variance)
+  x, _ = auditor.read(data_cfg.path)
+  est = leak_width.estimate_dim(x, lw.variance)
   out.update(pca=est, k=est['k'])
   ceiling = min(len(x) - 1, d)
   if est['k'] >= ceiling:
     out['why'] = (f'PCA of {len(x)} rows finds at most {ceiling} directions and needed all '
-                  f'{est["k"]} for {cfg.leak_width.variance:g} of the variance: the rows are '
+                  f'{est["k"]} for {lw.variance:g} of the variance: the rows are '
                   f'too few to show a subspace, so D = d = {d}')
-  elif not random_features(cfg.victim):
-    out['why'] = (f'PCA finds k = {est["k"]} < d = {d}, but shadows of {cfg.victim.name!r} '
+  elif not random_features(victim):
+    out['why'] = (f'PCA finds k = {est["k"]} < d = {d}, but shadows of {victim.name!r} '
                   f'cannot search inside a subspace, so D = d = {d} (a prediction for an attack '
                   'that searches all of R^d)')
   else:
     out['D'] = est['k']
     out['why'] = (f'PCA finds k = {est["k"]} of {ceiling} possible directions hold '
-                  f'{cfg.leak_width.variance:g} of the variance: D = k, the shadows\' data lie '
+                  f'{lw.variance:g} of the variance: D = k, the shadows\' data lie '
                   'in a planted k-dim subspace and their attacks search inside it')
   return out
 
 
-def cost_line(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> str:
+def cost_line(victim: sections.Victim, attack: sections.Attack, lw: sections.LeakWidth,
+              dim: Dict[str, Any]) -> str:
   """What the shadows will cost, said before any compute: runs, groups, the largest problem."""
-  lw = cfg.leak_width
   runs = len(lw.shadow_n) * len(lw.ratios) * len(lw.shadow_seeds)
   largest = max(float(r) for r in lw.ratios) * dim['D'] * max(int(n) for n in lw.shadow_n)
-  groups = len(lw.shadow_n) if random_features(cfg.victim) else (
+  groups = len(lw.shadow_n) if random_features(victim) else (
       len(lw.shadow_n) * len(lw.ratios))
   return (f'leak width: {runs} shadow runs ({len(lw.shadow_n)} sizes x {len(lw.ratios)} ratios x '
           f'{len(lw.shadow_seeds)} seeds) in {groups} compiled group(s), the largest p = '
-          f'{int(round(largest))}, each up to attack.max_steps = {int(cfg.attack.max_steps)} '
+          f'{int(round(largest))}, each up to attack.max_steps = {int(attack.max_steps)} '
           'steps; the sweep logs the time left after each group')
 
 
-def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_collections.ConfigDict:
-  """The auditor's config on synthetic data of the same shape (planted subspace when D < d).
+def shadow_config(record: Dict[str, Any], data_cfg: sections.Data, victim: sections.Victim,
+                  attack: sections.Attack, dim: Dict[str, Any]) -> Dict[str, Any]:
+  """The auditor's config (`record`, as a dict; its sections read) on synthetic data of the
+  same shape (planted subspace when D < d), as a dict.
 
   The shadows run the attack the auditor's model would get: with a relu-like random-features
   victim, `attack.sign_quotient` is decided for the model's size (n_candidates against d) and
   fixed for every shadow ('on' / 'off'), so shadows at n <= d run the quotient a model with
   n > d runs (recon/attack/sign_quotient.py; its threshold is higher than the plain loss's at n <= d)."""
-  m = cfg.attack.n_candidates or cfg.data.n
-  quotient = sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation, m, dim['d'])
-  c = ml_collections.ConfigDict(cfg.to_dict())
+  m = attack.n_candidates or data_cfg.n
+  quotient = sign_quotient.active(attack.sign_quotient, victim.activation, m, dim['d'])
+  c = ml_collections.ConfigDict(record)
   with c.ignore_type():
     c.pipeline = None
     c.data.path = None
@@ -171,34 +175,36 @@ def shadow_config(cfg: ml_collections.ConfigDict, dim: Dict[str, Any]) -> ml_col
     c.run.resume = False
     c.run.checkpoint_every_seconds = 0.0
     c.run.log_every_seconds = max(c.run.log_every_seconds, 30.0)
-  return c
+  return c.to_dict()
 
 
-def run_or_read(c: ml_collections.ConfigDict, workdir: str) -> Dict[str, Any]:
-  """`recon.sweep.grid.run(c, workdir)`, resuming a stopped sweep there, or the sweep.json of one
-  that finished there (its config must equal `c` in every result-changing field)."""
+def run_or_read(shadows: Dict[str, Any], workdir: str) -> Dict[str, Any]:
+  """`recon.sweep.grid.run` of the shadow sweep `shadows` (its config as a dict) in `workdir`,
+  resuming a stopped sweep there, or the sweep.json of one that finished there (its config
+  must equal `shadows` in every result-changing field)."""
   done = os.path.join(workdir, 'sweep.json')
   if not os.path.isfile(done):
-    return sweep.run(c, workdir)
+    return sweep.run(ml_collections.ConfigDict(shadows), workdir)
   out = io.read_json(done)
-  diff = checkpoint.config_differences(out.get('config') or {}, c.to_dict())
+  diff = checkpoint.config_differences(out.get('config') or {}, shadows)
   if diff:
     raise ConfigError(f'workdir: {workdir} holds shadows of another config (it differs in '
                       f'{", ".join(diff)}); choose another work dir')
   return out
 
 
-def shadow_records_rf(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, ratios, seeds,
+def shadow_records_rf(base: Dict[str, Any], dim: Dict[str, Any], ns, ratios, seeds,
                       workdir: str) -> List[Dict[str, Any]]:
-  """Random-features shadows as one `recon.sweep.grid` (one compiled group per n); per-run records."""
-  c = ml_collections.ConfigDict(base.to_dict())
+  """Random-features shadows of `base` (`shadow_config`) as one `recon.sweep.grid` (one compiled
+  group per n); per-run records."""
+  c = ml_collections.ConfigDict(base)
   scale = dim['D'] / dim['d']  # p = r D n = (r D / d) d n
   with c.ignore_type():
     c.sweep.data.n = tuple(int(n) for n in ns)
     c.sweep.victim.p_over_dn = tuple(float(r) * scale for r in ratios)
     c.sweep.seed = tuple(int(s) for s in seeds)
     c.run.resume = True  # a stopped shadow sweep keeps its finished groups
-  out = run_or_read(c, workdir)
+  out = run_or_read(c.to_dict(), workdir)
   per_group = {i: g['seconds'] / max(1, g['n_points']) for i, g in enumerate(out['groups'])}
   records = []
   for r in out['records']:
@@ -209,22 +215,22 @@ def shadow_records_rf(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, 
   return records
 
 
-def shadow_records_two_layer(base: ml_collections.ConfigDict, dim: Dict[str, Any], ns, ratios,
+def shadow_records_two_layer(base: Dict[str, Any], dim: Dict[str, Any], ns, ratios,
                              seeds, workdir: str) -> List[Dict[str, Any]]:
   """Two-layer shadows as one `recon.sweep.grid` per n (`recon.sweep.networks`: one compiled group
   per width, the seeds' victims trained and attacked at once), width rounded so that
   width x classes = r D n."""
-  classes = int(base.data.num_classes)
+  classes = int(base['data']['num_classes'])
   records = []
   for n in ns:
     widths = {r: max(1, int(round(r * dim['D'] * n / classes))) for r in ratios}
-    c = ml_collections.ConfigDict(base.to_dict())
+    c = ml_collections.ConfigDict(base)
     with c.ignore_type():
       c.data.n = int(n)
       c.sweep.victim.width = tuple(sorted(set(widths.values())))
       c.sweep.seed = tuple(int(s) for s in seeds)
       c.run.resume = True  # a stopped shadow sweep keeps its finished groups
-    out = run_or_read(c, os.path.join(workdir, f'n{n}'))
+    out = run_or_read(c.to_dict(), os.path.join(workdir, f'n{n}'))
     per_group = {i: g['seconds'] / max(1, g['n_points']) for i, g in enumerate(out['groups'])}
     by_width = {(int(r['width']), int(r['seed'])): r for r in out['records']}
     for ratio, width in widths.items():
@@ -238,55 +244,58 @@ def shadow_records_two_layer(base: ml_collections.ConfigDict, dim: Dict[str, Any
   return records
 
 
-def shadow_records(cfg, dim, ns, ratios, seeds, workdir: str) -> List[Dict[str, Any]]:
+def shadow_records(record: Dict[str, Any], data_cfg: sections.Data, victim: sections.Victim,
+                   attack: sections.Attack, dim, ns, ratios, seeds,
+                   workdir: str) -> List[Dict[str, Any]]:
   """Per-run records {'n', 'ratio', 'p', 'seed', 'success', 'certified', 'steps', 'seconds'}
-  of the family's shadows at sizes `ns`, ratios p / (D n), seeds."""
-  base = shadow_config(cfg, dim)
-  run = shadow_records_rf if random_features(cfg.victim) else shadow_records_two_layer
+  of the family's shadows at sizes `ns`, ratios p / (D n), seeds (`record`: the auditor's
+  config as a dict, with its sections)."""
+  base = shadow_config(record, data_cfg, victim, attack, dim)
+  run = shadow_records_rf if random_features(victim) else shadow_records_two_layer
   return run(base, dim, ns, ratios, seeds, workdir)
 
 
-def family(cfg: ml_collections.ConfigDict) -> str:
-  if random_features(cfg.victim):
-    return f'random_features/{cfg.victim.activation}'
-  return f'two_layer/{cfg.victim.activation}/{cfg.victim.train.loss}'
+def family(victim: sections.Victim) -> str:
+  if random_features(victim):
+    return f'random_features/{victim.activation}'
+  return f'two_layer/{victim.activation}/{victim.train.loss}'
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = False
-        ) -> Dict[str, Any]:
+def run(spec: sections.RunSpec, workdir: str, dtype, resuming: bool = False) -> Dict[str, Any]:
   """Shadows, fit, prediction; writes leak_width.json / .png and summary.json."""
   del dtype, resuming
   t0 = time.time()
-  check(cfg.data, cfg.victim, cfg.leak_width)
-  dim = dimension(cfg)
-  lw = cfg.leak_width
-  logging.info('leak width: %s, n=%d, D=%d: %s; width p=%d', family(cfg), cfg.data.n,
-               dim['D'], dim['why'], attacked_width(cfg))
-  logging.info('%s', cost_line(cfg, dim))
-  records = shadow_records(cfg, dim, lw.shadow_n, lw.ratios, lw.shadow_seeds,
-                           os.path.join(workdir, 'shadows'))
+  data_cfg, victim, lw = spec.data, spec.victim, spec.leak_width
+  check(data_cfg, victim, lw)
+  dim = dimension(data_cfg, victim, lw)
+  logging.info('leak width: %s, n=%d, D=%d: %s; width p=%d', family(victim), data_cfg.n,
+               dim['D'], dim['why'], attacked_width(data_cfg, victim))
+  logging.info('%s', cost_line(victim, spec.attack, lw, dim))
+  records = shadow_records(spec.to_dict(), data_cfg, victim, spec.attack, dim, lw.shadow_n,
+                           lw.ratios, lw.shadow_seeds, os.path.join(workdir, 'shadows'))
   points = leak_width.rates(records)
-  bound = leak_width.bound(records, n=int(cfg.data.n), dim=dim['D'], p=attacked_width(cfg))
+  p = attacked_width(data_cfg, victim)
+  bound = leak_width.bound(records, n=int(data_cfg.n), dim=dim['D'], p=p)
   if bound is not None:  # every shadow one outcome: no fit, the bound the runs did measure
-    return _write_bound(cfg, workdir, dim, records, points, bound, t0)
+    return _write_bound(spec.to_dict(), victim, lw, workdir, dim, records, points, bound, t0)
   try:
     fit = leak_width.bootstrap_threshold([r['ratio'] for r in records],
                                          [r['success'] for r in records],
                                          [(r['n'], r['ratio']) for r in records],
-                                         n_boot=lw.bootstrap, seed=int(cfg.seed))
+                                         n_boot=lw.bootstrap, seed=int(spec.seed))
     trend = None
     if lw.model == 'trend':
       trend = leak_width.bootstrap_trend([r['ratio'] for r in records], [r['n'] for r in records],
                                          [r['success'] for r in records],
                                          [(r['n'], r['ratio']) for r in records],
-                                         n_boot=lw.bootstrap, seed=int(cfg.seed))
+                                         n_boot=lw.bootstrap, seed=int(spec.seed))
   except ValueError as e:
     raise ConfigError(f'config.leak_width.ratios: {e}') from None
-  chosen = fit if trend is None else leak_width.trend_at(trend, int(cfg.data.n))
-  prediction = leak_width.predict(chosen, n=int(cfg.data.n), dim=dim['D'], p=attacked_width(cfg))
+  chosen = fit if trend is None else leak_width.trend_at(trend, int(data_cfg.n))
+  prediction = leak_width.predict(chosen, n=int(data_cfg.n), dim=dim['D'], p=p)
   prediction['model'] = lw.model
   result = {
-      'family': family(cfg), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
+      'family': family(victim), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
       'ratios': list(lw.ratios), 'shadow_seeds': list(lw.shadow_seeds),
       'model': lw.model,
       'fit': {k: v for k, v in fit.items() if k not in ('boot_mu', 'boot_beta')},
@@ -299,8 +308,9 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
   io.write_json(os.path.join(workdir, 'leak_width.json'), result)
   leak_width.plot(os.path.join(workdir, 'leak_width.png'), points=points, fit=chosen,
                   prediction=prediction,
-                  title=f'{family(cfg)}: shadows n={list(lw.shadow_n)}, D={dim["D"]} ({dim["mode"]})')
-  summary = {'status': 'finished', 'pipeline': NAME, 'config': cfg.to_dict(),
+                  title=f'{family(victim)}: shadows n={list(lw.shadow_n)}, D={dim["D"]} '
+                        f'({dim["mode"]})')
+  summary = {'status': 'finished', 'pipeline': NAME, 'config': spec.to_dict(),
              'metrics': {'p_star': prediction['p_star'], 'margin': prediction['margin'],
                          'predicted_recovery': prediction['predicted_recovery'],
                          'c': chosen['c'], 'c_ci': chosen.get('c_ci'), 'D': dim['D'],
@@ -315,15 +325,16 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype, resuming: bool = Fa
   return summary
 
 
-def _write_bound(cfg, workdir: str, dim, records, points, bound, t0: float) -> Dict[str, Any]:
-  """leak_width.json and summary.json of a prediction that is a bound (no threshold fit)."""
-  lw = cfg.leak_width
-  result = {'family': family(cfg), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
+def _write_bound(record: Dict[str, Any], victim: sections.Victim, lw: sections.LeakWidth,
+                 workdir: str, dim, records, points, bound, t0: float) -> Dict[str, Any]:
+  """leak_width.json and summary.json of a prediction that is a bound (no threshold fit;
+  `record`: the config as a dict)."""
+  result = {'family': family(victim), 'dimension': dim, 'shadow_n': list(lw.shadow_n),
             'ratios': list(lw.ratios), 'shadow_seeds': list(lw.shadow_seeds), 'model': lw.model,
             'fit': None, 'fit_trend': None, 'prediction': bound, 'points': points,
             'runs': records, 'machine': machine.describe(), 'wall_seconds': time.time() - t0}
   io.write_json(os.path.join(workdir, 'leak_width.json'), result)
-  summary = {'status': 'finished', 'pipeline': NAME, 'config': cfg.to_dict(),
+  summary = {'status': 'finished', 'pipeline': NAME, 'config': record,
              'metrics': {'p_star': None, 'p_star_bound': bound['p_star_bound'],
                          'bound': bound['kind'], 'margin': None,
                          'predicted_recovery': None, 'D': dim['D'], 'model': lw.model,

@@ -29,9 +29,9 @@ def uses_subspace_pipeline(attack: ml_collections.ConfigDict) -> bool:
           or attack.subspace != 'none' or attack.alpha_mode != 'closed_form')
 
 
-def victim_pipeline(victim: ml_collections.ConfigDict) -> str:
-  """The pipeline that trains and attacks the victim section's `name` (its registration)."""
-  return registry.lookup('victim', victim.name).pipeline
+def victim_pipeline(name: str) -> str:
+  """The pipeline that trains and attacks the victim registered under `name` (victim.name)."""
+  return registry.lookup('victim', name).pipeline
 
 
 def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
@@ -41,7 +41,7 @@ def pipeline_name(cfg: ml_collections.ConfigDict) -> str:
   if cfg.pipeline is not None:
     registry.lookup('pipeline', cfg.pipeline)  # one line naming the registered ones
     return cfg.pipeline
-  victim = victim_pipeline(cfg.victim)
+  victim = victim_pipeline(cfg.victim.name)
   objective = registry.lookup('objective', cfg.attack.objective)
   if victim not in objective.pipelines:
     takes = sorted(name for name, o in registry.items('objective') if victim in o.pipelines)

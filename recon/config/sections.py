@@ -78,7 +78,10 @@ class Section:
 
   @classmethod
   def from_section(cls: Type[S], section: Any) -> S:
-    """The settings of a (validated) config section: every field read, none left over."""
+    """The settings of a (validated) config section: every field read, none left over (a
+    section already read is itself)."""
+    if isinstance(section, cls):
+      return section
     values = dict(section.items())
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
@@ -530,3 +533,43 @@ SECTIONS: Dict[str, Type[Section]] = {
     'victim.train': Train, 'run': Run, 'leak_width': LeakWidth, 'data': Data, 'victim': Victim,
     'attack': Attack,
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+  """One run, resolved and validated once (recon/execution.py `execute`): its typed sections.
+
+  The composition root reads the config once into this frozen spec and hands each builder
+  the section it is defined by (`spec.attack.escalate`, `spec.victim.train`), never the
+  whole; `to_dict()` is the config as summary.json and the checkpoints record it.
+  """
+  name: str
+  seed: int
+  pipeline: Optional[str]
+  data: Data
+  victim: Victim
+  attack: Attack
+  run: Run
+  leak_width: LeakWidth
+  record: Dict[str, Any] = dataclasses.field(repr=False, compare=False)
+
+  @classmethod
+  def from_config(cls, config: Any) -> 'RunSpec':
+    """The spec of a validated, resolved ConfigDict (every field read, none left over)."""
+    return cls(name=config.name, seed=config.seed, pipeline=config.pipeline,
+               data=Data.from_section(config.data), victim=Victim.from_section(config.victim),
+               attack=Attack.from_section(config.attack), run=Run.from_section(config.run),
+               leak_width=LeakWidth.from_section(config.leak_width), record=config.to_dict())
+
+  def replaced(self, section: str, **fields: Any) -> 'RunSpec':
+    """This spec with `fields` of `section` replaced, in its record too (what a run found out,
+    such as whether the attack used the initial weights, is what summary.json records)."""
+    record = self.to_dict()
+    record[section].update(fields)
+    return dataclasses.replace(self, record=record, **{
+        section: dataclasses.replace(getattr(self, section), **fields)})
+
+  def to_dict(self) -> Dict[str, Any]:
+    """The config this spec was read from, as a plain dict (a copy)."""
+    import copy  # pylint: disable=import-outside-toplevel
+    return copy.deepcopy(self.record)

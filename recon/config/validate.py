@@ -77,8 +77,9 @@ def validate_sweep(sweep: Any) -> None:
                       'swept; accepted: one of the two width axes')
 
 
-def validate(config: Any) -> None:
-  """Raises ConfigError on the first invalid, missing or unknown field, section by section.
+def validate(config: Any) -> Dict[str, tuple]:
+  """Raises ConfigError on the first invalid, missing or unknown field, section by section;
+  returns the swept axes (`sweep_axes`; {} for a single run).
 
   A config starts from configs/base.py, so every field of SCHEMA must be there; a field
   SCHEMA does not know is a typo (the closest paths are named).
@@ -115,6 +116,15 @@ def validate(config: Any) -> None:
     if fields['victim.release_noise'] > 0 and sweep_axes(config['sweep']):
       raise ConfigError('config.sweep: a vectorised sweep releases theta* as fitted; accepted: '
                         'no sweep axes with victim.release_noise > 0 (scripts/defences.py)')
+  return sweep_axes(config.get('sweep'))
+
+
+def read(config: Any) -> Dict[str, tuple]:
+  """The config read once, before anything runs: validated (`validate`), its paths made
+  absolute (`resolve_paths`, in place); returns its swept axes ({} for a single run)."""
+  axes = validate(config)
+  resolve_paths(config)
+  return axes
 
 
 def near_names(name: str, names, n: int = 3) -> str:

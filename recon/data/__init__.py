@@ -41,6 +41,7 @@ The synthetic generators are pure JAX functions of a key (sweeps can vmap them).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from typing import Any, Dict, Optional, Tuple
@@ -51,6 +52,7 @@ import numpy as np
 
 # The public API: every name below stays importable as recon.data.NAME.
 from recon import registry
+from recon.config import sections
 from recon.data.base import (CIFAR10_FILES, CIFAR10_NAMES, CIFAR10_PAGE, LUMA,  # noqa: F401
                              MNIST_FILES, MNIST_PAGE, NATIVE, PATCH, PHOTO_POSITIVE, PHOTOS,
                              PIXEL_RANGE, DataError)
@@ -69,18 +71,19 @@ from recon.data.synthetic import (_linear_labels, sphere_rows, subspace_basis,  
 Array = jax.Array
 
 
-def load_images(config: Any, key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
+def load_images(data_cfg: sections.Data,
+                key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
   """Image data set -> (rows (n, H*W*C) float64, labels, meta) on the host."""
-  name = config.name
-  shape = image_shape(config)
+  name = data_cfg.name
+  shape = image_shape(data_cfg)
   d = math.prod(shape)
-  if config.d != d:
-    raise DataError(f'config.data.d: {config.d} does not match {name} images of shape '
+  if data_cfg.d != d:
+    raise DataError(f'config.data.d: {data_cfg.d} does not match {name} images of shape '
                     f'{shape[0]}x{shape[1]}x{shape[2]}; accepted: d = {d}')
-  classes = _classes(config, NATIVE[name][1])
-  data_dir = config.dir
+  classes = _classes(data_cfg, NATIVE[name][1])
+  data_dir = data_cfg.dir
   if name == 'photo_patches':
-    return _load_patches(config, key, shape, classes)
+    return _load_patches(data_cfg, key, shape, classes)
   if name == 'digits':
     images, labels = read_digits()
     scale, names = 16.0, tuple(str(i) for i in range(10))
@@ -99,47 +102,49 @@ def load_images(config: Any, key: Array) -> Tuple[np.ndarray, np.ndarray, Dict[s
       images, labels = read_mnist(data_dir)
       names = tuple(str(i) for i in range(10))
     scale = 255.0
-  idx = select_balanced(key, labels, classes, config.n)
+  idx = select_balanced(key, labels, classes, data_cfg.n)
   pix = images[idx].astype(np.float64) / scale
-  return _finish(config, pix, labels[idx], idx, shape, classes, names, data_dir)
+  return _finish(data_cfg, pix, labels[idx], idx, shape, classes, names, data_dir)
 
 
-def _finish(config: Any, pix: np.ndarray, source_labels: np.ndarray, idx, shape, classes,
+def _finish(data_cfg: sections.Data, pix: np.ndarray, source_labels: np.ndarray, idx, shape,
+            classes,
             names, data_dir) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
   """Greyscale, resize and preprocess pixels (N, H, W, C) in [0, 1]; label; describe."""
-  if config.grayscale:
+  if data_cfg.grayscale:
     pix = to_grayscale(pix)
   if shape[0] != pix.shape[1]:
     pix = downsample(pix, shape[0])
   x, stats = preprocess(pix.reshape(len(pix), math.prod(shape)),
-                        config.preprocess)
-  if config.name == 'photo_patches':
+                        data_cfg.preprocess)
+  if data_cfg.name == 'photo_patches':
     y, label_rule = photo_labels(source_labels), PHOTO_LABEL_RULE
   else:
-    y, label_rule = _labels(source_labels, classes, config.binary_rule)
-  meta = {'name': config.name, 'image_shape': shape, 'classes': classes,
+    y, label_rule = _labels(source_labels, classes, data_cfg.binary_rule)
+  meta = {'name': data_cfg.name, 'image_shape': shape, 'classes': classes,
           'class_names': tuple(names[c] for c in classes), 'labels': label_rule,
           'indices': idx, 'source_labels': source_labels, 'pixel_range': PIXEL_RANGE,
           'data_dir': data_dir, **stats}
   return x, y, meta
 
 
-def _load_patches(config: Any, key: Array, shape, classes):
+def _load_patches(data_cfg: sections.Data, key: Array, shape, classes):
   """photo_patches: n patches balanced over the photographs in `data.classes` (module docstring)."""
-  counts = class_counts(config.n, len(classes))
+  counts = class_counts(data_cfg.n, len(classes))
   if max(counts) > PATCHES_PER_PHOTO:
-    raise DataError(f'config.data.n: {config.n} patches need {max(counts)} per photograph, '
+    raise DataError(f'config.data.n: {data_cfg.n} patches need {max(counts)} per photograph, '
                     f'more than {PATCHES_PER_PHOTO}; accepted: n <= '
                     f'{PATCHES_PER_PHOTO * len(classes)} for classes {tuple(classes)}')
   patches, source, corners = cut_patches(key, classes, counts)
-  return _finish(config, patches.astype(np.float64) / 255.0, source, corners, shape, classes,
+  return _finish(data_cfg, patches.astype(np.float64) / 255.0, source, corners, shape, classes,
                  photo_names(), None)
 
 
-def load(config: Any, key: Array, dtype=jnp.float32) -> Tuple[Array, Array, Dict[str, Any]]:
-  """Returns (X (n, d), y (n,), meta) for `config.name`: the loader registered under that
+def load(data_cfg: sections.Data, key: Array,
+         dtype=jnp.float32) -> Tuple[Array, Array, Dict[str, Any]]:
+  """Returns (X (n, d), y (n,), meta) for `data_cfg.name`: the loader registered under that
   name (recon/registry.py; the built-in ones below, see the module docstring)."""
-  return registry.lookup('dataset', config.name)(config, key, dtype)
+  return registry.lookup('dataset', data_cfg.name)(data_cfg, key, dtype)
 
 
 def names() -> Tuple[str, ...]:
@@ -147,31 +152,33 @@ def names() -> Tuple[str, ...]:
   return registry.names('dataset')
 
 
-def _load_sphere(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
-  x, y = synthetic_sphere(key, config.n, config.d, config.label_noise, dtype)
-  return x, y, {'name': config.name, 'image_shape': None, 'preprocess': None,
-                'row_norms': np.full(config.n, np.sqrt(config.d))}
+def _load_sphere(data_cfg: sections.Data, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  x, y = synthetic_sphere(key, data_cfg.n, data_cfg.d, data_cfg.label_noise, dtype)
+  return x, y, {'name': data_cfg.name, 'image_shape': None, 'preprocess': None,
+                'row_norms': np.full(data_cfg.n, np.sqrt(data_cfg.d))}
 
 
-def _load_subspace(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
-  k = config.planted_dim
-  if k is None or not 1 <= k <= config.d:
+def _load_subspace(data_cfg: sections.Data, key: Array,
+                   dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  k = data_cfg.planted_dim
+  if k is None or not 1 <= k <= data_cfg.d:
     raise DataError(f'config.data.planted_dim: invalid value {k!r} for synthetic_subspace; '
-                    f'accepted: an int in 1..d = {config.d}')
-  x, y, basis = synthetic_subspace(key, config.n, config.d, k, config.label_noise, dtype)
-  return x, y, {'name': config.name, 'image_shape': None, 'preprocess': None, 'basis': basis,
-                'planted_dim': k, 'row_norms': np.full(config.n, np.sqrt(config.d))}
+                    f'accepted: an int in 1..d = {data_cfg.d}')
+  x, y, basis = synthetic_subspace(key, data_cfg.n, data_cfg.d, k, data_cfg.label_noise, dtype)
+  return x, y, {'name': data_cfg.name, 'image_shape': None, 'preprocess': None, 'basis': basis,
+                'planted_dim': k, 'row_norms': np.full(data_cfg.n, np.sqrt(data_cfg.d))}
 
 
-def _load_image_set(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
-  x, y, meta = load_images(config, key)
+def _load_image_set(data_cfg: sections.Data, key: Array,
+                    dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+  x, y, meta = load_images(data_cfg, key)
   y = jnp.asarray(y, jnp.int32 if y.dtype.kind == 'i' else dtype)
   return jnp.asarray(x, dtype), y, meta
 
 
-def _load_file(config: Any, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+def _load_file(data_cfg: sections.Data, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
   del key  # the auditor's file is the data set as it is
-  x, y, meta = auditor.load(config, preprocess)
+  x, y, meta = auditor.load(data_cfg, preprocess)
   if y is not None:
     y = jnp.asarray(y, jnp.int32 if y.dtype.kind in 'iu' else dtype)
   return jnp.asarray(x, dtype), y, meta
@@ -194,21 +201,22 @@ def trains_victim(victim: Any, pipeline: Optional[str]) -> bool:
   return not victim.checkpoint and pipeline is None
 
 
-def resolve_file(config: Any, *, trains_victim: bool) -> None:
-  """data.name 'file': checks the file against the data section `config` before compute and
+def resolve_file(data_cfg: Any, victim: Any, pipeline: Optional[str]) -> None:
+  """data.name 'file': checks the file against the data section `data_cfg` before compute and
   sets data.n / data.d left None to the file's sizes (in place); other data sets: nothing.
-  `trains_victim`: recon trains the victim on the file (no victim.checkpoint; needs 'y')."""
-  if config.name != auditor.NAME:
+  The victim section and the pipeline say whether recon trains the victim on the file
+  (`trains_victim`: then it needs 'y')."""
+  if data_cfg.name != auditor.NAME:
     return
-  sizes = auditor.resolve_sizes(config, trains_victim=trains_victim)
+  sizes = auditor.resolve_sizes(data_cfg, trains_victim=trains_victim(victim, pipeline))
   for field, value in sizes.items():
-    if config[field] is None:
-      config[field] = value
+    if data_cfg[field] is None:
+      data_cfg[field] = value
 
 
-def load_held_out(config: Any, key: Array, m: int,
+def load_held_out(data_cfg: sections.Data, key: Array, m: int,
                   dtype=jnp.float32) -> Tuple[Optional[Array], Optional[Array], str]:
-  """(X', y', how): m held-out samples of the task `load(config, key)` draws from, for a
+  """(X', y', how): m held-out samples of the task `load(data_cfg, key)` draws from, for a
   victim's utility (never seen by training or the attack); (None, None, why) when there is
   no such task.
 
@@ -217,29 +225,27 @@ def load_held_out(config: Any, key: Array, m: int,
   preprocessing; images drawn twice are dropped, so m' <= m rows may come back; a class too
   small for m halves m until it fits).
   """
-  if config.name == SPHERE:
+  if data_cfg.name == SPHERE:
     kx, kg, ke = jax.random.split(key, 3)
-    x = sphere_rows(jax.random.fold_in(kx, 1), m, config.d, dtype)
-    g = jax.random.normal(kg, (config.d,), dtype) / jnp.sqrt(jnp.asarray(config.d, dtype))
-    y = x @ g + config.label_noise * jax.random.normal(jax.random.fold_in(ke, 1), (m,), dtype)
+    x = sphere_rows(jax.random.fold_in(kx, 1), m, data_cfg.d, dtype)
+    g = jax.random.normal(kg, (data_cfg.d,), dtype) / jnp.sqrt(jnp.asarray(data_cfg.d, dtype))
+    y = x @ g + data_cfg.label_noise * jax.random.normal(jax.random.fold_in(ke, 1), (m,), dtype)
     return x, y, 'synthetic_sphere: fresh rows, the same g'
-  if config.name in NATIVE and config.name != 'photo_patches':
-    import ml_collections  # pylint: disable=import-outside-toplevel
-    held = ml_collections.ConfigDict(config.to_dict())
-    held.n = m
+  if data_cfg.name in NATIVE and data_cfg.name != 'photo_patches':
+    held = dataclasses.replace(sections.Data.from_section(data_cfg), n=m)
     while True:  # a small data set (lfw_faces: 100 per class) gives what it has
       try:
         x, y, meta = load(held, jax.random.fold_in(key, 1), dtype)
         break
       except DataError:
         if held.n == 1:
-          return None, None, f'{config.name}: too few samples for a held-out set'
-        held.n = max(1, held.n // 2)
-    _, _, train_meta = load(config, key, dtype)
+          return None, None, f'{data_cfg.name}: too few samples for a held-out set'
+        held = dataclasses.replace(held, n=max(1, held.n // 2))
+    _, _, train_meta = load(data_cfg, key, dtype)
     seen = set(np.asarray(train_meta.get('indices', [])).reshape(-1).tolist())
     keep = np.array([int(i) not in seen for i in np.asarray(meta['indices']).reshape(-1)])
-    return x[keep], y[keep], f'{config.name}: another draw of the same classes, overlap dropped'
-  return None, None, f'{config.name}: no held-out set'
+    return x[keep], y[keep], f'{data_cfg.name}: another draw of the same classes, overlap dropped'
+  return None, None, f'{data_cfg.name}: no held-out set'
 
 
 def describe(meta: Dict[str, Any]) -> Dict[str, Any]:

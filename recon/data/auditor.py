@@ -30,6 +30,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from recon.config import sections
 from recon.data import headers
 from recon.data.base import DataError
 
@@ -143,43 +144,44 @@ def image_shape(x: np.ndarray) -> Optional[Tuple[int, int, int]]:
   return (int(x.shape[1]), int(x.shape[2]), int(x.shape[3]) if x.ndim == 4 else 1)
 
 
-def resolve_sizes(config: Any, *, trains_victim: bool) -> Dict[str, int]:
-  """{'n', 'd'} of the file for the data section `config` (data.name 'file'), checked before
+def resolve_sizes(data_cfg: sections.Data, *, trains_victim: bool) -> Dict[str, int]:
+  """{'n', 'd'} of the file for the data section `data_cfg` (data.name 'file'), checked before
   compute: None takes the file's size, a number must agree; `trains_victim` (recon trains the
   victim on the file) needs 'y'; a saved model (not `trains_victim`) needs preprocess 'none'."""
-  path = _checked_path(config.path)
+  path = _checked_path(data_cfg.path)
   found = _headers(path)  # the sizes from the headers: nothing inflated before they agree
   shape, y = list(found['x'].shape), found.get('y')
   n, d = int(shape[0]), int(math.prod(shape[1:]))
   for field, want in (('n', n), ('d', d)):
-    value = config[field]
+    value = getattr(data_cfg, field)
     if value is not None and value != want:
       what = f'{want} records' if field == 'n' else f'rows of size {want}'
       raise DataError(f'config.data.{field}: {value} but data.path {path} holds {what} '
                       f"('x' of shape {shape}); accepted: None (the file's) or {want}")
-  if config.classes is not None or config.image_size is not None or config.grayscale:
+  if data_cfg.classes is not None or data_cfg.image_size is not None or data_cfg.grayscale:
     raise DataError("config.data.classes / image_size / grayscale: not applied to data.name "
                     "'file' (the file is the training set as it is); accepted: None, None, False")
   if trains_victim and y is None:
     raise _refuse(path, "has no 'y' (recon trains the victim on the file: it needs the labels, "
                         f'shape ({n},)); with victim.checkpoint the labels are optional')
-  if not trains_victim and config.preprocess != 'none':
-    raise DataError(f"config.data.preprocess: {config.preprocess!r} with victim.checkpoint and "
+  if not trains_victim and data_cfg.preprocess != 'none':
+    raise DataError(f"config.data.preprocess: {data_cfg.preprocess!r} with victim.checkpoint and "
                     "data.name 'file' (the file is the truth to score against: the inputs as "
                     "the saved model saw them); accepted: 'none'")
   read(path)  # the values (finite real numbers), once the sizes agree
   return {'n': n, 'd': d}
 
 
-def load(config: Any, preprocess_fn) -> Tuple[np.ndarray, Optional[np.ndarray], Dict[str, Any]]:
+def load(data_cfg: sections.Data,
+         preprocess_fn) -> Tuple[np.ndarray, Optional[np.ndarray], Dict[str, Any]]:
   """(rows (n, d) float64 preprocessed by `preprocess_fn(rows, mode)`, y or None, meta)."""
-  x, y = read(config.path)
+  x, y = read(data_cfg.path)
   n, d = int(x.shape[0]), int(math.prod(x.shape[1:]))
-  if (config.n is not None and config.n != n) or (config.d is not None and config.d != d):
-    raise DataError(f'config.data.n / d: {config.n} / {config.d} but data.path holds {n} rows '
+  if (data_cfg.n is not None and data_cfg.n != n) or (data_cfg.d is not None and data_cfg.d != d):
+    raise DataError(f'config.data.n / d: {data_cfg.n} / {data_cfg.d} but data.path holds {n} rows '
                     f'of size {d}; accepted: None or {n} / {d}')
-  rows, stats = preprocess_fn(x.reshape(n, d).astype(np.float64), config.preprocess)
-  meta = {'name': NAME, 'path': os.path.abspath(os.path.expanduser(config.path)),
+  rows, stats = preprocess_fn(x.reshape(n, d).astype(np.float64), data_cfg.preprocess)
+  meta = {'name': NAME, 'path': os.path.abspath(os.path.expanduser(data_cfg.path)),
           'image_shape': image_shape(x), 'labels': None if y is None else 'from the file',
           'pixel_range': None, **stats}
   return rows, None if y is None else np.array(y), meta

@@ -7,32 +7,33 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import jax
 import numpy as np
 
+from recon.config import sections
 from recon.data.base import LUMA, NATIVE, DataError
 
 Array = jax.Array
 
 
-def image_shape(config: Any) -> Tuple[int, int, int]:
-  """(H, W, C) that `config` gives for an image data set, checked without reading files."""
-  (h, w, c), _ = NATIVE[config.name]
-  size = config.image_size
+def image_shape(data_cfg: sections.Data) -> Tuple[int, int, int]:
+  """(H, W, C) that `data_cfg` gives for an image data set, checked without reading files."""
+  (h, w, c), _ = NATIVE[data_cfg.name]
+  size = data_cfg.image_size
   if size is not None:
     accepted = [s for s in range(1, h + 1) if h % s == 0 and w % s == 0]
     if size not in accepted:
-      raise DataError(f'config.data.image_size: invalid value {size!r} for {config.name} '
+      raise DataError(f'config.data.image_size: invalid value {size!r} for {data_cfg.name} '
                       f'({h}x{w}); accepted: None (native) or one of '
                       f'{", ".join(map(str, accepted))}')
     h = w = size
-  if config.grayscale:
+  if data_cfg.grayscale:
     c = 1
   return (h, w, c)
 
 
-def input_dim(config: Any) -> int:
-  """d of the flattened rows `load(config, ...)` returns."""
-  if config.name in NATIVE:
-    return math.prod(image_shape(config))
-  return int(config.d)
+def input_dim(data_cfg: sections.Data) -> int:
+  """d of the flattened rows `load(data_cfg, ...)` returns."""
+  if data_cfg.name in NATIVE:
+    return math.prod(image_shape(data_cfg))
+  return int(data_cfg.d)
 
 
 def class_counts(n: int, num_classes: int) -> List[int]:
@@ -116,15 +117,15 @@ def to_pixels(x: np.ndarray, meta: Dict[str, Any],
   return x
 
 
-def _classes(config: Any, num_classes: int) -> Tuple[int, ...]:
-  classes = config.classes
+def _classes(data_cfg: sections.Data, num_classes: int) -> Tuple[int, ...]:
+  classes = data_cfg.classes
   if classes is None:
     return tuple(range(num_classes))
   ok = (isinstance(classes, (tuple, list)) and len(classes) > 0
         and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < num_classes
                 for c in classes) and len(set(classes)) == len(classes))
   if not ok:
-    raise DataError(f'config.data.classes: invalid value {classes!r} for {config.name}; accepted: '
+    raise DataError(f'config.data.classes: invalid value {classes!r} for {data_cfg.name}; accepted: '
                     f'None (all) or a tuple of distinct ints in 0..{num_classes - 1}, e.g. (0, 1)')
   return tuple(classes)
 

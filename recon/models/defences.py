@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
-import ml_collections
 import numpy as np
 
+from recon.config import sections
 from recon import data
 from recon.runtime import runs
 from recon.models import privacy, train
@@ -28,13 +28,13 @@ from recon.models import privacy, train
 HELD_OUT = 256
 
 
-def active(victim: ml_collections.ConfigDict) -> bool:
+def active(victim: sections.Victim) -> bool:
   """True when any defence of the `victim` section is on."""
   t = victim.train
   return t.dp.mode == 'on' or t.weight_decay > 0 or victim.release_noise > 0
 
 
-def describe(victim: ml_collections.ConfigDict,
+def describe(victim: sections.Victim,
              mechanism: Optional[Dict[str, Any]]) -> Dict[str, Any]:
   """summary.json's record of the `victim` section's defences (mechanism: `privacy.resolve`'s,
   or None)."""
@@ -43,7 +43,7 @@ def describe(victim: ml_collections.ConfigDict,
              or {'release_noise': 0.0})}
 
 
-def train_network_params(t: ml_collections.ConfigDict, seed: int, apply: Callable, params0: Any,
+def train_network_params(t: sections.Train, seed: int, apply: Callable, params0: Any,
                          x: jax.Array, targets: jax.Array,
                          lr: float) -> Tuple[Any, Dict[str, Any], Optional[Dict[str, Any]]]:
   """(params_T, train info, DP mechanism or None) of a GD victim under the training defences
@@ -66,13 +66,13 @@ def train_network_params(t: ml_collections.ConfigDict, seed: int, apply: Callabl
   return params, info, mech
 
 
-def release(victim: ml_collections.ConfigDict, seed: int, params: Any) -> Any:
+def release(victim: sections.Victim, seed: int, params: Any) -> Any:
   """The released trained parameters: `params` plus the `victim` section's release noise
   (unchanged when 0), keyed by the run's seed."""
   return privacy.add_release_noise(params, victim.release_noise, privacy.release_key(seed))
 
 
-def held_out(data_section: ml_collections.ConfigDict, seed: int, dtype):
+def held_out(data_section: sections.Data, seed: int, dtype):
   """(x', y', how) for utility: held-out samples of the run's task (`data.load_held_out`)."""
   x, y, how = data.load_held_out(data_section, runs.split_keys(seed)['data'], HELD_OUT, dtype)
   if x is not None:
@@ -80,7 +80,7 @@ def held_out(data_section: ml_collections.ConfigDict, seed: int, dtype):
   return x, y, how
 
 
-def network_utility(data_section: ml_collections.ConfigDict, loss: str, seed: int,
+def network_utility(data_section: sections.Data, loss: str, seed: int,
                     apply: Callable, params: Any, x, targets, dtype) -> Dict[str, Any]:
   """{train: {loss, accuracy}, held_out: {loss, accuracy, n, source}} of a network victim
   trained on loss `loss` (held-out samples of the `data` section's task)."""
@@ -95,7 +95,7 @@ def network_utility(data_section: ml_collections.ConfigDict, loss: str, seed: in
   return out
 
 
-def regression_utility(predict: Callable, x, y, data_section: ml_collections.ConfigDict,
+def regression_utility(predict: Callable, x, y, data_section: sections.Data,
                        seed: int, dtype) -> Dict[str, Any]:
   """{train, held_out: {mse, sign_accuracy}} of a regression victim (random features' theta*):
   the squared error and the share of signs right."""

@@ -54,13 +54,13 @@ FLAX_FORMATS = ('orbax', 'msgpack')
 ForeignModelError = param_checks.ForeignModelError
 
 
-def import_class(spec: Optional[str]) -> type:
+def import_class(target: Optional[str]) -> type:
   """The class named by 'package.module:ClassName' (the auditor's own code)."""
-  if not spec or ':' not in spec:
-    raise ForeignModelError(f'victim.module: {spec!r}; accepted: \'package.module:ClassName\' '
+  if not target or ':' not in target:
+    raise ForeignModelError(f'victim.module: {target!r}; accepted: \'package.module:ClassName\' '
                             "naming a flax.linen.Module subclass importable from the working "
                             'directory or the Python path')
-  module_name, _, attr = spec.partition(':')
+  module_name, _, attr = target.partition(':')
   try:
     module = importlib.import_module(module_name)
   except ImportError as e:
@@ -78,7 +78,7 @@ def import_class(spec: Optional[str]) -> type:
       raise ForeignModelError(f'victim.module: {module_name!r} has no {attr!r}; accepted: '
                               "'package.module:ClassName' of a flax.linen.Module subclass")
   if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
-    raise ForeignModelError(f'victim.module: {spec!r} is not a flax.linen.Module subclass; '
+    raise ForeignModelError(f'victim.module: {target!r} is not a flax.linen.Module subclass; '
                             'accepted: a Flax module class')
   return obj
 

@@ -8,14 +8,16 @@
 The leak-width pipeline (no attack: the width at which the described model leaks, predicted
 from shadow problems; `pipeline = 'leak_width'`) is the audit's: recon/audit/leak_width.py.
 
-Each module registers a `registry.Pipeline` (its `run(cfg, workdir, dtype, resuming)` and
+Each module registers a `registry.Pipeline` (its `run(spec, workdir, dtype, resuming)` and
 its checks) under its name; `pipeline_for(cfg)` looks up the one `recon.config.routes.pipeline_name`
-names, and `run(config, workdir)` is the single-run entry point behind `recon.main`:
-resolve the config, refuse bad input before compute, apply the workdir rules, hand over.
+names, and `run(spec, workdir)` is the single-run entry point behind `recon.main`: the run's
+frozen spec (`recon.config.sections.RunSpec`, read once by `recon.execution`; a ConfigDict is
+resolved into one here), bad input refused before compute, the workdir rules applied, handed
+over. Below the entry, builders take their typed sections, never the whole config.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Union
 
 import ml_collections
 
@@ -24,29 +26,31 @@ from recon.runtime import runs
 from recon.attack import memory
 from recon.models import min_norm as precision
 from recon.attack import restarts
-from recon.config import routes
+from recon.config import routes, sections
 from recon.pipelines import victims
 # Importing the pipelines registers them (and, through them, every built-in victim,
 # objective and data set).
 from recon.pipelines import (kkt, networks, random_features, subspace)  # noqa: F401  pylint: disable=unused-import
 
 
-def pipeline_for(cfg: ml_collections.ConfigDict) -> registry.Pipeline:
-  """The registered pipeline that runs `cfg` (a resolved config)."""
+def pipeline_for(cfg: Any) -> registry.Pipeline:
+  """The registered pipeline that runs `cfg` (a resolved config or its RunSpec)."""
   return registry.lookup('pipeline', routes.pipeline_name(cfg))
 
 
-def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False,
-        resolved: bool = False) -> Dict[str, Any]:
+def run(config: Union[ml_collections.ConfigDict, sections.RunSpec], workdir: str,
+        validated: bool = False) -> Dict[str, Any]:
   """Runs one reconstruction (the pipeline `pipeline_for` names); returns the summary.
-  `validated`: `config` has passed `recon.config.validate.validate` (`recon.execution` runs it before
-  the workdir is touched); `resolved`: `config` is `victims.resolve`'s already (`recon.execution`
-  resolves it once)."""
-  cfg = config if resolved else victims.resolve(config, validated=validated)
+  `config`: the run's RunSpec (`recon.execution` resolves and validates the config once into
+  it), or a ConfigDict, resolved here (`validated`: it has passed
+  `recon.config.validate.validate`)."""
+  cfg = config if isinstance(config, sections.RunSpec) else sections.RunSpec.from_config(
+      victims.resolve(config, validated=validated))
   if cfg.pipeline is not None:  # a named pipeline (leak_width) attacks nothing: its own checks
     pipeline = pipeline_for(cfg)
-    pipeline.check_config(cfg)
-    resuming = runs.prepare_run_workdir(workdir, cfg)
+    pipeline.check_sections(data=cfg.data, victim=cfg.victim, attack=cfg.attack,
+                            leak_width=cfg.leak_width, run=cfg.run)
+    resuming = runs.prepare_run_workdir(workdir, cfg.run, cfg.victim.checkpoint, cfg.to_dict())
     return pipeline.run(cfg, workdir, runs.set_dtype(cfg.run.dtype), resuming=resuming)
   victims.check_model_checkpoint(cfg.victim, cfg.attack)
   memory.check(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype)  # with a saved model's n, p, d adopted (recon/attack/memory.py)
@@ -55,8 +59,9 @@ def run(config: ml_collections.ConfigDict, workdir: str, validated: bool = False
   victims.check_victim(cfg.victim)
   subspace.check(cfg.data, cfg.victim, cfg.attack)  # the subspace fields, whichever pipeline runs
   if pipeline.check is not subspace.check:
-    pipeline.check_config(cfg)
-  resuming = runs.prepare_run_workdir(workdir, cfg)
+    pipeline.check_sections(data=cfg.data, victim=cfg.victim, attack=cfg.attack,
+                            leak_width=cfg.leak_width, run=cfg.run)
+  resuming = runs.prepare_run_workdir(workdir, cfg.run, cfg.victim.checkpoint, cfg.to_dict())
   dtype = runs.set_dtype(cfg.run.dtype)
   precision.apply_matmul_precision(cfg.run.matmul_precision)  # every program of the run
   return pipeline.run(cfg, workdir, dtype, resuming=resuming)

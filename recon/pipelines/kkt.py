@@ -15,7 +15,6 @@ from typing import Any, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import optax
 from absl import logging
@@ -122,43 +121,44 @@ def check_attack_config(data_cfg, victim, attack) -> None:
                                      "'sphere', 'none'")
 
 
-def make_network(cfg, out_dim: int, dtype, activation: Optional[str] = None,
+def make_network(victim, out_dim: int, dtype, activation: Optional[str] = None,
                  alpha: Optional[float] = None) -> homogeneous.HomogeneousMLP:
-  """The victim's architecture; `activation`/`alpha` override the config's (same parameters)."""
+  """The victim's architecture; `activation`/`alpha` override the victim section's (same
+  parameters)."""
   return homogeneous.HomogeneousMLP(
-      widths=(cfg.victim.width,) * cfg.victim.depth, out_dim=out_dim,
-      activation=activation or cfg.victim.activation,
-      alpha=cfg.victim.act_alpha if alpha is None else alpha,
-      first_init_scale=cfg.victim.first_init_scale, init_scale=cfg.victim.init_scale,
+      widths=(victim.width,) * victim.depth, out_dim=out_dim,
+      activation=activation or victim.activation,
+      alpha=victim.act_alpha if alpha is None else alpha,
+      first_init_scale=victim.first_init_scale, init_scale=victim.init_scale,
       param_dtype=dtype)
 
 
-def train_victim(cfg, x: Array, labels: Array, key: Array):
+def train_victim(data_cfg, victim, attack, x: Array, labels: Array, key: Array):
   """Trains the MLP; returns (net, params_0, params_T, info with margins and training loss)."""
-  kind, out_dim, loss = task(cfg.data, cfg.attack)
-  net = make_network(cfg, out_dim, x.dtype)
+  kind, out_dim, loss = task(data_cfg, attack)
+  net = make_network(victim, out_dim, x.dtype)
   params0 = net.init(key, x)
   targets = labels if kind == 'binary' else labels.astype(jnp.int32)
-  wd = cfg.victim.train.weight_decay
+  wd = victim.train.weight_decay
   if wd > 0:  # exact stationary point of loss + wd/2 ||theta||^2 (L-BFGS)
     params, info = homogeneous.train_stationary(
         net.apply, params0, x, targets, loss=loss, weight_decay=wd,
-        max_steps=cfg.victim.train.stationary_steps)
+        max_steps=victim.train.stationary_steps)
   else:
-    lr = cfg.victim.train.lr  # plain GD, with the per-sample duals of its steps
+    lr = victim.train.lr  # plain GD, with the per-sample duals of its steps
     params, info = train.train(net.apply, params0, x, targets, loss=loss, optimizer=optax.sgd(lr),
-                               max_steps=cfg.victim.train.max_steps, duals_lr=lr,
+                               max_steps=victim.train.max_steps, duals_lr=lr,
                                chunk_steps=2000)
   if not info['finite']:
     raise errors.ExperimentError('victim.train.lr: training diverged (non-finite loss); '
                                      'accepted: a smaller train_lr')
-  params, out = finish_victim(cfg, net, params, x, targets, kind, trained={
+  params, out = finish_victim(victim, net, params, x, targets, kind, trained={
       'train_loss': info['final_loss'], 'train_steps': info['steps']}, training={
           'duals': info['duals'], **({'train_grad_norm': info['grad_norm']} if wd > 0 else {})})
   return net, params0, params, out
 
 
-def finish_victim(cfg, net, params, x: Array, targets: Array, kind: str, *,
+def finish_victim(victim, net, params, x: Array, targets: Array, kind: str, *,
                   trained: Optional[Dict[str, Any]] = None,
                   training: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
   """The end of one victim's training (a single run's, or a sweep's victim by victim): the
@@ -166,17 +166,17 @@ def finish_victim(cfg, net, params, x: Array, targets: Array, kind: str, *,
   on the host) and the training metrics -- the normalized margins before and after it, the
   homogeneity degree, the neuron Gram ranks of a one-hidden-layer net -- after `trained`,
   with `training` after the degree."""
-  degree = homogeneous.degree_in_params(cfg.victim.activation, cfg.victim.depth)
+  degree = homogeneous.degree_in_params(victim.activation, victim.depth)
   out = dict(trained or {})
   out.update(normalized_margin_gd=homogeneous.normalized_margin(net.apply, params, x, targets,
                                                                 kind, degree),
              homogeneity_degree=degree, **(training or {}))
-  if cfg.victim.train.polish:
+  if victim.train.polish:
     params, pinfo = homogeneous.polish_max_margin(net.apply, params, x, targets, kind)
     out.update({'polish_' + k: v for k, v in pinfo.items() if k != 'degree'})
   out['normalized_margin'] = homogeneous.normalized_margin(net.apply, params, x, targets, kind,
                                                            degree)
-  if cfg.victim.depth == 1:
+  if victim.depth == 1:
     kernel = params['params']['hidden_0']['kernel']
     out['neuron_gram_rank'], out['neuron_gram_dim'] = homogeneous.neuron_gram_rank(kernel)
     out['neuron_gram_rank_span_x'], out['neuron_gram_dim_span_x'] = (
@@ -196,10 +196,10 @@ def planted_target(theta, apply_vec, x_true, labels, duals, kind: str) -> Array:
   return kkt.explained(x_true, duals, labels, theta, apply_vec=apply_vec, kind='general')
 
 
-def kkt_layer_mask(cfg, params) -> Optional[Array]:
-  """`cfg.attack.kkt_layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
+def kkt_layer_mask(attack, params) -> Optional[Array]:
+  """`attack.kkt_layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
   layer names ('hidden_0,head'): only those layers' equations enter the fit (None for 'all')."""
-  spec = cfg.attack.kkt_layers
+  spec = attack.kkt_layers
   if spec in (None, '', 'all'):
     return None
   names = [s.strip() for s in str(spec).split(',') if s.strip()]
@@ -209,15 +209,15 @@ def kkt_layer_mask(cfg, params) -> Optional[Array]:
     raise errors.ExperimentError(str(e)) from None
 
 
-def constraint_args_for(cfg, params, radius: float, dtype) -> Dict[str, Any]:
+def constraint_args_for(a, n: int, params, radius: float, dtype) -> Dict[str, Any]:
   """What the attack's constraint reads of one victim: the sphere prior's radius and, with
   attack.candidate_subspace 'first_layer' (explicit duals), the basis B (d, k) of the top-k
-  right singular subspace of W_1 (k = attack.candidate_subspace_rank or n)."""
+  right singular subspace of W_1 (k = attack.candidate_subspace_rank or n = data.n; `a`: the
+  attack section)."""
   args: Dict[str, Any] = {'radius': radius}
-  a = cfg.attack
   if (a.candidate_subspace == 'first_layer' and kkt_labels(a) is not None
       and a.lambda_solve != 'eliminate'):
-    rank = a.candidate_subspace_rank or cfg.data.n
+    rank = a.candidate_subspace_rank or n
     basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
     args['basis'] = basis.astype(dtype)
     logging.info('candidate subspace: rank %d of W_1, singular value gap s_k/s_(k+1) = %.3g',
@@ -242,63 +242,66 @@ def attack_constraint(attack, kind: str, args: Dict[str, Any]):
   return kkt.subspace_constraint(constraint, args['basis']) if 'basis' in args else constraint
 
 
-def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int, radius: float,
-                 key: Array, dtype, planted: Optional[Tuple[Array, Array, Array]] = None,
+def build_attack(attack, n: int, seed: int, net, params0, params, kind: str, num_classes: int,
+                 d: int, radius: float, key: Array, dtype,
+                 planted: Optional[Tuple[Array, Array, Array]] = None,
                  constraint_args: Optional[Dict[str, Any]] = None) -> Attack:
-  """The attack of `cfg.attack.objective`: objective, initial state, constraint, decode, and
-  the sample splitter as its refiner when attack.split.mode != 'none'. `constraint_args`:
-  `constraint_args_for(cfg, params, radius, dtype)` when the caller has it."""
+  """The attack of the attack section's objective: objective, initial state, constraint,
+  decode, and the sample splitter (keyed by `seed`) as its refiner when attack.split.mode !=
+  'none'. `constraint_args`: `constraint_args_for(attack, n, params, radius, dtype)` when the
+  caller has it (n: data.n)."""
   theta, apply_vec = kkt.flatten_model(net.apply, params)
-  if cfg.attack.kkt_target == 'planted':
+  if attack.kkt_target == 'planted':
     target = planted_target(theta, apply_vec, *planted, kind)
-  elif cfg.attack.kkt_target == 'delta':
+  elif attack.kkt_target == 'delta':
     target = theta - kkt.flatten_model(net.apply, params0)[0]
   else:
     target = theta
-  m = cfg.attack.n_candidates
+  m = attack.n_candidates
   k_x, k_lam = jax.random.split(key)
-  x0 = cfg.attack.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
-  if cfg.attack.prior == 'sphere':
+  x0 = attack.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
+  if attack.prior == 'sphere':
     x0 = optimize.sphere_constraint(radius)(x0)
   out_dim = 1 if kind == 'binary' else num_classes
 
-  kkt_kind = kkt_labels(cfg.attack)
+  kkt_kind = kkt_labels(attack)
   if kkt_kind is None:  # a loss on the candidates' parameter gradients
-    objective = registry.lookup('objective', cfg.attack.objective).loss
+    objective = registry.lookup('objective', attack.objective).loss
 
     def feature_one(xj, prob):
       return jax.jacrev(lambda th: apply_vec(th, xj[None])[0])(prob['theta_eval'])  # (C, P)
 
     def loss_fn(x, prob):
       phi = jax.vmap(lambda xj: feature_one(xj, prob))(x).reshape(-1, theta.shape[0])
-      return objective(phi, prob['theta'], cfg.attack.jitter)
+      return objective(phi, prob['theta'], attack.jitter)
 
-    constraint = attack_constraint(cfg.attack, kind, {'radius': radius})
+    constraint = attack_constraint(attack, kind, {'radius': radius})
     problem = {'theta': target, 'theta_eval': theta}
-    return _with_splitter(cfg, splitting.projection_split_model(feature_one, cfg.attack.jitter),
+    return _with_splitter(attack, seed,
+                          splitting.projection_split_model(feature_one, attack.jitter),
                           problem=problem, loss_fn=loss_fn, x0=x0, constraint=constraint)
 
   labels = kkt.balanced_labels(m, kkt_kind, num_classes, dtype)
   kkt.check_labels(labels, kkt_kind, out_dim)
   problem = {'target': target, 'theta': theta, 'labels': labels}
-  mask = kkt_layer_mask(cfg, params)
+  mask = kkt_layer_mask(attack, params)
   if mask is not None:  # only these layers' KKT equations (docs/kkt.md, "Trained networks")
     problem['mask'] = mask
     problem['target'] = target * mask
-  if cfg.attack.residual_weights == 'gradient_rms':
+  if attack.residual_weights == 'gradient_rms':
     problem['weights'] = kkt.residual_weights(theta, apply_vec, d, radius,
                                               jax.random.fold_in(key, 0x3E16))
-  if cfg.attack.lambda_solve == 'eliminate':
+  if attack.lambda_solve == 'eliminate':
     # Variable projection: the duals are solved for in closed form inside the loss; the
     # sphere prior is a reparametrisation (no projection step: L-BFGS-friendly).
-    r = radius if cfg.attack.prior == 'sphere' else None
+    r = radius if attack.prior == 'sphere' else None
     loss_fn = lambda state, prob: kkt.eliminated_loss(  # noqa: E731
         state, prob, apply_vec=apply_vec, kind=kkt_kind, out_dim=out_dim, radius=r)
     decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
-    return _with_splitter(cfg, None, problem=problem, loss_fn=loss_fn, x0={'x': x0},
-                          constraint=attack_constraint(cfg.attack, kkt_kind, {'radius': radius}),
+    return _with_splitter(attack, seed, None, problem=problem, loss_fn=loss_fn, x0={'x': x0},
+                          constraint=attack_constraint(attack, kkt_kind, {'radius': radius}),
                           decode=decode)
-  if cfg.attack.lambda_init == 'lstsq':
+  if attack.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
                             kind=kkt_kind, out_dim=out_dim, mask=mask)
   else:
@@ -309,38 +312,39 @@ def build_attack(cfg, net, params0, params, kind: str, num_classes: int, d: int,
       out_dim=out_dim, mask=mask))),
                           jnp.finfo(dtype).tiny)
   problem['lam_scale'] = lam_scale
-  lam0 = lam0 / lam_scale if cfg.attack.lambda_init == 'lstsq' else lam0
+  lam0 = lam0 / lam_scale if attack.lambda_init == 'lstsq' else lam0
   if kkt_kind != 'general':
-    lam0 = jnp.maximum(lam0, cfg.attack.lambda_min)
-  a = cfg.attack
+    lam0 = jnp.maximum(lam0, attack.lambda_min)
+  a = attack
   opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=a.lambda_min,
               lambda_constraint=a.lambda_constraint, lambda_weight=a.lambda_weight,
               prior=a.prior, prior_bound=a.prior_bound, prior_weight=a.prior_weight)
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
-  args = constraint_args or constraint_args_for(cfg, params, radius, dtype)
-  constraint = attack_constraint(cfg.attack, kkt_kind, args)
+  args = constraint_args or constraint_args_for(attack, n, params, radius, dtype)
+  constraint = attack_constraint(attack, kkt_kind, args)
   if 'basis' in args:
     x0 = (x0 @ args['basis']) @ args['basis'].T
-  return _with_splitter(cfg, splitting.kkt_split_model(apply_vec, kkt_kind), problem=problem,
+  return _with_splitter(attack, seed, splitting.kkt_split_model(apply_vec, kkt_kind),
+                        problem=problem,
                         loss_fn=loss_fn, x0={'x': x0, 'lam': lam0.astype(dtype)},
                         constraint=constraint, decode=lambda s: s['x'])
 
 
-def _with_splitter(cfg, split_model, **fields) -> Attack:
+def _with_splitter(attack, seed: int, split_model, **fields) -> Attack:
   """`Attack(**fields)`, refined by the sample splitter when attack.split.mode != 'none'."""
   refiner = None
-  if cfg.attack.split.mode != 'none':
-    refiner = splitting.Splitter(sections.Split.from_section(cfg.attack.split), split_model,
-                                 fields['loss_fn'], fields['constraint'], seed=cfg.seed)
+  if attack.split.mode != 'none':
+    refiner = splitting.Splitter(sections.Split.from_section(attack.split), split_model,
+                                 fields['loss_fn'], fields['constraint'], seed=seed)
   return Attack(refiner=refiner, **fields)
 
 
-def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
+def _loaded_victim(data_cfg, attack, model, d: int, out_dim: int, dtype):
   """(net, params0 or None, params, train info) of a saved HomogeneousMLP."""
   if model.hparams.get('out_dim') != out_dim:
     raise errors.ExperimentError(
-        f'data.num_classes: objective {cfg.attack.objective!r} with '
-        f'data.num_classes={cfg.data.num_classes} needs '
+        f'data.num_classes: objective {attack.objective!r} with '
+        f'data.num_classes={data_cfg.num_classes} needs '
         f'{out_dim} output(s), but the model checkpoint has out_dim='
         f'{model.hparams.get("out_dim")}; accepted: data.num_classes / attack.objective '
         'matching the model')
@@ -351,85 +355,88 @@ def _loaded_victim(cfg, model, d: int, out_dim: int, dtype):
       model.info.get('train') or {})
 
 
-def run_on_data(cfg: ml_collections.ConfigDict, workdir: str, x: Optional[Array],
-                labels: Optional[Array], meta: Dict[str, Any], dtype, t0: Optional[float] = None,
-                *, model=None, source: Optional[str] = None) -> Dict[str, Any]:
+def run_on_data(data_cfg, victim, attack, settings: reconstruct.Tail, workdir: str,
+                x: Optional[Array], labels: Optional[Array], meta: Dict[str, Any], dtype,
+                t0: Optional[float] = None, *, model=None,
+                source: Optional[str] = None) -> Dict[str, Any]:
   """Train the victim on (x, labels) (or take `victim.name`, a saved HomogeneousMLP read from
   `source`; x may then be None: blind metrics), save it to WORKDIR/model, attack it, report
-  (used by `run` and by scripts)."""
+  (`settings`: the shared tail's, `reconstruct.tail`)."""
   t0 = time.time() if t0 is None else t0
-  check_attack_config(cfg.data, cfg.victim, cfg.attack)
-  kind, out_dim, _ = task(cfg.data, cfg.attack)
+  check_attack_config(data_cfg, victim, attack)
+  kind, out_dim, _ = task(data_cfg, attack)
   if labels is not None:
-    check_training_labels(labels, kind, cfg.data.num_classes)
-  keys = runs.split_keys(cfg.seed)
+    check_training_labels(labels, kind, data_cfg.num_classes)
+  keys = runs.split_keys(settings.seed)
   if model is None:
-    net, params0, params, train_info = train_victim(cfg, x, labels, keys['model'])
+    net, params0, params, train_info = train_victim(data_cfg, victim, attack, x, labels,
+                                                    keys['model'])
     duals = train_info.pop('duals')
     planted = (x, labels, duals)
     model = model_ckpt.flax_model(
         net, jax.device_get(params['params']), jax.device_get(params0['params']),
         n=int(x.shape[0]), info={'train': jax.device_get(train_info)},
-        data_description=victims.data_description(victims.data_record(cfg), x, None, meta))
+        data_description=victims.data_description(victims.data_record(settings.record), x, None,
+                                                  meta))
   else:
     planted = None  # check_model_checkpoint refused attack.kkt_target='planted'
     net, params0, params, train_info = _loaded_victim(
-        cfg, model, cfg.data.d if x is None else x.shape[1], out_dim, dtype)
+        data_cfg, attack, model, data_cfg.d if x is None else x.shape[1], out_dim, dtype)
   victims.keep_model(workdir, model, source)
-  logging.info('%s %s: %s', 'loaded' if source else 'trained', cfg.victim.activation, train_info)
+  logging.info('%s %s: %s', 'loaded' if source else 'trained', victim.activation, train_info)
   if x is not None:
     radius = float(np.median(np.linalg.norm(np.asarray(x), axis=1)))
   elif (model.data or {}).get('row_norm') is not None:
     radius = float(model.data['row_norm'])
   else:
-    radius = float(np.sqrt(cfg.data.d))
+    radius = float(np.sqrt(data_cfg.d))
     logging.warning('the model records no row norm of its data (data.row_norm): the sphere '
                     'prior uses sqrt(d) = %.3g', radius)
-  d = cfg.data.d if x is None else x.shape[1]
-  act, alpha = attack_activation(cfg.victim, cfg.attack)
-  if (act, alpha) != (cfg.victim.activation, cfg.victim.act_alpha):  # other backward pass
-    net = make_network(cfg, out_dim, dtype, act, alpha)
-  attack = build_attack(cfg, net, params0, params, kind, cfg.data.num_classes, d, radius,
-                        keys['init'], dtype, planted=planted)
+  d = data_cfg.d if x is None else x.shape[1]
+  act, alpha = attack_activation(victim, attack)
+  if (act, alpha) != (victim.activation, victim.act_alpha):  # other backward pass
+    net = make_network(victim, out_dim, dtype, act, alpha)
+  bundle = build_attack(attack, data_cfg.n, settings.seed, net, params0, params, kind,
+                        data_cfg.num_classes, d, radius, keys['init'], dtype, planted=planted)
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, attack, x_true=x, y=labels, meta=meta, t0=t0, keys=keys,
-      extra_metrics=dict(train_info, objective=cfg.attack.objective,
+      settings, workdir, bundle, x_true=x, y=labels, meta=meta, t0=t0, keys=keys,
+      extra_metrics=dict(train_info, objective=attack.objective,
                          n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),
       threat_model={'known': ['theta (trained parameters)', 'architecture and activation',
                               'n_candidates and the class balance', 'row norm (sphere prior)']
-                             + (['theta_0'] if cfg.attack.kkt_target == 'delta' else [])
+                             + (['theta_0'] if attack.kkt_target == 'delta' else [])
                              + (['ORACLE: target planted from the true data and training '
                                  'duals (identifiability study, not an attack)']
-                                if cfg.attack.kkt_target == 'planted' else []),
+                                if attack.kkt_target == 'planted' else []),
                     'unknown': ['X (training inputs)', 'which label each input has']})
 
 
-def load_images(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+def load_images(data_cfg, attack, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
   """An image data set as (x, binary +-1 labels, meta); refuses labels that are not +-1."""
   try:
-    x, labels, meta = data.load(cfg.data, key, dtype)
+    x, labels, meta = data.load(data_cfg, key, dtype)
   except data.DataError as e:
     raise errors.ExperimentError(str(e)) from None
-  kind, _, _ = task(cfg.data, cfg.attack)
+  kind, _, _ = task(data_cfg, attack)
   if kind == 'binary' and not np.all(np.isin(np.asarray(labels), (-1, 1))):
     raise errors.ExperimentError(
-        f'data.classes: {cfg.data.classes!r} gives labels {meta.get("labels")!r}; the binary KKT '
+        f'data.classes: {data_cfg.classes!r} gives labels {meta.get("labels")!r}; the binary KKT '
         "attack needs two classes or binary_rule 'parity'")
   return x, jnp.asarray(labels, dtype), meta
 
 
-def load_data(cfg, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
+def load_data(data_cfg, attack, key: Array, dtype) -> Tuple[Array, Array, Dict[str, Any]]:
   """The training set (x, labels, meta) of seed key `key`: rows on the sqrt(d)-sphere with
   balanced random class labels (data.name 'synthetic_sphere'), or an image data set
   (`load_images`)."""
-  if cfg.data.name != data.SPHERE:
-    return load_images(cfg, key, dtype)
-  kind, _, _ = task(cfg.data, cfg.attack)
+  if data_cfg.name != data.SPHERE:
+    return load_images(data_cfg, attack, key, dtype)
+  kind, _, _ = task(data_cfg, attack)
   k_x, k_y = jax.random.split(key)
-  x = data.sphere_rows(k_x, cfg.data.n, cfg.data.d, dtype)
-  labels = balanced_labels(k_y, cfg.data.n, kind, cfg.data.num_classes, dtype)
+  x = data.sphere_rows(k_x, data_cfg.n, data_cfg.d, dtype)
+  labels = balanced_labels(k_y, data_cfg.n, kind, data_cfg.num_classes, dtype)
   meta = {'name': data.SPHERE, 'image_shape': None,
-          'row_norms': np.full(cfg.data.n, np.sqrt(cfg.data.d))}
+          'row_norms': np.full(data_cfg.n, np.sqrt(data_cfg.d))}
   return x, labels, meta
 
 
@@ -441,23 +448,26 @@ def check_data_name(data_cfg) -> None:
         f"'synthetic_sphere', {', '.join(repr(k) for k in sorted(data.NATIVE))}")
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
-        resuming: bool = False) -> Dict[str, Any]:
+def run(spec: sections.RunSpec, workdir: str, dtype, resuming: bool = False) -> Dict[str, Any]:
   """Synthetic sphere data with balanced random class labels (the regression targets are
   unused), or an image data set (`recon.data`; binary labels by `data.classes` / `data.binary_rule`,
   e.g. digits odd vs even); the victim is trained, or loaded (victim.checkpoint, or
   WORKDIR/model when resuming)."""
   t0 = time.time()
-  check_attack_config(cfg.data, cfg.victim, cfg.attack)
-  keys = runs.split_keys(cfg.seed)
-  load = lambda: load_data(cfg, keys['data'], dtype)  # noqa: E731
+  data_cfg, victim, attack = spec.data, spec.victim, spec.attack
+  check_attack_config(data_cfg, victim, attack)
+  keys = runs.split_keys(spec.seed)
+  load = lambda: load_data(data_cfg, attack, keys['data'], dtype)  # noqa: E731
+  settings = reconstruct.tail(data_cfg, victim, attack, spec.run, spec.seed, spec.to_dict())
 
-  source = victims.model_source(cfg.victim, workdir, resuming)
+  source = victims.model_source(victim, workdir, resuming)
   if not source:
-    return run_on_data(cfg, workdir, *load(), dtype, t0)
+    return run_on_data(data_cfg, victim, attack, settings, workdir, *load(), dtype, t0)
   model = victims.load_model(source)
-  x, labels, meta = victims.model_training_data(cfg, model, load)
-  return run_on_data(cfg, workdir, x, labels, meta, dtype, t0, model=model, source=source)
+  x, labels, meta = victims.model_training_data(
+      data_cfg, spec.run.dtype, victims.data_record(settings.record), model, load)
+  return run_on_data(data_cfg, victim, attack, settings, workdir, x, labels, meta, dtype, t0,
+                     model=model, source=source)
 
 
 registry.register('pipeline', routes.KKT, registry.Pipeline(run=run, check=check_attack_config))

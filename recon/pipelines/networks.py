@@ -20,7 +20,7 @@ averages them (the trapezoid rule of the GD path; 9e-3 -> 8e-4 on the ViT).
 """
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import math
 import time
 from typing import Any, Dict, Optional, Tuple
@@ -28,11 +28,10 @@ from typing import Any, Dict, Optional, Tuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from absl import logging
 
-from recon.config import routes
+from recon.config import routes, sections
 from recon.config import validate as config_lib
 from recon import data, errors, registry
 from recon.models import defences, networks, train
@@ -55,7 +54,7 @@ def _fail(message: str):
   raise errors.ExperimentError(message)
 
 
-def network_image_shape(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
+def network_image_shape(data_cfg: sections.Data, victim: sections.Victim,
                         meta: Optional[Dict[str, Any]] = None,
                         d: Optional[int] = None) -> Optional[Tuple[int, ...]]:
   """The NHWC image shape of an input row: meta['image_shape'], else config.data.image_shape.
@@ -82,13 +81,14 @@ def network_image_shape(data_cfg: ml_collections.ConfigDict, victim: ml_collecti
   return shape
 
 
-def build_model(cfg: ml_collections.ConfigDict):
-  """The Flax module of the registered victim `victim.name`, from the victim section."""
-  build = registry.lookup('victim', cfg.victim.name).build
+def build_model(victim: sections.Victim, num_classes: int):
+  """The Flax module of the registered victim `victim.name`, from the victim section, with
+  `num_classes` (data.num_classes) outputs."""
+  build = registry.lookup('victim', victim.name).build
   if build is None:
-    _fail(f'victim.name: {cfg.victim.name!r} builds no network; accepted: '
+    _fail(f'victim.name: {victim.name!r} builds no network; accepted: '
           f'{", ".join(n for n, v in registry.items("victim") if v.build is not None)}')
-  return build(cfg.victim, cfg.data.num_classes)
+  return build(victim, num_classes)
 
 
 def last_layer_called(module, sample) -> str:
@@ -112,15 +112,15 @@ def last_layer_called(module, sample) -> str:
   return called[-1]
 
 
-def input_shape_of(cfg: ml_collections.ConfigDict, image_shape):
+def input_shape_of(victim: sections.Victim, image_shape):
   """The per-row input shape the module sees: the image shape for image victims (and for
   victims that take one when data.image_shape is set), else None."""
-  image_input = registry.lookup('victim', cfg.victim.name).image_input
+  image_input = registry.lookup('victim', victim.name).image_input
   return image_shape if image_input or image_input is None else None
 
 
-def check_config(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
-                 attack: ml_collections.ConfigDict) -> None:
+def check_config(data_cfg: sections.Data, victim: sections.Victim,
+                 attack: sections.Attack) -> None:
   """Cross-field checks of the data, victim and attack sections (before any compute); one-line
   ExperimentError on failure."""
   try:
@@ -178,7 +178,7 @@ def make_apply(model, input_shape, others: Dict[str, Any]):
 
 # -- The attack of one victim, in pure parts: the single run calls them, a sweep vmaps them.
 
-def linear_head(attack_cfg: ml_collections.ConfigDict, apply, params_t, others, key, d: int,
+def linear_head(attack_cfg: sections.Attack, apply, params_t, others, key, d: int,
                 dtype, layer: str):
   """The outputs of the attacked layer's linear head (`parameter_gradients.linear_head_outputs`,
   probed at 4 candidates from `key`) when the objective may read its penultimate rows
@@ -190,7 +190,7 @@ def linear_head(attack_cfg: ml_collections.ConfigDict, apply, params_t, others, 
       layer=layer)
 
 
-def victim_problem(attack_cfg: ml_collections.ConfigDict, layer: str, params0, params_t, others,
+def victim_problem(attack_cfg: sections.Attack, layer: str, params0, params_t, others,
                    *, knows_init: bool, head=None) -> Dict[str, Any]:
   """One victim's attack problem, a pytree of its arrays: the weights its features are read at
   (`feature_points`), its other collections, theta = vec(W_L(T) - W_L(0)) (vec W_L(T) without
@@ -206,7 +206,7 @@ def victim_problem(attack_cfg: ml_collections.ConfigDict, layer: str, params0, p
   return problem
 
 
-def attack_functions(attack_cfg: ml_collections.ConfigDict, apply, layer: str, head=None):
+def attack_functions(attack_cfg: sections.Attack, apply, layer: str, head=None):
   """(features(problem, x_hat), loss(x_hat, problem)) on a problem of `victim_problem`: the
   per-class Jacobian rows d f_c(x_j) / d vec(W_L) at the problem's weights (averaged for
   attack.jacobian_at 'midpoint', stacked otherwise; without 'init_dir'), and the objective
@@ -232,15 +232,16 @@ def attack_functions(attack_cfg: ml_collections.ConfigDict, apply, layer: str, h
   return features, loss_fn
 
 
-def victim_module(cfg: ml_collections.ConfigDict, meta: Dict[str, Any], d: int, key, dtype):
+def victim_module(data_cfg: sections.Data, victim: sections.Victim, meta: Dict[str, Any],
+                  d: int, key, dtype):
   """(module, image shape, input shape, a zero input, attacked layer) of the victim section
   for rows of length d; a missing layer refused from shapes alone (no compute), before any
   training."""
-  image_shape = network_image_shape(cfg.data, cfg.victim, meta, d)
-  input_shape = input_shape_of(cfg, image_shape)
-  model = build_model(cfg)
+  image_shape = network_image_shape(data_cfg, victim, meta, d)
+  input_shape = input_shape_of(victim, image_shape)
+  model = build_model(victim, data_cfg.num_classes)
   sample = jnp.zeros((1,) + tuple(input_shape or (d,)), dtype)
-  layer = cfg.victim.layer or last_layer_called(model, sample)
+  layer = victim.layer or last_layer_called(model, sample)
   try:
     parameter_gradients.check_layer(jax.eval_shape(model.init, key, sample)['params'], layer)
   except parameter_gradients.UnknownLayerError as e:
@@ -254,131 +255,136 @@ def init_victim(model, key, sample):
   return variables['params'], {k: v for k, v in variables.items() if k != 'params'}
 
 
-def train_lr_source(train_cfg: ml_collections.ConfigDict) -> str:
+def train_lr_source(train_cfg: sections.Train) -> str:
   """Where the victim's GD step size comes from (victim.train.lr, or None: the automatic one)."""
   return 'config' if train_cfg.lr is not None else 'auto: 1 / lambda_max(J^T J / n) at init'
 
 
-def train_network(cfg: ml_collections.ConfigDict, keys: Dict[str, Any], x_true, y,
-                  meta: Dict[str, Any], dtype, record: Dict[str, Any]):
-  """Trains config.victim.name on the full batch; a ModelCheckpoint (initial and trained params,
+def train_network(data_cfg: sections.Data, victim: sections.Victim, seed: int,
+                  keys: Dict[str, Any], x_true, y, meta: Dict[str, Any], dtype,
+                  record: Dict[str, Any]):
+  """Trains victim.name on the full batch; a ModelCheckpoint (initial and trained params,
   other collections, training info and the data description -- `record`, the run's
   `victims.data_record`, and what the rows show; not the data)."""
   n, d = x_true.shape
-  model, _, input_shape, sample, layer = victim_module(cfg, meta, d, keys['model'], dtype)
-  c = cfg.data.num_classes
+  model, _, input_shape, sample, layer = victim_module(data_cfg, victim, meta, d, keys['model'],
+                                                      dtype)
+  c = data_cfg.num_classes
   params0, others = init_victim(model, keys['model'], sample)
   apply = make_apply(model, input_shape, others)
   p_l = parameter_gradients.layer_size(params0, layer)
 
-  targets = train.make_targets(cfg.victim.train.loss, y, c, dtype)
-  lr = cfg.victim.train.lr
-  lr_source = train_lr_source(cfg.victim.train)
+  targets = train.make_targets(victim.train.loss, y, c, dtype)
+  lr = victim.train.lr
+  lr_source = train_lr_source(victim.train)
   if lr is None:
     lr = train.auto_learning_rate(apply, params0, x_true)
-  momentum, t = cfg.victim.train.momentum, cfg.victim.train
+  momentum, t = victim.train.momentum, victim.train
   logging.info('training %s (width %d, p_L %d = %.3g dn) on %s with lr %.3g (%s), momentum %g',
-               cfg.victim.name, cfg.victim.width, p_l, p_l / (d * n), t.loss, lr, lr_source,
+               victim.name, victim.width, p_l, p_l / (d * n), t.loss, lr, lr_source,
                momentum)
   t_train = time.time()
-  params_t, info, mechanism = defences.train_network_params(cfg.victim.train, cfg.seed, apply, params0, x_true,
-                                                            targets, lr)
+  params_t, info, mechanism = defences.train_network_params(victim.train, seed, apply, params0,
+                                                            x_true, targets, lr)
   train_seconds = time.time() - t_train
   if not info['finite']:
-    _fail(f'training: the {cfg.victim.train.loss} loss became non-finite after {info["steps"]} '
+    _fail(f'training: the {victim.train.loss} loss became non-finite after {info["steps"]} '
           f'steps at victim.train.lr={lr:.3g}; accepted: a smaller --config.victim.train.lr')
-  train_note = (f'reached victim.train.tol={cfg.victim.train.tol:g} after {info["steps"]} steps'
+  train_note = (f'reached victim.train.tol={victim.train.tol:g} after {info["steps"]} steps'
                 if info['reached_tol'] else
-                f'did NOT reach victim.train.tol={cfg.victim.train.tol:g}: final loss '
+                f'did NOT reach victim.train.tol={victim.train.tol:g}: final loss '
                 f'{info["final_loss"]:.3g} after the step budget '
-                f'victim.train.max_steps={cfg.victim.train.max_steps}')
+                f'victim.train.max_steps={victim.train.max_steps}')
   (logging.info if info['reached_tol'] else logging.warning)('training %s', train_note)
   train_info = {
-      'train_loss_name': cfg.victim.train.loss, 'train_lr': float(lr), 'train_lr_source': lr_source,
+      'train_loss_name': victim.train.loss, 'train_lr': float(lr), 'train_lr_source': lr_source,
       'train_momentum': momentum, 'train_steps': info['steps'],
       'train_final_loss': info['final_loss'], 'train_reached_tol': info['reached_tol'],
-      'train_tol': cfg.victim.train.tol, 'train_note': train_note, 'train_seconds': train_seconds}
-  if defences.active(cfg.victim):
+      'train_tol': victim.train.tol, 'train_note': train_note, 'train_seconds': train_seconds}
+  if defences.active(victim):
     if mechanism is not None:
       logging.info('DP-SGD: epsilon %.3g at delta %g (noise multiplier %.3g, clip %g, q %.3g, '
                    '%d steps, %s)', mechanism['epsilon'], mechanism['delta'],
                    mechanism['noise_multiplier'], mechanism['clip'], mechanism['sample_rate'],
                    mechanism['steps'], mechanism['accountant'])
-    params_t = defences.release(cfg.victim, cfg.seed, params_t)
-    train_info['defences'] = defences.describe(cfg.victim, mechanism)
+    params_t = defences.release(victim, seed, params_t)
+    train_info['defences'] = defences.describe(victim, mechanism)
   train_info['utility'] = defences.network_utility(
-      cfg.data, cfg.victim.train.loss, cfg.seed, apply, params_t, x_true, targets, dtype)
+      data_cfg, victim.train.loss, seed, apply, params_t, x_true, targets, dtype)
   return model_ckpt.flax_model(
       model, jax.device_get(params_t), jax.device_get(params0),
       collections=jax.device_get(others) or None, n=n, info={'train': train_info},
       data_description=victims.data_description(record, x_true, input_shape, meta))
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
-        resuming: bool = False) -> Dict[str, Any]:
+def run(spec: sections.RunSpec, workdir: str, dtype, resuming: bool = False) -> Dict[str, Any]:
   """Trains the network on the full batch (or loads it: victim.checkpoint, or WORKDIR/model
   when resuming), saves it to WORKDIR/model, then reconstructs its training set."""
   t0 = time.time()
-  check_config(cfg.data, cfg.victim, cfg.attack)
-  keys = runs.split_keys(cfg.seed)
+  check_config(spec.data, spec.victim, spec.attack)
+  keys = runs.split_keys(spec.seed)
 
   def load_data():
-    x, y, meta = data.load(cfg.data, keys['data'], dtype)
+    x, y, meta = data.load(spec.data, keys['data'], dtype)
     return x.reshape(x.shape[0], -1), y, meta
 
-  source = victims.model_source(cfg.victim, workdir, resuming)
-  record = victims.data_record(cfg)
+  source = victims.model_source(spec.victim, workdir, resuming)
+  record = victims.data_record(spec.to_dict())
   if source:
-    model = victims.load_victim(cfg, source)
-    x_true, y, meta = victims.model_training_data(cfg, model, load_data)
+    model = victims.load_victim(spec.victim, spec.data, source)
+    x_true, y, meta = victims.model_training_data(spec.data, spec.run.dtype, record, model,
+                                                     load_data)
     if x_true is not None:
       x_true = x_true.reshape(x_true.shape[0], -1)
   else:
     x_true, y, meta = load_data()
-    model = train_network(cfg, keys, x_true, y, meta, dtype, record)
+    model = train_network(spec.data, spec.victim, spec.seed, keys, x_true, y, meta, dtype,
+                          record)
   victims.keep_model(workdir, model, source)
-  return attack(cfg, workdir, model, x_true=x_true, y=y, meta=meta, keys=keys, dtype=dtype,
+  return attack(spec.data, spec.victim, spec.attack, spec.run, spec.seed, spec.to_dict(),
+                workdir, model, x_true=x_true, y=y, meta=meta, keys=keys, dtype=dtype,
                 t0=t0)
 
 
-def initial_params_used(cfg: ml_collections.ConfigDict, initial_given: bool) -> bool:
-  """`config_lib.knows_init` for this run, written back into cfg (summary.json's config
-  records what was used) and said in one log line when W(0) is given but not used, or unset
-  and not given."""
-  used = config_lib.knows_init(cfg.attack.knows_init, initial_given)
+def initial_params_used(attack_cfg: sections.Attack, victim: sections.Victim,
+                        initial_given: bool) -> bool:
+  """`config_lib.knows_init` for this run (the attack section's setting, whether W(0) is
+  given), said in one log line when W(0) is given but not used, or unset and not given."""
+  used = config_lib.knows_init(attack_cfg.knows_init, initial_given)
   if initial_given and not used:
     logging.warning('attack.knows_init=False: the initial parameters%s are ignored; the attack '
-                    'reads theta = W_L(T)', f' in {cfg.victim.init_checkpoint}'
-                    if cfg.victim.init_checkpoint else '')
-  elif cfg.attack.knows_init is None and not initial_given:
+                    'reads theta = W_L(T)', f' in {victim.init_checkpoint}'
+                    if victim.init_checkpoint else '')
+  elif attack_cfg.knows_init is None and not initial_given:
     logging.info('attack.knows_init unset and no initial parameters given (victim.init_checkpoint):'
                  ' the attack reads theta = W_L(T)')
-  with cfg.unlocked() if hasattr(cfg, 'unlocked') else contextlib.nullcontext():
-    cfg.attack.knows_init = used
   return used
 
 
-def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
-           meta: Dict[str, Any], keys: Dict[str, Any], dtype, t0: float) -> Dict[str, Any]:
-  """Reconstructs the training set of a saved (or just trained) network `victim.name`.
+def attack(data_cfg: sections.Data, victim: sections.Victim, attack_cfg: sections.Attack,
+           run_cfg: sections.Run, seed: int, record: Dict[str, Any], workdir: str, model, *,
+           x_true, y, meta: Dict[str, Any], keys: Dict[str, Any], dtype,
+           t0: float) -> Dict[str, Any]:
+  """Reconstructs the training set of a saved (or just trained) network `victim.name`
+  (`record`: the run's config as a dict; it records whether the attack used W(0)).
 
   Needs model.trained; model.initial too when attack.knows_init or attack.jacobian_at !=
   'trained' (`recon.pipelines.victims.check_model_checkpoint` has refused the rest). x_true=None:
   blind metrics only.
   """
   desc = model.data or {}
-  d = cfg.data.d if x_true is None else x_true.shape[1]
+  d = data_cfg.d if x_true is None else x_true.shape[1]
   if desc.get('input_shape') and math.prod(desc['input_shape']) != d:
     _fail(f'victim.checkpoint: the model was trained on inputs of shape '
           f'{tuple(desc["input_shape"])} but the data rows have d={d}; accepted: data of that '
           'shape')
-  image_shape = network_image_shape(cfg.data, cfg.victim, meta, d)
-  input_shape = input_shape_of(cfg, image_shape)
+  image_shape = network_image_shape(data_cfg, victim, meta, d)
+  input_shape = input_shape_of(victim, image_shape)
   module = model.module()
   cast = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, dtype), tree)  # noqa: E731
   sample = jnp.zeros((1,) + (input_shape or (d,)), dtype)
   victims.check_flax_params(model, sample)
-  layer = cfg.victim.layer or last_layer_called(module, sample)
+  layer = victim.layer or last_layer_called(module, sample)
   try:
     parameter_gradients.check_layer(model.trained, layer)
   except parameter_gradients.UnknownLayerError as e:
@@ -388,44 +394,46 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
   others = cast(model.collections())
   apply = apply_with(module, input_shape)
   p_l = parameter_gradients.layer_size(params_t, layer)
-  c = cfg.data.num_classes
-  n = cfg.data.n
+  c = data_cfg.num_classes
+  n = data_cfg.n
 
-  knows_init = initial_params_used(cfg, params0 is not None)
-  jacobian_at = cfg.attack.jacobian_at
-  if cfg.attack.init_in_span and (not knows_init or params0 is None):
+  knows_init = initial_params_used(attack_cfg, victim, params0 is not None)
+  attack_cfg = dataclasses.replace(attack_cfg, knows_init=knows_init)  # what summary.json records
+  record['attack']['knows_init'] = knows_init
+  jacobian_at = attack_cfg.jacobian_at
+  if attack_cfg.init_in_span and (not knows_init or params0 is None):
     _fail('attack.init_in_span: True needs the initial weights; accepted: False, or True '
           'with attack.knows_init=True')
-  head = linear_head(cfg.attack, apply, params_t, others, keys['init'], d, dtype, layer)
-  problem = victim_problem(cfg.attack, layer, params0, params_t, others, knows_init=knows_init,
+  head = linear_head(attack_cfg, apply, params_t, others, keys['init'], d, dtype, layer)
+  problem = victim_problem(attack_cfg, layer, params0, params_t, others, knows_init=knows_init,
                            head=head)
-  features, loss_fn = attack_functions(cfg.attack, apply, layer, head)
+  features, loss_fn = attack_functions(attack_cfg, apply, layer, head)
   feature_fn = lambda xh: features(problem, xh)  # noqa: E731
   attack_loss, x0, decode = restarts.with_restarts(
-      cfg.attack.restarts, loss_fn, problem, keys['init'],
-      lambda k: driver.init_candidates(k, cfg.attack.n_candidates, d, dtype))
+      attack_cfg.restarts, loss_fn, problem, keys['init'],
+      lambda k: driver.init_candidates(k, attack_cfg.n_candidates, d, dtype))
 
   known = ['architecture', 'all trained weights (the features below the head)',
            'the attacked layer ' + repr(layer)]
   unknown = ['X (training inputs)', 'y (labels: never used by the attack)',
              'the training hyper-parameters']
   (known if knows_init else unknown).append(f'initial weights W_{layer}(0)')
-  (known if cfg.attack.knows_n else unknown).append('n (number of samples)')
+  (known if attack_cfg.knows_n else unknown).append('n (number of samples)')
   target = (f'theta = vec(W_{layer}(T) - W_{layer}(0))' if knows_init else
             f'theta = vec(W_{layer}(T)) (initial weights unknown: their random part is not in '
             'the span of the features, so the attack is expected to degrade)')
-  if cfg.attack.init_in_span:
+  if attack_cfg.init_in_span:
     target += (f' with the direction of W_{layer}(0) added to the span (attack.init_in_span: '
                'the adaptive attack against weight decay)')
   extra = {
-      'model': cfg.victim.name, 'num_classes': c, 'p_L': p_l,
+      'model': victim.name, 'num_classes': c, 'p_L': p_l,
       # a loaded model's width is its own (the head's fan-in), not victim.width's default
-      'width': attacked_fan_in(params_t, layer) if cfg.victim.checkpoint else cfg.victim.width,
+      'width': attacked_fan_in(params_t, layer) if victim.checkpoint else victim.width,
       'p_L_over_dn': p_l / (d * n), 'n_params_total': int(sum(
           np.size(l) for l in jax.tree.leaves(params_t))),
       **(model.info.get('train') or {}),
       'image_shape': list(image_shape) if image_shape else None,
-      'jacobian_at': jacobian_at, 'init_in_span': bool(cfg.attack.init_in_span),
+      'jacobian_at': jacobian_at, 'init_in_span': bool(attack_cfg.init_in_span),
       'head_rows': head is not None,
   }
   if x_true is not None:
@@ -438,7 +446,8 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
       constraint=optimize.sphere_constraint(float(np.sqrt(d))), feature_fn=feature_fn,
       decode=decode)
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, bundle, x_true=x_true, y=y, meta=meta, t0=t0,
+      reconstruct.tail(data_cfg, victim, attack_cfg, run_cfg, seed, record), workdir, bundle,
+      x_true=x_true, y=y, meta=meta, t0=t0,
       extra_metrics=extra, keys=keys,
       threat_model={'known': known, 'unknown': unknown, 'target': target,
                     'features': f'per-class Jacobian rows d f_c(x) / d vec(W_{layer}) at the '
@@ -449,7 +458,7 @@ def attack(cfg: ml_collections.ConfigDict, workdir: str, model, *, x_true, y,
                                    'trained': 'trained weights (n_candidates * num_classes '
                                    'rows)'}[jacobian_at],
                     'attacker_knows_init': knows_init,
-                    'attacker_knows_n': cfg.attack.knows_n})
+                    'attacker_knows_n': attack_cfg.knows_n})
 
 
 registry.register('pipeline', routes.NETWORKS, registry.Pipeline(run=run, check=check_config))

@@ -20,7 +20,6 @@ from typing import Any, Dict, Optional, Tuple
 import chex
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from absl import logging
 
@@ -36,7 +35,7 @@ from recon.pipelines import victims
 from recon.attack.plan import Attack
 from recon.errors import ExperimentError, NonFiniteError
 from recon.objectives import projection, projection_streamed
-from recon.pipelines.reconstruct import reconstruct_and_report
+from recon.pipelines.reconstruct import Tail, reconstruct_and_report, tail
 
 Array = jax.Array
 
@@ -64,27 +63,27 @@ def make_rf_problem(keys: Dict[str, Array], x: Array, y: Array, *, p_total: int,
           'train_mse': random_features.train_mse(phi, theta, y)}
 
 
-def lean_residual(cfg: ml_collections.ConfigDict, dtype) -> str:
+def lean_residual(victim: sections.Victim, attack: sections.Attack, dtype) -> str:
   """The streamed loss's residual mode; 'auto': 'stored' (keeps Z, m x p, 2 regenerations of V
   per step) when m*p*itemsize fits victim.feature_memory_budget_mb, else 'two_pass' (3 per step)."""
-  mode = cfg.victim.feature_residual
+  mode = victim.feature_residual
   if mode != 'auto':
     return mode
-  megabytes = cfg.attack.n_candidates * cfg.victim.p * jnp.dtype(dtype).itemsize / 2 ** 20
-  return 'stored' if megabytes <= cfg.victim.feature_memory_budget_mb else 'two_pass'
+  megabytes = attack.n_candidates * victim.p * jnp.dtype(dtype).itemsize / 2 ** 20
+  return 'stored' if megabytes <= victim.feature_memory_budget_mb else 'two_pass'
 
 
-def use_lean_features(cfg: ml_collections.ConfigDict, dtype) -> bool:
+def use_lean_features(data_cfg: sections.Data, victim: sections.Victim, dtype) -> bool:
   """True when the loss streams the features: victim.feature_mode 'lean' (V regenerated) or
   'blocked' (V stored, streamed in row blocks), victim.feature_shards > 1, or 'auto' with
   p*d*itemsize above victim.feature_memory_budget_mb."""
-  mode = cfg.victim.feature_mode
-  if mode in ('lean', 'blocked') or cfg.victim.feature_shards > 1:
+  mode = victim.feature_mode
+  if mode in ('lean', 'blocked') or victim.feature_shards > 1:
     return True
   if mode == 'dense':
     return False
-  megabytes = cfg.victim.p * cfg.data.d * jnp.dtype(dtype).itemsize / 2 ** 20
-  return megabytes > cfg.victim.feature_memory_budget_mb
+  megabytes = victim.p * data_cfg.d * jnp.dtype(dtype).itemsize / 2 ** 20
+  return megabytes > victim.feature_memory_budget_mb
 
 
 def lean_layout(p: int, chunk: int, shards: int = 1) -> Tuple[int, int]:
@@ -155,20 +154,21 @@ def rf_loss(x_hat: Array, problem: Dict[str, Array], *, activation: str,
                                     refine)
 
 
-def rf_loss_fn(cfg: ml_collections.ConfigDict):
-  """`loss(x_hat, problem)` of the random-features pipeline for this config."""
-  return functools.partial(rf_loss, activation=cfg.victim.activation, jitter=cfg.attack.jitter,
-                           refine=cfg.attack.refine)
+def rf_loss_fn(victim: sections.Victim, attack: sections.Attack):
+  """`loss(x_hat, problem)` of the random-features pipeline for these sections."""
+  return functools.partial(rf_loss, activation=victim.activation, jitter=attack.jitter,
+                           refine=attack.refine)
 
 
-def rf_rows_fn(cfg: ml_collections.ConfigDict):
-  """`rows(x_hat, problem) -> (rows, target)` of `rf_loss_fn(cfg)` (`recon.attack.plan.Attack`)."""
-  return functools.partial(rf_rows, activation=cfg.victim.activation)
+def rf_rows_fn(victim: sections.Victim):
+  """`rows(x_hat, problem) -> (rows, target)` of `rf_loss_fn` (`recon.attack.plan.Attack`)."""
+  return functools.partial(rf_rows, activation=victim.activation)
 
 
-def rf_extra_metrics(cfg: ml_collections.ConfigDict, train_mse: float) -> Dict[str, Any]:
+def rf_extra_metrics(data_cfg: sections.Data, victim: sections.Victim,
+                     train_mse: float) -> Dict[str, Any]:
   """The random-features numbers every report carries next to the reconstruction metrics."""
-  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+  p, d, n = victim.p, data_cfg.d, data_cfg.n
   return {'train_mse': train_mse, 'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n}
 
 
@@ -177,9 +177,9 @@ RF_THREAT_MODEL = {'known': ['V (random-features weights or their key)', 'theta*
                    'unknown': ['X (training inputs)', 'y (labels)']}
 
 
-def _init_fn(cfg: ml_collections.ConfigDict, dtype):
-  """key -> one (attack.n_candidates, d) starting set (`driver.init_candidates`)."""
-  return lambda k: driver.init_candidates(k, cfg.attack.n_candidates, cfg.data.d, dtype)
+def _init_fn(m: int, d: int, dtype):
+  """key -> one (m = attack.n_candidates, d) starting set (`driver.init_candidates`)."""
+  return lambda k: driver.init_candidates(k, m, d, dtype)
 
 
 # V from its key; one compiled function for training and for attacking a saved model,
@@ -229,108 +229,111 @@ def _fit_rf(v: Array, x: Array, y: Array, activation: str) -> Tuple[Array, Array
   return theta, random_features.train_mse(phi, theta, y)
 
 
-def train_random_features(cfg: ml_collections.ConfigDict, keys: Dict[str, Array],
+def train_random_features(data_cfg: sections.Data, victim: sections.Victim, seed: int,
+                          keys: Dict[str, Array],
                           dtype) -> Tuple[model_ckpt.ModelCheckpoint, Dict[str, Any]]:
   """Loads the data and fits theta* = Phi^+ y; (the model with its training set, data meta)."""
-  x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
-  rng = cfg.victim.weight_rng
-  v = _random_weights(keys['model'], cfg.victim.p, cfg.data.d, dtype, rng)
-  theta, train_mse = _fit_rf(v, x_true, y, cfg.victim.activation)
+  x_true, y, meta = data.load(data_cfg, keys['data'], dtype)
+  rng = victim.weight_rng
+  v = _random_weights(keys['model'], victim.p, data_cfg.d, dtype, rng)
+  theta, train_mse = _fit_rf(v, x_true, y, victim.activation)
   train_mse = float(train_mse)
   logging.info('trained random features: n=%d d=%d p=%d (p/dn=%.3g) train_mse=%.3g',
-               cfg.data.n, cfg.data.d, cfg.victim.p, cfg.victim.p / (cfg.data.d * cfg.data.n),
+               data_cfg.n, data_cfg.d, victim.p, victim.p / (data_cfg.d * data_cfg.n),
                train_mse)
-  info = {'train_mse': train_mse, 'dataset': cfg.data.name, 'seed': cfg.seed}
-  if defences.active(cfg.victim):  # output perturbation of theta* (victim.release_noise)
-    theta = defences.release(cfg.victim, cfg.seed, theta)
-    info['defences'] = defences.describe(cfg.victim, None)
-  predict = lambda xs: features.rf_features(v, xs, cfg.victim.activation) @ theta  # noqa: E731
-  info['utility'] = defences.regression_utility(predict, x_true, y, cfg.data, cfg.seed, dtype)
+  info = {'train_mse': train_mse, 'dataset': data_cfg.name, 'seed': seed}
+  if defences.active(victim):  # output perturbation of theta* (victim.release_noise)
+    theta = defences.release(victim, seed, theta)
+    info['defences'] = defences.describe(victim, None)
+  predict = lambda xs: features.rf_features(v, xs, victim.activation) @ theta  # noqa: E731
+  info['utility'] = defences.regression_utility(predict, x_true, y, data_cfg, seed, dtype)
   return model_ckpt.ModelCheckpoint(
-      kind='random_features', hparams={'p': cfg.victim.p, 'd': cfg.data.d,
-                                       'activation': cfg.victim.activation, 'weight_rng': rng},
+      kind='random_features', hparams={'p': victim.p, 'd': data_cfg.d,
+                                       'activation': victim.activation, 'weight_rng': rng},
       trained={'theta': theta}, extras={'v_key': keys['model']},
-      truth={'x': x_true, 'y': y}, n=cfg.data.n, info=info), meta
+      truth={'x': x_true, 'y': y}, n=data_cfg.n, info=info), meta
 
 
-def _rf_splitter(cfg: ml_collections.ConfigDict, lean: bool):
+def _rf_splitter(d: int, victim: sections.Victim, attack_cfg: sections.Attack, seed: int,
+                 lean: bool):
   """The sample-splitting refiner of the random-features pipeline (None when split='none')."""
-  if cfg.attack.split.mode == 'none':
+  if attack_cfg.split.mode == 'none':
     return None
-  if lean or 'reseed' in cfg.attack.rescue:
+  if lean or 'reseed' in attack_cfg.rescue:
     raise ExperimentError(
-        f"attack.split.mode: {cfg.attack.split.mode!r} needs dense features and no re-seeding "
+        f"attack.split.mode: {attack_cfg.split.mode!r} needs dense features and no re-seeding "
         f"(got feature mode {'lean' if lean else 'dense'}, attack.rescue "
-        f"{tuple(cfg.attack.rescue)}); accepted: attack.split.mode 'none', or "
+        f"{tuple(attack_cfg.rescue)}); accepted: attack.split.mode 'none', or "
         "victim.feature_mode 'dense' with no 'reseed' in attack.rescue")
-  split_cfg = sections.Split.from_section(cfg.attack.split)
+  split_cfg = sections.Split.from_section(attack_cfg.split)
   try:
-    splitting.check_config(split_cfg, cfg.victim.activation)
+    splitting.check_config(split_cfg, victim.activation)
   except splitting.SplitError as e:
     raise ExperimentError(str(e)) from None
   def feature_one(xj, prob):
-    phi = features.rf_features(prob['v'], xj[None], cfg.victim.activation, prob['mask'])[0]
+    phi = features.rf_features(prob['v'], xj[None], victim.activation, prob['mask'])[0]
     return sign_quotient.project(phi, prob['quotient']) if 'quotient' in prob else phi
-  quotient = sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
-                                  cfg.attack.n_candidates, cfg.data.d)
+  quotient = sign_quotient.active(attack_cfg.sign_quotient, victim.activation,
+                                  attack_cfg.n_candidates, d)
   return splitting.Splitter(split_cfg,
                             splitting.projection_split_model(
-                                feature_one, cfg.attack.jitter,
+                                feature_one, attack_cfg.jitter,
                                 target_key='theta_quotient' if quotient else 'theta'),
-                            rf_loss_fn(cfg), optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
-                            seed=cfg.seed)
+                            rf_loss_fn(victim, attack_cfg),
+                            optimize.sphere_constraint(float(np.sqrt(d))),
+                            seed=seed)
 
 
-def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
-                             resuming: bool = False) -> Dict[str, Any]:
+def run_lean(data_cfg: sections.Data, victim: sections.Victim, attack_cfg: sections.Attack,
+             settings: Tail, workdir: str, dtype, resuming: bool = False) -> Dict[str, Any]:
   """Memory-lean random features: V is regenerated chunk by chunk from its key, never stored
   (victim.feature_mode 'lean'), or stored and streamed in blocks of its rows ('blocked': one
   read of V per pass instead of its regeneration, GEMMs of the chunk's shape)."""
   t0 = time.time()
-  resident = cfg.victim.feature_mode == 'blocked'
-  if resident and cfg.victim.feature_shards > 1:
-    raise ExperimentError(f'victim.feature_shards: {cfg.victim.feature_shards} with feature_mode '
+  resident = victim.feature_mode == 'blocked'
+  if resident and victim.feature_shards > 1:
+    raise ExperimentError(f'victim.feature_shards: {victim.feature_shards} with feature_mode '
                           "'blocked' (V is stored on one device); accepted: 1, or feature_mode "
                           "'lean'")
-  if cfg.victim.checkpoint:
+  if victim.checkpoint:
     raise ExperimentError('victim.checkpoint: attacking a saved model uses dense features; '
                           "accepted: feature_mode 'dense' (or 'auto' under the memory budget)")
-  _rf_splitter(cfg, lean=True)  # refuses splitting here
-  if cfg.attack.refine:
-    raise ExperimentError(f'attack.refine: {cfg.attack.refine} with memory-lean features; '
+  _rf_splitter(data_cfg.d, victim, attack_cfg, settings.seed, lean=True)  # refuses splitting here
+  if attack_cfg.refine:
+    raise ExperimentError(f'attack.refine: {attack_cfg.refine} with memory-lean features; '
                           "accepted: 0, or victim.feature_mode 'dense' (or 'auto' under the "
                           'memory budget)')
-  if defences.active(cfg.victim):
-    raise ExperimentError(f'victim.release_noise: {cfg.victim.release_noise} with memory-lean '
+  if defences.active(victim):
+    raise ExperimentError(f'victim.release_noise: {victim.release_noise} with memory-lean '
                           "features; accepted: 0, or victim.feature_mode 'dense' (or 'auto' "
                           'under the memory budget)')
-  keys = runs.split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
-  shards = cfg.victim.feature_shards
+  keys = runs.split_keys(settings.seed)
+  x_true, y, meta = data.load(data_cfg, keys['data'], dtype)
+  shards = victim.feature_shards
   try:
     mesh = projection_streamed.feature_mesh(shards) if shards > 1 else None
   except ValueError as e:
     raise ExperimentError(str(e)) from None
-  chunk, n_chunks = lean_layout(cfg.victim.p, cfg.victim.feature_chunk, shards)
-  rng = cfg.victim.weight_rng
+  chunk, n_chunks = lean_layout(victim.p, victim.feature_chunk, shards)
+  rng = victim.weight_rng
   problem = jax.jit(lambda k, x, y: make_rf_problem_lean(
-      k, x, y, p=cfg.victim.p, activation=cfg.victim.activation, chunk=chunk,
+      k, x, y, p=victim.p, activation=victim.activation, chunk=chunk,
       n_chunks=n_chunks, rng=rng, resident=resident))(keys, x_true, y)
-  residual = lean_residual(cfg, dtype)
-  if sign_quotient.active(cfg.attack.sign_quotient, cfg.victim.activation,
-                         cfg.attack.n_candidates, cfg.data.d):
+  residual = lean_residual(victim, attack_cfg, dtype)
+  if sign_quotient.active(attack_cfg.sign_quotient, victim.activation,
+                         attack_cfg.n_candidates, data_cfg.d):
     logging.info('sign quotient: not on memory-lean features (its basis is p x d, as V); the '
                  'plain projection loss, with its sign traps for n > d (docs/random_features.md)')
-  loss_fn = rf_lean_loss(activation=cfg.victim.activation, chunk=chunk, jitter=cfg.attack.jitter,
+  loss_fn = rf_lean_loss(activation=victim.activation, chunk=chunk, jitter=attack_cfg.jitter,
                          residual=residual, mesh=mesh, rng=rng, resident=resident)
   feature_fn = features.rf_feature_map_lean(  # exact derivatives; blocks for the certificate
-      problem['key'], features.exact_forward(cfg.victim.activation), cfg.victim.p, chunk,
+      problem['key'], features.exact_forward(victim.activation), victim.p, chunk,
       dtype, rng)
   gram_fn = jax.jit(lambda x: projection_streamed.streamed_gram(
-      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, cfg.victim.activation,
-                                                   cfg.victim.p, rng),
+      lambda aux, xx, c: features.rf_feature_chunk(aux, xx, c, chunk, victim.activation,
+                                                   victim.p, rng),
       x, n_chunks, problem['key']))
-  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+  p, d, n = victim.p, data_cfg.d, data_cfg.n
   logging.info('%s features: V (%.0f MB, %s) %s in %d chunks of %d rows on %d device(s); '
                'residual %s', 'blocked' if resident else 'memory-lean',
                p * d * jnp.dtype(dtype).itemsize / 2 ** 20, rng,
@@ -342,23 +345,24 @@ def run_lean(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   # Across processes (recon/runtime/distributed.py) the attack's inputs become global arrays,
   # replicated over the mesh (every process computed the same ones from the seed).
   problem = distributed.replicate(problem, mesh)
-  loss_fn, x0, decode = restarts.with_restarts(cfg.attack.restarts, loss_fn, problem,
-                                               keys['init'], _init_fn(cfg, dtype))
+  loss_fn, x0, decode = restarts.with_restarts(
+      attack_cfg.restarts, loss_fn, problem, keys['init'],
+      _init_fn(attack_cfg.n_candidates, data_cfg.d, dtype))
   x0 = distributed.replicate(x0, mesh)
   attack = Attack(problem=problem, loss_fn=loss_fn, x0=x0,
-                  constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
+                  constraint=optimize.sphere_constraint(float(np.sqrt(data_cfg.d))),
                   feature_fn=feature_fn, gram_fn=gram_fn, decode=decode,
-                  certify_theta=problem['theta'].reshape(-1)[:cfg.victim.p])
+                  certify_theta=problem['theta'].reshape(-1)[:victim.p])
   return reconstruct_and_report(
-      cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
-      extra_metrics=dict(rf_extra_metrics(cfg, train_mse), memory_lean=not resident,
+      settings, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
+      extra_metrics=dict(rf_extra_metrics(data_cfg, victim, train_mse), memory_lean=not resident,
                          feature_blocks=resident,
                          sign_quotient_dims=0,
-                         **precision.check_victim(train_mse, y, n, p, cfg.run.dtype)),
+                         **precision.check_victim(train_mse, y, n, p, settings.run.dtype)),
       threat_model=RF_THREAT_MODEL)
 
 
-def add_sign_quotient(problem: Dict[str, Any], attack: ml_collections.ConfigDict,
+def add_sign_quotient(problem: Dict[str, Any], attack: sections.Attack,
                       activation: str, dim: int, mask: Optional[Array] = None) -> bool:
   """With relu-like features and attack.sign_quotient active for attack.n_candidates in R^dim:
   the part of the attack that cannot see signs (recon/attack/sign_quotient.py) added to
@@ -379,8 +383,7 @@ def _dense_gram(v: Array, x: Array, activation: str) -> Array:
   return phi @ phi.T
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
-                        resuming: bool = False) -> Dict[str, Any]:
+def run(spec: sections.RunSpec, workdir: str, dtype, resuming: bool = False) -> Dict[str, Any]:
   """Random-features model: fit theta* = Phi^+ y, reconstruct X from (V, theta*).
 
   The model comes from `victim.checkpoint` if set, from WORKDIR/model when
@@ -389,47 +392,51 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   Above the feature memory budget (or with victim.feature_mode='lean' / victim.feature_shards > 1)
   the memory-lean path runs instead (`run_lean`).
   """
-  if use_lean_features(cfg, dtype):
-    return run_lean(cfg, workdir, dtype, resuming)
+  data_cfg, victim, attack_cfg = spec.data, spec.victim, spec.attack
+  settings = tail(data_cfg, victim, attack_cfg, spec.run, spec.seed, spec.to_dict())
+  if use_lean_features(data_cfg, victim, dtype):
+    return run_lean(data_cfg, victim, attack_cfg, settings, workdir, dtype, resuming)
   t0 = time.time()
-  keys = runs.split_keys(cfg.seed)
+  keys = runs.split_keys(spec.seed)
   own = os.path.join(workdir, 'model')
   if resuming and os.path.isdir(own):
     source = own
   else:
-    source = cfg.victim.checkpoint or None
+    source = victim.checkpoint or None
   if source:
-    model = victims.load_victim(cfg, source)  # recon.model/1, or an .npz (victim.format)
+    # recon.model/1, or an .npz (victim.format)
+    model = victims.load_victim(victim, data_cfg, source)
     # Our own saved model: the data description (image shape, pixel scale) comes from the
     # config's data set; a foreign model brings none.
-    meta = data.load(cfg.data, keys['data'], dtype)[2] if source == own else {}
+    meta = data.load(data_cfg, keys['data'], dtype)[2] if source == own else {}
   else:
-    model, meta = train_random_features(cfg, keys, dtype)
+    model, meta = train_random_features(data_cfg, victim, spec.seed, keys, dtype)
   check_finite_victim(model)
   if source is None or os.path.abspath(model_ckpt.model_dir(source)) != os.path.abspath(own):
     model_ckpt.save(own, model)
   problem = rf_problem(model, dtype)
   truth = model.truth or {}
-  if source and cfg.data.name == data.auditor.NAME:  # the auditor's file: the truth to score
-    x_file, y_file, meta = data.load(cfg.data, keys['data'], dtype)
+  if source and data_cfg.name == data.auditor.NAME:  # the auditor's file: the truth to score
+    x_file, y_file, meta = data.load(data_cfg, keys['data'], dtype)
     truth = {'x': x_file, 'y': y_file}
   x_true = None if truth.get('x') is None else jnp.asarray(truth['x'], dtype)
   y = truth.get('y')
   feature_fn = features.rf_feature_map(problem['v'],
-                                       features.exact_forward(cfg.victim.activation))
+                                       features.exact_forward(victim.activation))
   certify_theta, quotient_dims = problem['theta'], 0
-  if add_sign_quotient(problem, cfg.attack, cfg.victim.activation, cfg.data.d):
-    feature_fn = sign_quotient.feature_fn(problem['v'], cfg.victim.activation,
+  if add_sign_quotient(problem, attack_cfg, victim.activation, data_cfg.d):
+    feature_fn = sign_quotient.feature_fn(problem['v'], victim.activation,
                                           problem['quotient'])
     certify_theta = problem['theta_quotient']
     quotient_dims = int(problem['quotient'].shape[1])
   # V is an argument, never a closed-over constant (a captured V is compiled into the
   # program: 3.8 GB at (100, 3072, 307 200), minutes of compilation on a GPU).
   gram_fn = functools.partial(_dense_gram, problem['v'],
-                              activation=features.exact_forward(cfg.victim.activation))
-  loss_fn, x0, decode = restarts.with_restarts(cfg.attack.restarts, rf_loss_fn(cfg), problem,
-                                               keys['init'], _init_fn(cfg, dtype))
-  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+                              activation=features.exact_forward(victim.activation))
+  loss_fn, x0, decode = restarts.with_restarts(
+      attack_cfg.restarts, rf_loss_fn(victim, attack_cfg), problem, keys['init'],
+      _init_fn(attack_cfg.n_candidates, data_cfg.d, dtype))
+  p, d, n = victim.p, data_cfg.d, data_cfg.n
   extra = {'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n, 'memory_lean': False,
            'sign_quotient_dims': quotient_dims}
   for name in ('defences', 'utility'):
@@ -438,14 +445,15 @@ def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
   if 'train_mse' in model.info:
     extra['train_mse'] = model.info['train_mse']
     if y is not None:  # warn and record when a p >= n victim does not interpolate
-      extra.update(precision.check_victim(extra['train_mse'], y, n, p, cfg.run.dtype))
+      extra.update(precision.check_victim(extra['train_mse'], y, n, p, spec.run.dtype))
   attack = Attack(problem=problem, loss_fn=loss_fn, x0=x0,
-                  constraint=optimize.sphere_constraint(float(np.sqrt(cfg.data.d))),
+                  constraint=optimize.sphere_constraint(float(np.sqrt(data_cfg.d))),
                   feature_fn=feature_fn, gram_fn=gram_fn, decode=decode,
-                  refiner=_rf_splitter(cfg, lean=False), certify_theta=certify_theta,
-                  quotient_dims=quotient_dims, rows_fn=rf_rows_fn(cfg))
+                  refiner=_rf_splitter(data_cfg.d, victim, attack_cfg, spec.seed, lean=False),
+                  certify_theta=certify_theta,
+                  quotient_dims=quotient_dims, rows_fn=rf_rows_fn(victim))
   return reconstruct_and_report(
-      cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
+      settings, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, keys=keys, resume=resuming,
       extra_metrics=extra, threat_model=RF_THREAT_MODEL)
 
 

@@ -17,12 +17,11 @@ from typing import Any, Dict, Optional
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import optax
 from absl import logging
 
-from recon.config import routes
+from recon.config import routes, sections
 from recon.config import validate as config_lib
 from recon import data, errors, registry
 from recon.models import features, networks, train
@@ -38,8 +37,8 @@ from recon.objectives import unified
 Array = jax.Array
 
 
-def check(data_cfg: ml_collections.ConfigDict, victim: ml_collections.ConfigDict,
-          attack: ml_collections.ConfigDict) -> None:
+def check(data_cfg: sections.Data, victim: sections.Victim,
+          attack: sections.Attack) -> None:
   """Cross-field checks of the data, victim and attack sections before any compute; one-line
   ConfigError naming the field."""
   mode = attack.subspace
@@ -105,8 +104,9 @@ def _angle_metrics(basis: Optional[np.ndarray], true_basis: Optional[np.ndarray]
   return out
 
 
-def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gradient_at,
-                 basis, extra, threat_model, t0):
+def _reconstruct(attack_cfg: sections.Attack, settings: reconstruct.Tail, workdir, *, keys,
+                 x_true, y, meta, problem, feature_fn, gradient_at, basis, extra, threat_model,
+                 t0):
   """Candidates (subspace coordinates if `basis`), loss, constraint, decode -> report.
 
   x_true=None (a saved model without its data): blind metrics only.
@@ -117,8 +117,8 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
     problem['basis'] = jnp.asarray(basis, dtype)
   dim = d if basis is None else basis.shape[1]
   sphere = optimize.sphere_constraint(float(np.sqrt(d)))  # ||U z|| = ||z||: U orthonormal
-  x0 = sphere(jax.random.normal(keys['init'], (cfg.attack.n_candidates, dim), dtype))
-  alpha_mode, jitter = cfg.attack.alpha_mode, cfg.attack.jitter
+  x0 = sphere(jax.random.normal(keys['init'], (attack_cfg.n_candidates, dim), dtype))
+  alpha_mode, jitter = attack_cfg.alpha_mode, attack_cfg.jitter
   init = unified.init_candidates(x0, problem, alpha_mode=alpha_mode, feature_fn=feature_fn,
                                  gradient_at=gradient_at, jitter=jitter)
   constraint = sphere if alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
@@ -130,44 +130,48 @@ def _reconstruct(cfg, workdir, *, keys, x_true, y, meta, problem, feature_fn, gr
   attack = Attack(problem=problem, loss_fn=loss_fn, x0=init, constraint=constraint,
                   feature_fn=report_features, decode=decode)
   return reconstruct.reconstruct_and_report(
-      cfg, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, extra_metrics=extra,
+      settings, workdir, attack, x_true=x_true, y=y, meta=meta, t0=t0, extra_metrics=extra,
       threat_model=threat_model, keys=keys)
 
 
-def run(cfg: ml_collections.ConfigDict, workdir: str, dtype,
-        resuming: bool = False) -> Dict[str, Any]:
-  """Dispatch on the victim's features (the config has passed `check`): a random-features
+def run(spec: sections.RunSpec, workdir: str, dtype, resuming: bool = False) -> Dict[str, Any]:
+  """Dispatch on the victim's features (the sections have passed `check`): a random-features
   model, else the two-layer network."""
-  if registry.lookup('victim', cfg.victim.name).features == 'random':
-    return run_random_features(cfg, workdir, dtype)
-  return run_two_layer(cfg, workdir, dtype, resuming=resuming)
+  settings = reconstruct.tail(spec.data, spec.victim, spec.attack, spec.run, spec.seed,
+                              spec.to_dict())
+  if registry.lookup('victim', spec.victim.name).features == 'random':
+    return run_random_features(spec.data, spec.victim, spec.attack, settings, workdir, dtype)
+  return run_two_layer(spec.data, spec.victim, spec.attack, settings, workdir, dtype,
+                       resuming=resuming)
 
 
-def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> Dict[str, Any]:
+def run_random_features(data_cfg: sections.Data, victim: sections.Victim,
+                        attack_cfg: sections.Attack, settings: reconstruct.Tail, workdir: str,
+                        dtype) -> Dict[str, Any]:
   """theta* = Phi^+ y; reconstruct inside the known subspace (or R^d) from (V, theta*)."""
   t0 = time.time()
-  keys = runs.split_keys(cfg.seed)
-  x_true, y, meta = data.load(cfg.data, keys['data'], dtype)
+  keys = runs.split_keys(settings.seed)
+  x_true, y, meta = data.load(data_cfg, keys['data'], dtype)
   prob = jax.jit(lambda k, x, y: rf_pipeline.make_rf_problem(
-      k, x, y, p_total=cfg.victim.p, activation=cfg.victim.activation,
-      rng=cfg.victim.weight_rng))(keys, x_true, y)
+      k, x, y, p_total=victim.p, activation=victim.activation,
+      rng=victim.weight_rng))(keys, x_true, y)
   train_mse = float(prob['train_mse'])
   problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
-  basis = None if cfg.attack.subspace == 'none' else np.asarray(meta['basis'])
-  p, d, n = cfg.victim.p, cfg.data.d, cfg.data.n
+  basis = None if attack_cfg.subspace == 'none' else np.asarray(meta['basis'])
+  p, d, n = victim.p, data_cfg.d, data_cfg.n
   k = d if basis is None else basis.shape[1]
   logging.info('random features: n=%d d=%d k=%d p=%d (p/kn=%.3g, p/dn=%.3g) train_mse=%.3g',
                n, d, k, p, p / (k * n), p / (d * n), train_mse)
   true_basis = meta.get('basis')
   extra = {'train_mse': train_mse, 'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n,
-           'subspace': cfg.attack.subspace, 'subspace_k': int(k)}
+           'subspace': attack_cfg.subspace, 'subspace_k': int(k)}
   if true_basis is not None:
     extra['p_over_kn'] = p / (true_basis.shape[1] * n)
   extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
                               np.asarray(x_true)))
   return _reconstruct(
-      cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
-      feature_fn=_first_layer_features(cfg.victim.activation, 1), gradient_at='trained',
+      attack_cfg, settings, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
+      feature_fn=_first_layer_features(victim.activation, 1), gradient_at='trained',
       basis=basis, extra=extra, t0=t0,
       threat_model={'known': ['V (random-features weights or their key)', 'theta* (trained)',
                               'n_candidates', 'activation'] +
@@ -175,19 +179,18 @@ def run_random_features(cfg: ml_collections.ConfigDict, workdir: str, dtype) -> 
                     'unknown': ['X (training inputs)', 'y (labels)']})
 
 
-def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
-                    y: Array) -> Dict[str, Any]:
+def train_two_layer(victim: sections.Victim, key: Array, x: Array, y: Array) -> Dict[str, Any]:
   """Full-batch GD (+ decoupled weight decay lr * wd * W) from the N(0, 1/fan_in) init.
 
   Returns {'params0', 'params', 'info', 'w1_init', 'w1' (width x d)}.
   """
-  net = networks.TwoLayer(width=cfg.victim.width, out_dim=1, activation=cfg.victim.activation)
+  net = networks.TwoLayer(width=victim.width, out_dim=1, activation=victim.activation)
   params0 = net.init(key, x[:1])
-  targets = y.reshape(-1, 1) if cfg.victim.train.loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
-  opt = optax.sgd(cfg.victim.train.lr)
-  if cfg.victim.train.weight_decay > 0:
-    opt = optax.chain(optax.add_decayed_weights(cfg.victim.train.weight_decay), opt)
-  t = cfg.victim.train
+  targets = y.reshape(-1, 1) if victim.train.loss == 'mse' else jnp.where(y >= 0, 1.0, -1.0)
+  opt = optax.sgd(victim.train.lr)
+  if victim.train.weight_decay > 0:
+    opt = optax.chain(optax.add_decayed_weights(victim.train.weight_decay), opt)
+  t = victim.train
   params, info = train.train(net.apply, params0, x, targets.astype(x.dtype), loss=t.loss,
                              optimizer=opt, max_steps=t.max_steps, tol=t.tol,
                              chunk_steps=min(t.max_steps, 2000))
@@ -196,21 +199,24 @@ def train_two_layer(cfg: ml_collections.ConfigDict, key: Array, x: Array,
           'w1': params['params']['hidden']['kernel'].T}
 
 
-def run_two_layer(cfg: ml_collections.ConfigDict, workdir: str, dtype,
+def run_two_layer(data_cfg: sections.Data, victim: sections.Victim, attack_cfg: sections.Attack,
+                  settings: reconstruct.Tail, workdir: str, dtype,
                   resuming: bool = False) -> Dict[str, Any]:
   """Train W2 sigma(W1 x) by GD (or load it: victim.checkpoint, or WORKDIR/model when
   resuming); estimate U from dW1; reconstruct from dW2 inside span(U)."""
   t0 = time.time()
-  keys = runs.split_keys(cfg.seed)
-  load = lambda: data.load(cfg.data, keys['data'], dtype)  # noqa: E731
-  source = victims.model_source(cfg.victim, workdir, resuming)
+  keys = runs.split_keys(settings.seed)
+  load = lambda: data.load(data_cfg, keys['data'], dtype)  # noqa: E731
+  source = victims.model_source(victim, workdir, resuming)
   if not source:
     x_true, y, meta = load()
-    return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0)
+    return run_two_layer_on(data_cfg, victim, attack_cfg, settings, workdir, x_true, y, meta,
+                            keys=keys, t0=t0)
   model = victims.load_model(source)
-  x_true, y, meta = victims.model_training_data(cfg, model, load)
-  return run_two_layer_on(cfg, workdir, x_true, y, meta, keys=keys, t0=t0, model=model,
-                          source=source, dtype=dtype)
+  x_true, y, meta = victims.model_training_data(
+      data_cfg, settings.run.dtype, victims.data_record(settings.record), model, load)
+  return run_two_layer_on(data_cfg, victim, attack_cfg, settings, workdir, x_true, y, meta,
+                          keys=keys, t0=t0, model=model, source=source, dtype=dtype)
 
 
 def _net_from_model(model, d: int, dtype) -> Dict[str, Any]:
@@ -225,8 +231,10 @@ def _net_from_model(model, d: int, dtype) -> Dict[str, Any]:
           'w1': params['params']['hidden']['kernel'].T}
 
 
-def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optional[Array],
-                     y: Optional[Array], meta: Dict[str, Any], *, keys: Dict[str, Array],
+def run_two_layer_on(data_cfg: sections.Data, victim: sections.Victim,
+                     attack_cfg: sections.Attack, settings: reconstruct.Tail, workdir: str,
+                     x_true: Optional[Array], y: Optional[Array], meta: Dict[str, Any], *,
+                     keys: Dict[str, Array],
                      t0: Optional[float] = None, model=None, source: Optional[str] = None,
                      dtype=None) -> Dict[str, Any]:
   """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
@@ -238,21 +246,21 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
   """
   t0 = time.time() if t0 is None else t0
   if model is None:
-    net = train_two_layer(cfg, keys['model'], x_true, y)
+    net = train_two_layer(victim, keys['model'], x_true, y)
     model = model_ckpt.flax_model(
-        networks.TwoLayer(width=cfg.victim.width, out_dim=1, activation=cfg.victim.activation),
+        networks.TwoLayer(width=victim.width, out_dim=1, activation=victim.activation),
         jax.device_get(net['params']['params']), jax.device_get(net['params0']['params']),
         n=int(x_true.shape[0]), info={'train': jax.device_get(net['info'])},
-        data_description=victims.data_description(victims.data_record(cfg), x_true, None,
-                                                  meta))
+        data_description=victims.data_description(victims.data_record(settings.record), x_true,
+                                                  None, meta))
   else:
     dtype = dtype if x_true is None else x_true.dtype
-    net = _net_from_model(model, cfg.data.d if x_true is None else x_true.shape[1], dtype)
+    net = _net_from_model(model, data_cfg.d if x_true is None else x_true.shape[1], dtype)
   victims.keep_model(workdir, model, source)
   info = net['info']
   if not info['finite']:
     raise errors.ExperimentError(
-        f'victim.train.lr: training diverged at lr={cfg.victim.train.lr} (loss not finite); '
+        f'victim.train.lr: training diverged at lr={victim.train.lr} (loss not finite); '
         f'accepted: a '
         'smaller train_lr')
   delta_w1 = net['w1'] - net['w1_init']
@@ -260,14 +268,14 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
               - net['params0']['params']['head']['kernel'])
   true_basis = meta.get('basis')
   est = None
-  if cfg.attack.subspace == 'estimated':
+  if attack_cfg.subspace == 'estimated':
     try:
-      est = subspace_lib.estimate_subspace(delta_w1, cfg.attack.subspace_dim,
-                                           cfg.attack.subspace_noise_floor)
+      est = subspace_lib.estimate_subspace(delta_w1, attack_cfg.subspace_dim,
+                                           attack_cfg.subspace_noise_floor)
     except subspace_lib.SubspaceError as e:
       raise errors.ExperimentError(str(e)) from None
     basis = est['basis']
-  elif cfg.attack.subspace == 'known':
+  elif attack_cfg.subspace == 'known':
     if true_basis is None:
       raise errors.ExperimentError(
           "attack.subspace: 'known' needs the training data's subspace, which the model checkpoint "
@@ -275,42 +283,42 @@ def run_two_layer_on(cfg: ml_collections.ConfigDict, workdir: str, x_true: Optio
     basis = np.asarray(true_basis)
   else:
     basis = None
-  k = cfg.data.d if basis is None else basis.shape[1]
+  k = data_cfg.d if basis is None else basis.shape[1]
   logging.info('two-layer net: width=%d, GD %s steps, train loss %s, weight_decay %g; '
-               'search dim %d (subspace %s)', cfg.victim.width, info['steps'], info['final_loss'],
-               cfg.victim.train.weight_decay, k, cfg.attack.subspace)
+               'search dim %d (subspace %s)', victim.width, info['steps'], info['final_loss'],
+               victim.train.weight_decay, k, attack_cfg.subspace)
   problem = {'weights_trained': net['w1'], 'weights_initial': net['w1_init'],
              'target': delta_w2.reshape(-1)}
   extra = {'train_steps_taken': info['steps'], 'train_final_loss': info['final_loss'],
-           'train_reached_tol': info['reached_tol'], 'width': cfg.victim.width,
-           'p': cfg.victim.width, 'p_over_dn': cfg.victim.width / (cfg.data.d * cfg.data.n),
-           'weight_decay': cfg.victim.train.weight_decay,
-           'subspace': cfg.attack.subspace, 'subspace_k': int(k),
+           'train_reached_tol': info['reached_tol'], 'width': victim.width,
+           'p': victim.width, 'p_over_dn': victim.width / (data_cfg.d * data_cfg.n),
+           'weight_decay': victim.train.weight_decay,
+           'subspace': attack_cfg.subspace, 'subspace_k': int(k),
            'delta_w1_rel': float(jnp.linalg.norm(delta_w1) / jnp.linalg.norm(net['w1_init']))}
   if true_basis is not None:
-    extra['p_over_kn'] = cfg.victim.width / (true_basis.shape[1] * cfg.data.n)
+    extra['p_over_kn'] = victim.width / (true_basis.shape[1] * data_cfg.n)
   if est is not None:
     s = est['singular_values']
     extra['singular_values_top'] = (s[:12] / s[0]).tolist()
     extra['delta_w1_rank'] = est['rank']
-    extra['auto_k'] = subspace_lib.choose_k(s, cfg.attack.subspace_noise_floor)
+    extra['auto_k'] = subspace_lib.choose_k(s, attack_cfg.subspace_noise_floor)
   # Quality of the estimate: measured on the full-space run too (top data.planted_dim
   # directions of dW1), so a full-space run reports how good the estimate would be.
   if basis is None and true_basis is not None:
-    probe = subspace_lib.estimate_subspace(delta_w1, None, cfg.attack.subspace_noise_floor)
+    probe = subspace_lib.estimate_subspace(delta_w1, None, attack_cfg.subspace_noise_floor)
     extra['estimated_k'] = probe['k']
     extra.update({f'estimate_{a}': b for a, b in _angle_metrics(
         probe['basis'], np.asarray(true_basis), np.asarray(x_true)).items()})
   extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
                               None if x_true is None else np.asarray(x_true)))
   return _reconstruct(
-      cfg, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
-      feature_fn=_first_layer_features(cfg.victim.activation, 1),
-      gradient_at=cfg.attack.gradient_at, basis=basis, extra=extra, t0=t0,
+      attack_cfg, settings, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
+      feature_fn=_first_layer_features(victim.activation, 1),
+      gradient_at=attack_cfg.gradient_at, basis=basis, extra=extra, t0=t0,
       threat_model={'known': ['W1, W2 at initialisation and after training', 'n_candidates',
                               'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)', 'the data subspace'
-                                if cfg.attack.subspace != 'known' else '(subspace given)']})
+                                if attack_cfg.subspace != 'known' else '(subspace given)']})
 
 
 registry.register('pipeline', routes.SUBSPACE, registry.Pipeline(run=run, check=check))

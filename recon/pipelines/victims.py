@@ -32,7 +32,7 @@ from recon.models import saved as model_ckpt
 Array = jax.Array
 
 
-def resolve(config: ml_collections.ConfigDict, validated: bool = False
+def resolve(config: Any, validated: bool = False
             ) -> ml_collections.ConfigDict:
   """Validated copy with the one default that depends on other fields filled in:
   attack.n_candidates None is n (2n for MLPs) when the attacker knows n. `validated`: the
@@ -46,7 +46,7 @@ def resolve(config: ml_collections.ConfigDict, validated: bool = False
     config_lib.validate(config)
   cfg = apply_model_checkpoint(ml_collections.ConfigDict(config.to_dict()))
   # data.name 'file': the auditor's file checked against n, d (the checkpoint's, when set).
-  data.resolve_file(cfg.data, trains_victim=data.trains_victim(cfg.victim, cfg.pipeline))
+  data.resolve_file(cfg.data, cfg.victim, cfg.pipeline)
   if cfg.attack.n_candidates is None and cfg.attack.knows_n:
     with cfg.ignore_type():
       # KKT attacks use 2n candidates (Haim et al.); the projection loss n.
@@ -66,20 +66,20 @@ DATA_FIELDS = {'dataset': 'data.name', 'n': 'data.n', 'd': 'data.d',
                'objective': 'attack.objective'}
 
 
-def _flax_fields(cfg: ml_collections.ConfigDict, meta: Dict[str, Any],
-                 path: str) -> Dict[str, Any]:
+def _flax_fields(victim: Any, attack: Any,
+                 meta: Dict[str, Any], path: str) -> Dict[str, Any]:
   """{config field: value} a Flax checkpoint fixes; one-line refusal on a wrong model."""
   arch = meta['architecture']
   models = registry.victims_with_architecture(arch)
-  if cfg.victim.name not in models:
+  if victim.name not in models:
     raise ExperimentError(
-        f'victim.name: {cfg.victim.name!r} but victim.checkpoint {path} holds a {arch} '
+        f'victim.name: {victim.name!r} but victim.checkpoint {path} holds a {arch} '
         f'(flax:{arch}); accepted: model {" or ".join(repr(m) for m in models)} with this '
         'checkpoint')
-  entry = registry.lookup('victim', cfg.victim.name)
+  entry = registry.lookup('victim', victim.name)
   hp = meta['hparams']
   out = {field: hp[name] for name, field in entry.checkpoint_fields.items() if name in hp}
-  if arch == 'TwoLayer' and routes.uses_subspace_pipeline(cfg.attack):
+  if arch == 'TwoLayer' and routes.uses_subspace_pipeline(attack):
     out.pop('data.num_classes', None)
     if hp.get('out_dim', 1) != 1:
       raise ExperimentError(
@@ -109,9 +109,9 @@ FOREIGN = {'flax_module': foreign.FLAX_FORMATS, 'torch_mlp': ('safetensors',),
 WITH_INIT = ('flax_module', 'torch_mlp')
 
 
-def check_format(cfg: ml_collections.ConfigDict) -> None:
-  """victim.format agrees with victim.name, and a model saved outside recon is given."""
-  v = cfg.victim
+def check_format(v: Any) -> None:
+  """The victim section's format agrees with its name, and a model saved outside recon is
+  given."""
   formats = FOREIGN.get(v.name, ('recon',))
   if v.format not in formats:
     raise ExperimentError(f'victim.format: {v.format!r} with victim.name {v.name!r}; accepted: '
@@ -141,7 +141,7 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
   so the attack.n_candidates default).
   """
   path = cfg.victim.checkpoint
-  check_format(cfg)
+  check_format(cfg.victim)
   if not path:
     return cfg
   if cfg.victim.format == 'safetensors':  # a PyTorch MLP fixes d
@@ -168,7 +168,7 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
     raise ExperimentError(str(e)) from None
   cfg = ml_collections.ConfigDict(cfg.to_dict())
   if meta['kind'] == 'flax':
-    fields = _flax_fields(cfg, meta, path)
+    fields = _flax_fields(cfg.victim, cfg.attack, meta, path)
   else:
     if cfg.victim.name != meta['kind']:
       raise ExperimentError(f'victim.name: {cfg.victim.name!r} but victim.checkpoint {path} '
@@ -190,18 +190,17 @@ def apply_model_checkpoint(cfg: ml_collections.ConfigDict) -> ml_collections.Con
   return cfg
 
 
-def data_record(cfg: ml_collections.ConfigDict) -> Dict[str, Any]:
-  """The config's data fields (DATA_FIELDS) as JSON values, by their recorded names."""
-  values = cfg.to_dict()
+def data_record(values: Dict[str, Any]) -> Dict[str, Any]:
+  """The data fields (DATA_FIELDS) of a config's record (`RunSpec.to_dict()`) as JSON values,
+  by their recorded names."""
   return json.loads(json.dumps(io._jsonable(  # pylint: disable=protected-access
       {name: functools.reduce(operator.getitem, path.split('.'), values)
        for name, path in DATA_FIELDS.items()})))
 
 
-def same_data(recorded: Dict[str, Any], cfg: ml_collections.ConfigDict) -> bool:
-  """True when a saved model's recorded data fields all agree with this config's (a model
-  saved before a field was recorded lacks it: that field had today's default)."""
-  current = data_record(cfg)
+def same_data(recorded: Dict[str, Any], current: Dict[str, Any]) -> bool:
+  """True when a saved model's recorded data fields all agree with this run's `data_record`
+  (a model saved before a field was recorded lacks it: that field had today's default)."""
   return all(current.get(name) == value for name, value in recorded.items())
 
 
@@ -218,7 +217,7 @@ def data_description(record: Dict[str, Any], x: Array, input_shape,
           'config': record}
 
 
-def model_source(victim: ml_collections.ConfigDict, workdir: str,
+def model_source(victim: Any, workdir: str,
                  resuming: bool) -> Optional[str]:
   """Where the model comes from: WORKDIR/model when resuming, else the victim section's
   checkpoint (or None: train one)."""
@@ -237,12 +236,13 @@ def load_model(source: str) -> model_ckpt.ModelCheckpoint:
   return model
 
 
-def load_victim(cfg: ml_collections.ConfigDict, source: str) -> model_ckpt.ModelCheckpoint:
+def load_victim(victim: Any, data_cfg: Any,
+                source: str) -> model_ckpt.ModelCheckpoint:
   """The model at `source`: a recon.model/1 folder (victim.format 'recon', or the workdir's own
   copy when resuming), or a model saved outside recon (recon/models/foreign.py)."""
-  if cfg.victim.format == 'recon' or source != cfg.victim.checkpoint:
+  if victim.format == 'recon' or source != victim.checkpoint:
     return load_model(source)
-  v = cfg.victim
+  v = victim
   if v.format == 'npz':
     weights, theta = foreign.read_random_features(source)
     logging.info('loaded a random-features model (p=%d, d=%d, activation %s) from %s',
@@ -268,7 +268,7 @@ def load_victim(cfg: ml_collections.ConfigDict, source: str) -> model_ckpt.Model
     initial = (foreign.read_params(v.init_checkpoint, v.format, 'victim.init_checkpoint')
                if v.init_checkpoint else None)
     hparams = dict(v.module_kwargs or {})
-  shape = tuple(cfg.data.image_shape) if cfg.data.image_shape else (cfg.data.d,)
+  shape = tuple(data_cfg.image_shape) if data_cfg.image_shape else (data_cfg.d,)
   sample = jnp.zeros((1,) + shape, jnp.float32)
   foreign.check_params_fit(module, params, sample, 'victim.checkpoint')
   if initial is not None:
@@ -311,9 +311,11 @@ def no_truth_reason(name: str) -> str:
           f"recovered or not (blind metrics: loss, certificate, candidates)")
 
 
-def model_training_data(cfg: ml_collections.ConfigDict, model: model_ckpt.ModelCheckpoint,
+def model_training_data(data_cfg: Any, dtype: str,
+                        record: Dict[str, Any], model: model_ckpt.ModelCheckpoint,
                         load_fn) -> Tuple[Optional[Array], Optional[Array], Dict[str, Any]]:
-  """(x, y, meta) of a loaded model's training set, for scoring only.
+  """(x, y, meta) of a loaded model's training set, for scoring only (`data_cfg`: the data
+  section, `dtype`: run.dtype, `record`: the run's `data_record`).
 
   The auditor's file when data.name is 'file' (recon/data/auditor.py); else the checkpoint's
   own `truth` if it has one; else the data regenerated by
@@ -325,17 +327,17 @@ def model_training_data(cfg: ml_collections.ConfigDict, model: model_ckpt.ModelC
   (meta['no_truth'] says why; summary.json's `counting`).
   """
   desc = model.data or {}
-  if cfg.data.name == data.auditor.NAME:  # the auditor's own training set (data.path)
+  if data_cfg.name == data.auditor.NAME:  # the auditor's own training set (data.path)
     return load_fn()
   if model.flax_module is not None:  # a model saved outside recon: only the auditor's file
     meta = load_fn()[2]  # the data's shape (image_shape), never its rows as the truth
-    reason = no_truth_reason(cfg.data.name)
+    reason = no_truth_reason(data_cfg.name)
     logging.warning('%s', reason)
     return None, None, {**{k: meta[k] for k in SHAPE_META if k in meta}, 'no_truth': reason}
   if model.truth is not None and model.truth.get('x') is not None:
     x, y, meta = model.truth['x'], model.truth.get('y'), dict(desc.get('meta') or {})
-    return jnp.asarray(x, runs.set_dtype(cfg.run.dtype)), y, meta
-  if desc.get('config') is not None and same_data(desc['config'], cfg):
+    return jnp.asarray(x, runs.set_dtype(dtype)), y, meta
+  if desc.get('config') is not None and same_data(desc['config'], record):
     logging.info('the model records this config\'s data fields: its training data is '
                  'regenerated for scoring')
     return load_fn()
@@ -344,14 +346,14 @@ def model_training_data(cfg: ml_collections.ConfigDict, model: model_ckpt.ModelC
   return None, None, dict(desc.get('meta') or {})
 
 
-def initial_params_needed(victim: ml_collections.ConfigDict,
-                          attack: ml_collections.ConfigDict) -> Optional[str]:
+def initial_params_needed(victim: Any,
+                          attack: Any) -> Optional[str]:
   """Why the victim and attack sections need the model's initial parameters ('field: reason'),
   or None."""
   if routes.uses_subspace_pipeline(attack):
     return ('attack.subspace: the subspace pipeline attacks dW2 = W2(T) - W2(0) (and estimates the '
             'subspace from dW1, features at W1(0))')
-  if routes.victim_pipeline(victim) == routes.NETWORKS:
+  if routes.victim_pipeline(victim.name) == routes.NETWORKS:
     if attack.knows_init:
       return 'attack.knows_init: True attacks theta = W_L(T) - W_L(0)'
     if attack.jacobian_at != 'trained':
@@ -362,7 +364,7 @@ def initial_params_needed(victim: ml_collections.ConfigDict,
   return None
 
 
-def check_victim(victim: ml_collections.ConfigDict) -> None:
+def check_victim(victim: Any) -> None:
   """The registered victim's own cross-field checks of the victim section (one line)."""
   check = registry.lookup('victim', victim.name).check
   message = check(victim) if check is not None else None
@@ -370,8 +372,8 @@ def check_victim(victim: ml_collections.ConfigDict) -> None:
     raise ExperimentError(message)
 
 
-def check_model_checkpoint(victim: ml_collections.ConfigDict,
-                           attack: ml_collections.ConfigDict) -> None:
+def check_model_checkpoint(victim: Any,
+                           attack: Any) -> None:
   """Pipeline-specific refusals of a victim.checkpoint (the victim and attack sections), one
   line each, before any compute."""
   path = victim.checkpoint

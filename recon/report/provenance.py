@@ -51,12 +51,12 @@ def command_line(argv=None) -> Optional[str]:
   return 'python -m recon.main ' + shlex.join(argv[1:])
 
 
-def record(config: Any) -> Dict[str, Any]:
-  """The provenance of a run of `config` (a dict or ConfigDict), for summary.json."""
+def record(config_record: Dict[str, Any]) -> Dict[str, Any]:
+  """The provenance of a run of `config_record` (its config as a dict), for summary.json."""
   git = git_commit()
   return {'recon_version': version(),
           'commit': git['commit'] if git else None,
           'local_changes': git['dirty'] if git else None,
           'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-          'inputs': input_hashes.current(config),
+          'inputs': input_hashes.current(config_record),
           'command': command_line()}

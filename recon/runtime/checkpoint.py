@@ -189,13 +189,13 @@ class RunCheckpointer:
   run never redoes work after its last chunk. Keeps the latest `keep` checkpoints.
   """
 
-  def __init__(self, workdir: str, config: Dict[str, Any], keys: Optional[Dict[str, Any]] = None,
+  def __init__(self, workdir: str, record: Dict[str, Any], keys: Optional[Dict[str, Any]] = None,
                every_seconds: float = DEFAULTS['checkpoint_every_seconds'],
                every_steps: int = DEFAULTS['checkpoint_every_steps'],
                keep: int = DEFAULTS['checkpoint_keep']):
     self._workdir = workdir
-    self._config = config
-    self._inputs = input_hashes.current(config or {})  # checked when the run resumes
+    self._config = record
+    self._inputs = input_hashes.current(record or {})  # checked when the run resumes
     self._keys = {k: np.asarray(jax.random.key_data(v) if jax.dtypes.issubdtype(
         getattr(v, 'dtype', None), jax.dtypes.prng_key) else v) for k, v in (keys or {}).items()}
     self._every_seconds = every_seconds
@@ -206,7 +206,7 @@ class RunCheckpointer:
     self.saves = 0
     self.restored_aux: Dict[str, Any] = {}  # the `aux` saved with the restored checkpoint
     _ACTIVE.add(self)
-    if ((config or {}).get('run') or {}).get('resume') and not saved_steps(workdir):
+    if ((record or {}).get('run') or {}).get('resume') and not saved_steps(workdir):
       logging.info('run.resume: no checkpoint in %s, starting at step 0', checkpoint_dir(workdir))
 
   def _set_aside(self, step: int, error: BaseException) -> None:

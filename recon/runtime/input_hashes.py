@@ -52,11 +52,12 @@ def content_hash(path: str) -> Dict[str, Any]:
           'of': 'content' if by_content else 'sizes and modification times'}
 
 
-def current(config: Any) -> Dict[str, Dict[str, Any]]:
-  """{field: {'path', 'sha256', 'bytes'}} of every input file the config names and that exists."""
+def current(record: Any) -> Dict[str, Dict[str, Any]]:
+  """{field: {'path', 'sha256', 'bytes'}} of every input file a config's record (its dict,
+  `RunSpec.to_dict()`) names and that exists."""
   out = {}
   for field in PATH_FIELDS:
-    path = config
+    path = record
     try:
       for name in field.split('.'):  # (a walk of its own: the config is read once, here)
         path = path[name]
@@ -67,12 +68,13 @@ def current(config: Any) -> Dict[str, Dict[str, Any]]:
   return out
 
 
-def check(saved: Optional[Dict[str, Dict[str, Any]]], config: Any) -> None:
-  """One-line ExperimentError when an input of the run being resumed differs from `saved`, the
-  record its checkpoint holds (None: written by an older recon, not checked)."""
+def check(saved: Optional[Dict[str, Dict[str, Any]]], record: Any) -> None:
+  """One-line ExperimentError when an input of the run being resumed (`record`: its config's
+  dict) differs from `saved`, the record its checkpoint holds (None: written by an older recon,
+  not checked)."""
   if saved is None:
     return
-  now = current(config)
+  now = current(record)
   for field in sorted(set(saved) | set(now)):
     old, new = saved.get(field), now.get(field)
     if old is None or new is None:

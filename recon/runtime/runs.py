@@ -14,18 +14,16 @@ anything, or moves them back when it wrote nothing (a refusal before compute).
 from __future__ import annotations
 
 import os
-import re
 import tempfile
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from absl import logging
 
 from recon.runtime import checkpoint, input_hashes, ownership
-from recon.errors import ExperimentError, ReconError
+from recon.errors import ExperimentError
 
 Array = jax.Array
 
@@ -44,22 +42,6 @@ def split_keys(seed_or_key) -> Dict[str, Array]:
   key = jax.random.PRNGKey(seed_or_key) if np.ndim(seed_or_key) == 0 else seed_or_key
   k_data, k_model, k_init = jax.random.split(key, 3)
   return {'data': k_data, 'model': k_model, 'init': k_init}
-
-
-NAME_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9._+=-]{0,127}')
-
-
-def check_config_object(config: Any) -> None:
-  """One line unless `config` is a ConfigDict (what get_config() must return) whose `name`
-  is a file-name-safe word (the default workdir results/runs/<name>-<time> stays there)."""
-  if not isinstance(config, ml_collections.ConfigDict):
-    got = 'None' if config is None else type(config).__name__
-    raise ReconError(f'--config: get_config() must return a ConfigDict, got {got}; accepted: '
-                     'a config file whose get_config() starts from configs/base.py')
-  name = config.name if 'name' in config else None  # a missing name: config.validate
-  if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
-    raise ReconError(f'config.name: invalid value {name!r}; accepted: a file name of letters, '
-                     "digits and . _ + = - (not starting with '.', at most 128 characters)")
 
 
 def check_workdir(workdir: str) -> None:
@@ -116,21 +98,23 @@ def check_path_length(workdir: str) -> None:
                           f'accepted: a path of under {path_max} bytes')
 
 
-def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
-  """Applies the workdir rules before compute; returns True when resuming.
+def prepare_run_workdir(workdir: str, run: Any, model_checkpoint: Optional[str],
+                        record: Dict[str, Any]) -> bool:
+  """Applies the workdir rules of the run section before compute; returns True when resuming
+  (`model_checkpoint`: victim.checkpoint; `record`: the run's config as a dict).
 
   A workdir holding a run (summary.json, checkpoints or a saved model) is refused
   unless run.resume=True (continue from its latest checkpoint; the config must agree
   in every result-changing field) or run.overwrite=True (its outputs are replaced).
   """
-  resume, overwrite = cfg.run.resume, cfg.run.overwrite
+  resume, overwrite = run.resume, run.overwrite
   if resume and overwrite:
     raise ExperimentError('run.resume, run.overwrite: both True; accepted: at most one of them')
   ownership.take(workdir)  # (again under the lock: refuses what recon did not write)
   finish_replace(workdir)  # left by a run killed while it replaced this workdir
   remove_stale_temps(workdir)
   if overwrite:
-    check_model_outside(cfg.victim.checkpoint, workdir)
+    check_model_outside(model_checkpoint, workdir)
   held = [name for name in ('summary.json', 'checkpoints', 'model')
           if os.path.exists(os.path.join(workdir, name))]
   steps = checkpoint.saved_steps(workdir)
@@ -141,12 +125,12 @@ def prepare_run_workdir(workdir: str, cfg: ml_collections.ConfigDict) -> bool:
           f'run.resume: {workdir} was checkpointed by an older recon whose config had no sections '
           '(data, victim, attack, run); it cannot be resumed; accepted: a fresh --workdir, or '
           '--config.run.overwrite=True to replace it')
-    diff = checkpoint.config_differences(saved, cfg.to_dict())
+    diff = checkpoint.config_differences(saved, record)
     if diff:
       raise ExperimentError(
           f'run.resume: the config differs from the checkpointed run in {", ".join(diff)}; '
           'restore those values, or choose another --workdir')
-    input_hashes.check(checkpoint.read_inputs(workdir), cfg)  # the same model, init, data
+    input_hashes.check(checkpoint.read_inputs(workdir), record)  # the same model, init, data
     logging.info('resuming %s from step %d', workdir, steps[-1])
     return True
   # resume=True without a finished checkpoint (killed before or during the first save):
@@ -227,14 +211,13 @@ def finish_replace(workdir: str) -> None:
     logging.warning('workdir: could not move the replaced outputs back from %s (%s)', trash, e)
 
 
-def prepare_workdir(workdir: str, config: ml_collections.ConfigDict,
-                    marker: str = 'summary.json') -> None:
-  """Refuses a workdir holding a finished run (`marker`) unless run.overwrite, or anything
-  recon did not write; creates it."""
+def prepare_workdir(workdir: str, overwrite: bool, marker: str = 'summary.json') -> None:
+  """Refuses a workdir holding a finished run (`marker`) unless `overwrite` (run.overwrite), or
+  anything recon did not write; creates it."""
   ownership.take(workdir)
   done = os.path.join(workdir, marker)
   remove_stale_temps(workdir)
-  if os.path.exists(done) and not config.run.overwrite:
+  if os.path.exists(done) and not overwrite:
     raise ExperimentError(
         f'workdir: {workdir} already holds a finished run ({marker}); choose another '
         '--workdir or pass --config.run.overwrite=True')

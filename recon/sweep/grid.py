@@ -40,7 +40,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from recon.config import routes
+from recon.config import routes, sections
 from recon.config import validate as config_lib
 from recon import data, metrics, registry
 from recon.attack import driver, sign_quotient
@@ -63,10 +63,10 @@ from recon.sweep import store as sweep_store
 
 @dataclasses.dataclass
 class Point:
-  """One grid point: its coordinates (swept axes) and its resolved single-run config."""
+  """One grid point: its coordinates (swept axes) and its resolved single run's spec."""
   index: int
   coords: Dict[str, Any]
-  cfg: ml_collections.ConfigDict
+  cfg: sections.RunSpec
 
 
 @dataclasses.dataclass
@@ -85,14 +85,18 @@ def axis_name(path: str) -> str:
   return path.rsplit('.', 1)[-1]
 
 
-def _width(cfg: ml_collections.ConfigDict, p_over_dn: float) -> int:
-  return max(1, int(round(p_over_dn * cfg.data.d * cfg.data.n)))
+def _width(d: int, n: int, p_over_dn: float) -> int:
+  return max(1, int(round(p_over_dn * d * n)))
 
 
 def expand(config: ml_collections.ConfigDict) -> List[Group]:
-  """The grid of `config.sweep` as groups of resolved single-run configs (validates all)."""
-  config_lib.validate(config)
-  axes = {path: tuple(v) for path, v in config_lib.sweep_axes(config.sweep).items()}
+  """The grid of `config.sweep` as groups of resolved single runs' specs (validates all)."""
+  return _grid(config)[1]
+
+
+def _grid(config: ml_collections.ConfigDict) -> Tuple[Dict[str, tuple], List[Group]]:
+  """(the swept axes, `expand`'s groups): the sweep's one read of its config."""
+  axes = {path: tuple(v) for path, v in config_lib.validate(config).items()}
   names = {path: axis_name(path) for path in axes}
   base = config.to_dict()
   base.pop('sweep')
@@ -103,65 +107,69 @@ def expand(config: ml_collections.ConfigDict) -> List[Group]:
     cfg = ml_collections.ConfigDict(base)
     for path, value in zip(axes, values):
       if path != 'victim.p_over_dn':
-        config_lib.set_path(cfg, path, value)
+        *parents, leaf = path.split('.')
+        setattr(functools.reduce(getattr, parents, cfg), leaf, value)
     if 'p_over_dn' in coords:
-      cfg.victim.p = _width(cfg, coords['p_over_dn'])
-    cfg = victims.resolve(cfg)
-    subspace_pipeline.check(cfg.data, cfg.victim, cfg.attack)
-    family(cfg).check(cfg, tuple(axes))
-    _check_batched(cfg)
+      cfg.victim.p = _width(cfg.data.d, cfg.data.n, coords['p_over_dn'])
+    spec = sections.RunSpec.from_config(victims.resolve(cfg))
+    subspace_pipeline.check(spec.data, spec.victim, spec.attack)
+    family(spec.victim).check(spec.data, spec.victim, spec.attack, tuple(axes))
+    _check_batched(spec.attack)
     static = {k: coords[k] for k in static_names}
     key = tuple(repr(coords[k]) for k in static_names)
-    groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, cfg))
-  return list(groups.values())
+    groups.setdefault(key, Group(static, [])).points.append(Point(index, coords, spec))
+  return axes, list(groups.values())
 
 
-def _check_random_features(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
-  """One-line ConfigError for what a random-features sweep cannot vectorise."""
+def _check_random_features(data_cfg: sections.Data, victim: sections.Victim,
+                           attack: sections.Attack, swept: Tuple[str, ...]) -> None:
+  """One-line ConfigError for what a random-features sweep cannot vectorise (the data section
+  is the networks' and KKT sweeps' concern)."""
+  del data_cfg
   if 'victim.width' in swept:
     raise config_lib.ConfigError(
         "config.sweep.victim.width: the width of a network victim; accepted for random features: "
         'sweep.victim.p or sweep.victim.p_over_dn')
-  if (registry.lookup('victim', cfg.victim.name).features != 'random'
-      or cfg.attack.subspace not in ('none', 'known')
-      or cfg.attack.alpha_mode != 'closed_form'):
+  if (registry.lookup('victim', victim.name).features != 'random'
+      or attack.subspace not in ('none', 'known')
+      or attack.alpha_mode != 'closed_form'):
     raise config_lib.ConfigError(
         f'config.victim.name: sweeps run random features, the networks and KKT pipelines '
-        f'(got model {cfg.victim.name!r}, subspace {cfg.attack.subspace!r}, alpha_mode '
-        f'{cfg.attack.alpha_mode!r}); accepted: model \'random_features\' '
+        f'(got model {victim.name!r}, subspace {attack.subspace!r}, alpha_mode '
+        f'{attack.alpha_mode!r}); accepted: model \'random_features\' '
         "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
-  _check_fields(cfg, (('victim.feature_mode', ('auto', 'dense')),
-                      ('victim.feature_shards', 1)))
+  _check_fields('victim', victim, (('feature_mode', ('auto', 'dense')), ('feature_shards', 1)))
 
 
-def _check_fields(cfg: ml_collections.ConfigDict, fields) -> None:
+def _check_fields(name: str, section: sections.Section, fields) -> None:
+  """The section `name`'s `fields` ((field, allowed value or tuple of them)) hold."""
   for field, allowed in fields:
-    value = config_lib.get_path(cfg, field)
+    value = functools.reduce(getattr, field.split('.'), section)
     ok = value in allowed if isinstance(allowed, tuple) else value == allowed
     if not ok:
       raise config_lib.ConfigError(
-          f'config.{field}: {value!r} is not supported in sweeps (one compiled program with '
-          f'dense, padded features); accepted: {allowed!r}')
+          f'config.{name}.{field}: {value!r} is not supported in sweeps (one compiled program '
+          f'with dense, padded features); accepted: {allowed!r}')
 
 
-def _check_batched(cfg: ml_collections.ConfigDict) -> None:
-  """What no sweep vectorises: L-BFGS, sample splitting, restarts, unbatched rescue steps."""
-  _check_fields(cfg, (('attack.optimizer', ('sgd', 'adam')), ('attack.split.mode', ('none',)),
-                      ('attack.restarts', 1)))
-  if rescue.unbatched(cfg.attack.rescue):
+def _check_batched(attack: sections.Attack) -> None:
+  """What no sweep vectorises (the attack section): L-BFGS, sample splitting, restarts,
+  unbatched rescue steps."""
+  _check_fields('attack', attack, (('optimizer', ('sgd', 'adam')), ('split.mode', ('none',)),
+                                   ('restarts', 1)))
+  if rescue.unbatched(attack.rescue):
     raise config_lib.ConfigError(
-        f'config.attack.rescue: {rescue.unbatched(cfg.attack.rescue)} not supported in sweeps '
+        f'config.attack.rescue: {rescue.unbatched(attack.rescue)} not supported in sweeps '
         f'(one compiled program over the grid); accepted: steps of {rescue.batched_names()}')
 
 
-def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
-                 n_devices: int) -> None:
-  """One-line ConfigError if any padded group would exceed the memory budget."""
-  budget_gb = config.run.sweep_memory_budget_gb
+def check_memory(budget_gb: float, groups: Sequence[Group], n_devices: int) -> None:
+  """One-line ConfigError if any padded group would exceed the memory budget
+  (run.sweep_memory_budget_gb)."""
   for g in groups:
     cfg = g.points[0].cfg
     batch = sweep_axis.padded_size(len(g.points), n_devices)
-    trained = family(cfg).trains
+    trained = family(cfg.victim).trains
     need = (memory.estimate_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype) * batch
             if trained else
             memory.group_bytes(cfg.data, cfg.victim, cfg.attack, cfg.run.dtype,
@@ -175,7 +183,8 @@ def check_memory(config: ml_collections.ConfigDict, groups: Sequence[Group],
           'or a larger config.run.sweep_memory_budget_gb')
 
 
-def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
+def _setup_point(keys, x, y, mask, lr, momentum, basis, *, data_cfg, victim, attack_cfg, p_total,
+                 dtype):
   """One point (pure; vmapped): fit the padded model, initialise candidates and optimiser.
 
   With a `basis` U (d, k) (subspace 'known') the candidates are coordinates z in R^k,
@@ -183,19 +192,19 @@ def _setup_point(keys, x, y, mask, lr, momentum, basis, *, cfg, p_total, dtype):
   same loss with problem['v'] := V U (the fit used V on the true x).
   """
   problem = rf_pipeline.make_rf_problem(keys, x, y, p_total=p_total,
-                                        activation=cfg.victim.activation, mask=mask,
-                                        rng=cfg.victim.weight_rng)
+                                        activation=victim.activation, mask=mask,
+                                        rng=victim.weight_rng)
   train_mse = problem.pop('train_mse')
-  dim = cfg.data.d
+  dim = data_cfg.d
   if basis is not None:
     problem['v_data'] = problem['v']
     problem['v'] = problem['v'] @ basis
     dim = basis.shape[1]
-  rf_pipeline.add_sign_quotient(problem, cfg.attack, cfg.victim.activation, dim, mask)
-  x0 = driver.init_candidates(keys['init'], cfg.attack.n_candidates, dim, dtype)
-  optimizer = driver.make_optimizer(cfg.attack, lr, momentum)
-  state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(cfg), problem,
-                              optimize.sphere_constraint(float(np.sqrt(cfg.data.d))))
+  rf_pipeline.add_sign_quotient(problem, attack_cfg, victim.activation, dim, mask)
+  x0 = driver.init_candidates(keys['init'], attack_cfg.n_candidates, dim, dtype)
+  optimizer = driver.make_optimizer(attack_cfg, lr, momentum)
+  state = optimize.init_state(x0, optimizer, rf_pipeline.rf_loss_fn(victim, attack_cfg), problem,
+                              optimize.sphere_constraint(float(np.sqrt(data_cfg.d))))
   return problem, state, train_mse
 
 
@@ -238,12 +247,13 @@ def prepare_group(group: Group, devices=None) -> Program:
   batched = sweep_axis.sharding(devices)
   inputs = jax.device_put(inputs, batched)
 
-  loss_fn = rf_pipeline.rf_loss_fn(cfg)
+  loss_fn = rf_pipeline.rf_loss_fn(cfg.victim, cfg.attack)
   constraint = optimize.sphere_constraint(float(np.sqrt(cfg.data.d)))
   # lr and momentum are read from the (batched) optimiser state; these are placeholders.
   optimizer = driver.make_optimizer(cfg.attack)
-  setup = jax.jit(jax.vmap(functools.partial(_setup_point, cfg=cfg, p_total=p_total,
-                                             dtype=dtype)), out_shardings=batched)
+  setup = jax.jit(jax.vmap(functools.partial(
+      _setup_point, data_cfg=cfg.data, victim=cfg.victim, attack_cfg=cfg.attack, p_total=p_total,
+      dtype=dtype)), out_shardings=batched)
   step_chunk = driver.chunk_fn(cfg.attack, loss_fn, optimizer, constraint)
   chunk_vmapped = jax.jit(jax.vmap(step_chunk, in_axes=(0, 0, None)), out_shardings=batched)
   problems, state, train_mse = setup(*inputs)
@@ -252,7 +262,7 @@ def prepare_group(group: Group, devices=None) -> Program:
   rescues = rescue.build(cfg.attack.rescue, cfg.attack, rescue.Context(
       key=jnp.stack([jax.random.PRNGKey(pt.cfg.seed) for pt in points]), loss_fn=loss_fn,
       problem=problems, constraint=constraint, optimizer=optimizer, tol=cfg.attack.tol,
-      max_steps=cfg.attack.max_steps, batched=True, rows_fn=rf_pipeline.rf_rows_fn(cfg),
+      max_steps=cfg.attack.max_steps, batched=True, rows_fn=rf_pipeline.rf_rows_fn(cfg.victim),
       jitter=cfg.attack.jitter))
   return Program(state=state, problems=problems, train_mse=train_mse, x_true=inputs[1],
                  chunk=lambda s, stop: chunk_vmapped(s, problems, stop),
@@ -326,7 +336,8 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
     feature_fn = sign_quotient.feature_fn(jnp.asarray(v_search), cfg.victim.activation, q)
     theta, k = np.asarray(sign_quotient.target(jnp.asarray(theta), q)), int(q.shape[1])
   z_hat, cert, polished = polish.certify_or_polish(
-      **sign_quotient.certify_settings(reconstruct.certify_settings(cfg), k),
+      **sign_quotient.certify_settings(reconstruct.certify_settings(
+          cfg.data, cfg.victim, cfg.attack, cfg.run, cfg.seed), k),
       final_loss=final_loss, x_hat=z_hat, feature_fn=feature_fn, theta=theta)
   x_hat = z_hat @ out['basis'][i].T if 'basis' in out else z_hat
   scale_invariant = bool(cert['evidence']['scale_invariant'])  # measured on the feature map
@@ -339,7 +350,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
       sign_invariant=symmetry.sign_invariant(cfg.victim.activation),
       scale_invariant=scale_invariant)
   result.update(report.norm_statement(scale_invariant))
-  result.update(rf_pipeline.rf_extra_metrics(cfg, float(out['train_mse'][i])))
+  result.update(rf_pipeline.rf_extra_metrics(cfg.data, cfg.victim, float(out['train_mse'][i])))
   result['certified'] = cert['certified']
   result['candidates_certified'] = cert['candidates_certified']
   result['certified_up_to'] = cert['certified_up_to']
@@ -360,10 +371,10 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   return record, x_hat
 
 
-def family(cfg: ml_collections.ConfigDict) -> registry.Sweep:
-  """The sweep that vectorises `cfg`'s victims: the one registered under its pipeline (this
-  module's for random features, recon/sweep/networks.py, recon/sweep/kkt.py)."""
-  return registry.lookup('sweep', routes.victim_pipeline(cfg.victim))
+def family(victim: sections.Victim) -> registry.Sweep:
+  """The sweep that vectorises the victim section's victims: the one registered under its
+  pipeline (this module's for random features, recon/sweep/networks.py, recon/sweep/kkt.py)."""
+  return registry.lookup('sweep', routes.victim_pipeline(victim.name))
 
 
 registry.register('sweep', routes.RANDOM_FEATURES, registry.Sweep(
@@ -378,18 +389,19 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
   ConfigError raised before anything is compiled.
   """
   t0 = time.time()
-  groups = expand(config)
+  axes, groups = _grid(config)
   devices = list(devices if devices is not None else jax.devices())
-  check_memory(config, groups, len(devices))
-  runs.prepare_workdir(workdir, config, marker='sweep.json')
+  check_memory(config.run.sweep_memory_budget_gb, groups, len(devices))
+  runs.prepare_workdir(workdir, config.run.overwrite, marker='sweep.json')
   n_points = sum(len(g.points) for g in groups)
   logging.info('sweep: %d points in %d compiled group(s) on %d %s device(s)', n_points,
                len(groups), len(devices), devices[0].platform)
   records: List[Dict[str, Any]] = []
   group_info = []
   arrays = {}
-  sweep_store.prepare(workdir, config)  # finished groups of a killed sweep (recon/sweep/store.py)
-  done = [sweep_store.load(workdir, gi, config) if config.run.resume else None
+  record = config.to_dict()  # what sweep.json and the saved groups record
+  sweep_store.prepare(workdir, config.run)  # a killed sweep's groups (recon/sweep/store.py)
+  done = [sweep_store.load(workdir, gi, record) if config.run.resume else None
           for gi in range(len(groups))]
   if config.run.resume:
     sweep_store.say_resume(workdir, sum(d is not None for d in done), len(groups))
@@ -400,8 +412,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
       arrays.update(done[gi]['arrays'])
       continue
     label = f'group {gi + 1}/{len(groups)} {g.static}' if g.static else ''
-    swept = family(g.points[0].cfg)
-    partial = sweep_store.Partial(workdir, gi, config)  # the running descent (random features)
+    swept = family(g.points[0].cfg.victim)
+    partial = sweep_store.Partial(workdir, gi, record, config.run)  # the running descent (rf)
     out = swept.run_group(g, devices=devices, log_every_seconds=config.run.log_every_seconds,
                           label=label, **({'partial': partial} if swept.resumable else {}))
     mine, own_arrays = [], {}
@@ -416,7 +428,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
             'setup_seconds': out['setup_seconds'], 'seconds': out['seconds'],
             'resumed_seconds': partial.prior_seconds,  # earlier segments' share of seconds
             'cpu_seconds': partial.cpu_seconds()}  # incl. the records (certificate, rung)
-    sweep_store.save(workdir, gi, config, mine, info, own_arrays)
+    sweep_store.save(workdir, gi, record, mine, info, own_arrays)
     partial.done()
     records += mine
     group_info.append(info)
@@ -428,8 +440,8 @@ def run(config: ml_collections.ConfigDict, workdir: str, devices=None) -> Dict[s
                  n_points, (n_points - len(records)) * (time.time() - t0) / ran)
   records.sort(key=lambda r: r['index'])
   result = {
-      'config': config.to_dict(),
-      'axes': {axis_name(k): list(v) for k, v in config_lib.sweep_axes(config.sweep).items()},
+      'config': record,
+      'axes': {axis_name(k): list(v) for k, v in axes.items()},
       'records': records,
       'groups': group_info,
       'device': f'{len(devices)} x {devices[0].platform}',

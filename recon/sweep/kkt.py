@@ -35,13 +35,12 @@ from typing import Any, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import optax
 from absl import logging
 
 from recon import registry
-from recon.config import routes
+from recon.config import routes, sections
 from recon.config import validate as config_lib
 from recon.attack import driver
 from recon.attack import optimiser as optimize
@@ -53,23 +52,25 @@ from recon.certify import symmetry
 from recon.models import train
 from recon.pipelines import kkt as pk
 
-def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
-  """One-line ConfigError for what a KKT sweep cannot vectorise (before any compute)."""
+def check(data_cfg: sections.Data, victim: sections.Victim, attack: sections.Attack,
+          swept: Tuple[str, ...]) -> None:
+  """One-line ConfigError for what a KKT sweep cannot vectorise in the data, victim and attack
+  sections (before any compute)."""
   refuse = functools.partial(sweep_axis.refuse, 'the KKT pipeline')
   sweep_axis.refuse_width_axes('the KKT pipeline', swept)
-  if cfg.victim.checkpoint:
-    refuse('victim.checkpoint', cfg.victim.checkpoint, "'' (a victim trained here; attack a "
+  if victim.checkpoint:
+    refuse('victim.checkpoint', victim.checkpoint, "'' (a victim trained here; attack a "
            'saved model in a single run)')
-  if cfg.victim.train.weight_decay > 0:
-    refuse('victim.train.weight_decay', cfg.victim.train.weight_decay,
+  if victim.train.weight_decay > 0:
+    refuse('victim.train.weight_decay', victim.train.weight_decay,
            '0.0 (its L-BFGS stationary point runs single)')
-  if rescue.descent_steps(cfg.attack.rescue):
-    refuse('attack.rescue', tuple(cfg.attack.rescue), "() or ('polish',) (the KKT attack's "
+  if rescue.descent_steps(attack.rescue):
+    refuse('attack.rescue', tuple(attack.rescue), "() or ('polish',) (the KKT attack's "
            'variables are candidates and duals)')
-  if routes.uses_subspace_pipeline(cfg.attack):
-    refuse('attack.subspace / attack.alpha_mode', (cfg.attack.subspace, cfg.attack.alpha_mode),
+  if routes.uses_subspace_pipeline(attack):
+    refuse('attack.subspace / attack.alpha_mode', (attack.subspace, attack.alpha_mode),
            "('none', 'closed_form') (the subspace pipeline does not attack homogeneous MLPs)")
-  pk.check_attack_config(cfg.data, cfg.victim, cfg.attack)
+  pk.check_attack_config(data_cfg, victim, attack)
 
 
 def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
@@ -89,14 +90,15 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   kind, out_dim, loss = pk.task(cfg.data, cfg.attack)
   num_classes = cfg.data.num_classes
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
-  loaded = [pk.load_data(pt.cfg, k['data'], dtype) for pt, k in zip(points, keys)]
+  loaded = [pk.load_data(pt.cfg.data, pt.cfg.attack, k['data'], dtype)
+            for pt, k in zip(points, keys)]
   for _, labels, _ in loaded:
     pk.check_training_labels(labels, kind, num_classes)
   x = jnp.stack([a.reshape(a.shape[0], -1) for a, _, _ in loaded])
   labels = jnp.stack([b for _, b, _ in loaded])
   targets = labels if kind == 'binary' else labels.astype(jnp.int32)
   n, d = x.shape[1:]
-  net = pk.make_network(cfg, out_dim, dtype)
+  net = pk.make_network(cfg.victim, out_dim, dtype)
   lr = cfg.victim.train.lr
   program = lambda xp, tp: train.program(  # noqa: E731  (the single run's GD with duals)
       net.apply, xp, tp, loss=loss, optimizer=optax.sgd(lr), duals_lr=lr)
@@ -125,18 +127,18 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   # same functions for every point (they close over shapes only).
   act, alpha = pk.attack_activation(cfg.victim, cfg.attack)
   attack_net = (net if (act, alpha) == (cfg.victim.activation, cfg.victim.act_alpha) else
-                pk.make_network(cfg, out_dim, dtype, act, alpha))
+                pk.make_network(cfg.victim, out_dim, dtype, act, alpha))
   at = lambda tree, i: jax.tree.map(lambda a: a[i], tree)  # noqa: E731
   attacks, cargs, victim_info = [], [], []
   for i, pt in enumerate(points):
     p0, xi = at(params0, i), x[i]
-    pt_i, info = pk.finish_victim(pt.cfg, net, at(params_t, i), xi, targets[i], kind)
+    pt_i, info = pk.finish_victim(pt.cfg.victim, net, at(params_t, i), xi, targets[i], kind)
     victim_info.append(info)
     radius = float(np.median(np.linalg.norm(np.asarray(xi), axis=1)))
-    args = pk.constraint_args_for(pt.cfg, pt_i, radius, dtype)
-    attacks.append(pk.build_attack(pt.cfg, attack_net, p0, pt_i, kind, num_classes, d, radius,
-                                   keys[i]['init'], dtype, planted=(xi, labels[i], duals[i]),
-                                   constraint_args=args))
+    args = pk.constraint_args_for(pt.cfg.attack, pt.cfg.data.n, pt_i, radius, dtype)
+    attacks.append(pk.build_attack(pt.cfg.attack, pt.cfg.data.n, pt.cfg.seed, attack_net, p0,
+                                   pt_i, kind, num_classes, d, radius, keys[i]['init'], dtype,
+                                   planted=(xi, labels[i], duals[i]), constraint_args=args))
     cargs.append(jax.tree.map(lambda a: jnp.asarray(a, dtype), args))
   first = attacks[0]
   if cfg.attack.lambda_solve == 'eliminate' and cfg.attack.prior == 'sphere' and not np.allclose(

@@ -32,12 +32,11 @@ from typing import Any, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import optax
 from absl import logging
 
-from recon.config import routes
+from recon.config import routes, sections
 from recon.config import validate as config_lib
 from recon import data, registry
 from recon.attack import driver
@@ -51,27 +50,29 @@ from recon.models import train
 from recon.objectives import parameter_gradients
 from recon.pipelines import networks as net
 
-def check(cfg: ml_collections.ConfigDict, swept: Tuple[str, ...]) -> None:
-  """One-line ConfigError for what a network sweep cannot vectorise (before any compute)."""
+def check(data_cfg: sections.Data, victim: sections.Victim, attack: sections.Attack,
+          swept: Tuple[str, ...]) -> None:
+  """One-line ConfigError for what a network sweep cannot vectorise in the data, victim and
+  attack sections (before any compute)."""
   refuse = functools.partial(sweep_axis.refuse, 'network victims')
   sweep_axis.refuse_width_axes('network victims', swept)
-  if registry.lookup('victim', cfg.victim.name).build is None or cfg.victim.checkpoint:
-    refuse('victim.name', cfg.victim.name, 'a victim trained here (two_layer, resnet, vit, '
+  if registry.lookup('victim', victim.name).build is None or victim.checkpoint:
+    refuse('victim.name', victim.name, 'a victim trained here (two_layer, resnet, vit, '
            'random_features_gd), not a saved model')
-  if cfg.victim.train.dp.mode != 'off':
-    refuse('victim.train.dp.mode', cfg.victim.train.dp.mode, "'off' (DP-SGD runs single)")
-  if routes.uses_subspace_pipeline(cfg.attack):
+  if victim.train.dp.mode != 'off':
+    refuse('victim.train.dp.mode', victim.train.dp.mode, "'off' (DP-SGD runs single)")
+  if routes.uses_subspace_pipeline(attack):
     # The subspace pipeline reads its dimension k off each victim's dW1 (a shape per point).
-    a = cfg.attack
+    a = attack
     raise config_lib.ConfigError(
         f'config.attack.objective: {a.objective!r} (attack.subspace {a.subspace!r}, '
         f'attack.alpha_mode {a.alpha_mode!r}) runs the subspace pipeline, which sweeps of network '
         'victims do not vectorise; accepted: an objective of the networks pipeline with '
         "attack.subspace 'none' and attack.alpha_mode 'closed_form', or one run per seed")
-  net.check_config(cfg.data, cfg.victim, cfg.attack)
+  net.check_config(data_cfg, victim, attack)
 
 
-def _optimizer(t: ml_collections.ConfigDict, lr) -> optax.GradientTransformation:
+def _optimizer(t: Any, lr) -> optax.GradientTransformation:
   """The victim's GD (`train.make_optimizer`) with its step size held in the state."""
   return optax.inject_hyperparams(train.make_optimizer, static_args=('momentum', 'weight_decay'))(
       lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
@@ -97,7 +98,7 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
   loaded = [data.load(pt.cfg.data, k['data'], dtype) for pt, k in zip(points, keys)]
   x = jnp.stack([a.reshape(a.shape[0], -1) for a, _, _ in loaded])
   n, d = x.shape[1:]
-  model, _, input_shape, sample, layer = net.victim_module(cfg, loaded[0][2], d,
+  model, _, input_shape, sample, layer = net.victim_module(cfg.data, cfg.victim, loaded[0][2], d,
                                                           keys[0]['model'], dtype)
   c = cfg.data.num_classes
   targets = jnp.stack([train.make_targets(t.loss, b, c, dtype) for _, b, _ in loaded])

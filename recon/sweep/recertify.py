@@ -73,7 +73,7 @@ def recertify(from_dir: str, to_dir: str) -> dict:
   old = io.read_json(path)
   config = ml_collections.ConfigDict(old['config'])
   groups = sweep.expand(config)
-  if any(sweep.family(g.points[0].cfg).trains for g in groups):
+  if any(sweep.family(g.points[0].cfg.victim).trains for g in groups):
     raise ExperimentError(f'recertify: {from_dir} is not a random-features sweep; accepted: '
                           'a sweep of configs/rf_*.py')
   saved = {r['index']: r for r in old['records']}

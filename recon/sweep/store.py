@@ -52,24 +52,25 @@ def saved(workdir: str) -> bool:
       e.endswith('.json') for e in os.listdir(folder(workdir)))
 
 
-def prepare(workdir: str, config: Any) -> None:
-  """The workdir rules of a sweep's saved groups: overwrite drops them, a fresh start on a
-  workdir that holds them is refused (resume continues them)."""
-  if config.run.overwrite:
+def prepare(workdir: str, run: Any) -> None:
+  """The workdir rules of a sweep's saved groups (the run section's): overwrite drops them, a
+  fresh start on a workdir that holds them is refused (resume continues them)."""
+  if run.overwrite:
     shutil.rmtree(folder(workdir), ignore_errors=True)
-  elif not config.run.resume and saved(workdir):
+  elif not run.resume and saved(workdir):
     raise ExperimentError(
         f'workdir: {workdir} holds an unfinished sweep ({folder(workdir)}); pass '
         '--config.run.resume=True to continue it, choose another --workdir or pass '
         '--config.run.overwrite=True to replace it')
 
 
-def save(workdir: str, index: int, config: Any, records, info: Dict[str, Any],
+def save(workdir: str, index: int, record: Dict[str, Any], records, info: Dict[str, Any],
          arrays: Dict[str, np.ndarray]) -> None:
+  """Group `index` as finished (`record`: the sweep's config as a dict)."""
   base = os.path.join(folder(workdir), str(index))
   io.write_npz(base + '.npz', **arrays)
-  io.write_json(base + '.json', {'config': config.to_dict(), 'records': records, 'info': info,
-                                 'inputs': input_hashes.current(config)})
+  io.write_json(base + '.json', {'config': record, 'records': records, 'info': info,
+                                 'inputs': input_hashes.current(record)})
 
 
 def csv_text(records: Sequence[Dict[str, Any]]) -> str:
@@ -85,8 +86,9 @@ def csv_text(records: Sequence[Dict[str, Any]]) -> str:
   return buf.getvalue()
 
 
-def load(workdir: str, index: int, config: Any) -> Optional[Dict[str, Any]]:
-  """Group `index` as saved ({'records', 'info', 'arrays'}), or None when it is not."""
+def load(workdir: str, index: int, record: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+  """Group `index` as saved ({'records', 'info', 'arrays'}), or None when it is not (`record`:
+  the sweep's config as a dict, which the saved group's must equal)."""
   base = os.path.join(folder(workdir), str(index))
   if not (os.path.isfile(base + '.json') and os.path.isfile(base + '.npz')):
     return None
@@ -98,12 +100,12 @@ def load(workdir: str, index: int, config: Any) -> Optional[Dict[str, Any]]:
     logging.warning('sweep: group %d in %s is unreadable (%s); running it again', index + 1,
                     folder(workdir), e)
     return None
-  diff = checkpoint.config_differences(stored.get('config') or {}, config.to_dict())
+  diff = checkpoint.config_differences(stored.get('config') or {}, record)
   if diff:
     raise ExperimentError(
         f'run.resume: the sweep config differs from the saved groups in {folder(workdir)} in '
         f'{", ".join(diff)}; restore those values, or choose another --workdir')
-  input_hashes.check(stored.get('inputs'), config)  # the same model and data files
+  input_hashes.check(stored.get('inputs'), record)  # the same model and data files
   return {'records': stored['records'], 'info': stored['info'], 'arrays': arrays}
 
 
@@ -129,11 +131,13 @@ class Partial:
   """The running group `index`'s descent state on disk (module docstring): `restore` once
   before the descent, `after_chunk` after each chunk, `done` when the group is finished."""
 
-  def __init__(self, workdir: str, index: int, config: Any):
+  def __init__(self, workdir: str, index: int, record: Dict[str, Any], run: Any):
+    """`record`: the sweep's config as a dict; `run`: its run section (resume, the
+    checkpoints' period)."""
     self.base = os.path.join(folder(workdir), f'{index}.partial')
-    self.index, self.config = index, config
-    self.inputs = input_hashes.current(config)
-    self.every = float(config.run.checkpoint_every_seconds)
+    self.index, self.record, self.resume = index, record, run.resume
+    self.inputs = input_hashes.current(record)
+    self.every = float(run.checkpoint_every_seconds)
     self.prior_seconds = 0.0  # wall seconds of earlier segments of this group
     self.prior_cpu: Optional[float] = 0.0  # their CPU seconds (None: not recorded)
     self.t0 = self.last = time.time()
@@ -159,7 +163,7 @@ class Partial:
     io.write_npz(self.base + '.npz', token=np.asarray(token),
                  **{f'leaf_{i}': v for i, v in enumerate(leaves)})
     io.write_json(self.base + '.json', {
-        'config': self.config.to_dict(), 'inputs': self.inputs, 'token': token,
+        'config': self.record, 'inputs': self.inputs, 'token': token,
         'seconds': self.seconds(),
         'cpu_seconds': self.cpu_seconds(),
         'step': int(np.max(np.asarray(jax.device_get(state.step)))),
@@ -169,7 +173,8 @@ class Partial:
     """`state` (the fresh group's, which gives the tree, shapes and shardings) replaced by the
     saved one, and the rescue steps' state restored; `state` itself when nothing usable is
     saved. A saved group of another config is refused as `load` refuses it."""
-    if not self.config.run.resume or not (os.path.isfile(self.base + '.json') and os.path.isfile(self.base + '.npz')):
+    if not self.resume or not (os.path.isfile(self.base + '.json')
+                               and os.path.isfile(self.base + '.npz')):
       return state
     try:
       meta = io.read_json(self.base + '.json')
@@ -179,13 +184,13 @@ class Partial:
       logging.warning('sweep: the running state of group %d is unreadable (%s); starting it '
                       'again', self.index + 1, e)
       return state
-    diff = checkpoint.config_differences(meta.get('config') or {}, self.config.to_dict())
+    diff = checkpoint.config_differences(meta.get('config') or {}, self.record)
     if diff:
       raise ExperimentError(
           f'run.resume: the sweep config differs from the saved groups in '
           f'{os.path.dirname(self.base)} in {", ".join(diff)}; restore those values, or choose '
           'another --workdir')
-    input_hashes.check(meta.get('inputs'), self.config)
+    input_hashes.check(meta.get('inputs'), self.record)
     like, tree = jax.tree.flatten(state)
     if (int(saved.get('token', -1)) != meta.get('token') or len(saved) != len(like) + 1
         or any(saved[f'leaf_{i}'].shape != np.shape(v) for i, v in enumerate(like))):

@@ -241,7 +241,7 @@ def build(names: Sequence[str], attack: Any, ctx: Context) -> Chain:
     if ctx.batched and not entry.batched:
       raise ExperimentError(f"attack.rescue: {name!r} does not serve a vmapped batch of runs; "
                             f"accepted in sweeps: {', '.join(batched_names())}")
-    step = entry.build(attack[entry.section], ctx)
+    step = entry.build(getattr(attack, entry.section), ctx)
     if step is not None:
       steps.append((name, step))
   return Chain(steps)
