@@ -645,8 +645,9 @@ def profile_part(results, sizes, seeds, label, save):
 
 def render_profile_page(results):
   """OUT/profile.md."""
-  return common.page('Profile of whole runs of the random-features attack',
-                     f"Machine: {results.get('machine')}.",
+  intro = f"Machine: {results.get('machine')}." + (
+      f" {results['note']}" if results.get('note') else '')
+  return common.page('Profile of whole runs of the random-features attack', intro,
                      *render_profile(results) if results.get('rows') else [])
 
 
