@@ -117,11 +117,16 @@ def _pinv_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 def _tangent_block(block: Callable, params, x, bases, start, count: int):
-  """(Phi_c (m, count), D_c (count, m, d - 1)) in float64."""
-  f = lambda xi: block(params, xi[None], start, count)[0]  # noqa: E731
+  """(Phi_c (m, count), D_c (count, m, d - 1)) in float64: row i's derivatives pushed forward
+  along its d - 1 tangent directions B_i only (not along all d coordinates and then projected:
+  the same D_c, about a quarter less work per block)."""
   phi = jnp.asarray(block(params, x, start, count), jnp.float64)
-  jac = jax.vmap(jax.jacfwd(f))(x)  # (m, count, d)
-  return phi, jnp.einsum('mcd,mde->cme', jnp.asarray(jac, jnp.float64), bases)
+
+  def row(xi, bi):  # (count, d - 1): d phi_i / d u at u = 0, x_i moved to x_i + B_i u
+    return jax.jacfwd(lambda u: block(params, (xi + bi @ u)[None], start, count)[0])(
+        jnp.zeros(bi.shape[1], bi.dtype))
+  dc = jax.vmap(row)(x, bases)  # (m, count, d - 1)
+  return phi, jnp.transpose(jnp.asarray(dc, jnp.float64), (1, 0, 2))
 
 
 @functools.partial(jax.jit, static_argnames=('block', 'count'))
