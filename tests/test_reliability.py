@@ -1,5 +1,6 @@
 """Issue #18: every failure one line with a documented exit status, nothing half-made, and
 resume that always works (recon.main.execute, recon.runtime.checkpoint, recon.config.validate, recon.runtime.io)."""
+import dataclasses
 import json
 import re
 import logging as py_logging
@@ -911,12 +912,22 @@ def _tiny_sweep(overrides=None):
   return c
 
 
+def _patch_rf_sweep(monkeypatch, **fields):
+  """The random-features sweep family's registered entry with `fields` replaced (the grid looks
+  the family up at run time, so this is what a sweep calls)."""
+  from recon import registry  # pylint: disable=import-outside-toplevel
+  from recon.config import routes  # pylint: disable=import-outside-toplevel
+  table = registry._table('sweep', read=True)  # pylint: disable=protected-access
+  entry = table[routes.RANDOM_FEATURES]
+  monkeypatch.setitem(table, routes.RANDOM_FEATURES, dataclasses.replace(entry, **fields))
+  return entry
+
+
 @pytest.mark.slow  # ~60 s: three tiny sweeps
 def test_a_killed_sweep_resumes_from_its_finished_groups(tmp_path, monkeypatch, caplog):
   """Row 7: a sweep killed during its second group keeps the first; resume=True runs the
   second only and writes the unbroken sweep's outputs; a resume that finds nothing says so."""
-  from recon.sweep import grid as sweep  # pylint: disable=import-outside-toplevel
-  real, calls = sweep.run_group, []
+  calls = []
 
   def second_dies(g, **k):
     calls.append(g.static)
@@ -924,14 +935,14 @@ def test_a_killed_sweep_resumes_from_its_finished_groups(tmp_path, monkeypatch, 
       raise SystemExit(137)
     return real(g, **k)
 
-  monkeypatch.setattr(sweep, 'run_group', second_dies)
+  real = _patch_rf_sweep(monkeypatch, run_group=second_dies).run_group
   w = tmp_path / 'w'
   with pytest.raises(SystemExit):
     main.execute(_tiny_sweep(), str(w))
   assert not (w / 'sweep.json').exists() and os.path.isfile(w / 'groups' / '0.json')
   assert main.execute(_tiny_sweep(), str(w)) == 2  # a fresh start would discard group 1
   calls.clear()
-  monkeypatch.setattr(sweep, 'run_group', lambda g, **k: (calls.append(g.static), real(g, **k))[1])
+  _patch_rf_sweep(monkeypatch, run_group=lambda g, **k: (calls.append(g.static), real(g, **k))[1])
   with caplog.at_level(py_logging.INFO):
     assert main.execute(_tiny_sweep({'run.resume': True}), str(w)) == 0
   assert len(calls) == 1 and '1 of 2 group(s) already finished' in caplog.text
@@ -968,20 +979,17 @@ def test_a_sweep_stopped_after_its_descent_resumes_there_not_from_the_start(tmp_
   """The descent's end is saved whatever the checkpoint cadence (here: never by time), so a
   sweep stopped in the certificate / rung (its records) resumes at the descent's last step and
   ends as the unbroken sweep."""
-  from recon.sweep import grid as sweep  # pylint: disable=import-outside-toplevel
-  real = sweep._record  # pylint: disable=protected-access
-
   def stopped(*a, **k):
     raise SystemExit(143)
 
   slow = {'run.checkpoint_every_seconds': 1e9}
-  monkeypatch.setattr(sweep, '_record', stopped)
+  real = _patch_rf_sweep(monkeypatch, record=stopped).record
   w = tmp_path / 'w'
   with pytest.raises(SystemExit):
     main.execute(_escalating_sweep(slow), str(w))
   meta = json.loads((w / 'groups' / '0.partial.json').read_text())
   assert meta['step'] == 300 and not (w / 'sweep.json').exists()
-  monkeypatch.setattr(sweep, '_record', real)
+  _patch_rf_sweep(monkeypatch, record=real)
   with caplog.at_level(py_logging.INFO):
     assert main.execute(_escalating_sweep(dict(slow, **{'run.resume': True})), str(w)) == 0
   assert 'group 1 resumed at step 300' in caplog.text, caplog.text
