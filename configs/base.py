@@ -12,7 +12,7 @@ command line names: `--config.data.n=8`, `--config.victim.p=400`,
   victim  the model the attacker holds: architecture, width, activation, its training
           (`victim.train`), or a saved one (`victim.checkpoint`)
   attack  the objective, the optimiser and its rescue steps (restarts, reseed,
-          escalate, polish, split)
+          escalate, polish, split); the KKT attacks' own fields (`attack.kkt`)
   run     precision, checkpoints, resume / overwrite, logging, the report's thresholds
   leak_width  the shadow sweep of the leak-width prediction (pipeline 'leak_width')
   seed, name, pipeline, sweep
@@ -56,7 +56,7 @@ def get_config() -> ml_collections.ConfigDict:
   # The sections, each defined once in recon/config/sections.py.
   c.data = sections.Data.defaults()  # the training set (recon/data)
   c.victim = sections.Victim.defaults()  # the model under attack, its training and defences
-  c.attack = sections.Attack.defaults()  # the objective, the optimiser, its rescue steps
+  c.attack = sections.Attack.defaults()  # the objective, the optimiser, its rescue steps, kkt
   c.run = sections.Run.defaults()  # precision, checkpoints, logging, the report's thresholds
   c.sweep = sweep()
   c.leak_width = sections.LeakWidth.defaults()  # pipeline 'leak_width' (docs/audit.md)

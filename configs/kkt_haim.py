@@ -44,18 +44,18 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.max_steps = 3000
   c.attack.tol = 1e-12
   c.attack.rescue = ()
-  c.attack.activation = 'relu_smooth'
-  c.attack.act_alpha = 50.0
+  c.attack.kkt.activation = 'relu_smooth'
+  c.attack.kkt.act_alpha = 50.0
   # Only the KKT equations of the first layer and the head: the middle layer keeps its
   # random init (98% of ||theta||^2) and is nowhere near stationarity (docs/kkt.md).
-  c.attack.kkt_layers = 'hidden_0,head'  # 'all': every equation (Haim et al. as written)
+  c.attack.kkt.layers = 'hidden_0,head'  # 'all': every equation (Haim et al. as written)
   # Candidates kept in the top-n left singular subspace of W_1 (what the net can see).
-  c.attack.candidate_subspace = 'first_layer'  # 'none': free pixels
-  c.attack.lambda_min = 0.05
-  c.attack.lambda_constraint = 'penalty'
-  c.attack.lambda_init = 'uniform'
-  c.attack.prior = 'box'
-  c.attack.candidate_init_scale = 0.3  # candidates start at the data scale (|x| ~ 2.4 for d=64)
+  c.attack.kkt.candidate_subspace = 'first_layer'  # 'none': free pixels
+  c.attack.kkt.lambda_min = 0.05
+  c.attack.kkt.lambda_constraint = 'penalty'
+  c.attack.kkt.lambda_init = 'uniform'
+  c.attack.kkt.prior = 'box'
+  c.attack.kkt.candidate_init_scale = 0.3  # candidates start at the data scale (|x| ~ 2.4, d=64)
   c.attack.split.every = 500
   c.attack.split.eig_method = 'lanczos'
 

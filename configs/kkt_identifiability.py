@@ -1,4 +1,4 @@
-"""Identifiability of the cubic KKT system (docs/kkt.md, "Identifiability"; scripts/kkt_experiments.py --part=identifiability).
+"""Identifiability of the cubic KKT system (docs/kkt.md, "Identifiability"; scripts/kkt.py --part=identifiability).
 
 n=6 samples on the sqrt(d)-sphere in d=8, balanced +-1 labels; f(x) = a^T (W x)^3, width 48
 (>= d(d+1)/2 = 36: the neuron Gram {w_k w_k^T} spans Sym^2), GD on the logistic loss.
@@ -35,9 +35,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.tol = 1e-24
   c.attack.rescue = ()
   c.attack.objective = 'kkt_binary'
-  c.attack.kkt_target = 'planted'
-  c.attack.lambda_solve = 'eliminate'  # optimize | eliminate (variable projection, free-sign duals)
-  c.attack.residual_weights = 'gradient_rms'  # none | gradient_rms
+  c.attack.kkt.target = 'planted'
+  # optimize | eliminate (variable projection, free-sign duals)
+  c.attack.kkt.lambda_solve = 'eliminate'
+  c.attack.kkt.residual_weights = 'gradient_rms'  # none | gradient_rms
 
   c.run.dtype = 'float64'
   c.run.chunk_steps = 500

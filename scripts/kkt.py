@@ -90,7 +90,7 @@ def identifiability(restarts=3, noise_level=0.03):
   for act in ('cubic',) if TINY else ('cubic', 'quadratic'):
     for victim, (overrides, target) in list(VICTIMS.items())[:1 if TINY else None]:
       cfg = resolved(kkt_identifiability.get_config(), {
-          'victim.activation': act, 'attack.kkt_target': target, 'attack.max_steps': 600,
+          'victim.activation': act, 'attack.kkt.target': target, 'attack.max_steps': 600,
           'run.chunk_steps': 200, **overrides})
       x, y, keys = synthetic(cfg, 'binary')
       net, p0, p, info = ke.train_victim(cfg.data, cfg.victim, cfg.attack, x, y, keys['model'])
@@ -154,7 +154,7 @@ def splitting(seeds=(0, 1, 2)):
           'attack.objective': objective, 'data.num_classes': classes,
           'victim.activation': 'cubic', 'data.d': 6, 'data.n': 6, 'victim.width': 24,
           'victim.train.max_steps': 5000, 'victim.train.polish': False,
-          'attack.kkt_target': 'planted' if objective != 'projection' else 'theta',
+          'attack.kkt.target': 'planted' if objective != 'projection' else 'theta',
           'attack.max_steps': 6000, 'seed': seed, 'attack.split.every': 2000,
           'attack.split.budget': 6, 'attack.split.max_per_round': 2})
       kind = 'multiclass' if objective == 'kkt_multiclass' else 'binary'
@@ -207,8 +207,8 @@ def method_overrides(method: str, m: int, every: int) -> dict:
     raise ValueError(f'method: unknown name {method!r}; accepted: {", ".join(METHODS)}')
   out = {}
   if method.startswith('loo'):  # free-sign duals on theta_T - theta_0 (Loo et al. 2023)
-    out.update({'attack.objective': 'kkt_general', 'attack.kkt_target': 'delta',
-                'attack.lambda_min': 0.0, 'attack.kkt_layers': 'all'})
+    out.update({'attack.objective': 'kkt_general', 'attack.kkt.target': 'delta',
+                'attack.kkt.lambda_min': 0.0, 'attack.kkt.layers': 'all'})
   if method.endswith('+split'):  # as the authors: Lanczos on HVPs, 30% per round, m at most 2x
     out.update({'attack.split.mode': 'every', 'attack.split.every': every,
                 'attack.split.budget': m, 'attack.split.max_per_round': max(1, math.ceil(0.3 * m)),
@@ -276,11 +276,11 @@ def run_one(method: str, dataset: str, n: int, seed: int, workroot: str,
           'n_splits': (mm.get('splitting') or {}).get('n_splits', 0),
           'wall_seconds': time.time() - t0, 'device': str(jax.devices()[0].device_kind),
           'config': {k: config_lib.get_path(c, k) for k in (
-              'attack.lr', 'attack.optimizer', 'attack.max_steps', 'attack.candidate_init_scale',
-              'attack.lambda_min', 'attack.act_alpha', 'victim.first_init_scale',
-              'victim.train.lr', 'victim.train.max_steps', 'run.dtype', 'attack.split.every',
-              'attack.kkt_layers', 'attack.candidate_subspace', 'attack.schedule',
-              'attack.decay_steps')},
+              'attack.lr', 'attack.optimizer', 'attack.max_steps',
+              'attack.kkt.candidate_init_scale', 'attack.kkt.lambda_min', 'attack.kkt.act_alpha',
+              'victim.first_init_scale', 'victim.train.lr', 'victim.train.max_steps', 'run.dtype',
+              'attack.split.every', 'attack.kkt.layers', 'attack.kkt.candidate_subspace',
+              'attack.schedule', 'attack.decay_steps')},
           '_arrays': {'x_true': rec['x_true'], 'x_best': rec['x_candidates'][ev['nearest']],
                       'ssim': ev['ssim'], 'shape': shape}}
 

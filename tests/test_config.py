@@ -115,6 +115,14 @@ def test_every_field_of_every_config_is_checked(path):
                          'victim.activation'),
     ('attack.n_candidate', 'config.attack.n_candidate: unknown field (did you mean '
                            'attack.n_candidates'),
+    # A field of a section's own sub-section, named at the section (the KKT attacks' fields).
+    ('attack.kkt_target', 'config.attack.kkt_target: unknown field (did you mean '
+                          'attack.kkt.target?)'),
+    ('attack.prior', 'config.attack.prior: unknown field (did you mean attack.kkt.prior?)'),
+    ('attack.candidate_subspace', 'config.attack.candidate_subspace: unknown field (did you mean '
+                                  'attack.kkt.candidate_subspace,'),
+    ('attack.activation', 'config.attack.activation: unknown field (did you mean '
+                          'attack.kkt.activation, victim.activation?)'),
 ])
 def test_unknown_fields_name_the_closest_paths(field, message):
   cfg = load_config(RF)
@@ -201,6 +209,8 @@ BAD = [
                    'configs/base.py defines'),
     ('n=10', 'config.n: unknown field (did you mean data.n?); accepted: a field configs/base.py '
              'defines'),
+    ('attack.lambda_solve=eliminate', 'config.attack.lambda_solve: unknown field (did you mean '
+     'attack.kkt.lambda_solve?); accepted: a field configs/base.py defines'),
 ]
 
 
@@ -238,7 +248,7 @@ def test_validator_table(override, expected):
 # unknown fields, the new fields); the table above covers the rest in-process.
 CLI_CASES = [b for b in BAD if b[0] in (
     'data.n=abc', 'attack.lr=fast', 'run.overwrite=maybe', 'data.nn=10', 'n=10',
-    'run.checkpoint_keep=0')] + [
+    'run.checkpoint_keep=0', 'attack.lambda_solve=eliminate')] + [
     ('run.resume=True --config.run.overwrite=True',
      'run.resume, run.overwrite: both True; accepted: at most one of them'),
     ('victim.checkpoint=/nonexistent/model', "victim.checkpoint: no model.json in '/nonexistent"),

@@ -260,18 +260,18 @@ def test_eliminate_rejects_split_lambda_min_and_box():
   from recon.pipelines import kkt as ke
   from configs import kkt_identifiability
   for field, value, match in (('attack.split.mode', 'every', 'split'),
-                              ('attack.lambda_min', 0.5, 'lambda_min'),
-                              ('attack.prior', 'box', 'prior')):
+                              ('attack.kkt.lambda_min', 0.5, 'lambda_min'),
+                              ('attack.kkt.prior', 'box', 'prior')):
     c = kkt_identifiability.get_config()
     config_lib.set_path(c, field, value)
     if field == 'attack.split.mode':
-      c.attack.residual_weights = 'none'
+      c.attack.kkt.residual_weights = 'none'
     with pytest.raises(errors.ExperimentError, match=match):
       r = victims.resolve(c)
       ke.check_attack_config(r.data, r.victim, r.attack)
   c = kkt_identifiability.get_config()
   c.attack.split.mode = 'every'
-  c.attack.lambda_solve = 'optimize'
+  c.attack.kkt.lambda_solve = 'optimize'
   with pytest.raises(errors.ExperimentError, match='split'):
     r = victims.resolve(c)
     ke.check_attack_config(r.data, r.victim, r.attack)

@@ -1,5 +1,6 @@
-"""Issue #19: the KKT equations of a layer subset (`kkt_layers`) and the first-layer candidate
-subspace (`candidate_subspace`) of the Haim attack (recon.objectives.kkt, recon.pipelines.kkt)."""
+"""Issue #19: the KKT equations of a layer subset (`attack.kkt.layers`) and the first-layer
+candidate subspace (`attack.kkt.candidate_subspace`) of the Haim attack (recon.objectives.kkt,
+recon.pipelines.kkt)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,7 +30,7 @@ def test_layer_mask_selects_exactly_the_named_layers():
   expected = jax.flatten_util.ravel_pytree(tree)[0]
   np.testing.assert_array_equal(np.asarray(mask), np.asarray(expected))
   assert float(mask.sum()) == 6 * 7 + 7 * 1
-  with pytest.raises(kkt.KKTError, match='kkt_layers: unknown layer'):
+  with pytest.raises(kkt.KKTError, match='kkt.layers: unknown layer'):
     kkt.layer_mask(params, ['hidden_5'])
 
 
@@ -84,14 +85,15 @@ def test_pipeline_refuses_layer_subsets_and_subspace_without_explicit_duals():
   from recon.pipelines import kkt as pk
   c = kkt_haim.get_config()
   pk.check_attack_config(c.data, c.victim, c.attack)  # the defaults (layer subset + subspace, explicit duals) pass
-  c.attack.lambda_solve, c.attack.lambda_min, c.attack.prior = 'eliminate', 0.0, 'sphere'
+  c.attack.kkt.lambda_solve, c.attack.kkt.lambda_min, c.attack.kkt.prior = ('eliminate', 0.0,
+                                                                     'sphere')
   c.attack.split.mode = 'none'
-  with pytest.raises(errors.ExperimentError, match='kkt_layers'):
+  with pytest.raises(errors.ExperimentError, match='kkt.layers'):
     pk.check_attack_config(c.data, c.victim, c.attack)
-  c.attack.kkt_layers = 'all'
+  c.attack.kkt.layers = 'all'
   with pytest.raises(errors.ExperimentError, match='candidate_subspace'):
     pk.check_attack_config(c.data, c.victim, c.attack)
-  c.attack.candidate_subspace = 'none'
+  c.attack.kkt.candidate_subspace = 'none'
   pk.check_attack_config(c.data, c.victim, c.attack)
 
 
@@ -102,9 +104,9 @@ def test_unknown_layer_name_is_one_line_experiment_error():
   from recon.pipelines import kkt as pk
   _, params, _, _ = _net_and_data()
   c = kkt_haim.get_config()
-  c.attack.kkt_layers = 'hidden_0,bogus'
+  c.attack.kkt.layers = 'hidden_0,bogus'
   with pytest.raises(errors.ExperimentError, match="unknown layer 'bogus'") as e:
     pk.kkt_layer_mask(c.attack, params)
   assert '\n' not in str(e.value)
-  c.attack.kkt_layers = 'all'
+  c.attack.kkt.layers = 'all'
   assert pk.kkt_layer_mask(c.attack, params) is None

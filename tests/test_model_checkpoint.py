@@ -199,7 +199,7 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
     ('resnet', {}, "victim.name: 'two_layer' but victim.checkpoint .* holds a ResNet"),
     ('no_arrays', {}, 'victim.checkpoint: no arrays/ folder'),
     ('wrong_width', {}, 'victim.checkpoint: trained parameters do not fit a TwoLayer'),
-    ('homogeneous', {'attack.kkt_target': 'delta'}, "kkt_target: 'delta' attacks"),
+    ('homogeneous', {'attack.kkt.target': 'delta'}, "kkt.target: 'delta' attacks"),
     ('subspace', {}, 'subspace: the subspace pipeline attacks dW2'),
     ('subspace_known', {}, "subspace: 'known' needs the training data's subspace"),
 ])
@@ -225,7 +225,7 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
   elif setup == 'homogeneous':
     from configs import kkt_synthetic  # pylint: disable=import-outside-toplevel
     cfg = kkt_synthetic.get_config()
-    cfg.update_from_flattened_dict({'victim.checkpoint': path, 'attack.kkt_target': 'delta',
+    cfg.update_from_flattened_dict({'victim.checkpoint': path, 'attack.kkt.target': 'delta',
                                     'run.dtype': 'float32'})
     module = homogeneous.HomogeneousMLP(widths=(40,), activation='cubic', init_scale=0.2)
     model_ckpt.save(path, model_ckpt.flax_model(module, module.init(

@@ -104,7 +104,7 @@ def test_polished_victims_equal_single_runs(tmp_path):
     ({'attack.split.mode': 'every'}, 'config.attack.split.mode:'),
     ({'attack.optimizer': 'lbfgs'}, 'config.attack.optimizer:'),
     # The single run's own cross-field check.
-    ({'attack.objective': 'projection', 'attack.prior': 'box'}, 'attack.prior:'),
+    ({'attack.objective': 'projection', 'attack.kkt.prior': 'box'}, 'attack.kkt.prior:'),
 ])
 def test_what_does_not_vectorise_is_one_line(tmp_path, setting, field):
   c = tiny_config({'seed': (0, 1)})

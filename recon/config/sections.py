@@ -17,6 +17,7 @@ consumer the whole value, read once from the validated section
   attack.cut       Cut        recon.attack.rescue.cut.CutStep
   attack.polish    Polish     recon.certify.rung.certify_or_polish
   attack.split     Split      recon.attack.splitting.Splitter
+  attack.kkt       Kkt        recon.pipelines.kkt (the KKT attacks' own fields)
   run              Run
   leak_width       LeakWidth  (pipeline 'leak_width', recon/audit/leak_width.py)
 """
@@ -256,6 +257,36 @@ class Split(Section):
 
 
 
+@dataclasses.dataclass(frozen=True)
+class Kkt(Section):
+  """The KKT attacks on homogeneous MLPs (recon/pipelines/kkt.py, recon/objectives/kkt.py;
+  docs/kkt.md): the target, the duals, the candidates' prior and start, the equations fitted.
+  Read by the KKT pipeline only (its objectives kkt_* and projection on a homogeneous MLP)."""
+  # the attacker's activation and its backward alpha (None: the victim's); 'relu_smooth':
+  # relu forward, sigmoid(act_alpha z) backward (Haim et al.)
+  activation: Optional[str] = setting(None, Spec(str, choices=choices.ACTIVATIONS, optional=True))
+  act_alpha: Optional[float] = setting(None, Spec(float, low=0.0, low_open=True, optional=True))
+  # theta | delta (= theta_T - theta_0) | planted (an oracle from the training duals)
+  target: str = setting('theta', Spec(str, choices=choices.KKT_TARGETS))
+  # 'all', or comma-separated layer names: only their KKT equations (recon.objectives.kkt)
+  layers: str = setting('all', Spec(str))
+  # 'first_layer': candidates in the span of W1's rows
+  candidate_subspace: str = setting('none', Spec(str, choices=choices.CANDIDATE_SUBSPACES))
+  candidate_subspace_rank: Optional[int] = setting(None, Spec(int, low=1, optional=True))  # None: n
+  candidate_init_scale: float = setting(1.0, Spec(float, low=0.0, low_open=True))
+  lambda_min: float = setting(0.0, Spec(float, low=0.0))
+  # projection (clip) | penalty (lambda_weight relu(.)^2)
+  lambda_constraint: str = setting('projection', Spec(str, choices=choices.LAMBDA_CONSTRAINTS))
+  lambda_weight: float = setting(5.0, Spec(float, low=0.0))
+  lambda_init: str = setting('lstsq', Spec(str, choices=choices.LAMBDA_INITS))  # or 'uniform'
+  # 'eliminate': variable projection
+  lambda_solve: str = setting('optimize', Spec(str, choices=choices.LAMBDA_SOLVES))
+  # sphere (radius = median data norm) | box (penalty) | none
+  prior: str = setting('sphere', Spec(str, choices=choices.PRIORS))
+  prior_bound: float = setting(1.0, Spec(float, low=0.0, low_open=True))
+  prior_weight: float = setting(1.0, Spec(float, low=0.0))
+  residual_weights: str = setting('none', Spec(str, choices=choices.RESIDUAL_WEIGHTS))
+
 
 @dataclasses.dataclass(frozen=True)
 class DP(Section):
@@ -432,7 +463,8 @@ class Victim(Section):
 
 @dataclasses.dataclass(frozen=True)
 class Attack(Section):
-  """The objective, the optimiser and its rescue steps (each a sub-section defined above)."""
+  """The objective, the optimiser and its rescue steps (each a sub-section defined above); the
+  KKT attacks' own fields in `kkt`."""
   # a registered objective (recon.registry.names('objective'))
   objective: str = setting('projection',
                            Spec(str, choices=lambda: registry.known_names('objective')))
@@ -481,29 +513,6 @@ class Attack(Section):
   gradient_at: str = setting('trained', Spec(str, choices=choices.GRADIENT_AT))
   # or 'joint' (free alpha, warm-started at its optimum)
   alpha_mode: str = setting('closed_form', Spec(str, choices=choices.ALPHA_MODES))
-  # KKT attacks on homogeneous MLPs (recon/pipelines/kkt.py; docs/kkt.md): the attacker's
-  # activation and its backward alpha (None: the victim's).
-  activation: Optional[str] = setting(None, Spec(str, choices=choices.ACTIVATIONS, optional=True))
-  act_alpha: Optional[float] = setting(None, Spec(float, low=0.0, low_open=True, optional=True))
-  # theta | delta (= theta_T - theta_0) | planted
-  kkt_target: str = setting('theta', Spec(str, choices=choices.KKT_TARGETS))
-  kkt_layers: str = setting('all', Spec(str))  # or comma-separated layer names (recon.objectives.kkt)
-  # 'first_layer': candidates in the span of W1's rows
-  candidate_subspace: str = setting('none', Spec(str, choices=choices.CANDIDATE_SUBSPACES))
-  candidate_subspace_rank: Optional[int] = setting(None, Spec(int, low=1, optional=True))  # None: n
-  candidate_init_scale: float = setting(1.0, Spec(float, low=0.0, low_open=True))
-  lambda_min: float = setting(0.0, Spec(float, low=0.0))
-  # projection (clip) | penalty (lambda_weight relu(.)^2)
-  lambda_constraint: str = setting('projection', Spec(str, choices=choices.LAMBDA_CONSTRAINTS))
-  lambda_weight: float = setting(5.0, Spec(float, low=0.0))
-  lambda_init: str = setting('lstsq', Spec(str, choices=choices.LAMBDA_INITS))  # or 'uniform'
-  # 'eliminate': variable projection
-  lambda_solve: str = setting('optimize', Spec(str, choices=choices.LAMBDA_SOLVES))
-  # sphere (radius = median data norm) | box (penalty) | none
-  prior: str = setting('sphere', Spec(str, choices=choices.PRIORS))
-  prior_bound: float = setting(1.0, Spec(float, low=0.0, low_open=True))
-  prior_weight: float = setting(1.0, Spec(float, low=0.0))
-  residual_weights: str = setting('none', Spec(str, choices=choices.RESIDUAL_WEIGHTS))
   # The certificate's Jacobian test (recon/certify/certificate.py): 'auto' picks dense / gram /
   # matrix_free by size; 'off' computes none, and certification then needs the counting
   # margin p >= 2 m d (said in the evidence) -- for the papers' CIFAR size, where the
@@ -524,12 +533,14 @@ class Attack(Section):
   cut: Cut = subsection(Cut)  # m > n candidates cut to n
   polish: Polish = subsection(Polish)  # the float64 precision rung
   split: Split = subsection(Split)  # sample splitting (recon/attack/splitting.py), off
+  kkt: Kkt = subsection(Kkt)  # the KKT attacks (recon/pipelines/kkt.py)
 
 
 # {section path: its definition}: the sections configs/base.py and the validator derive.
 SECTIONS: Dict[str, Type[Section]] = {
     'attack.reseed': Reseed, 'attack.escalate': Escalate, 'attack.pursue': Pursue,
     'attack.swap': Swap, 'attack.cut': Cut, 'attack.polish': Polish, 'attack.split': Split,
+    'attack.kkt': Kkt,
     'victim.train': Train, 'run': Run, 'leak_width': LeakWidth, 'data': Data, 'victim': Victim,
     'attack': Attack,
 }

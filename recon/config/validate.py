@@ -130,14 +130,20 @@ def read(config: Any) -> Dict[str, tuple]:
 def near_names(name: str, names, n: int = 3) -> str:
   """' (did you mean a, b?)' with the closest of `names` (dotted paths), or ''.
 
-  Closest first among the fields of the same section, then by last name across sections
-  (so a name from before the sections, 'n', finds 'data.n'), then by the whole path.
+  First the same field in a sub-section, those under the same section first ('attack.prior'
+  finds 'attack.kkt.prior', 'attack.kkt_target' 'attack.kkt.target'); then the closest among
+  the fields of the same section, then by last name across sections (so a name from before the
+  sections, 'n', finds 'data.n'), then by the whole path.
   """
   names = sorted(names)
   parent, _, leaf = name.rpartition('.')
+  tails = ('.' + leaf,) + (('.' + leaf.replace('_', '.', 1),) if '_' in leaf else ())
+  moved = sorted((p for p in names if p.endswith(tails) and p != name),
+                 key=lambda p: (not p.startswith(parent + '.'), p))
   siblings = [p.rpartition('.')[2] for p in names if p.rpartition('.')[0] == parent]
-  close = [f'{parent}.{m}' if parent else m
-           for m in difflib.get_close_matches(leaf, siblings, n=n, cutoff=0.6)]
+  close = moved + [f'{parent}.{m}' if parent else m
+                   for m in difflib.get_close_matches(leaf, siblings, n=n, cutoff=0.6)
+                   if (f'{parent}.{m}' if parent else m) not in moved]
   by_leaf: Dict[str, list] = {}
   for path in names:
     by_leaf.setdefault(path.rpartition('.')[2], []).append(path)

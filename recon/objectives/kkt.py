@@ -65,7 +65,7 @@ def check_labels(labels, kind: str, out_dim: int) -> None:
 
 def check_lambda_min(lambda_min: float) -> None:
   if not lambda_min >= 0:
-    raise KKTError(f'attack.lambda_min: invalid value {lambda_min!r}; accepted: float >= 0')
+    raise KKTError(f'attack.kkt.lambda_min: invalid value {lambda_min!r}; accepted: float >= 0')
 
 
 def weighted_output(outputs: Array, lam: Array, labels: Array, kind: str) -> Array:
@@ -103,7 +103,7 @@ def layer_mask(params: Any, layers) -> Array:
   mask = ravel_pytree(jax.tree_util.tree_map_with_path(leaf, params))[0]
   missing = [n for n in names if n not in known]
   if missing or not names:
-    raise KKTError(f'attack.kkt_layers: unknown layer {missing[0] if missing else "(none)"!r}; '
+    raise KKTError(f'attack.kkt.layers: unknown layer {missing[0] if missing else "(none)"!r}; '
                    f'accepted: a comma-separated subset of '
                    f'{", ".join(sorted(k for k in known if k != "params" and k != "kernel"))}, '
                    "or 'all'")

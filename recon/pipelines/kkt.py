@@ -4,7 +4,7 @@
 The victim is a bias-free MLP (`recon.models.homogeneous`) trained by full-batch GD
 on the logistic (binary) or cross-entropy (multiclass) loss, optionally polished to
 the nearby exact KKT point of the max-margin problem (`victim.train.polish`). The attacker
-knows theta (and theta_0 when `kkt_target='delta'`), the architecture, attack.n_candidates
+knows theta (and theta_0 when `attack.kkt.target='delta'`), the architecture, attack.n_candidates
 and the candidate labels' balance; it fits x_hat (and duals) with the shared tail
 `recon.pipelines.reconstruct.reconstruct_and_report`.
 """
@@ -70,55 +70,55 @@ def check_training_labels(labels, kind: str, num_classes: int) -> None:
 
 
 def attack_activation(victim, attack) -> Tuple[str, Optional[float]]:
-  """(activation, alpha) the attacker differentiates: `attack.activation` when set (e.g.
-  'relu_smooth': relu forward, sigmoid(attack.act_alpha z) backward, Haim et al.), else the
+  """(activation, alpha) the attacker differentiates: `attack.kkt.activation` when set (e.g.
+  'relu_smooth': relu forward, sigmoid(attack.kkt.act_alpha z) backward, Haim et al.), else the
   victim's."""
-  if not attack.activation:
+  if not attack.kkt.activation:
     return victim.activation, victim.act_alpha
-  return attack.activation, attack.act_alpha or victim.act_alpha
+  return attack.kkt.activation, attack.kkt.act_alpha or victim.act_alpha
 
 
 def check_attack_config(data_cfg, victim, attack) -> None:
-  """One-line errors of the data, victim and attack sections, raised before any compute."""
+  """One-line errors of the data, victim and attack sections (its `kkt` section's fields
+  together), raised before any compute."""
   task(data_cfg, attack)
   check_data_name(data_cfg)
+  k = attack.kkt
   try:
-    kkt.check_lambda_min(attack.lambda_min)
+    kkt.check_lambda_min(k.lambda_min)
     splitting.check_config(sections.Split.from_section(attack.split),
                            attack_activation(victim, attack)[0])
   except (kkt.KKTError, splitting.SplitError) as e:
     raise errors.ExperimentError(str(e)) from None
   on_features = kkt_labels(attack) is None
-  if attack.lambda_solve == 'eliminate' and not on_features:
+  if k.lambda_solve == 'eliminate' and not on_features:
     if attack.split.mode != 'none':
       raise errors.ExperimentError("attack.split.mode: sample splitting needs explicit duals; "
-                                   "accepted with lambda_solve 'eliminate': 'none'")
-    if attack.lambda_min > 0:
-      raise errors.ExperimentError(f'attack.lambda_min: {attack.lambda_min} with lambda_solve '
-                                       "'eliminate' (free-sign duals); accepted: 0.0")
-    if attack.prior == 'box':
-      raise errors.ExperimentError("attack.prior: 'box' with lambda_solve 'eliminate'; accepted: "
-                                       "'sphere', 'none'")
-  if attack.kkt_layers not in (None, '', 'all') and (
-      on_features or attack.lambda_solve == 'eliminate'):
-    raise errors.ExperimentError(f"attack.kkt_layers: {attack.kkt_layers!r} with objective "
-                                     f"{attack.objective!r} / lambda_solve "
-                                     f"{attack.lambda_solve!r}; accepted: 'all' "
-                                     "(a layer subset needs explicit duals)")
-  if attack.candidate_subspace != 'none' and (
-      on_features or attack.lambda_solve == 'eliminate'):
-    raise errors.ExperimentError(f"attack.candidate_subspace: {attack.candidate_subspace!r} "
-                                     f"with objective {attack.objective!r} / lambda_solve "
-                                     f"{attack.lambda_solve!r}; accepted: 'none'")
-  if attack.residual_weights != 'none' and attack.split.mode != 'none':
+                                   "accepted with attack.kkt.lambda_solve 'eliminate': 'none'")
+    if k.lambda_min > 0:
+      raise errors.ExperimentError(f'attack.kkt.lambda_min: {k.lambda_min} with lambda_solve '
+                                   "'eliminate' (free-sign duals); accepted: 0.0")
+    if k.prior == 'box':
+      raise errors.ExperimentError("attack.kkt.prior: 'box' with lambda_solve 'eliminate'; "
+                                   "accepted: 'sphere', 'none'")
+  if k.layers not in (None, '', 'all') and (on_features or k.lambda_solve == 'eliminate'):
+    raise errors.ExperimentError(f"attack.kkt.layers: {k.layers!r} with objective "
+                                 f"{attack.objective!r} / lambda_solve {k.lambda_solve!r}; "
+                                 "accepted: 'all' (a layer subset needs explicit duals)")
+  if k.candidate_subspace != 'none' and (on_features or k.lambda_solve == 'eliminate'):
+    raise errors.ExperimentError(f"attack.kkt.candidate_subspace: {k.candidate_subspace!r} "
+                                 f"with objective {attack.objective!r} / lambda_solve "
+                                 f"{k.lambda_solve!r}; accepted: 'none'")
+  if k.residual_weights != 'none' and attack.split.mode != 'none':
     raise errors.ExperimentError("attack.split.mode: sample splitting uses the unweighted "
-                                 "residual; accepted with residual_weights 'gradient_rms': 'none'")
+                                 "residual; accepted with attack.kkt.residual_weights "
+                                 "'gradient_rms': 'none'")
   if victim.train.weight_decay > 0 and victim.train.polish:
     raise errors.ExperimentError('victim.train.polish: True with victim.train.weight_decay > 0 '
                                  '(an exact stationary point already); accepted: False')
-  if on_features and attack.prior == 'box':
-    raise errors.ExperimentError("attack.prior: 'box' with objective projection; accepted: "
-                                     "'sphere', 'none'")
+  if on_features and k.prior == 'box':
+    raise errors.ExperimentError("attack.kkt.prior: 'box' with objective projection; accepted: "
+                                 "'sphere', 'none'")
 
 
 def make_network(victim, out_dim: int, dtype, activation: Optional[str] = None,
@@ -197,9 +197,9 @@ def planted_target(theta, apply_vec, x_true, labels, duals, kind: str) -> Array:
 
 
 def kkt_layer_mask(attack, params) -> Optional[Array]:
-  """`attack.kkt_layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
+  """`attack.kkt.layers`: 'all' (every KKT equation, Haim et al. as written) or comma-separated
   layer names ('hidden_0,head'): only those layers' equations enter the fit (None for 'all')."""
-  spec = attack.kkt_layers
+  spec = attack.kkt.layers
   if spec in (None, '', 'all'):
     return None
   names = [s.strip() for s in str(spec).split(',') if s.strip()]
@@ -211,13 +211,13 @@ def kkt_layer_mask(attack, params) -> Optional[Array]:
 
 def constraint_args_for(a, n: int, params, radius: float, dtype) -> Dict[str, Any]:
   """What the attack's constraint reads of one victim: the sphere prior's radius and, with
-  attack.candidate_subspace 'first_layer' (explicit duals), the basis B (d, k) of the top-k
-  right singular subspace of W_1 (k = attack.candidate_subspace_rank or n = data.n; `a`: the
+  attack.kkt.candidate_subspace 'first_layer' (explicit duals), the basis B (d, k) of the top-k
+  right singular subspace of W_1 (k = attack.kkt.candidate_subspace_rank or n = data.n; `a`: the
   attack section)."""
   args: Dict[str, Any] = {'radius': radius}
-  if (a.candidate_subspace == 'first_layer' and kkt_labels(a) is not None
-      and a.lambda_solve != 'eliminate'):
-    rank = a.candidate_subspace_rank or n
+  if (a.kkt.candidate_subspace == 'first_layer' and kkt_labels(a) is not None
+      and a.kkt.lambda_solve != 'eliminate'):
+    rank = a.kkt.candidate_subspace_rank or n
     basis, svals = kkt.first_layer_subspace(params['params']['hidden_0']['kernel'], rank)
     args['basis'] = basis.astype(dtype)
     logging.info('candidate subspace: rank %d of W_1, singular value gap s_k/s_(k+1) = %.3g',
@@ -232,13 +232,14 @@ def attack_constraint(attack, kind: str, args: Dict[str, Any]):
   'sphere') for the projection objective; none for eliminated duals (the sphere is a
   reparametrisation there); else x onto the prior and the duals onto [lambda_min, inf)
   (`kkt.make_constraint`), inside span(B) when a basis is given."""
+  k = attack.kkt
   if kkt_labels(attack) is None:
-    return (optimize.sphere_constraint(args['radius']) if attack.prior == 'sphere'
+    return (optimize.sphere_constraint(args['radius']) if k.prior == 'sphere'
             else (lambda z: z))
-  if attack.lambda_solve == 'eliminate':
+  if k.lambda_solve == 'eliminate':
     return lambda z: z
-  constraint = kkt.make_constraint(kind, attack.prior, args['radius'], attack.lambda_min,
-                                   attack.lambda_constraint)
+  constraint = kkt.make_constraint(kind, k.prior, args['radius'], k.lambda_min,
+                                   k.lambda_constraint)
   return kkt.subspace_constraint(constraint, args['basis']) if 'basis' in args else constraint
 
 
@@ -251,16 +252,16 @@ def build_attack(attack, n: int, seed: int, net, params0, params, kind: str, num
   'none'. `constraint_args`: `constraint_args_for(attack, n, params, radius, dtype)` when the
   caller has it (n: data.n)."""
   theta, apply_vec = kkt.flatten_model(net.apply, params)
-  if attack.kkt_target == 'planted':
+  if attack.kkt.target == 'planted':
     target = planted_target(theta, apply_vec, *planted, kind)
-  elif attack.kkt_target == 'delta':
+  elif attack.kkt.target == 'delta':
     target = theta - kkt.flatten_model(net.apply, params0)[0]
   else:
     target = theta
   m = attack.n_candidates
   k_x, k_lam = jax.random.split(key)
-  x0 = attack.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
-  if attack.prior == 'sphere':
+  x0 = attack.kkt.candidate_init_scale * jax.random.normal(k_x, (m, d), dtype)
+  if attack.kkt.prior == 'sphere':
     x0 = optimize.sphere_constraint(radius)(x0)
   out_dim = 1 if kind == 'binary' else num_classes
 
@@ -288,20 +289,20 @@ def build_attack(attack, n: int, seed: int, net, params0, params, kind: str, num
   if mask is not None:  # only these layers' KKT equations (docs/kkt.md, "Trained networks")
     problem['mask'] = mask
     problem['target'] = target * mask
-  if attack.residual_weights == 'gradient_rms':
+  if attack.kkt.residual_weights == 'gradient_rms':
     problem['weights'] = kkt.residual_weights(theta, apply_vec, d, radius,
                                               jax.random.fold_in(key, 0x3E16))
-  if attack.lambda_solve == 'eliminate':
+  if attack.kkt.lambda_solve == 'eliminate':
     # Variable projection: the duals are solved for in closed form inside the loss; the
     # sphere prior is a reparametrisation (no projection step: L-BFGS-friendly).
-    r = radius if attack.prior == 'sphere' else None
+    r = radius if attack.kkt.prior == 'sphere' else None
     loss_fn = lambda state, prob: kkt.eliminated_loss(  # noqa: E731
         state, prob, apply_vec=apply_vec, kind=kkt_kind, out_dim=out_dim, radius=r)
     decode = (lambda s: kkt.on_sphere(s['x'], r)) if r is not None else (lambda s: s['x'])
     return _with_splitter(attack, seed, None, problem=problem, loss_fn=loss_fn, x0={'x': x0},
                           constraint=attack_constraint(attack, kkt_kind, {'radius': radius}),
                           decode=decode)
-  if attack.lambda_init == 'lstsq':
+  if attack.kkt.lambda_init == 'lstsq':
     lam0 = kkt.lstsq_lambda(x0, labels, theta, problem['target'], apply_vec=apply_vec,
                             kind=kkt_kind, out_dim=out_dim, mask=mask)
   else:
@@ -312,13 +313,13 @@ def build_attack(attack, n: int, seed: int, net, params0, params, kind: str, num
       out_dim=out_dim, mask=mask))),
                           jnp.finfo(dtype).tiny)
   problem['lam_scale'] = lam_scale
-  lam0 = lam0 / lam_scale if attack.lambda_init == 'lstsq' else lam0
+  lam0 = lam0 / lam_scale if attack.kkt.lambda_init == 'lstsq' else lam0
   if kkt_kind != 'general':
-    lam0 = jnp.maximum(lam0, attack.lambda_min)
-  a = attack
-  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=a.lambda_min,
-              lambda_constraint=a.lambda_constraint, lambda_weight=a.lambda_weight,
-              prior=a.prior, prior_bound=a.prior_bound, prior_weight=a.prior_weight)
+    lam0 = jnp.maximum(lam0, attack.kkt.lambda_min)
+  k = attack.kkt
+  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=k.lambda_min,
+              lambda_constraint=k.lambda_constraint, lambda_weight=k.lambda_weight,
+              prior=k.prior, prior_bound=k.prior_bound, prior_weight=k.prior_weight)
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
   args = constraint_args or constraint_args_for(attack, n, params, radius, dtype)
   constraint = attack_constraint(attack, kkt_kind, args)
@@ -379,7 +380,7 @@ def run_on_data(data_cfg, victim, attack, settings: reconstruct.Tail, workdir: s
         data_description=victims.data_description(victims.data_record(settings.record), x, None,
                                                   meta))
   else:
-    planted = None  # check_model_checkpoint refused attack.kkt_target='planted'
+    planted = None  # check_model_checkpoint refused attack.kkt.target='planted'
     net, params0, params, train_info = _loaded_victim(
         data_cfg, attack, model, data_cfg.d if x is None else x.shape[1], out_dim, dtype)
   victims.keep_model(workdir, model, source)
@@ -404,10 +405,10 @@ def run_on_data(data_cfg, victim, attack, settings: reconstruct.Tail, workdir: s
                          n_params=int(sum(np.size(p) for p in jax.tree.leaves(params)))),
       threat_model={'known': ['theta (trained parameters)', 'architecture and activation',
                               'n_candidates and the class balance', 'row norm (sphere prior)']
-                             + (['theta_0'] if attack.kkt_target == 'delta' else [])
+                             + (['theta_0'] if attack.kkt.target == 'delta' else [])
                              + (['ORACLE: target planted from the true data and training '
                                  'duals (identifiability study, not an attack)']
-                                if attack.kkt_target == 'planted' else []),
+                                if attack.kkt.target == 'planted' else []),
                     'unknown': ['X (training inputs)', 'which label each input has']})
 
 

@@ -359,8 +359,8 @@ def initial_params_needed(victim: Any,
     if attack.jacobian_at != 'trained':
       return (f'attack.jacobian_at: {attack.jacobian_at!r} evaluates features at the '
               'initial weights')
-  if registry.lookup('victim', victim.name).homogeneous and attack.kkt_target == 'delta':
-    return "attack.kkt_target: 'delta' attacks theta(T) - theta(0)"
+  if registry.lookup('victim', victim.name).homogeneous and attack.kkt.target == 'delta':
+    return "attack.kkt.target: 'delta' attacks theta(T) - theta(0)"
   return None
 
 
@@ -384,8 +384,8 @@ def check_model_checkpoint(victim: Any,
     raise ExperimentError(
         'victim.checkpoint: the random-features subspace / free-alpha pipeline trains its own '
         "model; accepted: victim.checkpoint with subspace 'none', alpha_mode 'closed_form'")
-  if entry.homogeneous and attack.kkt_target == 'planted':
-    raise ExperimentError("attack.kkt_target: 'planted' is an oracle built from the training run's "
+  if entry.homogeneous and attack.kkt.target == 'planted':
+    raise ExperimentError("attack.kkt.target: 'planted' is an oracle built from the training run's "
                           "duals; accepted with victim.checkpoint: 'theta', 'delta'")
   why = initial_params_needed(victim, attack)
   if victim.format != 'recon':
@@ -405,7 +405,7 @@ def check_model_checkpoint(victim: Any,
         + (', or attack.knows_init=False with attack.jacobian_at=\'trained\''
            if field == 'attack.knows_init' else
            ", or attack.jacobian_at='trained'" if field == 'attack.jacobian_at' else
-           ", or attack.kkt_target='theta'" if field == 'attack.kkt_target' else ''))
+           ", or attack.kkt.target='theta'" if field == 'attack.kkt.target' else ''))
   if routes.uses_subspace_pipeline(attack) and attack.subspace == 'known':
     # A saved model records a description of its data, never the planted basis.
     raise ExperimentError(

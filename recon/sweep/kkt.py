@@ -10,7 +10,7 @@ Everything a point holds is a pytree that vmaps, so the group runs as the single
                 duals_i = -eta sum_t dL/df(x_i)(theta_t)
             (`recon.models.train.program`, the single run's steps, vmapped);
   problem   the single run's attack of each trained victim (`kkt.build_attack`, on the
-            host): the target theta (theta - theta_0 for kkt_target 'delta', the planted
+            host): the target theta (theta - theta_0 for attack.kkt.target 'delta', the planted
             sum_i lambda_i grad g_i(x_i) for 'planted'), the candidates' labels, the duals'
             scale, the equation mask and weights; the constraint's radius and first-layer
             basis (`kkt.constraint_args_for`) as per-point arrays;
@@ -141,11 +141,12 @@ def run_group(group, *, devices=None, log_every_seconds: float = 5.0,
                                    planted=(xi, labels[i], duals[i]), constraint_args=args))
     cargs.append(jax.tree.map(lambda a: jnp.asarray(a, dtype), args))
   first = attacks[0]
-  if cfg.attack.lambda_solve == 'eliminate' and cfg.attack.prior == 'sphere' and not np.allclose(
+  eliminated_sphere = cfg.attack.kkt.lambda_solve == 'eliminate' and cfg.attack.kkt.prior == 'sphere'
+  if eliminated_sphere and not np.allclose(
       [float(c['radius']) for c in cargs], float(cargs[0]['radius']), rtol=1e-6):
     raise config_lib.ConfigError(  # the eliminated loss closes over the radius
         f"config.data.name: {cfg.data.name!r} gives each seed's rows another norm, which "
-        "attack.lambda_solve 'eliminate' with the sphere prior cannot vectorise; accepted: "
+        "attack.kkt.lambda_solve 'eliminate' with the sphere prior cannot vectorise; accepted: "
         "data.name 'synthetic_sphere', or one run per seed")
   loss_fn, decode = first.loss_fn, first.decode or (lambda s: s)
   kkt_kind = pk.kkt_labels(cfg.attack) or kind
