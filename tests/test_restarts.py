@@ -1,8 +1,5 @@
 """Restarts chosen by the blind loss: independent blocks, min value, the blind choice."""
 import json
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,12 +10,9 @@ from recon.attack import driver, restarts
 from recon.attack import optimiser as optimize
 from recon.runtime import runs
 from recon.pipelines import random_features as rf_pipeline
-from conftest import subprocess_env
 
 ACT = 'relu_tanh'
 N, D, P, K = 4, 5, 200, 3
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG = os.path.join(ROOT, 'configs', 'rf_synthetic.py')
 
 
 def _problem():
@@ -101,28 +95,32 @@ def test_each_block_follows_its_own_single_run(name, tmp_path):
   np.testing.assert_allclose(float(batch.loss), min(float(s.loss) for s in singles), rtol=1e-4)
 
 
-def _cli(*args, **env):
-  e = subprocess_env(JAX_PLATFORMS='cpu', **env)
-  return subprocess.run([sys.executable, '-m', 'recon.main', f'--config={CONFIG}', *args],
-                        cwd=ROOT, env=e, capture_output=True, text=True, timeout=300)
+TINY = {'data.n': 3, 'data.d': 4, 'victim.p': 120, 'attack.max_steps': 300,
+        'attack.decay_steps': 300, 'attack.restarts': 3}
 
 
-TINY = ['--config.data.n=3', '--config.data.d=4', '--config.victim.p=120', '--config.attack.max_steps=300',
-        '--config.attack.decay_steps=300']
+def _execute(workdir, **fields):
+  """recon.main's run in this process (what the CLI runs after parsing its flags): the tiny
+  rf_synthetic problem with `fields` ({field path: value}); asserts exit status 0."""
+  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
+  from recon import main  # pylint: disable=import-outside-toplevel
+  c = rf_synthetic.get_config()
+  c.update_from_flattened_dict({**TINY, 'run.log_every_seconds': 1e9, **fields})
+  assert main.execute(c, str(workdir)) == 0
 
 
-@pytest.mark.slow  # CLI subprocesses
-@pytest.mark.parametrize('mode', ['dense', 'lean'])
-def test_cli_restarts_report_the_blind_choice(tmp_path, mode):
-  out = tmp_path / 'run'
-  r = _cli(f'--workdir={out}', *TINY, '--config.attack.restarts=3', f'--config.victim.feature_mode={mode}',
-           '--config.victim.feature_chunk=64')
-  assert r.returncode == 0, r.stderr
+def _assert_blind_choice(out):
   m = json.loads((out / 'summary.json').read_text())['metrics']
   rs = m['restarts']
   assert rs['n_restarts'] == 3 and rs['chosen'] == int(np.argmin(rs['losses']))
   np.testing.assert_allclose(m['projection_loss'], min(rs['losses']), rtol=1e-3, atol=1e-7)
   assert np.load(out / 'reconstruction.npz')['x_candidates'].shape == (3, 4)
+
+
+@pytest.mark.slow  # a whole run (the dense case is the unbroken run of the resume test below)
+def test_lean_restarts_report_the_blind_choice(tmp_path):
+  _execute(tmp_path / 'run', **{'victim.feature_mode': 'lean', 'victim.feature_chunk': 64})
+  _assert_blind_choice(tmp_path / 'run')
 
 
 def test_cli_refuses_restarts_with_lbfgs_before_writing(tmp_path, capsys):
@@ -139,17 +137,18 @@ def test_cli_refuses_restarts_with_lbfgs_before_writing(tmp_path, capsys):
   assert not (tmp_path / 'x').exists()
 
 
-@pytest.mark.slow  # three CLI subprocesses
-def test_cli_restarts_resume_bit_for_bit(tmp_path):
-  """A run stopped at 100 steps and resumed to 200 equals an unbroken 200-step run."""
-  common = ['--config.data.n=3', '--config.data.d=4', '--config.victim.p=120', '--config.attack.restarts=2',
-            '--config.run.chunk_steps=50', '--config.run.checkpoint_every_steps=50', '--config.attack.tol=0.0',
-            '--config.attack.decay_steps=200']
+@pytest.mark.slow  # three runs
+def test_restarts_report_the_blind_choice_and_resume_bit_for_bit(tmp_path):
+  """A dense run reports the blind choice of its restarts; one stopped at 150 steps and
+  resumed to 300 equals it, bit for bit."""
+  common = {'run.chunk_steps': 50, 'run.checkpoint_every_steps': 50, 'attack.tol': 0.0,
+            'victim.feature_mode': 'dense'}
   a, b = tmp_path / 'a', tmp_path / 'b'
-  assert _cli(f'--workdir={a}', *common, '--config.attack.max_steps=200').returncode == 0
-  assert _cli(f'--workdir={b}', *common, '--config.attack.max_steps=100').returncode == 0
-  r = _cli(f'--workdir={b}', *common, '--config.attack.max_steps=200', '--config.run.resume=True')
-  assert r.returncode == 0, r.stderr
+  _execute(a, **common)
+  _assert_blind_choice(a)
+  _execute(b, **common, **{'attack.max_steps': 150})
+  _execute(b, **common, **{'run.resume': True})
+  assert json.loads((b / 'summary.json').read_text())['resumed_from_step'] == 150
   xa = np.load(a / 'reconstruction.npz')['x_candidates']
   xb = np.load(b / 'reconstruction.npz')['x_candidates']
   np.testing.assert_array_equal(xa, xb)
