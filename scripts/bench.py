@@ -85,30 +85,47 @@ def _memory(compiled):
     return {'error': str(e)}
 
 
-def bench_step(n, d, p, chunk, steps, rounds=5):
-  """Per-step times (dense, lean variants) and the matmul roofline at one size."""
+# name: (problem it reads, lean_loss keywords; None: the dense loss)
+STEP_VARIANTS = {
+    'dense': ('dense', None),
+    'blocked': ('blocked', {'resident': True}),
+    'blocked_stored': ('blocked', {'resident': True, 'residual': 'stored'}),
+    'lean': ('lean', {}),
+    'lean_stored': ('lean', {'residual': 'stored'}),
+    'lean_stored_bm': ('lean_bm', {'residual': 'stored', 'rng': 'hash_box_muller'})}
+
+
+def bench_step(n, d, p, chunk, steps, rounds=5, variants=tuple(STEP_VARIANTS)):
+  """Per-step times of `variants` and the matmul roofline at one size. Only the problems the
+  variants read are built (at the paper's size each stored V is 37.7 GB: time dense and
+  blocked in separate calls on an 80 GB card)."""
   keys = runs.split_keys(0)
   x, y = data.synthetic_sphere(keys['data'], n, d)
   chunk, n_chunks = rf_pipeline.lean_layout(p, chunk)
   make = lambda f, **kw: jax.jit(lambda k, x, y: f(k, x, y, **kw))(keys, x, y)  # noqa: E731
-  dense = make(rf_pipeline.make_rf_problem, p_total=p, activation=ACT)
-  lean = make(rf_pipeline.make_rf_problem_lean, p=p, activation=ACT, chunk=chunk,
-              n_chunks=n_chunks)
-  lean_bm = make(rf_pipeline.make_rf_problem_lean, p=p, activation=ACT, chunk=chunk,
-                 n_chunks=n_chunks, rng='hash_box_muller')
+  lean_kw = dict(p=p, activation=ACT, chunk=chunk, n_chunks=n_chunks)
+  builders = {
+      'dense': lambda: make(rf_pipeline.make_rf_problem, p_total=p, activation=ACT),
+      'blocked': lambda: make(rf_pipeline.make_rf_problem_lean, resident=True, **lean_kw),
+      'lean': lambda: make(rf_pipeline.make_rf_problem_lean, **lean_kw),
+      'lean_bm': lambda: make(rf_pipeline.make_rf_problem_lean, rng='hash_box_muller',
+                              **lean_kw)}
+  problems = {}
   x0 = driver.init_candidates(keys['init'], n, d, jnp.float32)
   constraint = optimize.sphere_constraint(float(np.sqrt(d)))
   opt = optimize.make_optimizer('adam', 0.02)
-  lean_loss = lambda **kw: rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6, **kw)  # noqa: E731
-  variants = {  # name: (loss, problem)
-      'dense': (lambda xh, prob: rf_pipeline.rf_loss(xh, prob, activation=ACT, jitter=1e-6), dense),
-      'lean': (lean_loss(), lean),
-      'lean_stored': (lean_loss(residual='stored'), lean),
-      'lean_stored_bm': (lean_loss(residual='stored', rng='hash_box_muller'), lean_bm)}
-  out = {'n': n, 'd': d, 'p': p, 'chunk': chunk, 'steps_timed': steps}
+  out = {'n': n, 'd': d, 'p': p, 'chunk': chunk, 'steps_timed': steps,
+         'device_kind': jax.devices()[0].device_kind}
   calls = {}
-  for name, (loss_fn, prob) in variants.items():
-    prob = {k: v for k, v in prob.items() if k != 'train_mse'}
+  for name in variants:
+    source, kw = STEP_VARIANTS[name]
+    if source not in problems:
+      problems[source] = builders[source]()
+    if kw is None:
+      loss_fn = lambda xh, prob: rf_pipeline.rf_loss(xh, prob, activation=ACT, jitter=1e-6)  # noqa: E731
+    else:
+      loss_fn = rf_pipeline.rf_lean_loss(activation=ACT, chunk=chunk, jitter=1e-6, **kw)
+    prob = {k: v for k, v in problems[source].items() if k != 'train_mse'}
     state = optimize.init_state(x0, opt, loss_fn, prob, constraint)
     run = jax.jit(lambda s, prob, loss_fn=loss_fn: optimize.run_chunk(
         s, prob, s.step + steps, loss_fn=loss_fn, optimizer=opt, constraint=constraint,
@@ -124,19 +141,39 @@ def bench_step(n, d, p, chunk, steps, rounds=5):
       best[name] = min(best[name], _best_time(compiled, state, prob, reps=1, min_time=0.1))
   for name, t in best.items():
     out[f'{name}_step_s'] = t / steps
-  z = x0 @ dense['v'].T
-  t_fwd = _best_time(jax.jit(lambda a, b: a @ b.T), x0, dense['v'])
+  calls.clear()
+  v = (problems['dense']['v'] if 'dense' in problems else
+       problems['blocked']['v'][:p] if 'blocked' in problems else
+       features.random_weights(keys['model'], p, d, jnp.float32))
+  problems.clear()
+  z = x0 @ v.T
+  t_fwd = _best_time(jax.jit(lambda a, b: a @ b.T), x0, v)
   t_gram = _best_time(jax.jit(lambda f: f @ f.T), z)
-  t_bwd = _best_time(jax.jit(lambda g, b: g @ b), z, dense['v'])
+  t_bwd = _best_time(jax.jit(lambda g, b: g @ b), z, v)
   out.update({'matmul_xvt_s': t_fwd, 'matmul_gram_s': t_gram, 'matmul_bwd_s': t_bwd,
               'roofline_s': t_fwd + t_gram + t_bwd})
+  del v, z
   for suffix, rng in (('', 'threefry'), ('_bm', 'hash_box_muller')):  # all of V once
     out[f'regenerate_v{suffix}_s'] = _best_time(jax.jit(
         lambda k, rng=rng: features.random_weight_blocks(k, 0, p, d, rng=rng)), keys['model'])
-  out['dense_over_roofline'] = out['dense_step_s'] / out['roofline_s']
-  for name in variants:
-    if name != 'dense':
+  for name in best:
+    out[f'{name}_over_roofline'] = out[f'{name}_step_s'] / out['roofline_s']
+    if name != 'dense' and 'dense' in best:
       out[f'{name}_over_dense'] = out[f'{name}_step_s'] / out['dense_step_s']
+  return out
+
+
+def _merge_step(old, row):
+  """`row` with the paths `old` timed and `row` did not; the ratios over the roofline and over
+  dense recomputed from the merged times."""
+  kept = {k: v for k, v in old.items()
+          if any(k.startswith(f'{v}_') for v in STEP_VARIANTS) and k not in row}
+  out = {**row, **kept}
+  for name in STEP_VARIANTS:
+    if f'{name}_step_s' in out:
+      out[f'{name}_over_roofline'] = out[f'{name}_step_s'] / out['roofline_s']
+      if name != 'dense' and 'dense_step_s' in out:
+        out[f'{name}_over_dense'] = out[f'{name}_step_s'] / out['dense_step_s']
   return out
 
 
@@ -694,15 +731,20 @@ def render(results):
   """bench.md: the three parts' tables from bench.json."""
   blocks = []
   if results.get('step'):
-    blocks += ['Step time (ms), dense against the roofline and each lean variant over dense:',
+    rows = results['step']
+    names = [v for v in STEP_VARIANTS if any(f'{v}_step_s' in r for r in rows)]
+    ms = lambda r, k: 1e3 * r[k] if k in r else '-'  # noqa: E731
+    blocks += ['Step time (ms) of each feature path timed, the matmul roofline (the products '
+               'every step needs, timed alone) and the fastest path over it:',
                common.table(
-                   ['n, d, p', 'dense step', 'roofline', 'dense / roofline', 'two_pass / dense',
-                    'stored / dense', 'stored+bm / dense', 'regenerate V (threefry / bm)'],
-                   [[f"{r['n']}, {r['d']}, {r['p']}", 1e3 * r['dense_step_s'],
-                     1e3 * r['roofline_s'], r['dense_over_roofline'], r['lean_over_dense'],
-                     r['lean_stored_over_dense'], r['lean_stored_bm_over_dense'],
+                   ['n, d, p', 'device'] + names + ['roofline', 'fastest / roofline',
+                                                    'regenerate V (threefry / bm)'],
+                   [[f"{r['n']}, {r['d']}, {r['p']}", r.get('device_kind', '-')] +
+                    [ms(r, f'{v}_step_s') for v in names] +
+                    [1e3 * r['roofline_s'],
+                     min(r[f'{v}_step_s'] for v in names if f'{v}_step_s' in r) / r['roofline_s'],
                      f"{1e3 * r['regenerate_v_s']:.3g} / {1e3 * r['regenerate_v_bm_s']:.3g}"]
-                    for r in results['step']])]
+                    for r in rows])]
   if results.get('memory_at_scale'):
     r = results['memory_at_scale']
     blocks += [f"One compiled step at (n, d, p) = ({r['n']}, {r['d']}, {r['p']}) (XLA's memory "
@@ -754,6 +796,8 @@ def parse_args(argv=None):
   ap.add_argument('--out', default='results', help='folder of bench.{json,md}')
   ap.add_argument('--parts', default=','.join(PARTS), help=f'of {", ".join(PARTS)}')
   ap.add_argument('--sizes', default=SIZES, help='step part: NxDxP[xCHUNK],...')
+  ap.add_argument('--step_variants', default=','.join(STEP_VARIANTS),
+                  help=f'step part: of {",".join(STEP_VARIANTS)}')
   ap.add_argument('--memscale_size', default=CIFAR_SCALE, help='memscale part: NxDxP[xCHUNK]')
   ap.add_argument('--methods', default=','.join(PIPELINE_METHODS))
   ap.add_argument('--pipeline_sizes', default=PIPELINE_SIZES, help='NxDxP,...')
@@ -778,6 +822,11 @@ def parse_args(argv=None):
   for flag in ('pipeline_max_steps', 'pipeline_timeout_s', 'pipeline_cpu_limit_s'):
     if getattr(args, flag) is not None and getattr(args, flag) <= 0:
       ap.error(f'--{flag}: {getattr(args, flag)}; accepted: a number > 0')
+  args.step_variants = tuple(v.strip() for v in args.step_variants.split(',') if v.strip())
+  bad = [v for v in args.step_variants if v not in STEP_VARIANTS] or ([] if args.step_variants
+                                                                       else [''])
+  if bad:
+    ap.error(f'--step_variants: unknown {bad[0]!r}; accepted: {", ".join(STEP_VARIANTS)}')
   try:
     args.sizes = parse_sizes(args.sizes, 4, '--sizes')
     args.memscale_size = parse_sizes(args.memscale_size, 4, '--memscale_size')
@@ -819,10 +868,15 @@ def main(argv=None):
     common.save(path, results, render(results))
 
   if 'step' in args.parts:
+    # A size timed again on the same device kind keeps the paths timed before and not now
+    # (one stored V per process at the paper's size: dense and blocked in separate calls).
+    before = {(r['n'], r['d'], r['p'], r.get('device_kind')): r for r in results.get('step', [])}
     results['step'] = []
     for n, d, p, chunk in args.sizes:
-      results['step'].append(bench_step(n, d, p, chunk, steps=20 if p >= 10000 else 100))
-      print(json.dumps(results['step'][-1]), flush=True)
+      row = bench_step(n, d, p, chunk, steps=20 if p >= 10000 else 100,
+                       variants=args.step_variants)
+      results['step'].append(_merge_step(before.get((n, d, p, row['device_kind']), {}), row))
+      print(json.dumps(row), flush=True)
     save()
   if 'memscale' in args.parts:
     results['memory_at_scale'] = memory_at_scale(*args.memscale_size[0])

@@ -50,6 +50,7 @@ def test_parse_sizes_default_chunk_and_errors():
     (['--pipeline_cpu_limit_s=-1'], '--pipeline_cpu_limit_s'),
     (['--profile_sizes=10x10x1000x5'], '--profile_sizes'),
     (['--profile_seeds=-3'], '--profile_seeds'),
+    (['--step_variants=dense,nope'], '--step_variants'),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, flag, capsys):
   bench = _load_bench()
@@ -99,6 +100,21 @@ def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
     again = json.load(f)
   assert again['step'] == res['step']
   assert (again['memory_at_scale']['n'], again['memory_at_scale']['p']) == (6, 96)
+
+
+def test_step_paths_timed_in_separate_calls_are_merged_per_size():
+  """The device window times dense and blocked in two processes (one stored V each): the second
+  call keeps the first's path at the same size and device, the ratios recomputed."""
+  bench = _load_bench()
+  first = bench.bench_step(6, 4, 64, 16, steps=5, rounds=1, variants=('dense',))
+  second = bench.bench_step(6, 4, 64, 16, steps=5, rounds=1, variants=('blocked',))
+  assert 'blocked_step_s' not in first and 'dense_step_s' not in second
+  merged = bench._merge_step(first, second)  # pylint: disable=protected-access
+  assert merged['dense_step_s'] == first['dense_step_s']
+  assert merged['blocked_step_s'] == second['blocked_step_s']
+  assert merged['blocked_over_dense'] == second['blocked_step_s'] / first['dense_step_s']
+  assert merged['roofline_s'] == second['roofline_s']  # the newer call's machine state
+  assert bench._merge_step({}, second) == second  # pylint: disable=protected-access
 
 
 def test_pipeline_overrides_default_is_the_config_and_paper_is_the_port():
