@@ -96,7 +96,7 @@ class Victim:
                       or 'random' (sigma(V x) of a fixed random first layer V, given with
                       the model and never trained: victim.p is its width)
   homogeneous         positively homogeneous in its parameters and trained toward max
-                      margin: the KKT conditions of its training hold (attack.kkt_target)
+                      margin: the KKT conditions of its training hold (attack.kkt.target)
   patched             cuts an image input into victim.patch_size patches (the image's
                       sides are multiples of it)
   """

@@ -12,7 +12,7 @@ value after the last kept one counts as s_{i+1}, floored at floor * s_1), i.e.
 k = argmax_{i <= r} s_i / max(s_{i+1}, floor * s_1), r = #{s_i > floor * s_1}.
 
 Weight decay adds -(1 - prod(1 - lr * wd)) W1_0, a full-rank random term, to dW1:
-the estimate then tilts away from the data (measured in scripts/subspace_two_layer.py).
+the estimate then tilts away from the data (measured by `scripts/subspace.py --part=two_layer`).
 """
 from __future__ import annotations
 

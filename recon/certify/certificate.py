@@ -71,7 +71,7 @@ small as at the truth. The certificate adds evidence that the solution found is
                  r, `candidate_pairs.unresolved_pairs`). One sample found twice fails it:
                  one of the two carries almost no share of theta (alpha ~ 0: an infinite
                  radius), or the pair slides along its difference at a curvature ~ its
-                 distance (large radii). Probed by `scripts/certificate_probes` (near_duplicate, collapsed).
+                 distance (large radii). Probed by `scripts/certificate.py probes` (near_duplicate, collapsed).
   * restarts:    when several candidate sets reached tol, they agree (< duplicate_threshold).
 
 `candidates_certified` is the conjunction of the evidence computed; `certified` adds m =
