@@ -26,19 +26,42 @@ def test_a_refused_run_raises_the_clis_line_and_exit_status(tmp_path):
   assert e.value.exit_code == 2 and not (tmp_path / 'w').exists()
 
 
-def test_run_leaves_the_callers_config_as_it_was(tmp_path, monkeypatch):
+@pytest.fixture(scope='module')
+def finished(tmp_path_factory):
+  """Three tiny finished runs that the tests below read (one run each, not one per test): the
+  training file train4.npz (4 samples, d = 8) given by a path relative to the working directory,
+  in float32 and float64 (both tol 1e-8), and train1.npz (one sample)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  folder = tmp_path_factory.mktemp('api')
+  rng = np.random.default_rng(0)
+  runs, before = {}, (jax.config.jax_enable_x64, jax.config.jax_default_matmul_precision)
+  with pytest.MonkeyPatch.context() as mp:
+    mp.chdir(folder)
+    for name, n, dtype in (('float32', 4, 'float32'), ('float64', 4, 'float64'),
+                           ('one', 1, 'float32')):
+      if not (folder / f'train{n}.npz').exists():
+        np.savez(folder / f'train{n}.npz', x=rng.normal(size=(n, 8)),
+                 y=rng.normal(size=n) + 2.0)
+      c = recon.get_config('rf_synthetic', {'data.name': 'file', 'data.path': f'train{n}.npz',
+                                            'data.n': None, 'data.d': None, 'victim.p': 256,
+                                            'attack.max_steps': 20, 'attack.tol': 1e-8,
+                                            'run.dtype': dtype})
+      given = c.to_dict()
+      result = recon.run(c, str(folder / name))
+      runs[name] = {'workdir': str(folder / name), 'result': result, 'config': c,
+                    'given': given, 'file': str(folder / f'train{n}.npz')}
+  jax.config.update('jax_enable_x64', before[0])
+  jax.config.update('jax_default_matmul_precision', before[1])
+  return runs
+
+
+def test_run_leaves_the_callers_config_as_it_was(finished):
   """The run resolves paths and the file's sizes on its own copy: a config reused for a second
   run (another workdir, another cwd) still says what the caller wrote."""
-  monkeypatch.chdir(tmp_path)
-  rng = np.random.default_rng(0)
-  np.savez(tmp_path / 'train.npz', x=rng.normal(size=(4, 8)), y=rng.normal(size=4))
-  c = recon.get_config('rf_synthetic', {'data.name': 'file', 'data.path': 'train.npz',
-                                        'data.n': None, 'data.d': None, 'victim.p': 64,
-                                        'attack.max_steps': 20})
-  before = c.to_dict()
-  result = recon.run(c, str(tmp_path / 'w'))
-  assert result.summary['config']['data']['path'] == str(tmp_path / 'train.npz')
-  assert c.to_dict() == before and c.data.path == 'train.npz' and c.data.n is None
+  run = finished['float32']
+  assert run['result'].summary['config']['data']['path'] == run['file']
+  c = run['config']
+  assert c.to_dict() == run['given'] and c.data.path == 'train4.npz' and c.data.n is None
 
 
 @pytest.mark.slow
@@ -104,17 +127,11 @@ def test_load_reads_nonfinite_numbers_back_as_floats(tmp_path):
   assert (m['status'], m['name']) == ('nonfinite', 'inference')
 
 
-def test_sample_shares_of_a_finished_run(tmp_path):
+def test_sample_shares_of_a_finished_run(finished, tmp_path):
   """One sample carries all of theta (theta = phi(x) y / ||phi||^2: share exactly 1); with more,
   each share is |alpha_i| ||phi_i|| / ||theta||, finite and positive; no model: one line, exit 2."""
-  rng = np.random.default_rng(0)
-  for n in (1, 4):
-    np.savez(tmp_path / f'train{n}.npz', x=rng.normal(size=(n, 8)), y=rng.normal(size=n) + 2.0)
-    c = recon.get_config('rf_synthetic', {'data.name': 'file', 'data.n': None, 'data.d': None,
-                                          'data.path': str(tmp_path / f'train{n}.npz'),
-                                          'victim.p': 256, 'attack.max_steps': 20})
-    recon.run(c, str(tmp_path / f'w{n}'))
-    shares = recon.sample_shares(str(tmp_path / f'w{n}'))
+  for name, n in (('one', 1), ('float32', 4)):
+    shares = recon.sample_shares(finished[name]['workdir'])
     assert shares.shape == (n,) and np.all(np.isfinite(shares)) and np.all(shares > 0), shares
     if n == 1:
       np.testing.assert_allclose(shares, [1.0], rtol=1e-4)
@@ -123,16 +140,12 @@ def test_sample_shares_of_a_finished_run(tmp_path):
   assert e.value.exit_code == 2 and '\n' not in str(e.value), str(e.value)
 
 
-def test_truth_certificate_of_a_finished_run(tmp_path):
+def test_truth_certificate_of_a_finished_run(finished, tmp_path):
   """The run's own tol and threshold; V regenerated in the victim's dtype (a float64 victim's
   truth scores float64's loss, not float32's); no model: one line, exit 2."""
   losses = {}
   for dtype in ('float32', 'float64'):
-    c = recon.get_config('rf_synthetic', {'data.n': 4, 'data.d': 6, 'victim.p': 240,
-                                          'attack.max_steps': 20, 'run.dtype': dtype,
-                                          'attack.tol': 1e-8})
-    recon.run(c, str(tmp_path / dtype))
-    out = recon.truth_certificate(str(tmp_path / dtype))
+    out = recon.truth_certificate(finished[dtype]['workdir'])
     assert out['theta_dtype'] == dtype and out['attack']['tol'] == 1e-8, out
     assert out['certifiable'] and out['attack']['rows_pinned'] == 4, out
     losses[dtype] = out['loss64']
