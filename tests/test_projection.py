@@ -127,16 +127,22 @@ def test_replacement_losses_equal_the_loss_of_each_replaced_set(m, p, d, activat
     x_true = jax.random.normal(jax.random.fold_in(key, 1), (m, d), jnp.float64)
     theta = features.rf_features(v, x_true, activation).T @ jax.random.normal(
         jax.random.fold_in(key, 2), (m,), jnp.float64)
-    for x in (jax.random.normal(jax.random.fold_in(key, 3), (m, d), jnp.float64),
-              x_true.at[1].add(0.01)):
+    rows_at = (0, 1, m - 1)
+
+    @jax.jit  # one program for both sets (the same shapes): eager ops compile one by one
+    def fast_and_exact(x, z):
       phi = features.rf_features(v, x, activation)
       basis = projection.replacement_basis(phi, theta)
+      rows = features.rf_features(v, z, activation)
+      return [(projection.replacement_losses(basis, j, rows),
+               jax.vmap(lambda a, j=j: projection.projection_loss(phi.at[j].set(a), theta))(rows))
+              for j in rows_at]
+
+    for x in (jax.random.normal(jax.random.fold_in(key, 3), (m, d), jnp.float64),
+              x_true.at[1].add(0.01)):
       z = jnp.concatenate([jax.random.normal(jax.random.fold_in(key, 4), (7, d), jnp.float64),
                            x_true[1:2], x[2:3]])
-      rows = features.rf_features(v, z, activation)
-      for j in (0, 1, m - 1):
-        fast = projection.replacement_losses(basis, j, rows)
-        exact = jnp.stack([projection.projection_loss(phi.at[j].set(a), theta) for a in rows])
+      for fast, exact in fast_and_exact(x, z):
         np.testing.assert_allclose(fast, exact, rtol=1e-5, atol=1e-12)
         assert int(jnp.argmin(fast)) == int(jnp.argmin(exact))
 
