@@ -148,15 +148,6 @@ def test_the_rung_stays_off_when_certified_below_counting_or_switched_off():
     _run(x_hat, theta, ff, p, mode='always')
 
 
-def test_x64_is_switched_back_off_after_the_rung():
-  p, weak = 8 * N * D, 1
-  x, theta, ff = _planted(p, weak=weak)
-  before = jax.config.jax_enable_x64
-  _run(_stuck(x, weak), theta, ff, p)
-  assert jax.config.jax_enable_x64 == before
-  assert jnp.zeros(2).dtype == (jnp.float64 if before else jnp.float32)
-
-
 def test_config_fields_are_validated():
   c = rf_synthetic.get_config()
   assert 'polish' in c.attack.rescue and c.attack.polish.tol == 1e-12
@@ -171,8 +162,12 @@ def test_relu_candidates_at_mirror_images_are_flipped_back():
   x_hat = _stuck(x, weak=0, jiggle=1e-3)
   x_hat[0] = x[0]  # no weak row here: only the signs are wrong
   x_hat[[1, 4]] *= -1  # relu sees these only through their linear parts
+  x64_before = jax.config.jax_enable_x64
   x_pol, cert, info = _run(x_hat.astype(np.float32), theta, ff, p, activation='relu')
   assert info['applied'] and info['kept'] and info['rows_flipped']
+  # The rung works in float64 and switches x64 back off after itself.
+  assert jax.config.jax_enable_x64 == x64_before
+  assert jnp.zeros(2).dtype == (jnp.float64 if x64_before else jnp.float32)
   signed = metrics.per_sample_errors(x, np.asarray(x_pol, np.float64), sign_invariant=False)
   assert signed.max() < 1e-3, signed  # every sign right (row 0 carries 3e-4 of theta)
   assert cert['certified'], cert['reasons']
