@@ -19,15 +19,18 @@ from tests.test_sweep import tiny_config
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _finished(tmp_path):
+@pytest.fixture(scope='module')
+def finished(tmp_path_factory):
+  """One finished tiny sweep (4 points) that both tests read; neither writes into it."""
   c = tiny_config({'victim.p': (6, 40), 'seed': (0, 1)})
-  w = tmp_path / 'sweep'
+  w = tmp_path_factory.mktemp('recertify') / 'sweep'
   assert main.execute(c, str(w)) == 0
   return w
 
 
-def test_records_re_derived_from_the_candidates_equal_the_sweeps_own(tmp_path, monkeypatch):
-  w = _finished(tmp_path)
+def test_records_re_derived_from_the_candidates_equal_the_sweeps_own(finished, tmp_path,
+                                                                     monkeypatch):
+  w = finished
   monkeypatch.setattr(sweep.optimize, 'drive', lambda *a, **k: pytest.fail('descent re-run'))
   out = recon.recertify(str(w), str(tmp_path / 'again'))
   old = json.loads((w / 'sweep.json').read_text())
@@ -51,11 +54,11 @@ def test_records_re_derived_from_the_candidates_equal_the_sweeps_own(tmp_path, m
     assert all(np.allclose(a[k], b[k], atol=1e-6) for k in a.files)
 
 
-def test_a_folder_without_a_sweep_or_a_taken_target_is_refused(tmp_path):
+def test_a_folder_without_a_sweep_or_a_taken_target_is_refused(finished, tmp_path):
   with pytest.raises(recon.RunError, match='no finished sweep') as e:
     recon.recertify(str(tmp_path / 'none'), str(tmp_path / 'out'))
   assert e.value.exit_code == 2
-  w = _finished(tmp_path)
+  w = finished
   with pytest.raises(recon.RunError, match='already holds a sweep'):
     recon.recertify(str(w), str(w))
   # The script: one line on stderr, exit status 2.
