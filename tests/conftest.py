@@ -57,3 +57,46 @@ def subprocess_env(**extra):
   env['PYTHONPATH'] = os.pathsep.join(paths)
   env.update({k: str(v) for k, v in extra.items()})
   return env
+
+
+# --cpu-times=PATH: each test's CPU seconds (its process's and the children it waited for), one
+# `seconds<TAB>node id` line each, and their total in the summary. On a shared machine a test's
+# wall time follows the load; its CPU time does not, so compare these before and after a change.
+def pytest_addoption(parser):
+  parser.addoption('--cpu-times', metavar='PATH', default=None,
+                   help="write each test's CPU seconds to PATH and print the total")
+
+
+def _cpu_seconds():
+  import resource  # pylint: disable=import-outside-toplevel
+  own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                       resource.RUSAGE_CHILDREN))
+  return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_configure(config):
+  path = config.getoption('cpu_times')
+  if path and not hasattr(config, 'workerinput'):  # the controller (or -n 0) starts it empty
+    open(path, 'w', encoding='utf-8').close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+  path = item.config.getoption('cpu_times')
+  start = _cpu_seconds() if path else None
+  yield
+  if path:
+    with open(path, 'a', encoding='utf-8') as f:
+      f.write(f'{_cpu_seconds() - start:.2f}\t{item.nodeid}\n')
+
+
+def pytest_terminal_summary(terminalreporter, config):
+  path = config.getoption('cpu_times')
+  if not path or hasattr(config, 'workerinput') or not os.path.exists(path):
+    return
+  rows = [line.split('\t', 1) for line in open(path, encoding='utf-8') if '\t' in line]
+  rows = sorted(((float(s), n.strip()) for s, n in rows), reverse=True)
+  terminalreporter.write_sep('=', f'CPU seconds: {sum(s for s, _ in rows):.0f} over {len(rows)} '
+                             f'tests (per test: {path})')
+  for seconds, node in rows[:15]:
+    terminalreporter.write_line(f'{seconds:8.2f}s  {node}')
