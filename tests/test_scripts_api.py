@@ -21,9 +21,11 @@ LEAD_EDITING = ()
 # is no longer needed, so the list cannot go stale). Their results/ files report the numbers
 # of those internals.
 INTERNAL_PROBES = {
-    'bench.py': ('times the compiled step, dense and lean, against the roofline', {
+    'bench.py': ('times the compiled step, dense and lean, against the roofline, and a whole '
+                 "run by phase (the profile wraps the driver's phases and the rescue chain)", {
         'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.models.features', 'recon.runtime.host',
-        'recon.attack.optimiser', 'recon.pipelines.random_features', 'recon.runtime.runs'}),
+        'recon.attack.optimiser', 'recon.pipelines.random_features', 'recon.runtime.runs',
+        'recon.execution', 'recon.attack.rescue.chain'}),
     'bench_sweep.py': ('times one compiled sweep group against the per-point loop', {
         'recon.runtime.compile_cache', 'recon.attack.driver', 'recon.runtime.host', 'recon.attack.optimiser', 'recon.pipelines',
         'recon.pipelines.random_features', 'recon.runtime.runs', 'recon.sweep.grid'}),
