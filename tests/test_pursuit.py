@@ -242,30 +242,25 @@ def test_the_pursue_step_keeps_nothing_that_raises_the_loss(monkeypatch):
 
 
 @pytest.mark.slow  # a whole run (~15 s)
-def test_a_run_with_pursuit_reports_its_trials(tmp_path):
+def test_a_run_with_pursuit_and_the_pursue_step_reports_both(tmp_path):
+  """One run with escalation's pursuit trials and the pursue step (from its first chunk on)
+  reports the trials and the rounds; a bad value of either is refused in one line."""
   import recon  # pylint: disable=import-outside-toplevel
   from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
-  c = rf_synthetic.get_config()
-  c.data.n, c.data.d, c.victim.p, c.seed = 6, 6, 200, 3
-  c.attack.max_steps, c.attack.escalate.pursuit = 3000, 'auto'
-  m = recon.run(c, str(tmp_path / 'run')).summary['metrics']
+
+  def config(**fields):
+    c = rf_synthetic.get_config()
+    c.update_from_flattened_dict({
+        'data.n': 6, 'data.d': 6, 'victim.p': 200, 'seed': 3, 'attack.max_steps': 3000,
+        'attack.rescue': ('escalate', 'pursue'), 'attack.escalate.pursuit': 'auto',
+        'attack.pursue.start': 0, 'attack.pursue.every': 1000, **fields})
+    return c
+
+  m = recon.run(config(), str(tmp_path / 'run')).summary['metrics']
   assert m['escalation_pursuits'] >= 0 and 'escalation_pursuits_accepted' in m
-  c.attack.escalate.pursuit = 'sometimes'
-  with pytest.raises(recon.RunError, match='pursuit'):
-    recon.run(c, str(tmp_path / 'bad'))
-
-
-@pytest.mark.slow  # a whole run (~15 s)
-def test_a_run_with_the_pursue_step_reports_its_rounds(tmp_path):
-  import recon  # pylint: disable=import-outside-toplevel
-  from configs import rf_synthetic  # pylint: disable=import-outside-toplevel
-  c = rf_synthetic.get_config()
-  c.data.n, c.data.d, c.victim.p, c.seed = 6, 6, 200, 3
-  c.attack.max_steps, c.attack.rescue = 3000, ('escalate', 'pursue')
-  c.attack.pursue.start, c.attack.pursue.every = 0, 1000  # from the first chunk on
-  m = recon.run(c, str(tmp_path / 'run')).summary['metrics']
   assert 1 <= m['pursuit_rounds'] <= 1 + m['steps'] // 1000, m
   assert m['pursuit_rounds_kept'] <= m['pursuit_rounds'] and m['pursuit_rows_placed'] >= 0
-  c.attack.pursue.dead_ratio = 1.5
-  with pytest.raises(recon.RunError, match='attack.pursue.dead_ratio'):
-    recon.run(c, str(tmp_path / 'bad'))
+  for field, value, named in (('escalate.pursuit', 'sometimes', 'pursuit'),
+                              ('pursue.dead_ratio', 1.5, 'attack.pursue.dead_ratio')):
+    with pytest.raises(recon.RunError, match=named):
+      recon.run(config(**{f'attack.{field}': value}), str(tmp_path / 'bad'))
