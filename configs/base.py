@@ -60,4 +60,5 @@ def get_config() -> ml_collections.ConfigDict:
   c.run = sections.Run.defaults()  # precision, checkpoints, logging, the report's thresholds
   c.sweep = sweep()
   c.leak_width = sections.LeakWidth.defaults()  # pipeline 'leak_width' (docs/audit.md)
+  c.federated = sections.Federated.defaults()  # pipeline 'federated' (docs/federated.md)
   return c

@@ -60,7 +60,7 @@ BUILTIN_NAMES = {
     'objective': ('kkt_binary', 'kkt_general', 'kkt_multiclass', 'projection', 'unified'),
     'dataset': ('cifar10', 'digits', 'file', 'lfw_faces', 'mnist', 'photo_patches',
                 'synthetic_sphere', 'synthetic_subspace'),
-    'pipeline': ('kkt', 'leak_width', 'networks', 'random_features', 'subspace'),
+    'pipeline': ('federated', 'kkt', 'leak_width', 'networks', 'random_features', 'subspace'),
     'rescue': ('cut', 'escalate', 'polish', 'pursue', 'reseed', 'swap'),
 }
 

@@ -26,7 +26,7 @@ def test_every_builtin_name_is_registered_once():
   assert {'synthetic_sphere', 'synthetic_subspace', 'digits', 'cifar10', 'mnist', 'lfw_faces',
           'photo_patches'} <= set(registry.names('dataset'))
   assert set(registry.names('pipeline')) == {'random_features', 'networks', 'kkt', 'subspace',
-                                             'leak_width'}
+                                             'leak_width', 'federated'}
   # The pipelines whose victims a sweep vectorises (recon/sweep/).
   assert set(registry.names('sweep')) == {'random_features', 'networks', 'kkt'}
 

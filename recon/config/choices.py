@@ -56,3 +56,8 @@ EIG_METHODS = ('auto', 'dense', 'lanczos')  # the splitting matrix's smallest ei
 # leak_width
 LEAK_DIMS = ('auto', 'd', 'pca')
 LEAK_MODELS = ('trend', 'constant')
+
+# federated
+FEDERATED_OPTIMIZERS = ('sgd', 'adam')  # the client's local optimiser (sgd with batch n: GD)
+FEDERATED_FEATURES = ('init', 'init_and_update')  # where the head's Jacobian rows are read
+FEDERATED_BASELINES = ('none', 'gradient_matching')  # run beside the projection attack

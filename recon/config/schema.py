@@ -33,6 +33,7 @@ SCHEMA: Dict[str, Any] = {
     'attack': sections.Attack.specs(),  # with the rescue steps' and sample splitting's sections
     'leak_width': sections.LeakWidth.specs(),  # pipeline 'leak_width' (recon/audit/leak_width.py)
     'run': sections.Run.specs(),
+    'federated': sections.Federated.specs(),  # pipeline 'federated' (recon/pipelines/federated.py)
 }
 SECTIONS = tuple(k for k, v in SCHEMA.items() if isinstance(v, dict))
 

@@ -584,3 +584,29 @@ class RunSpec:
     """The config this spec was read from, as a plain dict (a copy)."""
     import copy  # pylint: disable=import-outside-toplevel
     return copy.deepcopy(self.record)
+
+
+@dataclasses.dataclass(frozen=True)
+class Federated(Section):
+  """A federated client's local training and the attack on its update (pipeline 'federated',
+  recon/pipelines/federated.py; docs/federated.md): the server sends W(0) (the victim section's
+  network at initialisation), the client trains `epochs` local epochs in minibatches of `batch`
+  on its data.n records with step `lr`, and returns W(1); the server attacks W_L(1) - W_L(0)."""
+  epochs: int = setting(1, _count())  # E: local epochs
+  batch: Optional[int] = setting(None, Spec(int, low=1, optional=True))  # B (None: n, full batch)
+  lr: float = setting(0.1, Spec(float, low=0.0, low_open=True))  # eta: the local step size
+  # 'sgd' (GD when batch is n) | 'adam' (optax defaults but the step)
+  optimizer: str = setting('sgd', Spec(str, choices=choices.FEDERATED_OPTIMIZERS))
+  loss: str = setting('cross_entropy', Spec(str, choices=choices.LOSSES))  # the client's loss
+  # the head's Jacobian rows at W(0) ('init': exact for one full-batch GD step) or at W(0) and
+  # W(1) stacked ('init_and_update': the local trajectory's two ends)
+  features_at: str = setting('init', Spec(str, choices=choices.FEDERATED_FEATURES))
+  # the peers' attack beside it on the same update (recon/attack/gradient_matching.py: the
+  # client's training simulated with its labels and hyper-parameters, cosine distance, TV)
+  baseline: str = setting('none', Spec(str, choices=choices.FEDERATED_BASELINES))
+  baseline_lr: float = setting(0.05, Spec(float, low=0.0, low_open=True))  # its Adam step
+  baseline_steps: int = setting(2000, _count())
+  baseline_tv: float = setting(0.0, Spec(float, low=0.0))  # its total-variation weight
+
+
+SECTIONS['federated'] = Federated

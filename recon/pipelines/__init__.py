@@ -30,7 +30,7 @@ from recon.config import routes, sections
 from recon.pipelines import victims
 # Importing the pipelines registers them (and, through them, every built-in victim,
 # objective and data set).
-from recon.pipelines import (kkt, networks, random_features, subspace)  # noqa: F401  pylint: disable=unused-import
+from recon.pipelines import (federated, kkt, networks, random_features, subspace)  # noqa: F401  pylint: disable=unused-import
 
 
 def pipeline_for(cfg: Any) -> registry.Pipeline:
