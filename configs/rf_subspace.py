@@ -2,7 +2,7 @@
 
 n=6 samples in a planted k=4 dimensional subspace of R^64, p = 96 = 4 k n features
 (p/dn = 0.25: far below the full-space threshold p ~ dn), relu+tanh. The attack
-searches x_hat = U z with the subspace U given; set --config.attack.subspace=none for the
+searches x_hat = U z with the subspace U given; set --config.attack.subspace.mode=none for the
 full-space baseline (which fails at this width). About 10 s on 2 CPU cores.
 """
 import ml_collections
@@ -30,7 +30,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.rescue = ()
   # Attack: the unified objective inside the subspace ('none': the full-space baseline).
   c.attack.objective = 'unified'
-  c.attack.subspace = 'known'  # 'none' | 'known' (random features cannot estimate it)
+  c.attack.subspace.mode = 'known'  # 'none' | 'known' (random features cannot estimate it)
 
   c.run.chunk_steps = 250
   c.run.log_every_seconds = 5.0

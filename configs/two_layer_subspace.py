@@ -4,7 +4,7 @@ f(x) = W2 relu_tanh(W1 x), width 192, trained by full-batch GD (MSE, lr 5e-3, no
 weight decay) on n=6 samples in a planted k=4 dimensional subspace of R^64. The
 attack reads U = top right singular vectors of dW1 = W1_T - W1_0 (k chosen by the
 largest singular-value gap) and reconstructs from dW2 = W2_T - W2_0 inside span(U).
-Override --config.attack.subspace=none for the full-space baseline,
+Override --config.attack.subspace.mode=none for the full-space baseline,
 --config.victim.train.weight_decay to see the estimate degrade. About half a minute on 2 CPU cores.
 """
 import ml_collections
@@ -33,8 +33,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.attack.rescue = ()
   # Attack: the unified objective inside the subspace ('none': the full-space baseline).
   c.attack.objective = 'unified'
-  c.attack.subspace = 'estimated'  # 'none' | 'known' | 'estimated' (from dW1)
-  c.attack.gradient_at = 'both'  # 'trained' | 'initial' | 'both' (W1 moves during training)
+  c.attack.subspace.mode = 'estimated'  # 'none' | 'known' | 'estimated' (from dW1)
+  c.attack.subspace.gradient_at = 'both'  # 'trained' | 'initial' | 'both' (W1 moves in training)
 
   c.run.chunk_steps = 250
   c.run.log_every_seconds = 5.0

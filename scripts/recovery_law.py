@@ -141,7 +141,7 @@ def config_for(pt: Dict[str, Any], seeds: int, max_steps: int):
   if pt['k'] is not None:
     c.data.name = 'synthetic_subspace'
     c.data.planted_dim = pt['k']
-    c.attack.subspace = 'known' if pt['search'] == 'subspace' else 'none'
+    c.attack.subspace.mode = 'known' if pt['search'] == 'subspace' else 'none'
   first = pt.get('first_seed', 0)
   c.sweep.seed = tuple(range(first, first + seeds))
   return c

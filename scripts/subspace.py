@@ -34,7 +34,7 @@ def rf_width(tiny: bool) -> None:
     for mode in ('none', 'known'):
       for seed in seeds:
         cfg = recon.get_config('rf_subspace')
-        cfg.victim.p, cfg.attack.subspace, cfg.seed = p, mode, seed
+        cfg.victim.p, cfg.attack.subspace.mode, cfg.seed = p, mode, seed
         cfg.attack.max_steps, cfg.run.overwrite = max_steps, True
         workdir = os.path.join(OUT, 'runs', 'subspace_rf', f'{mode}-p{p}-s{seed}')
         m = recon.run(cfg, workdir, nonfinite_ok=True).summary
@@ -84,8 +84,8 @@ KEYS = ('recon_error', 'frac_recovered', 'final_loss', 'steps', 'train_final_los
 
 
 # The fields the parts vary (recorded under these names in the results), and their paths.
-FIELDS = {'width': 'victim.width', 'subspace': 'attack.subspace', 'seed': 'seed',
-          'weight_decay': 'victim.train.weight_decay', 'subspace_dim': 'attack.subspace_dim'}
+FIELDS = {'width': 'victim.width', 'subspace': 'attack.subspace.mode', 'seed': 'seed',
+          'weight_decay': 'victim.train.weight_decay', 'subspace_dim': 'attack.subspace.dim'}
 
 
 def tl_config(**fields):
@@ -103,7 +103,7 @@ def tl_run(part: str, **fields):
   workdir = os.path.join(OUT, 'runs', 'subspace_two_layer', f'{part}-{tag}')
   m = recon.run(cfg, workdir, nonfinite_ok=True).summary
   m = m['metrics']
-  row = {'part': part, 'width': cfg.victim.width, 'seed': cfg.seed, 'subspace': cfg.attack.subspace,
+  row = {'part': part, 'width': cfg.victim.width, 'seed': cfg.seed, 'subspace': cfg.attack.subspace.mode,
          'weight_decay': cfg.victim.train.weight_decay, 'p_over_kn': cfg.victim.width / (cfg.data.planted_dim * cfg.data.n),
          'p_over_dn': cfg.victim.width / (cfg.data.d * cfg.data.n)}
   row.update({k: m.get(k) for k in KEYS})
@@ -133,7 +133,7 @@ def two_layer(tiny: bool) -> None:
                 {'setup': {'n': base.data.n, 'd': base.data.d, 'k': base.data.planted_dim,
                            'activation': base.victim.activation, 'train_lr': base.victim.train.lr,
                            'train_tol': base.victim.train.tol, 'train_max_steps': base.victim.train.max_steps,
-                           'gradient_at': base.attack.gradient_at, 'n_candidates': base.attack.n_candidates,
+                           'gradient_at': base.attack.subspace.gradient_at, 'n_candidates': base.attack.n_candidates,
                            'lr': base.attack.lr, 'max_steps': MAX_STEPS},
                  'rows': rows})
   flat = [{k: v for k, v in r.items() if k != 'singular_values_top'} for r in rows]
@@ -201,7 +201,7 @@ def digits(tiny: bool) -> None:
   results = {}
   for mode in ('none', 'estimated'):
     cfg = recon.get_config('two_layer_subspace')
-    cfg.name, cfg.data.n, cfg.attack.subspace = 'digits', N, mode
+    cfg.name, cfg.data.n, cfg.attack.subspace.mode = 'digits', N, mode
     cfg.attack.max_steps, cfg.run.overwrite = max_steps, True
     if tiny:
       cfg.victim.width, cfg.victim.train.max_steps = 48, 50
@@ -217,7 +217,7 @@ def digits(tiny: bool) -> None:
     results[mode]['x_matched'] = np.load(os.path.join(workdir, 'reconstruction.npz'))['x_matched']
   io.write_json(os.path.join(OUT, 'subspace_digits.json'),
                 {'setup': {'n': N, 'd': 64, 'width': cfg.victim.width, 'train_lr': cfg.victim.train.lr,
-                           'gradient_at': cfg.attack.gradient_at, 'n_candidates': cfg.attack.n_candidates},
+                           'gradient_at': cfg.attack.subspace.gradient_at, 'n_candidates': cfg.attack.n_candidates},
                  'runs': {k: {kk: vv for kk, vv in v.items() if kk != 'x_matched'}
                           for k, v in results.items()}})
   fig, axes = plt.subplots(3, N, figsize=(1.3 * N, 4.4))

@@ -379,7 +379,7 @@ def test_resume_of_a_pytree_state_in_another_pipeline(tmp_path):
 
   def cfg(overrides=None):
     c = rf_subspace.get_config()
-    c.update_from_flattened_dict({'attack.alpha_mode': 'joint', 'attack.optimizer': 'adam', 'attack.lr': 0.01, 'attack.max_steps': 60, 'run.chunk_steps': 20, 'run.log_every_seconds': 1000.0})
+    c.update_from_flattened_dict({'attack.subspace.alpha_mode': 'joint', 'attack.optimizer': 'adam', 'attack.lr': 0.01, 'attack.max_steps': 60, 'run.chunk_steps': 20, 'run.log_every_seconds': 1000.0})
     c.update_from_flattened_dict(overrides or {})
     return c
 

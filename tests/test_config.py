@@ -123,6 +123,15 @@ def test_every_field_of_every_config_is_checked(path):
                                   'attack.kkt.candidate_subspace,'),
     ('attack.activation', 'config.attack.activation: unknown field (did you mean '
                           'attack.kkt.activation, victim.activation?)'),
+    # The subspace search's fields (attack.subspace): the section itself names its mode first.
+    ('attack.subspace_dim', 'config.attack.subspace_dim: unknown field (did you mean '
+                            'attack.subspace.dim?)'),
+    ('attack.subspace_noise_floor', 'config.attack.subspace_noise_floor: unknown field (did you '
+                                    'mean attack.subspace.noise_floor?)'),
+    ('attack.gradient_at', 'config.attack.gradient_at: unknown field (did you mean '
+                           'attack.subspace.gradient_at?)'),
+    ('attack.alpha_mode', 'config.attack.alpha_mode: unknown field (did you mean '
+                          'attack.subspace.alpha_mode?)'),
 ])
 def test_unknown_fields_name_the_closest_paths(field, message):
   cfg = load_config(RF)
@@ -211,6 +220,9 @@ BAD = [
              'defines'),
     ('attack.lambda_solve=eliminate', 'config.attack.lambda_solve: unknown field (did you mean '
      'attack.kkt.lambda_solve?); accepted: a field configs/base.py defines'),
+    ('attack.subspace=known', 'config.attack.subspace: unknown field (did you mean '
+     'attack.subspace.mode, attack.subspace.dim, attack.subspace.noise_floor?); accepted: a '
+     'field configs/base.py defines'),
 ]
 
 
@@ -248,7 +260,7 @@ def test_validator_table(override, expected):
 # unknown fields, the new fields); the table above covers the rest in-process.
 CLI_CASES = [b for b in BAD if b[0] in (
     'data.n=abc', 'attack.lr=fast', 'run.overwrite=maybe', 'data.nn=10', 'n=10',
-    'run.checkpoint_keep=0', 'attack.lambda_solve=eliminate')] + [
+    'run.checkpoint_keep=0', 'attack.lambda_solve=eliminate', 'attack.subspace=known')] + [
     ('run.resume=True --config.run.overwrite=True',
      'run.resume, run.overwrite: both True; accepted: at most one of them'),
     ('victim.checkpoint=/nonexistent/model', "victim.checkpoint: no model.json in '/nonexistent"),
@@ -293,13 +305,23 @@ def _consumers():
   from recon.attack.rescue import escalate  # pylint: disable=import-outside-toplevel
   from recon.attack.rescue import cut, pursuit, reseed, swap  # pylint: disable=import-outside-toplevel
   from recon.certify import rung  # pylint: disable=import-outside-toplevel
+  from recon.attack import data_subspace  # pylint: disable=import-outside-toplevel
+  from recon.objectives import unified  # pylint: disable=import-outside-toplevel
   return {'attack.reseed': [reseed.Reseeder.__init__],
           'attack.escalate': [escalate.Escalator.__init__],
           'attack.pursue': [pursuit.PursuitStep.__init__],
           'attack.swap': [swap.SwapStep.__init__],
           'attack.cut': [cut.CutStep.__init__],
           'attack.polish': [rung.certify_or_polish],
-          'attack.split': [splitting.Splitter.__init__, splitting.check_config]}
+          'attack.split': [splitting.Splitter.__init__, splitting.check_config],
+          # every function of the modules that read these sections' fields
+          'attack.subspace': _functions(data_subspace) + _functions(unified)}
+
+
+def _functions(module) -> list:
+  """The functions `module` defines (not those it imports)."""
+  return [f for _, f in inspect.getmembers(module, inspect.isfunction)
+          if f.__module__ == module.__name__]
 
 
 def defaults_outside(definition, consumer) -> list:

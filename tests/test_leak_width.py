@@ -118,7 +118,7 @@ def test_pca_at_the_row_count_ceiling_falls_back_to_d_and_says_why(tmp_path):
   dim = _dimension(c)
   assert dim['D'] == 2 and 'search inside it' in dim['why']
   shadow = _shadow(c, dim)
-  assert (shadow['data']['name'], shadow['data']['planted_dim'], shadow['attack']['subspace']) == (
+  assert (shadow['data']['name'], shadow['data']['planted_dim'], shadow['attack']['subspace']['mode']) == (
       'synthetic_subspace', 2, 'known')
   # A two-layer net's shadows cannot search a subspace: D = d, said so.
   c2 = _file_config(tmp_path, y, **{'victim.name': 'two_layer'})

@@ -200,8 +200,8 @@ def test_foreign_model_gives_blind_metrics(trained_run, tmp_path):
     ('no_arrays', {}, 'victim.checkpoint: no arrays/ folder'),
     ('wrong_width', {}, 'victim.checkpoint: trained parameters do not fit a TwoLayer'),
     ('homogeneous', {'attack.kkt.target': 'delta'}, "kkt.target: 'delta' attacks"),
-    ('subspace', {}, 'subspace: the subspace pipeline attacks dW2'),
-    ('subspace_known', {}, "subspace: 'known' needs the training data's subspace"),
+    ('subspace', {}, 'subspace.mode: the subspace pipeline attacks dW2'),
+    ('subspace_known', {}, "subspace.mode: 'known' needs the training data's subspace"),
 ])
 def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, config, message):
   workdir, _ = trained_run
@@ -239,7 +239,7 @@ def test_bad_checkpoints_are_refused_in_one_line(trained_run, tmp_path, setup, c
     if setup == 'subspace':
       model_ckpt.save(path, model_ckpt.flax_model(module, params))  # no initial params
     else:  # initial params present, but no record of the data's subspace
-      cfg.attack.subspace = 'known'
+      cfg.attack.subspace.mode = 'known'
       model_ckpt.save(path, model_ckpt.flax_model(module, params, params))
   target = str(tmp_path / 'run')
   with pytest.raises(errors.ExperimentError, match=message) as err:

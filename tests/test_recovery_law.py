@@ -23,7 +23,7 @@ def test_grid_covers_methods_activations_and_subspace_rows():
   default = [p for p in pts if p['method'] == 'default']
   c = recovery_law.config_for(dict(default[-1]), seeds=3, max_steps=10)
   assert tuple(c.sweep.seed) == (0, 1, 2)  # the seeds run as one vectorised sweep
-  assert c.attack.subspace in ('known', 'none') and c.data.planted_dim == 2
+  assert c.attack.subspace.mode in ('known', 'none') and c.data.planted_dim == 2
 
 
 def test_the_paper_method_is_the_reference_port_at_its_blind_lr(tmp_path, monkeypatch):

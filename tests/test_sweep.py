@@ -204,8 +204,8 @@ def test_bad_axes_are_one_line_errors(tmp_path, axes, field, message):
 def test_other_pipelines_are_refused(tmp_path):
   c = tiny_config({'seed': (0, 1)})
   with c.unlocked():
-    c.data.name, c.data.planted_dim, c.attack.subspace = 'synthetic_subspace', 2, 'known'
-    c.attack.alpha_mode, c.attack.gradient_at = 'joint', 'trained'
+    c.data.name, c.data.planted_dim, c.attack.subspace.mode = 'synthetic_subspace', 2, 'known'
+    c.attack.subspace.alpha_mode, c.attack.subspace.gradient_at = 'joint', 'trained'
   with pytest.raises(config_lib.ConfigError, match='^config.victim.name: sweeps run random '
                      'features, the networks and KKT pipelines'):
     sweep.run(c, str(tmp_path / 'run'))
@@ -292,8 +292,9 @@ def test_known_subspace_points_escalate_and_carry_a_certificate(tmp_path):
   true on a missed row."""
   c = tiny_config({'seed': (0, 1, 2), 'victim.p': (4, 90)})
   with c.unlocked():
-    c.data.name, c.data.planted_dim, c.attack.subspace = 'synthetic_subspace', 3, 'known'
-    c.attack.alpha_mode, c.attack.gradient_at, c.attack.subspace_noise_floor = 'closed_form', 'trained', 1e-3
+    c.data.name, c.data.planted_dim, c.attack.subspace.mode = 'synthetic_subspace', 3, 'known'
+    s = c.attack.subspace
+    s.alpha_mode, s.gradient_at, s.noise_floor = 'closed_form', 'trained', 1e-3
   c.data.d, c.attack.optimizer, c.attack.lr, c.attack.schedule, c.attack.max_steps = 8, 'adam', 0.05, 'cosine', 3000
   c.attack.decay_steps = 3000
   c.attack.escalate.every, c.attack.escalate.window, c.attack.escalate.trial_steps = 200, 400, 300

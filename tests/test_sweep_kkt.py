@@ -134,12 +134,13 @@ def test_a_random_features_width_axis_is_refused(tmp_path):
     sweep.run(c, str(tmp_path / 'run'))
 
 
-@pytest.mark.parametrize('field, value', [('subspace', 'estimated'), ('alpha_mode', 'joint')])
+@pytest.mark.parametrize('field, value', [('mode', 'estimated'), ('alpha_mode', 'joint')])
 def test_a_subspace_attack_is_refused(tmp_path, field, value):
   # The KKT sweep is looked up by the victim's pipeline; a subspace search or a free alpha is
   # the subspace pipeline's, which a KKT sweep does not run.
   c = tiny_config({'seed': (0, 1)})
-  c.attack[field] = value
+  c.attack.subspace[field] = value
   with pytest.raises(config_lib.ConfigError,
-                     match=r'^config.attack.subspace / attack.alpha_mode: .* accepted: '):
+                     match=r'^config.attack.subspace.mode / attack.subspace.alpha_mode: .* '
+                           r'accepted: '):
     sweep.run(c, str(tmp_path / 'run'))

@@ -77,10 +77,10 @@ def test_outputs_are_written(swept):
     ({'seed': (0, 1)}, {'victim.release_noise': 0.1}, 'config.sweep:'),
     ({'seed': (0, 1)}, {'attack.restarts': 2}, 'config.attack.restarts:'),
     # The subspace pipeline reads k off each victim's dW1: a shape per point.
-    ({'seed': (0, 1)}, {'attack.objective': 'unified', 'attack.subspace': 'estimated',
+    ({'seed': (0, 1)}, {'attack.objective': 'unified', 'attack.subspace.mode': 'estimated',
                         'victim.train.lr': 5e-3},
      'config.attack.objective:'),
-    ({'seed': (0, 1)}, {'attack.subspace': 'known', 'data.name': 'synthetic_subspace',
+    ({'seed': (0, 1)}, {'attack.subspace.mode': 'known', 'data.name': 'synthetic_subspace',
                         'data.planted_dim': 2,
                         'victim.train.lr': 5e-3},
      'config.attack.objective:'),

@@ -25,27 +25,26 @@ import numpy as np
 
 Array = jax.Array
 
-DEFAULT_NOISE_FLOOR = 1e-3
-
 
 class SubspaceError(ValueError):
   """A subspace request that cannot be met; the message is one line."""
 
 
-def choose_k(s: np.ndarray, noise_floor: float = DEFAULT_NOISE_FLOOR) -> int:
-  """k = argmax_{i <= r} s_i / max(s_{i+1}, floor * s_1), r = #{s_i > floor * s_1}."""
+def choose_k(s: np.ndarray, noise_floor: float) -> int:
+  """k = argmax_{i <= r} s_i / max(s_{i+1}, floor * s_1), r = #{s_i > floor * s_1}
+  (floor: attack.subspace.noise_floor)."""
   s = np.asarray(s, np.float64)
   floor = noise_floor * s[0]
   r = int(np.sum(s > floor))
   if r == 0:
-    raise SubspaceError('attack.subspace: dW1 is zero (the first layer did not train); '
+    raise SubspaceError('attack.subspace.mode: dW1 is zero (the first layer did not train); '
                         'accepted: a model whose first layer trains')
   nxt = np.maximum(np.append(s[1:], 0.0)[:r], floor)
   return int(np.argmax(s[:r] / nxt)) + 1
 
 
 def effective_rank(s: np.ndarray, shape: Tuple[int, int], dtype,
-                   noise_floor: float = DEFAULT_NOISE_FLOOR) -> int:
+                   noise_floor: float) -> int:
   """#{s_i > max(floor, max(shape) * eps) * s_1}: the rank above the relative noise floor.
 
   GD accumulates rounding in dW1 (about 1e-5 relative in float32), so the plain
@@ -57,9 +56,10 @@ def effective_rank(s: np.ndarray, shape: Tuple[int, int], dtype,
   return int(np.sum(s > max(noise_floor, max(shape) * np.finfo(dtype).eps) * s[0]))
 
 
-def estimate_subspace(delta_w1: Array, k: Optional[int] = None,
-                      noise_floor: float = DEFAULT_NOISE_FLOOR) -> Dict[str, np.ndarray]:
-  """U_k: top-k right singular vectors of dW1 (width x d); k from `choose_k` if None.
+def estimate_subspace(delta_w1: Array, k: Optional[int],
+                      noise_floor: float) -> Dict[str, np.ndarray]:
+  """U_k: top-k right singular vectors of dW1 (width x d); k (attack.subspace.dim) from
+  `choose_k` if None, with the relative floor attack.subspace.noise_floor.
 
   Returns {'basis' (d x k), 'k', 'singular_values' (all), 'rank' (`effective_rank`)}.
   Raises a one-line SubspaceError on a non-finite dW1/SVD, k > d or k > rank(dW1).
@@ -67,21 +67,21 @@ def estimate_subspace(delta_w1: Array, k: Optional[int] = None,
   chex.assert_rank(delta_w1, 2)
   d = delta_w1.shape[1]
   if k is not None and k > d:
-    raise SubspaceError(f'attack.subspace_dim: {k} exceeds the input dimension d={d}; '
+    raise SubspaceError(f'attack.subspace.dim: {k} exceeds the input dimension d={d}; '
                         f'accepted: 1..{d} or None (automatic)')
   dw = np.asarray(delta_w1)
   if not np.all(np.isfinite(dw)):
-    raise SubspaceError('attack.subspace: dW1 = W1_trained - W1_init is not finite (diverged '
+    raise SubspaceError('attack.subspace.mode: dW1 = W1_trained - W1_init is not finite (diverged '
                         'training?); accepted: a finite weight change')
   _, s, vt = np.linalg.svd(dw.astype(np.float64), full_matrices=False)
   if not (np.all(np.isfinite(s)) and np.all(np.isfinite(vt))):
-    raise SubspaceError('attack.subspace: the SVD of dW1 is not finite; accepted: a finite weight '
-                        'change')
+    raise SubspaceError('attack.subspace.mode: the SVD of dW1 is not finite; accepted: a finite '
+                        'weight change')
   rank = effective_rank(s, dw.shape, dw.dtype, noise_floor)
   if k is None:
     k = choose_k(s, noise_floor)
   elif k > rank:
-    raise SubspaceError(f'attack.subspace_dim: {k} exceeds rank(dW1)={rank} (singular values above '
+    raise SubspaceError(f'attack.subspace.dim: {k} exceeds rank(dW1)={rank} (singular values above '
                         f'{noise_floor:g} x the largest); accepted: 1..{rank} or None (automatic)')
   return {'basis': vt[:k].T.astype(dw.dtype), 'k': int(k), 'singular_values': s,
           'rank': rank}

@@ -46,8 +46,8 @@ def check_config(attack: sections.Attack, victim: sections.Victim) -> None:
   if k == 1:
     return
   conflicts = []
-  if victim.name not in restartable_victims() or attack.subspace != 'none':
-    conflicts.append(f"model {victim.name!r}, subspace {attack.subspace!r}")
+  if victim.name not in restartable_victims() or attack.subspace.mode != 'none':
+    conflicts.append(f"model {victim.name!r}, subspace {attack.subspace.mode!r}")
   if attack.optimizer == 'lbfgs':
     conflicts.append("optimizer 'lbfgs'")
   if 'reseed' in attack.rescue:

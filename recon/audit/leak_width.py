@@ -165,8 +165,8 @@ def shadow_config(record: Dict[str, Any], data_cfg: sections.Data, victim: secti
     if dim['D'] < dim['d']:  # data in a planted k-dim subspace, searched inside it
       c.data.name = 'synthetic_subspace'
       c.data.planted_dim = dim['D']
-      c.attack.subspace = 'known'
-      c.attack.subspace_dim = None
+      c.attack.subspace.mode = 'known'
+      c.attack.subspace.dim = None
     c.victim.checkpoint = None
     c.victim.init_checkpoint = None
     c.attack.n_candidates = None

@@ -19,14 +19,14 @@ NETWORKS = 'networks'
 
 
 def uses_subspace_pipeline(attack: ml_collections.ConfigDict) -> bool:
-  """True for attack.objective 'unified', or any subspace / free alpha (`attack`: the attack
-  section).
+  """True for attack.objective 'unified', or a subspace search / free alpha
+  (attack.subspace.mode, attack.subspace.alpha_mode; `attack`: the attack section).
 
   configs/two_layer_subspace.py sets the objective; configs/two_layer.py (objective
   'projection') runs the generic network pipeline (recon/pipelines/networks.py) instead.
   """
   return (registry.lookup('objective', attack.objective).pipeline == SUBSPACE
-          or attack.subspace != 'none' or attack.alpha_mode != 'closed_form')
+          or attack.subspace.mode != 'none' or attack.subspace.alpha_mode != 'closed_form')
 
 
 def victim_pipeline(name: str) -> str:

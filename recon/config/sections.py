@@ -18,6 +18,7 @@ consumer the whole value, read once from the validated section
   attack.polish    Polish     recon.certify.rung.certify_or_polish
   attack.split     Split      recon.attack.splitting.Splitter
   attack.kkt       Kkt        recon.pipelines.kkt (the KKT attacks' own fields)
+  attack.subspace  Subspace   recon.pipelines.subspace (the subspace search's own fields)
   run              Run
   leak_width       LeakWidth  (pipeline 'leak_width', recon/audit/leak_width.py)
 """
@@ -289,6 +290,24 @@ class Kkt(Section):
 
 
 @dataclasses.dataclass(frozen=True)
+class Subspace(Section):
+  """Subspace-aware reconstruction (objective 'unified'; recon/pipelines/subspace.py,
+  recon/attack/data_subspace.py, recon/objectives/unified.py; docs/subspace.md): where the
+  candidates are searched, where the Jacobian is taken, how alpha is found. A mode other than
+  'none' or a free alpha runs the subspace pipeline (recon.config.routes)."""
+  # 'none' (R^d) | 'known' (the data's planted basis) | 'estimated' (from dW1)
+  mode: str = setting('none', Spec(str, choices=choices.SUBSPACE_MODES))
+  # None: automatic (largest gap) / the known basis' k
+  dim: Optional[int] = setting(None, Spec(int, low=1, optional=True))
+  # relative floor of dW1's singular values for the automatic k and the rank
+  noise_floor: float = setting(1e-3, Spec(float, low=0.0, low_open=True, high=1.0))
+  # 'trained' | 'initial' | 'both' (W1 moves during training)
+  gradient_at: str = setting('trained', Spec(str, choices=choices.GRADIENT_AT))
+  # or 'joint' (free alpha, warm-started at its optimum)
+  alpha_mode: str = setting('closed_form', Spec(str, choices=choices.ALPHA_MODES))
+
+
+@dataclasses.dataclass(frozen=True)
 class DP(Section):
   """DP-SGD of the GD-trained networks (recon/models/privacy.py; docs/defences.md).
 
@@ -464,7 +483,7 @@ class Victim(Section):
 @dataclasses.dataclass(frozen=True)
 class Attack(Section):
   """The objective, the optimiser and its rescue steps (each a sub-section defined above); the
-  KKT attacks' own fields in `kkt`."""
+  KKT attacks' own fields in `kkt`, the subspace search's in `subspace`."""
   # a registered objective (recon.registry.names('objective'))
   objective: str = setting('projection',
                            Spec(str, choices=lambda: registry.known_names('objective')))
@@ -503,16 +522,6 @@ class Attack(Section):
   # GD with decay leaves -(1 - (1 - lr wd)^T) W_L(0) in W_L(T) - W_L(0). Needs knows_init.
   init_in_span: bool = setting(False, Spec(bool))
   knows_n: bool = setting(True, Spec(bool))
-  # Subspace-aware reconstruction (objective 'unified'; recon/attack/data_subspace.py,
-  # recon/pipelines/subspace.py; docs/subspace.md): 'none' | 'known' | 'estimated' (from dW1).
-  subspace: str = setting('none', Spec(str, choices=choices.SUBSPACE_MODES))
-  # None: automatic (largest gap) / the known basis' k
-  subspace_dim: Optional[int] = setting(None, Spec(int, low=1, optional=True))
-  subspace_noise_floor: float = setting(1e-3, Spec(float, low=0.0, low_open=True, high=1.0))
-  # 'trained' | 'initial' | 'both' (W1 moves during training)
-  gradient_at: str = setting('trained', Spec(str, choices=choices.GRADIENT_AT))
-  # or 'joint' (free alpha, warm-started at its optimum)
-  alpha_mode: str = setting('closed_form', Spec(str, choices=choices.ALPHA_MODES))
   # The certificate's Jacobian test (recon/certify/certificate.py): 'auto' picks dense / gram /
   # matrix_free by size; 'off' computes none, and certification then needs the counting
   # margin p >= 2 m d (said in the evidence) -- for the papers' CIFAR size, where the
@@ -534,13 +543,14 @@ class Attack(Section):
   polish: Polish = subsection(Polish)  # the float64 precision rung
   split: Split = subsection(Split)  # sample splitting (recon/attack/splitting.py), off
   kkt: Kkt = subsection(Kkt)  # the KKT attacks (recon/pipelines/kkt.py)
+  subspace: Subspace = subsection(Subspace)  # subspace-aware search (recon/pipelines/subspace.py)
 
 
 # {section path: its definition}: the sections configs/base.py and the validator derive.
 SECTIONS: Dict[str, Type[Section]] = {
     'attack.reseed': Reseed, 'attack.escalate': Escalate, 'attack.pursue': Pursue,
     'attack.swap': Swap, 'attack.cut': Cut, 'attack.polish': Polish, 'attack.split': Split,
-    'attack.kkt': Kkt,
+    'attack.kkt': Kkt, 'attack.subspace': Subspace,
     'victim.train': Train, 'run': Run, 'leak_width': LeakWidth, 'data': Data, 'victim': Victim,
     'attack': Attack,
 }

@@ -89,6 +89,10 @@ def validate(config: Any) -> Dict[str, tuple]:
     raise ConfigError('config: not in sections; accepted: a config that starts from '
                       'configs/base.py (fields data.*, victim.*, attack.*, run.*, seed, name)')
   fields = flatten({k: v for k, v in config.items() if k != 'sweep'}, leaves=DICT_FIELDS)
+  for path in fields:  # first: a value where a section is (attack.subspace) leaves its fields out
+    if path not in FIELDS:
+      raise ConfigError(f'config.{path}: unknown field{near_names(path, FIELDS)}; accepted: '
+                        'a field configs/base.py defines')
   for path, spec in FIELDS.items():
     if path not in fields:
       raise ConfigError(f'config.{path}: missing; accepted: a config that starts from '
@@ -96,10 +100,6 @@ def validate(config: Any) -> Dict[str, tuple]:
     if not spec.check(fields[path]):
       raise ConfigError(
           f'config.{path}: invalid value {fields[path]!r}; accepted: {spec.accepted()}')
-  for path in fields:
-    if path not in FIELDS:
-      raise ConfigError(f'config.{path}: unknown field{near_names(path, FIELDS)}; accepted: '
-                        'a field configs/base.py defines')
   check_float32_range(fields)
   for path in ('data.n', 'data.d'):
     if fields[path] is None and fields['data.name'] != 'file':
@@ -130,16 +130,20 @@ def read(config: Any) -> Dict[str, tuple]:
 def near_names(name: str, names, n: int = 3) -> str:
   """' (did you mean a, b?)' with the closest of `names` (dotted paths), or ''.
 
-  First the same field in a sub-section, those under the same section first ('attack.prior'
-  finds 'attack.kkt.prior', 'attack.kkt_target' 'attack.kkt.target'); then the closest among
-  the fields of the same section, then by last name across sections (so a name from before the
-  sections, 'n', finds 'data.n'), then by the whole path.
+  First a sub-section's own fields where the name is that sub-section, in its definition's
+  order ('attack.subspace' finds 'attack.subspace.mode'); then the same field in a sub-section,
+  those under the same section first ('attack.prior' finds 'attack.kkt.prior',
+  'attack.kkt_target' 'attack.kkt.target', 'attack.subspace_dim' 'attack.subspace.dim'); then
+  the closest among the fields of the same section, then by last name across sections (so a
+  name from before the sections, 'n', finds 'data.n'), then by the whole path.
   """
   names = sorted(names)
   parent, _, leaf = name.rpartition('.')
   tails = ('.' + leaf,) + (('.' + leaf.replace('_', '.', 1),) if '_' in leaf else ())
-  moved = sorted((p for p in names if p.endswith(tails) and p != name),
-                 key=lambda p: (not p.startswith(parent + '.'), p))
+  inside = [p for p in FIELDS if p.startswith(name + '.') and p in names]
+  moved = inside + sorted((p for p in names if p.endswith(tails) and p != name
+                           and p not in inside),
+                          key=lambda p: (not p.startswith(parent + '.'), p))
   siblings = [p.rpartition('.')[2] for p in names if p.rpartition('.')[0] == parent]
   close = moved + [f'{parent}.{m}' if parent else m
                    for m in difflib.get_close_matches(leaf, siblings, n=n, cutoff=0.6)
@@ -187,7 +191,8 @@ def check_defences(fields: Dict[str, Any]) -> None:
                       f'accepted: 0, or > 0 with victim.name in {", ".join(released)}')
   subspace = (dp_on or noise > 0) and (
       registry.lookup('objective', fields['attack.objective']).pipeline == routes.SUBSPACE
-      or fields['attack.subspace'] != 'none' or fields['attack.alpha_mode'] != 'closed_form')
+      or fields['attack.subspace.mode'] != 'none'
+      or fields['attack.subspace.alpha_mode'] != 'closed_form')
   for why, field in ((subspace, 'attack.objective'), (fields['victim.checkpoint'],
                                                        'victim.checkpoint')):
     if (dp_on or noise > 0) and why:

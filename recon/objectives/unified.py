@@ -53,7 +53,7 @@ def stack(features_trained: Array | None, features_initial: Array | None, target
     return features_initial, target
   if gradient_at == 'both':
     return 0.5 * (features_trained + features_initial), target
-  raise ValueError(f'attack.gradient_at: unknown name {gradient_at!r}; accepted: '
+  raise ValueError(f'attack.subspace.gradient_at: unknown name {gradient_at!r}; accepted: '
                    f'{", ".join(choices.GRADIENT_AT)}')
 
 
@@ -116,7 +116,7 @@ def init_candidates(x0: Array, problem: Dict[str, Any], *, alpha_mode: str,
     f, t = features_and_target(candidate_x(x0, problem), problem, feature_fn=feature_fn,
                                gradient_at=gradient_at)
     return {'x': x0, 'alpha': optimal_alpha(f, t, jitter)}
-  raise ValueError(f'attack.alpha_mode: unknown name {alpha_mode!r}; accepted: '
+  raise ValueError(f'attack.subspace.alpha_mode: unknown name {alpha_mode!r}; accepted: '
                    f'{", ".join(choices.ALPHA_MODES)}')
 
 

@@ -41,7 +41,8 @@ def check(data_cfg: sections.Data, victim: sections.Victim,
           attack: sections.Attack) -> None:
   """Cross-field checks of the data, victim and attack sections before any compute; one-line
   ConfigError naming the field."""
-  mode = attack.subspace
+  search = sections.Subspace.from_section(attack.subspace)
+  mode = search.mode
   if data_cfg.name == data.SUBSPACE:
     k = data_cfg.planted_dim
     if k is None or k > data_cfg.d:
@@ -51,26 +52,26 @@ def check(data_cfg: sections.Data, victim: sections.Victim,
   entry = registry.lookup('victim', victim.name)
   if mode == 'estimated' and entry.features == 'random':
     raise config_lib.ConfigError(
-        "config.attack.subspace: 'estimated' needs a trainable first layer, and random_features' "
-        "first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
+        "config.attack.subspace.mode: 'estimated' needs a trainable first layer, and "
+        "random_features' first layer V is fixed (dW1 = 0); accepted: 'none', 'known'")
   if mode == 'known' and data_cfg.name != data.SUBSPACE:
     raise config_lib.ConfigError(
-        f"config.attack.subspace: 'known' needs a dataset with a known subspace, not "
-        f"{data_cfg.name!r}; accepted: dataset 'synthetic_subspace', or subspace "
+        f"config.attack.subspace.mode: 'known' needs a dataset with a known subspace, not "
+        f"{data_cfg.name!r}; accepted: dataset 'synthetic_subspace', or mode "
         "'none'/'estimated'")
-  k = attack.subspace_dim
+  k = search.dim
   if k is not None:
     if mode == 'none':
       raise config_lib.ConfigError(
-          "config.attack.subspace_dim: set but config.attack.subspace is 'none'; accepted: None, "
-          "or subspace 'known'/'estimated'")
+          "config.attack.subspace.dim: set but config.attack.subspace.mode is 'none'; accepted: "
+          "None, or mode 'known'/'estimated'")
     if k > data_cfg.d:
       raise config_lib.ConfigError(
-          f'config.attack.subspace_dim: {k} exceeds the input dimension d={data_cfg.d}; accepted: '
+          f'config.attack.subspace.dim: {k} exceeds the input dimension d={data_cfg.d}; accepted: '
           f'1..{data_cfg.d} or None (automatic)')
     if mode == 'known' and k != data_cfg.planted_dim:
       raise config_lib.ConfigError(
-          f"config.attack.subspace_dim: {k} differs from the known subspace's dimension "
+          f"config.attack.subspace.dim: {k} differs from the known subspace's dimension "
           f"data.planted_dim={data_cfg.planted_dim}; accepted: None or {data_cfg.planted_dim}")
   if entry.architecture is networks.TwoLayer and routes.uses_subspace_pipeline(attack):
     if victim.train.lr is None:
@@ -107,7 +108,8 @@ def _angle_metrics(basis: Optional[np.ndarray], true_basis: Optional[np.ndarray]
 def _reconstruct(attack_cfg: sections.Attack, settings: reconstruct.Tail, workdir, *, keys,
                  x_true, y, meta, problem, feature_fn, gradient_at, basis, extra, threat_model,
                  t0):
-  """Candidates (subspace coordinates if `basis`), loss, constraint, decode -> report.
+  """Candidates (subspace coordinates if `basis`), loss, constraint, decode -> report
+  (alpha found as attack.subspace.alpha_mode says; `gradient_at`: where the features are taken).
 
   x_true=None (a saved model without its data): blind metrics only.
   """
@@ -118,7 +120,8 @@ def _reconstruct(attack_cfg: sections.Attack, settings: reconstruct.Tail, workdi
   dim = d if basis is None else basis.shape[1]
   sphere = optimize.sphere_constraint(float(np.sqrt(d)))  # ||U z|| = ||z||: U orthonormal
   x0 = sphere(jax.random.normal(keys['init'], (attack_cfg.n_candidates, dim), dtype))
-  alpha_mode, jitter = attack_cfg.alpha_mode, attack_cfg.jitter
+  alpha_mode = sections.Subspace.from_section(attack_cfg.subspace).alpha_mode
+  jitter = attack_cfg.jitter
   init = unified.init_candidates(x0, problem, alpha_mode=alpha_mode, feature_fn=feature_fn,
                                  gradient_at=gradient_at, jitter=jitter)
   constraint = sphere if alpha_mode == 'closed_form' else optimize.field_constraint(sphere)
@@ -157,14 +160,15 @@ def run_random_features(data_cfg: sections.Data, victim: sections.Victim,
       rng=victim.weight_rng))(keys, x_true, y)
   train_mse = float(prob['train_mse'])
   problem = {'weights_trained': prob['v'], 'weights_initial': prob['v'], 'target': prob['theta']}
-  basis = None if attack_cfg.subspace == 'none' else np.asarray(meta['basis'])
+  mode = sections.Subspace.from_section(attack_cfg.subspace).mode
+  basis = None if mode == 'none' else np.asarray(meta['basis'])
   p, d, n = victim.p, data_cfg.d, data_cfg.n
   k = d if basis is None else basis.shape[1]
   logging.info('random features: n=%d d=%d k=%d p=%d (p/kn=%.3g, p/dn=%.3g) train_mse=%.3g',
                n, d, k, p, p / (k * n), p / (d * n), train_mse)
   true_basis = meta.get('basis')
   extra = {'train_mse': train_mse, 'p': p, 'p_over_dn': p / (d * n), 'p_over_n': p / n,
-           'subspace': attack_cfg.subspace, 'subspace_k': int(k)}
+           'subspace': mode, 'subspace_k': int(k)}
   if true_basis is not None:
     extra['p_over_kn'] = p / (true_basis.shape[1] * n)
   extra.update(_angle_metrics(basis, None if true_basis is None else np.asarray(true_basis),
@@ -240,7 +244,7 @@ def run_two_layer_on(data_cfg: sections.Data, victim: sections.Victim,
   """The two-layer pipeline on given data (rows on the sqrt(d) sphere, scalar targets y).
 
   meta['basis'] (optional) is the true subspace, for principal angles and
-  subspace='known'. `victim.name` (a saved TwoLayer, read from `source`) replaces
+  attack.subspace.mode 'known'. `victim.name` (a saved TwoLayer, read from `source`) replaces
   training; x_true may then be None (blind metrics). The model is saved to
   WORKDIR/model (initial and trained params, training info, data description).
   """
@@ -267,33 +271,33 @@ def run_two_layer_on(data_cfg: sections.Data, victim: sections.Victim,
   delta_w2 = (net['params']['params']['head']['kernel']
               - net['params0']['params']['head']['kernel'])
   true_basis = meta.get('basis')
+  search = sections.Subspace.from_section(attack_cfg.subspace)
   est = None
-  if attack_cfg.subspace == 'estimated':
+  if search.mode == 'estimated':
     try:
-      est = subspace_lib.estimate_subspace(delta_w1, attack_cfg.subspace_dim,
-                                           attack_cfg.subspace_noise_floor)
+      est = subspace_lib.estimate_subspace(delta_w1, search.dim, search.noise_floor)
     except subspace_lib.SubspaceError as e:
       raise errors.ExperimentError(str(e)) from None
     basis = est['basis']
-  elif attack_cfg.subspace == 'known':
+  elif search.mode == 'known':
     if true_basis is None:
       raise errors.ExperimentError(
-          "attack.subspace: 'known' needs the training data's subspace, which the model checkpoint "
-          "does not record; accepted: 'estimated', 'none'")
+          "attack.subspace.mode: 'known' needs the training data's subspace, which the model "
+          "checkpoint does not record; accepted: 'estimated', 'none'")
     basis = np.asarray(true_basis)
   else:
     basis = None
   k = data_cfg.d if basis is None else basis.shape[1]
   logging.info('two-layer net: width=%d, GD %s steps, train loss %s, weight_decay %g; '
                'search dim %d (subspace %s)', victim.width, info['steps'], info['final_loss'],
-               victim.train.weight_decay, k, attack_cfg.subspace)
+               victim.train.weight_decay, k, search.mode)
   problem = {'weights_trained': net['w1'], 'weights_initial': net['w1_init'],
              'target': delta_w2.reshape(-1)}
   extra = {'train_steps_taken': info['steps'], 'train_final_loss': info['final_loss'],
            'train_reached_tol': info['reached_tol'], 'width': victim.width,
            'p': victim.width, 'p_over_dn': victim.width / (data_cfg.d * data_cfg.n),
            'weight_decay': victim.train.weight_decay,
-           'subspace': attack_cfg.subspace, 'subspace_k': int(k),
+           'subspace': search.mode, 'subspace_k': int(k),
            'delta_w1_rel': float(jnp.linalg.norm(delta_w1) / jnp.linalg.norm(net['w1_init']))}
   if true_basis is not None:
     extra['p_over_kn'] = victim.width / (true_basis.shape[1] * data_cfg.n)
@@ -301,11 +305,11 @@ def run_two_layer_on(data_cfg: sections.Data, victim: sections.Victim,
     s = est['singular_values']
     extra['singular_values_top'] = (s[:12] / s[0]).tolist()
     extra['delta_w1_rank'] = est['rank']
-    extra['auto_k'] = subspace_lib.choose_k(s, attack_cfg.subspace_noise_floor)
+    extra['auto_k'] = subspace_lib.choose_k(s, search.noise_floor)
   # Quality of the estimate: measured on the full-space run too (top data.planted_dim
   # directions of dW1), so a full-space run reports how good the estimate would be.
   if basis is None and true_basis is not None:
-    probe = subspace_lib.estimate_subspace(delta_w1, None, attack_cfg.subspace_noise_floor)
+    probe = subspace_lib.estimate_subspace(delta_w1, None, search.noise_floor)
     extra['estimated_k'] = probe['k']
     extra.update({f'estimate_{a}': b for a, b in _angle_metrics(
         probe['basis'], np.asarray(true_basis), np.asarray(x_true)).items()})
@@ -314,11 +318,11 @@ def run_two_layer_on(data_cfg: sections.Data, victim: sections.Victim,
   return _reconstruct(
       attack_cfg, settings, workdir, keys=keys, x_true=x_true, y=y, meta=meta, problem=problem,
       feature_fn=_first_layer_features(victim.activation, 1),
-      gradient_at=attack_cfg.gradient_at, basis=basis, extra=extra, t0=t0,
+      gradient_at=search.gradient_at, basis=basis, extra=extra, t0=t0,
       threat_model={'known': ['W1, W2 at initialisation and after training', 'n_candidates',
                               'activation'],
                     'unknown': ['X (training inputs)', 'y (labels)', 'the data subspace'
-                                if attack_cfg.subspace != 'known' else '(subspace given)']})
+                                if search.mode != 'known' else '(subspace given)']})
 
 
 registry.register('pipeline', routes.SUBSPACE, registry.Pipeline(run=run, check=check))

@@ -351,8 +351,8 @@ def initial_params_needed(victim: Any,
   """Why the victim and attack sections need the model's initial parameters ('field: reason'),
   or None."""
   if routes.uses_subspace_pipeline(attack):
-    return ('attack.subspace: the subspace pipeline attacks dW2 = W2(T) - W2(0) (and estimates the '
-            'subspace from dW1, features at W1(0))')
+    return ('attack.subspace.mode: the subspace pipeline attacks dW2 = W2(T) - W2(0) (and '
+            'estimates the subspace from dW1, features at W1(0))')
   if routes.victim_pipeline(victim.name) == routes.NETWORKS:
     if attack.knows_init:
       return 'attack.knows_init: True attacks theta = W_L(T) - W_L(0)'
@@ -383,7 +383,8 @@ def check_model_checkpoint(victim: Any,
   if entry.features == 'random' and routes.uses_subspace_pipeline(attack):
     raise ExperimentError(
         'victim.checkpoint: the random-features subspace / free-alpha pipeline trains its own '
-        "model; accepted: victim.checkpoint with subspace 'none', alpha_mode 'closed_form'")
+        "model; accepted: victim.checkpoint with attack.subspace.mode 'none', alpha_mode "
+        "'closed_form'")
   if entry.homogeneous and attack.kkt.target == 'planted':
     raise ExperimentError("attack.kkt.target: 'planted' is an oracle built from the training run's "
                           "duals; accepted with victim.checkpoint: 'theta', 'delta'")
@@ -406,8 +407,8 @@ def check_model_checkpoint(victim: Any,
            if field == 'attack.knows_init' else
            ", or attack.jacobian_at='trained'" if field == 'attack.jacobian_at' else
            ", or attack.kkt.target='theta'" if field == 'attack.kkt.target' else ''))
-  if routes.uses_subspace_pipeline(attack) and attack.subspace == 'known':
+  if routes.uses_subspace_pipeline(attack) and attack.subspace.mode == 'known':
     # A saved model records a description of its data, never the planted basis.
     raise ExperimentError(
-        "attack.subspace: 'known' needs the training data's subspace, which a model checkpoint "
-        "does not record; accepted with victim.checkpoint: 'estimated', 'none'")
+        "attack.subspace.mode: 'known' needs the training data's subspace, which a model "
+        "checkpoint does not record; accepted with victim.checkpoint: 'estimated', 'none'")

@@ -131,13 +131,13 @@ def _check_random_features(data_cfg: sections.Data, victim: sections.Victim,
         "config.sweep.victim.width: the width of a network victim; accepted for random features: "
         'sweep.victim.p or sweep.victim.p_over_dn')
   if (registry.lookup('victim', victim.name).features != 'random'
-      or attack.subspace not in ('none', 'known')
-      or attack.alpha_mode != 'closed_form'):
+      or attack.subspace.mode not in ('none', 'known')
+      or attack.subspace.alpha_mode != 'closed_form'):
     raise config_lib.ConfigError(
         f'config.victim.name: sweeps run random features, the networks and KKT pipelines '
-        f'(got model {victim.name!r}, subspace {attack.subspace!r}, alpha_mode '
-        f'{attack.alpha_mode!r}); accepted: model \'random_features\' '
-        "with subspace 'none' or 'known' and alpha_mode 'closed_form'")
+        f'(got model {victim.name!r}, attack.subspace.mode {attack.subspace.mode!r}, '
+        f'alpha_mode {attack.subspace.alpha_mode!r}); accepted: model \'random_features\' '
+        "with attack.subspace.mode 'none' or 'known' and alpha_mode 'closed_form'")
   _check_fields('victim', victim, (('feature_mode', ('auto', 'dense')), ('feature_shards', 1)))
 
 
@@ -238,7 +238,7 @@ def prepare_group(group: Group, devices=None) -> Program:
 
   keys = [runs.split_keys(pt.cfg.seed) for pt in points]
   loaded = [data.load(pt.cfg.data, k['data'], dtype) for pt, k in zip(points, keys)]
-  known = cfg.attack.subspace == 'known'
+  known = cfg.attack.subspace.mode == 'known'
   inputs = (sweep_axis.stack(keys), jnp.stack([a for a, _, _ in loaded]),
             jnp.stack([b for _, b, _ in loaded]),
             jnp.stack([features.feature_mask(pt.cfg.victim.p, p_total, dtype) for pt in points]),
@@ -366,7 +366,7 @@ def _record(pt: Point, out: Dict[str, Any], i: int) -> Tuple[Dict[str, Any], np.
   record = {'index': pt.index, **{k: v for k, v in pt.coords.items()}}
   record.update({'seed': cfg.seed, 'activation': cfg.victim.activation, 'lr': cfg.attack.lr,
                  'momentum': cfg.attack.momentum, 'optimizer': cfg.attack.optimizer,
-                 'dtype': cfg.run.dtype, 'subspace': cfg.attack.subspace})
+                 'dtype': cfg.run.dtype, 'subspace': cfg.attack.subspace.mode})
   record.update(result)
   return record, x_hat
 

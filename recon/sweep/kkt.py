@@ -68,7 +68,8 @@ def check(data_cfg: sections.Data, victim: sections.Victim, attack: sections.Att
     refuse('attack.rescue', tuple(attack.rescue), "() or ('polish',) (the KKT attack's "
            'variables are candidates and duals)')
   if routes.uses_subspace_pipeline(attack):
-    refuse('attack.subspace / attack.alpha_mode', (attack.subspace, attack.alpha_mode),
+    refuse('attack.subspace.mode / attack.subspace.alpha_mode',
+           (attack.subspace.mode, attack.subspace.alpha_mode),
            "('none', 'closed_form') (the subspace pipeline does not attack homogeneous MLPs)")
   pk.check_attack_config(data_cfg, victim, attack)
 

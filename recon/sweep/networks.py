@@ -63,12 +63,12 @@ def check(data_cfg: sections.Data, victim: sections.Victim, attack: sections.Att
     refuse('victim.train.dp.mode', victim.train.dp.mode, "'off' (DP-SGD runs single)")
   if routes.uses_subspace_pipeline(attack):
     # The subspace pipeline reads its dimension k off each victim's dW1 (a shape per point).
-    a = attack
+    s = attack.subspace
     raise config_lib.ConfigError(
-        f'config.attack.objective: {a.objective!r} (attack.subspace {a.subspace!r}, '
-        f'attack.alpha_mode {a.alpha_mode!r}) runs the subspace pipeline, which sweeps of network '
-        'victims do not vectorise; accepted: an objective of the networks pipeline with '
-        "attack.subspace 'none' and attack.alpha_mode 'closed_form', or one run per seed")
+        f'config.attack.objective: {attack.objective!r} (attack.subspace.mode {s.mode!r}, '
+        f'attack.subspace.alpha_mode {s.alpha_mode!r}) runs the subspace pipeline, which sweeps '
+        'of network victims do not vectorise; accepted: an objective of the networks pipeline '
+        "with attack.subspace.mode 'none' and alpha_mode 'closed_form', or one run per seed")
   net.check_config(data_cfg, victim, attack)
 
 
