@@ -306,7 +306,7 @@ def _consumers():
   from recon.attack.rescue import cut, pursuit, reseed, swap  # pylint: disable=import-outside-toplevel
   from recon.certify import rung  # pylint: disable=import-outside-toplevel
   from recon.attack import data_subspace  # pylint: disable=import-outside-toplevel
-  from recon.objectives import unified  # pylint: disable=import-outside-toplevel
+  from recon.objectives import kkt, unified  # pylint: disable=import-outside-toplevel
   return {'attack.reseed': [reseed.Reseeder.__init__],
           'attack.escalate': [escalate.Escalator.__init__],
           'attack.pursue': [pursuit.PursuitStep.__init__],
@@ -315,6 +315,7 @@ def _consumers():
           'attack.polish': [rung.certify_or_polish],
           'attack.split': [splitting.Splitter.__init__, splitting.check_config],
           # every function of the modules that read these sections' fields
+          'attack.kkt': _functions(kkt),
           'attack.subspace': _functions(data_subspace) + _functions(unified)}
 
 

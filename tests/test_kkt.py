@@ -5,10 +5,16 @@ import numpy as np
 import optax
 import pytest
 
+from recon.config import sections
 from recon.config import validate as config_lib
 from recon import data
 from recon.models import homogeneous, train
 from recon.objectives import kkt
+
+
+# attack.kkt's defaults without the candidates' prior: the bare KKT fit (and the dual bound).
+NO_PRIOR = sections.Kkt(prior='none')
+FIT = dict(lambda_min=NO_PRIOR.lambda_min, lr=1e-2)  # fit_lambda's duals: lambda >= 0, Adam 1e-2
 
 
 @pytest.fixture(autouse=True)
@@ -37,12 +43,13 @@ def test_kkt_loss_true_data_far_below_random_after_polish():
   theta, apply_vec = kkt.flatten_model(net.apply, p)
   prob = {'target': theta, 'theta': theta, 'labels': y}
   loss = lambda xx, lam: float(kkt.kkt_loss({'x': xx, 'lam': lam}, prob, apply_vec=apply_vec,
-                                            kind='binary', prior='none'))
-  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1, steps=300)
+                                            kind='binary', **kkt.penalty_settings(NO_PRIOR)))
+  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1, steps=300,
+                       **FIT)
   assert np.all(np.asarray(lam) >= 0)
   x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
   lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1,
-                         steps=300)
+                         steps=300, **FIT)
   true_loss, rand_loss = loss(x, lam), loss(x_rand, lam_r)
   assert true_loss < 1e-6
   assert rand_loss > 1e3 * true_loss
@@ -53,12 +60,13 @@ def test_kkt_loss_unpolished_gd_still_favours_true_data():
   net, _, p, x, y, _ = _trained()
   theta, apply_vec = kkt.flatten_model(net.apply, p)
   prob = {'target': theta, 'theta': theta, 'labels': y}
-  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1, steps=300)
+  lam = kkt.fit_lambda(x, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1, steps=300,
+                       **FIT)
   x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
   lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='binary', out_dim=1,
-                         steps=300)
+                         steps=300, **FIT)
   f = lambda xx, lm: float(kkt.kkt_loss({'x': xx, 'lam': lm}, prob, apply_vec=apply_vec,
-                                        kind='binary', prior='none'))
+                                        kind='binary', **kkt.penalty_settings(NO_PRIOR)))
   assert f(x, lam) < 0.5 * f(x_rand, lam_r)
 
 
@@ -69,12 +77,13 @@ def test_general_form_with_training_duals_is_exact_for_one_step():
   theta0, _ = kkt.flatten_model(net.apply, p0)
   prob = {'target': theta - theta0, 'theta': theta0, 'labels': jnp.zeros(4)}
   val = float(kkt.kkt_loss({'x': x, 'lam': info['duals']}, prob, apply_vec=apply_vec,
-                           kind='general', prior='none'))
+                           kind='general', **kkt.penalty_settings(NO_PRIOR)))
   assert val < 1e-12
   x_rand = data.sphere_rows(jax.random.PRNGKey(9), *x.shape, jnp.float64)
-  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='general', out_dim=1)
+  lam_r = kkt.fit_lambda(x_rand, y, prob, apply_vec=apply_vec, kind='general', out_dim=1,
+                         steps=0, **FIT)  # general duals: least squares only
   rand = float(kkt.kkt_loss({'x': x_rand, 'lam': lam_r}, prob, apply_vec=apply_vec,
-                            kind='general', prior='none'))
+                            kind='general', **kkt.penalty_settings(NO_PRIOR)))
   assert rand > 1e-4
 
 
@@ -176,7 +185,7 @@ def test_eliminated_loss_is_the_minimum_over_free_lambda():
   elim_fn = jax.jit(lambda xx, pr: kkt.eliminated_loss({'x': xx}, pr, **opts))
   direct_fn = jax.jit(lambda xx, lam: kkt.kkt_loss({'x': xx, 'lam': lam}, prob,
                                                    apply_vec=apply_vec, kind='binary',
-                                                   prior='none'))
+                                                   **kkt.penalty_settings(NO_PRIOR)))
   elim = float(elim_fn(x_rand, prob))
   lam = kkt.eliminated_lambda(x_rand, prob, **opts)
   np.testing.assert_allclose(elim, float(direct_fn(x_rand, lam)), rtol=1e-8)

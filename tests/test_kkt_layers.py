@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from recon.config import sections
 from recon.models import homogeneous
 from recon.objectives import kkt
 
@@ -46,7 +47,8 @@ def test_masked_kkt_loss_ignores_the_other_layers_equations():
   garbage = jax.random.normal(jax.random.PRNGKey(3), theta.shape, theta.dtype) * (1 - mask)
   target = exact + garbage
   state = {'x': x, 'lam': lam}
-  opts = dict(apply_vec=apply_vec, kind='binary', prior='none', lambda_min=0.0)
+  opts = dict(apply_vec=apply_vec, kind='binary',
+              **kkt.penalty_settings(sections.Kkt(prior='none', lambda_min=0.0)))
   masked = {'target': target * mask, 'theta': theta, 'labels': y, 'mask': mask}
   full = {'target': target, 'theta': theta, 'labels': y}
   assert float(kkt.kkt_loss(state, masked, **opts)) < 1e-20

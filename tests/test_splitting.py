@@ -27,7 +27,8 @@ def _kkt_case(m=3, d=3):
   labels = jnp.asarray([1.0, -1.0, 1.0])[:m]
   state = {'x': x, 'lam': jnp.asarray([0.7, 1.3, 0.4])[:m]}
   problem = {'target': theta, 'theta': theta, 'labels': labels}
-  loss = lambda s, pr: kkt.kkt_loss(s, pr, apply_vec=apply_vec, kind='binary', prior='none')
+  loss = lambda s, pr: kkt.kkt_loss(s, pr, apply_vec=apply_vec, kind='binary',
+                                    **kkt.penalty_settings(sections.Kkt(prior='none')))
   return state, problem, loss, splitting.kkt_split_model(apply_vec, 'binary'), apply_vec
 
 

@@ -136,12 +136,22 @@ def penalties(state: Dict[str, Array], *, kind: str, lambda_min: float, lambda_c
   return total
 
 
+# `penalties`' settings, fields of the attack.kkt section (recon.config.sections.Kkt, their one
+# definition and defaults): `kkt_loss` takes them all, `penalty_settings` reads them off it.
+PENALTY_FIELDS = ('lambda_min', 'lambda_constraint', 'lambda_weight', 'prior', 'prior_bound',
+                  'prior_weight')
+
+
+def penalty_settings(section: Any) -> Dict[str, Any]:
+  """{field: value} of `PENALTY_FIELDS` in an attack.kkt section (`kkt_loss`'s keywords)."""
+  return {name: getattr(section, name) for name in PENALTY_FIELDS}
+
+
 def kkt_loss(state: Dict[str, Array], problem: Dict[str, Array], *, apply_vec, kind: str,
-             lambda_min: float = 0.0, lambda_constraint: str = 'projection',
-             lambda_weight: float = 5.0, prior: str = 'sphere', prior_bound: float = 1.0,
-             prior_weight: float = 1.0) -> Array:
+             lambda_min: float, lambda_constraint: str, lambda_weight: float, prior: str,
+             prior_bound: float, prior_weight: float) -> Array:
   """||w r||^2 / ||w target||^2 + penalties (see module docstring); w = problem['weights']
-  (`residual_weights`) or 1."""
+  (`residual_weights`) or 1. The penalties' settings are attack.kkt's (`penalty_settings`)."""
   chex.assert_rank(state['x'], 2)
   chex.assert_equal(state['x'].shape[0], state['lam'].shape[0])
   r = residual(state, problem, apply_vec=apply_vec, kind=kind)
@@ -200,9 +210,10 @@ def lstsq_lambda(x: Array, labels: Array, theta: Array, target: Array, *, apply_
 
 
 def fit_lambda(x: Array, labels: Array, problem: Dict[str, Array], *, apply_vec, kind: str,
-               out_dim: int, lambda_min: float = 0.0, steps: int = 2000,
-               lr: float = 1e-2) -> Array:
-  """Duals for fixed candidates: least squares, then projected Adam on the KKT fit (lambda >= lambda_min)."""
+               out_dim: int, lambda_min: float, steps: int, lr: float) -> Array:
+  """Duals for fixed candidates: least squares, then `steps` of projected Adam (learning rate
+  `lr` x the least-squares duals' mean size) on the KKT fit, lambda >= lambda_min (no prior,
+  no penalty: the projection keeps the bound)."""
   lam0 = lstsq_lambda(x, labels, problem['theta'], problem['target'], apply_vec=apply_vec,
                       kind=kind, out_dim=out_dim)
   if kind == 'general':
@@ -210,7 +221,8 @@ def fit_lambda(x: Array, labels: Array, problem: Dict[str, Array], *, apply_vec,
   lam0 = jnp.maximum(lam0, lambda_min)
   loss = lambda lam: kkt_loss({'x': x, 'lam': lam}, dict(problem, labels=labels),
                               apply_vec=apply_vec, kind=kind, lambda_min=lambda_min,
-                              prior='none')
+                              lambda_constraint='projection', lambda_weight=0.0, prior='none',
+                              prior_bound=1.0, prior_weight=0.0)
   opt = optax.adam(lr * (jnp.mean(jnp.abs(lam0)) + 1e-12))
 
   def body(carry, _):

@@ -316,10 +316,7 @@ def build_attack(attack, n: int, seed: int, net, params0, params, kind: str, num
   lam0 = lam0 / lam_scale if attack.kkt.lambda_init == 'lstsq' else lam0
   if kkt_kind != 'general':
     lam0 = jnp.maximum(lam0, attack.kkt.lambda_min)
-  k = attack.kkt
-  opts = dict(apply_vec=apply_vec, kind=kkt_kind, lambda_min=k.lambda_min,
-              lambda_constraint=k.lambda_constraint, lambda_weight=k.lambda_weight,
-              prior=k.prior, prior_bound=k.prior_bound, prior_weight=k.prior_weight)
+  opts = dict(apply_vec=apply_vec, kind=kkt_kind, **kkt.penalty_settings(attack.kkt))
   loss_fn = lambda state, prob: kkt.kkt_loss(state, prob, **opts)
   args = constraint_args or constraint_args_for(attack, n, params, radius, dtype)
   constraint = attack_constraint(attack, kkt_kind, args)
