@@ -5,6 +5,7 @@ import os
 
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 import numpy as np
 import pytest
 
@@ -12,6 +13,7 @@ import recon
 from configs import federated as federated_config
 from recon import main
 from recon.config import validate as config_lib
+from recon.attack import gradient_matching
 from recon.models import federated, networks, train
 from recon.objectives import parameter_gradients
 
@@ -69,6 +71,21 @@ def test_head_view_takes_only_the_head_from_the_update():
   assert view['head'] is p1['head'] and view['hidden'] is p0['hidden']
 
 
+def test_gradient_matching_replays_the_client_at_its_records_and_not_elsewhere():
+  apply, p0, p1, x, _ = _update()
+  targets = train.make_targets('cross_entropy', jnp.arange(5) % 3, 3)
+  client = gradient_matching.Client(loss='cross_entropy', epochs=1, batch=5, lr=0.5,
+                                    optimizer='sgd')
+  observed = ravel_pytree(p1)[0] - ravel_pytree(p0)[0]
+  loss = gradient_matching.matching_loss(apply, p0, targets, observed, client, 0.0, None)
+  assert float(loss(x)) < 1e-6
+  assert float(loss(x[::-1])) > 1e-3  # the same rows with the labels permuted
+  assert float(loss(jax.random.normal(jax.random.PRNGKey(5), x.shape))) > 1e-2
+  img = jnp.zeros((2, 3, 3, 1)).at[:, 1, 1, 0].set(1.0).reshape(2, 9)
+  assert float(gradient_matching.total_variation(img, (3, 3, 1))) > 0
+  assert float(gradient_matching.total_variation(jnp.ones((2, 9)), (3, 3, 1))) == 0
+
+
 @pytest.mark.parametrize('field, value, accepted', [
     ('federated.epochs', 0, 'int >= 1'),
     ('federated.batch', 0, 'int >= 1 (or None)'),
@@ -76,6 +93,9 @@ def test_head_view_takes_only_the_head_from_the_update():
     ('federated.optimizer', 'rmsprop', "one of 'sgd', 'adam'"),
     ('federated.loss', 'hinge', "'mse', 'logistic', 'cross_entropy'"),
     ('federated.features_at', 'trained', "one of 'init', 'init_and_update'"),
+    ('federated.baseline', 'dlg', "one of 'none', 'gradient_matching'"),
+    ('federated.baseline_steps', 0, 'int >= 1'),
+    ('federated.baseline_tv', -1.0, 'float >= 0'),
 ])
 def test_every_federated_field_is_validated(field, value, accepted):
   c = federated_config.get_config()
@@ -119,3 +139,5 @@ def test_a_client_update_is_inverted_record_by_record_and_the_certificate_is_not
   assert not any(r['verdict'] == 'pinned' and not r['recovered'] for r in records)
   assert os.path.exists(os.path.join(result.workdir, 'report.html'))
   assert m['federated_epochs'] == 1 and m['federated_batch'] == 4
+  # The certificate counts the head's fan-in (the rows it is given), not victim.p.
+  assert m['certificate']['p_over_md'] == pytest.approx(400 / (4 * 64))

@@ -175,8 +175,11 @@ def attack_update(data_cfg: sections.Data, victim: sections.Victim, attack: sect
                   constraint=optimize.sphere_constraint(float(np.sqrt(d))),
                   feature_fn=feature_fn, decode=decode, certify_theta=theta_star)
   rows = {'init': 'W(0)', 'init_and_update': 'W(0) and W(1), stacked'}[fed.features_at]
+  # The certificate counts the features' size p from victim.p (random features): here it is
+  # the head's fan-in, the length of the rows it is given.
+  rows_victim = dataclasses.replace(victim, p=int(problem['theta'].shape[0])) if certify else victim
   return reconstruct.reconstruct_and_report(
-      reconstruct.tail(data_cfg, victim, attack_cfg, run_cfg, seed, record), workdir,
+      reconstruct.tail(data_cfg, rows_victim, attack_cfg, run_cfg, seed, record), workdir,
       bundle, x_true=x, y=y, meta=meta, t0=t0, extra_metrics=extra, keys=keys,
       threat_model={
           'known': ['architecture', 'W(0) (sent by the server)', 'W(1) (the client\'s update)']
