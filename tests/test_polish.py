@@ -63,11 +63,13 @@ def test_a_row_that_carries_a_tiny_share_is_found_in_float64_and_certified():
   x_hat = _stuck(x, weak)
   # float32 cannot tell: the loss is near its floor and the weak row is free.
   assert _loss32(ff, x_hat, theta) < 1e-6
-  # The size cap: one entry short of p m d keeps the rung off; at p m d it runs.
-  _, _, off = _run(x_hat, theta, ff, p, max_entries=p * N * D - 1)
-  assert not off['applied'] and off['too_large'] == f'p m d = {p * N * D:.3g} > {p * N * D - 1:.3g}'
+  # The dense cap: one entry short of p m d the rung's Gauss-Newton is matrix-free and the row
+  # re-search (its held basis is as large as J) is skipped; at p m d it all runs densely.
+  _, _, free = _run(x_hat, theta, ff, p, max_entries=p * N * D - 1)
+  assert free['applied'] and free['gauss_newton_method'] == 'matrix_free'
+  assert free['rows_searched'] == [] and free['loss_after'] <= free['loss_before']
   x_pol, cert, info = _run(x_hat, theta, ff, p, max_entries=p * N * D)
-  assert info['applied'] and info['kept']
+  assert info['applied'] and info['kept'] and info['gauss_newton_method'] == 'dense'
   assert weak in info['rows_searched'] and weak in info['rows_replaced']
   assert info['loss_after'] < 1e-12 < info['loss_before']
   errors = metrics.per_sample_errors(x, np.asarray(x_pol, np.float64))
@@ -202,15 +204,17 @@ def test_a_single_run_that_stops_short_is_polished_and_reports_it(tmp_path):
   assert off['polish'] == {'applied': False} and not off['certified']
 
 
-def test_at_the_papers_width_the_pipelines_cap_keeps_the_rung_off():
-  """The cap's arithmetic at the widths users run: (10, 10, 3e6) and the papers' CIFAR size
-  (100, 3072, 3 072 000) are above the pipelines' cap at the default 8 GB budget, so the rung
-  stays off there whatever the certificate computed matrix-free (the path itself:
+def test_at_the_papers_width_the_pipelines_cap_makes_the_rung_matrix_free():
+  """The cap's arithmetic at the widths users run: (10, 10, 3e6), n = 500 at 4 dn and the
+  papers' CIFAR size (100, 3072, 3 072 000) are above the pipelines' cap at the default 8 GB
+  budget, so the rung's Gauss-Newton runs matrix-free there (the path itself:
   test_a_row_that_carries_a_tiny_share_is_found_in_float64_and_certified, one entry over)."""
   cap = polish.rung_max_entries(8.0)
   assert cap == int(8.0 * 2 ** 30 / polish.RUNG_BYTES_PER_ENTRY) > certificate.MAX_JACOBIAN_ENTRIES
   assert 10 * 10 * 3_000_000 > cap and 100 * 3072 * 3_072_000 > cap
-  assert 100 * 16 * 6400 <= cap  # (100, 16, 4 dn): the rung may run
+  assert 100 * 16 * 6400 <= cap  # (100, 16, 4 dn): dense
+  assert polish.gn_method(32_000, 500, 16, max_entries=cap) == 'matrix_free'
+  assert polish.gn_method(6400, 100, 16, max_entries=cap) == 'dense'
 
 
 def test_a_polish_that_cannot_lower_the_loss_is_not_kept():
@@ -286,7 +290,7 @@ def test_the_rungs_size_cap_follows_the_memory_budget_and_the_pipelines_pass_it(
   from recon.pipelines import reconstruct
   assert polish.rung_max_entries(8.0) == int(8 * 2 ** 30 / polish.RUNG_BYTES_PER_ENTRY)
   assert polish.rung_max_entries(8.0) > 100 * 16 * 16_000  # n = 100, d = 16 at 10 dn
-  assert polish.rung_max_entries(8.0) < 500 * 16 * 32_000  # n = 500 at 4 dn: off
+  assert polish.rung_max_entries(8.0) < 500 * 16 * 32_000  # n = 500 at 4 dn: matrix-free
   assert polish.rung_max_entries(1e-3) == certificate.MAX_JACOBIAN_ENTRIES
   assert abs(polish.rung_max_entries(16.0) - 2 * polish.rung_max_entries(8.0)) <= 1
   c = rf_synthetic.get_config()
@@ -302,9 +306,10 @@ def test_the_rungs_size_cap_follows_the_memory_budget_and_the_pipelines_pass_it(
 @pytest.mark.slow  # two certificates at p m d = 2.1e7 (~20 CPU-s)
 def test_above_the_dense_cap_the_rung_runs_within_the_budget(monkeypatch):
   """p m d = 2.1e7, above the certificate's dense cap (2e7; its Jacobian test then runs block
-  by block): the rung stays off under that cap, and runs under the pipelines' (the memory
-  budget's) -- as at n = 100, d = 16, p = 10 dn, where the old cap left 9 of 10 relu+tanh
-  seeds one row short."""
+  by block): the rung runs under either cap, told which one sets its dense limit (under the
+  certificate's its Gauss-Newton is matrix-free; under the pipelines' -- the memory budget's --
+  dense, as at n = 100, d = 16, p = 10 dn, where an older cap left 9 of 10 relu+tanh seeds one
+  row short)."""
   from recon.certify import certificate  # pylint: disable=import-outside-toplevel
   n, d, p = 10, 10, 210_000
   assert n * d * p > certificate.MAX_JACOBIAN_ENTRIES
@@ -322,24 +327,25 @@ def test_above_the_dense_cap_the_rung_runs_within_the_budget(monkeypatch):
   calls = []
 
   def recorder(feature_fn, theta, x_hat, **kw):
-    calls.append(kw['free_rows'])
+    calls.append((kw['free_rows'], kw['dense_max_entries']))
     return np.asarray(x_hat, np.float64), {
         'applied': True, 'kept': False, 'loss_before': 1.0, 'loss_after': 1.0, 'rows_flipped': [],
         'rows_searched': [], 'rows_replaced': [], 'gauss_newton_steps': 0, 'seconds': 0.0}
 
   monkeypatch.setattr(polish, 'polish', recorder)
   loss = _loss32(ff, x_hat, theta)
-  for cap, runs in ((None, False), (polish.rung_max_entries(8.0), True)):
+  for cap in (None, polish.rung_max_entries(8.0)):
     _, cert, info = polish.certify_or_polish(
         final_loss=loss, tol=1e-9, x_hat=x_hat, p=p, activation='relu_tanh', n_known=n,
         feature_fn=ff, theta=theta, duplicate_threshold=metrics.RECOVERED_THRESHOLD,
         mode='auto', max_entries=cap)
     assert cert['evidence']['jacobian'] == 'computed' and not cert['certified']
     assert cert['evidence']['jacobian_method'] == 'gram'
-    assert bool(calls) is runs, (info, cert['evidence'].get('rows_within'))
-    assert ('too_large' in info) is not runs
-    if runs:
-      assert 4 in calls[0], calls
+    free_rows, dense_cap = calls.pop()
+    assert 4 in free_rows, (info, cert['evidence'].get('rows_within'))
+    assert dense_cap == (certificate.MAX_JACOBIAN_ENTRIES if cap is None else cap)
+    assert polish.gn_method(p, n, d, max_entries=dense_cap) == (
+        'matrix_free' if cap is None else 'dense')
 
 
 def test_a_failed_certificate_carries_the_precision_split_and_says_it():
@@ -375,3 +381,37 @@ def test_gauss_newton_stops_where_lapack_refuses_and_keeps_its_set(monkeypatch):
     out, loss, kept = polish.gauss_newton(feature_fn, theta, x, iters=5, radius=np.sqrt(3),
                                           tol=0.0)
   assert kept == 0 and np.array_equal(out, x) and np.isfinite(loss)
+
+
+@pytest.mark.parametrize('blocked', [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_the_matrix_free_gauss_newton_step_equals_the_dense_one(blocked):
+  """The rung's step (J^T J + mu I) u = J^T r without J (J^T r by vjp, CG on jvp / vjp,
+  `residual_jacobian.damped_solve`) equals the dense solve, for a feature map with column
+  blocks and for a plain function, at a small and a large damping; Levenberg-Marquardt by
+  either reaches the float64 floor at the same rows; `gn_method` picks by size."""
+  p = 8 * N * D
+  x, theta, _ = _planted(p, weak=None)
+  v = features.random_weights(jax.random.split(jax.random.PRNGKey(0), 3)[1], p, D)
+  fmap = features.rf_feature_map(v, 'relu_tanh')
+  ff = fmap if blocked else (lambda z: fmap(z))  # noqa: E731
+  x_hat = x + 1e-2 * np.random.default_rng(1).standard_normal(x.shape)
+  x_hat *= np.sqrt(D) / np.linalg.norm(x_hat, axis=1, keepdims=True)
+  with jax.enable_x64(True):
+    ff64 = float64_loss.Features64(ff)
+    assert hasattr(ff64, 'block_fn') is blocked
+    for mu in (1e-8, 1e-3):
+      dense = polish.gauss_newton_step(ff64, theta, x_hat, mu, 'dense')
+      free = polish.gauss_newton_step(ff64, theta, x_hat, mu, 'matrix_free')
+      assert dense.shape == (N, D - 1)
+      np.testing.assert_allclose(free, dense, rtol=0, atol=1e-6 * np.abs(dense).max())
+    runs = [polish.gauss_newton(ff64, theta, x_hat, iters=8, radius=float(np.sqrt(D)),
+                                tol=1e-20, method=m) for m in ('dense', 'matrix_free')]
+  (xd, ld, kd), (xf, lf, kf) = runs
+  # Both reach the float64 floor (theta is float32: ~1e-14 here) at the same rows; the last
+  # steps there move the loss by rounding, so the step counts may differ by one.
+  assert kd > 0 and kf > 0 and abs(kd - kf) <= 1 and max(ld, lf) < 1e-12, (kd, kf, ld, lf)
+  np.testing.assert_allclose(xf, xd, atol=1e-6)
+  assert polish.gn_method(p, N, D) == 'dense'
+  assert polish.gn_method(p, N, D, max_entries=p * N * D - 1) == 'matrix_free'
+  with pytest.raises(ValueError, match='accepted: auto, dense, matrix_free'):
+    polish.gn_method(p, N, D, 'cg')

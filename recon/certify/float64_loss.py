@@ -31,12 +31,17 @@ Array = jax.Array
 
 class Features64:
   """feature_fn in float64 and its per-row Jacobian `row_jacobian(X)` ((m, p, d)), each jitted
-  once (the rung calls both hundreds of times). Create and call under `jax.enable_x64`."""
+  once (the rung calls both hundreds of times). A map with column blocks
+  (`recon.models.features.FeatureMap`) keeps them (`block_fn`, `params`): the matrix-free
+  Jacobians of `recon.certify.residual_jacobian` walk them. Create and call under
+  `jax.enable_x64`."""
 
   def __init__(self, feature_fn: Callable):
     f = lambda x: jnp.asarray(feature_fn(x), jnp.float64)  # noqa: E731
     self._features = jax.jit(f)
     self.row_jacobian = jax.jit(jax.vmap(jax.jacfwd(lambda xi: f(xi[None])[0])))
+    if hasattr(feature_fn, 'block_fn'):
+      self.block_fn, self.params = feature_fn.block_fn, feature_fn.params
 
   def __call__(self, x) -> Array:
     return self._features(jnp.asarray(x, jnp.float64))

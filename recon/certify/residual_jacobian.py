@@ -33,6 +33,10 @@ from `jax.jacfwd` of the block):
                      (the one thing this cannot rule out; the block size and the seed are fixed).
                      The per-row radii here are the whole set's bound s_i <= 1 / sigma_min
                      (an upper bound: a row it calls pinned is pinned).
+  'normal equations' (`transpose_apply`, `damped_solve`: the precision rung's Gauss-Newton
+                     step above its dense cap): J^T r by `jax.vjp` block by block, and
+                     (H + mu I) s = J^T r by conjugate gradients on the operator above,
+                     preconditioned by the damped per-row blocks H_ii + mu I.
 Memory: the tangent bases (m d (d - 1)); pass 1 and 'gram'/`row_blocks` hold one block's
 Jacobian (m x c x d) and J_c (c x m (d - 1)), c chosen so that c m d <=
 `default_block_entries()`; plus N and C (m^2 (d - 1) each), and H for 'gram' or the per-row
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import weakref
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
@@ -94,7 +99,29 @@ def block_fn(feature_fn: Callable, p: int) -> Tuple[Callable, Any, Any]:
   own blocks (`features.FeatureMap`), any count; else one block of all p columns."""
   if hasattr(feature_fn, 'block_fn'):
     return feature_fn.block_fn, feature_fn.params, None
-  return (lambda params, x, start, count: feature_fn(x)[:, :p]), None, p
+  try:  # one block function per map, so that the compiled passes are reused across calls
+    whole = _WHOLE_BLOCKS.get(feature_fn)
+  except TypeError:  # not weakly referable
+    whole = None
+  if whole is None or whole[1] != p:
+    ref = weakref.ref(feature_fn) if _referable(feature_fn) else (lambda: feature_fn)
+    whole = ((lambda params, x, start, count: ref()(x)[:, :p]), p)
+    try:
+      _WHOLE_BLOCKS[feature_fn] = whole
+    except TypeError:
+      pass
+  return whole[0], None, p
+
+
+_WHOLE_BLOCKS: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()
+
+
+def _referable(obj) -> bool:
+  try:
+    weakref.ref(obj)
+  except TypeError:
+    return False
+  return True
 
 
 @dataclasses.dataclass
@@ -269,6 +296,74 @@ def gram_operator(st: Stats, width: int = LOBPCG_BLOCK) -> Callable[[np.ndarray]
     return out[:k].T
 
   return matmat
+
+
+@functools.partial(jax.jit, static_argnames=('block', 'count'), donate_argnames=('acc',))
+def _transpose_block(block, count, params, x, bases, alpha, c, start, acc, w):
+  """acc + J_c^T w_c (m (d - 1),) by one `jax.vjp` of the feature block."""
+  m, d = x.shape
+  f = lambda z: jnp.asarray(block(params, z, start, count), jnp.float64)  # noqa: E731
+  phi, pull = jax.vjp(f, x)
+  g = pull(jnp.outer(alpha, w))[0]  # K_c^T w, in x coordinates
+  return acc + jnp.einsum('mde,md->me', bases, g).reshape(-1) - c.T @ (phi @ w)
+
+
+def transpose_apply(st: Stats, u) -> np.ndarray:
+  """J^T u (m (d - 1),) for u (p,), block by block (J never formed). Call under
+  `jax.enable_x64`."""
+  m, d = st.x.shape
+  u = np.asarray(u, np.float64).reshape(-1)
+  padded = np.zeros(st.n_blocks * st.count)
+  padded[:u.shape[0]] = u
+  alpha = jnp.asarray(st.alpha)
+  acc = jnp.zeros((m * (d - 1),))
+  for j in range(st.n_blocks):
+    acc = _transpose_block(st.block, st.count, st.params, st.x, st.bases, alpha, st.c,
+                           jnp.int32(j * st.count), acc,
+                           jnp.asarray(padded[j * st.count:(j + 1) * st.count]))
+  return np.asarray(acc)
+
+
+CG_RTOL = 1e-10  # `damped_solve`: on ||rhs - (H + mu I) s|| / ||rhs||
+CG_MAXITER = 1000
+
+
+def damped_solve(st: Stats, rhs, mu: float, blocks: Optional[np.ndarray] = None, *,
+                 rtol: float = CG_RTOL, maxiter: int = CG_MAXITER
+                 ) -> Tuple[np.ndarray, Dict[str, Any]]:
+  """s = (H + mu I)^-1 rhs, H = J^T J, by conjugate gradients on the operator (`gram_operator`,
+  one vector at a time: 4 p m d flops an iteration, memory O(p + m d)), preconditioned by the
+  damped per-row blocks H_ii + mu I (`row_blocks`, passed as `blocks` to reuse them across
+  damping trials). Returns (s, {'iterations', 'residual'} (relative)). Call under
+  `jax.enable_x64`."""
+  m, d = st.x.shape
+  k = d - 1
+  blocks = row_blocks(st) if blocks is None else blocks
+  inv = np.linalg.inv(blocks + mu * np.eye(k)[None])
+  matvec = gram_operator(st, width=1)
+  apply = lambda v: matvec(v[:, None])[:, 0] + mu * v  # noqa: E731
+  pre = lambda v: np.einsum('mef,mf->me', inv, v.reshape(m, k)).reshape(-1)  # noqa: E731
+  b = np.asarray(rhs, np.float64).reshape(-1)
+  norm_b = float(np.linalg.norm(b))
+  s = np.zeros_like(b)
+  if norm_b == 0.0:
+    return s, {'iterations': 0, 'residual': 0.0}
+  r = b.copy()
+  z = pre(r)
+  q = z.copy()
+  rz = float(r @ z)
+  it = 0
+  for it in range(1, maxiter + 1):
+    hq = apply(q)
+    step = rz / float(q @ hq)
+    s += step * q
+    r -= step * hq
+    if np.linalg.norm(r) <= rtol * norm_b:
+      break
+    z = pre(r)
+    rz, rz_old = float(r @ z), rz
+    q = z + (rz / rz_old) * q
+  return s, {'iterations': it, 'residual': float(np.linalg.norm(r) / norm_b)}
 
 
 def smallest_singular_value(st: Stats, block_size: int = LOBPCG_BLOCK, tol: float = LOBPCG_TOL,

@@ -75,15 +75,21 @@ therefore runs with BLAS at one thread (`threadpoolctl`): one sign-sweep pass at
 p = 768 took 28.3 s with OpenBLAS's two threads and 11.9 s with one on an idle 2-core CPU,
 with the same flips; on an accelerator backend the limit is not set (`blas_thread_limit`).
 
-Size. The Gauss-Newton step forms the tangent Jacobian densely in float64: J (p, m (d - 1))
-and, while it is built, the per-row Jacobians and their projection, about
-`RUNG_BYTES_PER_ENTRY` bytes per entry of p m d in all. The rung runs while that fits the
-run's memory budget (`rung_max_entries(run.sweep_memory_budget_gb)`: 2.1e8 entries at the
-default 8 GB; never below the certificate's dense cap), also where the certificate computed
-its Jacobian test block by block (`gram`); above it the rung stays off.
+Size. Up to p m d = `max_entries` (the pipelines pass `rung_max_entries(run.sweep_memory_budget_gb)`:
+2.1e8 entries at the default 8 GB, about `RUNG_BYTES_PER_ENTRY` bytes per entry of p m d for J,
+the per-row Jacobians and their projection; never below the certificate's dense cap) the
+Gauss-Newton step forms the tangent Jacobian densely in float64 and solves its damped Gram by
+LAPACK (faster at small sizes: 0.01 s against 0.07 s for five steps at (m, d, p) = (6, 6, 288)).
+Above it the step is matrix-free (`gn_method`): J^T r by one `jax.vjp` per feature block and
+(J^T J + mu I) u = J^T r by conjugate gradients on jvp / vjp, preconditioned by the damped
+per-row blocks (`residual_jacobian.transpose_apply`, `damped_solve`; memory O(p + m d) besides
+the certificate's pass-1 statistics); the free rows are counted from the certificate's blocked
+Gram (or its matrix-free bound), and the row re-search (step 2) is skipped: its held basis,
+p x m (d + 1), is as large as J. `metrics.polish.gauss_newton_method` says which ran.
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -123,10 +129,71 @@ def blas_thread_limit(backend: Optional[str] = None) -> Optional[int]:
   return residual_jacobian.blas_threads(backend)
 
 
+GN_METHODS = ('auto', 'dense', 'matrix_free')
+
+
+def gn_method(p: int, m: int, d: int, method: str = 'auto',
+              max_entries: Optional[int] = None) -> str:
+  """The Gauss-Newton step's method: 'dense' (J formed, `certificate.tangent_jacobian`, and a
+  LAPACK solve of its Gram) while p m d <= `max_entries` (default the certificate's dense cap),
+  'matrix_free' above (`residual_jacobian.damped_solve`: J^T r by vjp, the damped normal
+  equations by conjugate gradients on jvp / vjp, memory O(p + m d))."""
+  if method not in GN_METHODS:
+    raise ValueError(f'gauss_newton method: unknown {method!r}; accepted: {", ".join(GN_METHODS)}')
+  if method != 'auto':
+    return method
+  cap = certificate.MAX_JACOBIAN_ENTRIES if max_entries is None else int(max_entries)
+  return 'dense' if p * m * d <= cap else 'matrix_free'
+
+
+def _dense_system(feature_fn, x, theta64):
+  """(solve(mu) -> step, mean diag(J^T J), bases) from the dense tangent Jacobian."""
+  jac, bases = certificate.tangent_jacobian(feature_fn, x, theta64, return_bases=True)
+  q = np.asarray(_basis(jnp.asarray(feature_fn(jnp.asarray(x)), jnp.float64)))
+  r = theta64 - q @ (q.T @ theta64)
+  gram, rhs = jac.T @ jac, jac.T @ r
+  solve = lambda mu: np.linalg.solve(gram + mu * np.eye(len(gram)), rhs)  # noqa: E731
+  return solve, float(np.mean(np.diag(gram))), bases
+
+
+def _matrix_free_system(feature_fn, x, theta64):
+  """`_dense_system` without J: `residual_jacobian.stats`, J^T r by vjp, CG per damping."""
+  st = residual_jacobian.stats(feature_fn, x, theta64)
+  q = np.asarray(_basis(jnp.asarray(feature_fn(jnp.asarray(x)), jnp.float64)))
+  r = theta64 - q @ (q.T @ theta64)
+  rhs = residual_jacobian.transpose_apply(st, r)
+  blocks = residual_jacobian.row_blocks(st)
+  if not (np.all(np.isfinite(blocks)) and np.all(np.isfinite(rhs))):
+    raise np.linalg.LinAlgError('non-finite residual Jacobian')
+
+  def solve(mu):
+    step, info = residual_jacobian.damped_solve(st, rhs, mu, blocks)
+    if not np.all(np.isfinite(step)):
+      raise np.linalg.LinAlgError('conjugate gradients diverged')
+    return step
+  mean_diag = float(np.mean(np.trace(blocks, axis1=1, axis2=2))) / max(blocks.shape[1], 1)
+  return solve, mean_diag, np.asarray(st.bases)
+
+
+def gauss_newton_step(feature_fn: Callable, theta, x, mu: float, method: str = 'auto'
+                      ) -> np.ndarray:
+  """One damped Gauss-Newton step u ((m, d - 1): row i moves by bases[i] u_i) solving
+  (J^T J + mu I) u = J^T r, by `method` (`gn_method`). Call under `jax.enable_x64`."""
+  x = np.asarray(x, np.float64)
+  m, d = x.shape
+  theta64 = np.asarray(theta, np.float64).reshape(-1)
+  method = gn_method(theta64.shape[0], m, d, method)
+  system = _dense_system if method == 'dense' else _matrix_free_system
+  solve, _, _ = system(feature_fn, x, theta64)
+  return solve(mu).reshape(m, d - 1)
+
+
 def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
-                 tol: float) -> Tuple[np.ndarray, float, int]:
+                 tol: float, method: str = 'auto') -> Tuple[np.ndarray, float, int]:
   """Levenberg-Marquardt on r(X) in the tangent spaces (step 3); returns (X, L, steps kept).
-  Logs a progress line (steps, loss, seconds) at most every `GN_LOG_SECONDS`.
+  The step's linear algebra by `method` (`gn_method`: dense J below the certificate's dense
+  cap, matrix-free above). Logs a progress line (steps, loss, seconds) at most every
+  `GN_LOG_SECONDS` (always with the matrix-free method: its steps take seconds).
 
   Call under `jax.enable_x64`.
   """
@@ -134,26 +201,25 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
   x = np.asarray(x, np.float64)
   m, d = x.shape
   theta64 = np.asarray(theta, np.float64).reshape(-1)
+  method = gn_method(theta64.shape[0], m, d, method)
+  system = _dense_system if method == 'dense' else _matrix_free_system
   loss = loss64(feature_fn, x, theta64)
   mu, kept = None, 0
   for _ in range(iters):
     if loss <= tol:
       break
     try:
-      jac, bases = certificate.tangent_jacobian(feature_fn, x, theta64, return_bases=True)
+      solve, mean_diag, bases = system(feature_fn, x, theta64)
     except np.linalg.LinAlgError as e:  # LAPACK on a degenerate (non-finite) set: stop here
       logging.warning('precision rung: Gauss-Newton stopped at step %d (%s); the set it had '
                       'is kept', kept, e)
       break
-    q = np.asarray(_basis(jnp.asarray(feature_fn(jnp.asarray(x)), jnp.float64)))
-    r = theta64 - q @ (q.T @ theta64)
-    gram, rhs = jac.T @ jac, jac.T @ r
     if mu is None:
-      mu = 1e-6 * float(np.mean(np.diag(gram)))
+      mu = 1e-6 * mean_diag
     improved = False
     for _ in range(12):  # raise the damping until a step lowers the loss
       try:
-        step = np.linalg.solve(gram + mu * np.eye(len(gram)), rhs)
+        step = solve(mu)
       except np.linalg.LinAlgError:
         mu *= 10.0
         continue
@@ -164,10 +230,10 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
         x, loss, improved = moved, new, True
         mu = max(mu / 3.0, 1e-300)
         kept += 1
-        if time.time() - last >= GN_LOG_SECONDS:
+        if method == 'matrix_free' or time.time() - last >= GN_LOG_SECONDS:
           last = time.time()
-          logging.info('precision rung: Gauss-Newton step %d, float64 loss %.2e (%.0fs)', kept,
-                       loss, last - t0)
+          logging.info('precision rung: Gauss-Newton step %d (%s), float64 loss %.2e (%.0fs)',
+                       kept, method, loss, last - t0)
         break
       mu *= 4.0
     if not improved:
@@ -176,7 +242,7 @@ def gauss_newton(feature_fn: Callable, theta, x, *, iters: int, radius: float,
 
 
 def sign_sweep(feature_fn: Callable, theta, x, *, radius: float, tol: float, lm_iters: int,
-               sweeps: int) -> Tuple[np.ndarray, float, list, int]:
+               sweeps: int, method: str = 'auto') -> Tuple[np.ndarray, float, list, int]:
   """Greedy sign flips (step 0 of the module docstring): x_j := -x_j, Gauss-Newton, kept if the
   loss falls; every row in turn, up to `sweeps` passes. Returns (X, L, rows flipped, steps).
   Logs a progress line (pass, row, rows flipped, loss, seconds) at most every `GN_LOG_SECONDS`.
@@ -198,7 +264,7 @@ def sign_sweep(feature_fn: Callable, theta, x, *, radius: float, tol: float, lm_
       trial = x.copy()
       trial[j] = -trial[j]
       trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters, radius=radius,
-                                       tol=tol)
+                                       tol=tol, method=method)
       if new < loss:
         x, loss, changed = trial, new, True
         flipped.append(j)
@@ -209,21 +275,31 @@ def sign_sweep(feature_fn: Callable, theta, x, *, radius: float, tol: float, lm_
 
 
 def free_rows_at(feature_fn: Callable, theta, x, loss: float, tol: float,
-                 threshold: float) -> list:
+                 threshold: float, dense: bool = True) -> list:
   """Rows whose pin radius (`certificate.row_radii`) at this loss is not below `threshold`,
-  largest first. Call under `jax.enable_x64`."""
-  radii = certificate.row_radii(feature_fn, x, theta, loss, tol)
+  largest first; not `dense`: from the certificate's blocked Gram (exact radii) or, above its
+  cap, its matrix-free bound (`certificate.jacobian_spectrum`). Call under `jax.enable_x64`."""
+  if dense:
+    radii = certificate.row_radii(feature_fn, x, theta, loss, tol)
+  else:
+    m, d = np.shape(x)[0], int(np.prod(np.shape(x)[1:]))
+    method = 'gram' if (m * (d - 1)) ** 2 <= certificate.MAX_GRAM_ENTRIES else 'matrix_free'
+    spec = certificate.jacobian_spectrum(feature_fn, x, theta, method)
+    radii = certificate._radii(np.asarray(spec['row_scales']), x,  # pylint: disable=protected-access
+                               float(np.linalg.norm(np.asarray(theta, np.float64))), loss, tol)
   return [int(i) for i in np.argsort(-radii) if not radii[i] < threshold]
 
 
 def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key: Array,
            radius: float, tol: float, starts: int = 32, row_steps: int = 1000,
            lr: float = 0.05, lm_iters: int = 20, sign_sweeps: int = 0, max_free: int = 0,
-           threshold: float = 0.1, row_batch: Optional[int] = None
-           ) -> Tuple[np.ndarray, Dict[str, Any]]:
+           threshold: float = 0.1, row_batch: Optional[int] = None,
+           dense_max_entries: Optional[int] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
   """Steps 0-3 of the module docstring; returns (X (float64), info). The input set is
   returned unchanged when the polish does not lower the float64 loss.
 
+  `dense_max_entries` (default the certificate's dense cap): the p m d up to which J is formed
+  densely (`gn_method`; above it: matrix-free Gauss-Newton, no row re-search).
   `sign_sweeps` > 0 (sign-ambiguous activations) runs step 0 first; the rows free after it
   (radius at the new loss >= `threshold`) replace `free_rows`. Step 2 runs when there are
   1 .. `max_free` free rows (max_free 0: no limit); with more, step 3 runs first and the rows
@@ -232,18 +308,22 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
   (no timing: a resumed run's metrics equal an unbroken one's; the log line has the seconds)."""
   t0 = time.time()
   free_rows = [int(i) for i in free_rows]
+  m, d = np.shape(x_hat)[0], int(np.prod(np.shape(x_hat)[1:]))
+  method = gn_method(int(np.size(theta)), m, d, 'auto', dense_max_entries)
+  dense = method == 'dense'
   with jax.enable_x64(True), threadpoolctl.threadpool_limits(limits=blas_thread_limit(),
                                                              user_api='blas'):
     feature_fn = Features64(feature_fn)
+    newton = functools.partial(gauss_newton, method=method)
     x0 = np.asarray(x_hat, np.float64)
     before = loss64(feature_fn, x0, theta)
     x, loss = x0.copy(), before
     flipped, kept = [], 0
     if sign_sweeps:
       x, loss, flipped, kept = sign_sweep(feature_fn, theta, x, radius=radius, tol=tol,
-                                          lm_iters=lm_iters, sweeps=sign_sweeps)
+                                          lm_iters=lm_iters, sweeps=sign_sweeps, method=method)
       if flipped:
-        free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+        free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold, dense)
       logging.info('precision rung: sign flips: %d row(s) flipped, float64 loss %.2e (%.0fs)',
                    len(set(flipped)), loss, time.time() - t0)
     first = 0
@@ -251,8 +331,8 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
       # More rows free than the search takes at the float32 loss: step 3 first, then the
       # rows free at its loss (the float32 loss leaves right rows unpinned).
       many = len(free_rows)
-      x, loss, first = gauss_newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
-      free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+      x, loss, first = newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
+      free_rows = free_rows_at(feature_fn, theta, x, loss, tol, threshold, dense)
       kept += first
       logging.info('precision rung: %d rows free; after Gauss-Newton first (float64 loss %.2e) '
                    '%d (%.0fs)', many, loss, len(free_rows), time.time() - t0)
@@ -260,6 +340,11 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
         return x0, {'applied': False, 'free_rows': many, 'free_rows_after_gauss_newton':
                     len(free_rows), 'gauss_newton_first': first}
     searched = free_rows if (free_rows and (not max_free or len(free_rows) <= max_free)) else []
+    if searched and not dense:  # the held basis (p x m (d + 1)) is as large as J: no search
+      logging.info('precision rung: p m d = %.3g above the dense cap: no row re-search of the '
+                   '%d free row(s), matrix-free Gauss-Newton only', int(np.size(theta)) * m * d,
+                   len(searched))
+      searched = []
     replaced = []
     pending, rounds = list(searched), 0
     while pending and loss > tol and rounds < len(searched):
@@ -273,7 +358,7 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
       trial = x.copy()
       trial[rows] = found[take]
       # The held rows had compensated for the wrong rows: let them move back before judging.
-      trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters,
+      trial, new, steps = newton(feature_fn, theta, trial, iters=lm_iters,
                                        radius=radius, tol=tol)
       logging.info('precision rung: round %d, rows %s re-searched together: float64 loss '
                    '%.2e, %s (%.0fs)', rounds + 1, rows, new,
@@ -287,7 +372,7 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
         for n, i in zip(take, rows):
           trial = x.copy()
           trial[i] = found[n]
-          trial, new, steps = gauss_newton(feature_fn, theta, trial, iters=lm_iters,
+          trial, new, steps = newton(feature_fn, theta, trial, iters=lm_iters,
                                            radius=radius, tol=tol)
           if new < loss:
             x, loss = trial, new
@@ -299,16 +384,16 @@ def polish(feature_fn: Callable, theta, x_hat, *, free_rows: Sequence[int], key:
       if not loss < before_round or loss <= tol:
         break
       # Rows searched together can chase the same missing sample: re-search what is still free.
-      pending = free_rows_at(feature_fn, theta, x, loss, tol, threshold)
+      pending = free_rows_at(feature_fn, theta, x, loss, tol, threshold, dense)
       if max_free and len(pending) > max_free:
         break
-    x, loss, steps = gauss_newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
+    x, loss, steps = newton(feature_fn, theta, x, iters=lm_iters, radius=radius, tol=tol)
     kept += steps
   improved = loss < before
   info = {'applied': True, 'loss_before': before, 'loss_after': loss if improved else before,
           'rows_flipped': flipped, 'rows_searched': searched, 'rows_replaced': replaced,
           'search_rounds': rounds, 'gauss_newton_first': first,
-          'gauss_newton_steps': kept, 'kept': bool(improved),
+          'gauss_newton_steps': kept, 'gauss_newton_method': method, 'kept': bool(improved),
           'seconds': time.time() - t0}
   return (x if improved else x0), info
 
@@ -326,9 +411,10 @@ def certify_or_polish(*, final_loss: float, tol: float, x_hat, p: int,
   counting holds (p >= m (d + 1)), `mode` 'auto' polishes and certifies the polished set in
   float64 against `polish_tol` -- if at most max(1, max_free_share m) rows are free
   (`row_within` false), counted again after a first Gauss-Newton pass when more are: the
-  rung is for rows float32 cannot resolve, not for a run that failed wholesale. The rung forms J densely: it stays off above p m d = `max_entries`
-  (default: the certificate's dense cap; the pipelines pass `rung_max_entries` of their
-  memory budget). `rung`: the section attack.polish, whole (its tol is `polish_tol` here).
+  rung is for rows float32 cannot resolve, not for a run that failed wholesale. Up to
+  p m d = `max_entries` (default: the certificate's dense cap; the pipelines pass
+  `rung_max_entries` of their memory budget) the rung forms J densely, above it its
+  Gauss-Newton is matrix-free and it does not re-search rows (`polish`). `rung`: the section attack.polish, whole (its tol is `polish_tol` here).
   Returns (x_hat, certificate, polish info). NumPy's BLAS runs on
   `residual_jacobian.blas_threads()` threads throughout (one on the host CPU)."""
   with residual_jacobian.host_blas():
@@ -360,14 +446,12 @@ def _certify_or_polish(*, final_loss, tol, x_hat, p, activation, n_known, featur
   if mode not in MODES:
     raise ValueError(f'polish mode: unknown {mode!r}; accepted: {", ".join(MODES)}')
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
-  # The rung's Gauss-Newton forms the residual Jacobian densely: above `max_entries` it stays
-  # off, even where the certificate computed its Jacobian test block by block.
+  # At most `max_entries` = p m d the rung forms the residual Jacobian densely; above it its
+  # Gauss-Newton is matrix-free and the row re-search is skipped (`polish`).
   cap = certificate.MAX_JACOBIAN_ENTRIES if max_entries is None else int(max_entries)
   if (mode == 'off' or cert['candidates_certified'] or not ev['counting']
       or ev.get('jacobian') != 'computed' or 'row_within' not in ev):
     return x_hat, cert, {'applied': False}
-  if p * m * d > cap:
-    return x_hat, cert, {'applied': False, 'too_large': f'p m d = {p * m * d:.3g} > {cap:.3g}'}
   radii = np.asarray(ev['row_pin_radius'])
   free = [int(i) for i in np.argsort(-radii) if not ev['row_within'][i]]
   m, d = x_hat.shape[0], int(np.prod(x_hat.shape[1:]))
@@ -383,7 +467,7 @@ def _certify_or_polish(*, final_loss, tol, x_hat, p, activation, n_known, featur
   x_pol, info = polish(feature_fn, theta, x_hat.reshape(m, d), free_rows=free, key=key,
                        radius=radius, tol=polish_tol, starts=starts, row_steps=row_steps,
                        lr=lr, lm_iters=lm_iters, sign_sweeps=flips, max_free=max_free,
-                       threshold=duplicate_threshold)
+                       threshold=duplicate_threshold, dense_max_entries=cap)
   if not info['applied']:  # most rows free even after Gauss-Newton: failed wholesale
     return x_hat, cert, info
   logging.info('precision rung: loss %.2e -> %.2e in float64 (rows flipped %s, re-searched %s, '
