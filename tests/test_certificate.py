@@ -195,7 +195,8 @@ def test_a_square_system_is_not_enough():
   x, theta, ff, loss = _problem(N * D)
   cert = _certify(x, theta, ff, loss, N * D)
   assert not cert['certified'] and not cert['evidence']['counting']
-  assert any('too few equations' in r for r in cert['reasons'])
+  assert cert['reasons'] == [f'p = {N * D} < m (d + 1) = {N * (D + 1)}: too few equations '
+                             'beyond the unknowns to rule out other isolated zeros']
   assert _certify(x, theta, ff, loss, N * (D + 1))['evidence']['counting']
 
 
@@ -403,3 +404,93 @@ def test_a_loss_just_above_tol_is_written_above_it():
   assert certificate.above(2.13e-7, 1e-9) == '2.13e-07'
   text = certificate.above(1.0000003e-9, 1e-9)
   assert float(text) > 1e-9 and text != '1.00e-09', text
+
+
+# --- Inputs that tell the spectrum's routes and the evidence's formulas apart (mutation
+# testing by mutmut, scripts/mutations.py: each test kills a mutant the others let live). ---
+
+def _near_truth(p):
+  x, theta, ff, loss = _problem(p)
+  x_hat = np.asarray(x) + 1e-3 * np.random.default_rng(0).normal(size=x.shape)  # off the zero
+  return x_hat, theta, ff, loss
+
+
+def test_each_jacobian_method_reports_its_own_spectrum_and_row_radius_kind():
+  """gram: exact per-row radii (the dense ones); matrix_free: sigma_min only, every row at
+  the whole set's bound 1 / sigma_min, with the eigensolver's record."""
+  x_hat, theta, ff, _ = _near_truth(10 * N * D)
+  spec = {m: certificate.jacobian_spectrum(ff, x_hat, theta, m)
+          for m in ('dense', 'gram', 'matrix_free')}
+  dense, gram, free = spec['dense'], spec['gram'], spec['matrix_free']
+  assert dense['row_radius_kind'] == gram['row_radius_kind'] == 'exact'
+  assert free['row_radius_kind'] == 'upper bound (whole set)' and 'eigensolver' in free
+  assert 'eigensolver' not in gram
+  for s in (gram, free):
+    assert s['sigma_min'] == pytest.approx(dense['sigma_min'], rel=1e-3)
+    assert s['sigma_max'] == pytest.approx(dense['sigma_max'], rel=1e-3)
+  np.testing.assert_allclose(gram['row_scales'], dense['row_scales'], rtol=1e-3)
+  np.testing.assert_allclose(free['row_scales'], np.full(N, 1.0 / free['sigma_min']))
+
+
+def test_the_certificate_records_the_spectrum_it_used():
+  p = 10 * N * D
+  x_hat, theta, ff, _ = _near_truth(p)
+  dense = certificate.jacobian_spectrum(ff, x_hat, theta, 'dense')
+  ev = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x_hat, p=p, activation='relu_tanh',
+                           n_known=N, feature_fn=ff, theta=theta)['evidence']
+  assert ev['jacobian_method'] == 'dense' and 'eigensolver' not in ev
+  assert ev['jacobian_sigma_ratio'] == pytest.approx(dense['sigma_min'] / dense['sigma_max'])
+  free = certificate.certify(final_loss=1e-12, tol=1e-9, x_hat=x_hat, p=p,
+                             activation='relu_tanh', n_known=N, feature_fn=ff, theta=theta,
+                             jacobian_method='matrix_free')['evidence']
+  assert free['jacobian'] == 'computed (matrix-free)' and 'ritz' in free['eigensolver']
+  assert free['row_radius_kind'] == 'upper bound (whole set)'
+  # Every row at the whole set's bound (a radius relative to the row's own norm).
+  reach = np.asarray(free['row_pin_radius']) * np.linalg.norm(x_hat, axis=1)
+  np.testing.assert_allclose(reach, reach[0], rtol=1e-9)
+
+
+def test_row_radii_are_the_certificates_per_row_radii():
+  """`row_radii` (what the rescue steps and the rung read) is the certificate's own test,
+  at rows of unequal norms (a radius relative to the row's own norm)."""
+  p = 10 * N * D
+  x_hat, theta, ff, loss = _near_truth(p)
+  x_hat = x_hat * np.linspace(0.5, 2.0, N)[:, None]
+  cert = certificate.certify(final_loss=loss(x_hat), tol=1e-9, x_hat=x_hat, p=p,
+                             activation='relu_tanh', n_known=N, feature_fn=ff, theta=theta)
+  radii = certificate.row_radii(ff, x_hat, theta, loss(x_hat), 1e-9)
+  assert radii.shape == (N,)
+  np.testing.assert_allclose(radii, cert['evidence']['row_pin_radius'], rtol=1e-6)
+
+
+def test_counting_failed_means_no_jacobian_even_with_a_feature_map():
+  p = N * D // 2
+  x, theta, ff, loss = _problem(p)
+  ev = _certify(x, theta, ff, loss, p)['evidence']
+  assert ev['jacobian'] == 'not computed (counting failed)' and 'pin_radius' not in ev
+
+
+def test_an_unresolved_pair_at_tol_says_its_radii_do_not_keep_it_apart():
+  p = 10 * N * D
+  x, theta, ff, _ = _problem(p)
+  dup = np.asarray(x.at[1].set(x[0] * 1.001))
+  # At tol (1e-4 here), with radii wide enough to reach across the pair's gap.
+  cert = certificate.certify(final_loss=1e-5, tol=1e-4, x_hat=dup, p=p, activation='relu_tanh',
+                             n_known=N, feature_fn=ff, theta=theta)
+  ev = cert['evidence']
+  assert ev['duplicate_pairs'] == 1 and ev['duplicate_pairs_resolved'] == 0
+  assert '1 near-duplicate candidate pair(s) whose pin radii do not keep them apart' in (
+      cert['reasons'])
+
+
+def test_the_certified_verdict_names_no_duplicates_or_the_pairs_pinned_apart():
+  ev = {'jacobian': 'computed', 'pin_radius': 2e-3, 'duplicate_pairs': 0, 'loss': 1e-12,
+        'p_over_md': 10.0}
+  cert = {'certified': True, 'certified_up_to': 'each row', 'evidence': ev}
+  assert certificate.verdict(cert, 6) == (
+      'certified: the whole training set, all 6 samples, up to each row: an isolated zero of '
+      'the loss (loss 1.0e-12 <= tol, p/md 10.0, no duplicates, pinned to a relative radius '
+      '2.0e-03)')
+  ev.update(duplicate_pairs=2, jacobian='not computed (no feature map)')
+  assert certificate.verdict(cert, 6).endswith(
+      '(loss 1.0e-12 <= tol, p/md 10.0, 2 close pairs pinned apart, Jacobian not computed)')

@@ -235,3 +235,94 @@ def test_a_run_without_dp_does_not_import_the_accountant():
   out = subprocess.run([sys.executable, '-c', code], env=subprocess_env(), capture_output=True,
                        text=True, timeout=300)
   assert out.stdout.split() == ['False', 'True'], out.stderr
+
+
+# --- What the mechanism did, not only the epsilon it reports (mutation testing by mutmut,
+# scripts/mutations.py: each test kills mutants the end-to-end checks let live). ---
+
+def _dp_train(n=4, d=2000, steps=1, **dp):
+  t = base.get_config().victim.train
+  t.max_steps, t.tol = steps, 0.0
+  t.dp.mode, t.dp.clip, t.dp.noise_multiplier = 'on', 0.5, 0.0
+  for k, v in dp.items():
+    setattr(t.dp, k, v)
+  x = jax.random.normal(jax.random.PRNGKey(1), (n, d)) / np.sqrt(d)
+  apply = lambda params, z: z @ params  # noqa: E731
+  return t, x, apply, jnp.zeros((d, 1))
+
+
+def test_a_dp_victim_moves_at_most_lr_times_the_clip_bound_per_step():
+  t, x, apply, p0 = _dp_train()
+  far = jnp.full((4, 1), 1e4)  # every per-example gradient far above the clip bound
+  params, info, mech = defences.train_network_params(t, 0, apply, p0, x, far, lr=0.1)
+  assert mech['clip'] == 0.5 and mech['noise_multiplier'] == 0.0 and info['steps'] == 1
+  moved = float(jnp.linalg.norm(params - p0))
+  assert 0.1 * 0.5 * 0.25 < moved <= 0.1 * 0.5 * (1 + 1e-5)  # sum of 4 clipped / 4, x lr
+  t.dp.mode = 'off'  # the same step without DP: the raw gradient, thousands of times longer
+  plain, _, none = defences.train_network_params(t, 0, apply, p0, x, far, lr=0.1)
+  assert none is None and float(jnp.linalg.norm(plain - p0)) > 100 * moved
+
+
+@pytest.mark.parametrize('batch_size', [None, 2])
+def test_a_dp_victims_noise_is_sigma_clip_over_the_expected_batch(batch_size):
+  """Zero residuals (zero gradients): one step moves the parameters by lr times the noise
+  alone, std lr sigma C / (q n), q = batch_size / n."""
+  t, x, apply, p0 = _dp_train(noise_multiplier=3.0, batch_size=batch_size)
+  params, info, mech = defences.train_network_params(t, 7, apply, p0, x, apply(p0, x), lr=0.1)
+  q = 1.0 if batch_size is None else 0.5
+  assert mech['sample_rate'] == q and mech['noise_multiplier'] == 3.0 and info['steps'] == 1
+  assert mech['noise_source'] == 'config'
+  assert float(jnp.std(params - p0)) == pytest.approx(0.1 * 3.0 * 0.5 / (q * 4), rel=0.05)
+  again, _, _ = defences.train_network_params(t, 7, apply, p0, x, apply(p0, x), lr=0.1)
+  other, _, _ = defences.train_network_params(t, 8, apply, p0, x, apply(p0, x), lr=0.1)
+  assert bool(jnp.all(again == params)) and not bool(jnp.allclose(other, params))
+
+
+def test_dp_runs_exactly_max_steps_whatever_the_loss():
+  t, x, apply, p0 = _dp_train(steps=3, noise_multiplier=1.0)
+  _, info, mech = defences.train_network_params(t, 0, apply, p0, x, apply(p0, x), lr=0.1)
+  assert info['steps'] == 3 and mech['steps'] == 3
+
+
+def test_any_one_defence_is_active():
+  v = base.get_config().victim
+  assert not defences.active(v)
+  v.train.dp.mode = 'on'
+  assert defences.active(v)
+  v.train.dp.mode, v.train.weight_decay = 'off', 1e-3
+  assert defences.active(v)
+  v.train.weight_decay, v.release_noise = 0.0, 0.1
+  assert defences.active(v)
+
+
+def test_the_accountants_event_is_sampled_only_below_rate_one():
+  full = privacy.dp_event(2.0, 1.0, 10)
+  assert full == dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2.0), 10)
+  sub = privacy.dp_event(2.0, 0.25, 10)
+  assert sub == dp_accounting.SelfComposedDpEvent(
+      dp_accounting.PoissonSampledDpEvent(0.25, dp_accounting.GaussianDpEvent(2.0)), 10)
+
+
+def test_the_mechanism_record_names_its_noise_and_its_source():
+  dp = base.get_config().victim.train.dp
+  dp.noise_multiplier = 2.0
+  mech = privacy.resolve(dp, n=8, steps=50)
+  assert mech['noise_multiplier'] == 2.0 and mech['noise_source'] == 'config'
+  assert mech['clip'] == 1.0 and mech['sample_rate'] == 1.0 and mech['batch_size'] == 8
+  assert mech['epsilon'] == privacy.epsilon(2.0, 1.0, 50, 1e-5)
+
+
+def test_release_noise_is_drawn_in_the_arrays_dtype_and_recorded_with_its_rule():
+  with jax.enable_x64(True):
+    leaf = jnp.linspace(1.0, 2.0, 4096, dtype=jnp.float64)
+    key = jax.random.PRNGKey(3)
+    noised = privacy.add_release_noise({'w': leaf}, 0.1, key)['w']
+    scale = 0.1 * jnp.linalg.norm(leaf) / np.sqrt(leaf.size)
+    expected = leaf + scale * jax.random.normal(jax.random.split(key, 1)[0], leaf.shape,
+                                                jnp.float64)
+    assert noised.dtype == jnp.float64
+    np.testing.assert_allclose(np.asarray(noised), np.asarray(expected), rtol=1e-12)
+  assert privacy.describe_release(0.0) is None
+  assert privacy.describe_release(0.1) == {
+      'release_noise': 0.1,
+      'release_noise_rule': 'W + N(0, (s ||W|| / sqrt(size W))^2) per released array'}

@@ -285,6 +285,16 @@ def test_records_up_to_norm_score_directions_and_give_the_norm_ratio():
   assert sum(r['recovered'] for r in raw) == 1 and 'norm_ratio' not in raw[0]
 
 
+def test_a_float32_file_is_scored_in_float64():
+  """An auditor's float32 rows: the norm ratio of a candidate at exactly twice the row is 2
+  (float32 norms would leave ~1e-7)."""
+  x = (0.1 * np.arange(1, 13, dtype=np.float32) ** 0.5).reshape(3, 4)
+  x_hat = 2.0 * x.astype(np.float64)
+  recs = records.build(x, x_hat, threshold=0.1, sign_invariant=False, scale_invariant=True)
+  assert [r['norm_ratio'] for r in recs] == [2.0, 2.0, 2.0]
+  assert all(r['distance'] == 0.0 and r['recovered'] for r in recs)
+
+
 def test_the_page_says_the_norm_is_not_identifiable_and_how_off_sphere_rows_were_scored():
   from recon.report import scoring as report
   x = RNG.normal(size=(3, 6))

@@ -142,3 +142,26 @@ def test_a_homogeneous_map_leaves_the_loss_at_the_truth_when_rows_are_rescaled(a
   ff2 = _rf('relu_tanh', d, p)
   theta2 = random_features.min_norm_solution(ff2(x), jax.random.normal(jax.random.PRNGKey(3), (n,)))
   assert float(projection.projection_loss(ff2(scaled), theta2)) > 1e-4
+
+
+# --- Inputs that tell the formulas apart (mutation testing by mutmut, scripts/mutations.py). ---
+
+def test_a_symmetry_measured_blind_to_the_norm_says_so():
+  sym = symmetry.of_activation('relu_tanh')
+  assert not sym.scale_invariant
+  blind = sym.with_scale(True)
+  assert blind.scale_invariant and np.isnan(blind.degree) and blind.kind == sym.kind
+  assert not blind.with_scale(False).scale_invariant
+  assert sym.with_scale(False) is sym
+
+
+def test_an_activation_infinite_at_one_grid_point_has_no_degree():
+  """Non-finite on the base grid only (its scaled grids miss that point): no degree, not a
+  degree fitted through an infinite norm."""
+  z0 = float(symmetry.HOMOGENEITY_GRID[7])
+  assert not any(np.any(np.isclose(c * symmetry.HOMOGENEITY_GRID, z0, rtol=0, atol=1e-12))
+                 for c in symmetry.HOMOGENEITY_SCALES)
+  hostile = lambda t: jnp.where(t == z0, jnp.inf, jnp.maximum(t, 0.0))  # noqa: E731
+  assert symmetry.homogeneity_degree(hostile) is None
+  # Fitted in float64: relu's degree is 1 to rounding (float32 would leave ~1e-7).
+  assert abs(symmetry.homogeneity_degree(lambda t: jnp.maximum(t, 0.0)) - 1.0) < 1e-12
