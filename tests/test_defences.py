@@ -326,3 +326,15 @@ def test_release_noise_is_drawn_in_the_arrays_dtype_and_recorded_with_its_rule()
   assert privacy.describe_release(0.1) == {
       'release_noise': 0.1,
       'release_noise_rule': 'W + N(0, (s ||W|| / sqrt(size W))^2) per released array'}
+
+
+@pytest.mark.parametrize('mode', ['off', 'on'])
+def test_weight_decay_shrinks_a_victim_at_zero_residual(mode):
+  """Zero gradients of the loss: one step is the decay alone, theta (1 - lr wd), with or
+  without DP-SGD (sigma 0)."""
+  t, x, apply, _ = _dp_train()
+  t.dp.mode, t.weight_decay, t.tol = mode, 0.5, -1.0  # tol < 0: the step is taken
+  p0 = jnp.ones((x.shape[1], 1))
+  params, info, _ = defences.train_network_params(t, 0, apply, p0, x, apply(p0, x), lr=0.1)
+  assert info['steps'] == 1
+  np.testing.assert_allclose(np.asarray(params), 0.95 * np.asarray(p0), rtol=1e-6)
