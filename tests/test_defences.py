@@ -322,6 +322,8 @@ def test_release_noise_is_drawn_in_the_arrays_dtype_and_recorded_with_its_rule()
                                                 jnp.float64)
     assert noised.dtype == jnp.float64
     np.testing.assert_allclose(np.asarray(noised), np.asarray(expected), rtol=1e-12)
+  half = privacy.add_release_noise({'w': jnp.ones(256, jnp.bfloat16)}, 0.1, key)['w']
+  assert half.dtype == jnp.bfloat16  # noise of the array's own dtype, not float32's
   assert privacy.describe_release(0.0) is None
   assert privacy.describe_release(0.1) == {
       'release_noise': 0.1,
