@@ -157,21 +157,27 @@ class Pipeline:
 
 @dataclasses.dataclass(frozen=True)
 class Rescue:
-  """What a rescue-step name in `attack.rescue` means (recon/attack/rescue/chain.py).
+  """What a rescue-step name in `attack.rescue` means (recon/attack/rescue/chain.py): an
+  (init, update) pair, as an Optax transformation (recon/attack/rescue/step.py).
 
-  build     (its config section, recon.attack.rescue.chain.Context) -> the step (stage 'descent'): a
-            callable `state -> state` applied after each chunk, with `chunk` (set to the
-            bare compiled chunk, for its own trials), `state_dict()`, `load_state_dict(d)`
-            and `summary()`; or None where it does not apply to this attack (logged)
   section   the `attack` sub-section it reads (`attack.escalate`)
-  stage     'descent': between chunks, in the order of `attack.rescue`; 'end': after the
-            descent, by the module that owns it (the precision rung, in recon.certify.rung)
-  batched   it also serves a vmapped batch of runs (recon.sweep.grid)
+  init      (its config section, recon.attack.rescue.chain.Context) -> its state, a
+            `recon.attack.rescue.step.Step` whose `update(state) -> state` runs after each chunk
+            of the descent (stage 'descent')
+  applies   Context -> None where the step acts on this attack, else why not (the step is
+            left out and the log says why); None: it always acts
+  stage     'descent': between chunks, in the order of `attack.rescue`; 'end': once after the
+            descent, where the certificate fails (the precision rung, recon.certify.rung)
+  batched   it also serves a vmapped batch of runs (recon.sweep.grid; attack.restarts)
+  pursuit   its section -> whether it uses residual pursuit (Context.pursuit, built for the
+            run only when a listed step does); None: never
   """
   section: str
-  build: Optional[Callable[[Any, Any], Any]] = None
+  init: Optional[Callable[[Any, Any], Any]] = None
+  applies: Optional[Callable[[Any], Optional[str]]] = None
   stage: str = 'descent'
   batched: bool = False
+  pursuit: Optional[Callable[[Any], bool]] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -78,11 +78,6 @@ PENDING_NAME_CHECKS = {
     ('recon.attack.memory', 'rescue', 'escalate'): 3,
     ('recon.attack.restarts', 'rescue', 'reseed'): 1,
     ('recon.pipelines.random_features', 'rescue', 'reseed'): 1,
-    ('recon.pipelines.reconstruct', 'rescue', 'polish'): 1,
-    ('recon.pipelines.reconstruct', 'rescue', 'pursue'): 1,
-    ('recon.pipelines.reconstruct', 'rescue', 'swap'): 1,
-    ('recon.pipelines.reconstruct', 'rescue', 'cut'): 1,
-    ('recon.pipelines.reconstruct', 'rescue', 'escalate'): 1,
     ('recon.config.validate', 'dataset', 'file'): 1,
 }
 

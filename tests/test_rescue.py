@@ -13,6 +13,7 @@ from recon import errors, pipelines, registry  # noqa: F401
 from recon.attack.rescue import escalate
 from recon.attack.rescue import reseed as refine
 from recon.attack.rescue import chain as rescue
+from recon.attack.rescue.step import Step
 from recon.attack import optimiser as optimize
 from recon.sweep import grid as sweep
 
@@ -24,17 +25,26 @@ def test_the_builtin_steps_and_their_stages():
   assert rescue.unbatched(('reseed', 'escalate', 'pursue', 'swap', 'cut', 'polish')) == (
       'reseed', 'pursue', 'swap', 'cut')
   assert rescue.batched_names() == ('escalate', 'polish')
+  # The precision rung is the one step after the descent: what switches the certificate's rung on.
+  assert rescue.end_steps(('escalate', 'polish')) == ('polish',)
+  assert rescue.end_steps(('escalate', 'reseed')) == ()
+  # Residual pursuit is built for a run only when a listed step uses it (by its section).
+  attack = rf_synthetic.get_config().attack
+  assert attack.escalate.pursuit == 'off'
+  assert not rescue.uses_pursuit(('reseed', 'escalate', 'polish'), attack)
+  assert all(rescue.uses_pursuit((name,), attack) for name in ('pursue', 'swap', 'cut'))
+  attack.escalate.pursuit = 'auto'
+  assert rescue.uses_pursuit(('escalate',), attack)
 
 
-class Recorder:
+class Recorder(Step):
   """A toy step: appends its name to a shared log after each chunk, counts its calls (its
   state) and adds `shift` to the candidates' first coordinate."""
 
   def __init__(self, name, log, shift=0.0):
     self.name, self.log, self.shift, self.calls = name, log, shift, 0
-    self.chunk = None
 
-  def __call__(self, state):
+  def update(self, state):
     self.calls += 1
     self.log.append(self.name)
     return state._replace(x=state.x.at[:, 0].add(self.shift))
@@ -86,6 +96,7 @@ def test_escalation_is_skipped_for_pytrees_and_splitting_and_reseed_refused():
   assert [n for n, _ in built.steps] == ['reseed', 'escalate']
   assert isinstance(built.get('reseed'), refine.Reseeder)
   assert isinstance(built.get('escalate'), escalate.Escalator)
+  assert all(isinstance(step, Step) for _, step in built.steps)  # every hook defined
   for other in (dict(single_array=False), dict(refiner=True)):
     skipped = rescue.build(('escalate',), attack, rescue.Context(**{**ctx.__dict__, **other}))
     assert skipped.steps == []
@@ -117,13 +128,13 @@ def test_a_toy_step_registered_here_runs_in_order_and_resumes_with_its_state(tmp
   log = []
   built = []
 
-  def build_toy(section, ctx):
+  def init_toy(section, ctx):
     assert section.every == 2000 and not ctx.batched  # its own section, the run's context
     step = Recorder('toy', log)
     built.append(step)
     return step
 
-  entry = registry.Rescue(section='reseed', build=build_toy)
+  entry = registry.Rescue(section='reseed', init=init_toy)
   with registry.registered('rescue', 'toy', entry):
     c = _tiny()
     c.attack.rescue = ('toy', 'escalate')

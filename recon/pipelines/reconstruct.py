@@ -13,6 +13,7 @@ import numpy as np
 from recon.attack import driver
 from recon.certify import rung as polish
 from recon.report import scoring as report
+from recon.attack.rescue import chain as rescue_chain
 from recon.attack.rescue import pursuit as pursuit_lib
 from recon.attack.plan import Attack
 from recon.config import sections
@@ -24,15 +25,15 @@ def certify_settings(data: sections.Data, victim: sections.Victim, attack: secti
                      run: sections.Run, seed: int) -> Dict[str, Any]:
   """`recon.certify.rung.certify_or_polish`'s settings from the run's sections: attack.tol, the
   victim's p and activation, n when the attacker knows it (attack.knows_n), the duplicate
-  threshold run.recovered_threshold, the rung on while 'polish' is in attack.rescue with the
-  attack.polish section whole, the Jacobian method attack.certify_jacobian, the rung's size cap from
-  run.sweep_memory_budget_gb; candidates on the sphere of radius sqrt(d); the rung's key
+  threshold run.recovered_threshold, the rung on while attack.rescue names the chain's step after
+  the descent (`rescue_chain.end_steps`: 'polish') with the attack.polish section whole, the
+  Jacobian method attack.certify_jacobian, the rung's size cap from run.sweep_memory_budget_gb; candidates on the sphere of radius sqrt(d); the rung's key
   derived from the seed."""
   return dict(
       tol=attack.tol, p=int(victim.p), activation=victim.activation,
       n_known=int(data.n) if attack.knows_n else None,
       duplicate_threshold=run.recovered_threshold,
-      mode='auto' if 'polish' in attack.rescue else 'off',
+      mode='auto' if rescue_chain.end_steps(attack.rescue) else 'off',
       rung=sections.Polish.from_section(attack.polish),
       key=jax.random.fold_in(jax.random.PRNGKey(seed), 0x9011),
       radius=float(np.sqrt(data.d)), lr=attack.lr,
@@ -99,9 +100,7 @@ def reconstruct_and_report(settings: Tail, workdir: str, attack: Attack, *,
   a, run = settings.attack, settings.run
   report.check_ssim_filter(run.ssim_filter_size, meta)
   pursuit = None
-  wants = (any(n in a.rescue for n in ('pursue', 'swap', 'cut'))
-           or ('escalate' in a.rescue and a.escalate.pursuit == 'auto'))
-  if (wants and attack.feature_fn is not None
+  if (rescue_chain.uses_pursuit(a.rescue, a) and attack.feature_fn is not None
       and attack.certify_theta is not None and np.ndim(attack.x0) == 2):
     pursuit = pursuit_lib.Pursuit(
         attack.feature_fn, attack.certify_theta, radius=float(np.sqrt(np.shape(attack.x0)[1])),

@@ -11,17 +11,27 @@ and `attack.rescue = (s_1, ..., s_k)` runs chunk, then s_1, ..., then s_k after 
 
     chain(chunk) = s_k ∘ ... ∘ s_1 ∘ chunk.
 
-A step's own trials (escalation's short runs) use the bare chunk (`step.chunk`), never the
-chain, so a trial is not itself rescued. Each step owns its state as a value
-(`state_dict()` / `load_state_dict(d)`, saved with the run's checkpoints under its name,
-so a resumed run rescues exactly as an unbroken one) and reports `summary()`.
+A step is an (init, update) pair, as an Optax transformation is
+(recon/attack/rescue/step.py): `init(section, ctx)` gives its state, a `step.Step` holding its
+settings and counters, whose `update(state) -> state` is the step (s_i above); `applies(ctx)`
+says, before init, whether it acts on this attack at all (None, or why not: logged, the step
+left out). A step's own trials (escalation's short runs) use the bare chunk (`step.chunk`),
+never the chain, so a trial is not itself rescued. Each step's state rides in the run's
+checkpoints under its name (`state_dict()` / `load_state_dict(d)`), so a resumed run rescues
+exactly as an unbroken one, and reports `summary()`.
 
-Every step is registered once, here, as kind 'rescue' (`recon.registry.Rescue`): its
-config section and its builder `(section, Context) -> step | None` (None: the step does
-not apply to this attack, and the log says why). Steps of stage 'end' act after the
-descent in the module that owns them ('polish': the float64 precision rung, run by
-`recon.certify.rung` when the certificate fails). A new step is one builder and one
-`registry.register('rescue', name, ...)` (tests/test_rescue.py registers a toy one).
+Every step is registered once, here, as kind 'rescue' (`recon.registry.Rescue`: its config
+section, `applies`, `init`, its stage). A step of stage 'end' acts once, after the descent:
+'polish', the float64 precision rung, which the certificate runs where it fails
+(`recon.certify.rung`, switched on by `end_steps(attack.rescue)`). A new step is one `Step`
+subclass and one `registry.register('rescue', name, ...)` (tests/test_rescue.py registers a
+toy one).
+
+The other refiners of a run are not steps of this chain, and are named once here as what
+they are: `attack.restarts` runs K candidate sets as one vmapped batch, the lowest loss wins
+(recon/attack/restarts.py; every batched step, 'escalate', acts on each set); sample
+splitting (`attack.split`, recon/attack/splitting.py) replaces the attack's problem between
+chunks (the driver's `refiner`); the precision rung is the 'end' step above.
 
   reseed    every `every` steps, candidates that collapsed onto one another (cosine >
             `threshold`) are re-drawn: the best of `proposals` random points for the slot
@@ -61,6 +71,7 @@ from recon.attack.rescue import cut as cut_lib
 from recon.attack.rescue import pursuit as pursuit_lib
 from recon.attack.rescue import reseed as refine
 from recon.attack.rescue import swap as swap_lib
+from recon.attack.rescue.step import Step
 from recon.config import sections
 from recon.errors import ExperimentError
 
@@ -109,7 +120,29 @@ def _fold(key: Array, data: int, batched: bool) -> Array:
       jax.random.fold_in(key, data))
 
 
-def _build_reseed(section: Any, ctx: Context) -> refine.Reseeder:
+def _needs_one_array(ctx: Context) -> Optional[str]:
+  """'escalate' acts on one (m, d) candidate array per run and a fixed problem."""
+  if ctx.refiner:
+    return 'sample splitting: its own escalation'
+  if not ctx.single_array:
+    return 'the optimised variables are not one candidate array'
+  return None
+
+
+def _needs_pursuit(ctx: Context) -> Optional[str]:
+  if ctx.pursuit is None:
+    return 'it needs one projection run on a feature map: random features, one candidate set'
+  return None
+
+
+def _needs_pursuit_and_n(ctx: Context) -> Optional[str]:
+  if ctx.pursuit is None or ctx.n_samples is None:
+    return ('it needs one projection run on a feature map that knows n: random features, '
+            'attack.knows_n')
+  return None
+
+
+def _init_reseed(section: Any, ctx: Context) -> refine.Reseeder:
   if not ctx.single_array:
     raise ExperimentError("attack.rescue: 'reseed' needs the optimised variables to be one "
                           "(n_candidates, k) array; accepted here: a rescue without 'reseed'")
@@ -117,12 +150,7 @@ def _build_reseed(section: Any, ctx: Context) -> refine.Reseeder:
                          ctx.constraint, ctx.optimizer, sections.Reseed.from_section(section))
 
 
-def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
-  if ctx.refiner or not ctx.single_array:
-    logging.info("attack.rescue: 'escalate' skipped (%s)",
-                 'sample splitting: its own escalation' if ctx.refiner else
-                 'the optimised variables are not one candidate array')
-    return None
+def _init_escalate(section: Any, ctx: Context) -> escalate.Escalator:
   return escalate.Escalator(
       _fold(ctx.key, 0xE5C, ctx.batched), ctx.loss_fn, ctx.problem, ctx.constraint,
       ctx.optimizer, sections.Escalate.from_section(section), tol=ctx.tol,
@@ -130,47 +158,52 @@ def _build_escalate(section: Any, ctx: Context) -> Optional[escalate.Escalator]:
       jitter=ctx.jitter)
 
 
-def _build_pursue(section: Any, ctx: Context) -> Optional[pursuit_lib.PursuitStep]:
-  if ctx.pursuit is None:
-    logging.info("attack.rescue: 'pursue' skipped (it needs one projection run on a feature "
-                 "map: random features, one candidate set)")
-    return None
+def _init_pursue(section: Any, ctx: Context) -> pursuit_lib.PursuitStep:
   return pursuit_lib.PursuitStep(ctx.pursuit, ctx.loss_fn, ctx.problem,
                                  sections.Pursue.from_section(section), unit=ctx.schedule_unit,
                                  optimizer=ctx.optimizer)
 
 
-def _build_swap(section: Any, ctx: Context) -> Optional[swap_lib.SwapStep]:
-  if ctx.pursuit is None:
-    logging.info("attack.rescue: 'swap' skipped (it needs one projection run on a feature "
-                 "map: random features, one candidate set)")
-    return None
+def _init_swap(section: Any, ctx: Context) -> swap_lib.SwapStep:
   return swap_lib.SwapStep(ctx.pursuit, ctx.loss_fn, ctx.problem, ctx.optimizer,
                           sections.Swap.from_section(section), unit=ctx.schedule_unit)
 
 
-def _build_cut(section: Any, ctx: Context) -> Optional[cut_lib.CutStep]:
-  if ctx.pursuit is None or ctx.n_samples is None:
-    logging.info("attack.rescue: 'cut' skipped (it needs one projection run on a feature map "
-                 "that knows n: random features, attack.knows_n)")
-    return None
+def _init_cut(section: Any, ctx: Context) -> cut_lib.CutStep:
   return cut_lib.CutStep(ctx.pursuit.gram_system, ctx.loss_fn, ctx.problem,
                          sections.Cut.from_section(section), keep=ctx.n_samples,
                          max_steps=ctx.max_steps, optimizer=ctx.optimizer, unit=ctx.schedule_unit)
 
 
-registry.register('rescue', 'reseed', registry.Rescue(section='reseed', build=_build_reseed))
-registry.register('rescue', 'escalate', registry.Rescue(section='escalate',
-                                                        build=_build_escalate, batched=True))
-registry.register('rescue', 'pursue', registry.Rescue(section='pursue', build=_build_pursue))
-registry.register('rescue', 'swap', registry.Rescue(section='swap', build=_build_swap))
-registry.register('rescue', 'cut', registry.Rescue(section='cut', build=_build_cut))
+registry.register('rescue', 'reseed', registry.Rescue(section='reseed', init=_init_reseed))
+_ALWAYS = lambda section: True  # noqa: E731
+registry.register('rescue', 'escalate', registry.Rescue(
+    section='escalate', init=_init_escalate, applies=_needs_one_array, batched=True,
+    pursuit=lambda section: section.pursuit == 'auto'))
+registry.register('rescue', 'pursue', registry.Rescue(
+    section='pursue', init=_init_pursue, applies=_needs_pursuit, pursuit=_ALWAYS))
+registry.register('rescue', 'swap', registry.Rescue(
+    section='swap', init=_init_swap, applies=_needs_pursuit, pursuit=_ALWAYS))
+registry.register('rescue', 'cut', registry.Rescue(
+    section='cut', init=_init_cut, applies=_needs_pursuit_and_n, pursuit=_ALWAYS))
 registry.register('rescue', 'polish', registry.Rescue(section='polish', stage='end'))
 
 
 def descent_steps(names: Sequence[str]) -> Tuple[str, ...]:
   """The names of `attack.rescue` that act between chunks, in order."""
   return tuple(n for n in names if registry.lookup('rescue', n).stage == 'descent')
+
+
+def uses_pursuit(names: Sequence[str], attack: Any) -> bool:
+  """Whether a step of `names` (`attack.rescue`) uses residual pursuit, by its section of the
+  `attack` section (then the run builds one: `Context.pursuit`)."""
+  entries = [registry.lookup('rescue', n) for n in names]
+  return any(e.pursuit is not None and e.pursuit(getattr(attack, e.section)) for e in entries)
+
+
+def end_steps(names: Sequence[str]) -> Tuple[str, ...]:
+  """The names of `attack.rescue` that act once after the descent (the precision rung)."""
+  return tuple(n for n in names if registry.lookup('rescue', n).stage == 'end')
 
 
 def unbatched(names: Sequence[str]) -> Tuple[str, ...]:
@@ -182,8 +215,8 @@ class Chain:
   """The built descent steps of `attack.rescue`, in order: `wrap(chunk)`, their states and
   summaries by name."""
 
-  def __init__(self, steps: Sequence[Tuple[str, Any]]):
-    self.steps: List[Tuple[str, Any]] = list(steps)
+  def __init__(self, steps: Sequence[Tuple[str, Step]]):
+    self.steps: List[Tuple[str, Step]] = list(steps)
 
   def get(self, name: str) -> Any:
     return dict(self.steps).get(name)
@@ -193,7 +226,8 @@ class Chain:
     wrapped = chunk
     for _, step in self.steps:
       step.chunk = chunk
-      wrapped = (lambda inner, s: lambda state, stop: s(inner(state, stop)))(wrapped, step)
+      wrapped = (lambda inner, s: lambda state, stop: s.update(inner(state, stop)))(
+          wrapped, step)
     return wrapped
 
   def state_dict(self) -> Dict[str, Any]:
@@ -213,16 +247,15 @@ class Chain:
     """The layout of a checkpoint whose rescue states are `saved` (a step that changes the
     candidates' shape, 'cut', says how), from the initial `state`."""
     for name, step in self.steps:
-      if hasattr(step, 'template') and name in saved:
+      if name in saved:
         state = step.template(state, saved[name])
     return state
 
   def resumed(self, state: Any, budget_grew: bool) -> Any:
-    """After a restore: the steps that define `resumed(state, budget_grew)` catch up (the
-    re-seeder's check due at the step a run stopped at)."""
+    """After a restore: each step's catch-up (`Step.resumed`: the re-seeder's check due at the
+    step a run stopped at)."""
     for _, step in self.steps:
-      if hasattr(step, 'resumed'):
-        state = step.resumed(state, budget_grew)
+      state = step.resumed(state, budget_grew)
     return state
 
   def summary(self) -> Dict[str, Any]:
@@ -233,17 +266,19 @@ class Chain:
 
 
 def build(names: Sequence[str], attack: Any, ctx: Context) -> Chain:
-  """The descent steps of `names` (`attack.rescue`), each built from its section of the
-  `attack` config section; steps that do not apply to this attack are left out."""
+  """The descent steps of `names` (`attack.rescue`), each initialised from its section of the
+  `attack` config section; a step whose `applies(ctx)` says why not is left out (logged)."""
   steps = []
   for name in descent_steps(names):
     entry = registry.lookup('rescue', name)
     if ctx.batched and not entry.batched:
       raise ExperimentError(f"attack.rescue: {name!r} does not serve a vmapped batch of runs; "
                             f"accepted in sweeps: {', '.join(batched_names())}")
-    step = entry.build(getattr(attack, entry.section), ctx)
-    if step is not None:
-      steps.append((name, step))
+    why_not = entry.applies(ctx) if entry.applies is not None else None
+    if why_not is not None:
+      logging.info('attack.rescue: %r skipped (%s)', name, why_not)
+      continue
+    steps.append((name, entry.init(getattr(attack, entry.section), ctx)))
   return Chain(steps)
 
 
@@ -252,9 +287,8 @@ def batched_names() -> Tuple[str, ...]:
 
 
 def per_run(chain: Chain, size: int) -> Dict[str, np.ndarray]:
-  """A batch's per-run counters of every step that keeps them (`per_run()`)."""
+  """A batch's per-run counters of every step (`Step.per_run`; {} for most)."""
   out: Dict[str, np.ndarray] = {}
   for _, step in chain.steps:
-    if hasattr(step, 'per_run'):
-      out.update({k: np.asarray(v[:size]) for k, v in step.per_run().items()})
+    out.update({k: np.asarray(v[:size]) for k, v in step.per_run().items()})
   return out

@@ -35,6 +35,7 @@ from absl import logging
 
 from recon.attack import optimiser as optimize
 from recon.config import choices, sections
+from recon.attack.rescue.step import Step
 
 SHARE = 0.05  # rows dropped per round, as a share of the current rows (at least one)
 JITTER = 1e-9  # the float64 ridge of the gains, relative to tr(G) / m
@@ -86,7 +87,7 @@ def take_rows(tree: Any, shape: Sequence[int], rows: np.ndarray) -> Any:
   return jax.tree.map(cut, tree)
 
 
-class CutStep:
+class CutStep(Step):
   """The rescue step 'cut' (module docstring): once, at step `at` > 0 or when the run stops, the
   candidates are cut to `keep` rows by leave-one-out gain (`system`: x -> (Gram, Φ̂θ, ‖θ‖²) in
   float64, `recon.attack.rescue.pursuit.Pursuit.gram_system`)."""
@@ -126,7 +127,7 @@ class CutStep:
   def summary(self) -> dict:
     return {'cut': self.info or None}
 
-  def __call__(self, state: Any) -> Any:
+  def update(self, state: Any) -> Any:
     step, m = int(state.step), int(np.shape(state.x)[0])
     stopped = int(state.status) != optimize.RUNNING or step >= self._max_steps
     due = stopped or (self._at > 0 and step >= self._at)

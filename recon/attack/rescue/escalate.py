@@ -78,6 +78,7 @@ from absl import logging
 
 from recon.attack import optimiser as optimize
 from recon.config import sections
+from recon.attack.rescue.step import Step
 from recon.attack.rescue import reseed as refine
 from recon.objectives import projection
 from recon.attack.optimiser import reset_rows, reset_state
@@ -120,7 +121,7 @@ def _bucket(k: int) -> int:
   return 1 << max(0, int(k) - 1).bit_length()
 
 
-class Escalator:
+class Escalator(Step):
   """Wraps a compiled chunk `chunk(state, stop) -> state`; see the module docstring."""
 
   def __init__(self, key: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
@@ -274,7 +275,7 @@ class Escalator:
         flagged.append(b)
     return flagged
 
-  def __call__(self, state: optimize.ReconState) -> optimize.ReconState:
+  def update(self, state: optimize.ReconState) -> optimize.ReconState:
     if self._batched:
       return self._escalate(state, self.chunk)
     add = lambda t: jax.tree.map(lambda a: jnp.asarray(a)[None], t)  # noqa: E731

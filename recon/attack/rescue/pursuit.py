@@ -46,6 +46,7 @@ from recon.certify import certificate
 from recon.attack import optimiser as optimize
 from recon.config import choices, sections
 from recon.objectives import projection
+from recon.attack.rescue.step import Step
 
 # Feature entries (starts x p) a pursuit step may hold; fewer starts above it.
 MAX_PURSUIT_ENTRIES = 1 << 26
@@ -258,7 +259,7 @@ class Pursuit:
     return jnp.asarray(out[0], x.dtype)[None], jnp.asarray(mask)
 
 
-class PursuitStep:
+class PursuitStep(Step):
   """The rescue step 'pursue' (`recon.attack.rescue.chain`): every `every` steps from step `start`, the
   rows `Pursuit.rows` singles out are re-placed by `place`, and the new set is kept when its
   loss is below the current one on the spot: no trial. (Placing a row where the residual
@@ -325,7 +326,7 @@ class PursuitStep:
     return {'pursuit_rounds': self.rounds, 'pursuit_rounds_kept': self.kept,
             'pursuit_rows_placed': self.rows_placed}
 
-  def __call__(self, state):
+  def update(self, state):
     step = int(state.step)
     if int(state.status) != optimize.RUNNING:
       return state

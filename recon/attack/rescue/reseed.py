@@ -28,6 +28,7 @@ from absl import logging
 
 from recon.attack import optimiser as optimize
 from recon.config import sections
+from recon.attack.rescue.step import Step
 
 Array = jax.Array
 
@@ -86,7 +87,7 @@ class ReseedStats(NamedTuple):
   rejected: int
 
 
-class Reseeder:
+class Reseeder(Step):
   """Wraps a compiled chunk: every `every` steps, re-seeds collapsed candidates (host side)."""
 
   def __init__(self, key: Array, loss_fn: Callable[[Array, Any], Array], problem: Any,
@@ -133,7 +134,7 @@ class Reseeder:
     run with the larger budget made: make it now."""
     return self(state) if budget_grew else state
 
-  def __call__(self, state: optimize.ReconState) -> optimize.ReconState:
+  def update(self, state: optimize.ReconState) -> optimize.ReconState:
     step = int(state.step)
     if step < self._next or int(state.status) != optimize.RUNNING:
       return state

@@ -37,6 +37,7 @@ from absl import logging
 from recon.attack import optimiser as optimize
 from recon.attack.rescue.pursuit import DEAD_RATIO, Pursuit, ROUND_FINAL_RATIO
 from recon.config import sections
+from recon.attack.rescue.step import Step
 
 LR_CHUNK = 100  # steps between two settings of a swap's learning rate
 SALT = 0x5A90000  # swap k's search key: the pursuit's key folded with SALT + k
@@ -49,7 +50,7 @@ def swap_learning_rate(lr: float, step: int, steps: int) -> float:
   return lr * (r + (1 - r) * 0.5 * (1 + np.cos(np.pi * u)))
 
 
-class SwapStep:
+class SwapStep(Step):
   """The rescue step 'swap' (`recon.attack.rescue.chain`; module docstring): from step `start`, after every
   chunk, one swap of the deadest untried row, kept when the loss after `steps` steps of descent
   is lower. One projection run on a feature map (random features) only."""
@@ -101,7 +102,7 @@ class SwapStep:
       s = self.chunk(s, jnp.asarray(min(int(s.step) + LR_CHUNK, end), jnp.int32))
     return s
 
-  def __call__(self, state):
+  def update(self, state):
     step = int(state.step)
     if int(state.status) != optimize.RUNNING or step < self._start or self.done:
       return state
