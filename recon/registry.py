@@ -171,6 +171,8 @@ class Rescue:
   batched   it also serves a vmapped batch of runs (recon.sweep.grid; attack.restarts)
   pursuit   its section -> whether it uses residual pursuit (Context.pursuit, built for the
             run only when a listed step does); None: never
+  loo_batch the leave-one-out losses its pass computes at once on the device (the memory
+            estimate, recon.attack.memory); 0: none
   """
   section: str
   init: Optional[Callable[[Any, Any], Any]] = None
@@ -178,6 +180,7 @@ class Rescue:
   stage: str = 'descent'
   batched: bool = False
   pursuit: Optional[Callable[[Any], bool]] = None
+  loo_batch: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -223,7 +223,6 @@ def test_a_foreign_model_without_its_init_is_refused_when_the_attack_needs_it(tm
          'is not set' in err
   resolved = victims.resolve(c)
   assert resolved.data.d == 8  # adopted from the state_dict
-  assert os.path.basename(__file__) == 'test_foreign.py'
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -75,9 +75,6 @@ OWNER_KINDS = {'victim': 'victim', 'data': 'dataset'}  # `<owner...>.name`
 # validator's data.name 'file' (the config layer sees no data module; #67 item 2). The test
 # fails once a listed check is gone, so the list cannot go stale.
 PENDING_NAME_CHECKS = {
-    ('recon.attack.memory', 'rescue', 'escalate'): 3,
-    ('recon.attack.restarts', 'rescue', 'reseed'): 1,
-    ('recon.pipelines.random_features', 'rescue', 'reseed'): 1,
     ('recon.config.validate', 'dataset', 'file'): 1,
 }
 

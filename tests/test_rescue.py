@@ -104,6 +104,9 @@ def test_escalation_is_skipped_for_pytrees_and_splitting_and_reseed_refused():
     rescue.build(('reseed',), attack, rescue.Context(**{**ctx.__dict__, 'single_array': False}))
   with pytest.raises(errors.ExperimentError, match="^attack.rescue: 'reseed' does not serve"):
     rescue.build(('reseed',), attack, rescue.Context(**{**ctx.__dict__, 'batched': True}))
+  # Re-seeding holds the problem, which sample splitting replaces between chunks.
+  with pytest.raises(errors.ExperimentError, match="^attack.rescue: 'reseed' with sample splitting"):
+    rescue.build(('reseed',), attack, rescue.Context(**{**ctx.__dict__, 'refiner': True}))
 
 
 def test_sweeps_refuse_a_step_that_does_not_batch(tmp_path):

@@ -224,7 +224,8 @@ def test_memory_budget(tmp_path):
   # Escalation's leave-one-out pass holds LOO_BATCH forward losses (n = 500, p = 32 000 ran out
   # of memory in its proposals before they went 16 slots at a time).
   from recon.attack.rescue import escalate  # pylint: disable=import-outside-toplevel
-  assert (memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4, escalate=True)
+  assert (memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=2, itemsize=4,
+                             loo_batch=escalate.LOO_BATCH)
           - small) == 2 * 4 * escalate.LOO_BATCH * 3 * 3 * 100
   assert memory.point_bytes(n=3, d=4, m=3, p_total=200, batch=2, itemsize=4) > small
   assert memory.point_bytes(n=3, d=4, m=3, p_total=100, batch=4, itemsize=4) > small

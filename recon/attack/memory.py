@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from recon.attack.rescue import escalate as escalation
+from recon.attack.rescue import chain as rescue_chain
 from recon import registry
 from recon.attack import sign_quotient
 from recon.errors import ExperimentError
@@ -38,20 +38,19 @@ def n_candidates(data: Any, victim: Any, attack: Any) -> int:
 
 
 def point_bytes(*, n: int, d: int, m: int, p_total: int, batch: int, itemsize: int,
-                quotient: bool = False, escalate: bool = False) -> int:
+                quotient: bool = False, loo_batch: int = 0) -> int:
   """Rough peak bytes of a padded group: per point V (P d), the fit (about 3 n P: Phi, its
   SVD factor, the fit residual), one loss-and-gradient step (about 8 m P: candidate
   pre-activations, features, their cotangents, the residual) and the small m x m / n x n
   / candidate arrays, times the batch. With the sign quotient (`recon.attack.sign_quotient`) also
-  its basis Q (P d) and the projected features and their cotangents (2 m P); with
-  escalation (`recon.attack.rescue.escalate`) its leave-one-out pass, `escalate.LOO_BATCH` forward losses
-  at once (about 3 m P each: pre-activations, features, the projected rows)."""
+  its basis Q (P d) and the projected features and their cotangents (2 m P); with a rescue
+  step's leave-one-out pass (escalation's, `recon.attack.rescue.chain.loo_batch`) `loo_batch`
+  forward losses at once (about 3 m P each: pre-activations, features, the projected rows)."""
   per_point = (p_total * d + 3 * n * p_total + 8 * m * p_total + 4 * p_total
                + 2 * (n + m) ** 2 + 6 * m * d + 2 * n * d)
   if quotient:
     per_point += p_total * d + 2 * m * p_total
-  if escalate:
-    per_point += escalation.LOO_BATCH * 3 * m * p_total
+  per_point += loo_batch * 3 * m * p_total
   return int(per_point * batch * itemsize)
 
 
@@ -65,12 +64,13 @@ def estimate_bytes(data: Any, victim: Any, attack: Any, dtype: str) -> int:
     if not _lean(victim, d, itemsize):
       quotient = sign_quotient.active(attack.sign_quotient, victim.activation, m, d)
       return point_bytes(n=n, d=d, m=m, p_total=p, batch=1, itemsize=itemsize,
-                         quotient=quotient, escalate='escalate' in attack.rescue)
+                         quotient=quotient, loo_batch=rescue_chain.loo_batch(attack.rescue))
     chunk = min(p, int(victim.feature_chunk))
     fit = 0 if victim.checkpoint else 3 * n * p * itemsize  # Phi, its factor, residual
     stored = p * d * itemsize if victim.feature_mode == 'blocked' else 0  # V itself
     return fit + stored + point_bytes(n=n, d=d, m=m, p_total=chunk, batch=1,
-                                      itemsize=itemsize, escalate='escalate' in attack.rescue)
+                                      itemsize=itemsize,
+                                      loo_batch=rescue_chain.loo_batch(attack.rescue))
   width = int(victim.width or 0)
   depth = int(victim.depth or 1)
   per_item = (2 * (n + m) ** 2 + 6 * m * d + 2 * n * d + 8 * m * width * depth
@@ -87,7 +87,7 @@ def group_bytes(data: Any, victim: Any, attack: Any, dtype: str, *, p_total: int
                      itemsize=_itemsize(dtype),
                      quotient=sign_quotient.active(attack.sign_quotient, victim.activation, m,
                                                    int(data.d)),
-                     escalate='escalate' in attack.rescue)
+                     loo_batch=rescue_chain.loo_batch(attack.rescue))
 
 
 def _lean(victim: Any, d: int, itemsize: int) -> bool:

@@ -23,6 +23,7 @@ import numpy as np
 from recon.config import sections
 from recon import registry
 from recon.attack import optimiser as optimize
+from recon.attack.rescue import chain as rescue_chain
 from recon.errors import ExperimentError
 
 Array = jax.Array
@@ -38,9 +39,10 @@ def restartable_victims() -> Tuple[str, ...]:
 
 def check_config(attack: sections.Attack, victim: sections.Victim) -> None:
   """Refuses `attack.restarts > 1` where the restarts would not be independent runs (before any
-  output is written): L-BFGS (its line search couples the blocks), re-seeding, sample
+  output is written): L-BFGS (its line search couples the blocks), a rescue step of one run
+  (`recon.attack.rescue.chain.unbatched`: re-seeding, pursuit, swaps, the cut), sample
   splitting, feature sharding, a subspace search or a victim that is not restartable.
-  The rescue steps that act between chunks ('escalate') act on every restart. Reads the
+  The rescue steps that serve a batch ('escalate') act on every restart. Reads the
   config's `attack` and `victim` sections."""
   k = attack.restarts
   if k == 1:
@@ -50,8 +52,9 @@ def check_config(attack: sections.Attack, victim: sections.Victim) -> None:
     conflicts.append(f"model {victim.name!r}, subspace {attack.subspace.mode!r}")
   if attack.optimizer == 'lbfgs':
     conflicts.append("optimizer 'lbfgs'")
-  if 'reseed' in attack.rescue:
-    conflicts.append("'reseed' in attack.rescue")
+  one_run = rescue_chain.unbatched(attack.rescue)
+  if one_run:
+    conflicts.append(f"{', '.join(map(repr, one_run))} in attack.rescue")
   if attack.split.mode != 'none':
     conflicts.append(f"split {attack.split.mode!r}")
   if victim.feature_shards > 1:
@@ -61,7 +64,8 @@ def check_config(attack: sections.Attack, victim: sections.Victim) -> None:
         f"attack.restarts: {k} restarts cannot run with {', '.join(conflicts)}; accepted: "
         f"attack.restarts "
         f"1, or model in {', '.join(sorted(restartable_victims()))} (subspace 'none') with optimizer 'sgd' or "
-        "'adam', no 'reseed' in attack.rescue, split 'none' and feature_shards 1")
+        f"'adam', attack.rescue of {', '.join(rescue_chain.batched_names())}, split 'none' and "
+        "feature_shards 1")
 
 
 def with_restarts(n_restarts: int, loss_fn: LossFn, problem: Any, key: Array,

@@ -259,12 +259,10 @@ def _rf_splitter(d: int, victim: sections.Victim, attack_cfg: sections.Attack, s
   """The sample-splitting refiner of the random-features pipeline (None when split='none')."""
   if attack_cfg.split.mode == 'none':
     return None
-  if lean or 'reseed' in attack_cfg.rescue:
+  if lean:  # (re-seeding refuses splitting itself: recon.attack.rescue.chain)
     raise ExperimentError(
-        f"attack.split.mode: {attack_cfg.split.mode!r} needs dense features and no re-seeding "
-        f"(got feature mode {'lean' if lean else 'dense'}, attack.rescue "
-        f"{tuple(attack_cfg.rescue)}); accepted: attack.split.mode 'none', or "
-        "victim.feature_mode 'dense' with no 'reseed' in attack.rescue")
+        f"attack.split.mode: {attack_cfg.split.mode!r} needs dense features (got feature mode "
+        "'lean'); accepted: attack.split.mode 'none', or victim.feature_mode 'dense'")
   split_cfg = sections.Split.from_section(attack_cfg.split)
   try:
     splitting.check_config(split_cfg, victim.activation)

@@ -146,6 +146,9 @@ def _init_reseed(section: Any, ctx: Context) -> refine.Reseeder:
   if not ctx.single_array:
     raise ExperimentError("attack.rescue: 'reseed' needs the optimised variables to be one "
                           "(n_candidates, k) array; accepted here: a rescue without 'reseed'")
+  if ctx.refiner:  # it holds the problem, which sample splitting replaces between chunks
+    raise ExperimentError("attack.rescue: 'reseed' with sample splitting (attack.split.mode); "
+                          "accepted: a rescue without 'reseed', or attack.split.mode 'none'")
   return refine.Reseeder(_fold(ctx.key, 0x5EED, False), ctx.loss_fn, ctx.problem,
                          ctx.constraint, ctx.optimizer, sections.Reseed.from_section(section))
 
@@ -179,7 +182,7 @@ registry.register('rescue', 'reseed', registry.Rescue(section='reseed', init=_in
 _ALWAYS = lambda section: True  # noqa: E731
 registry.register('rescue', 'escalate', registry.Rescue(
     section='escalate', init=_init_escalate, applies=_needs_one_array, batched=True,
-    pursuit=lambda section: section.pursuit == 'auto'))
+    pursuit=lambda section: section.pursuit == 'auto', loo_batch=escalate.LOO_BATCH))
 registry.register('rescue', 'pursue', registry.Rescue(
     section='pursue', init=_init_pursue, applies=_needs_pursuit, pursuit=_ALWAYS))
 registry.register('rescue', 'swap', registry.Rescue(
@@ -199,6 +202,11 @@ def uses_pursuit(names: Sequence[str], attack: Any) -> bool:
   `attack` section (then the run builds one: `Context.pursuit`)."""
   entries = [registry.lookup('rescue', n) for n in names]
   return any(e.pursuit is not None and e.pursuit(getattr(attack, e.section)) for e in entries)
+
+
+def loo_batch(names: Sequence[str]) -> int:
+  """The most leave-one-out losses a descent step of `names` computes at once (0: none)."""
+  return max((registry.lookup('rescue', n).loo_batch for n in descent_steps(names)), default=0)
 
 
 def end_steps(names: Sequence[str]) -> Tuple[str, ...]:
