@@ -86,6 +86,11 @@ per-row blocks (`residual_jacobian.transpose_apply`, `damped_solve`; memory O(p 
 the certificate's pass-1 statistics); the free rows are counted from the certificate's blocked
 Gram (or its matrix-free bound), and the row re-search (step 2) is skipped: its held basis,
 p x m (d + 1), is as large as J. `metrics.polish.gauss_newton_method` says which ran.
+Measured at (m, d, p) = (500, 16, 32 000), relu+tanh, rows 1e-4 off a float32 truth, on the
+2-core CPU at load 8-11 (niced): one matrix-free Levenberg-Marquardt step took the loss from
+1.9e-9 to 2.0e-13 in 712 s wall (pass 1 137 s, the row blocks 82 s, CG 117 iterations to a
+relative residual 1e-10 in 431 s), the process's peak RSS 1.24 GB; the dense J there would
+take ~10 GB (`RUNG_BYTES_PER_ENTRY` x p m d).
 """
 from __future__ import annotations
 
