@@ -42,6 +42,8 @@ def define_flags() -> None:
   flags.DEFINE_list('seeds', ['100', '101', '102', '103', '104'], 'Fresh seeds (reported).')
   flags.DEFINE_string('out', 'results', 'Folder of federated.{json,md}.')
   flags.DEFINE_string('workdir', None, 'Runs folder (default: a temporary one).')
+  flags.DEFINE_list('rescue', None, "attack.rescue of every run (default configs/federated.py's).")
+  flags.DEFINE_bool('append', False, 'Add the cells to OUT/federated.json instead of replacing it.')
 
 
 def width_for(n: int, d: int, classes: int) -> int:
@@ -50,7 +52,7 @@ def width_for(n: int, d: int, classes: int) -> int:
   return int(64 * math.ceil(need / 64))
 
 
-def cell_config(cell: str, seed: int):
+def cell_config(cell: str, seed: int, rescue=None):
   name, n, epochs, batch, optimizer = cell.split(':')
   fields, d, classes = DATA[name]
   n, epochs, batch = int(n), int(epochs), int(batch)
@@ -64,15 +66,17 @@ def cell_config(cell: str, seed: int):
   c.federated.epochs = epochs
   c.federated.batch = batch
   c.federated.optimizer = optimizer
+  if rescue is not None:
+    c.attack.rescue = tuple(rescue)
   c.federated.baseline = 'gradient_matching'  # its defaults: lr 0.05, 2000 steps, no TV
   c.seed = seed
   return c
 
 
-def run_cell(cell: str, seeds: List[int], root: str) -> Dict[str, Any]:
+def run_cell(cell: str, seeds: List[int], root: str, rescue=None) -> Dict[str, Any]:
   runs = []
   for seed in seeds:
-    c = cell_config(cell, seed)
+    c = cell_config(cell, seed, rescue)
     workdir = os.path.join(root, cell.replace(':', '_'), str(seed))
     t = time.time()
     result = recon.run(c, workdir)
@@ -97,7 +101,7 @@ def run_cell(cell: str, seeds: List[int], root: str) -> Dict[str, Any]:
     print(f'{cell} seed {seed}: {runs[-1]["back"]}/{runs[-1]["n"]} back, certified '
           f'{runs[-1]["certified"]}, {seconds:.0f} s; gradient matching '
           f'{base["n_recovered"]}/{len(records)} back, {base["seconds"]:.0f} s', flush=True)
-  return {'cell': cell, 'runs': runs}
+  return {'cell': cell, 'rescue': list(c.attack.rescue), 'runs': runs}
 
 
 def render(doc: Dict[str, Any]) -> str:
@@ -106,8 +110,8 @@ def render(doc: Dict[str, Any]) -> str:
            f'{doc["shadow_seeds"]} ({doc["choice"]}). Machine: {doc["machine"]}.', '',
            '| data | n | E | B | optimiser | p_L/(dn) | records back per seed | seeds all back | '
            'certified | false certificates | s per client (median) | gradient matching: back '
-           'per seed | its s (median) |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+           'per seed | its s (median) | float64 rung |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   for cell in doc['cells']:
     name, n, epochs, batch, optimizer = cell['cell'].split(':')
     runs = cell['runs']
@@ -119,7 +123,8 @@ def render(doc: Dict[str, Any]) -> str:
         f'{sum(r["certified"] for r in runs)} of {len(runs)} | '
         f'{sum(r["false_certificate"] for r in runs)} | {secs[len(secs) // 2]:.0f} | '
         f'{", ".join(str(r["baseline"]["back"]) for r in runs)} | '
-        f'{sorted(r["baseline"]["seconds"] for r in runs)[len(runs) // 2]:.1f} |')
+        f'{sorted(r["baseline"]["seconds"] for r in runs)[len(runs) // 2]:.1f} | '
+        f'{"yes" if "polish" in cell.get("rescue", ()) else "no"} |')
   lines += ['', 'Time per client: the whole run (local training, attack, precision rung, '
             'certificate, report) on the machine named above, shared with other jobs '
             '(load_avg_1min per run in federated.json). Gradient matching (the peers\' attack, '
@@ -140,8 +145,13 @@ def main(argv) -> None:
                    "direction; the float64 precision rung (configs/federated.py)",
          'machine': f'{os.cpu_count()} CPU cores', 'cells': []}
   os.makedirs(f.out, exist_ok=True)
+  if f.append:
+    doc['cells'] = io.read_json(os.path.join(f.out, 'federated.json'))['cells']
   for cell in f.cells:  # written after every cell: a stopped run keeps the cells it finished
-    doc['cells'].append(run_cell(cell, seeds, root))
+    doc['cells'].append(run_cell(cell, seeds, root, f.rescue))
+    loads = [r['load_avg_1min'] for c in doc['cells'] for r in c['runs']]
+    doc['machine'] = (f'{os.cpu_count()} CPU cores shared with other jobs (1-min load average '
+                      f'{min(loads):.1f} to {max(loads):.1f} over the runs)')
     io.write_json(os.path.join(f.out, 'federated.json'), doc)
     io.write_text(os.path.join(f.out, 'federated.md'), render(doc))
 

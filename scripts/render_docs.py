@@ -502,6 +502,33 @@ def mutations(root=None):
                   f'`{t.split("/")[-1]}`' for t in m['slow_tests']))]))
 
 
+# -- docs/federated.md: a client's update inverted, the first cells (scripts/federated.py) -----
+def _median(xs):
+  return sorted(xs)[len(xs) // 2]
+
+
+@block
+def federated(root=None):
+  d, rows = load('federated.json', root), []
+  for cell in d['cells']:
+    name, n, epochs, batch, optimizer = cell['cell'].split(':')
+    runs = cell['runs']
+    rows.append([name, int(n), int(epochs), int(batch), optimizer, runs[0]['p_L_over_dn'],
+                 ', '.join(str(r['back']) for r in runs),
+                 f'{sum(r["back"] == r["n"] for r in runs)} of {len(runs)}',
+                 f'{sum(r["certified"] for r in runs)} of {len(runs)}',
+                 sum(r['false_certificate'] for r in runs),
+                 _median([r['seconds'] for r in runs]),
+                 ', '.join(str(r['baseline']['back']) for r in runs),
+                 _median([r['baseline']['seconds'] for r in runs]),
+                 'polish' in cell['rescue']])
+  return table(['data', 'n', 'E', 'B', 'optimiser', 'p_L / dn', 'records back per seed',
+                'seeds all back', 'certified', 'false certificates', 's per client (median)',
+                'gradient matching: back per seed', 'its s (median)', 'float64 rung'], rows) + (
+      f'\n\nFresh seeds {joined(d["seeds"])}; the attack\'s settings chosen on shadow seeds '
+      f'{joined(d["shadow_seeds"])}.' + MACHINE(d))
+
+
 # -- rendering --------------------------------------------------------------------------------
 def pages(root=None):
   docs = os.path.join(root or ROOT, 'docs')
