@@ -145,6 +145,9 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.models.defences.x_train_network_params__mutmut_63': ('test', 'tests/test_defences.py::test_a_dp_victim_moves_at_most_lr_times_the_clip_bound_per_step'),
     'recon.models.defences.x_train_network_params__mutmut_76': ('test', 'tests/test_defences.py::test_dp_runs_exactly_max_steps_whatever_the_loss'),
     'recon.models.defences.x_train_network_params__mutmut_81': ('test', 'tests/test_defences.py::test_a_dp_victim_moves_at_most_lr_times_the_clip_bound_per_step'),
+    # recon/runtime/checkpoint.py
+    'recon.runtime.checkpoint.x__read_meta__mutmut_18': ('equivalent', "no file 'METADATA': the orbax fallback restores the same JSON item (it only starts JAX to do so)"),
+    'recon.runtime.checkpoint.x_read_inputs__mutmut_6': ('open', "a TypeError swallowed by read_inputs' broad except: every workdir reads as having no input record; tests/test_input_hashes.py reads it back, outside this shard's tests"),
     'recon.models.defences.x_train_network_params__mutmut_86': ('test', 'tests/test_defences.py::test_a_dp_victims_noise_is_sigma_clip_over_the_expected_batch'),
 }
 
@@ -154,6 +157,12 @@ SHARD_NOTES: Dict[str, str] = {
                "the fast tier's score here is not the module's",
     'defences': 'the utility of a defended victim (held_out, network_utility, '
                 'regression_utility) is reached only by the slow end-to-end runs',
+    'metrics': "not measured: mutmut's clean run of the selected tests failed under the tool "
+               '(they pass under plain pytest in the same clone); left for a rerun',
+    'workdir_lock': "not measured: a test of tests/test_reliability.py failed during mutmut's "
+                    'stats run (its subprocesses import the mutated copy); left for a rerun',
+    'leak_width': 'not measured: stopped during its first pass for lack of time',
+    'io': 'not measured (its tests are those of workdir_lock, see there)',
     'checkpoint': 'its fallbacks (unreadable checkpoints set aside, metadata read without '
                   'orbax) are tested in tests/test_reliability.py and the slow tier, outside '
                   "this shard's tests",
@@ -278,7 +287,8 @@ def tally(records: Sequence[Dict[str, object]]) -> Dict[str, object]:
 
 
 def run_shard(shard: Shard, work: str, n: int, workers: int, timeout: float,
-              rerun: bool, log: str, collect: bool = False) -> Dict[str, object]:
+              rerun: bool, log: str, collect: bool = False,
+              known: Optional[Dict[str, str]] = None) -> Dict[str, object]:
   """The shard's record: a fresh clone and run, `rerun` its survivors again, or `collect`
   the results its clone holds (with the current TRIAGE) without running anything."""
   path = os.path.join(work, shard.name)
@@ -316,7 +326,7 @@ def run_shard(shard: Shard, work: str, n: int, workers: int, timeout: float,
   for name in chosen:
     r = {'name': name, 'outcome': outcome(name, codes.get(name))}
     if r['outcome'] in ('survived', 'equivalent', 'suspicious', 'no tests'):
-      r['diff'] = diff(path, name)
+      r['diff'] = (known or {}).get(name) or diff(path, name)
       kind, why = TRIAGE.get(name, ('open', 'no fast test reaches it') if r['outcome'] ==
                              'no tests' else ('untriaged', ''))
       r['triage'] = kind
@@ -344,7 +354,8 @@ def render_md(out: Dict[str, object]) -> str:
                  f"{s['sampled']} of {s['generated']}", str(c['killed']), str(c['survived']),
                  str(c['equivalent']), str(c['timeout']), str(c['no_tests']),
                  '-' if c['score'] is None else f"{100 * c['score']:.0f}%",
-                 '; '.join(([] if s['finished'] else ['stopped at its time limit']) +
+                 '; '.join(([] if s['finished'] or not s['counts']['run'] else
+                            ['stopped before its sample was done']) +
                            ([SHARD_NOTES[s['shard']]] if s['shard'] in SHARD_NOTES else []))])
   survivors = []
   for s in out['shards']:
@@ -407,8 +418,12 @@ def main(argv):
       n = previous[s.name]['sampled'] if previous[s.name]['sampled'] < previous[s.name][
           'generated'] else 0
     rec = run_shard(s, FLAGS.work, n, FLAGS.workers, FLAGS.timeout, FLAGS.rerun,
-                    os.path.join(FLAGS.work, s.name + '.log'), FLAGS.collect)
+                    os.path.join(FLAGS.work, s.name + '.log'), FLAGS.collect,
+                    {r['name']: r['diff'] for r in previous.get(s.name, {}).get('mutants', [])
+                     if r.get('diff')})
     rec['commit'] = commit
+    if FLAGS.collect and s.name in previous:  # nothing ran: keep the run's own time
+      rec['seconds'] = previous[s.name]['seconds']
     previous[s.name] = rec
     print(f"{s.name}: {json.dumps(rec['counts'])}", flush=True)
     done = [previous[x.name] for x in SHARDS if x.name in previous]
