@@ -148,6 +148,13 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     # recon/runtime/checkpoint.py
     'recon.runtime.checkpoint.x__read_meta__mutmut_18': ('equivalent', "no file 'METADATA': the orbax fallback restores the same JSON item (it only starts JAX to do so)"),
     'recon.runtime.checkpoint.x_read_inputs__mutmut_6': ('open', "a TypeError swallowed by read_inputs' broad except: every workdir reads as having no input record; tests/test_input_hashes.py reads it back, outside this shard's tests"),
+    'recon.runtime.checkpoint.x__read_meta__mutmut_23': ('open', "the metadata read in the locale's encoding: the same bytes under a UTF-8 locale; not tested under another"),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_5': ('open', "the time trigger (run.checkpoint_every_seconds > 0) is not exercised by this shard's fast tests"),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_27': ('equivalent', 'after an interrupt the checkpointer is closed and the run raises: the stored save time is never read again'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_4': ('open', "restoring a callable template (a rescue step's aux state) is reached by the slow resume tests of tests/test_checkpoint.py only"),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_12': ('open', "the aux state given to a callable template: reached by the slow resume tests of tests/test_checkpoint.py only"),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_14': ('open', "the aux state given to a callable template: reached by the slow resume tests of tests/test_checkpoint.py only"),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁrestore__mutmut_12': ('open', "the reason recorded with a set-aside checkpoint: checked in tests/test_reliability.py, outside this shard's tests"),
     'recon.models.defences.x_train_network_params__mutmut_86': ('test', 'tests/test_defences.py::test_a_dp_victims_noise_is_sigma_clip_over_the_expected_batch'),
 }
 
