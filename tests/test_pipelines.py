@@ -16,7 +16,7 @@ EXPECTED = {
     'rf_synthetic': 'random_features', 'two_layer': 'networks', 'two_layer_subspace': 'subspace',
     'vit': 'networks', 'rf_faces': 'random_features', 'rf_cifar': 'random_features',
     'kkt_haim': 'kkt', 'base': 'random_features', 'audit': 'networks',
-    'leak_width': 'leak_width',
+    'leak_width': 'leak_width', 'federated': 'federated',
 }
 
 
