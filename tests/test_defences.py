@@ -72,6 +72,21 @@ def test_target_epsilon_becomes_the_noise_that_meets_it():
   assert mech['delta'] == 1e-5 and mech['accountant'] == 'rdp'
 
 
+def test_a_pld_target_epsilon_is_met_by_the_pld_accountants_own_noise():
+  """accountant 'pld' with a target epsilon: the PLD calibration (which once started at sigma
+  1e-3, where the PLD needs tens of GiB) meets the target under PLD, with less noise than RDP
+  needs for the same target, and resolve passes the accountant on."""
+  rdp_sigma = privacy.noise_multiplier_for(2.0, 0.25, 50, 1e-5, 'rdp')
+  pld_sigma = privacy.noise_multiplier_for(2.0, 0.25, 50, 1e-5, 'pld')
+  assert privacy.epsilon(pld_sigma, 0.25, 50, 1e-5, 'pld') == pytest.approx(2.0, rel=1e-3)
+  assert rdp_sigma / 4 < pld_sigma < rdp_sigma
+  dp = base.get_config().victim.train.dp
+  dp.target_epsilon, dp.batch_size, dp.accountant = 2.0, 2, 'pld'
+  mech = privacy.resolve(dp, n=8, steps=50)
+  assert mech['accountant'] == 'pld' and mech['noise_multiplier'] == pytest.approx(pld_sigma)
+  assert mech['epsilon'] == pytest.approx(2.0, rel=1e-3)
+
+
 def test_release_noise_is_relative_and_off_at_zero():
   tree = {'a': jnp.ones((100, 100)) * 3.0, 'b': jnp.arange(5000.0)}
   assert privacy.add_release_noise(tree, 0.0, jax.random.PRNGKey(0)) is tree
