@@ -215,3 +215,15 @@ def test_every_anchor_names_a_heading():
       if anchor not in anchors(os.path.join(ROOT, 'docs', file)):
         bad.append(f'{_rel(path)} -> docs/{file}#{anchor}')
   assert not bad, bad
+
+
+def test_every_page_is_short_enough_to_read():
+  """The manual's size limits (issue #68): each docs page at most 400 lines, the README (the
+  front door) at most 150."""
+  limits = {os.path.join(ROOT, 'README.md'): 150}
+  docs = os.path.join(ROOT, 'docs')
+  limits.update({os.path.join(docs, f): 400 for f in os.listdir(docs) if f.endswith('.md')})
+  assert len(limits) > 5
+  with_lines = {path: sum(1 for _ in open(path, encoding='utf-8')) for path in limits}
+  too_long = {os.path.relpath(p, ROOT): n for p, n in with_lines.items() if n > limits[p]}
+  assert not too_long, f'pages over their limit (lines): {too_long}'
