@@ -399,7 +399,7 @@ PROFILE_PHASES = (
     ('recon.execution', 'execute', 'set-up (config, data, problem)'),
     ('recon.pipelines.random_features', 'train_random_features', 'victim fit'),
     ('recon.attack.driver', 'optimise', 'descent: driver set-up, loop'),
-    ('recon.attack.rescue.escalate', 'Escalator.__call__', 'descent: escalation checks, LOO, proposals'),
+    ('recon.attack.rescue.escalate', 'Escalator.update', 'descent: escalation checks, LOO, proposals'),
     ('recon.runtime.checkpoint', 'RunCheckpointer.__call__', 'descent: checkpoints'),
     ('recon.runtime.checkpoint', 'RunCheckpointer.close', 'descent: checkpoints'),
     ('recon.report.scoring', 'report', 'outputs (scores, summary, plots)'),
