@@ -407,9 +407,10 @@ def test_the_matrix_free_gauss_newton_step_equals_the_dense_one(blocked):
     runs = [polish.gauss_newton(ff64, theta, x_hat, iters=8, radius=float(np.sqrt(D)),
                                 tol=1e-20, method=m) for m in ('dense', 'matrix_free')]
   (xd, ld, kd), (xf, lf, kf) = runs
-  # Both reach the float64 floor (theta is float32: ~1e-14 here) at the same rows; the last
-  # steps there move the loss by rounding, so the step counts may differ by one.
-  assert kd > 0 and kf > 0 and abs(kd - kf) <= 1 and max(ld, lf) < 1e-12, (kd, kf, ld, lf)
+  # Both reach the float64 floor (theta is float32: ~1e-14 here) at the same rows; the steps
+  # accepted there move the loss by rounding alone, so their counts differ between JAX and
+  # BLAS versions (6 and 8 on JAX 0.12.1) and are not compared.
+  assert kd > 0 and kf > 0 and max(ld, lf) < 1e-12, (kd, kf, ld, lf)
   np.testing.assert_allclose(xf, xd, atol=1e-6)
   assert polish.gn_method(p, N, D) == 'dense'
   assert polish.gn_method(p, N, D, max_entries=p * N * D - 1) == 'matrix_free'
