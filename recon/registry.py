@@ -17,7 +17,8 @@ Kinds and their entries:
              from the `victim` section, the hyper-parameters a saved model fixes
   objective  `Objective`: a loss on candidate features (projection-type objectives) or
              the pipeline that owns it (KKT, unified)
-  dataset    a loader `(data section, key, dtype) -> (X (n, d), y (n,), meta)`
+  dataset    `Dataset`: its loader `(data section, key, dtype) -> (X (n, d), y (n,), meta)` and
+             whether the rows bring their own sizes (data.n / data.d None)
   pipeline   `Pipeline`: `run(spec, workdir, dtype, resuming) -> summary` and its checks
   rescue     `Rescue`: a step of `attack.rescue` (recon/attack/rescue/chain.py): its builder and where it
              acts (between chunks of the descent, or after it)
@@ -62,6 +63,12 @@ BUILTIN_NAMES = {
                 'synthetic_sphere', 'synthetic_subspace'),
     'pipeline': ('federated', 'kkt', 'leak_width', 'networks', 'random_features', 'subspace'),
     'rescue': ('cut', 'escalate', 'polish', 'pursue', 'reseed', 'swap'),
+}
+# The built-in entries' capabilities the validator reads, known the same way:
+# {(kind, entry field): the built-in names whose entry has it True}. tests/test_config.py checks
+# them against the registered entries.
+BUILTIN_CAPABILITIES = {
+    ('dataset', 'own_sizes'): ('file',),
 }
 
 
@@ -112,6 +119,18 @@ class Victim:
   features: str = 'gradient'
   homogeneous: bool = False
   patched: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+  """What a data set name means.
+
+  load       (data section, key, dtype) -> (X (n, d), y (n,) or None, meta)
+  own_sizes  the rows come with their sizes (the auditor's file): data.n and data.d may be
+             None, and take them
+  """
+  load: Callable[..., Tuple[Any, Any, Dict[str, Any]]]
+  own_sizes: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +229,8 @@ def register(kind: str, name: str, entry: Any) -> Any:
   table = _table(kind)
   if name in table and table[name] is not entry:
     raise RegistryError(f'{kind} {name!r}: registered twice; accepted: one registration per name')
+  if name in table:  # the same entry again: a no-op (its origin stays the first module's)
+    return entry
   table[name] = entry
   caller = sys._getframe(1)  # pylint: disable=protected-access
   _ORIGINS[(kind, name)] = caller.f_globals.get('__name__', '')
@@ -258,6 +279,16 @@ def known_names(kind: str) -> Tuple[str, ...]:
   """The built-in names of a kind and those registered since (a user's, a test's toy), sorted,
   without importing the built-ins (what the validator accepts)."""
   return tuple(sorted(set(BUILTIN_NAMES[kind]) | set(_table(kind))))
+
+
+def capability(kind: str, name: str, field: str) -> Any:
+  """The field `field` of the entry registered under `name`; for a built-in entry not yet
+  imported, read from BUILTIN_CAPABILITIES (what the validator asks without importing model
+  code)."""
+  table = _table(kind)
+  if name not in table and name in BUILTIN_NAMES[kind] and (kind, field) in BUILTIN_CAPABILITIES:
+    return name in BUILTIN_CAPABILITIES[(kind, field)]
+  return getattr(lookup(kind, name), field)
 
 
 def lookup(kind: str, name: str) -> Any:

@@ -406,3 +406,16 @@ def test_the_registry_knows_its_built_in_names_before_importing_them():
     registered = {n for n in registry.names(kind)
                   if registry.origin(kind, n).startswith('recon.')}
     assert registered == set(names), kind
+
+
+def test_the_registry_knows_its_built_in_capabilities_before_importing_them():
+  """registry.BUILTIN_CAPABILITIES (what the validator reads without importing model code)
+  are the registered built-in entries' fields, and `capability` reads the same before and after
+  the import."""
+  from recon import registry  # pylint: disable=import-outside-toplevel
+  for (kind, field), names in registry.BUILTIN_CAPABILITIES.items():
+    having = {n for n in registry.names(kind) if registry.origin(kind, n).startswith('recon.')
+              and getattr(registry.lookup(kind, n), field)}
+    assert having == set(names), (kind, field)
+    for name in registry.BUILTIN_NAMES[kind]:
+      assert registry.capability(kind, name, field) == (name in names)

@@ -70,13 +70,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # `cfg.victim.name`, `data_cfg.name`, `fields['data.name']`, `entry.pipeline`, `attack.rescue`.
 SUFFIX_KINDS = {'objective': 'objective', 'pipeline': 'pipeline', 'rescue': 'rescue'}
 OWNER_KINDS = {'victim': 'victim', 'data': 'dataset'}  # `<owner...>.name`
-# Literal name checks whose removal is under way elsewhere, {(module, kind, name): count}:
-# rescue steps switched on by name (#67 item 5: a step says itself where it applies) and the
-# validator's data.name 'file' (the config layer sees no data module; #67 item 2). The test
-# fails once a listed check is gone, so the list cannot go stale.
-PENDING_NAME_CHECKS = {
-    ('recon.config.validate', 'dataset', 'file'): 1,
-}
+# Literal name checks left to remove, {(module, kind, name): count}. The test fails once a
+# listed check is gone, so the list cannot go stale.
+PENDING_NAME_CHECKS = {}
 
 
 def _identifiers(node):

@@ -102,9 +102,12 @@ def validate(config: Any) -> Dict[str, tuple]:
           f'config.{path}: invalid value {fields[path]!r}; accepted: {spec.accepted()}')
   check_float32_range(fields)
   for path in ('data.n', 'data.d'):
-    if fields[path] is None and fields['data.name'] != 'file':
-      raise ConfigError(f"config.{path}: None is accepted only with data.name 'file' (the "
-                        "file's size); accepted: int >= 1")
+    if fields[path] is None and not registry.capability('dataset', fields['data.name'],
+                                                         'own_sizes'):
+      own = [n for n in registry.known_names('dataset')
+             if registry.capability('dataset', n, 'own_sizes')]
+      raise ConfigError(f"config.{path}: None is accepted only with data.name "
+                        f"{' or '.join(map(repr, own))} (its rows' own size); accepted: int >= 1")
   check_defences(fields)
   if fields['run.resume'] is True and fields['run.overwrite'] is True:  # before the lock
     raise ConfigError('run.resume, run.overwrite: both True; accepted: at most one of them')

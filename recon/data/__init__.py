@@ -144,7 +144,7 @@ def load(data_cfg: sections.Data, key: Array,
          dtype=jnp.float32) -> Tuple[Array, Array, Dict[str, Any]]:
   """Returns (X (n, d), y (n,), meta) for `data_cfg.name`: the loader registered under that
   name (recon/registry.py; the built-in ones below, see the module docstring)."""
-  return registry.lookup('dataset', data_cfg.name)(data_cfg, key, dtype)
+  return registry.lookup('dataset', data_cfg.name).load(data_cfg, key, dtype)
 
 
 def names() -> Tuple[str, ...]:
@@ -187,11 +187,11 @@ def _load_file(data_cfg: sections.Data, key: Array, dtype) -> Tuple[Array, Array
 # The synthetic sets' names, for the pipelines that build their own rows of them (the KKT
 # pipeline's balanced class labels) or read their planted subspace.
 SPHERE, SUBSPACE = 'synthetic_sphere', 'synthetic_subspace'
-registry.register('dataset', SPHERE, _load_sphere)
-registry.register('dataset', SUBSPACE, _load_subspace)
+registry.register('dataset', SPHERE, registry.Dataset(_load_sphere))
+registry.register('dataset', SUBSPACE, registry.Dataset(_load_subspace))
 for _name in NATIVE:  # digits, cifar10, mnist, lfw_faces, photo_patches
-  registry.register('dataset', _name, _load_image_set)
-registry.register('dataset', auditor.NAME, _load_file)
+  registry.register('dataset', _name, registry.Dataset(_load_image_set))
+registry.register('dataset', auditor.NAME, registry.Dataset(_load_file, own_sizes=True))
 
 
 def trains_victim(victim: Any, pipeline: Optional[str]) -> bool:
