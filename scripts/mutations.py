@@ -147,14 +147,28 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.models.defences.x_train_network_params__mutmut_81': ('test', 'tests/test_defences.py::test_a_dp_victim_moves_at_most_lr_times_the_clip_bound_per_step'),
     # recon/runtime/checkpoint.py
     'recon.runtime.checkpoint.x__read_meta__mutmut_18': ('equivalent', "no file 'METADATA': the orbax fallback restores the same JSON item (it only starts JAX to do so)"),
-    'recon.runtime.checkpoint.x_read_inputs__mutmut_6': ('open', "a TypeError swallowed by read_inputs' broad except: every workdir reads as having no input record; tests/test_input_hashes.py reads it back, outside this shard's tests"),
-    'recon.runtime.checkpoint.x__read_meta__mutmut_23': ('open', "the metadata read in the locale's encoding: the same bytes under a UTF-8 locale; not tested under another"),
-    'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_5': ('open', "the time trigger (run.checkpoint_every_seconds > 0) is not exercised by this shard's fast tests"),
+    'recon.runtime.checkpoint.x_read_inputs__mutmut_6': ('test', 'tests/test_checkpoint.py::test_read_inputs_is_the_input_record_of_the_newest_readable_checkpoint'),
+    'recon.runtime.checkpoint.x__read_meta__mutmut_23': ('test', 'tests/test_checkpoint.py::test_metadata_is_read_as_utf8_whatever_the_locale'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_5': ('test', 'tests/test_checkpoint.py::test_the_time_trigger_saves_once_every_every_seconds'),
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_27': ('equivalent', 'after an interrupt the checkpointer is closed and the run raises: the stored save time is never read again'),
-    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_4': ('open', "restoring a callable template (a rescue step's aux state) is reached by the slow resume tests of tests/test_checkpoint.py only"),
-    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_12': ('open', "the aux state given to a callable template: reached by the slow resume tests of tests/test_checkpoint.py only"),
-    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_14': ('open', "the aux state given to a callable template: reached by the slow resume tests of tests/test_checkpoint.py only"),
-    'recon.runtime.checkpoint.xǁRunCheckpointerǁrestore__mutmut_12': ('open', "the reason recorded with a set-aside checkpoint: checked in tests/test_reliability.py, outside this shard's tests"),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_4': ('test', 'tests/test_checkpoint.py::test_a_callable_template_is_given_the_aux_saved_with_the_checkpoint'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_12': ('test', 'tests/test_checkpoint.py::test_a_callable_template_is_given_the_aux_saved_with_the_checkpoint'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_14': ('test', 'tests/test_checkpoint.py::test_a_callable_template_is_given_the_aux_saved_with_the_checkpoint'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁrestore__mutmut_12': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    'recon.runtime.checkpoint.x_on_sigint__mutmut_5': ('test', 'tests/test_checkpoint.py::test_the_first_signal_asks_an_active_checkpointer_to_save_the_second_stops'),
+    'recon.runtime.checkpoint.x_unreadable_dir__mutmut_5': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_7': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_22': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_35': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_37': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    # recon/runtime/workdir_lock.py
+    'recon.runtime.workdir_lock.x_acquire__mutmut_41': ('equivalent', "ftruncate(fd, 1) keeps at most the first byte, and the pid written at offset 0 ('N\\n', >= 2 bytes) always covers it"),
+    'recon.runtime.workdir_lock.x_owner__mutmut_10': ('equivalent', "codec names are case-insensitive: 'ASCII' is 'ascii'"),
+    'recon.runtime.workdir_lock.x_owner__mutmut_2': ('test', 'tests/test_workdir_lock.py::test_owner_reads_the_recorded_pid_or_none'),
+    # recon/runtime/io.py
+    'recon.runtime.io.x_umask__mutmut_3': ('test', 'tests/test_io.py::test_umask_is_read_from_proc_without_setting_it'),
+    'recon.runtime.io.x_umask__mutmut_5': ('test', 'tests/test_io.py::test_umask_is_read_from_proc_without_setting_it'),
+    'recon.runtime.io.x_write_figure__mutmut_7': ('test', 'tests/test_io.py::test_a_figure_is_written_as_png_at_its_dpi'),
     'recon.models.defences.x_train_network_params__mutmut_86': ('test', 'tests/test_defences.py::test_a_dp_victims_noise_is_sigma_clip_over_the_expected_batch'),
 }
 
@@ -164,12 +178,10 @@ SHARD_NOTES: Dict[str, str] = {
                "the fast tier's score here is not the module's",
     'defences': 'the utility of a defended victim (held_out, network_utility, '
                 'regression_utility) is reached only by the slow end-to-end runs',
-    'metrics': "not measured: mutmut's clean run of the selected tests failed under the tool "
-               '(they pass under plain pytest in the same clone); left for a rerun',
-    'workdir_lock': "not measured: a test of tests/test_reliability.py failed during mutmut's "
-                    'stats run (its subprocesses import the mutated copy); left for a rerun',
-    'leak_width': 'not measured: stopped during its first pass for lack of time',
-    'io': 'not measured (its tests are those of workdir_lock, see there)',
+    'workdir_lock': "its tests are tests/test_workdir_lock.py's (the whole of "
+                    "tests/test_reliability.py failed mutmut's stats run; its two whole-run "
+                    'lock tests stay there)',
+    'io': "its tests are tests/test_io.py's (see workdir_lock)",
     'checkpoint': 'its fallbacks (unreadable checkpoints set aside, metadata read without '
                   'orbax) are tested in tests/test_reliability.py and the slow tier, outside '
                   "this shard's tests",

@@ -467,3 +467,137 @@ def test_a_field_resolved_at_run_time_matches_its_unset_value():
   assert checkpoint.config_differences(saved, {'attack': {'knows_init': None, 'lr': 0.1}}) == []
   assert checkpoint.config_differences(saved, {'attack': {'knows_init': False, 'lr': 0.1}}) == [
       'attack.knows_init (True -> False)']
+
+
+class _Rows(collections.namedtuple('_Rows', 'x step')):
+  """A state whose layout (the number of rows) is known only from the checkpoint's aux."""
+
+
+def _save_rows(workdir, steps, rows, **kw):
+  ck = checkpoint.RunCheckpointer(str(workdir), {'a': 1}, every_seconds=0, every_steps=1,
+                                  keep=5, **kw)
+  for step in steps:
+    ck(_Rows(jnp.full(rows, float(step)), jnp.asarray(step)), [(step, 0.5 ** step)], False,
+       aux={'rows': rows})
+  ck.close()
+
+
+def test_a_callable_template_is_given_the_aux_saved_with_the_checkpoint(tmp_path):
+  """A rescue step's state: its layout is read from the checkpoint's aux before the state is
+  restored (the run resumes with 5 rows, not the template's default)."""
+  _save_rows(tmp_path, (1, 2), rows=5)
+  seen = []
+
+  def template(aux):
+    seen.append(aux)
+    return _Rows(jnp.zeros(aux['rows']), jnp.asarray(0))
+
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1})
+  restored, history, step = ck.restore(template)
+  ck.close()
+  assert seen == [{'rows': 5}] and step == 2 and history == [(2, 0.25)]
+  np.testing.assert_array_equal(restored.x, np.full(5, 2.0))
+  assert ck.restored_aux == {'rows': 5}
+
+
+def test_the_time_trigger_saves_once_every_every_seconds(tmp_path, monkeypatch):
+  clock = [1000.0]
+  monkeypatch.setattr(checkpoint.time, 'monotonic', lambda: clock[0])
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1}, every_seconds=10.0, every_steps=0)
+  saved = []
+  for step, t in ((1, 1005.0), (2, 1010.0), (3, 1015.0), (4, 1019.9), (5, 1020.0), (6, 1100.0)):
+    clock[0] = t
+    saved.append(ck(_Rows(jnp.zeros(2), jnp.asarray(step)), [(step, 1.0)], False))
+  ck.close()
+  # due at 1010 (10 s after the start), then 10 s after that save (1020), then at 1100.
+  assert saved == [False, True, False, False, True, True]
+  assert checkpoint.saved_steps(str(tmp_path)) == [5, 6]
+
+
+def test_read_inputs_is_the_input_record_of_the_newest_readable_checkpoint(tmp_path):
+  data = tmp_path / 'rows.npz'
+  data.write_bytes(b'first rows')
+  ck = checkpoint.RunCheckpointer(str(tmp_path / 'w'), {'data': {'path': str(data)}},
+                                  every_seconds=0, every_steps=1, keep=5)
+  ck(_Rows(jnp.zeros(2), jnp.asarray(1)), [(1, 1.0)], False)
+  ck.close()
+  record = checkpoint.read_inputs(str(tmp_path / 'w'))
+  assert set(record) == {'data.path'} and record['data.path']['path'] == str(data)
+  assert record['data.path']['bytes'] == len(b'first rows')
+  # A newer checkpoint whose metadata cannot be read: the older one's record.
+  newer = os.path.join(checkpoint.checkpoint_dir(str(tmp_path / 'w')), '2', 'meta')
+  shutil.copytree(os.path.dirname(os.path.dirname(newer)) + '/1', os.path.dirname(newer))
+  with open(os.path.join(newer, 'metadata'), 'w') as f:
+    f.write('{not json')
+  assert checkpoint.read_inputs(str(tmp_path / 'w')) == record
+  assert checkpoint.read_inputs(str(tmp_path / 'none')) is None
+
+
+def test_metadata_is_read_as_utf8_whatever_the_locale(tmp_path, monkeypatch):
+  """A config naming a non-ASCII path reads back the same under a Latin-1 locale."""
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'name': 'café ☕ /données'}, every_seconds=0,
+                                  every_steps=1)
+  ck(_Rows(jnp.zeros(2), jnp.asarray(1)), [(1, 1.0)], False)
+  ck.close()
+  real_open = open
+
+  def latin1_locale(file, mode='r', *args, **kwargs):
+    if 'b' not in mode and not args and 'encoding' not in kwargs:
+      kwargs['encoding'] = 'latin-1'  # what open() defaults to under such a locale
+    return real_open(file, mode, *args, **kwargs)
+
+  monkeypatch.setattr(checkpoint, 'open', latin1_locale, raising=False)
+  assert checkpoint.read_config(str(tmp_path)) == {'name': 'café ☕ /données'}
+
+
+def test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason(
+    tmp_path, monkeypatch):
+  _save_rows(tmp_path, (1, 2), rows=3)
+  warnings = []
+  monkeypatch.setattr(checkpoint.logging, 'warning', lambda msg, *a: warnings.append(msg % a))
+  aside = tmp_path / 'checkpoints.unreadable'
+  os.makedirs(aside / '2')  # a checkpoint of this step set aside before: keep it
+  (aside / '2' / 'old').write_text('kept')
+
+  def template(aux):
+    if aux['rows'] == 3 and not warnings:
+      raise OSError('disk says no\nsecond line of the error')
+    return _Rows(jnp.zeros(aux['rows']), jnp.asarray(0))
+
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1})
+  restored, history, step = ck.restore(template)
+  ck.close()
+  assert step == 1 and history == [(1, 0.5)]
+  assert (aside / '2' / 'old').read_text() == 'kept' and os.path.isdir(aside / '2.1' / 'meta')
+  assert checkpoint.saved_steps(str(tmp_path)) == [1]
+  src = os.path.join(checkpoint.checkpoint_dir(str(tmp_path)), '2')
+  assert warnings == [f'run.resume: skipped the unreadable checkpoint {src} (OSError: disk says '
+                      f'no); moved to {aside / "2.1"}']
+  assert checkpoint.unreadable_dir(str(tmp_path)) == str(aside)
+
+
+def test_the_first_signal_asks_an_active_checkpointer_to_save_the_second_stops(tmp_path,
+                                                                              monkeypatch):
+  import weakref  # pylint: disable=import-outside-toplevel
+  from recon.runtime import signals  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(checkpoint, '_ACTIVE', weakref.WeakSet())  # other tests' left aside
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1})
+  try:
+    checkpoint.on_sigint(signal.SIGTERM)  # asks for a save, returns
+    assert checkpoint.graceful_stop_pending() and signals.exit_code() == 143
+    checkpoint._INTERRUPT['saving'] = True
+    checkpoint.on_sigint(signal.SIGINT)  # during a save: the save completes first
+    checkpoint._INTERRUPT['saving'] = False
+    with pytest.raises(KeyboardInterrupt):
+      checkpoint.on_sigint(signal.SIGINT)  # a second signal: at once
+    # The interrupt is honoured at the end of the chunk: a checkpoint, then Interrupted.
+    with pytest.raises(errors.Interrupted, match=r'^interrupted at step 7; checkpoint written'):
+      ck(_Rows(jnp.zeros(2), jnp.asarray(7)), [(7, 1.0)], False)
+    assert checkpoint.saved_steps(str(tmp_path)) == [7] and not checkpoint.graceful_stop_pending()
+  finally:
+    checkpoint._INTERRUPT.update(requested=False, saving=False)
+    signals.reset()
+    ck.close()
+  with pytest.raises(KeyboardInterrupt):  # no running checkpointer: at once
+    checkpoint.on_sigint(signal.SIGINT)
+  signals.reset()

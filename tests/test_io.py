@@ -78,6 +78,14 @@ def test_umask_is_read_without_changing_it(umask_027):
   assert os.umask(0o027) == 0o027
 
 
+def test_umask_is_read_from_proc_without_setting_it(monkeypatch, umask_027):
+  """Where /proc allows, umask() never sets the mask, even for a moment (another thread may
+  be creating a file then)."""
+  calls = []
+  monkeypatch.setattr(io.os, 'umask', lambda m: calls.append(m) or 0o027)
+  assert io.umask() == 0o027 and calls == []
+
+
 def test_umask_without_proc_falls_back_and_restores_it(monkeypatch, umask_027):
   def no_proc(*a, **k):
     raise OSError('no /proc')
@@ -147,7 +155,8 @@ def test_a_figure_is_written_as_png_at_its_dpi(tmp_path):
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
   fig = plt.figure(figsize=(2, 1))
   try:
-    io.write_figure(str(tmp_path / 'f.png'), fig, dpi=30)
+    with matplotlib.rc_context({'savefig.format': 'svg'}):  # a user's matplotlibrc: still PNG
+      io.write_figure(str(tmp_path / 'f.png'), fig, dpi=30)
     io.write_figure(str(tmp_path / 'g.png'), fig)
   finally:
     plt.close(fig)

@@ -99,9 +99,12 @@ def test_a_lock_held_by_another_process_refuses_until_it_dies(tmp_path):
 
 
 @pytest.mark.parametrize('text, pid', [('', None), ('0\n', None), ('  42 \n', 42),
-                                       ('pid 42', None), ('-', None), ('7', 7)])
+                                       ('pid 42', None), ('-', None), ('7', 7),
+                                       ('\uff14\uff12\n', None)])
 def test_owner_reads_the_recorded_pid_or_none(tmp_path, text, pid):
-  (tmp_path / workdir_lock.NAME).write_text(text)
+  """The file recon writes is ASCII digits; anything else (full-width digits, which int()
+  would read as 42 from UTF-8) is not a pid recon wrote: None."""
+  (tmp_path / workdir_lock.NAME).write_text(text, encoding='utf-8')
   assert workdir_lock.owner(str(tmp_path)) == pid
 
 
