@@ -161,6 +161,9 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_22': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_35': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ_set_aside__mutmut_37': ('test', 'tests/test_checkpoint.py::test_an_unreadable_checkpoint_is_set_aside_under_a_free_name_with_its_reason'),
+    # recon/metrics.py
+    'recon.metrics.x_normalized_rows__mutmut_10': ('test', 'tests/test_metrics.py::test_normalized_rows_remove_each_rows_own_mean'),
+    'recon.metrics.x_per_sample_ssim__mutmut_6': ('test', 'tests/test_metrics.py::test_per_sample_ssim_uses_the_filter_size_it_is_given'),
     # recon/runtime/workdir_lock.py
     'recon.runtime.workdir_lock.x_acquire__mutmut_41': ('equivalent', "ftruncate(fd, 1) keeps at most the first byte, and the pid written at offset 0 ('N\\n', >= 2 bytes) always covers it"),
     'recon.runtime.workdir_lock.x_owner__mutmut_10': ('equivalent', "codec names are case-insensitive: 'ASCII' is 'ascii'"),

@@ -169,3 +169,28 @@ def test_aligned_candidates_up_to_norm_are_at_the_true_rows_norm():
   np.testing.assert_allclose(out, x, atol=1e-9)
   out_raw = metrics.aligned_candidates(x, x_hat, sign_invariant=True)
   np.testing.assert_allclose(out_raw, 3.0 * x, atol=1e-12)
+
+
+def test_normalized_rows_remove_each_rows_own_mean():
+  """Rows at different offsets (a global mean would leave them apart): each becomes its own
+  centred unit vector; a constant row becomes 0."""
+  x = np.array([[1.0, 2.0, 3.0], [11.0, 12.0, 13.0], [-4.0, 0.0, -2.0], [5.0, 5.0, 5.0]])
+  out = metrics.normalized_rows(x)
+  e = np.array([-1.0, 0.0, 1.0]) / np.sqrt(2.0)
+  np.testing.assert_allclose(out[:2], [e, e], atol=1e-15)
+  np.testing.assert_allclose(out[2], np.array([-2.0, 2.0, 0.0]) / np.sqrt(8.0), atol=1e-15)
+  np.testing.assert_array_equal(out[3], 0.0)
+
+
+def test_per_sample_ssim_uses_the_filter_size_it_is_given():
+  """On 8x8 images the default window is 3 (ssim_filter_size); a window of 7 given by the
+  caller (run.ssim_filter_size) gives other values, the ones ssim_pairs gives at 7."""
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((3, 64))
+  x_hat = -(x + 0.6 * rng.standard_normal(x.shape))[::-1]  # permuted, sign-flipped, noisy
+  shape = (8, 8, 1)
+  at7 = metrics.per_sample_ssim(x, x_hat, shape, filter_size=7)
+  aligned = metrics.aligned_candidates(x, x_hat)
+  np.testing.assert_allclose(at7, metrics.ssim_pairs(x, aligned, shape, 7), rtol=1e-6)
+  default = metrics.per_sample_ssim(x, x_hat, shape)
+  assert np.all(np.abs(at7 - default) > 1e-3)
