@@ -11,15 +11,19 @@ plus `tv` times the total variation of the candidates as images:
 
 minimised by Adam at step `lr` for `steps` steps from rows drawn on the sqrt(d)-sphere. Unlike
 the projection loss it needs the training hyper-parameters and the labels, and its loss at the
-truth is 0 only when the simulation replays the client exactly.
+truth is 0 only when the simulation replays the client exactly. Its own blind signal is the
+matching term (the cosine distance, TV left out): `attack` returns it at the end and along the
+descent (`curve`, at CHECKPOINTS), which is how its settings are chosen on shadow clients
+(scripts/federated.py --tune; docs/federated.md).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
@@ -30,10 +34,20 @@ Array = jax.Array
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-  """The baseline's own settings (chosen blind on shadow clients by its final loss)."""
+  """The baseline's own settings (chosen blind on shadow clients by its final matching loss)."""
   lr: float = 0.05
   steps: int = 2000
   tv: float = 0.0
+
+
+# Adam's update m / (sqrt(v) + eps) has an infinite derivative in v at v = 0 (a coordinate whose
+# gradient is 0): the replay differentiates sqrt(v + EPS_ROOT) instead, which differs from the
+# client's step only where |g| < ~1e-8.
+EPS_ROOT = 1e-20
+
+# Steps at which `attack` reports the matching loss along its descent (Adam at a constant step:
+# the loss after s of `steps` steps is the loss of a run of s steps).
+CHECKPOINTS = (250, 500, 1000, 2000, 4000, 8000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +73,7 @@ def simulated_update(apply_fn: Callable[[Any, Array], Array], params0: Any, x: A
                      targets: Array, client: Client) -> Array:
   """vec(W(1) - W(0)) of the client's local training replayed on (x, targets), differentiable
   in x (batches in order)."""
-  opt = federated.optimizer(client.optimizer, client.lr)
+  opt = federated.optimizer(client.optimizer, client.lr, eps_root=EPS_ROOT)
   n = x.shape[0]
   params, state = params0, opt.init(params0)
   for _ in range(client.epochs):
@@ -71,34 +85,52 @@ def simulated_update(apply_fn: Callable[[Any, Array], Array], params0: Any, x: A
   return ravel_pytree(params)[0] - ravel_pytree(params0)[0]
 
 
+def cosine_distance(apply_fn, params0, targets, observed: Array,
+                    client: Client) -> Callable[[Array], Array]:
+  """x_hat -> 1 - cos(simulated update, observed update): the matching term alone."""
+  def distance(x):
+    u = simulated_update(apply_fn, params0, x, targets, client)
+    return 1.0 - jnp.vdot(u, observed) / (jnp.linalg.norm(u) * jnp.linalg.norm(observed)
+                                          + 1e-30)
+  return distance
+
+
 def matching_loss(apply_fn, params0, targets, observed: Array, client: Client, tv: float,
                   image_shape) -> Callable[[Array], Array]:
   """x_hat -> cosine distance between the simulated and the observed update (+ tv TV)."""
-  def loss(x):
-    u = simulated_update(apply_fn, params0, x, targets, client)
-    cos = jnp.vdot(u, observed) / (jnp.linalg.norm(u) * jnp.linalg.norm(observed) + 1e-30)
-    return 1.0 - cos + tv * total_variation(x, image_shape)
-  return loss
+  distance = cosine_distance(apply_fn, params0, targets, observed, client)
+  return lambda x: distance(x) + tv * total_variation(x, image_shape)
 
 
 def attack(apply_fn, params0, params1, targets, client: Client, setting: Setting, key: Array,
-           n: int, d: int, image_shape=None) -> Tuple[Array, float]:
-  """(X_hat (n, d), final loss) of the baseline on the observed update W(1) - W(0)."""
+           n: int, d: int, image_shape=None) -> Tuple[Array, Dict[str, Any]]:
+  """(X_hat (n, d), info) of the baseline on the observed update W(1) - W(0).
+
+  info: 'loss' (the objective at X_hat), 'matching' (its cosine distance, TV left out) and
+  'curve' ({s: the cosine distance after s steps} for the CHECKPOINTS s within `steps`).
+  """
   observed = ravel_pytree(params1)[0] - ravel_pytree(params0)[0]
-  loss = matching_loss(apply_fn, params0, targets, observed, client, setting.tv, image_shape)
+  distance = cosine_distance(apply_fn, params0, targets, observed, client)
   x = jax.random.normal(key, (n, d), observed.dtype)
   x = x * jnp.sqrt(d) / jnp.linalg.norm(x, axis=1, keepdims=True)
   opt = optax.adam(setting.lr)
+
+  def objective(x):
+    m = distance(x)
+    return m + setting.tv * total_variation(x, image_shape), m
 
   @jax.jit
   def run(x):
     def body(carry, _):
       x, state = carry
-      v, g = jax.value_and_grad(loss)(x)
+      (_, m), g = jax.value_and_grad(objective, has_aux=True)(x)
       updates, state = opt.update(g, state, x)
-      return (optax.apply_updates(x, updates), state), v
-    (x, _), _ = jax.lax.scan(body, (x, opt.init(x)), None, length=setting.steps)
-    return x, loss(x)
+      return (optax.apply_updates(x, updates), state), m  # the matching term before this step
+    (x, _), curve = jax.lax.scan(body, (x, opt.init(x)), None, length=setting.steps)
+    final, m = objective(x)
+    return x, final, jnp.concatenate([curve, m[None]])
 
-  x, final = run(x)
-  return x, float(final)
+  x, final, curve = run(x)
+  curve = np.asarray(curve)  # curve[s]: the matching term after s steps
+  return x, {'loss': float(final), 'matching': float(curve[-1]),
+             'curve': {s: float(curve[s]) for s in CHECKPOINTS if s <= setting.steps}}

@@ -27,12 +27,13 @@ from recon.models import train
 Array = jax.Array
 
 
-def optimizer(name: str, lr: float) -> optax.GradientTransformation:
-  """The client's local optimiser `name` (recon.config.choices.FEDERATED_OPTIMIZERS)."""
+def optimizer(name: str, lr: float, eps_root: float = 0.0) -> optax.GradientTransformation:
+  """The client's local optimiser `name` (recon.config.choices.FEDERATED_OPTIMIZERS); `eps_root`
+  (Adam's, inside the square root) is for differentiating through it (the baseline's replay)."""
   if name == 'sgd':
     return optax.sgd(lr)
   if name == 'adam':
-    return optax.adam(lr)
+    return optax.adam(lr, eps_root=eps_root)
   raise ValueError(f'federated.optimizer: unknown {name!r}; accepted: '
                    f'{", ".join(choices.FEDERATED_OPTIMIZERS)}')
 

@@ -225,7 +225,8 @@ def baseline(data_cfg: sections.Data, run_cfg: sections.Run, fed: sections.Feder
              summary: Dict[str, Any]) -> Dict[str, Any]:
   """The gradient-matching baseline on the same update (WORKDIR/baseline.json): its records
   back, scored like the run's (the same matching, threshold and symmetries), SSIM for images,
-  its final matching loss (the blind signal its settings are chosen by) and its seconds."""
+  its final objective, its matching term (the cosine distance alone: the blind signal its settings
+  are chosen by, scripts/federated.py --tune) at the end and along the descent, and its seconds."""
   n, d = x.shape
   client = gradient_matching.Client(loss=fed.loss, epochs=fed.epochs, batch=fed.batch or n,
                                     lr=fed.lr, optimizer=fed.optimizer)
@@ -234,24 +235,28 @@ def baseline(data_cfg: sections.Data, run_cfg: sections.Run, fed: sections.Feder
   targets = train.make_targets(fed.loss, y, data_cfg.num_classes, x.dtype)
   image_shape = meta.get('image_shape')
   t = time.time()
-  x_hat, final = gradient_matching.attack(
+  x_hat, info = gradient_matching.attack(
       apply, params0, params1, targets, client, setting, jax.random.fold_in(keys['init'], 7), n,
       d, image_shape)
+  x_hat = jax.block_until_ready(x_hat)
   seconds = time.time() - t
+  finite = bool(jnp.all(jnp.isfinite(x_hat)))
+  x_hat = jnp.where(jnp.isfinite(x_hat), x_hat, 0.0)  # a diverged descent: its rows score as 0
   m = summary['metrics']
   sign, scale = m.get('sign_invariant', True), m.get('scale_invariant', False)
   x_true, x_hat = np.asarray(x, np.float64), np.asarray(x_hat, np.float64)
   out = {'baseline': fed.baseline, 'lr': setting.lr, 'steps': setting.steps, 'tv': setting.tv,
          'knows': 'W(0), W(1), the labels, E, B, eta, the loss and the optimiser',
-         'final_loss': final, 'seconds': seconds,
+         'finite': finite, 'final_loss': info['loss'], 'matching_loss': info['matching'],
+         'matching_curve': {str(k): v for k, v in info['curve'].items()}, 'seconds': seconds,
          **metrics.reconstruction_metrics(x_true, x_hat, run_cfg.recovered_threshold, sign,
                                           scale)}
   if image_shape is not None:
     ssim = metrics.per_sample_ssim(x_true, x_hat, image_shape, run_cfg.ssim_filter_size, sign,
                                    scale)
     out['ssim_mean'] = float(np.mean(ssim))
-  logging.info('gradient matching: %d of %d records back, loss %.3g, %.1f s',
-               out['n_recovered'], n, final, seconds)
+  logging.info('gradient matching: %d of %d records back, matching loss %.3g, %.1f s',
+               out['n_recovered'], n, info['matching'], seconds)
   return out
 
 
