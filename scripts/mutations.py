@@ -164,6 +164,15 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     # recon/metrics.py
     'recon.metrics.x_normalized_rows__mutmut_10': ('test', 'tests/test_metrics.py::test_normalized_rows_remove_each_rows_own_mean'),
     'recon.metrics.x_per_sample_ssim__mutmut_6': ('test', 'tests/test_metrics.py::test_per_sample_ssim_uses_the_filter_size_it_is_given'),
+    # recon/certify/residual_jacobian.py
+    'recon.certify.residual_jacobian.x_damped_solve__mutmut_7': ('test', 'tests/test_residual_jacobian.py::test_the_transpose_apply_and_the_damped_solve_equal_the_dense_jacobians'),
+    'recon.certify.residual_jacobian.x_damped_solve__mutmut_64': ('test', 'tests/test_residual_jacobian.py::test_the_transpose_apply_and_the_damped_solve_equal_the_dense_jacobians'),
+    'recon.certify.residual_jacobian.x_damped_solve__mutmut_74': ('test', 'tests/test_residual_jacobian.py::test_the_transpose_apply_and_the_damped_solve_equal_the_dense_jacobians'),
+    'recon.certify.residual_jacobian.x_transpose_apply__mutmut_22': ('test', 'tests/test_residual_jacobian.py::test_the_transpose_apply_and_the_damped_solve_equal_the_dense_jacobians'),
+    'recon.certify.residual_jacobian.x_gram_operator__mutmut_10': ('equivalent', 'the vectors are copied into a float64 buffer next (padded[:k] = v.T), which casts whatever real dtype v has, as the asarray cast did'),
+    'recon.certify.residual_jacobian.x_smallest_singular_value__mutmut_121': ("equivalent", "without matmat scipy's LinearOperator applies the preconditioner's matvec column by column: the same einsum per column"),
+    'recon.certify.residual_jacobian.x_smallest_singular_value__mutmut_41': ('equivalent', "the scale only sets lambda_max's LOBPCG tolerance (1e-8 scale); ||probe||^2 ~ m(d-1) times looser moves lambda_max by ~tol^2/gap (measured: sigma_max still equal to the dense one to 1e-10; not exact for a huge m(d-1))"),
+    'recon.certify.residual_jacobian.x_stats__mutmut_121': ('equivalent', 'Stats.theta_norm is read by no caller (the certificate computes its own norm of theta)'),
     # recon/runtime/workdir_lock.py
     'recon.runtime.workdir_lock.x_acquire__mutmut_41': ('equivalent', "ftruncate(fd, 1) keeps at most the first byte, and the pid written at offset 0 ('N\\n', >= 2 bytes) always covers it"),
     'recon.runtime.workdir_lock.x_owner__mutmut_10': ('equivalent', "codec names are case-insensitive: 'ASCII' is 'ascii'"),

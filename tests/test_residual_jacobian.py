@@ -214,3 +214,53 @@ def test_a_zero_or_singular_jacobian_pins_nothing_and_never_crashes():
   h = np.diag([1.0, 2.0, 3.0, 0.0, 0.0, 0.0])  # row 1's block is flat: only row 1 is free
   scales = certificate.row_pin_scales_from_eigh(*np.linalg.eigh(h), 2)
   assert np.isfinite(scales[0]) and scales[1] > 1e6
+
+
+def _blocked_problem():
+  x, theta, fmap, _ = _problem(8 * N * D)
+  x_hat = x + 1e-3 * np.random.default_rng(0).normal(size=x.shape)
+  dense = certificate.tangent_jacobian(fmap, x_hat, theta)
+  st = residual_jacobian.stats(fmap, x_hat, theta, block_entries=60 * N * D)  # 60 columns
+  assert st.n_blocks == 4
+  return dense, st
+
+
+def test_the_transpose_apply_and_the_damped_solve_equal_the_dense_jacobians():
+  """J^T u over every block (u of unequal entries in each), and (H + mu I)^-1 rhs to CG's
+  tolerance; a zero right-hand side is solved in 0 iterations with residual 0; given blocks
+  are reused (row_blocks is not called again)."""
+  with jax.enable_x64(True):
+    dense, st = _blocked_problem()
+    rng = np.random.default_rng(2)
+    u = rng.normal(size=dense.shape[0]) * np.linspace(0.1, 3.0, dense.shape[0])
+    jt_u = residual_jacobian.transpose_apply(st, u)
+    np.testing.assert_allclose(jt_u, dense.T @ u, rtol=1e-9, atol=1e-12 * np.abs(dense.T @ u).max())
+    h = dense.T @ dense
+    mu = 0.1 * np.trace(h) / len(h)  # well conditioned: a few CG iterations
+    s, info = residual_jacobian.damped_solve(st, jt_u, mu)
+    want = np.linalg.solve(h + mu * np.eye(len(h)), jt_u)
+    np.testing.assert_allclose(s, want, rtol=1e-7, atol=1e-9 * np.abs(want).max())
+    assert 1 <= info['iterations'] < residual_jacobian.CG_MAXITER
+    assert info['residual'] <= residual_jacobian.CG_RTOL
+    zero, zinfo = residual_jacobian.damped_solve(st, np.zeros_like(jt_u), mu)
+    assert not zero.any() and zinfo == {'iterations': 0, 'residual': 0.0}
+    blocks = residual_jacobian.row_blocks(st)
+    real = residual_jacobian.row_blocks
+    try:
+      residual_jacobian.row_blocks = None  # reused, not recomputed
+      again, _ = residual_jacobian.damped_solve(st, jt_u, mu, blocks)
+    finally:
+      residual_jacobian.row_blocks = real
+    np.testing.assert_allclose(again, s, rtol=1e-12, atol=1e-14 * np.abs(s).max())
+    capped, cinfo = residual_jacobian.damped_solve(st, jt_u, mu, maxiter=2)
+    assert cinfo['iterations'] == 2 and cinfo['residual'] > residual_jacobian.CG_RTOL
+
+
+def test_the_matrix_free_extreme_singular_values_equal_the_dense_ones():
+  with jax.enable_x64(True):
+    dense, st = _blocked_problem()
+    sv = np.linalg.svd(dense, compute_uv=False)
+    lo, hi, info = residual_jacobian.smallest_singular_value(st)
+    assert info['converged']
+    np.testing.assert_allclose(hi, sv[0], rtol=1e-10)
+    assert lo <= sv[-1] * (1 + 1e-9) and lo >= 0.99 * sv[-1]
