@@ -148,7 +148,7 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     # recon/runtime/checkpoint.py
     'recon.runtime.checkpoint.x__read_meta__mutmut_18': ('equivalent', "no file 'METADATA': the orbax fallback restores the same JSON item (it only starts JAX to do so)"),
     'recon.runtime.checkpoint.x_read_inputs__mutmut_6': ('test', 'tests/test_checkpoint.py::test_read_inputs_is_the_input_record_of_the_newest_readable_checkpoint'),
-    'recon.runtime.checkpoint.x__read_meta__mutmut_23': ('test', 'tests/test_checkpoint.py::test_metadata_is_read_as_utf8_whatever_the_locale'),
+    'recon.runtime.checkpoint.x__read_meta__mutmut_23': ('equivalent', "orbax writes the metadata with json's ASCII escapes (caf\\u00e9): the file is ASCII, read alike in every ASCII-compatible locale encoding (Latin-1: tests/test_checkpoint.py::test_metadata_is_read_as_utf8_whatever_the_locale)"),
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_5': ('test', 'tests/test_checkpoint.py::test_the_time_trigger_saves_once_every_every_seconds'),
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_27': ('equivalent', 'after an interrupt the checkpointer is closed and the run raises: the stored save time is never read again'),
     'recon.runtime.checkpoint.xǁRunCheckpointerǁ_restore_step__mutmut_4': ('test', 'tests/test_checkpoint.py::test_a_callable_template_is_given_the_aux_saved_with_the_checkpoint'),
@@ -173,6 +173,8 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.certify.residual_jacobian.x_smallest_singular_value__mutmut_121': ("equivalent", "without matmat scipy's LinearOperator applies the preconditioner's matvec column by column: the same einsum per column"),
     'recon.certify.residual_jacobian.x_smallest_singular_value__mutmut_41': ('equivalent', "the scale only sets lambda_max's LOBPCG tolerance (1e-8 scale); ||probe||^2 ~ m(d-1) times looser moves lambda_max by ~tol^2/gap (measured: sigma_max still equal to the dense one to 1e-10; not exact for a huge m(d-1))"),
     'recon.certify.residual_jacobian.x_stats__mutmut_121': ('equivalent', 'Stats.theta_norm is read by no caller (the certificate computes its own norm of theta)'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ__call____mutmut_36': ('test', 'tests/test_checkpoint.py::test_the_first_signal_asks_an_active_checkpointer_to_save_the_second_stops'),
+    'recon.runtime.checkpoint.xǁRunCheckpointerǁ_save__mutmut_25': ('test', 'tests/test_checkpoint.py::test_a_signal_during_a_save_waits_for_the_save'),
     # recon/runtime/workdir_lock.py
     'recon.runtime.workdir_lock.x_acquire__mutmut_41': ('equivalent', "ftruncate(fd, 1) keeps at most the first byte, and the pid written at offset 0 ('N\\n', >= 2 bytes) always covers it"),
     'recon.runtime.workdir_lock.x_owner__mutmut_10': ('equivalent', "codec names are case-insensitive: 'ASCII' is 'ascii'"),
@@ -194,9 +196,6 @@ SHARD_NOTES: Dict[str, str] = {
                     "tests/test_reliability.py failed mutmut's stats run; its two whole-run "
                     'lock tests stay there)',
     'io': "its tests are tests/test_io.py's (see workdir_lock)",
-    'checkpoint': 'its fallbacks (unreadable checkpoints set aside, metadata read without '
-                  'orbax) are tested in tests/test_reliability.py and the slow tier, outside '
-                  "this shard's tests",
 }
 
 # mutmut's exit codes (mutmut/stats.py) folded into the outcomes reported here.
@@ -456,8 +455,8 @@ def main(argv):
     if FLAGS.collect and not meta(os.path.join(FLAGS.work, s.name), s):
       print(f'{s.name}: no mutmut results under {FLAGS.work}: kept as it was', flush=True)
       continue
-    n = FLAGS.sample  # a rerun or a collect keeps the shard's own sample
-    if (FLAGS.rerun or FLAGS.collect) and s.name in previous:
+    n = FLAGS.sample  # a rerun or a collect keeps the shard's own sample, unless --sample is given
+    if (FLAGS.rerun or FLAGS.collect) and s.name in previous and not FLAGS['sample'].present:
       n = previous[s.name]['sampled'] if previous[s.name]['sampled'] < previous[s.name][
           'generated'] else 0
     rec = run_shard(s, FLAGS.work, n, FLAGS.workers, FLAGS.timeout, FLAGS.rerun,

@@ -534,7 +534,8 @@ def test_read_inputs_is_the_input_record_of_the_newest_readable_checkpoint(tmp_p
 
 
 def test_metadata_is_read_as_utf8_whatever_the_locale(tmp_path, monkeypatch):
-  """A config naming a non-ASCII path reads back the same under a Latin-1 locale."""
+  """A config naming a non-ASCII path reads back the same under a Latin-1 locale (orbax
+  writes it with JSON's ASCII escapes; a writer of raw UTF-8 would fail here)."""
   ck = checkpoint.RunCheckpointer(str(tmp_path), {'name': 'café ☕ /données'}, every_seconds=0,
                                   every_steps=1)
   ck(_Rows(jnp.zeros(2), jnp.asarray(1)), [(1, 1.0)], False)
@@ -591,8 +592,12 @@ def test_the_first_signal_asks_an_active_checkpointer_to_save_the_second_stops(t
     with pytest.raises(KeyboardInterrupt):
       checkpoint.on_sigint(signal.SIGINT)  # a second signal: at once
     # The interrupt is honoured at the end of the chunk: a checkpoint, then Interrupted.
-    with pytest.raises(errors.Interrupted, match=r'^interrupted at step 7; checkpoint written'):
+    with pytest.raises(errors.Interrupted) as e:
       ck(_Rows(jnp.zeros(2), jnp.asarray(7)), [(7, 1.0)], False)
+    assert str(e.value) == (f'interrupted at step 7; checkpoint written to '
+                            f'{checkpoint.checkpoint_dir(str(tmp_path))}/7; continue with '
+                            '--config.run.resume=True and the same --workdir')
+    assert e.value.exit_code == 130  # the last signal was SIGINT
     assert checkpoint.saved_steps(str(tmp_path)) == [7] and not checkpoint.graceful_stop_pending()
   finally:
     checkpoint._INTERRUPT.update(requested=False, saving=False)
@@ -601,3 +606,29 @@ def test_the_first_signal_asks_an_active_checkpointer_to_save_the_second_stops(t
   with pytest.raises(KeyboardInterrupt):  # no running checkpointer: at once
     checkpoint.on_sigint(signal.SIGINT)
   signals.reset()
+
+
+def test_a_signal_during_a_save_waits_for_the_save(tmp_path, monkeypatch):
+  """A second signal while the checkpoint is being written does not stop the process then
+  (no half-written checkpoint): the save completes."""
+  import weakref  # pylint: disable=import-outside-toplevel
+  from recon.runtime import signals  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(checkpoint, '_ACTIVE', weakref.WeakSet())
+  ck = checkpoint.RunCheckpointer(str(tmp_path), {'a': 1}, every_seconds=0, every_steps=1)
+  real, seen = ck._manager.save, []
+
+  def save(*args, **kwargs):
+    seen.append(checkpoint._INTERRUPT['saving'])
+    checkpoint._INTERRUPT['requested'] = True  # a first signal came meanwhile ...
+    checkpoint.on_sigint(signal.SIGINT)  # ... and a second: no KeyboardInterrupt mid-save
+    return real(*args, **kwargs)
+
+  ck._manager.save = save
+  try:
+    assert ck(_Rows(jnp.zeros(2), jnp.asarray(3)), [(3, 1.0)], False)
+    assert seen == [True] and not checkpoint._INTERRUPT['saving']
+    assert checkpoint.saved_steps(str(tmp_path)) == [3]
+  finally:
+    checkpoint._INTERRUPT.update(requested=False, saving=False)
+    signals.reset()
+    ck.close()
