@@ -70,15 +70,17 @@ def test_a_finished_run_leaves_no_traceback_of_an_earlier_failure(tmp_path, monk
 @pytest.mark.slow
 def test_the_cli_under_ulimit_f_is_the_disk_line_and_resumes(tmp_path):
   """A real file-size limit (RLIMIT_FSIZE 8 KiB: summary.json and the page are larger): exit 2
-  with the line, then a resume without the limit finishes with no traceback.txt."""
+  with the line, then a resume without the limit finishes with no traceback.txt. The limited
+  run compiles into a cache of its own (its cut-off writes never reach the session's); the
+  resume reads the session's (tests/conftest.py), where _tiny's runs above left its programs."""
   args = [sys.executable, '-m', 'recon.main', '--config=configs/rf_synthetic.py',
           '--config.data.n=3', '--config.data.d=4', '--config.victim.p=120',
-          '--config.attack.max_steps=50', f'--workdir={tmp_path / "w"}']
-  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT,
-             JAX_COMPILATION_CACHE_DIR=str(tmp_path / 'cache'))
+          '--config.attack.max_steps=50', '--config.run.chunk_steps=25',
+          f'--workdir={tmp_path / "w"}']
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=ROOT)
   limited = ['bash', '-c', 'ulimit -f 8 && exec "$@"', 'bash'] + args  # 8 KiB, this run only
-  got = subprocess.run(limited, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                       check=False)
+  got = subprocess.run(limited, cwd=ROOT, env=dict(env, RECON_COMPILATION_CACHE=str(
+      tmp_path / 'cache')), capture_output=True, text=True, timeout=300, check=False)
   errors_ = [l for l in got.stderr.splitlines() if l.startswith('error:')]
   assert got.returncode == 2, got.stderr[-2000:]
   assert len(errors_) == 1 and 'file too large (the file-size limit, ulimit -f)' in errors_[0]
