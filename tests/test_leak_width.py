@@ -1,6 +1,7 @@
 """The leak-width prediction (recon/audit/threshold.py, recon/audit/leak_width.py)."""
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -268,3 +269,143 @@ def test_shadows_finished_in_a_work_dir_are_read_back_and_another_config_refused
   c.attack.lr = 0.01
   with pytest.raises(errors.ReconError, match='holds shadows of another config .*attack.lr'):
     recon.leak_width_shadows(c, *args)
+
+
+def _fake_sweeps(calls, success):
+  """A stand-in for the shadows' sweeps (`run_or_read`): records for the grid each asks for,
+  success(n, ratio in the sweep's p / (d n), seed) -> frac_recovered; group i's seconds 10 (i+1)."""
+  def fake(shadows, workdir):
+    calls.append((shadows, workdir))
+    sw, groups, records = shadows['sweep'], [], []
+    d = shadows['data']['d']
+    ns = (sw.get('data') or {}).get('n') or (shadows['data']['n'],)
+    axis = sw['victim'].get('p_over_dn') or sw['victim'].get('width')
+    for g, n in enumerate(ns):
+      groups.append({'seconds': 10.0 * (g + 1), 'n_points': len(axis) * len(sw['seed'])})
+      for a in axis:
+        for s in sw['seed']:
+          records.append({'n': n, 'p_over_dn': a, 'width': a, 'p': int(round(a * d * n)),
+                          'seed': s, 'frac_recovered': success(n, a, s), 'certified': False,
+                          'steps': 100 + s % 7, 'group': g})
+    return {'groups': groups, 'records': records}
+  return fake
+
+
+def test_random_features_shadows_scale_the_ratio_to_the_subspace_and_read_back_records(
+    tmp_path, monkeypatch):
+  """D < d: the sweep's p / (d n) is r D / d; each record's ratio is read back in p / (D n),
+  its seconds its group's share, success only at frac_recovered = 1."""
+  calls = []
+  monkeypatch.setattr(lw_pipeline, 'run_or_read', _fake_sweeps(
+      calls, lambda n, a, s: 1.0 if a >= 0.5 else 0.999))
+  c = recon.get_config('leak_width', {'data.d': 16})
+  base = _shadow(c, {'d': 16, 'D': 4, 'mode': 'pca'})
+  recs = lw_pipeline.shadow_records_rf(base, {'d': 16, 'D': 4}, (4, 6), (1.0, 2.0, 3.0),
+                                       (1000, 1001), str(tmp_path / 's'))
+  (shadows, workdir), = calls
+  assert workdir == str(tmp_path / 's') and shadows['run']['resume'] is True
+  assert list(shadows['sweep']['data']['n']) == [4, 6]
+  assert list(shadows['sweep']['seed']) == [1000, 1001]
+  np.testing.assert_allclose(shadows['sweep']['victim']['p_over_dn'], [0.25, 0.5, 0.75])
+  assert len(recs) == 12 and [r['n'] for r in recs] == [4] * 6 + [6] * 6
+  np.testing.assert_allclose([r['ratio'] for r in recs[:6]], [1, 1, 2, 2, 3, 3])
+  assert [r['success'] for r in recs[:6]] == [False, False, True, True, True, True]
+  assert [r['seconds'] for r in recs] == [10.0 / 6] * 6 + [20.0 / 6] * 6
+  assert [r['steps'] for r in recs[:2]] == [100 + 1000 % 7, 100 + 1001 % 7]
+
+
+def test_two_layer_shadows_run_one_sweep_per_n_at_the_widths_of_the_ratios(tmp_path, monkeypatch):
+  calls = []
+  monkeypatch.setattr(lw_pipeline, 'run_or_read', _fake_sweeps(
+      calls, lambda n, w, s: 1.0 if w >= 40 else 0.0))
+  c = recon.get_config('leak_width', {'victim.name': 'two_layer', 'data.d': 16,
+                                      'data.num_classes': 2})
+  dim = {'d': 16, 'D': 16, 'mode': 'd'}
+  recs = lw_pipeline.shadow_records_two_layer(_shadow(c, dim), dim, (4, 6), (0.5, 2.0),
+                                              (1000, 1001), str(tmp_path))
+  assert [w for _, w in calls] == [str(tmp_path / 'n4'), str(tmp_path / 'n6')]
+  assert [list(s['sweep']['victim']['width']) for s, _ in calls] == [[16, 64], [24, 96]]
+  assert [(r['n'], r['ratio'], r['width'], r['p'], r['seed'], r['success']) for r in recs[:4]] == [
+      (4, 0.5, 16, 32, 1000, False), (4, 0.5, 16, 32, 1001, False),
+      (4, 2.0, 64, 128, 1000, True), (4, 2.0, 64, 128, 1001, True)]
+  assert {r['seconds'] for r in recs[:4]} == {10.0 / 4} and not any(r['certified'] for r in recs)
+
+
+def test_the_shadows_config_is_the_auditors_on_synthetic_data_without_its_files():
+  c = recon.get_config('leak_width', {'data.d': 16, 'run.checkpoint_every_seconds': 120.0,
+                                      'run.log_every_seconds': 5.0})
+  full = _shadow(c, {'d': 16, 'D': 16})
+  assert full['data']['name'] == 'synthetic_sphere' and full['data']['path'] is None
+  assert full['data']['preprocess'] == 'sphere' and full['pipeline'] is None
+  assert full['run']['checkpoint_every_seconds'] == 0.0 and full['run']['log_every_seconds'] == 30.0
+  assert full['run']['overwrite'] is False and full['run']['resume'] is False
+  assert full['victim']['checkpoint'] is None and full['attack']['n_candidates'] is None
+  sub = _shadow(c, {'d': 16, 'D': 5})
+  assert sub['data']['name'] == 'synthetic_subspace' and sub['data']['planted_dim'] == 5
+  assert sub['attack']['subspace']['mode'] == 'known' and sub['attack']['subspace']['dim'] is None
+
+
+def test_the_cost_line_counts_runs_and_compiled_groups_per_family():
+  c = recon.get_config('leak_width', {'leak_width.shadow_n': (4, 8), 'leak_width.ratios': (0.5, 2.0, 3.0),
+                                      'leak_width.shadow_seeds': (1, 2), 'attack.max_steps': 500})
+  dim = {'D': 10, 'd': 16}
+  line = lw_pipeline.cost_line(c.victim, c.attack, c.leak_width, dim)
+  assert line.startswith('leak width: 12 shadow runs (2 sizes x 3 ratios x 2 seeds) in 2 compiled '
+                         'group(s), the largest p = 240, each up to attack.max_steps = 500 steps')
+  c.victim.name = 'two_layer'
+  assert 'in 6 compiled group(s)' in lw_pipeline.cost_line(c.victim, c.attack, c.leak_width, dim)
+
+
+@pytest.mark.parametrize('field, values, ok', [('shadow_n', (2, 5), True),
+                                                ('shadow_seeds', (), False),
+                                                ('ratios', (), False)])
+def test_the_smallest_shadow_size_is_2_and_an_empty_axis_is_refused(field, values, ok):
+  c = recon.get_config('leak_width', {f'leak_width.{field}': values})
+  if ok:
+    lw_pipeline.check(c.data, c.victim, c.leak_width)
+  else:
+    with pytest.raises(errors.ExperimentError, match=rf'^config.leak_width.{field}: invalid '):
+      lw_pipeline.check(c.data, c.victim, c.leak_width)
+
+
+def _tiny_prediction(tmp_path, monkeypatch, success, **overrides):
+  calls = []
+  monkeypatch.setattr(lw_pipeline, 'run_or_read', _fake_sweeps(calls, success))
+  c = recon.get_config('leak_width', {
+      'data.n': 12, 'data.d': 4, 'victim.p': 600, 'leak_width.shadow_n': (4, 6),
+      'leak_width.ratios': (0.5, 1.0, 2.0, 4.0), 'leak_width.shadow_seeds': (1000, 1001, 1002),
+      'leak_width.bootstrap': 10, **overrides})
+  result = recon.run(c, str(tmp_path))
+  return result, json.loads((tmp_path / 'leak_width.json').read_text())
+
+
+def test_a_prediction_from_shadows_writes_its_fit_trend_and_runs(tmp_path, monkeypatch):
+  """The whole pipeline on stand-in shadows (no attack run): the trend fit, the prediction at
+  the auditor's n, every run recorded; the bootstrap seeded by the run's seed."""
+  success = lambda n, a, s: 1.0 if a >= 2.0 or (a >= 1.0 and s != 1000) else 0.0  # noqa: E731
+  seeds, real = [], leak_width.bootstrap_threshold
+  monkeypatch.setattr(leak_width, 'bootstrap_threshold',
+                      lambda *a, **k: (seeds.append(k['seed']), real(*a, **k))[1])
+  result, out = _tiny_prediction(tmp_path / 'a', monkeypatch, success, seed=7)
+  assert seeds == [7]  # the bootstrap is the run's seed's: a rerun gives the same interval
+  m = result.metrics
+  assert m['model'] == 'trend' and m['D'] == 4 and m['p_star'] > 0
+  assert m['c'] == out['fit_trend']['at_n']['c'] and m['c_ci'] == out['fit_trend']['at_n']['c_ci']
+  assert len(m['c_ci']) == 2 and m['c_ci'][0] <= m['c'] <= m['c_ci'][1]
+  assert m['margin'] == pytest.approx(600 / m['p_star'])
+  assert out['shadow_n'] == [4, 6] and out['ratios'] == [0.5, 1.0, 2.0, 4.0]
+  assert out['shadow_seeds'] == [1000, 1001, 1002] and len(out['runs']) == 24
+  assert out['fit'] is not None and 'boot_mu' not in out['fit'] and 'boot' not in out['fit_trend']
+  assert 0 <= out['wall_seconds'] < 600 and out['prediction']['p'] == 600
+  assert os.path.isfile(tmp_path / 'a' / 'leak_width.png')
+
+
+def test_shadows_of_one_outcome_write_the_bound(tmp_path, monkeypatch):
+  result, out = _tiny_prediction(tmp_path, monkeypatch, lambda n, a, s: 0.0,
+                                 **{'leak_width.model': 'constant'})
+  m = result.metrics
+  assert m['p_star'] is None and m['bound'] == 'lower' and m['D'] == 4
+  assert m['p_star_bound'] == pytest.approx(4.0 * 4 * 12) and m['model'] == 'constant'
+  assert m['statement'] == out['prediction']['statement'] and 'p* > 192' in m['statement']
+  assert out['fit'] is None and len(out['runs']) == 24 and 0 <= out['wall_seconds'] < 600
+  assert json.loads((tmp_path / 'summary.json').read_text())['config']['data']['n'] == 12
