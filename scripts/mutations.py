@@ -70,7 +70,7 @@ SHARDS: Tuple[Shard, ...] = (
     Shard('leak_width', ('recon/audit/leak_width.py',),
           ('tests/test_leak_width.py', 'tests/test_leak_width_fit.py')),
     Shard('foreign', ('recon/models/foreign.py', 'recon/models/torch_state.py'),
-          ('tests/test_foreign.py',)),
+          ('tests/test_foreign.py', 'tests/test_foreign_variables.py')),
     Shard('saved', ('recon/models/saved.py',), ('tests/test_model_checkpoint.py',)),
     Shard('residual_jacobian', ('recon/certify/residual_jacobian.py',),
           ('tests/test_residual_jacobian.py',)),
@@ -200,6 +200,12 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.audit.leak_width.x_shadow_records_rf__mutmut_31': ('test', 'tests/test_leak_width.py::test_random_features_shadows_scale_the_ratio_to_the_subspace_and_read_back_records'),
     'recon.audit.leak_width.x_shadow_records_rf__mutmut_48': ('test', 'tests/test_leak_width.py::test_random_features_shadows_scale_the_ratio_to_the_subspace_and_read_back_records'),
     'recon.audit.leak_width.x_shadow_records_two_layer__mutmut_79': ('test', 'tests/test_leak_width.py::test_two_layer_shadows_run_one_sweep_per_n_at_the_widths_of_the_ratios'),
+    # recon/models/foreign.py
+    'recon.models.foreign.x__split_variables__mutmut_11': ('test', 'tests/test_foreign_variables.py::test_flax_variables_split_into_params_and_the_other_collections'),
+    'recon.models.foreign.x_read_variables__mutmut_2': ('test', 'tests/test_foreign_variables.py::test_a_refusal_names_victim_checkpoint_unless_told_another_field'),
+    'recon.models.foreign.x_check_params_fit__mutmut_44': ('test', 'tests/test_foreign_variables.py::test_params_of_the_right_shapes_with_a_non_finite_weight_are_refused_by_name'),
+    'recon.models.foreign.x_check_params_fit__mutmut_51': ('test', 'tests/test_foreign_variables.py::test_params_of_the_right_shapes_with_a_non_finite_weight_are_refused_by_name'),
+    'recon.models.foreign.x_check_params_fit__mutmut_15': ('equivalent', "want is a Flax module's params, a tree of dicts: every key on its paths is a DictKey, which has .key"),
     # recon/runtime/workdir_lock.py
     'recon.runtime.workdir_lock.x_acquire__mutmut_41': ('equivalent', "ftruncate(fd, 1) keeps at most the first byte, and the pid written at offset 0 ('N\\n', >= 2 bytes) always covers it"),
     'recon.runtime.workdir_lock.x_owner__mutmut_10': ('equivalent', "codec names are case-insensitive: 'ASCII' is 'ascii'"),
