@@ -372,9 +372,9 @@ def render(doc: Dict[str, Any]) -> str:
       'other jobs (load_avg_1min per run in federated.json). Gradient matching '
       '(recon/attack/gradient_matching.py) is given the labels, E, B, eta, the loss and the '
       'optimiser; the projection attack none of them. Its time is its descent alone. The '
-      'projection loss at the truth is the share of the update the records\' head rows at W(0) '
-      'cannot explain (0 up to rounding for one GD step; Adam\'s first step is eta sign(g), '
-      'outside that span).')
+      'projection loss at the truth is the squared share of the head\'s update outside the span '
+      'of the true records\' head rows at W(0), a diagnostic the attack never sees (0 up to '
+      'rounding for one GD step; Adam\'s first step is eta sign(g), outside that span).')
   return common.page(
       'Federated clients: one update inverted (scripts/federated.py)',
       f'Fresh seeds {doc["seeds"]}; recon\'s attack settings chosen on shadow seeds '

@@ -502,9 +502,27 @@ def mutations(root=None):
                   f'`{t.split("/")[-1]}`' for t in m['slow_tests']))]))
 
 
-# -- docs/federated.md: a client's update inverted, the first cells (scripts/federated.py) -----
+# -- docs/federated.md: a client's update inverted, beside gradient matching (scripts/federated.py)
 def _median(xs):
-  return sorted(xs)[len(xs) // 2]
+  xs = sorted(x for x in xs if x is not None)
+  return xs[len(xs) // 2] if xs else None
+
+
+def _federated_cells(label, runs, n):
+  base = [r['baseline'] for r in runs]
+  return label + [
+      ', '.join(str(r['back']) for r in runs), f'{sum(r["back"] == r["n"] for r in runs)} of '
+      f'{len(runs)}', f'{sum(r["certified"] for r in runs)} of {len(runs)}',
+      sum(r['false_certificate'] for r in runs), _median([r['loss_at_truth'] for r in runs]),
+      mean([r['ssim_mean'] for r in runs]), _median([r['seconds'] for r in runs]),
+      ', '.join(str(b['back']) for b in base), f'{sum(b["back"] == n for b in base)} of '
+      f'{len(base)}', mean([b['ssim_mean'] for b in base]), _median([b['seconds'] for b in base])]
+
+
+FEDERATED_HEADER = ['records back per seed', 'seeds all back', 'certified', 'false certificates',
+                    'loss at the truth (median)', 'SSIM', 's per client (median)',
+                    'gradient matching: back per seed', 'its seeds all back', 'its SSIM',
+                    'its s (median)']
 
 
 @block
@@ -512,21 +530,40 @@ def federated(root=None):
   d, rows = load('federated.json', root), []
   for cell in d['cells']:
     name, n, epochs, batch, optimizer = cell['cell'].split(':')
-    runs = cell['runs']
-    rows.append([name, int(n), int(epochs), int(batch), optimizer, runs[0]['p_L_over_dn'],
-                 ', '.join(str(r['back']) for r in runs),
-                 f'{sum(r["back"] == r["n"] for r in runs)} of {len(runs)}',
-                 f'{sum(r["certified"] for r in runs)} of {len(runs)}',
-                 sum(r['false_certificate'] for r in runs),
-                 _median([r['seconds'] for r in runs]),
-                 ', '.join(str(r['baseline']['back']) for r in runs),
-                 _median([r['baseline']['seconds'] for r in runs]),
-                 'polish' in cell['rescue']])
-  return table(['data', 'n', 'E', 'B', 'optimiser', 'p_L / dn', 'records back per seed',
-                'seeds all back', 'certified', 'false certificates', 's per client (median)',
-                'gradient matching: back per seed', 'its s (median)', 'float64 rung'], rows) + (
+    rows.append(_federated_cells([name, int(n), int(epochs), int(batch), optimizer,
+                                  cell['runs'][0]['p_L_over_dn']], cell['runs'], int(n)))
+  first = [_federated_cells([c['cell'].split(':')[0], int(c['cell'].split(':')[1]),
+                             c['runs'][0]['p_L_over_dn']], c['runs'], int(c['cell'].split(':')[1]))
+           for c in d.get('first_cells', [])]
+  header = ['data', 'n', 'E', 'B', 'optimiser', 'p_L / dn'] + FEDERATED_HEADER
+  return table(header, rows) + (
       f'\n\nFresh seeds {joined(d["seeds"])}; the attack\'s settings chosen on shadow seeds '
-      f'{joined(d["shadow_seeds"])}.' + MACHINE(d))
+      f'{joined(d["shadow_seeds"])}, the baseline\'s on shadow clients seeds '
+      f'{joined(d["tuning"]["shadow_seeds"])}.' + MACHINE(d)) + (
+      '\n\nThe first cells (E = 1, B = n, SGD), measured before the baseline was tuned: the '
+      'baseline at its defaults (Adam lr 0.05, 2000 steps, no TV), the time per client including '
+      'its descent, seeds 100–104.\n\n' + table(['data', 'n', 'p_L / dn'] + FEDERATED_HEADER,
+                                                first) + machine(d.get('first_machine'))
+      if first else '')
+
+
+@block
+def federated_law(root=None):
+  d = load('federated.json', root)
+  rows = [_federated_cells([p['cell'], p['runs'][0]['p_L_over_dn'], p['width']], p['runs'],
+                           p['runs'][0]['n']) for p in d['law'] if p['runs']]
+  return table(['client', 'p_L / dn', 'width'] + FEDERATED_HEADER, rows) + (
+      f'\n\nFresh seeds {joined(d["seeds"])}.' + MACHINE(d))
+
+
+@block
+def federated_tuning(root=None):
+  t = load('federated.json', root)['tuning']
+  steps, ch = sorted(t['grid']['steps']), t['choice']
+  return table(['Adam lr', 'TV weight'] + [f'matching loss after {s} steps' for s in steps],
+               [[s['lr'], s['tv']] + [s['curve'][str(k)] for k in steps] for s in t['scores']]) + (
+      f'\n\nMean over shadow clients {", ".join(t["cells"])}, seeds {joined(t["shadow_seeds"])}. '
+      f'Chosen: Adam lr {fmt(ch["lr"])}, TV weight {fmt(ch["tv"])}, {ch["steps"]} steps.')
 
 
 # -- rendering --------------------------------------------------------------------------------
