@@ -383,11 +383,14 @@ def test_a_prediction_from_shadows_writes_its_fit_trend_and_runs(tmp_path, monke
   """The whole pipeline on stand-in shadows (no attack run): the trend fit, the prediction at
   the auditor's n, every run recorded; the bootstrap seeded by the run's seed."""
   success = lambda n, a, s: 1.0 if a >= 2.0 or (a >= 1.0 and s != 1000) else 0.0  # noqa: E731
-  seeds, real = [], leak_width.bootstrap_threshold
-  monkeypatch.setattr(leak_width, 'bootstrap_threshold',
-                      lambda *a, **k: (seeds.append(k['seed']), real(*a, **k))[1])
+  seeds = []
+  for name in ('bootstrap_threshold', 'bootstrap_trend'):
+    real = getattr(leak_width, name)
+    monkeypatch.setattr(leak_width, name, lambda *a, _f=real, _n=name, **k: (
+        seeds.append((_n, k['seed'])), _f(*a, **k))[1])
   result, out = _tiny_prediction(tmp_path / 'a', monkeypatch, success, seed=7)
-  assert seeds == [7]  # the bootstrap is the run's seed's: a rerun gives the same interval
+  # Both bootstraps are the run's seed's: a rerun gives the same intervals.
+  assert seeds == [('bootstrap_threshold', 7), ('bootstrap_trend', 7)]
   m = result.metrics
   assert m['model'] == 'trend' and m['D'] == 4 and m['p_star'] > 0
   assert m['c'] == out['fit_trend']['at_n']['c'] and m['c_ci'] == out['fit_trend']['at_n']['c_ci']
