@@ -493,9 +493,19 @@ def subspace_two_layer(root=None):
 def mutations(root=None):
   d = load('mutations.json', root)
   s = d['score']
+  count = lambda k: lambda r: r['counts'][k]  # noqa: E731
+  shards = per_record(d.get('shards', []), [
+      'shard', ('modules', lambda r: ', '.join(m.split('/')[-1] for m in r['modules'])),
+      ('mutants run', lambda r: f'{r["sampled"]} of {r["generated"]}'),
+      ('killed', count('killed')), ('survived', count('survived')),
+      ('equivalent', count('equivalent')), ('timeout', count('timeout')),
+      ('no tests', count('no_tests')),
+      ('score', lambda r: '–' if r['counts']['score'] is None else
+       f'{100 * r["counts"]["score"]:.0f}%')])
   return (f'{s["caught_fast"]} of {s["total"]} mutations caught by the fast tier, '
           f'{s["caught_slow_only"]} more only by a slow test, {s["survived"]} survived '
-          f'({d["command"]}, commit {d["commit"]}).\n\n' +
+          f'({d["command"]}, commit {d["commit"]}). Per shard, score = (killed + timeout) / '
+          f'(mutants run − equivalent):\n\n{shards}\n\nThe survivors:\n\n' +
           per_record([m for m in d['mutations'] if m['outcome'] != 'caught'], [
               ('mutation', lambda m: f'`{m["id"]}`'), 'what', 'outcome',
               ('slow test or note', lambda m: m['note'] or ', '.join(
