@@ -1,15 +1,21 @@
 """Smoke tests of scripts/: each script runs end to end at a tiny size and writes its output
 files into a temporary folder (its --out / --out_dir flag), never into results/.
 
-scripts/bench.py's tiny end-to-end run is in tests/test_bench.py. Each test here starts a
-process that compiles several programs, so all are `slow` (the full suite runs them).
+scripts/bench.py's tiny end-to-end run is in tests/test_bench.py. Each test here compiles
+several programs, so all are `slow` (the full suite runs them). The scripts whose flags are
+argparse run in this process (`_main`: their main(argv) after the process set-up their
+`__main__` block does), which spares a process each its imports and JAX's start (4-14 CPU-s a
+test); those built on absl.app (flags defined at import, once per process) run as processes,
+and so do phase_transition and kkt, whose long runs cost no less in this process.
 """
+import importlib
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from absl import logging
 from conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +30,24 @@ def _script(module, *args):
                         timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
   return proc
+
+
+def _main(module, *args, restore=()):
+  """scripts.<module>.main(ARGS) in this process, from the repository root, after the set-up
+  its `__main__` block does (recon.setup_process: idempotent); the module globals named in
+  `restore` (which main reassigns) and absl's verbosity are put back after."""
+  import recon  # pylint: disable=import-outside-toplevel
+  recon.setup_process()
+  mod = importlib.import_module(f'scripts.{module}')
+  verbosity = logging.get_verbosity()
+  with pytest.MonkeyPatch.context() as mp:
+    mp.chdir(ROOT)
+    for name in restore:
+      mp.setattr(mod, name, getattr(mod, name))
+    try:
+      assert mod.main([str(a) for a in args]) in (None, 0)
+    finally:
+      logging.set_verbosity(verbosity)
 
 
 def _has(folder, *names):
@@ -50,28 +74,28 @@ def test_network_showcase(tmp_path):
 
 
 def test_rf_digits(tmp_path):
-  _script('rf_digits', '--tiny', '--seeds=0', f'--out={tmp_path / "out"}',
+  _main('rf_digits', '--tiny', '--seeds=0', f'--out={tmp_path / "out"}',
           f'--runs={tmp_path / "runs"}')
   _has(tmp_path / 'out', 'grid.png', 'loss_curve.png', 'metrics.json', 'seeds.md')
 
 
 def test_subspace_rf_width(tmp_path):
-  _script('subspace', '--part=rf_width', '--tiny', f'--out_dir={tmp_path}')
+  _main('subspace', '--part=rf_width', '--tiny', f'--out_dir={tmp_path}', restore=['OUT'])
   _has(tmp_path, 'subspace_rf_width.json', 'subspace_rf_width.csv', 'subspace_rf_width.png')
 
 
 def test_subspace_two_layer(tmp_path):
-  _script('subspace', '--part=two_layer', '--tiny', f'--out_dir={tmp_path}')
+  _main('subspace', '--part=two_layer', '--tiny', f'--out_dir={tmp_path}', restore=['OUT'])
   _has(tmp_path, 'subspace_two_layer.json', 'subspace_two_layer.csv', 'subspace_two_layer.png')
 
 
 def test_subspace_digits(tmp_path):
-  _script('subspace', '--part=digits', '--tiny', f'--out_dir={tmp_path}')
+  _main('subspace', '--part=digits', '--tiny', f'--out_dir={tmp_path}', restore=['OUT'])
   _has(tmp_path, 'subspace_digits.json', 'subspace_digits.png')
 
 
 def test_bench_sweep(tmp_path):
-  _script('bench_sweep', '--tiny', '--steps=5', '--repeats=1', f'--out={tmp_path / "b.json"}')
+  _main('bench_sweep', '--tiny', '--steps=5', '--repeats=1', f'--out={tmp_path / "b.json"}')
   rows = json.loads((tmp_path / 'b.json').read_text())['rows']
   assert [r['grid'] for r in rows] == ['widths'] and rows[0]['k'] == 2
 
@@ -121,7 +145,7 @@ def test_defences(tmp_path):
 
 
 def test_certificate_scale(tmp_path):
-  _script('certificate', 'scale', '--sizes=6x5x300:auto+dense:dense+lean',
+  _main('certificate', 'scale', '--sizes=6x5x300:auto+dense:dense+lean',
           f'--out={tmp_path / "c"}')
   _has(tmp_path, 'c.json', 'c.md')
   rows = json.loads((tmp_path / 'c.json').read_text())['rows']
@@ -144,7 +168,7 @@ def test_truth_certificate(tmp_path):
   replaces its record."""
   out, runs = tmp_path / 'tc', tmp_path / 'runs'
   for seeds in ('1', '2'):
-    _script('certificate', 'truth', '--tiny', f'--seeds={seeds}', f'--out={out}',
+    _main('certificate', 'truth', '--tiny', f'--seeds={seeds}', f'--out={out}',
             f'--runs_dir={runs}')
   doc = json.loads((tmp_path / 'tc.json').read_text())
   assert [r['seed'] for r in doc['records']] == [1, 2], doc['records']
@@ -155,7 +179,7 @@ def test_truth_certificate(tmp_path):
   assert '| photo_patches | (8, 48, 3840) | float32 | 1 |' in md and '| 1e-09 | yes |' in md, md
   assert 'Certifiable: 2 of 2' in md, md
   # a finished run's workdir (an audit's): recorded under its config's data, dtype and seed
-  _script('certificate', 'truth', f'--workdirs={runs / "photo_patches_float32_s2"}',
+  _main('certificate', 'truth', f'--workdirs={runs / "photo_patches_float32_s2"}',
           f'--out={out}')
   again = json.loads((tmp_path / 'tc.json').read_text())['records']
   assert [r['seed'] for r in again] == [1, 2] and again[1]['loss64'] == doc['records'][1]['loss64']
