@@ -70,7 +70,7 @@ def test_render_only_without_results_exits_2(tmp_path, capsys):
   assert not os.listdir(tmp_path)
 
 
-@pytest.mark.slow  # the smoke test of scripts/bench.py: two tiny runs in-process, one script process
+@pytest.mark.slow  # scripts/bench.py's smoke test: two tiny runs in-process, one script process
 def test_tiny_run_writes_json_and_table_and_reruns_one_part(tmp_path):
   bench = _load_bench()
   bench.main(['--parts=step,memscale', '--sizes=8x4x64x32', '--memscale_size=8x4x64',
