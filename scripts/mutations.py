@@ -245,8 +245,6 @@ SHARD_NOTES: Dict[str, str] = {
              'its 12 survivors are killed by tests/test_model_metadata.py, written for them '
              'and checked by hand against each mutant (the tool selects a new test file in a '
              'fresh run only)',
-    'leak_width': "its survivor (the trend bootstrap's seed) is killed by the test's "
-                  'check of both seeds, added after this run (checked by hand)',
 }
 
 # mutmut's exit codes (mutmut/stats.py) folded into the outcomes reported here.
