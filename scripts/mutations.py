@@ -207,7 +207,7 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.models.foreign.x_check_params_fit__mutmut_44': ('test', 'tests/test_foreign_variables.py::test_params_of_the_right_shapes_with_a_non_finite_weight_are_refused_by_name'),
     'recon.models.foreign.x_check_params_fit__mutmut_51': ('test', 'tests/test_foreign_variables.py::test_params_of_the_right_shapes_with_a_non_finite_weight_are_refused_by_name'),
     'recon.models.foreign.x_check_params_fit__mutmut_15': ('equivalent', "want is a Flax module's params, a tree of dicts: every key on its paths is a DictKey, which has .key"),
-    # recon/models/saved.py (checked by hand: each mutant fails its test; the tool ran 14 of 30)
+    # recon/models/saved.py
     'recon.models.saved.x_check_arrays__mutmut_110': ('test', 'tests/test_model_metadata.py::test_a_random_features_model_with_its_training_set_is_accepted'),
     'recon.models.saved.x_check_arrays__mutmut_111': ('test', 'tests/test_model_metadata.py::test_a_random_features_model_with_its_training_set_is_accepted'),
     'recon.models.saved.x_check_arrays__mutmut_22': ('test', 'tests/test_model_metadata.py::test_a_random_features_model_without_theta_is_refused_naming_what_it_has'),
@@ -220,6 +220,10 @@ TRIAGE: Dict[str, Tuple[str, str]] = {
     'recon.models.saved.x_check_metadata__mutmut_82': ('test', 'tests/test_model_metadata.py::test_a_file_without_weight_rng_reads_as_threefry'),
     'recon.models.saved.x_check_metadata__mutmut_88': ('test', 'tests/test_model_metadata.py::test_a_file_without_weight_rng_reads_as_threefry'),
     'recon.models.saved.x_check_metadata__mutmut_94': ('test', 'tests/test_model_metadata.py::test_a_file_without_weight_rng_reads_as_threefry'),
+    'recon.models.saved.x_check_arrays__mutmut_155': ('test', 'tests/test_model_metadata.py::test_integer_or_non_finite_parameters_are_refused_by_name'),
+    'recon.models.saved.x_check_arrays__mutmut_167': ('test', 'tests/test_model_metadata.py::test_integer_or_non_finite_parameters_are_refused_by_name'),
+    'recon.models.saved.x_check_arrays__mutmut_193': ('test', 'tests/test_model_metadata.py::test_integer_or_non_finite_parameters_are_refused_by_name'),
+    'recon.models.saved.x_check_arrays__mutmut_195': ('test', 'tests/test_model_metadata.py::test_integer_or_non_finite_parameters_are_refused_by_name'),
     # recon/runtime/workdir_lock.py
     'recon.runtime.workdir_lock.x_acquire__mutmut_41': ('equivalent', "ftruncate(fd, 1) keeps at most the first byte, and the pid written at offset 0 ('N\\n', >= 2 bytes) always covers it"),
     'recon.runtime.workdir_lock.x_owner__mutmut_10': ('equivalent', "codec names are case-insensitive: 'ASCII' is 'ascii'"),
@@ -241,10 +245,6 @@ SHARD_NOTES: Dict[str, str] = {
                     "tests/test_reliability.py failed mutmut's stats run; its two whole-run "
                     'lock tests stay there)',
     'io': "its tests are tests/test_io.py's (see workdir_lock)",
-    'saved': '14 of its 30 run (its tests load and train models: minutes a mutant here); '
-             'its 12 survivors are killed by tests/test_model_metadata.py, written for them '
-             'and checked by hand against each mutant (the tool selects a new test file in a '
-             'fresh run only)',
 }
 
 # mutmut's exit codes (mutmut/stats.py) folded into the outcomes reported here.

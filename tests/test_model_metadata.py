@@ -75,3 +75,21 @@ def test_a_random_features_model_with_its_training_set_is_accepted():
                                 trained={'theta': np.zeros(5)}, extras={'v': np.zeros((5, 3))},
                                 truth={'x': np.zeros((4, 3)), 'y': np.zeros(4)})
   saved.check_arrays(model, 'm/')
+
+
+def test_integer_or_non_finite_parameters_are_refused_by_name():
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from recon.models import param_checks  # pylint: disable=import-outside-toplevel
+
+  def model(theta, **extra):
+    return saved.ModelCheckpoint(kind='random_features', hparams={'p': 3, 'd': 2},
+                                 trained={'theta': theta}, extras={'v': np.zeros((3, 2))}, **extra)
+
+  with pytest.raises(saved.ModelCheckpointError,
+                     match=r"^victim.checkpoint: m/: trained is parameter 'theta' of dtype int32; "
+                           rf'accepted: {re.escape(param_checks.ACCEPTED)}$'):
+    saved.check_arrays(model(np.zeros(3, np.int32)), 'm/')
+  with pytest.raises(saved.ModelCheckpointError,
+                     match=r"^victim.checkpoint: m/: trained\['theta'\] is non-finite \(2 of 3 "
+                           r'entries NaN/inf\); accepted: finite values$'):
+    saved.check_arrays(model(np.array([1.0, np.nan, np.inf])), 'm/')
